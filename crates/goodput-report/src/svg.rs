@@ -303,7 +303,11 @@ impl Chart {
                 for s in &self.series {
                     let _ = write!(o, r#"<span>{}{}</span>"#, swatch(s.color, s.dashed), html(&s.name));
                 }
-                for m in &self.marks {
+                // A ring labelled with a series' own name (a plan's
+                // configuration at its frontier point) is told by its label
+                // on the chart: a second legend entry of the same name had
+                // read as another series.
+                for m in self.marks.iter().filter(|m| !self.series.iter().any(|s| s.name == m.label)) {
                     let _ = write!(o, r#"<span><i class="sw ring {}"></i>{}</span>"#, m.class, html(&m.label));
                 }
                 o.push_str("</div>");
@@ -1083,7 +1087,9 @@ mod tests {
             let boxes = mark_boxes(&page);
             assert!(boxes.len() >= 30, "{} marks", boxes.len());
             let drawn = boxes.iter().filter(|b| b.1.is_some()).count();
-            assert!(drawn >= 3, "{drawn} labels drawn");
+            // The best's label and another at least (the best's configuration
+            // has no second ring of its own name).
+            assert!(drawn >= 2, "{drawn} labels drawn");
             assert_drawn_labels_clear(&boxes);
             if doc.best.is_some() {
                 let last = page.rsplit(r#"<g class="mark "#).next().unwrap();

@@ -126,6 +126,19 @@ fn plan_writes_a_valid_undominated_frontier_and_report_renders_it() {
     assert_eq!(csv.lines().count(), 1 + all.len(), "a row per point:\n{csv}");
     let html = std::fs::read_to_string(&html).unwrap();
     assert!(html.contains(r#"data-report="frontier""#) && html.contains(r#"data-chart="frontier""#));
+    // The legend names each thing once (a ring at a configuration's point is
+    // told by its label on the chart, not by a second entry of the curve's
+    // name), and the best's configuration has one ring, the best's.
+    let legend = html.split(r#"<div class="legend">"#).nth(1).unwrap().split("</div>").next().unwrap();
+    let names: Vec<&str> =
+        legend.split("</span>").filter_map(|s| s.rsplit('>').next()).filter(|s| !s.is_empty()).collect();
+    let mut unique = names.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), names.len(), "{names:?}");
+    let best = doc["configs"][doc["best"]["at"]["config"].as_u64().unwrap() as usize]["id"].as_str().unwrap();
+    assert!(html.contains(&format!(">best: {best}</text>")), "{best}");
+    assert!(!html.contains(&format!(">{best}</text>")), "the best's configuration has a second ring: {best}");
     // A saved frontier is not re-judged.
     let err = goodput().arg("report").arg(dir.path().join("plan.json")).args(["--slo", "ttft<=1s"]).refusal();
     assert!(err.contains("is a frontier"), "{err}");

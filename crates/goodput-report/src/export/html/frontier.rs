@@ -168,12 +168,15 @@ fn chart(doc: &FrontierResult) -> Chart {
         series.push(s);
     }
     let mut marks = Vec::new();
-    let mut labelled = HashSet::new();
+    let mut note_rings = "";
+    // The best's configuration is labelled at the best point alone (it had
+    // a second ring, at another of its frontier points, under its bare name).
+    let mut labelled: HashSet<usize> = doc.best.iter().map(|b| b.at.config).collect();
     for &id in &doc.frontier {
         let Some((x, y)) = doc.point(id).and_then(plane) else { continue };
         // Each configuration once, at its frontier point of most
         // throughput (the legend lists every label).
-        if doc.best.as_ref().is_some_and(|b| b.at == id) || !labelled.insert(id.config) {
+        if !labelled.insert(id.config) {
             continue;
         }
         marks.push(Mark { x, y, label: doc.configs[id.config].id.clone(), class: "mark-sat" });
@@ -183,12 +186,17 @@ fn chart(doc: &FrontierResult) -> Chart {
             marks.push(Mark { x, y, label: format!("best: {}", doc.configs[b.at.config].id), class: "mark-rec" });
         }
     }
+    if marks.iter().any(|m| m.class == "mark-sat") {
+        // Their legend entries are the curves' own (see `Chart::render`).
+        note_rings = " A ring marks a configuration's frontier point of most throughput, labelled with its name.";
+    }
     let misses = doc.points().filter(|(_, p)| p.meets_slo == Some(false)).count();
     let mut note = format!(
         "Each curve is one configuration at rising load (right to left: more users, less speed each). The dashed line \
          is the Pareto frontier: no point beats one of its points on both axes. Tokens/s per user is 1000 / TPOT p{}.",
         doc.percentile
     );
+    note.push_str(note_rings);
     if misses > 0 {
         let _ = write!(note, " {misses} of the points miss the SLO (hover a point to see which).");
     }
