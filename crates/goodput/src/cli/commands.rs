@@ -353,7 +353,7 @@ pub struct ReportArgs {
     /// The run's per-request records (--records), when the document does not hold them (--include-requests).
     #[arg(long)]
     pub records: Option<PathBuf>,
-    /// Percentiles to report, e.g. 50,90,99.9 (default: the run's own).
+    /// Percentiles to report, e.g. 50,90,99.9, sorted ascending and each once (default: the run's own).
     #[arg(long, value_parser = parse_percentiles)]
     pub percentiles: Option<PercentileList>,
     /// Re-analyse only the requests sent in this stretch of the run, e.g. 30s..90s, 1m.. or ..2m (times from the run's start; a session counts by its first turn).
@@ -361,8 +361,8 @@ pub struct ReportArgs {
     pub window: Option<goodput_core::TimeSlice>,
     #[command(flatten)]
     pub judge: JudgeArgs,
-    /// Write the re-analysed document to this JSON file.
-    #[arg(long, short = 'o')]
+    /// Write the re-analysed document to this JSON file; - for standard output.
+    #[arg(long, short = 'o', visible_alias = "json")]
     pub output: Option<PathBuf>,
     /// Print only the summary.
     #[arg(long, short = 'q')]
@@ -379,13 +379,13 @@ pub struct MergeArgs {
     /// Merge the shards given even when some are missing (the result says which).
     #[arg(long)]
     pub allow_partial: bool,
-    /// Write the merged result document (schema goodput/v1) to this JSON file.
-    #[arg(long, short = 'o')]
+    /// Write the merged result document (schema goodput/v1) to this JSON file; - for standard output.
+    #[arg(long, short = 'o', visible_alias = "json")]
     pub output: Option<PathBuf>,
     /// Write the merged records, on the merged run's clock, to this file (for report --records): JSON Lines, or Parquet when its name ends in .parquet.
     #[arg(long)]
     pub records: Option<PathBuf>,
-    /// Percentiles to report, e.g. 50,90,99.9 (default: the shards' own).
+    /// Percentiles to report, e.g. 50,90,99.9, sorted ascending and each once (default: the shards' own).
     #[arg(long, value_parser = parse_percentiles)]
     pub percentiles: Option<PercentileList>,
     /// Print only the summary.

@@ -281,14 +281,14 @@ impl WorkloadArgs {
 /// What is written, and where.
 #[derive(Debug, Clone, Args)]
 pub struct OutputArgs {
-    /// Percentiles to report, e.g. 50,90,99.9.
+    /// Percentiles to report, e.g. 50,90,99.9, sorted ascending and each once (99,50,99 is 50,99).
     #[arg(long, value_parser = parse_percentiles, default_value = "50,90,95,99")]
     pub percentiles: PercentileList,
     /// Stream per-request records to this file as they complete: JSON Lines, or Parquet (one row per request, readable once the run ends) when its name ends in .parquet.
     #[arg(long)]
     pub records: Option<PathBuf>,
-    /// Write the result document (schema goodput/v1) to this JSON file.
-    #[arg(long, short = 'o')]
+    /// Write the result document (schema goodput/v1) to this JSON file; - for standard output.
+    #[arg(long, short = 'o', visible_alias = "json")]
     pub output: Option<PathBuf>,
     /// Also put every per-request record into the result document.
     #[arg(long)]

@@ -243,6 +243,37 @@ mod tests {
     }
 
     #[test]
+    fn json_is_o_on_every_command_that_writes_a_json_document() {
+        // Only compare had taken it; the others refused it, with a tip toward --slo.
+        let out = |args: &[&str]| {
+            let cli = parse_from(["goodput"].iter().chain(args).chain(&["--json", "doc.json"]))
+                .unwrap_or_else(|e| panic!("{args:?} --json: {e}"));
+            match cli.command {
+                Command::Bench(a) => a.output.output,
+                Command::Estimate(a) => a.output.output,
+                Command::Sweep(a) => a.output.output,
+                Command::Report(a) => a.output,
+                Command::Merge(a) => a.output,
+                Command::Plan(a) => a.output,
+                Command::Compare(a) => a.output,
+                _ => panic!("{args:?}: not a command that writes a JSON document"),
+            }
+        };
+        let commands: [&[&str]; 7] = [
+            &["bench"],
+            &["estimate"],
+            &["sweep", "--concurrency", "1,2"],
+            &["report", "run.json"],
+            &["merge", "a.json", "b.json"],
+            &["plan", "--gpu", "h100"],
+            &["compare", "a.json", "b.json"],
+        ];
+        for args in commands {
+            assert_eq!(out(args).as_deref(), Some(std::path::Path::new("doc.json")), "{args:?}");
+        }
+    }
+
+    #[test]
     fn a_scrape_interval_is_at_least_10ms() {
         assert_eq!(parse_scrape_interval("10ms").unwrap(), Duration::from_millis(10));
         assert!(parse_scrape_interval("1ns").unwrap_err().contains("10 ms at least"));
@@ -281,6 +312,9 @@ mod tests {
         assert_eq!(parse_percentiles("p50, p99").unwrap().0, vec![50.0, 99.0]);
         assert!(parse_percentiles("101").is_err());
         assert!(parse_percentiles("x").unwrap_err().contains("50,90,99.9"));
+        // Sorted and each once: given out of order, p99 had headed the tables before p50.
+        assert_eq!(parse_percentiles("99,50,99").unwrap().0, vec![50.0, 99.0]);
+        assert_eq!(parse_percentiles("p99.9, 90,p50,90.0").unwrap().0, vec![50.0, 90.0, 99.9]);
     }
 
     #[test]

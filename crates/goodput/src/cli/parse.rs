@@ -182,7 +182,9 @@ pub fn parse_think_time(s: &str) -> Result<ThinkTime, SpecError> {
     s.parse()
 }
 
-/// A list of percentiles, parsed from `50,90,99.9`.
+/// A list of percentiles, parsed from `50,90,99.9`: in ascending order,
+/// each once, whatever order and repeats were given (`99,50,99` is
+/// `50,99`), as every table and the result's keys list them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PercentileList(pub Vec<f64>);
 
@@ -203,13 +205,14 @@ pub fn parse_percentiles(s: &str) -> Result<PercentileList, String> {
         if scaled.round() < 1.0 || (scaled - scaled.round()).abs() > 1e-6 {
             return Err(format!("percentile {part} has more than four decimals: give e.g. 99.99 or 0.01"));
         }
-        if !out.contains(&p) {
-            out.push(p);
-        }
+        out.push(p);
     }
     if out.is_empty() {
         return Err("give at least one percentile, e.g. 50,90,99".into());
     }
+    // Given out of order, p99 had headed a table before p50.
+    out.sort_by(f64::total_cmp);
+    out.dedup();
     Ok(PercentileList(out))
 }
 

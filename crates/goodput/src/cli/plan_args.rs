@@ -165,7 +165,7 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub workload: WorkloadArgs,
     /// Write the frontier (schema goodput/v1, kind frontier) to this JSON file.
-    #[arg(long, short = 'o')]
+    #[arg(long, short = 'o', visible_alias = "json")]
     pub output: Option<PathBuf>,
     /// Print only the frontier, not each configuration as it is done.
     #[arg(long, short = 'q')]
