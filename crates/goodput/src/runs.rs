@@ -12,6 +12,7 @@ use crate::cli::{BenchArgs, EstimateArgs};
 use crate::interrupt::Interrupt;
 use crate::output;
 use anyhow::{bail, Result};
+use goodput_core::analysis::assemble::{warm_cache_warning, warm_repeats_warning};
 use goodput_core::{RequestRecord, RunResult};
 use goodput_sim::engine::EngineConfig;
 use std::process::ExitCode;
@@ -39,6 +40,7 @@ pub async fn bench(mut a: BenchArgs) -> Result<ExitCode> {
     let mut results: Vec<RunResult> = Vec::new();
     let mut first: Vec<RequestRecord> = Vec::new();
     let mut failed: Option<anyhow::Error> = None;
+    let mut warm: Vec<(u32, f64)> = Vec::new();
     for (i, &seed) in seeds.iter().enumerate() {
         if interrupt.stopped() {
             break;
@@ -59,6 +61,12 @@ pub async fn bench(mut a: BenchArgs) -> Result<ExitCode> {
             Err(e) => return Err(e),
         };
         let stopped = r.interrupted;
+        // A later run whose prompts the server's cache held (an earlier
+        // run's, under --same-seed): its faster TTFT is no run-to-run noise.
+        let hit = r.server_signals.as_ref().and_then(|s| s.window.prefix_cache_hit_rate);
+        if let Some(h) = hit.filter(|&h| i > 0 && warm_cache_warning(&r.config, &recs, h).is_some()) {
+            warm.push((i as u32 + 1, h));
+        }
         if i == 0 {
             first = recs;
         } else {
@@ -77,8 +85,12 @@ pub async fn bench(mut a: BenchArgs) -> Result<ExitCode> {
         Some(e) => format!("{e:#}"),
         None => "the command was stopped".into(),
     };
-    let notes = if results.len() < n as usize { vec![why] } else { Vec::new() };
-    let top = with_repeats(results, n, &seeds, a.runs.same_seed, a.judge.confidence, notes);
+    let mut notes = if results.len() < n as usize { vec![why] } else { Vec::new() };
+    // Said in the block and the run's warnings: the top level is run 1, whose own had said nothing of it.
+    let warm = warm_repeats_warning(&warm, a.runs.same_seed);
+    notes.extend(warm.clone());
+    let mut top = with_repeats(results, n, &seeds, a.runs.same_seed, a.judge.confidence, notes);
+    top.warnings.extend(warm);
     let stopped = top.repeats.as_ref().is_some_and(|rep| rep.n < n || rep.runs.iter().any(|r| r.interrupted));
     let code = output::finish(&top, &a.output, &a.judge, &first)?;
     if let Some(e) = failed {

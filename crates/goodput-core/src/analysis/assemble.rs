@@ -402,6 +402,44 @@ pub fn warm_cache_warning(config: &RunConfig, records: &[RequestRecord], hit_rat
     ))
 }
 
+/// The warning for `--runs N` whose later runs found their prompts in the
+/// server's prefix cache ([`warm_cache_warning`] said of each): `warm`
+/// holds each such run's number (from 1) and the share of the prompt
+/// tokens the cache served it. Their TTFT is faster than a first run's for
+/// it, so the spread across the runs is the cache filling, not the
+/// run-to-run noise it would be read as. With `same_seed` each run sends
+/// the prompts of the one before, which is the cause.
+pub fn warm_repeats_warning(warm: &[(u32, f64)], same_seed: bool) -> Option<String> {
+    warm.first()?;
+    // `2`, `2 and 3`, `2, 3 and 4`.
+    let listed = |items: Vec<String>| match items.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    let number = if warm.len() == 1 { "run" } else { "runs" };
+    let runs = format!("{number} {}", listed(warm.iter().map(|(i, _)| i.to_string()).collect()));
+    let hits = listed(warm.iter().map(|(_, h)| format!("{:.1}%", h * 100.0)).collect());
+    let (cause, fix) = if same_seed {
+        (
+            "--same-seed sends every run the prompts of the run before, which the server still held",
+            "leave --same-seed out to give each run its own prompts (bench has no cache reset between runs)",
+        )
+    } else {
+        (
+            "an earlier run (of this command, or one before it with these seeds) or another client sent the same \
+             prompts",
+            "give --seed a value no earlier run used",
+        )
+    };
+    let (they, their) = if warm.len() == 1 { ("it", "its") } else { ("they", "their") };
+    Some(format!(
+        "{runs} of --runs found the server's prefix cache holding {their} prompts (it served {hits} of the prompt \
+         tokens looked up): {cause}, so {they} had faster TTFT than fresh prompts get, and the spread across the \
+         runs is the cache's, not run-to-run noise; {fix}"
+    ))
+}
+
 /// The warning for a run that sent a dataset's entries more than once
 /// (more requests, or sessions, than it has entries): the repeats are the
 /// same prompts, which a server's prefix cache serves.
@@ -449,6 +487,19 @@ pub fn few_requests_warning(load: &LoadConfig, peak: u64) -> Option<String> {
 mod tests {
     use super::*;
     use crate::doc::config::{Rate, SessionsConfig};
+
+    #[test]
+    fn later_runs_served_from_the_cache_are_named_with_the_fix() {
+        assert_eq!(warm_repeats_warning(&[], true), None, "no run found the cache warm");
+        let both = warm_repeats_warning(&[(2, 0.99), (3, 0.985)], true).unwrap();
+        assert!(both.starts_with("runs 2 and 3 of --runs found the server's prefix cache holding their"), "{both}");
+        assert!(both.contains("it served 99.0% and 98.5%") && both.contains("leave --same-seed out"), "{both}");
+        let one = warm_repeats_warning(&[(4, 0.9)], false).unwrap();
+        assert!(one.starts_with("run 4 of --runs found the server's prefix cache holding its prompts"), "{one}");
+        assert!(one.contains("give --seed a value no earlier run used") && !one.contains("--same-seed"), "{one}");
+        let three = warm_repeats_warning(&[(2, 0.9), (3, 0.9), (4, 0.9)], true).unwrap();
+        assert!(three.starts_with("runs 2, 3 and 4 of"), "{three}");
+    }
 
     #[test]
     fn scraped_energy_divides_the_counters_increase_and_provisions_the_power_limits() {

@@ -483,3 +483,45 @@ fn compare_does_not_judge_goodput_across_different_slos() {
     let same = run("same.json", "ttft<=10s");
     goodput().arg("compare").arg(&a).arg(&same).args(["--fail-if", "goodput<-5%"]).assert().success();
 }
+
+/// `--runs 3` against one `goodput serve`, whose prefix cache outlives a
+/// run, with `extra`: the document.
+fn runs_on_one_server(extra: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    let (url, _, _server) = serve(&["--host", "127.0.0.1", "--speed", "10"]);
+    goodput()
+        .args(["bench", "-q", "--url", &url, "--metrics-interval", "200ms", "-n", "8", "-c", "2"])
+        .args(["--input-tokens", "400", "--output-tokens", "8", "--seed", "77", "--runs", "3"])
+        .args(extra)
+        .arg("-o")
+        .arg(&out)
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .success();
+    read_json(&out)
+}
+
+/// `--runs 3 --same-seed` against a server with a prefix cache: runs 2 and
+/// 3 send run 1's prompts again, and the cache serves them. The repeats
+/// block and the warnings name those runs and the fix; only run 1's
+/// warnings had been kept, and the cache's speed-up was read as run-to-run
+/// spread without a word. With a seed of its own for each run, nothing is
+/// said.
+#[test]
+fn same_seed_runs_served_from_an_earlier_runs_cache_are_warned_of() {
+    let hits = |v: &serde_json::Value| v["server_signals"]["window"]["prefix_cache_hit_rate"].clone();
+    let v = runs_on_one_server(&["--same-seed"]);
+    let notes = v["repeats"]["notes"].to_string();
+    assert!(notes.contains("runs 2 and 3 of --runs found the server's prefix cache holding their prompts"), "{notes}");
+    assert!(notes.contains("leave --same-seed out"), "{notes}");
+    let warned =
+        |v: &serde_json::Value| v["warnings"].to_string().contains("of --runs found the server's prefix cache");
+    assert!(warned(&v), "{}", v["warnings"]);
+    // Run 1, the top level, met an empty cache: its own check passed it.
+    assert!(!v["warnings"].to_string().contains("held them before the run"), "{} ({})", v["warnings"], hits(&v));
+    let fresh = runs_on_one_server(&[]);
+    assert_eq!(fresh["repeats"]["seeds"], serde_json::json!([77, 78, 79]));
+    assert!(!warned(&fresh), "each run its own prompts: {} ({})", fresh["warnings"], hits(&fresh));
+    assert!(!fresh["repeats"]["notes"].to_string().contains("prefix cache"), "{}", fresh["repeats"]["notes"]);
+}
