@@ -60,6 +60,7 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
     }
     let gpus = crate::target::default_gpus(&a.target, &a.sim, &a.judge)?;
     let opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, gpus)?;
+    a.judge.check_attainment_applies(opts.slo.as_ref())?;
     setup::check_fail_on_slo(&a.judge, &opts)?;
     setup::check_scored(&a.workload, &opts)?;
     // --gpus counts the GPUs a price is paid for; with none it changed

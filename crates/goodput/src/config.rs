@@ -205,8 +205,19 @@ pub fn judging(j: &crate::cli::JudgeArgs, default_gpus: u32) -> Result<Judging> 
     };
     if let Some(a) = j.attainment {
         match slo.as_mut() {
-            // The flag wins over the SLO's own term, as flags win over the file.
-            Some(s) => s.attainment = Some(a),
+            Some(s) => {
+                // Two shares on one command line: which was meant is unclear (the flag had silently won).
+                if let Some(own) = j.slo.as_ref().and_then(|s| s.attainment).filter(|&own| (own - a).abs() > 1e-9) {
+                    let (own, a) = (crate::cli::share_text(own), crate::cli::share_text(a));
+                    bail!(
+                        "--attainment {a} and --slo's attainment>={own} set the same target, the share of requests \
+                         that must be good, to two values: give it once (drop --attainment, or the SLO's \
+                         attainment term)"
+                    );
+                }
+                // The flag wins over the file's SLO's term, as flags win over the file.
+                s.attainment = Some(a)
+            }
             None => bail!("--attainment is the share of requests that must meet the SLO: give the SLO too (--slo 'ttft<=200ms', or a config with slo = \"...\")"),
         }
     }

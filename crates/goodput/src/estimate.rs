@@ -105,6 +105,7 @@ pub fn run(a: &EstimateArgs, cfg: &EngineConfig) -> Result<(RunResult, Vec<Reque
     }
     // The engine modelled runs on tp × dp GPUs unless --gpus or the config says otherwise.
     let opts = setup::analysis_options_for(&a.output.percentiles.0, &a.judge, cfg.gpus())?;
+    a.judge.check_attainment_applies(opts.slo.as_ref())?;
     setup::check_fail_on_slo(&a.judge, &opts)?;
     setup::check_scored_in(&a.workload, &opts, Some("estimate"))?;
     let until = crate::until::spec(&a.until, &opts)?;

@@ -340,6 +340,7 @@ fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u3
         crate::setup::check_saved_prices(first, &shards[0].path)?;
     }
     let opts = crate::setup::saved_options(first, &a.judge, &percentiles)?;
+    a.judge.check_attainment_applies(opts.slo.as_ref())?;
     let mut config = first.config.clone();
     config.percentiles = Some(percentiles);
     config.judge = Some(crate::setup::judge_config(&opts));

@@ -200,8 +200,14 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     out.quiet = a.quiet;
     let Some(records) = records else {
         if rejudge {
+            // A price and a GPU count need the saved throughputs alone.
+            if let Some(run) = repriced(run, a)? {
+                return output::finish(&run, &out, &a.judge, &[]);
+            }
             bail!(
-                "{} holds no per-request records: pass --records FILE (written by --records), or save runs with --include-requests",
+                "{} holds no per-request records, and an SLO, attainment, percentiles, ratings or --window are drawn \
+                 from them: pass --records FILE (written by --records), or save runs with --include-requests (a \
+                 price or a GPU count alone needs none)",
                 a.run.display()
             );
         }
@@ -218,6 +224,8 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         None => out.percentiles.0.clone(),
     };
     let opts = setup::saved_options(&run, &a.judge, &percentiles)?;
+    a.judge.check_attainment_applies(opts.slo.as_ref())?;
+    check_references(&run, &records, opts.slo.as_ref())?;
     let mut config = run.config.clone();
     config.percentiles = Some(percentiles.clone());
     config.judge = Some(setup::judge_config(&opts));
@@ -297,6 +305,57 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     }
     let out = OutputArgs { percentiles: PercentileList(percentiles), ..out };
     output::finish(&result, &out, &a.judge, &records)
+}
+
+/// `run` priced anew (`--gpu-hour-usd`, `--gpus`, a config's price) from
+/// its saved throughputs, as `analyze` prices them, when nothing else is
+/// judged anew: a cost needs no per-request records (it had been refused
+/// without them). `None` where an SLO, attainment, percentiles, a window,
+/// or a config's SLO or ratings other than the saved ones, need the records.
+fn repriced(mut run: RunResult, a: &ReportArgs) -> Result<Option<RunResult>> {
+    let j = &a.judge;
+    if j.slo.is_some() || j.attainment.is_some() || a.percentiles.is_some() || a.window.is_some() {
+        return Ok(None);
+    }
+    let percentiles: Vec<f64> = run.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect();
+    let opts = setup::saved_options(&run, j, &percentiles)?;
+    let saved = run.config.judge.clone().unwrap_or_default();
+    let judge = setup::judge_config(&opts);
+    if judge.slo != saved.slo || judge.ratings != saved.ratings {
+        return Ok(None);
+    }
+    let Some(cost) = opts.cost else {
+        match j.gpus {
+            Some(g) => bail!(
+                "--gpus {g} counts the GPUs a price is paid for, and {} has no price: give --gpu-hour-usd USD too",
+                a.run.display()
+            ),
+            None => return Ok(None),
+        }
+    };
+    run.cost = Some(goodput_core::analysis::assemble::cost_of(cost, &run.summary));
+    run.config.judge = Some(goodput_core::doc::config::JudgeConfig { extra: saved.extra, ..judge });
+    // The energy counters' GPUs against the GPUs priced, said again for the new count.
+    run.warnings.retain(|w| !goodput_core::analysis::assemble::is_gpus_unpriced_warning(w));
+    let counted = run.energy.as_ref().filter(|e| e.source == EnergySource::Scraped).and_then(|e| e.gpus);
+    run.warnings
+        .extend(counted.and_then(|n| goodput_core::analysis::assemble::gpus_unpriced_warning(run.cost.as_ref(), n)));
+    Ok(Some(run))
+}
+
+/// Refuses an SLO's quality term on a run whose answers had no references
+/// to be scored against (no dataset, and no record scored), as `bench`
+/// refuses it before the run: it had been judged `measured - FAIL`.
+fn check_references(run: &RunResult, records: &[RequestRecord], slo: Option<&goodput_core::Slo>) -> Result<()> {
+    let Some((term, _)) = slo.and_then(|s| s.quality_terms().into_iter().next()) else { return Ok(()) };
+    let dataset = run.config.workload.as_ref().is_some_and(|w| w.dataset.is_some());
+    if dataset || records.iter().any(|r| r.quality.is_some()) {
+        return Ok(());
+    }
+    bail!(
+        "--slo {term} judges answers against their references, and this run has none: run bench again with \
+         --dataset FILE.jsonl whose lines carry \"reference\" (or \"answer\"), or drop the term"
+    );
 }
 
 /// A saved run's energy over its records analysed again, at their output

@@ -248,7 +248,7 @@ fn scraped_energy_checked(
 /// The warning for a run priced for other GPUs than the `counted` ones its
 /// energy counters report: the price is kept as given (`--gpus`, a config's
 /// `gpus`, or one GPU by default), and the count that would match is named.
-fn gpus_unpriced_warning(cost: Option<&crate::analysis::cost::CostReport>, counted: u32) -> Option<String> {
+pub fn gpus_unpriced_warning(cost: Option<&crate::analysis::cost::CostReport>, counted: u32) -> Option<String> {
     let priced = cost?.gpus;
     (priced != counted).then(|| {
         format!(
@@ -256,6 +256,26 @@ fn gpus_unpriced_warning(cost: Option<&crate::analysis::cost::CostReport>, count
              config's gpus, or 1 by default): if the server runs on those {counted}, give --gpus {counted}"
         )
     })
+}
+
+/// Whether `w` is a warning [`gpus_unpriced_warning`] wrote: said again
+/// when a saved run is priced for another count.
+pub fn is_gpus_unpriced_warning(w: &str) -> bool {
+    w.starts_with("the GPUs' energy counters report ") && w.contains("and the cost is priced for")
+}
+
+/// The cost of a run from its summary's throughputs (goodput's and the
+/// sessions' rates where it has them), as `analyze` prices it: what `report`
+/// gives a saved run priced anew, which needs none of its records.
+pub fn cost_of(c: crate::analysis::cost::CostConfig, summary: &crate::Summary) -> crate::analysis::cost::CostReport {
+    let th = &summary.throughput;
+    c.report(
+        th.output_tokens_per_s,
+        th.total_tokens_per_s,
+        th.requests_per_s,
+        summary.goodput.as_ref().map(|g| g.output_tokens_per_s),
+        summary.sessions.as_ref().map(|s| s.per_s),
+    )
 }
 
 /// Joules per output token and output tokens/s per provisioned megawatt from

@@ -389,7 +389,7 @@ pub struct JudgeArgs {
     /// Per-request limits and/or percentile objectives, e.g. 'ttft<=200ms,tpot<=50ms' or 'ttft:p95<=200ms'; limits pass when --attainment of the requests meet them all. A request of two output tokens or more whose output came all at once (not streamed, or buffered on the way) does not meet a tpot or itl_max term: nothing of it was measured.
     #[arg(long, value_parser = parse_slo, help_heading = "SLOs and cost")]
     pub slo: Option<Slo>,
-    /// Share of requests that must meet every per-request limit of --slo for it to pass (0.95 or 95%) [default: the SLO's own attainment>= term, else 0.9]; with percentile objectives alone, a sweep point must reach it too.
+    /// Share of requests that must meet every per-request limit of --slo for it to pass (0.95 or 95%) [default: the SLO's own attainment>= term, else 0.9]; one that differs from --slo's own attainment>= term is refused. A percentile objective carries its own share (a p95 is 95%), so with percentile objectives alone bench, estimate, report and merge refuse it (write the share as the percentile, or attainment>= in --slo), and a sweep point must reach it besides its objectives.
     #[arg(long, value_parser = parse_attainment, help_heading = "SLOs and cost")]
     pub attainment: Option<f64>,
     /// Exit non-zero (3) when the SLO fails: a percentile objective missed, or the limits' attainment short of its target (for CI).
@@ -413,6 +413,37 @@ pub struct JudgeArgs {
     /// The entry of the config's [prices] list to use (a list of one needs no choice).
     #[arg(long, help_heading = "SLOs and cost")]
     pub price: Option<String>,
+}
+
+impl JudgeArgs {
+    /// Refuses `--attainment` where `slo`, the SLO a run is judged by
+    /// (`bench`, `estimate`, `report`, `merge`), has percentile objectives
+    /// alone and names no attainment of its own: each objective is judged by
+    /// its own percentile, and the flag had silently added a rule that
+    /// `--attainment` of the requests be within every threshold, failing a
+    /// `ttft:p50` objective its p50 passed. (A sweep reads the flag as the
+    /// share each point must reach, and does not call this.)
+    pub fn check_attainment_applies(&self, slo: Option<&Slo>) -> anyhow::Result<()> {
+        let (Some(a), Some(slo)) = (self.attainment, slo) else { return Ok(()) };
+        let own = self.slo.as_ref().and_then(|s| s.attainment);
+        if !slo.limits.is_empty() || !slo.quality_limits.is_empty() || own.is_some() {
+            return Ok(());
+        }
+        let share = share_text(a);
+        // The SLO as given: the flag's share is in it already.
+        let objectives = Slo { attainment: None, ..slo.clone() }.to_string();
+        anyhow::bail!(
+            "--attainment {share} is the share of requests that must meet --slo's per-request limits, and the SLO \
+             '{objectives}' has objectives alone, each judged by its own percentile or mean (a p95 is 95% of the \
+             requests): drop --attainment, write the share as the percentile, or ask for it in the SLO \
+             ('{objectives},attainment>={share}': that share of the requests within every threshold)"
+        )
+    }
+}
+
+/// A share as a percentage: 0.8 is `80%`, 0.995 is `99.5%`.
+pub fn share_text(x: f64) -> String {
+    format!("{}%", (x * 1e6).round() / 1e4)
 }
 
 /// The simulated engine: which model on which hardware, and vLLM's limits.

@@ -158,13 +158,18 @@ fn compare_shows_a_rate_s_change_in_points() {
 /// The user view's ratings are over the successes, and say so where some
 /// failed (a run with half its requests failed had read "excellent" with no
 /// word of them); a quality limit no answer was scored by reads as the
-/// failure it is, in the terminal and the Markdown.
+/// failure it is, in the terminal and the Markdown. (Its dataset has no
+/// references: a run with no dataset at all is refused the term, by
+/// `report` as by `bench`.)
 #[test]
 fn ratings_name_the_failures_and_an_unscored_quality_limit_reads_as_failed() {
     let (url, _, _server) =
         serve(&["--profile", "fixed", "--ttft", "5ms", "--itl", "1ms", "--fault-error-rate", "0.5"]);
     let dir = tempfile::tempdir().unwrap();
     let (out, md) = (dir.path().join("run.json"), dir.path().join("again.md"));
+    let data = dir.path().join("prompts.jsonl");
+    let lines: Vec<String> = (0..16).map(|i| format!("{{\"prompt\": \"question {i}\"}}")).collect();
+    std::fs::write(&data, lines.join("\n") + "\n").unwrap();
     let o = goodput()
         .args([
             "bench",
@@ -179,7 +184,9 @@ fn ratings_name_the_failures_and_an_unscored_quality_limit_reads_as_failed() {
             "none",
             "--include-requests",
         ])
-        .args(["--output-tokens", "4", "--input-tokens", "8", "-o"])
+        .args(["--output-tokens", "4", "--dataset"])
+        .arg(&data)
+        .arg("-o")
         .arg(&out)
         .output()
         .unwrap();

@@ -317,3 +317,107 @@ fn report_prices_and_keeps_the_energy_of_a_saved_estimate_s_gpus() {
     assert!(w["energy"].is_null(), "{}", w["energy"]);
     assert!(w["warnings"].to_string().contains("energy is for the whole run"), "{}", w["warnings"]);
 }
+
+/// A short bench on the embedded fixed-timing server, saved without its
+/// records (they are written beside it).
+fn run_without_records(dir: &Path) -> (PathBuf, PathBuf) {
+    let (out, rec) = (dir.join("bare.json"), dir.join("bare.jsonl"));
+    goodput()
+        .args(["bench", "-q", "--sim-profile", "fixed", "--sim-ttft", "5ms", "--sim-itl", "1ms"])
+        .args(["--output-tokens", "4", "--input-tokens", "8", "-n", "12", "-c", "2"])
+        .writing(&out, &rec)
+        .assert()
+        .success();
+    (out, rec)
+}
+
+/// A saved run priced anew (`--gpu-hour-usd`, `--gpus`) needs only its
+/// saved throughputs: priced without its records, it gets the cost its
+/// records re-analysed give. It had been refused ("holds no per-request
+/// records"). What the records are needed for is still refused, and says so.
+#[test]
+fn a_saved_run_is_priced_anew_without_its_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let (out, rec) = run_without_records(dir.path());
+    assert!(read_json(&out)["requests"].is_null(), "saved without its records");
+    let price = ["-q", "--gpu-hour-usd", "2", "--gpus", "2", "-o"];
+    goodput().arg("report").arg(&out).args(price).arg(p("priced.json")).assert().success();
+    goodput().arg("report").arg(&out).arg("--records").arg(&rec).args(price).arg(p("again.json")).assert().success();
+    let (priced, again) = (read_json(&p("priced.json")), read_json(&p("again.json")));
+    assert_eq!(priced["cost"]["gpus"], 2, "{}", priced["cost"]);
+    assert_eq!(priced["cost"]["usd_per_hour"], 4.0, "{}", priced["cost"]);
+    assert!(priced["cost"]["usd_per_million_output_tokens"].as_f64().is_some_and(|c| c > 0.0), "{}", priced["cost"]);
+    assert_eq!(priced["cost"], again["cost"], "the cost the records re-analysed give");
+    assert_eq!(priced["config"]["judge"]["cost"], json!({"gpu_hour_usd": 2.0, "gpus": 2}));
+    assert_eq!(priced["summary"], read_json(&out)["summary"], "nothing else is recomputed");
+    // Priced for one GPU: the count a price alone gives a measured run.
+    goodput().arg("report").arg(&out).args(["-q", "--gpu-hour-usd", "3", "-o"]).arg(p("one.json")).assert().success();
+    assert_eq!(read_json(&p("one.json"))["cost"]["usd_per_hour"], 3.0);
+    let err = goodput().arg("report").arg(&out).args(["--gpus", "2"]).refusal();
+    assert!(err.contains("--gpus 2 counts the GPUs a price is paid for") && err.contains("has no price"), "{err}");
+    let err = goodput().arg("report").arg(&out).args(["--gpu-hour-usd", "2", "--slo", "ttft<=1s"]).refusal();
+    assert!(err.contains("pass --records FILE") && err.contains("a price or a GPU count alone needs none"), "{err}");
+}
+
+/// A quality term on a run without references is refused by `report` as
+/// `bench` refuses it (exit 2, the same words), where it had judged the
+/// term `measured - FAIL` and exited 3 under --fail-on-slo.
+#[test]
+fn a_quality_slo_on_a_run_without_references_is_refused_by_report_as_by_bench() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = run_without_records(dir.path());
+    let said = "--slo exact>=0.8 judges answers against their references, and this run has none";
+    let o = goodput()
+        .arg("report")
+        .arg(&out)
+        .arg("--records")
+        .arg(&rec)
+        .args(["--slo", "exact>=0.8", "--fail-on-slo"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}{}", String::from_utf8_lossy(&o.stdout));
+    assert!(err.contains(said) && err.contains("--dataset"), "{err}");
+    let bench =
+        goodput().args(["bench", "-q", "--sim-profile", "fixed", "-n", "1", "--slo", "exact>=0.8"]).output().unwrap();
+    assert_eq!(bench.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bench.stderr).contains(said), "{}", String::from_utf8_lossy(&bench.stderr));
+}
+
+/// `--attainment` beside percentile objectives alone: each objective is
+/// judged by its own percentile, so `report` and `bench` refuse the flag
+/// (it had added a rule that every request be within the threshold, and
+/// failed a p50 its p50 passed). Two attainments, the SLO's and the flag's,
+/// are refused with both named (the flag had silently won). With a
+/// per-request limit the flag is the limits' target, as before.
+#[test]
+fn attainment_beside_objectives_alone_or_against_the_slos_own_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = run_without_records(dir.path());
+    let report = |args: &[&str]| {
+        let o = goodput().arg("report").arg(&out).arg("--records").arg(&rec).args(args).output().unwrap();
+        (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    // The fixed 5 ms TTFT: a p50 within 1 s passes.
+    let (code, err) = report(&["-q", "--slo", "ttft:p50<=1s", "--fail-on-slo"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = report(&["-q", "--slo", "ttft:p50<=1s", "--attainment", "0.99", "--fail-on-slo"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--attainment 99%") && err.contains("'ttft:p50<=1s' has objectives alone"), "{err}");
+    assert!(err.contains("ttft:p50<=1s,attainment>=99%"), "the SLO that asks for it: {err}");
+    let err = goodput()
+        .args(["bench", "-q", "--sim-profile", "fixed", "-n", "1", "--slo", "ttft:p95<=1s", "--attainment", "95%"])
+        .refusal();
+    assert!(err.contains("has objectives alone"), "{err}");
+    // The SLO's own term with objectives is the every-request rule, asked for.
+    let (code, err) = report(&["-q", "--slo", "ttft:p50<=1s,attainment>=99%", "--fail-on-slo"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = report(&["-q", "--slo", "ttft<=1s,attainment>=60%", "--attainment", "0.8"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--attainment 80%") && err.contains("--slo's attainment>=60%"), "{err}");
+    let (code, err) = report(&["-q", "--slo", "ttft<=1s,attainment>=80%", "--attainment", "0.8", "--fail-on-slo"]);
+    assert_eq!(code, Some(0), "the same share twice: {err}");
+    let (code, err) = report(&["-q", "--slo", "ttft<=1ms", "--attainment", "0.5", "--fail-on-slo"]);
+    assert_eq!(code, Some(3), "a limit no request met, judged at the flag's target: {err}");
+}
