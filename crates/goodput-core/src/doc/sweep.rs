@@ -495,7 +495,7 @@ mod tests {
     }
 
     /// A sweep's points are judged by its own attainment target, as its
-    /// analysis judged them (issue 94: the exports had used 0.9 whatever
+    /// analysis judged them (session 44: the exports had used 0.9 whatever
     /// `--attainment` said); a document without one reads as 0.9.
     #[test]
     fn a_point_is_judged_by_the_sweeps_own_attainment_target() {

@@ -369,8 +369,8 @@ fn compare_names_a_run_with_a_blank_label_by_its_file() {
     assert_eq!(labels, serde_json::json!(["a.json", "b.json"]), "{labels}");
 }
 
-/// A sweep judged by an attainment target below the default 0.9 (issue 94,
-/// defect 1): every format judges each point by the sweep's own target, as
+/// A sweep judged by an attainment target below the default 0.9 (session
+/// 44): every format judges each point by the sweep's own target, as
 /// its analysis does. A point with 40% ≤ attainment < 90% that the sweep
 /// recommended had been marked "missed" in Markdown and HTML, and
 /// `meets_slo=false` in CSV, by a 0.9 hard-coded there.
@@ -437,7 +437,7 @@ fn a_sweep_point_is_judged_by_the_sweeps_own_attainment_target_in_every_format()
     assert!(row.contains(r#"<span class="better">met</span>"#) && !row.contains("missed"), "{row}");
 }
 
-/// Runs judged by different SLOs (issue 94, defect 2): their goodput and
+/// Runs judged by different SLOs (session 44): their goodput and
 /// attainment count requests by different limits, so the comparison says
 /// so, shows no change in them, and leaves a --fail-if rule on them
 /// unjudged with how to judge both alike; figures the SLO does not touch

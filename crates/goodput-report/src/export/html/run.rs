@@ -585,7 +585,7 @@ mod tests {
 
     /// The per-request limits' row carries their attainment target, the
     /// share measured and the verdict in the table's columns, as the
-    /// terminal and Markdown give them (issue 94, defect 5: the row had
+    /// terminal and Markdown give them (session 44: the row had
     /// spanned every column, with no target and no pass or fail).
     #[test]
     fn the_limits_row_carries_its_attainment_target_and_verdict() {

@@ -629,7 +629,7 @@ mod tests {
 
     /// The TTFT chart of a sweep of more loads than it draws keeps the
     /// recommended and the saturation point, the lightest and the heaviest
-    /// load, and spreads the rest (issue 94, defect 4: of seven loads, an
+    /// load, and spreads the rest (session 44: of seven loads, an
     /// index formula had dropped the fourth, the recommended one).
     #[test]
     fn the_ttft_chart_keeps_the_recommended_and_the_saturation_point() {
