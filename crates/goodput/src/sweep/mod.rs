@@ -23,6 +23,7 @@ use goodput_report::terminal::sweep as sweep_table;
 use goodput_sim::engine::{EngineConfig, PromptKind};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use steady::{expected_duration, needs_longer, sustained, why_longer, POINT_CAP, POINT_DURATION, POINT_WARMUP};
@@ -81,6 +82,9 @@ struct Sweep {
     /// The stopping rules a point's first run ends by (`--until`,
     /// `--stop-on-slo`), beside its steady-state rule.
     until: Option<crate::until::Spec>,
+    /// A point whose every request failed has said why (the first failure,
+    /// and bench's hint for a status all answered alike): once a sweep.
+    told_failure: std::sync::atomic::AtomicBool,
 }
 
 impl Sweep {
@@ -314,7 +318,23 @@ impl Sweep {
                     until: until.cloned(),
                 };
                 let _busy = interrupt.busy();
-                run_point(target, point, &self.args.metrics, &self.args.output, &self.opts).await
+                let out = run_point(target, point, &self.args.metrics, &self.args.output, &self.opts).await?;
+                // A point whose every request failed says why, as bench
+                // does (the sweep's note had only counted the failures).
+                let q = &out.0.summary.requests;
+                if q.completed == 0 && q.failed > 0 && !self.told_failure.swap(true, Ordering::Relaxed) {
+                    // The commonest kind's sample (its earliest failure):
+                    // the records are not always kept.
+                    let commonest = q.errors_by_kind.iter().max_by_key(|(_, n)| **n).map(|(k, _)| k);
+                    if let Some((kind, sample)) = commonest.and_then(|k| Some((k, q.error_samples.get(k)?))) {
+                        let first = goodput_report::escape::terminal(&format!("{kind}: {sample}"));
+                        goodput_core::tell!("first failure: {first}");
+                    }
+                    if let Some(hint) = target.all_failed_hint(&out.0).await {
+                        goodput_core::tell!("hint: {hint}");
+                    }
+                }
+                Ok(out)
             }
             Runner::Virtual { cfg, prompts } => {
                 let server = virtual_point::VirtualServer::new(cfg, *prompts);
@@ -715,6 +735,7 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
         held: SweepSeries::default(),
         reset: shared.reset,
         until,
+        told_failure: Default::default(),
     })
 }
 

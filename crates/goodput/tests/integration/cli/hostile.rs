@@ -468,6 +468,17 @@ fn a_run_whose_every_request_fails_names_the_fix() {
     assert!(!err.contains("s3cr3t"), "{err}");
     let err = run(&refused, &[]);
     assert!(err.contains("hint: every request was answered HTTP 401: the server asks for an API key"), "{err}");
+    // A sweep whose points all fail says the same, once (it had said only
+    // "no point completed a request").
+    let o = goodput()
+        .args(["sweep", "--url", &refused, "--model", "m", "--concurrency", "1,2", "-n", "2", "--output-tokens", "2"])
+        .args(["--no-metrics", "--progress", "none", "--api-key", "sk-s3cr3t"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("first failure: http_status: HTTP 401 Unauthorized").count(), 1, "{err}");
+    assert_eq!(err.matches("hint: every request was answered HTTP 401: the server refused").count(), 1, "{err}");
+    assert!(!err.contains("s3cr3t"), "{err}");
     // One 401 among failures of another kind: no hint that every request
     // was answered 401.
     let mixed = server(
