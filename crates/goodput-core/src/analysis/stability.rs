@@ -30,7 +30,9 @@ pub struct Stability {
     pub overloaded: bool,
     /// The stretch the trends are judged over, on the run's clock: from
     /// twice the ramp-up (and at least a quarter of the measured sending
-    /// time) to the last measured request's due time.
+    /// time) to the last measured request's due time (with multi-turn
+    /// sessions, to the last session's opening turn's: after it, users
+    /// finish their sessions and the load drains away).
     pub judged_from_s: f64,
     pub judged_to_s: f64,
     /// Measured requests due per second over the judged stretch (open loop).
@@ -58,7 +60,8 @@ pub struct Stability {
     /// The share of the window spent ramping up (an open loop's median
     /// latency over its first tenth of requests, when no warm-up came
     /// before it) and draining
-    /// (after the last measured request was sent), 0..1.
+    /// (after the last measured request was sent, or with sessions the
+    /// last session opened), 0..1.
     pub transient_share: f64,
     /// The growth of the server's own queue (its waiting-requests gauge,
     /// scraped, or the simulated engine's) over the judged stretch,
@@ -103,6 +106,9 @@ const TREND_Z: f64 = 3.0;
 /// level while its decode slows). Wide, so that noise never trips it.
 const RATE_FALL: f64 = 0.2;
 const RATE_NOISE: f64 = 3.0;
+/// A latency's trend is judged only when the sends it is fitted over span
+/// at least this share of the judged stretch.
+const TREND_SPAN: f64 = 0.5;
 /// A window more than this share ramp-up and drain is not a steady measurement.
 const TRANSIENT_MAX: f64 = 0.5;
 /// The judged stretch starts this many ramps after the first request.
@@ -159,7 +165,20 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
     let due: fn(&RequestRecord) -> Duration = if unbounded { |r| r.sent } else { |r| r.scheduled };
     let secs = |d: Duration| d.as_secs_f64();
     let a = measured.iter().map(|r| secs(due(r))).fold(f64::INFINITY, f64::min);
-    let b = measured.iter().map(|r| secs(due(r))).fold(f64::NEG_INFINITY, f64::max);
+    // With multi-turn sessions the load is at its level until the last
+    // session opens: after it, users finish their sessions and leave (a
+    // closed loop's) or no session arrives to take their place (an open
+    // loop's), and the requests due then are the load draining away.
+    let last_opened = measured
+        .iter()
+        .filter(|r| r.session.is_some_and(|t| t.turn <= 1))
+        .map(|r| secs(due(r)))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let b = if measured.iter().any(|r| r.session.is_some()) {
+        last_opened.max(a)
+    } else {
+        measured.iter().map(|r| secs(due(r))).fold(f64::NEG_INFINITY, f64::max)
+    };
     let span = (b - a).max(0.0);
     // An open loop fills over about a request's latency, taken from the
     // first tenth of the measured requests (those that found the server
@@ -197,6 +216,10 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
         ok.iter().filter(|r| in_stretch(secs(due(r)))).filter_map(|r| Some((secs(r.sent), ms(r.tpot()?)))).collect();
     let tpot_trend = theil_sen(&tpot_set);
     let tpot_median_ms = median(tpot_set.iter().map(|p| p.1));
+    // A trend is told (and judged) over the send times it was fitted to:
+    // the slope times the stretch had read a rise of 33 s over sends 21 ms
+    // apart whose TTFTs stayed under 1 s.
+    let (ttft_seen, tpot_seen) = (sent_span(&trend_set), sent_span(&tpot_set));
 
     let mut s = Stability {
         steady: false,
@@ -229,9 +252,9 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
         // times, which the held sends left long before.
         let rps = if window.duration_s > 0.0 { ok.len() as f64 / window.duration_s } else { 0.0 };
         why.push(format!(
-            "the -c {cap} cap on requests in flight held back {:.0}% of the sends (each waited for a request to end), \
-             so the server saw at most {cap} at a time at {rps:.1} req/s, not the schedule: raise -c until \
-             it no longer binds, or lower the rate to what {cap} in flight keep up with",
+            "the {CAP_FLAG} {cap} cap on requests in flight held back {:.0}% of the sends (each waited for a request \
+             to end), so the server saw at most {cap} at a time at {rps:.1} req/s, not the schedule: raise \
+             {CAP_FLAG} until it no longer binds, or lower the rate to what {cap} in flight keep up with",
             100.0 * share
         ));
     }
@@ -273,18 +296,23 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
     // over `over` s by more than GROWTH_NOISE Poisson deviations of `mean`.
     let past_noise =
         |g: f64, over: f64, mean: f64| g > GROWTH_SHARE * rate && g * over > GROWTH_NOISE * mean.max(1.0).sqrt();
-    // A trend of `(slope, z)` over `over` s that chance rarely gives and
-    // that moved by more than `floor` ms and a quarter of `med`.
+    // A trend of `(slope, z)` fitted over sends `over` s apart that chance
+    // rarely gives and that moved by more than `floor` ms and a quarter of
+    // `med` over them. Sends over less than [`TREND_SPAN`] of the stretch
+    // (a closed loop's users sending together as a batch ends) are not a
+    // trend over the run: their latencies differ by their order in the
+    // batch, not by when in the run they were sent.
     let trends = |t: Option<(f64, f64)>, over: f64, med: Option<f64>, floor: f64, sign: f64| {
-        matches!((t, med), (Some((slope, z)), Some(med))
-            if sign * z > TREND_Z && sign * slope * over > floor.max(TTFT_RISE_SHARE * med))
+        over >= TREND_SPAN * len
+            && matches!((t, med), (Some((slope, z)), Some(med))
+                if sign * z > TREND_Z && sign * slope * over > floor.max(TTFT_RISE_SHARE * med))
     };
     let grows = filled && past_noise(outstanding_growth_per_s, len, outstanding_mean);
-    let ttft_rises = trends(trend, len, ttft_median_ms, TTFT_RISE_MIN_MS, 1.0);
+    let ttft_rises = trends(trend, ttft_seen, ttft_median_ms, TTFT_RISE_MIN_MS, 1.0);
     // TPOT only in a closed loop: an open loop's slowing server grows its
     // backlog (above), and its batch widening with the queue's slow swings
     // near capacity lifts TPOT without the load changing.
-    let tpot_rises = !open_loop && trends(tpot_trend, len, tpot_median_ms, 0.0, 1.0);
+    let tpot_rises = !open_loop && trends(tpot_trend, tpot_seen, tpot_median_ms, 0.0, 1.0);
     // The same over the stretch's later half: a server still filling when
     // the window began (a warm-up too short for its first requests to end)
     // grows its backlog and latency in the first half and holds them level
@@ -337,10 +365,12 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
     }
     if let (Some((slope, _)), Some(med), false) = (trend, ttft_median_ms, startup) {
         if ttft_rises {
-            let rise = slope * len;
+            let rise = slope * ttft_seen;
             why.push(format!(
-                "TTFT rose {} ms per second of the run, {rise:.0} ms over the {len:.0} s judged (median {med:.0} ms)",
-                figure(slope)
+                "TTFT rose {} ms per second of the run, {rise:.0} ms over the {} s of sends judged (median {med:.0} \
+                 ms)",
+                figure(slope),
+                seconds(ttft_seen)
             ));
         }
     }
@@ -349,10 +379,11 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
     if let (Some((slope, _)), Some(med), false) = (tpot_trend, tpot_median_ms, startup) {
         if tpot_rises {
             why.push(format!(
-                "TPOT rose {} ms per second of the run, {:.1} ms over the {len:.0} s judged (median {med:.1} ms): \
-                 the server's decode slowed as the run went on",
+                "TPOT rose {} ms per second of the run, {:.1} ms over the {} s of sends judged (median {med:.1} \
+                 ms): the server's decode slowed as the run went on",
                 figure(slope),
-                slope * len
+                slope * tpot_seen,
+                seconds(tpot_seen)
             ));
         }
     }
@@ -365,7 +396,7 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
     // where TTFT was measured; a closed loop's count holds at its users, so
     // there TTFT alone tells.
     let drains = filled && held.is_none() && past_noise(-outstanding_growth_per_s, len, outstanding_mean);
-    let ttft_falls = trends(trend, len, ttft_median_ms, TTFT_RISE_MIN_MS, -1.0);
+    let ttft_falls = trends(trend, ttft_seen, ttft_median_ms, TTFT_RISE_MIN_MS, -1.0);
     let draining = warmed && ((drains && (ttft_falls || trend.is_none())) || (!open_loop && ttft_falls));
     if draining {
         let mut figs = Vec::new();
@@ -373,7 +404,12 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
             figs.push(format!("requests outstanding fell {:.1} a second", -outstanding_growth_per_s));
         }
         if let (true, Some((slope, _))) = (ttft_falls, trend) {
-            figs.push(format!("TTFT fell {} ms per second of the run", figure(-slope)));
+            figs.push(format!(
+                "TTFT fell {} ms per second of the run ({:.0} ms over its {} s of sends)",
+                figure(-slope),
+                -slope * ttft_seen,
+                seconds(ttft_seen)
+            ));
         }
         why.push(format!(
             "draining a backlog left before the window: {} over the {len:.0} s judged, so it measured that \
@@ -387,6 +423,13 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
         let third = len / 3.0;
         let ends = |lo: f64, hi: f64| ok.iter().filter(|r| secs(r.end) >= lo && secs(r.end) < hi).count() as f64;
         let (first, last) = (ends(j0, j0 + third), ends(j1 - third, j1));
+        // Fewer requests outstanding (users leaving, or thinking longer)
+        // complete fewer at the same latency: the server slowed only where
+        // completions fell short of what the count left would complete.
+        let (first_out, _) = outstanding(records, j0, j0 + third, due);
+        let (last_out, _) = outstanding(records, j1 - third, j1, due);
+        let kept = if first_out > 0.0 { (last_out / first_out).clamp(0.0, 1.0) } else { 1.0 };
+        let expected = first * kept;
         // A renewal process's count varies as CV² times its mean: the
         // latencies' CV widens the Poisson bound where it is above 1.
         let lat: Vec<f64> =
@@ -395,9 +438,9 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
         let mean = lat.iter().sum::<f64>() / n;
         let cv2 =
             if mean > 0.0 { lat.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n / (mean * mean) } else { 0.0 };
-        if first >= MIN_REQUESTS as f64
-            && last < (1.0 - RATE_FALL) * first
-            && first - last > RATE_NOISE * ((first + last) * cv2.max(1.0)).sqrt()
+        if expected >= MIN_REQUESTS as f64
+            && last < (1.0 - RATE_FALL) * expected
+            && expected - last > RATE_NOISE * ((expected + last) * cv2.max(1.0)).sqrt()
         {
             why.push(format!(
                 "completions fell {:.0}% over the {len:.0} s judged ({:.1} req/s in its first third, {:.1} in its \
@@ -432,6 +475,21 @@ pub fn no_completions(sent: u64, failed: u64, cancelled: u64, open_loop: bool) -
         format!("no completed requests: of {sent} measured, {failed} failed and {cancelled} were cancelled")
     };
     Stability { steady: false, open_loop, transient_share: 1.0, reason: Some(reason), ..Stability::default() }
+}
+
+/// The flag a held-back verdict names as the cap on requests in flight
+/// (bench's and estimate's); a command whose cap is another flag (sweep's
+/// `--max-concurrency`) puts its own in with [`name_cap_flag`].
+pub const CAP_FLAG: &str = "-c";
+
+/// Names `flag` where a verdict's reason names [`CAP_FLAG`] as the cap on
+/// requests in flight.
+pub fn name_cap_flag(s: &mut Stability, flag: &str) {
+    if let Some(r) = s.reason.as_mut() {
+        *r = r
+            .replace(&format!("the {CAP_FLAG} "), &format!("the {flag} "))
+            .replace(&format!("raise {CAP_FLAG} "), &format!("raise {flag} "));
+    }
 }
 
 /// Sends later than their schedule by more than this were held back (by a
@@ -567,6 +625,22 @@ fn early_latency(ok: &[&RequestRecord]) -> f64 {
     median(by_send[..k].iter().map(|r| r.end.saturating_sub(r.sent).as_secs_f64())).unwrap_or(0.0)
 }
 
+/// The span of the send times (the first of each point) of `pts`, in seconds.
+fn sent_span(pts: &[(f64, f64)]) -> f64 {
+    let lo = pts.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let hi = pts.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    (hi - lo).max(0.0)
+}
+
+/// Seconds to two significant figures under 10 s, whole above.
+fn seconds(s: f64) -> String {
+    match s {
+        s if s >= 10.0 => format!("{s:.0}"),
+        s if s >= 1.0 => format!("{s:.1}"),
+        _ => format!("{s:.2}"),
+    }
+}
+
 /// A slope in ms per second to two significant figures: a slow creep over
 /// a long stretch (0.3 ms/s) had read "rose 0 ms per second".
 fn figure(slope: f64) -> String {
@@ -658,6 +732,12 @@ mod tests {
         let why = s.reason.clone().unwrap();
         assert!(!s.steady && why.starts_with("the -c 1 cap on requests in flight held back 98% of the sends"), "{why}");
         assert!(why.contains("at 10.0 req/s") && why.contains("raise -c"), "{why}");
+        // A sweep names its own cap's flag, in both places.
+        let mut swept = s.clone();
+        name_cap_flag(&mut swept, "--max-concurrency");
+        let named = swept.reason.unwrap();
+        assert!(named.starts_with("the --max-concurrency 1 cap") && named.contains("raise --max-concurrency until"));
+        assert!(!named.contains("-c "), "{named}");
         // Neither the window's ramp and drain nor the pile of due requests
         // (the client's own queue) is told, with their fixes.
         assert!(!why.contains("give more requests") && !why.contains("outstanding every second"), "{why}");
@@ -713,6 +793,105 @@ mod tests {
         assert!(s.steady, "{s:?}");
     }
 
+    /// A closed loop of `users` running `sessions` sessions of `turns`
+    /// turns in turn, each user opening its next session as its last
+    /// ends; a turn sent at `t` takes `took(t)` s and is followed by
+    /// `think` s of thought. With `marked` false, the turns carry no
+    /// session (as a run without `--turns` of the same shape would).
+    fn sessions(
+        users: u64,
+        sessions: u64,
+        turns: u32,
+        took: impl Fn(f64) -> f64,
+        think: f64,
+        marked: bool,
+    ) -> Vec<RequestRecord> {
+        let mut free: Vec<f64> = (0..users).map(|u| 0.01 * u as f64).collect();
+        let mut out = Vec::new();
+        for id in 0..sessions {
+            let u = (0..free.len()).min_by(|&i, &j| free[i].total_cmp(&free[j])).unwrap();
+            let mut t = free[u];
+            for turn in 1..=turns {
+                let took = took(t);
+                let mut r = req(out.len() as u64, t, 0.05, took);
+                r.session = marked.then_some(crate::doc::record::SessionTurn { id, turn, turns });
+                out.push(r);
+                t += took + if turn < turns { think } else { 0.0 };
+            }
+            free[u] = t;
+        }
+        out
+    }
+
+    #[test]
+    fn a_session_loop_whose_users_finish_their_last_sessions_is_steady() {
+        // 300 sessions of 5 turns over 64 users, each turn 1 s and 5 s of
+        // thought between turns: about 4.7 sessions a user, so the last
+        // fifth of the run is users finishing their sessions and leaving.
+        let load = LoadConfig { concurrency: Some(64), ..LoadConfig::default() };
+        let recs = sessions(64, 300, 5, |_| 1.0, 5.0, true);
+        let s = judge(&recs, &window(&recs), Some(&load)).unwrap();
+        assert!(s.steady, "{s:?}");
+        // The stretch ends as the last session opens, not at its last turn.
+        let opened = recs.iter().filter(|r| r.session.unwrap().turn == 1).map(|r| r.sent).max().unwrap();
+        let last = recs.iter().map(|r| r.sent).max().unwrap();
+        assert!(s.judged_to_s == opened.as_secs_f64() && s.judged_to_s < last.as_secs_f64() - 10.0, "{s:?}");
+        // The same turns unmarked, judged to the last send: completions
+        // fall as the users leave, and so do the requests outstanding, so
+        // the fall is not blamed on the server.
+        let unmarked = sessions(64, 300, 5, |_| 1.0, 5.0, false);
+        let s = judge(&unmarked, &window(&unmarked), Some(&load)).unwrap();
+        assert!(!s.reason.clone().unwrap_or_default().contains("server slowed"), "{s:?}");
+        // A session loop whose server slows is still told so: each turn
+        // takes longer as the run goes on, eight times as long by its end.
+        let slowing = sessions(64, 300, 5, |t| 0.5 * (1.0 + t / 20.0), 1.0, true);
+        let s = judge(&slowing, &window(&slowing), Some(&load)).unwrap();
+        assert!(!s.steady && s.reason.clone().unwrap().contains("slowed"), "{s:?}");
+    }
+
+    #[test]
+    fn a_trend_over_sends_close_together_is_not_judged_and_a_rise_is_told_over_its_sends() {
+        // 128 users sent together, then 72 more sent within 20 ms of each
+        // other as the first batch ends at 1 s; each waits its place in the
+        // batch (TTFT 0.1 to 0.9 s in the order sent).
+        let load = LoadConfig { concurrency: Some(128), ..LoadConfig::default() };
+        let burst: Vec<RequestRecord> = (0..200)
+            .map(|i| {
+                let (sent, k) = if i < 128 { (0.0, i) } else { (1.0 + 0.02 * (i - 128) as f64 / 72.0, i - 128) };
+                let ttft = 0.1 + 0.8 * k as f64 / 128.0;
+                req(i, sent, ttft, ttft + 0.05)
+            })
+            .collect();
+        let s = judge(&burst, &window(&burst), Some(&load)).unwrap();
+        let why = s.reason.clone().unwrap_or_default();
+        assert!(!why.contains("TTFT rose"), "{why}");
+        // A rise is told over the span of the sends it was fitted to, no
+        // more than the TTFTs there moved: 10 req/s for 40 s, TTFT rising
+        // 50 ms a second, the requests due after 31 s failing (so TTFT is
+        // seen over 21 s of the 30 s judged).
+        let mut recs: Vec<RequestRecord> = (0..400)
+            .map(|i| {
+                let due = i as f64 / 10.0;
+                req(i, due, 0.05 + 0.05 * due, 0.1 + 0.05 * due)
+            })
+            .collect();
+        for r in recs.iter_mut().filter(|r| r.sent.as_secs_f64() > 31.0) {
+            r.outcome = Outcome::Failed { kind: crate::doc::record::FailureKind::HttpStatus, message: "500".into() };
+        }
+        let s = judge(&recs, &window(&recs), Some(&open(10.0))).unwrap();
+        let why = s.reason.clone().unwrap();
+        let rise: f64 =
+            why.split("ms per second of the run, ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+        let seen: Vec<f64> = recs
+            .iter()
+            .filter(|r| r.outcome.is_success() && r.sent.as_secs_f64() >= s.judged_from_s)
+            .map(|r| r.ttft().unwrap().as_secs_f64() * 1e3)
+            .collect();
+        let most = seen.iter().fold(0.0f64, |a, &b| a.max(b)) - seen.iter().fold(f64::INFINITY, |a, &b| a.min(b));
+        assert!(rise > 0.5 * most && rise <= most + 1.0, "{rise} against {most}: {why}");
+        assert!(why.contains(" s of sends judged"), "{why}");
+    }
+
     #[test]
     fn a_queue_below_capacity_is_steady_and_beyond_it_is_not() {
         // Capacity 10 req/s.
@@ -750,7 +929,7 @@ mod tests {
         assert!(!s.steady && !s.overloaded, "{s:?}");
         let reason = s.reason.unwrap_or_default();
         assert!(reason.starts_with("TTFT rose 0.40 ms per second of the run, "), "{reason}");
-        assert!(reason.contains(" ms over the ") && reason.contains(" s judged"), "{reason}");
+        assert!(reason.contains(" ms over the ") && reason.contains(" s of sends judged"), "{reason}");
     }
 
     #[test]
