@@ -239,6 +239,10 @@ impl Sweep {
         ttft: Option<Cdf>,
     ) -> Result<&SweepPoint> {
         mark_no_completions(&mut result);
+        // Sweep's cap on requests in flight is --max-concurrency (it refuses -c).
+        if let Some(s) = result.summary.stability.as_mut() {
+            goodput_core::analysis::stability::name_cap_flag(s, "--max-concurrency");
+        }
         if self.points.is_empty() {
             crate::output::say(&format!(
                 "{}\n",

@@ -717,3 +717,66 @@ fn a_warm_up_shorter_than_the_servers_fill_is_told_as_such_not_as_an_overload() 
     let warmed = estimate(dir.path(), "warmed", &[&long[..], &["--warmup", "30s", "-n", "1200"]].concat());
     assert_eq!(stability(&warmed)["steady"], true, "{}", stability(&warmed));
 }
+
+/// `estimate` of multi-turn sessions over a closed loop of 64 users, about
+/// five sessions a user: after the last session opens, users finish their
+/// sessions and leave, and completions fall with the server unchanged. The
+/// run is steady (it had been told "the server slowed"), and
+/// `--fail-on-unsteady` passes it.
+#[test]
+fn a_session_loop_whose_users_finish_their_last_sessions_is_steady() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sessions.json");
+    goodput()
+        .args(["estimate", "-q", "--turns", "5", "--think-time", "exponential:5s", "-c", "64", "-n", "300"])
+        .args(["--input-tokens", "200", "--output-tokens", "300", "--fail-on-unsteady", "--include-requests", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    let s = stability(&v);
+    assert_eq!(s["steady"], true, "{s}");
+    // Judged to where the last session opened, before the last turns.
+    let sent = |r: &Value| r["scheduled_ns"].as_f64().unwrap() / 1e9;
+    let recs = v["requests"].as_array().unwrap();
+    let opened = recs.iter().filter(|r| r["session"]["turn"] == 1).map(sent).fold(0.0, f64::max);
+    let last = recs.iter().map(sent).fold(0.0, f64::max);
+    assert!(recs.len() == 1500 && opened + 1.0 < last, "{opened} {last}");
+    assert!((s["judged_to_s"].as_f64().unwrap() - opened).abs() < 1e-3, "{s} {opened}");
+}
+
+/// `estimate -c 128 -n 200`: the requests sent after the first batch ends
+/// go within a few ms of each other, so no TTFT trend over the run is told
+/// of them (a rise of 32864 ms had been, with every TTFT under 1 s).
+#[test]
+fn a_closed_loops_batch_sent_together_is_told_no_ttft_rise() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = estimate(dir.path(), "batch", &["-c", "128", "-n", "200"]);
+    let s = stability(&v);
+    let why = s["reason"].as_str().unwrap_or_default();
+    assert!(s["steady"] == false && why.contains("a user"), "{s}");
+    assert!(!why.contains("TTFT rose"), "{s}");
+}
+
+/// A sweep whose cap on requests in flight holds its points back names
+/// that cap by sweep's flag, `--max-concurrency`, not bench's `-c` (which
+/// sweep refuses).
+#[test]
+fn a_sweep_held_back_by_its_cap_names_max_concurrency() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.json");
+    goodput()
+        .args(["sweep", "--estimate", "-q", "--rate", "100,200", "--max-concurrency", "4", "-n", "200", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let v = read_json(&out);
+    for p in v["points"].as_array().unwrap() {
+        let why = p["result"]["summary"]["stability"]["reason"].as_str().unwrap_or_default();
+        assert!(
+            why.starts_with("the --max-concurrency 4 cap") && why.contains("raise --max-concurrency until"),
+            "{why}"
+        );
+        assert!(!why.contains("-c "), "{why}");
+    }
+}
