@@ -21,6 +21,8 @@ pub struct HttpTarget {
     pub base: String,
     /// The root URL requests are sent to, query and all (never shown).
     pub root: String,
+    /// The model(s) asked for, as shown and written: secrets masked (the
+    /// client sends the name as given or listed).
     pub model: String,
     pub embedded: bool,
     pub client: Arc<Client>,
@@ -266,6 +268,8 @@ impl HttpTarget {
             let other = other_api(http, &self.root, api, &self.probe_headers).await?;
             return Some(format!("the server answered 404 to every request (--api {}), and {other}", api.as_str()));
         };
+        // Compared as shown: the run's model is kept masked.
+        let served: Vec<String> = served.iter().map(|s| goodput_core::util::redact::scrub(s).into_owned()).collect();
         let asked: Vec<&str> = self.model.split(',').filter(|m| !served.iter().any(|s| s == m)).collect();
         (!asked.is_empty()).then(|| {
             format!(
@@ -373,6 +377,9 @@ pub async fn connect(
     .with_quality(quality);
     let embedded = server.is_some();
     let shown = goodput_core::util::redact::redact_url(&base);
+    // The name is sent as the list gave it, and shown and written masked:
+    // a server may name its model after the key it was sent.
+    let model = goodput_core::util::redact::scrub(&model).into_owned();
     let config = client_settings(t, sim, &client, Settled { base: &shown, model: &model, key_header, extra, embedded });
     let max_buffer = t.max_buffer;
     Ok(HttpTarget {

@@ -72,6 +72,14 @@ pub fn request_headers(
 /// What a client must never write: its key, the values of the credential
 /// headers it sends (`headers`), every value of the headers its user gave
 /// (`given`, `--header`), and the credentials of its URL.
+///
+/// A value that names `{session}` or `{request}` is sent filled in (see
+/// `Client::headers_for`), so what a server echoes is never the template:
+/// each of its fixed parts is a secret too (`Bearer sk-{session}` masks
+/// `sk-` wherever it stands, leaving the number after it, which is
+/// goodput's own). A fixed part shorter than 4 bytes (a `-` between two
+/// fields, `{session}` alone) carries no secret worth masking every
+/// occurrence of: it is left out.
 pub fn secrets_of(
     api_key: Option<&str>,
     headers: &[(String, String)],
@@ -81,15 +89,32 @@ pub fn secrets_of(
     let mut s = Secrets::default();
     if let Some(k) = api_key {
         s.add(k);
+        fixed_parts(k).for_each(|p| s.add(p));
     }
     for (name, value) in headers {
         s.add_header(name, value);
+        fixed_parts(value).for_each(|p| s.add_header(name, p));
     }
     for (_, value) in given {
         s.add_header_value(value);
+        fixed_parts(value).for_each(|p| s.add_header_value(p));
     }
     s.add_url(url);
     s
+}
+
+/// The fields a header's value may name, filled in for each request.
+pub const TEMPLATE_FIELDS: [&str; 2] = ["{session}", "{request}"];
+
+/// The fixed parts of a templated value (one naming a [`TEMPLATE_FIELDS`]
+/// field), trimmed, of 4 bytes or more; none for a value naming no field.
+fn fixed_parts(value: &str) -> impl Iterator<Item = &str> {
+    let templated = TEMPLATE_FIELDS.iter().any(|f| value.contains(f));
+    value
+        .split(TEMPLATE_FIELDS[0])
+        .flat_map(|p| p.split(TEMPLATE_FIELDS[1]))
+        .map(str::trim)
+        .filter(move |p| templated && p.len() >= 4)
 }
 
 /// The root URL without a trailing `/` or `/v1` on its path; its query
@@ -128,6 +153,19 @@ pub fn join_url(base: &str, path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn templated_values_mask_their_fixed_parts() {
+        let given = [
+            ("Authorization".to_owned(), "Bearer sk-live-{session}".to_owned()),
+            ("X-Other".to_owned(), "tenant-{request}-zone".to_owned()),
+            ("X-Session".to_owned(), "{session}".to_owned()),
+        ];
+        let s = secrets_of(None, &[], &given, "");
+        assert_eq!(s.mask("echo Bearer sk-live-12 tenant-7-zone"), "echo ***12 ***7***");
+        // A value that is only the session's number masks no digit.
+        assert_eq!(s.mask("session 12"), "session 12");
+    }
 
     #[test]
     fn paths_join_before_the_query() {

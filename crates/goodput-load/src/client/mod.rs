@@ -359,9 +359,16 @@ impl Client {
         if let Some(t) = rec.chunks.last().map(|c| c.t).or(rec.stream_end) {
             rec.end = rec.end.max(t);
         }
-        if let Outcome::Failed { message, .. } = &mut rec.outcome {
-            if let Cow::Owned(m) = self.secrets.redact(message) {
-                *message = m;
+        // Every text of the server's that the record keeps: a server may
+        // echo a secret into any of them (a key as the `finish_reason`).
+        let texts = [rec.finish_reason.as_mut(), rec.retry_after.as_mut()];
+        let message = match &mut rec.outcome {
+            Outcome::Failed { message, .. } => Some(message),
+            _ => None,
+        };
+        for text in texts.into_iter().chain([message]).flatten() {
+            if let Cow::Owned(m) = self.secrets.redact(text) {
+                *text = m;
             }
         }
         if rec.outcome.is_success() {
@@ -412,7 +419,7 @@ impl Client {
         rec.retry_after = head.retry_after.map(str::to_owned);
         if self.server.get().is_none() {
             if let Some(s) = head.server {
-                let _ = self.server.set(s.to_owned());
+                let _ = self.server.set(self.secrets.redact(s).into_owned());
             }
         }
         if !(200..300).contains(&head.status) {

@@ -66,12 +66,19 @@ fn sent(auths: &mpsc::Receiver<String>) -> String {
 
 /// Every file and stream a run writes, as one text.
 fn everything_written(args: &[&str]) -> String {
+    everything_written_asking(args, &["--model", "m"])
+}
+
+/// [`everything_written`], with `model` for the `--model` flags (none: the
+/// server's model list names it).
+fn everything_written_asking(args: &[&str], model: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n).to_string_lossy().into_owned();
     let out = goodput()
         .arg("bench")
         .args(args)
-        .args(["-n", "3", "-c", "1", "--model", "m", "--no-metrics", "--api", "chat"])
+        .args(model)
+        .args(["-n", "3", "-c", "1", "--no-metrics", "--api", "chat"])
         .args(["-o", &p("run.json"), "--records", &p("rec.jsonl"), "--markdown", &p("run.md")])
         .args(["--csv", &p("csv"), "--html", &p("run.html")])
         .output()
@@ -291,4 +298,46 @@ fn a_key_echoed_in_an_answer_kept_by_keep_text_is_masked() {
     let all = everything_written(&["--url", &url, "--api-key", "sk-live-0123456789", "--no-stream", "--keep-text"]);
     assert!(all.contains("your key is ***"), "the answer is kept, the key masked:\n{all}");
     assert!(!all.contains("sk-live-0123456789"), "the key was written:\n{all}");
+}
+
+/// A `--header` value that names `{session}` or `{request}` is sent filled
+/// in, and a server that echoes it had shown it whole (the template, not
+/// the value sent, was the secret): the fixed parts are masked, the
+/// request's number goodput filled in may stay.
+#[test]
+fn a_templated_header_echoed_by_a_server_is_masked() {
+    let (url, auths) = echoing_server();
+    let all = everything_written(&[
+        "--url",
+        &url,
+        "--header",
+        "Authorization: Bearer sk-live-SECRET-{session}",
+        "--header",
+        "X-Custom: tenant-SECRET-{request}",
+    ]);
+    assert_eq!(sent(&auths), "Bearer sk-live-SECRET-0");
+    assert!(all.contains("Incorrect API key provided: ***0 (custom: ***0)"), "{all}");
+    assert!(!all.contains("SECRET"), "a filled-in value was written:\n{all}");
+}
+
+/// A key the server echoes into what goodput keeps of its answers beside
+/// an error's message (the model its list names, a `finish_reason`) is
+/// masked there too: both had been written verbatim.
+#[test]
+fn a_key_echoed_into_the_model_name_or_the_finish_reason_is_masked() {
+    let (url, _got) = server_answering(|line, auth| {
+        let key = auth.split_whitespace().last().unwrap_or("").to_owned();
+        if line.starts_with("GET") {
+            return ("200 OK", serde_json::json!({"data": [{"id": format!("model-{key}")}]}).to_string());
+        }
+        let msg = serde_json::json!({
+            "id": "x", "object": "chat.completion", "model": "m", "system_fingerprint": key,
+            "choices": [{"index": 0, "finish_reason": key, "message": {"role": "assistant", "content": "hi"}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}
+        });
+        ("200 OK", msg.to_string())
+    });
+    let all = everything_written_asking(&["--url", &url, "--api-key", "sk-MYSECRETKEY", "--no-stream"], &[]);
+    assert!(all.contains("model-***"), "the model is named, the key masked:\n{all}");
+    assert!(!all.contains("MYSECRETKEY"), "the key was written:\n{all}");
 }
