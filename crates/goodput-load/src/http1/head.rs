@@ -6,6 +6,9 @@ use super::chunked::Chunked;
 /// A response head larger than this is refused.
 pub(super) const MAX_HEAD: usize = 64 * 1024;
 
+/// What a head past [`MAX_HEAD`] fails with, in one long line or many short ones.
+pub(super) const HEAD_TOO_LARGE: &str = "the response head is larger than 64 KiB";
+
 /// Why no response head came back.
 #[derive(Debug)]
 pub enum HeadError {
@@ -79,8 +82,12 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(usize, Head)>, HeadError> {
             let lines = buf[..buf.len().min(MAX_HEAD)].iter().filter(|&&b| b == b'\n').count();
             let mut many = vec![httparse::EMPTY_HEADER; lines];
             let mut r = httparse::Response::new(&mut many);
-            let parsed = r.parse(buf);
-            read_head(buf, &r, parsed)
+            match r.parse(buf) {
+                // Still more: the head goes on past MAX_HEAD's lines, which is
+                // what a server sent, not a response that is no HTTP.
+                Err(httparse::Error::TooManyHeaders) => Err(HeadError::Invalid(HEAD_TOO_LARGE.into())),
+                parsed => read_head(buf, &r, parsed),
+            }
         }
         parsed => read_head(buf, &r, parsed),
     }

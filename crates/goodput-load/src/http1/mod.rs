@@ -20,7 +20,7 @@ pub use chunked::Chunked;
 pub use head::{parse_head, Head, HeadError};
 
 use bytes::{Buf, BytesMut};
-use head::{Framing, MAX_HEAD};
+use head::{Framing, HEAD_TOO_LARGE, MAX_HEAD};
 use smallvec::SmallVec;
 use std::net::{IpAddr, SocketAddr};
 use std::ops::Range;
@@ -518,9 +518,7 @@ impl Conn {
                         self.buf.advance(len);
                         return Ok((head, first.unwrap_or(last.t), last));
                     }
-                    None if self.buf.len() > MAX_HEAD => {
-                        return Err(HeadError::Invalid("the response head is larger than 64 KiB".into()))
-                    }
+                    None if self.buf.len() > MAX_HEAD => return Err(HeadError::Invalid(HEAD_TOO_LARGE.into())),
                     None => {}
                 }
             }

@@ -116,6 +116,23 @@ async fn an_oversized_header_block_is_an_invalid_response() {
     }
 }
 
+/// A head past 64 KiB in many short lines is the head too large, as one
+/// long line is, on goodput's own transport: it had been "not an HTTP/1.x
+/// response (too many headers)".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_of_many_short_headers_is_too_large_not_unknown() {
+    for (lines, line) in [(20_000, "x-a: b".to_owned()), (200, format!("x-a: {}", "b".repeat(1000)))] {
+        let headers = vec![line; lines].join("\r\n");
+        let resp = format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n{headers}\r\n\r\ndata: [DONE]\n\n");
+        let url = canned(resp.into_bytes()).await;
+        let (kind, message) = failure(&one_request(&url, Transport::Auto).await);
+        assert_eq!(kind, FailureKind::InvalidResponse, "{message}");
+        assert!(message.contains("the response head is larger than 64 KiB"), "{lines} lines: {message}");
+        let (kind, message) = failure(&one_request(&url, Transport::Reqwest).await);
+        assert_eq!(kind, FailureKind::InvalidResponse, "reqwest: {message}");
+    }
+}
+
 /// Every third request is read and then its connection closed without an
 /// answer (each on a fresh connection: the server says `close`). Those
 /// requests fail as what they were, none is sent again, and the server sees
