@@ -584,10 +584,19 @@ pub async fn discover_model(
         if matches!(status.as_u16(), 401 | 403) {
             return Err(refused_key(base, path, status, headers, resp).await);
         }
-        let hint = match other_api(http, base, api, headers).await {
-            Some(other) => other,
-            None => "pass --model NAME".into(),
-        };
+        let location = resp.headers().get("location").map(|l| String::from_utf8_lossy(l.as_bytes()).into_owned());
+        let hint =
+            match (status.is_redirection().then_some(location).flatten(), other_api(http, base, api, headers).await) {
+                // Every request would be redirected as the list was (--model
+                // alone had failed them all): the server is where it points.
+                (Some(to), _) => format!(
+                "if the API is served there, pass --url {} (goodput follows no redirect: with --model alone, every \
+                 request would be redirected as the list was)",
+                goodput_core::util::redact::redact_url(&redirect_root(base, path, &to))
+            ),
+                (None, Some(other)) => other,
+                (None, None) => "pass --model NAME".into(),
+            };
         bail!(
             "the server at {base} did not list its models (HTTP {status} from {path}{}): {hint}",
             to.unwrap_or_default()
@@ -628,6 +637,20 @@ pub async fn discover_model(
         );
     }
     Ok(id.to_owned())
+}
+
+/// The root a redirect of `path` under `base` to `to` points at: `to`
+/// resolved against the URL asked, less `path` (and `/v1`) where it ends in
+/// it; `to` as resolved where it does not.
+fn redirect_root(base: &str, path: &str, to: &str) -> String {
+    let asked = reqwest::Url::parse(&join_url(base, path)).ok();
+    let Some(to) = asked.and_then(|a| a.join(to).ok()) else { return to.to_owned() };
+    let mut root = to.clone();
+    match to.path().strip_suffix(path) {
+        Some(prefix) => root.set_path(prefix),
+        None => return to.to_string(),
+    }
+    normalize_base(root.as_str())
 }
 
 /// A model list's 401 or 403: the key was refused (naming the flags that

@@ -341,3 +341,31 @@ fn a_key_echoed_into_the_model_name_or_the_finish_reason_is_masked() {
     assert!(all.contains("model-***"), "the model is named, the key masked:\n{all}");
     assert!(!all.contains("MYSECRETKEY"), "the key was written:\n{all}");
 }
+
+/// A model list redirected elsewhere (307) names the root it points at as
+/// the `--url` to give: goodput follows no redirect (the key would go
+/// along), and `--model NAME`, once suggested, had every request
+/// redirected in turn.
+#[test]
+fn a_redirected_model_list_suggests_the_url_it_points_at() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for sock in listener.incoming() {
+            let Ok(mut sock) = sock else { return };
+            let mut reader = BufReader::new(sock.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap_or(0) > 0 && !line.ends_with("\r\n\r\n") {}
+            let _ = write!(
+                sock,
+                "HTTP/1.1 307 Temporary Redirect\r\nlocation: http://10.9.8.7:8000/v1/models\r\n\
+                 content-length: 0\r\nconnection: close\r\n\r\n"
+            );
+        }
+    });
+    let out = goodput().args(["bench", "-n", "1", "--no-metrics", "--url", &url]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("pass --url http://10.9.8.7:8000 "), "{err}");
+    assert!(!err.contains("pass --model"), "{err}");
+}
