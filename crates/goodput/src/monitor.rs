@@ -218,19 +218,21 @@ fn figures(w: &WindowSummary, probes: &[RequestRecord]) -> Vec<(&'static str, Op
 fn line(
     t: Duration,
     w: Option<&WindowSummary>,
+    non_finite: &[String],
     probes: &[RequestRecord],
     by_model: &BTreeMap<String, ModelProbes>,
 ) -> String {
     let mut parts = match w {
-        Some(w) => server_parts(w),
+        Some(w) => server_parts(w, non_finite),
         None => vec!["no server metrics".to_string()],
     };
     probe_parts(&mut parts, probes, by_model);
     format!("[{:>7.1}s] {}", t.as_secs_f64(), parts.join(" · "))
 }
 
-/// What the server's window says, in the words of an interval's line.
-fn server_parts(w: &WindowSummary) -> Vec<String> {
+/// What the server's window says, in the words of an interval's line;
+/// `non_finite`, the known series the last scrape read as NaN or ±Inf.
+fn server_parts(w: &WindowSummary, non_finite: &[String]) -> Vec<String> {
     let mut parts = vec![w.engine.map(|e| format!("{e:?}").to_lowercase()).unwrap_or_else(|| "server".into())];
     let g = |s: GaugeSignal| w.gauges.get(&s).and_then(|d| d.max);
     if let Some(v) = g(GaugeSignal::RunningRequests) {
@@ -272,8 +274,12 @@ fn server_parts(w: &WindowSummary) -> Vec<String> {
         parts.push(format!("{v:.0} W"));
     }
     if parts.len() == 1 {
-        // The engine's name alone had been the whole line.
-        parts.push(NO_KNOWN_SIGNAL.to_string());
+        // The engine's name alone had been the whole line; known series
+        // without a number had read as none at all.
+        match non_finite {
+            [] => parts.push(NO_KNOWN_SIGNAL.to_string()),
+            names => parts.push(no_number(names)),
+        }
     }
     parts
 }
@@ -282,6 +288,17 @@ fn server_parts(w: &WindowSummary) -> Vec<String> {
 const NO_KNOWN_SIGNAL: &str = "no known signal in its metrics (goodput reads vLLM's vllm:*, SGLang's sglang:*, TGI's \
      tgi_*, llama.cpp's llamacpp:*, Triton's nv_* and DCGM's DCGM_FI_* families: running and waiting requests, KV \
      cache, token counters, TTFT and ITL histograms, GPU use and power)";
+
+/// What is said of known series that held no number (NaN, +Inf or -Inf),
+/// which no signal takes.
+fn no_number(names: &[String]) -> String {
+    let more = if names.len() >= crate::scrape::NON_FINITE_NAMED { ", …" } else { "" };
+    format!(
+        "no known signal with a number: {}{more} read NaN or ±Inf, which goodput leaves out (is the server's \
+         metrics exporter broken, or the engine not yet started?)",
+        shown(&names.join(", "))
+    )
+}
 
 /// The probes' part of an interval's line.
 fn probe_parts(parts: &mut Vec<String>, probes: &[RequestRecord], by_model: &BTreeMap<String, ModelProbes>) {
@@ -456,6 +473,8 @@ async fn watch(a: MonitorArgs, alerts: Vec<Alert>, stop: tokio_util::sync::Cance
     // when it changes, and when the endpoint answers again.
     let mut down: BTreeMap<String, String> = BTreeMap::new();
     let mut told_unrecognised = false;
+    // The known series the last scrape that answered read without a number.
+    let mut non_finite: Vec<String> = Vec::new();
     goodput_core::tell!(
         "goodput monitor → {} every {}",
         goodput_core::util::redact::scrub(&urls.join(", ")),
@@ -479,8 +498,13 @@ async fn watch(a: MonitorArgs, alerts: Vec<Alert>, stop: tokio_util::sync::Cance
         let (cur, failed) = match scraped {
             Ok((t, scraped)) => {
                 if scraped.signals.is_empty() && !told_unrecognised {
-                    goodput_core::tell!("[{:>7.1}s] note: {}", t.as_secs_f64(), unrecognised(&scraped));
+                    let why = match scraped.non_finite.as_slice() {
+                        [] => unrecognised(&scraped),
+                        names => no_number(names),
+                    };
+                    goodput_core::tell!("[{:>7.1}s] note: {why}", t.as_secs_f64());
                 }
+                non_finite = scraped.non_finite;
                 // Said once: an endpoint that flaps would say it again and again.
                 told_unrecognised |= scraped.signals.is_empty();
                 (Some((t, scraped.signals)), scraped.failed)
@@ -523,7 +547,7 @@ async fn watch(a: MonitorArgs, alerts: Vec<Alert>, stop: tokio_util::sync::Cance
         probed_any |= batch.iter().any(|r| r.outcome.is_success());
         if w.is_some() || !batch.is_empty() {
             let by_model = probes_by_model(&batch);
-            crate::output::say(&format!("{}\n", line(t1, w.as_ref(), &batch, &by_model)));
+            crate::output::say(&format!("{}\n", line(t1, w.as_ref(), &non_finite, &batch, &by_model)));
             let w = w.unwrap_or_default();
             let figs = figures(&w, &batch);
             let fired = fired_alerts(&alerts, &figs);

@@ -103,6 +103,26 @@ pub struct Scraped {
     pub answered: Vec<(String, Option<String>)>,
     /// The URLs that failed while others answered, each with why.
     pub failed: Vec<ScrapeError>,
+    /// The samples of families goodput knows (vLLM's, SGLang's, …) whose
+    /// value was NaN or ±Inf, by name, at most [`NON_FINITE_NAMED`]: no
+    /// signal takes them, and where nothing else is read they say why.
+    pub non_finite: Vec<String>,
+}
+
+/// The most names [`Scraped::non_finite`] keeps.
+pub const NON_FINITE_NAMED: usize = 8;
+
+/// The names of `scrape`'s samples of known families that hold no number.
+fn non_finite(scrape: &goodput_core::prometheus::scrape::parse::Scrape) -> Vec<String> {
+    use goodput_core::prometheus::scrape::signals::Source;
+    let names: std::collections::BTreeSet<&str> = scrape
+        .families
+        .iter()
+        .flat_map(|f| f.samples.iter())
+        .filter(|s| !s.value.is_finite() && Source::of_metric(&s.name).is_some())
+        .map(|s| s.name.as_str())
+        .collect();
+    names.into_iter().take(NON_FINITE_NAMED).map(str::to_owned).collect()
 }
 
 /// Why a body was not read whole.
@@ -220,6 +240,7 @@ impl Scraper {
             families: scrape.families.len(),
             answered,
             failed,
+            non_finite: non_finite(&scrape),
         };
         Ok((t, scraped))
     }

@@ -628,6 +628,13 @@ impl Exporter {
                         "dcgm" => ("200 OK", "text/plain; version=0.0.4", dcgm(n, started.elapsed().as_secs_f64())),
                         "steady" => ("200 OK", "text/plain; version=0.0.4", steady(&path, started.elapsed().as_secs_f64())),
                         "huge" => ("200 OK", "text/plain; version=0.0.4", huge.to_string()),
+                        "nan" => (
+                            "200 OK",
+                            "text/plain; version=0.0.4",
+                            "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} NaN\n\
+                             vllm:num_requests_waiting{model_name=\"m\"} +Inf\n"
+                                .to_string(),
+                        ),
                         "html" => ("200 OK", "text/html", "<html><body>hello</body></html>".to_string()),
                         _ => ("404 Not Found", "text/plain", String::new()),
                     };
@@ -1059,5 +1066,20 @@ fn a_duration_watch_exits_4_when_an_alert_fired() {
     assert!(out.contains("ALERT running"), "{out}");
     let (code, out, err) = monitor(&[&vllm, "--interval", "300ms", "--duration", "1s", "--alert", "running>100"]);
     assert_eq!(code, Some(0), "{out}{err}");
+    drop(ex);
+}
+
+/// Known series whose every value is NaN or ±Inf are named as such on
+/// each interval's line: they had read as "no known signal", as if the
+/// server were not vLLM.
+#[test]
+fn monitor_names_known_series_that_held_no_number() {
+    let ex = Exporter::start();
+    let nan = format!("{}/nan/metrics", ex.url);
+    let (code, out, err) = monitor(&[&nan, "--interval", "200ms", "--duration", "700ms"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let named = "vllm:num_requests_running, vllm:num_requests_waiting read NaN or ±Inf";
+    assert!(out.lines().count() >= 1 && out.lines().all(|l| l.contains(named)), "{out}");
+    assert!(!out.contains("no known signal in its metrics"), "{out}{err}");
     drop(ex);
 }
