@@ -636,7 +636,13 @@ impl ResponseReader {
                 (Some(n), _, _) => (n, CountSource::Usage),
                 (None, Some(n), _) => (n, CountSource::Tokenizer),
                 (None, None, Some(n)) => (n, CountSource::Intended),
-                (None, None, None) => (0, CountSource::Intended),
+                // A dataset's prompt, no usage and no tokenizer: not 0
+                // tokens (it had been written as "0 in", `intended`), but
+                // unknown, and said so.
+                (None, None, None) => {
+                    warn_input_unknown();
+                    (0, CountSource::Unknown)
+                }
             };
 
         // Running counts that went down (2, 4, 3, 10, 5) are no count of
@@ -744,6 +750,20 @@ fn warn_usage_fell(high: u64, low: u64) {
             "warning: the server's running usage.completion_tokens went down within a stream ({high} then {low}): \
              its counts are not each chunk's tokens, and were not taken for them; the output's tokens were shared \
              over its chunks instead (--tokenizer counts each chunk)"
+        );
+    }
+}
+
+/// Says once that a prompt's input tokens are unknown (see
+/// [`CountSource::Unknown`]), and how to count them.
+fn warn_input_unknown() {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        goodput_core::tell!(
+            "warning: the server sent no usage, and the dataset's prompts have no intended length: their input \
+             tokens are unknown (input_tokens_source \"unknown\", counted as 0, so the input totals and rates leave \
+             them out); pass --tokenizer with the served model's tokenizer.json to count them, or let the server \
+             send usage (drop --no-usage)"
         );
     }
 }
@@ -1211,7 +1231,8 @@ mod tests {
         let rec = read(s, &[]);
         assert_eq!(rec.outcome, Outcome::Success);
         assert_eq!((rec.output_tokens, rec.output_tokens_source), (2, CountSource::Chunks));
-        assert_eq!(rec.input_tokens_source, CountSource::Intended);
+        // No usage, no tokenizer and no intended length: not counted.
+        assert_eq!((rec.input_tokens, rec.input_tokens_source), (0, CountSource::Unknown));
     }
 
     #[test]

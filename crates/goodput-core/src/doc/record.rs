@@ -218,6 +218,10 @@ pub enum CountSource {
     Chunks,
     /// What the workload generator intended.
     Intended,
+    /// Not known: a prompt of a dataset (no length intended), answered with
+    /// no usage, and no `--tokenizer` to count it. The count is 0, which is
+    /// no measurement: it adds nothing to the input totals.
+    Unknown,
 }
 
 impl fmt::Display for CountSource {
@@ -227,6 +231,7 @@ impl fmt::Display for CountSource {
             CountSource::Tokenizer => "tokenizer",
             CountSource::Chunks => "chunks",
             CountSource::Intended => "intended",
+            CountSource::Unknown => "unknown",
         })
     }
 }

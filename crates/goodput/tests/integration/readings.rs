@@ -209,3 +209,49 @@ fn ratings_name_the_failures_and_an_unscored_quality_limit_reads_as_failed() {
     assert!(md.contains(r"| rouge\_l&gt;=0.5 | no answer scored by it |"), "{md}");
     assert!(md.contains(&said), "{md}");
 }
+
+/// A dataset's prompts answered with no usage, and no `--tokenizer`: their
+/// input tokens are unknown, marked so (`unknown`, not `intended`) and
+/// warned of with the fix. They had read "0 in", as if measured.
+#[test]
+fn a_dataset_prompt_without_usage_or_tokenizer_has_unknown_input_tokens() {
+    use std::io::{BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for sock in listener.incoming() {
+            let Ok(mut sock) = sock else { return };
+            crate::cmd::read_request(&mut BufReader::new(sock.try_clone().unwrap()));
+            let chunk = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi \"}}]}\n\n";
+            let body = format!("{}data: [DONE]\n\n", chunk.repeat(5));
+            let _ = write!(
+                sock,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let dataset = dir.path().join("ds.jsonl");
+    let prompt = serde_json::json!({ "prompt": "word ".repeat(1000) }).to_string();
+    std::fs::write(&dataset, format!("{prompt}\n{prompt}\n")).unwrap();
+    let (out, records) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    let o = goodput()
+        .args(["bench", "--url", &url, "--model", "m", "--no-metrics", "-n", "2", "-c", "1", "--dataset"])
+        .arg(&dataset)
+        .arg("-o")
+        .arg(&out)
+        .arg("--records")
+        .arg(&records)
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("input tokens are unknown") && err.contains("pass --tokenizer"), "{err}");
+    for r in crate::cmd::records(&records) {
+        assert_eq!(r.input_tokens_source, goodput_core::CountSource::Unknown, "{r:?}");
+    }
+    let v = read_json(&out);
+    assert_eq!(v["summary"]["tokens"]["input_sources"]["unknown"], 2, "{}", v["summary"]["tokens"]);
+}
