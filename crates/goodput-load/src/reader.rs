@@ -13,6 +13,7 @@ use goodput_core::{
     chunk_counts, spread_evenly, ChunkTokenSource, Chunks, CountSource, FailureKind, Outcome, OutputChunk,
     RequestRecord,
 };
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// How far a time may be late and still be taken as the time itself. A
@@ -169,6 +170,9 @@ pub struct ResponseReader {
     at_end: bool,
     /// The most bytes held for one line, event or body (0: no cap).
     limit: usize,
+    /// The bytes of the unended line or event this reader holds, as counted
+    /// in the process's total ([`HELD`]).
+    held: HeldBytes,
     /// The request asked for a stream: a stream read as one body came
     /// labelled application/json, not against a `--no-stream`.
     stream_asked: bool,
@@ -246,21 +250,32 @@ impl ResponseReader {
     }
 
     /// Fails the response, dropping what was held, when the bytes held for
-    /// the line or event being read passed the cap.
+    /// the line or event being read passed the cap, or when the unended
+    /// lines of every stream of the process together passed its budget
+    /// ([`buffer_budget`]) and this one's holds more than a little of them.
     fn check_limit(&mut self) {
         let held = if self.api.ndjson() { self.lines.pending() } else { self.sse.pending() };
-        if self.limit == 0 || held <= self.limit {
-            return;
-        }
-        self.lines = LineReader::default();
-        self.sse = SseReader::default();
-        self.failure = Some((
-            FailureKind::InvalidResponse,
+        let total = self.held.set(held);
+        let message = if self.limit != 0 && held > self.limit {
             format!(
                 "the server sent a line or event of more than {} bytes without ending it (--max-buffer raises the cap)",
                 self.limit
-            ),
-        ));
+            )
+        } else if held > BUDGET_SPARED && total > buffer_budget().max(self.limit) {
+            format!(
+                "the server's streams held {total} bytes of lines or events not yet ended, over every request at \
+                 once, more than the process's budget of {} bytes (an eighth of the memory available when the run \
+                 started, --max-buffer at least); this one held {held}: --max-buffer bounds each stream, so a lower \
+                 --max-buffer or -c keeps them all within it",
+                buffer_budget().max(self.limit)
+            )
+        } else {
+            return;
+        };
+        self.lines = LineReader::default();
+        self.sse = SseReader::default();
+        self.held.set(0);
+        self.failure = Some((FailureKind::InvalidResponse, message));
     }
 
     /// Also keeps the answer's visible content, for [`ResponseReader::take_reply`].
@@ -751,6 +766,65 @@ fn warn_usage_fell(high: u64, low: u64) {
              its counts are not each chunk's tokens, and were not taken for them; the output's tokens were shared \
              over its chunks instead (--tokenizer counts each chunk)"
         );
+    }
+}
+
+/// The bytes every reader of the process holds of lines or events not
+/// yet ended: `--max-buffer` bounds each stream's, this all of them, so
+/// that memory does not grow with `-c` (one endless line a stream had
+/// taken 3.6 GB at `-c 64`).
+static HELD: AtomicUsize = AtomicUsize::new(0);
+
+/// A stream holding no more than this is never failed for the process's
+/// budget: its lines are a real answer's, and another stream is the one
+/// that grows.
+const BUDGET_SPARED: usize = 64 << 10;
+
+/// The most bytes [`HELD`] may reach before the stream that passes it
+/// fails: `GOODPUT_BUFFER_BUDGET` (bytes) where set, else an eighth of the
+/// memory available when first asked (`MemAvailable` of /proc/meminfo: the
+/// buffers a line grows through take several times what it holds), else
+/// 2 GiB.
+fn buffer_budget() -> usize {
+    static BUDGET: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        if let Ok(v) = std::env::var("GOODPUT_BUFFER_BUDGET") {
+            match v.trim().parse() {
+                Ok(n) => return n,
+                Err(_) => goodput_core::tell!(
+                    "warning: GOODPUT_BUFFER_BUDGET={v:?} is not a number of bytes: the default budget (an eighth of \
+                     the memory available) holds"
+                ),
+            }
+        }
+        let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+            let line = m.lines().find(|l| l.starts_with("MemAvailable:"))?;
+            line.split_whitespace().nth(1)?.parse::<usize>().ok()
+        });
+        available.map_or(2 << 30, |kib| kib.saturating_mul(1024) / 8)
+    })
+}
+
+/// One reader's part of [`HELD`], given back when the reader is dropped.
+#[derive(Debug, Default)]
+struct HeldBytes(usize);
+
+impl HeldBytes {
+    /// Makes this reader's part `n` bytes; the process's total after.
+    fn set(&mut self, n: usize) -> usize {
+        let total = if n >= self.0 {
+            HELD.fetch_add(n - self.0, Ordering::Relaxed) + (n - self.0)
+        } else {
+            HELD.fetch_sub(self.0 - n, Ordering::Relaxed) - (self.0 - n)
+        };
+        self.0 = n;
+        total
+    }
+}
+
+impl Drop for HeldBytes {
+    fn drop(&mut self) {
+        HELD.fetch_sub(self.0, Ordering::Relaxed);
     }
 }
 

@@ -255,3 +255,45 @@ fn a_dataset_prompt_without_usage_or_tokenizer_has_unknown_input_tokens() {
     let v = read_json(&out);
     assert_eq!(v["summary"]["tokens"]["input_sources"]["unknown"], 2, "{}", v["summary"]["tokens"]);
 }
+
+/// Streams that each send one line without end are bounded all together,
+/// not only each by `--max-buffer`: past the process's budget (here set
+/// to 1 MiB by `GOODPUT_BUFFER_BUDGET`, by default an eighth of the memory
+/// available, and never under `--max-buffer`, 1 MiB here too) the stream
+/// that passes it fails, saying so and naming the fix, before any stream
+/// reaches its own cap. Each stream had held up to `--max-buffer`, so
+/// memory grew with -c.
+#[test]
+fn endless_lines_over_many_streams_fail_at_the_process_budget() {
+    use std::io::{BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for sock in listener.incoming() {
+            let Ok(mut sock) = sock else { return };
+            std::thread::spawn(move || {
+                crate::cmd::read_request(&mut BufReader::new(sock.try_clone().unwrap()));
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: ";
+                let block = vec![b'a'; 16 << 10];
+                // Until the client gives up on the stream and closes it.
+                let mut ok = sock.write_all(head.as_bytes()).is_ok();
+                while ok {
+                    ok = sock.write_all(&block).is_ok();
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+            });
+        }
+    });
+    let o = goodput()
+        .env("GOODPUT_BUFFER_BUDGET", (1 << 20).to_string())
+        .args(["bench", "--url", &url, "--model", "m", "--no-metrics", "-n", "4", "-c", "4", "--timeout", "60s"])
+        .args(["--max-buffer", "1MiB"])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("more than the process's budget of 1048576 bytes") && err.contains("a lower --max-buffer or -c"),
+        "{err}"
+    );
+}
