@@ -759,6 +759,17 @@ fn warnings(s: &Summary, short_by_chunks: u64) -> Vec<String> {
              for it unless --no-usage) or --tokenizer counts them exactly"
         ));
     }
+    // A prompt whose length nothing gave (a dataset's text, no usage block,
+    // no tokenizer) counts 0 in the input totals: they are then short.
+    let unknown_input = t.input_sources.get(&CountSource::Unknown.to_string()).copied().unwrap_or(0);
+    if unknown_input > 0 {
+        w.push(format!(
+            "{unknown_input} of {} completed requests' prompts have no token count (no usage block, no tokenizer, no \
+             intended length): the input totals, input and total tokens/s, and any cost per input token leave them \
+             out, and are short; --tokenizer counts them (and leave out --no-usage where it was given)",
+            s.requests.completed
+        ));
+    }
     if s.requests.sent > 0 && s.requests.completed == 0 {
         w.push("no request succeeded: latency figures are empty".to_string());
     }

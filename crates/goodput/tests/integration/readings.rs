@@ -254,6 +254,9 @@ fn a_dataset_prompt_without_usage_or_tokenizer_has_unknown_input_tokens() {
     }
     let v = read_json(&out);
     assert_eq!(v["summary"]["tokens"]["input_sources"]["unknown"], 2, "{}", v["summary"]["tokens"]);
+    // The run's own warnings say the input totals are short, and why.
+    let warned = v["warnings"].as_array().unwrap().iter().filter_map(|w| w.as_str());
+    assert_eq!(warned.filter(|w| w.starts_with("2 of 2 completed requests' prompts have no token count")).count(), 1);
 }
 
 /// Streams that each send one line without end are bounded all together,
