@@ -268,14 +268,7 @@ pub fn is_gpus_unpriced_warning(w: &str) -> bool {
 /// sessions' rates where it has them), as `analyze` prices it: what `report`
 /// gives a saved run priced anew, which needs none of its records.
 pub fn cost_of(c: crate::analysis::cost::CostConfig, summary: &crate::Summary) -> crate::analysis::cost::CostReport {
-    let th = &summary.throughput;
-    c.report(
-        th.output_tokens_per_s,
-        th.total_tokens_per_s,
-        th.requests_per_s,
-        summary.goodput.as_ref().map(|g| g.output_tokens_per_s),
-        summary.sessions.as_ref().map(|s| s.per_s),
-    )
+    crate::analysis::summary::cost_report(c, summary)
 }
 
 /// Joules per output token and output tokens/s per provisioned megawatt from

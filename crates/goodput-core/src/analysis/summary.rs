@@ -586,7 +586,7 @@ fn error_adjusted(measured: &[&RequestRecord], ps: &[f64]) -> ErrorAdjusted {
 }
 
 /// The cost report for the run's throughput (and goodput, sessions).
-fn cost_report(c: CostConfig, summary: &Summary) -> CostReport {
+pub(crate) fn cost_report(c: CostConfig, summary: &Summary) -> CostReport {
     let th = &summary.throughput;
     c.report(
         th.output_tokens_per_s,
