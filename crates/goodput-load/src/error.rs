@@ -1,6 +1,7 @@
 //! What goodput-load refuses before a run, as types a caller can match;
 //! each message names the problem and the fix.
 
+use goodput_core::util::thousands;
 use std::path::PathBuf;
 
 /// A `--tokenizer` file that cannot count tokens.
@@ -314,19 +315,6 @@ pub enum WorkloadError {
         path.display()
     )]
     DatasetTooLarge { path: PathBuf, cap: u64 },
-}
-
-/// `n` with commas between its thousands: 20,000,000.
-pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 impl From<goodput_core::util::input::InputError> for WorkloadError {

@@ -47,7 +47,7 @@ impl Load {
             Load::Rate(r) if !r.is_finite() || r >= UNLIMITED_RATE => "unlimited rate".into(),
             // Past a million a second, whole requests with their thousands
             // marked (`1e9` had been written in exponent form).
-            Load::Rate(r) if r >= 1e6 => format!("{} req/s", grouped(r.round() as u64)),
+            Load::Rate(r) if r >= 1e6 => format!("{} req/s", crate::util::thousands(r.round() as u64)),
             Load::Rate(r) if format!("{r}").len() > 8 => format!("{r:.3} req/s"),
             Load::Rate(r) => format!("{r} req/s"),
         }
@@ -57,19 +57,6 @@ impl Load {
 /// The rate, requests/s, from which [`Load::label`] calls a rate
 /// unlimited: far past what any server serves.
 pub const UNLIMITED_RATE: f64 = 1e12;
-
-/// `n` with its thousands marked: `1,000,000`.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
 
 /// One run of a sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -19,6 +19,24 @@ pub fn number_text(v: f64) -> String {
     }
 }
 
+/// `n` with commas between its thousands: `20,000,000`.
+///
+/// ```
+/// assert_eq!(goodput_core::util::thousands(1_234_567), "1,234,567");
+/// assert_eq!(goodput_core::util::thousands(999), "999");
+/// ```
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
