@@ -4,7 +4,7 @@
 
 use crate::error::HeaderError;
 use crate::protocol::{Api, KeyHeader};
-use goodput_core::util::redact::Secrets;
+use goodput_core::util::redact::{is_secret_header, Secrets};
 
 /// A header goodput may send as given: a token name (RFC 9110) and a value
 /// without line breaks, which would smuggle a header or a request in.
@@ -79,7 +79,11 @@ pub fn request_headers(
 /// `sk-` wherever it stands, leaving the number after it, which is
 /// goodput's own). A fixed part shorter than 4 bytes (a `-` between two
 /// fields, `{session}` alone) carries no secret worth masking every
-/// occurrence of: it is left out.
+/// occurrence of: it is left out, and so is an auth scheme's word alone
+/// (`Bearer {session}`). In a header that is not a credential's (`x-route:
+/// llama-{session}`) a part needs 8 bytes: a short one is a word the
+/// answers and the model's name hold too (`llama-` had masked the model
+/// `Llama-3.1-8B` as `***3.1-8B`).
 pub fn secrets_of(
     api_key: Option<&str>,
     headers: &[(String, String)],
@@ -89,15 +93,16 @@ pub fn secrets_of(
     let mut s = Secrets::default();
     if let Some(k) = api_key {
         s.add(k);
-        fixed_parts(k).for_each(|p| s.add(p));
+        fixed_parts(k, CREDENTIAL_PART).for_each(|p| s.add(p));
     }
     for (name, value) in headers {
         s.add_header(name, value);
-        fixed_parts(value).for_each(|p| s.add_header(name, p));
+        fixed_parts(value, CREDENTIAL_PART).for_each(|p| s.add_header(name, p));
     }
-    for (_, value) in given {
+    for (name, value) in given {
         s.add_header_value(value);
-        fixed_parts(value).for_each(|p| s.add_header_value(p));
+        let least = if is_secret_header(name) { CREDENTIAL_PART } else { OTHER_PART };
+        fixed_parts(value, least).for_each(|p| s.add_header_value(p));
     }
     s.add_url(url);
     s
@@ -106,15 +111,22 @@ pub fn secrets_of(
 /// The fields a header's value may name, filled in for each request.
 pub const TEMPLATE_FIELDS: [&str; 2] = ["{session}", "{request}"];
 
+/// The least bytes of a templated value's fixed part that is masked: in a
+/// credential (the key, `Authorization`, …), and in any other header.
+const CREDENTIAL_PART: usize = 4;
+const OTHER_PART: usize = 8;
+
 /// The fixed parts of a templated value (one naming a [`TEMPLATE_FIELDS`]
-/// field), trimmed, of 4 bytes or more; none for a value naming no field.
-fn fixed_parts(value: &str) -> impl Iterator<Item = &str> {
+/// field), trimmed, of `least` bytes or more, an auth scheme's word alone
+/// aside; none for a value naming no field.
+fn fixed_parts(value: &str, least: usize) -> impl Iterator<Item = &str> {
     let templated = TEMPLATE_FIELDS.iter().any(|f| value.contains(f));
+    let scheme = |p: &str| ["bearer", "basic", "token", "bot"].iter().any(|w| p.eq_ignore_ascii_case(w));
     value
         .split(TEMPLATE_FIELDS[0])
         .flat_map(|p| p.split(TEMPLATE_FIELDS[1]))
         .map(str::trim)
-        .filter(move |p| templated && p.len() >= 4)
+        .filter(move |p| templated && p.len() >= least && !scheme(p))
 }
 
 /// The root URL without a trailing `/` or `/v1` on its path; its query
@@ -158,13 +170,21 @@ mod tests {
     fn templated_values_mask_their_fixed_parts() {
         let given = [
             ("Authorization".to_owned(), "Bearer sk-live-{session}".to_owned()),
-            ("X-Other".to_owned(), "tenant-{request}-zone".to_owned()),
+            ("X-Other".to_owned(), "tenant-SECRET-{request}-zone-9f3".to_owned()),
             ("X-Session".to_owned(), "{session}".to_owned()),
         ];
         let s = secrets_of(None, &[], &given, "");
-        assert_eq!(s.mask("echo Bearer sk-live-12 tenant-7-zone"), "echo ***12 ***7***");
+        assert_eq!(s.mask("echo Bearer sk-live-12 tenant-SECRET-7-zone-9f3"), "echo ***12 ***7***");
         // A value that is only the session's number masks no digit.
         assert_eq!(s.mask("session 12"), "session 12");
+        // A scheme's word alone is no secret; a short part of a header that
+        // is not a credential's is a word the model's name may hold.
+        let given = [
+            ("Authorization".to_owned(), "Bearer {session}".to_owned()),
+            ("x-route".to_owned(), "llama-{session}".to_owned()),
+        ];
+        let s = secrets_of(None, &[], &given, "");
+        assert_eq!(s.mask("model Llama-3.1-8B, Bearer auth"), "model Llama-3.1-8B, Bearer auth");
     }
 
     #[test]
