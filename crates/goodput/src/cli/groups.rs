@@ -429,7 +429,17 @@ impl JudgeArgs {
     /// share each point must reach, and does not call this.)
     pub fn check_attainment_applies(&self, slo: Option<&Slo>) -> anyhow::Result<()> {
         let (Some(a), Some(slo)) = (self.attainment, slo) else { return Ok(()) };
-        let own = self.slo.as_ref().and_then(|s| s.attainment);
+        // The SLO's own share: the command line's, or the config file's
+        // where that SLO is the one in use (the file's had been missed, and
+        // its SLO refused for lacking the term it held).
+        let own = match &self.slo {
+            Some(s) => s.attainment,
+            None => self
+                .config
+                .as_deref()
+                .and_then(|p| crate::config::ConfigFile::read(p).ok()?.slo().ok()?)
+                .and_then(|s| s.attainment),
+        };
         if !slo.limits.is_empty() || !slo.quality_limits.is_empty() || own.is_some() {
             return Ok(());
         }

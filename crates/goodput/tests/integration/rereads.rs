@@ -420,4 +420,17 @@ fn attainment_beside_objectives_alone_or_against_the_slos_own_is_refused() {
     assert_eq!(code, Some(0), "the same share twice: {err}");
     let (code, err) = report(&["-q", "--slo", "ttft<=1ms", "--attainment", "0.5", "--fail-on-slo"]);
     assert_eq!(code, Some(3), "a limit no request met, judged at the flag's target: {err}");
+    // A config file's SLO with its own term is the every-request rule too,
+    // and the flag wins over the file's share (it had been refused, the
+    // file's term unseen).
+    let config = dir.path().join("g.toml");
+    std::fs::write(&config, "slo = \"ttft:p50<=1s,attainment>=90%\"\n").unwrap();
+    let cfg = config.to_str().unwrap();
+    let (code, err) = report(&["-q", "--config", cfg, "--attainment", "0.9", "--fail-on-slo"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = report(&["-q", "--config", cfg, "--attainment", "0.95", "--fail-on-slo"]);
+    assert_eq!(code, Some(0), "{err}");
+    std::fs::write(&config, "slo = \"ttft:p50<=1s\"\n").unwrap();
+    let (code, err) = report(&["-q", "--config", cfg, "--attainment", "0.9"]);
+    assert!(code == Some(2) && err.contains("has objectives alone"), "{err}");
 }
