@@ -333,9 +333,23 @@ impl Comparison {
 /// baseline's ([`Row::other_slo`]).
 pub const OTHER_SLO: &str = "other SLO";
 
-/// Each run's SLO as written, blanks taken out; `None` without one.
-fn slo_spec(r: &RunResult) -> Option<String> {
-    r.slo.as_ref().map(|s| s.spec.split_whitespace().collect())
+/// Each run's SLO as the set of its terms, blanks taken out and the
+/// attainment target left out; `None` without one. Goodput and the share
+/// attained count requests by the limits alone, so two SLOs whose terms
+/// come in another order, or that ask another share of them, count alike
+/// (they had read as other SLOs, and left goodput unjudged).
+fn slo_spec(r: &RunResult) -> Option<Vec<String>> {
+    r.slo.as_ref().map(|s| {
+        let mut terms: Vec<String> = s
+            .spec
+            .split(',')
+            .map(|t| t.split_whitespace().collect::<String>())
+            .filter(|t| !t.is_empty() && !t.starts_with("attainment"))
+            .collect();
+        terms.sort_unstable();
+        terms.dedup();
+        terms
+    })
 }
 
 /// The runs (by index, ≥ 1) that carry an SLO other than the baseline's

@@ -482,6 +482,10 @@ fn compare_does_not_judge_goodput_across_different_slos() {
     // One SLO for both: goodput compared and gated again.
     let same = run("same.json", "ttft<=10s");
     goodput().arg("compare").arg(&a).arg(&same).args(["--fail-if", "goodput<-5%"]).assert().success();
+    // The same limits in another order, or with another share asked of
+    // them, count requests alike: not another SLO (they had read as one).
+    let (c1, c2) = (run("c1.json", "ttft<=10s,tpot<=1s"), run("c2.json", "tpot<=1s, ttft<=10s,attainment>=50%"));
+    goodput().arg("compare").arg(&c1).arg(&c2).args(["--fail-if", "goodput<-5%"]).assert().success();
 }
 
 /// `--runs 3` against one `goodput serve`, whose prefix cache outlives a
