@@ -426,6 +426,11 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
         (Some(a), Some(b)) => Some(format!("{a}; {b}")),
         (a, b) => a.or(b),
     };
+    let differences = differences(runs);
+    let note = match (workload_note(&differences), note) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    };
     let rows = metrics
         .into_iter()
         .map(|m| {
@@ -478,7 +483,7 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
         labels: runs.iter().map(|(l, _)| l.to_string()).collect(),
         rows,
         verdicts,
-        differences: differences(runs),
+        differences,
         note,
         answers: answers(runs),
     }
@@ -550,6 +555,28 @@ fn kinds_note(runs: &[(&str, &RunResult)]) -> Option<String> {
          is the model's error, not an improvement or a regression, and is not marked as either",
         if simulated.len() == 1 { format!("{} is", simulated[0]) } else { format!("{} are", simulated.join(", ")) }
     ))
+}
+
+/// The note for runs that asked for different work (prompt and answer
+/// lengths, a dataset, a preset, a shared prefix): their latencies and
+/// throughputs differ by the work as well as by the server, which the
+/// settings' list alone had left to the reader. How tokens were counted
+/// (`tokenizer`) is no other work.
+fn workload_note(differences: &[Difference]) -> Option<String> {
+    let of_work: Vec<String> = differences
+        .iter()
+        .filter_map(|d| {
+            let field = d.path.strip_prefix("config.workload.")?;
+            (field != "tokenizer").then(|| format!("{field} {}", d.values.join(" → ")))
+        })
+        .collect();
+    (!of_work.is_empty()).then(|| {
+        format!(
+            "the runs asked for different work ({}): their latencies and throughputs differ by it as well as by the \
+             server, so a change is not the server's alone; compare runs of one workload to judge the server",
+            of_work.join(", ")
+        )
+    })
 }
 
 /// The settings whose values are not the same in every run, in path order.
@@ -919,6 +946,22 @@ fn truncate(s: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs that asked for other work are told so, naming it; other
+    /// settings (the load, the seed, how tokens were counted) are not work.
+    #[test]
+    fn runs_of_other_work_are_told_so() {
+        let d = |path: &str, a: &str, b: &str| Difference { path: path.into(), values: vec![a.into(), b.into()] };
+        let note =
+            workload_note(&[d("config.load.concurrency", "8", "16"), d("config.workload.input_tokens", "256", "512")]);
+        let note = note.expect("a note for other work");
+        assert!(note.starts_with("the runs asked for different work (input_tokens 256 → 512)"), "{note}");
+        assert!(!note.contains("concurrency"), "{note}");
+        assert_eq!(
+            workload_note(&[d("config.workload.tokenizer", "-", "t.json"), d("config.load.seed", "1", "2")]),
+            None
+        );
+    }
 
     #[test]
     fn thresholds_table() {
