@@ -411,26 +411,23 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
     let kinds = kinds_note(runs);
     // Across a measurement and a simulation no change is better or worse.
     let neutral = kinds.is_some();
-    let note = match (kinds, sources_note(runs)) {
-        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-        (a, b) => a.or(b),
-    };
     // Documents of --runs N all: their headline figures are their runs' means.
     let by_means = runs.len() >= 2 && runs.iter().all(|(_, r)| significance::repeated(r));
-    let note = match (note, by_means.then_some(MEANS_NOTE)) {
-        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-        (a, b) => a.or(b.map(String::from)),
-    };
     let other_slo = other_slo_runs(runs);
-    let note = match (slo_note(runs, &other_slo), note) {
-        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-        (a, b) => a.or(b),
-    };
     let differences = differences(runs);
-    let note = match (workload_note(&differences), note) {
-        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-        (a, b) => a.or(b),
-    };
+    // The notes that apply, in one line: other work, other SLOs, then how
+    // the runs were made.
+    let notes: Vec<String> = [
+        workload_note(&differences),
+        slo_note(runs, &other_slo),
+        kinds,
+        sources_note(runs),
+        by_means.then(|| MEANS_NOTE.to_string()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let note = (!notes.is_empty()).then(|| notes.join("; "));
     let rows = metrics
         .into_iter()
         .map(|m| {

@@ -370,7 +370,7 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
                 "TTFT rose {} ms per second of the run, {rise:.0} ms over the {} s of sends judged (median {med:.0} \
                  ms)",
                 figure(slope),
-                seconds(ttft_seen)
+                figure(ttft_seen)
             ));
         }
     }
@@ -383,7 +383,7 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
                  ms): the server's decode slowed as the run went on",
                 figure(slope),
                 slope * tpot_seen,
-                seconds(tpot_seen)
+                figure(tpot_seen)
             ));
         }
     }
@@ -408,7 +408,7 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
                 "TTFT fell {} ms per second of the run ({:.0} ms over its {} s of sends)",
                 figure(-slope),
                 -slope * ttft_seen,
-                seconds(ttft_seen)
+                figure(ttft_seen)
             ));
         }
         why.push(format!(
@@ -632,17 +632,9 @@ fn sent_span(pts: &[(f64, f64)]) -> f64 {
     (hi - lo).max(0.0)
 }
 
-/// Seconds to two significant figures under 10 s, whole above.
-fn seconds(s: f64) -> String {
-    match s {
-        s if s >= 10.0 => format!("{s:.0}"),
-        s if s >= 1.0 => format!("{s:.1}"),
-        _ => format!("{s:.2}"),
-    }
-}
-
-/// A slope in ms per second to two significant figures: a slow creep over
-/// a long stretch (0.3 ms/s) had read "rose 0 ms per second".
+/// A figure (a slope in ms per second, a span of sends in seconds) to two
+/// significant figures under 10, whole above: a slow creep over a long
+/// stretch (0.3 ms/s) had read "rose 0 ms per second".
 fn figure(slope: f64) -> String {
     match slope.abs() {
         a if a >= 10.0 => format!("{slope:.0}"),
