@@ -124,10 +124,11 @@ impl ConfigFile {
             Some((k, _)) => k.as_str(),
             None => {
                 let gpu = |n: &str| goodput_sim::engine::GpuSpec::canonical_id(n).ok();
+                let asked = gpu(name);
                 let same: Vec<&String> = self
                     .prices
                     .keys()
-                    .filter(|k| k.eq_ignore_ascii_case(name) || gpu(k).is_some_and(|g| Some(g) == gpu(name)))
+                    .filter(|k| k.eq_ignore_ascii_case(name) || gpu(k).is_some_and(|g| Some(g) == asked))
                     .collect();
                 match same[..] {
                     [k] => k.as_str(),

@@ -333,7 +333,7 @@ fn repriced(mut run: RunResult, a: &ReportArgs) -> Result<Option<RunResult>> {
             None => return Ok(None),
         }
     };
-    run.cost = Some(goodput_core::analysis::assemble::cost_of(cost, &run.summary));
+    run.cost = Some(goodput_core::analysis::summary::cost_report(cost, &run.summary));
     run.config.judge = Some(goodput_core::doc::config::JudgeConfig { extra: saved.extra, ..judge });
     // The energy counters' GPUs against the GPUs priced, said again for the new count.
     run.warnings.retain(|w| !goodput_core::analysis::assemble::is_gpus_unpriced_warning(w));

@@ -264,13 +264,6 @@ pub fn is_gpus_unpriced_warning(w: &str) -> bool {
     w.starts_with("the GPUs' energy counters report ") && w.contains("and the cost is priced for")
 }
 
-/// The cost of a run from its summary's throughputs (goodput's and the
-/// sessions' rates where it has them), as `analyze` prices it: what `report`
-/// gives a saved run priced anew, which needs none of its records.
-pub fn cost_of(c: crate::analysis::cost::CostConfig, summary: &crate::Summary) -> crate::analysis::cost::CostReport {
-    crate::analysis::summary::cost_report(c, summary)
-}
-
 /// Joules per output token and output tokens/s per provisioned megawatt from
 /// the GPUs' energy counters over the scrape window, against the run's
 /// output tokens/s `rate`: the engine's generated tokens over the same

@@ -585,8 +585,10 @@ fn error_adjusted(measured: &[&RequestRecord], ps: &[f64]) -> ErrorAdjusted {
     ErrorAdjusted { ttft_ms: adjusted(&|r| r.ttft()), e2e_ms: adjusted(&|r| r.e2e()) }
 }
 
-/// The cost report for the run's throughput (and goodput, sessions).
-pub(crate) fn cost_report(c: CostConfig, summary: &Summary) -> CostReport {
+/// The cost report for the run's throughput (and goodput, sessions): what
+/// `analyze` gives, and `report` a saved run priced anew from its summary,
+/// which needs none of its records.
+pub fn cost_report(c: CostConfig, summary: &Summary) -> CostReport {
     let th = &summary.throughput;
     c.report(
         th.output_tokens_per_s,
