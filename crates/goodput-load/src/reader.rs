@@ -797,11 +797,8 @@ fn buffer_budget() -> usize {
                 ),
             }
         }
-        let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
-            let line = m.lines().find(|l| l.starts_with("MemAvailable:"))?;
-            line.split_whitespace().nth(1)?.parse::<usize>().ok()
-        });
-        available.map_or(2 << 30, |kib| kib.saturating_mul(1024) / 8)
+        let available = goodput_core::util::input::available_memory();
+        available.map_or(2 << 30, |bytes| usize::try_from(bytes / 8).unwrap_or(usize::MAX))
     })
 }
 
