@@ -723,12 +723,21 @@ impl Ctx {
                 args.search_steps = 0;
             }
             let shared = Shared { interrupt: Some(interrupt.clone()), reset: s.serve_reset.clone(), first_run };
-            let res = async {
+            let measured = async {
                 let mut sw = start(args, shared).await?;
                 sw.measure().await?;
                 Ok::<_, anyhow::Error>(sw)
-            }
-            .await;
+            };
+            // Tended each second meanwhile: its orphans that end are reaped
+            // as they go, not kept as zombies until it is stopped.
+            tokio::pin!(measured);
+            let mut tending = tokio::time::interval(Duration::from_secs(1));
+            let res = loop {
+                tokio::select! {
+                    r = &mut measured => break r,
+                    _ = tending.tick() => server.tend(),
+                }
+            };
             // Whether the server ended the sweep by exiting; the watch ends
             // either way. (A finished watch is not enough: it also ends when
             // goodput is stopped.)

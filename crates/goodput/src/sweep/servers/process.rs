@@ -20,11 +20,13 @@
 //! tells such an orphan from goodput's other children. A stop takes the
 //! tree from /proc before signalling (it changes as parents die), gives it
 //! the group's SIGTERM and, after the grace, SIGKILL, and reaps those that
-//! became goodput's children by pid. A process goodput may not signal (one
-//! of another user's) is named in a warning, with its command line; so is
-//! one that has not ended seconds after SIGKILL. An orphan that cleared its
-//! environment, or that was started by another service (a container
-//! runtime's daemon), is out of goodput's reach.
+//! became goodput's children by pid. While the server runs, its tree is
+//! tended each second ([`Server::tend`]): its orphans that have ended are
+//! reaped then, not kept as zombies until the stop. A process goodput may
+//! not signal (one of another user's) is named in a warning, with its
+//! command line; so is one that has not ended seconds after SIGKILL. An
+//! orphan that cleared its environment, or that was started by another
+//! service (a container runtime's daemon), is out of goodput's reach.
 
 use anyhow::{anyhow, Context, Result};
 use std::collections::{HashMap, HashSet};
@@ -454,6 +456,21 @@ impl Server {
         }
     }
 
+    /// While it runs: adds the processes of its tree now to those seen, and
+    /// reaps those of them that became goodput's children and have ended
+    /// (by pid and start time, as a stop does). An orphan of the tree that
+    /// ends is otherwise goodput's zombie until the server is stopped, and
+    /// a long sweep of a server that leaves short-lived orphans gathers
+    /// them. One that is born and ends between two calls is not seen: its
+    /// environment, which tells it from another child of goodput's, cannot
+    /// be read once it has ended, so it waits for goodput's exit.
+    pub fn tend(&mut self) {
+        if self.status.is_none() {
+            self.gather();
+            self.reap_tree();
+        }
+    }
+
     /// Sends `sig` to each process of its tree seen that still runs, noting
     /// those goodput may not signal.
     fn signal_tree(&mut self, sig: libc::c_int) {
@@ -824,6 +841,33 @@ mod tests {
         for m in seen {
             assert!(m.stat().is_none(), "{m:?} is still there: {:?}", m.stat());
         }
+    }
+
+    /// An orphan of the tree that ends while the server runs is reaped when
+    /// the server is tended, not left as goodput's zombie until the stop.
+    #[tokio::test]
+    async fn an_orphan_that_ends_is_reaped_while_the_server_runs() {
+        let (mut s, dir) = started("(setsid sleep 60 & echo orphan $!); echo started; exec sleep 60").await;
+        let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
+        let pid: libc::pid_t =
+            log.lines().find_map(|l| l.strip_prefix("orphan ")?.trim().parse().ok()).unwrap_or_else(|| panic!("{log}"));
+        let m = Member { pid, start: stat(pid).unwrap().start };
+        s.tend();
+        assert!(s.tree.contains(&m) && m.running(), "{:?}", s.tree);
+        // It ends on its own (as a worker that finishes would).
+        // SAFETY: a pid whose start time was just checked.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+        let until = Instant::now() + Duration::from_secs(10);
+        while m.running() && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let ended = m.stat().unwrap();
+        assert!(ended.ended && ended.ppid == std::process::id() as libc::pid_t, "{ended:?}");
+        s.tend();
+        assert!(m.stat().is_none() && !s.tree.contains(&m), "still there: {:?}", m.stat());
+        assert!(!s.exited(), "the server itself runs on");
+        let status = s.stop_unless(Duration::from_secs(5), Duration::from_secs(5), &|| false, false).await.unwrap();
+        assert_eq!(status_code(status), Some(128 + libc::SIGTERM));
     }
 
     /// A process of the tree goodput may not signal, or that outlasts
