@@ -191,17 +191,31 @@ fn tree(root: libc::pid_t, mark: &str) -> Vec<Member> {
         .into_iter()
         .flatten()
         .filter(|&&(pid, s)| pid != root && !servers.contains(&pid) && !s.ended && carries(pid, mark));
-    let mut found: Vec<Member> = orphans.map(|&(pid, s)| Member { pid, start: s.start }).collect();
+    let orphans: Vec<Member> = orphans.map(|&(pid, s)| Member { pid, start: s.start }).collect();
+    descendants(&children, Member { pid: root, start: stat(root).map_or(0, |s| s.start) }, orphans)
+}
+
+/// `found` (orphans of the tree), with every descendant of `root` and of
+/// them in `children` (each process's children by pid, from one reading of
+/// /proc). A child starts no sooner than its parent: one that seems to have
+/// started before is the child of an earlier process that had the parent's
+/// pid (the parent ended and its pid was taken while /proc was read), and
+/// is not of the tree.
+fn descendants(
+    children: &HashMap<libc::pid_t, Vec<(libc::pid_t, Stat)>>,
+    root: Member,
+    mut found: Vec<Member>,
+) -> Vec<Member> {
     let mut next = 0;
     let mut from = vec![root];
-    from.extend(found.iter().map(|m| m.pid));
+    from.extend(found.iter().copied());
     while let Some(&parent) = from.get(next) {
         next += 1;
-        for &(pid, s) in children.get(&parent).into_iter().flatten() {
+        for &(pid, s) in children.get(&parent.pid).into_iter().flatten() {
             let m = Member { pid, start: s.start };
-            if pid != root && !found.contains(&m) {
+            if pid != root.pid && s.start >= parent.start && !found.contains(&m) {
                 found.push(m);
-                from.push(pid);
+                from.push(m);
             }
         }
     }
@@ -868,6 +882,26 @@ mod tests {
         assert!(!s.exited(), "the server itself runs on");
         let status = s.stop_unless(Duration::from_secs(5), Duration::from_secs(5), &|| false, false).await.unwrap();
         assert_eq!(status_code(status), Some(128 + libc::SIGTERM));
+    }
+
+    /// The tree is every descendant of the server and of its orphans, and
+    /// not a process that started before the parent its pid names (the
+    /// child of an earlier holder of that pid).
+    #[test]
+    fn a_tree_holds_descendants_and_not_an_earlier_holder_s_children() {
+        let st = |ppid, start| Stat { ppid, start, ended: false };
+        let children: HashMap<libc::pid_t, Vec<(libc::pid_t, Stat)>> = [
+            (10, vec![(11, st(10, 100)), (12, st(10, 99))]),
+            (11, vec![(13, st(11, 101))]),
+            (20, vec![(21, st(20, 300))]),
+            (30, vec![(31, st(30, 5))]),
+        ]
+        .into_iter()
+        .collect();
+        let root = Member { pid: 10, start: 100 };
+        let got = descendants(&children, root, vec![Member { pid: 20, start: 200 }]);
+        let pids: Vec<libc::pid_t> = got.iter().map(|m| m.pid).collect();
+        assert_eq!(pids, [20, 11, 21, 13], "{got:?}");
     }
 
     /// A process of the tree goodput may not signal, or that outlasts
