@@ -261,14 +261,8 @@ impl ResponseReader {
                 "the server sent a line or event of more than {} bytes without ending it (--max-buffer raises the cap)",
                 self.limit
             )
-        } else if held > BUDGET_SPARED && total > buffer_budget().max(self.limit) {
-            format!(
-                "the server's streams held {total} bytes of lines or events not yet ended, over every request at \
-                 once, more than the process's budget of {} bytes (an eighth of the memory available when the run \
-                 started, --max-buffer at least); this one held {held}: --max-buffer bounds each stream, so a lower \
-                 --max-buffer or -c keeps them all within it",
-                buffer_budget().max(self.limit)
-            )
+        } else if let Some(m) = over_budget(held, total, self.limit) {
+            m
         } else {
             return;
         };
@@ -410,6 +404,13 @@ impl ResponseReader {
         // One body is not a stream: it has no first and last payload.
         self.choices = None;
         self.done = true;
+        self.stream_end = Some(t);
+    }
+
+    /// A whole body left unread at `t`, once the process's budget for
+    /// answers was passed ([`BodyHold`]).
+    pub fn over_budget(&mut self, message: String, t: Duration) {
+        self.failure = Some((FailureKind::InvalidResponse, message));
         self.stream_end = Some(t);
     }
 
@@ -800,6 +801,38 @@ fn buffer_budget() -> usize {
         let available = goodput_core::util::input::available_memory();
         available.map_or(2 << 30, |bytes| usize::try_from(bytes / 8).unwrap_or(usize::MAX))
     })
+}
+
+/// Why a response holding `held` bytes is failed when every response of
+/// the process holds `total` (with a cap of `limit` bytes each): the
+/// budget passed, and this one holds more than a little of it; `None`
+/// while within it.
+fn over_budget(held: usize, total: usize, limit: usize) -> Option<String> {
+    let budget = buffer_budget().max(limit);
+    (held > BUDGET_SPARED && total > budget).then(|| {
+        format!(
+            "the server's answers held {total} bytes not yet ended (lines, events and whole bodies being read), over \
+             every request at once, more than the process's budget of {budget} bytes (an eighth of the memory \
+             available when the run started, --max-buffer at least); this one held {held}: --max-buffer bounds each \
+             answer, so a lower --max-buffer or -c keeps them all within it"
+        )
+    })
+}
+
+/// The bytes of a whole body (`--no-stream`) held while it is read,
+/// counted in the process's budget with the streams' unended lines: at
+/// `-c 64` bodies of 64 MiB each (`--max-buffer`'s default) had held 4 GiB.
+#[derive(Debug, Default)]
+pub struct BodyHold(HeldBytes);
+
+impl BodyHold {
+    /// Counts `n` bytes held for the body; why it is failed, once the
+    /// process's budget is passed and the body holds more than a little of
+    /// it (with `limit`, the cap on one body).
+    pub fn hold(&mut self, n: usize, limit: usize) -> Option<String> {
+        let total = self.0.set(n);
+        over_budget(n, total, limit)
+    }
 }
 
 /// One reader's part of [`HELD`], given back when the reader is dropped.

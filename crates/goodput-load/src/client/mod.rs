@@ -15,7 +15,7 @@ pub use settings::{Cancellation, ClientConfig, Transport, MAX_BUFFER};
 use crate::error::ClientError;
 use crate::http1::{Http1, Stamps};
 use crate::protocol::{build_body_for, Api};
-use crate::reader::ResponseReader;
+use crate::reader::{BodyHold, ResponseReader};
 use crate::tokenizer::TokenCounter;
 use crate::workload::WorkItem;
 use failure::{compressed, connect_or_resource, empty_status, foreign_content, status_failure, ERROR_BODY_LIMIT};
@@ -484,7 +484,7 @@ impl Client {
         match self.on_head(rec, head)? {
             BodyRead::ErrorMessage => {
                 // What came before a break is message enough.
-                let (Ok((text, _)) | Err((text, _))) = read_up_to(&mut resp, ERROR_BODY_LIMIT).await;
+                let (Ok((text, _)) | Err((text, _))) = read_up_to(&mut resp, ERROR_BODY_LIMIT, None).await;
                 // The connection is kept only if the whole body was read.
                 resp.release();
                 let text = String::from_utf8_lossy(&text);
@@ -492,13 +492,17 @@ impl Client {
             }
             BodyRead::Whole => {
                 // Past the cap, one byte over is enough to say so.
-                match read_up_to(&mut resp, self.cfg.max_buffer.saturating_add(1)).await {
+                let hold = (&mut BodyHold::default(), self.cfg.max_buffer);
+                match read_up_to(&mut resp, self.cfg.max_buffer.saturating_add(1), Some(hold)).await {
                     Ok((whole, at)) if whole.len() > self.cfg.max_buffer => reader.whole_body(&whole, at),
                     Ok((whole, at)) => {
                         reader.whole_body(&whole, at);
                         resp.release();
                     }
-                    Err((_, m)) => reader.broken(format!("the connection broke while reading the body: {m}")),
+                    Err((_, Cut::OverBudget(m, at))) => reader.over_budget(m, at),
+                    Err((_, Cut::Broken(m))) => {
+                        reader.broken(format!("the connection broke while reading the body: {m}"))
+                    }
                 }
                 Ok(())
             }
@@ -525,10 +529,25 @@ impl Client {
     }
 }
 
+/// Why a body was left unread.
+enum Cut {
+    /// The connection broke.
+    Broken(String),
+    /// The process's budget for answers was passed, at the time given
+    /// ([`BodyHold`]).
+    OverBudget(String, Duration),
+}
+
 /// Reads a body into one buffer, stopping at its end or once it holds
 /// `limit` bytes or more: the bytes and when the last of them came, or,
-/// where the connection broke, the bytes so far and why.
-async fn read_up_to<R: WireResponse>(resp: &mut R, limit: usize) -> Result<(Vec<u8>, Duration), (Vec<u8>, String)> {
+/// where the connection broke or `hold` (a body's count in the process's
+/// budget, and its cap) said the budget was passed, the bytes so far and
+/// why.
+async fn read_up_to<R: WireResponse>(
+    resp: &mut R,
+    limit: usize,
+    mut hold: Option<(&mut BodyHold, usize)>,
+) -> Result<(Vec<u8>, Duration), (Vec<u8>, Cut)> {
     let mut body = Vec::new();
     loop {
         match resp.read().await {
@@ -539,9 +558,12 @@ async fn read_up_to<R: WireResponse>(resp: &mut R, limit: usize) -> Result<(Vec<
                 if read.ends_body || body.len() >= limit {
                     return Ok((body, read.stamp.t));
                 }
+                if let Some(m) = hold.as_mut().and_then(|(h, cap)| h.hold(body.len(), *cap)) {
+                    return Err((Vec::new(), Cut::OverBudget(m, read.stamp.t)));
+                }
             }
             Ok(Read::End { at }) => return Ok((body, at)),
-            Err(m) => return Err((body, m)),
+            Err(m) => return Err((body, Cut::Broken(m))),
         }
     }
 }

@@ -87,10 +87,10 @@ pub struct TargetArgs {
     /// The most a server may make the client hold for one response: an SSE
     /// line or event, an NDJSON line, a whole body (e.g. 64MiB, 1GiB). Past
     /// it the request fails as invalid_response, and memory stays bounded.
-    /// All streams' unended lines together are bounded too, by an eighth of
-    /// the memory available when the run starts (never under --max-buffer;
-    /// GOODPUT_BUFFER_BUDGET=BYTES sets it): the stream that passes it
-    /// fails the same way.
+    /// All streams' unended lines and all whole bodies being read together
+    /// are bounded too, by an eighth of the memory available when the run
+    /// starts (never under --max-buffer; GOODPUT_BUFFER_BUDGET=BYTES sets
+    /// it): the response that passes it fails the same way.
     #[arg(long, value_parser = parse_bytes, default_value = "64MiB")]
     pub max_buffer: usize,
     /// Wait up to this long for the server to be ready (its /health, or its model list, answering 2xx) before the run: for a server still starting or loading its model.

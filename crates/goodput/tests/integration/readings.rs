@@ -300,3 +300,42 @@ fn endless_lines_over_many_streams_fail_at_the_process_budget() {
         "{err}"
     );
 }
+
+/// Whole bodies (`--no-stream`) count in the same budget as the streams'
+/// unended lines: bodies that never end fail once all of them together
+/// pass it, before any reaches its own `--max-buffer` cap. Each had held
+/// up to `--max-buffer` (64 MiB by default), so memory grew with -c.
+#[test]
+fn endless_bodies_over_many_requests_fail_at_the_process_budget() {
+    use std::io::{BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for sock in listener.incoming() {
+            let Ok(mut sock) = sock else { return };
+            std::thread::spawn(move || {
+                crate::cmd::read_request(&mut BufReader::new(sock.try_clone().unwrap()));
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{\"id\": \"";
+                let block = vec![b'a'; 16 << 10];
+                // Until the client gives up on the body and closes it.
+                let mut ok = sock.write_all(head.as_bytes()).is_ok();
+                while ok {
+                    ok = sock.write_all(&block).is_ok();
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+            });
+        }
+    });
+    let o = goodput()
+        .env("GOODPUT_BUFFER_BUDGET", (1 << 20).to_string())
+        .args(["bench", "--url", &url, "--model", "m", "--no-metrics", "-n", "4", "-c", "4", "--timeout", "60s"])
+        .args(["--no-stream", "--max-buffer", "1MiB"])
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("more than the process's budget of 1048576 bytes") && err.contains("a lower --max-buffer or -c"),
+        "{err}"
+    );
+}
