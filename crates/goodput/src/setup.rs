@@ -536,6 +536,7 @@ fn options_of(percentiles: &[f64], judge: &JudgeArgs, j: crate::config::Judging)
         cost: j.cost,
         ratings: j.ratings,
         confidence: Some(judge.confidence),
+        stability: Default::default(),
     }
 }
 

@@ -25,7 +25,8 @@ pub struct Assembly<'a> {
 /// under `opts`, and the warnings they call for.
 pub fn assemble(a: Assembly<'_>, records: &[RequestRecord], opts: &AnalysisOptions) -> RunResult {
     let mut analysis = analyze(records, opts);
-    analysis.summary.stability = crate::analysis::stability::judge(records, &analysis.window, a.config.load.as_ref());
+    analysis.summary.stability =
+        crate::analysis::stability::judge(records, &analysis.window, a.config.load.as_ref(), &opts.stability);
     let peak = analysis.summary.in_flight.peak;
     let few = a.config.load.as_ref().and_then(|l| few_requests_warning(l, peak));
     let cycled = a.config.workload.as_ref().and_then(|w| cycled_dataset_warning(w, records));

@@ -148,9 +148,36 @@ fn few_per_user(measured: u64, users: u64) -> bool {
     users > 1 && (measured as f64) < MIN_REQUESTS_PER_USER * users as f64
 }
 
+/// What a verdict's words name of the command around the window: the flag
+/// that caps its requests in flight, and what ran before it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JudgeContext {
+    /// The flag a held-back verdict names as the cap on requests in flight
+    /// (and as the fix): [`CAP_FLAG`], bench's and estimate's, or sweep's
+    /// `--max-concurrency`.
+    pub cap_flag: &'static str,
+    /// What ran before the window, named where the window still drained
+    /// the backlog it left: a `--stages` stage's "the stage before it (120
+    /// req/s for 20s)". None: "a backlog left before the window".
+    pub before: Option<String>,
+}
+
+impl Default for JudgeContext {
+    fn default() -> Self {
+        JudgeContext { cap_flag: CAP_FLAG, before: None }
+    }
+}
+
 /// Judges the window of a run's `records`; `None` when no measured request
-/// succeeded. `load` (the config's) tells an open loop from a closed one.
-pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfig>) -> Option<Stability> {
+/// succeeded. `load` (the config's) tells an open loop from a closed one;
+/// `ctx` gives the words the verdict names the command's cap and what ran
+/// before the window by.
+pub fn judge(
+    records: &[RequestRecord],
+    window: &Window,
+    load: Option<&LoadConfig>,
+    ctx: &JudgeContext,
+) -> Option<Stability> {
     let measured: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup).collect();
     let ok: Vec<&RequestRecord> = measured.iter().copied().filter(|r| r.outcome.is_success()).collect();
     if ok.is_empty() {
@@ -251,10 +278,11 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
         // Over the window: the stretch judged runs over the schedule's due
         // times, which the held sends left long before.
         let rps = if window.duration_s > 0.0 { ok.len() as f64 / window.duration_s } else { 0.0 };
+        let flag = ctx.cap_flag;
         why.push(format!(
-            "the {CAP_FLAG} {cap} cap on requests in flight held back {:.0}% of the sends (each waited for a request \
-             to end), so the server saw at most {cap} at a time at {rps:.1} req/s, not the schedule: raise \
-             {CAP_FLAG} until it no longer binds, or lower the rate to what {cap} in flight keep up with",
+            "the {flag} {cap} cap on requests in flight held back {:.0}% of the sends (each waited for a request to \
+             end), so the server saw at most {cap} at a time at {rps:.1} req/s, not the schedule: raise {flag} \
+             until it no longer binds, or lower the rate to what {cap} in flight keep up with",
             100.0 * share
         ));
     }
@@ -411,9 +439,13 @@ pub fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfi
                 figure(ttft_seen)
             ));
         }
+        let left = match &ctx.before {
+            Some(before) => format!("the backlog {before} left"),
+            None => "a backlog left before the window".to_string(),
+        };
         why.push(format!(
-            "draining a backlog left before the window: {} over the {len:.0} s judged, so it measured that \
-             backlog clearing, not this load; let it drain first (a longer --warmup, or a longer stage)",
+            "draining {left}: {} over the {len:.0} s judged, so it measured that backlog clearing, not this load; \
+             let it drain first (a longer --warmup, or a longer stage)",
             figs.join(" and ")
         ));
     }
@@ -478,19 +510,8 @@ pub fn no_completions(sent: u64, failed: u64, cancelled: u64, open_loop: bool) -
 }
 
 /// The flag a held-back verdict names as the cap on requests in flight
-/// (bench's and estimate's); a command whose cap is another flag (sweep's
-/// `--max-concurrency`) puts its own in with [`name_cap_flag`].
+/// where its [`JudgeContext`] names no other: bench's and estimate's.
 pub const CAP_FLAG: &str = "-c";
-
-/// Names `flag` where a verdict's reason names [`CAP_FLAG`] as the cap on
-/// requests in flight.
-pub fn name_cap_flag(s: &mut Stability, flag: &str) {
-    if let Some(r) = s.reason.as_mut() {
-        *r = r
-            .replace(&format!("the {CAP_FLAG} "), &format!("the {flag} "))
-            .replace(&format!("raise {CAP_FLAG} "), &format!("raise {flag} "));
-    }
-}
 
 /// Sends later than their schedule by more than this were held back (by a
 /// cap, or a client behind): a timer's lateness is well under it.
@@ -655,6 +676,12 @@ mod tests {
     use crate::doc::config::Rate;
     use crate::doc::record::{Channel, CountSource, Outcome, OutputChunk};
 
+    /// [`super::judge`] as bench calls it: its cap is `-c`, and nothing
+    /// before the window is named.
+    fn judge(records: &[RequestRecord], window: &Window, load: Option<&LoadConfig>) -> Option<Stability> {
+        super::judge(records, window, load, &JudgeContext::default())
+    }
+
     /// A request due at `due` s, sent then, with its first token `ttft` s
     /// later and its end `e2e` s after it was sent.
     fn req(id: u64, due: f64, ttft: f64, e2e: f64) -> RequestRecord {
@@ -724,12 +751,15 @@ mod tests {
         let why = s.reason.clone().unwrap();
         assert!(!s.steady && why.starts_with("the -c 1 cap on requests in flight held back 98% of the sends"), "{why}");
         assert!(why.contains("at 10.0 req/s") && why.contains("raise -c"), "{why}");
-        // A sweep names its own cap's flag, in both places.
-        let mut swept = s.clone();
-        name_cap_flag(&mut swept, "--max-concurrency");
-        let named = swept.reason.unwrap();
+        // A sweep names its own cap's flag, in both places, in words
+        // otherwise the same.
+        let sweep = JudgeContext { cap_flag: "--max-concurrency", ..JudgeContext::default() };
+        let swept = super::judge(&held, &window(&held), Some(&load), &sweep).unwrap();
+        let named = swept.reason.clone().unwrap();
         assert!(named.starts_with("the --max-concurrency 1 cap") && named.contains("raise --max-concurrency until"));
         assert!(!named.contains("-c "), "{named}");
+        assert_eq!(named.replace("--max-concurrency", "-c"), why);
+        assert_eq!(Stability { reason: None, ..swept }, Stability { reason: None, ..s });
         // Neither the window's ramp and drain nor the pile of due requests
         // (the client's own queue) is told, with their fixes.
         assert!(!why.contains("give more requests") && !why.contains("outstanding every second"), "{why}");
@@ -1051,6 +1081,13 @@ mod tests {
         let why = s.reason.clone().unwrap_or_default();
         assert!(!s.steady && !s.overloaded && why.starts_with("draining a backlog left before the window"), "{s:?}");
         assert!(why.contains("requests outstanding fell") && why.contains("TTFT fell"), "{why}");
+        // Told what ran before the window, the judge names it.
+        let stage = "the stage before it (15 req/s for 13.333s)".to_string();
+        let staged = JudgeContext { before: Some(stage.clone()), ..JudgeContext::default() };
+        let s = super::judge(&after_heavy, &window(&after_heavy), Some(&open(5.0)), &staged).unwrap();
+        let named = s.reason.clone().unwrap();
+        let figures = why.strip_prefix("draining a backlog left before the window: ").unwrap();
+        assert_eq!(named, format!("draining the backlog {stage} left: {figures}"));
         // After a lighter load, the same stage is steady.
         let after_light = phases(0.1, &[(5.0, 200), (5.0, 100)], 1);
         let s = judge(&after_light, &window(&after_light), Some(&open(5.0))).unwrap();

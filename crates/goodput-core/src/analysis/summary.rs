@@ -7,6 +7,7 @@ use crate::analysis::cost::{CostConfig, CostReport};
 use crate::analysis::metrics::{ms, RequestMetrics};
 use crate::analysis::ratings::{rate, RatingThresholds, Ratings};
 use crate::analysis::slo::{judge, Goodput, Slo, SloReport};
+use crate::analysis::stability::JudgeContext;
 use crate::analysis::stats::Distribution;
 use crate::doc::record::{CountSource, Outcome, RequestRecord};
 pub use crate::doc::window::Window;
@@ -33,6 +34,9 @@ pub struct AnalysisOptions {
     /// The confidence of the intervals on every percentile and rate
     /// (`--confidence`); none computes no intervals.
     pub confidence: Option<f64>,
+    /// What the steady-state verdict names the command's cap on requests
+    /// in flight by, and what ran before the window (a sweep's stage).
+    pub stability: JudgeContext,
 }
 
 impl Default for AnalysisOptions {
@@ -43,6 +47,7 @@ impl Default for AnalysisOptions {
             cost: None,
             ratings: RatingThresholds::default(),
             confidence: Some(crate::analysis::interval::DEFAULT_CONFIDENCE),
+            stability: JudgeContext::default(),
         }
     }
 }

@@ -239,10 +239,6 @@ impl Sweep {
         ttft: Option<Cdf>,
     ) -> Result<&SweepPoint> {
         mark_no_completions(&mut result);
-        // Sweep's cap on requests in flight is --max-concurrency (it refuses -c).
-        if let Some(s) = result.summary.stability.as_mut() {
-            goodput_core::analysis::stability::name_cap_flag(s, "--max-concurrency");
-        }
         if self.points.is_empty() {
             crate::output::say(&format!(
                 "{}\n",
@@ -688,6 +684,9 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
         };
         (Runner::Http { target: Box::new(target), interrupt }, t, None)
     };
+    // Sweep's cap on requests in flight is --max-concurrency (it refuses
+    // -c): its points' verdicts name it.
+    opts.stability.cap_flag = "--max-concurrency";
     let (label, meta) = setup::tags(&a.output);
     let config = SweepConfig {
         mode: mode(&a).into(),

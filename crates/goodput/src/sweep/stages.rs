@@ -117,6 +117,13 @@ impl Sweep {
                     r
                 })
                 .collect();
+            // A stage still clearing the backlog of the one before it names it.
+            let mut opts = self.opts.clone();
+            opts.stability.before = i.checked_sub(1).map(|before| {
+                let (load, d) = (stages[before].0, humantime::format_duration(stages[before].1));
+                let stage = if by_users { format!("{load} users") } else { format!("{load} req/s") };
+                format!("the stage before it ({stage} for {d})")
+            });
             let mut result = goodput_core::analysis::assemble::assemble(
                 goodput_core::analysis::assemble::Assembly {
                     tool: common::tool(),
@@ -129,7 +136,7 @@ impl Sweep {
                     include_requests: self.args.output.include_requests,
                 },
                 &stage,
-                &self.opts,
+                &opts,
             );
             result.engine = whole.engine.clone();
             let client = if by_users {
@@ -139,17 +146,6 @@ impl Sweep {
             };
             let signals = whole.server_signals.clone().filter(|s| !s.samples.is_empty());
             attach_server_side(&mut result, signals.into(), &stage, client);
-            // A stage still clearing the backlog of the one before it: named.
-            if let (Some(before), Some(reason)) =
-                (i.checked_sub(1), result.summary.stability.as_mut().and_then(|s| s.reason.as_mut()))
-            {
-                let (load, d) = (stages[before].0, humantime::format_duration(stages[before].1));
-                let stage = if by_users { format!("{load} users") } else { format!("{load} req/s") };
-                *reason = reason.replace(
-                    "draining a backlog left before the window",
-                    &format!("draining the backlog the stage before it ({stage} for {d}) left"),
-                );
-            }
             let point = if by_users { Load::Concurrency(load as u64) } else { Load::Rate(load) };
             let ttft = goodput_report::series::cdf_of_records(&stage, goodput_report::series::Latency::Ttft);
             self.record(point, "stage", result, Some(ttft))?;
