@@ -333,31 +333,62 @@ impl Comparison {
 /// baseline's ([`Row::other_slo`]).
 pub const OTHER_SLO: &str = "other SLO";
 
-/// Each run's SLO as the set of its terms, blanks taken out and the
-/// attainment target left out; `None` without one. Goodput and the share
-/// attained count requests by the limits alone, so two SLOs whose terms
-/// come in another order, or that ask another share of them, count alike
-/// (they had read as other SLOs, and left goodput unjudged).
-fn slo_spec(r: &RunResult) -> Option<Vec<String>> {
-    r.slo.as_ref().map(|s| {
-        let mut terms: Vec<String> = s
-            .spec
-            .split(',')
-            .map(|t| t.split_whitespace().collect::<String>())
-            .filter(|t| !t.is_empty() && !t.starts_with("attainment"))
-            .collect();
-        terms.sort_unstable();
-        terms.dedup();
-        terms
-    })
+/// An SLO's terms as written, blanks taken out and the attainment target
+/// left out, sorted: the way two SLOs are told apart where either does
+/// not parse (a document of an older version).
+fn written_terms(spec: &str) -> Vec<String> {
+    let mut terms: Vec<String> = spec
+        .split(',')
+        .map(|t| t.split_whitespace().collect::<String>())
+        .filter(|t| !t.is_empty() && !t.starts_with("attainment"))
+        .collect();
+    terms.sort_unstable();
+    terms.dedup();
+    terms
+}
+
+/// An SLO's terms by what they mean, the attainment target left out,
+/// sorted: each latency limit in nanoseconds, so `ttft<=100ms` and
+/// `ttft<=0.1s`, or `ttft:p99<=1s` and `ttft:p99 <= 1000ms`, read alike
+/// (they had read as other SLOs, and left goodput unjudged). `None` where
+/// the spec does not parse.
+fn meant_terms(spec: &str) -> Option<Vec<String>> {
+    let slo: goodput_core::Slo = spec.parse().ok()?;
+    let mut terms: Vec<String> = slo
+        .limits
+        .iter()
+        .map(|l| format!("limit {}<={}ns", l.metric.as_str(), l.max.as_nanos()))
+        .chain(
+            slo.objectives
+                .iter()
+                .map(|o| format!("objective {}:p{}<={}ns", o.metric.as_str(), o.percentile, o.max.as_nanos())),
+        )
+        .chain(slo.quality_limits.iter().map(|l| format!("quality limit {l}")))
+        .chain(slo.quality_objectives.iter().map(|o| format!("quality objective {o}")))
+        .collect();
+    terms.sort_unstable();
+    terms.dedup();
+    Some(terms)
+}
+
+/// Whether two SLOs count requests alike: the same terms by their meaning
+/// ([`meant_terms`]) where both parse, else as written ([`written_terms`]).
+/// Goodput and the share attained count requests by the limits alone, so
+/// two SLOs whose terms come in another order, or that ask another share of
+/// them, count alike.
+fn same_slo(a: &str, b: &str) -> bool {
+    match (meant_terms(a), meant_terms(b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => written_terms(a) == written_terms(b),
+    }
 }
 
 /// The runs (by index, ≥ 1) that carry an SLO other than the baseline's
 /// (the baseline carrying one too): their goodput and attainment are
 /// counted by other limits, and no change in them is the run's.
 fn other_slo_runs(runs: &[(&str, &RunResult)]) -> Vec<usize> {
-    let Some(base) = runs.first().and_then(|(_, r)| slo_spec(r)) else { return Vec::new() };
-    (1..runs.len()).filter(|&i| slo_spec(runs[i].1).is_some_and(|s| s != base)).collect()
+    let Some(base) = runs.first().and_then(|(_, r)| r.slo.as_ref()) else { return Vec::new() };
+    (1..runs.len()).filter(|&i| runs[i].1.slo.as_ref().is_some_and(|s| !same_slo(&s.spec, &base.spec))).collect()
 }
 
 /// The note for runs judged by different SLOs: which, and how to judge

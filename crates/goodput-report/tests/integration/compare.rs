@@ -436,3 +436,60 @@ fn welch_on_known_values() {
     assert_eq!(welch(&[2.0, 2.0], &[2.0, 2.0]), 1.0);
     assert_eq!(welch(&[2.0, 2.0], &[3.0, 3.0]), 0.0);
 }
+
+/// The runs (≥ 1) whose goodput row reads "other SLO" when a run beside
+/// `run()` carries an SLO saved as `spec`, and the change of its goodput.
+fn judged_by(spec: &str) -> (Vec<usize>, Option<f64>) {
+    let mut b = slower_run();
+    b.slo.as_mut().unwrap().spec = spec.into();
+    let c = compare(&[("a", &run()), ("b", &b)], &[]);
+    let row = c.rows.iter().find(|r| r.metric.path() == "goodput.requests_per_s").unwrap();
+    (row.other_slo.clone(), row.changes[1])
+}
+
+/// SLOs are told apart by what their terms mean: the same limits saved in
+/// other units (`60ms` and `0.06s`, `70ms` and `70000us`, as a document
+/// edited by hand holds them), or as a version before limits printed from
+/// whole nanoseconds saved them (`60.00000000000001ms`), with other blanks
+/// or order, count requests alike, and goodput is compared; a limit truly
+/// other (61ms, or p99 for p95) still reads as another SLO. `ttft<=60ms`
+/// and `ttft<=0.06s` had read as two SLOs, and left goodput unjudged.
+#[test]
+fn one_slo_written_in_other_units_is_the_same_slo() {
+    assert_eq!(SLO, "ttft<=60ms,ttft:p95<=70ms");
+    for same in [
+        "ttft:p95 <= 70000us, ttft<=0.06s",
+        "ttft<=60.00000000000001ms,ttft:p95<=70ms",
+        "ttft<=60ms,ttft:p95<=0.07s,attainment>=0.5",
+    ] {
+        let (other, change) = judged_by(same);
+        assert!(other.is_empty(), "{same}: {other:?}");
+        assert!(change.is_some(), "{same}: goodput compared");
+    }
+    for differs in ["ttft<=61ms,ttft:p95<=70ms", "ttft<=0.06s,ttft:p99<=70ms", "ttft<=60ms"] {
+        let (other, change) = judged_by(differs);
+        assert_eq!((other, change), (vec![1], None), "{differs}");
+    }
+}
+
+/// An SLO that does not parse (written by another version) is told apart
+/// as written, as before: the same terms in another order, with other
+/// blanks, are the same SLO; the same limit in another unit is not known
+/// to be.
+#[test]
+fn an_slo_that_does_not_parse_is_compared_as_written() {
+    let with = |spec: &str| {
+        let mut r = slower_run();
+        r.slo.as_mut().unwrap().spec = spec.into();
+        r
+    };
+    let old = "ttft<=60ms,queue_ms<=1s";
+    assert!(old.parse::<goodput_core::Slo>().is_err(), "the test needs a spec that does not parse");
+    let other = |a: &str, b: &str| {
+        let c = compare(&[("a", &with(a)), ("b", &with(b))], &[]);
+        c.rows.iter().find(|r| r.metric.path() == "goodput.requests_per_s").unwrap().other_slo.clone()
+    };
+    assert_eq!(other(old, "queue_ms <= 1s, ttft<=60ms"), Vec::<usize>::new());
+    assert_eq!(other(old, "ttft<=0.06s,queue_ms<=1s"), vec![1]);
+    assert_eq!(other(old, SLO), vec![1], "one parses, the other does not");
+}

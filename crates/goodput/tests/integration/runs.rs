@@ -529,3 +529,34 @@ fn same_seed_runs_served_from_an_earlier_runs_cache_are_warned_of() {
     assert!(!warned(&fresh), "each run its own prompts: {} ({})", fresh["warnings"], hits(&fresh));
     assert!(!fresh["repeats"]["notes"].to_string().contains("prefix cache"), "{}", fresh["repeats"]["notes"]);
 }
+
+/// Saved runs whose SLOs are one in meaning but not in text: a document
+/// written before limits printed from whole nanoseconds holds
+/// `ttft<=150.10000000000002ms` where this version writes `ttft<=150.1ms`.
+/// Compared, goodput is compared and gated, where it had been left
+/// unjudged as "other SLO" (a failing gate); a limit truly other still is.
+#[test]
+fn compare_reads_one_slo_in_other_units_as_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, slo: &str| {
+        let p = dir.path().join(name);
+        goodput()
+            .args(["estimate", "-q", "-n", "100", "-c", "8", "--seed", "3", "--slo", slo, "-o"])
+            .arg(&p)
+            .assert()
+            .success();
+        p
+    };
+    let a = run("a.json", "ttft<=150.1ms,tpot:p99<=1s");
+    assert_eq!(read_json(&a)["slo"]["spec"], "ttft<=150.1ms,tpot:p99<=1s");
+    let mut old = read_json(&a);
+    old["slo"]["spec"] = "tpot:p99<=1000ms,ttft<=150.10000000000002ms".into();
+    let b = dir.path().join("old.json");
+    std::fs::write(&b, serde_json::to_string(&old).unwrap()).unwrap();
+    goodput().arg("compare").arg(&a).arg(&b).args(["--fail-if", "goodput<-5%"]).assert().success();
+    let c = run("c.json", "ttft<=150.2ms,tpot:p99<=1s");
+    let o = goodput().arg("compare").arg(&a).arg(&c).args(["--fail-if", "goodput<-5%"]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(text.contains("judged by different SLOs"), "{text}");
+}
