@@ -408,6 +408,63 @@ fn slo_note(runs: &[(&str, &RunResult)], other: &[usize]) -> Option<String> {
     ))
 }
 
+/// Words of the warning of a run whose prompts the server's prefix cache
+/// held before it began ([`goodput_core::analysis::assemble::warm_cache_warning`]),
+/// by which a saved run's warnings are read.
+const WARM_RUN: &str = "held them before the run";
+
+/// Words of the warning of `--runs` whose later runs found their prompts in
+/// the server's prefix cache
+/// ([`goodput_core::analysis::assemble::warm_repeats_warning`]): the runs
+/// it names (`runs 2 and 3`) come before them.
+const WARM_REPEATS: &str = " of --runs found the server's prefix cache holding";
+
+/// Where `r` found its prompts in the server's prefix cache, sent there by
+/// an earlier run (its warnings say so): `Some("")` for the run itself,
+/// `Some(" (runs 2 and 3 of its --runs)")` for its later runs of `--runs`.
+/// Those are counted only where the comparison reads the runs' means
+/// (`by_means`), which take them in; else a document's figures are its
+/// first run's, which the check passed. `None` where no run of it was warm.
+fn warmed(r: &RunResult, by_means: bool) -> Option<String> {
+    let own = r.warnings.iter().any(|w| w.contains(WARM_RUN));
+    let repeats = r.warnings.iter().find_map(|w| w.split_once(WARM_REPEATS)).map(|(runs, _)| runs.trim());
+    match (own, repeats.filter(|_| by_means)) {
+        (true, Some(rs)) => Some(format!(" (run 1, and {rs} of its --runs)")),
+        (false, Some(rs)) => Some(format!(" ({rs} of its --runs)")),
+        (true, None) => Some(String::new()),
+        (false, None) => None,
+    }
+}
+
+/// The note for runs whose prompts the server's prefix cache held from an
+/// earlier run ([`warmed`]): which, and that their latencies may be faster
+/// by the cache rather than the server. Their own warnings had said so,
+/// and the comparison had not.
+fn warm_cache_note(runs: &[(&str, &RunResult)], by_means: bool) -> Option<String> {
+    let each: Vec<String> = runs.iter().filter_map(|(l, r)| Some(format!("{l}{}", warmed(r, by_means)?))).collect();
+    let their = match each.len() {
+        0 => return None,
+        1 => "its",
+        _ => "their",
+    };
+    Some(format!(
+        "the server's prefix cache held the prompts an earlier run had sent when {} ran (as {their} warnings say): \
+         {their} TTFT and latencies are faster by the cache than fresh prompts get, so {their} latency gains may be \
+         the cache's, not the server's; to compare servers, give each run prompts no earlier run sent (a --seed of \
+         its own, without --same-seed)",
+        listed(&each)
+    ))
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn listed(items: &[String]) -> String {
+    match items.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 /// (run − base) / |base|; ±∞ from a zero baseline, 0 when both are zero.
 pub fn relative_change(base: f64, v: f64) -> f64 {
     if base == 0.0 {
@@ -446,11 +503,12 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
     let by_means = runs.len() >= 2 && runs.iter().all(|(_, r)| significance::repeated(r));
     let other_slo = other_slo_runs(runs);
     let differences = differences(runs);
-    // The notes that apply, in one line: other work, other SLOs, then how
-    // the runs were made.
+    // The notes that apply, in one line: other work, other SLOs, a cache
+    // an earlier run warmed, then how the runs were made.
     let notes: Vec<String> = [
         workload_note(&differences),
         slo_note(runs, &other_slo),
+        warm_cache_note(runs, by_means),
         kinds,
         sources_note(runs),
         by_means.then(|| MEANS_NOTE.to_string()),

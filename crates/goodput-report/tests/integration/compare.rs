@@ -493,3 +493,35 @@ fn an_slo_that_does_not_parse_is_compared_as_written() {
     assert_eq!(other(old, "ttft<=0.06s,queue_ms<=1s"), vec![1]);
     assert_eq!(other(old, SLO), vec![1], "one parses, the other does not");
 }
+
+/// A run whose prompts the server's cache held from an earlier run carries
+/// the warning `bench` wrote; the comparison names that run and says its
+/// latency gains may be the cache's, in its note (terminal, JSON,
+/// Markdown, HTML). A `--runs` document names its warmed runs where the
+/// comparison reads means; else its figures are its first run's, which the
+/// cache did not warm.
+#[test]
+fn a_run_warmed_by_an_earlier_runs_cache_is_named() {
+    use goodput_core::analysis::assemble::{warm_cache_warning, warm_repeats_warning};
+    let (base, mut warm) = (run(), slower_run());
+    let recs = warm.requests.clone().unwrap();
+    let said = warm_cache_warning(&warm.config, &recs, 0.99).expect("a warm run's warning");
+    warm.warnings.push(said);
+    let c = compare(&[("cold.json", &base), ("warm.json", &warm)], &[]);
+    let note = c.note.clone().unwrap_or_default();
+    assert!(note.contains("held the prompts an earlier run had sent when warm.json ran"), "{note}");
+    assert!(note.contains("its latency gains may be the cache's"), "{note}");
+    assert!(!note.contains("cold.json"), "{note}");
+    assert!(render_terminal(&c).contains("when warm.json ran"));
+    let none = compare(&[("cold.json", &base), ("b.json", &slower_run())], &[]);
+    assert!(!none.note.unwrap_or_default().contains("prefix cache"));
+
+    let mut same_seed = repeated_run(50.0, 11);
+    same_seed.warnings.extend(warm_repeats_warning(&[(2, 0.99), (3, 0.98)], true));
+    let fresh = repeated_run(50.0, 1);
+    let c = compare(&[("fresh.json", &fresh), ("same.json", &same_seed)], &[]);
+    let note = c.note.unwrap_or_default();
+    assert!(note.contains("when same.json (runs 2 and 3 of its --runs) ran"), "{note}");
+    let first_runs = compare(&[("a.json", &base), ("same.json", &same_seed)], &[]);
+    assert!(!first_runs.note.unwrap_or_default().contains("prefix cache"), "figures of its first run");
+}

@@ -530,6 +530,60 @@ fn same_seed_runs_served_from_an_earlier_runs_cache_are_warned_of() {
     assert!(!fresh["repeats"]["notes"].to_string().contains("prefix cache"), "{}", fresh["repeats"]["notes"]);
 }
 
+/// Saved runs against one `goodput serve`, whose prefix cache outlives a
+/// run: `compare` names the runs whose prompts an earlier run had put in
+/// the cache (`--runs --same-seed`'s later runs, and a run of a seed sent
+/// before) and says their latency gains may be the cache's, in the
+/// terminal, the JSON and the Markdown; a run of fresh prompts is not
+/// named. Their own warnings had said so, and the comparison nothing.
+#[test]
+fn compare_names_the_runs_an_earlier_runs_cache_warmed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _, _server) = serve(&["--host", "127.0.0.1", "--speed", "10"]);
+    let bench = |name: &str, args: &[&str]| {
+        let out = dir.path().join(name);
+        goodput()
+            .args(["bench", "-q", "--url", &url, "--metrics-interval", "200ms", "-n", "8", "-c", "2"])
+            .args(["--input-tokens", "400", "--output-tokens", "8"])
+            .args(args)
+            .arg("-o")
+            .arg(&out)
+            .timeout(Duration::from_secs(120))
+            .assert()
+            .success();
+        out
+    };
+    let compared = |a: &std::path::Path, b: &std::path::Path| {
+        let (json, md) = (dir.path().join("c.json"), dir.path().join("c.md"));
+        let o =
+            goodput().arg("compare").arg(a).arg(b).arg("-o").arg(&json).arg("--markdown").arg(&md).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+        (text, read_json(&json)["note"].as_str().unwrap_or_default().to_string(), std::fs::read_to_string(&md).unwrap())
+    };
+    let same = bench("same.json", &["--seed", "77", "--runs", "2", "--same-seed"]);
+    let fresh = bench("fresh.json", &["--seed", "500", "--runs", "2"]);
+    let said = |p: &std::path::Path| read_json(p)["warnings"].to_string();
+    assert!(said(&same).contains("of --runs found the server's prefix cache"), "{}", said(&same));
+    let (text, note, md) = compared(&fresh, &same);
+    // Markdown escapes the parentheses.
+    let md = md.replace("\\(", "(").replace("\\)", ")");
+    for shown in [&text, &note, &md] {
+        assert!(shown.contains("when same.json (run 2 of its --runs) ran"), "{shown}");
+        assert!(shown.contains("latency gains may be the cache's"), "{shown}");
+        assert!(!shown.contains("fresh.json (run"), "{shown}");
+    }
+    // One run, then its seed again: the second found its prompts cached.
+    let (cold, again) = (bench("cold.json", &["--seed", "900"]), bench("again.json", &["--seed", "900"]));
+    assert!(said(&again).contains("held them before the run"), "{}", said(&again));
+    let (text, note, md) = compared(&cold, &again);
+    for shown in [&text, &note, &md] {
+        assert!(shown.contains("when again.json ran"), "{shown}");
+    }
+    let (_, note, _) = compared(&cold, &fresh);
+    assert!(!note.contains("prefix cache"), "{note}");
+}
+
 /// Saved runs whose SLOs are one in meaning but not in text: a document
 /// written before limits printed from whole nanoseconds holds
 /// `ttft<=150.10000000000002ms` where this version writes `ttft<=150.1ms`.
