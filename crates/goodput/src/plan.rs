@@ -553,9 +553,11 @@ fn plan_trace(a: &PlanArgs, t: &setup::LoadedTrace, path: &Path) -> Result<PlanT
     let mut routers = Vec::new();
     for r in a.router.as_deref().unwrap_or(&[]) {
         let r: RouterPolicy = r.parse().map_err(|e| anyhow!("--router: {e}"))?;
-        if !routers.contains(&r) {
-            routers.push(r);
+        // Named twice: refused, as --tp 1,1 is (it had been dropped without a word).
+        if routers.contains(&r) {
+            bail!("--router names {r} twice: give each router once");
         }
+        routers.push(r);
     }
     if routers.is_empty() {
         routers.push(RouterPolicy::LeastLoaded);
@@ -870,14 +872,24 @@ impl Search<'_> {
         // `auto`: BF16, and FP8 and FP4 on the GPUs that have them.
         let auto = a.precision.trim().eq_ignore_ascii_case("auto");
         let spec = if auto { "bf16,fp8,fp4" } else { a.precision.as_str() };
-        let precisions: Vec<Precision> = spec
-            .split(',')
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
+        let names: Vec<&str> = spec.split(',').map(str::trim).filter(|p| !p.is_empty()).collect();
+        let precisions: Vec<Precision> = names
+            .iter()
             .map(|p| p.parse::<Precision>().map_err(|e| anyhow!("--precision: {e}")))
             .collect::<Result<_>>()?;
         if precisions.is_empty() {
             bail!("--precision names no precision: give e.g. bf16,fp8");
+        }
+        // Named twice: refused, as --tp 1,1 is (bf16,bf16 had been dropped
+        // without a word), under its other names too (fp16 runs as bf16).
+        if let Some(i) = (0..precisions.len()).find(|&i| precisions[..i].contains(&precisions[i])) {
+            let first = names[precisions.iter().position(|p| *p == precisions[i]).unwrap_or(i)];
+            let alias = if first.eq_ignore_ascii_case(names[i]) {
+                String::new()
+            } else {
+                format!(" ({first} and {}: both are planned as {})", names[i], precisions[i])
+            };
+            bail!("--precision {spec} names {} twice{alias}: give each precision once", precisions[i]);
         }
         // FP16 runs as BF16 (it had, without a word): the same two bytes a
         // weight, and the same tensor-core rate on every GPU of the catalog.
@@ -891,18 +903,12 @@ impl Search<'_> {
                  every GPU of the catalog, so its configurations are named bf16"
             ));
         }
-        // Each once, in the order given (bf16,bf16 had run every point twice).
+        // Each once (bf16,bf16 had run every point twice): `auto` adds the
+        // checkpoint's own width only where it tries none of it.
         let mut precisions = precisions;
         if auto {
             notes.extend(self.checkpoint_precisions(&mut precisions));
         }
-        let mut seen = Vec::new();
-        precisions.retain(|p| {
-            !seen.contains(p) && {
-                seen.push(*p);
-                true
-            }
-        });
         let mut tps: Vec<u32> = a.tp.0.iter().map(|&t| t as u32).collect();
         tps.sort_unstable();
         tps.dedup();

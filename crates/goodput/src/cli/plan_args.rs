@@ -109,7 +109,7 @@ pub struct PlanArgs {
     /// Expert-parallel sizes to try for a mixture of experts (each a multiple of TP over data-parallel ranks that share the experts; ignored for a dense model).
     #[arg(long, value_parser = parse_counts, default_value = "1")]
     pub ep: CountList,
-    /// Weight precisions to try: a list of bf16, fp8, fp4, int8, int4, or auto (bf16, and fp8 and fp4 on the GPUs that have them).
+    /// Weight precisions to try, each once: a list of bf16, fp8, fp4, int8, int4, or auto (bf16, and fp8 and fp4 on the GPUs that have them).
     #[arg(long, default_value = "auto")]
     pub precision: String,
     /// Batch limits (vLLM's --max-num-seqs) to try: each configuration's load rises to its limit (default: vLLM's, 1024 on GPUs with ≥70 GiB, else 256).

@@ -247,9 +247,10 @@ fn plan_runs_a_precision_once_and_says_when_no_pool_fits() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
     };
-    // bf16,bf16 had run every point twice.
-    let twice = run(&["--precision", "bf16,bf16"]);
-    assert!(twice.contains("1 configurations (1 ran") || twice.contains("1 configuration (1 ran"), "{twice}");
+    // bf16,bf16 had run every point twice; it is now refused, as --tp 1,1
+    // is (lists_that_name_a_value_twice_are_refused_alike), and bf16 runs once.
+    let once = run(&["--precision", "bf16"]);
+    assert!(once.contains("1 configuration (1 ran"), "{once}");
     // FP16 is BF16 here, and said so (it had been run as BF16 without a word).
     let half = run(&["--precision", "fp16"]);
     assert!(half.contains("--precision fp16 is planned as bf16"), "{half}");
@@ -1048,6 +1049,9 @@ fn lists_that_name_a_value_twice_are_refused_alike() {
         &["--gpu", "h100", "--pd", "1:1,1:1"][..],
         &["--gpu", "h100", "--tp", "1,1"][..],
         &["--gpu", "h100", "--trace", trace, "--trace-speed", "1,1"][..],
+        &["--gpu", "h100", "--precision", "bf16,fp8,bf16"][..],
+        &["--gpu", "h100", "--precision", "bf16,fp16"][..],
+        &["--gpu", "h100", "--trace", trace, "--router", "round-robin,round-robin"][..],
     ] {
         let err = goodput().args(["plan", "-q", "--gpus", "2"]).args(args).refusal();
         assert!(err.contains("twice"), "{args:?}: {err}");
