@@ -127,13 +127,13 @@ pub struct PlanArgs {
     /// Share of GPU memory the engine may use.
     #[arg(long, default_value_t = 0.9)]
     pub gpu_memory_utilization: f64,
-    /// Users per replica of each curve's points, rising (default: 1, 2, 4, … up to the batch limit); a curve stops early once it misses the SLO or its throughput stops rising. The table and -o label each point with its total users, over all the configuration's replicas.
+    /// Users per replica of each curve's points, rising (default: 1, 2, 4, … up to the batch limit); a curve stops early once its throughput stops rising, or it misses the SLO (twice in a row where TTFT alone missed). The table and -o label each point with its total users, over all the configuration's replicas.
     #[arg(long, value_parser = parse_counts)]
     pub concurrency: Option<CountList>,
     /// Requests each user sends at a point, after one warm-up request each (-n/--requests sets a point's total instead, raised to at least 4 per user: fewer leave no steady time to measure).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub requests_per_user: u64,
-    /// Per-request limits and/or percentile objectives, e.g. 'ttft:p95<=1s,tpot:p95<=50ms': the best point must meet them, and a curve stops at its first point that does not.
+    /// Per-request limits and/or percentile objectives, e.g. 'ttft:p95<=1s,tpot:p95<=50ms': the best point must meet them, and a curve stops at its first point that does not (at its second in a row where TTFT alone missed: TTFT can fall as more users batch their prompts).
     #[arg(long, value_parser = parse_slo)]
     pub slo: Option<Slo>,
     /// Share of requests that must meet the SLO's per-request limits (default 90%).
@@ -151,7 +151,7 @@ pub struct PlanArgs {
     /// The --trace file's format; auto tells it from the first line.
     #[arg(long, value_enum, default_value_t = TraceFormat::Auto, requires = "trace")]
     pub trace_format: TraceFormat,
-    /// Speeds to replay the --trace at, each a curve's point (2 halves every gap; default 0.25,0.5,1,2,4,8,16, then doubling up to 4096 while a curve meets the SLO and still rises): a curve stops at its first miss of the SLO or once its throughput stops rising; speeds given are run as given, with a note naming the curves they leave still rising.
+    /// Speeds to replay the --trace at, each a curve's point (2 halves every gap; default 0.25,0.5,1,2,4,8,16, then doubling up to 4096 while a curve meets the SLO and still rises): a curve stops at a miss of the SLO (its second in a row where TTFT alone missed) or once its throughput stops rising; speeds given are run as given, with a note naming the curves they leave still rising.
     #[arg(long, value_delimiter = ',', requires = "trace")]
     pub trace_speed: Option<Vec<f64>>,
     /// Routers in front of the replicas to try with --trace: round-robin, least-loaded, prefix-aware (default least-loaded).

@@ -1303,3 +1303,35 @@ fn a_gpu_is_named_by_its_catalog_id_whatever_case_it_is_given_in() {
     let err = goodput().args(["plan", "--gpu", "H999=2"]).refusal();
     assert!(err.contains("H999") && err.contains("known GPUs: h100-sxm, h100-pcie, h200"), "{err}");
 }
+
+/// TTFT need not grow with the load: with chunked prefill, more users batch
+/// more prompts a step. A curve whose TTFT misses the SLO at one load and
+/// meets it at the next is searched past the miss (it had stopped there,
+/// and its best point, at the next load, was lost); two misses in a row
+/// end it.
+#[test]
+fn a_ttft_miss_followed_by_a_met_point_is_searched_past() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ttft.json");
+    goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-70b", "--gpu", "h100=2.5", "--gpus", "8", "--tp", "4"])
+        .args(["--pp", "1", "--precision", "fp8", "--max-num-batched-tokens", "2048", "--jobs", "1"])
+        .args(["--input-tokens", "1024", "--output-tokens", "256"])
+        .args(["--slo", "ttft:p95<=120ms", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    let points = doc["configs"][0]["points"].as_array().unwrap();
+    let met: Vec<bool> = points.iter().map(|p| p["meets_slo"] == true).collect();
+    let ttft: Vec<f64> = points.iter().map(|p| p["ttft_ms"].as_f64().unwrap()).collect();
+    // A miss followed by a met point: TTFT fell as the load rose.
+    let past = (1..points.len()).find(|&i| !met[i - 1] && met[i]);
+    let Some(i) = past else { panic!("no met point after a miss: {met:?}, TTFT {ttft:?}") };
+    assert!(ttft[i] < ttft[i - 1], "{ttft:?}");
+    // No two misses in a row before the end.
+    assert!((1..points.len() - 1).all(|k| met[k - 1] || met[k]), "{met:?}");
+    // The best is the met point past the miss, or one after it.
+    let best = doc["best"]["at"]["point"].as_u64().unwrap() as usize;
+    assert!(best >= i, "best {best}, the miss at {}: {met:?}", i - 1);
+}
