@@ -20,8 +20,8 @@
 //!
 //! What cannot win is not simulated: configurations whose weights do not
 //! fit, loads past a curve's miss of the SLO (its second in a row, where
-//! TTFT alone missed) or past where its throughput stopped rising, batch
-//! limits that only cut a curve short,
+//! TTFT alone missed), past where its throughput stopped rising or past a
+//! trace point not steady, batch limits that only cut a curve short,
 //! and disaggregation ratios far from the workload's prefill:decode
 //! balance.
 //! Every TP degree and pipeline depth that fits is simulated: one user's
@@ -62,6 +62,9 @@ const SATURATED: f64 = 0.03;
 /// A configuration's field (in its `extra`) that says why its curve ends
 /// before it saturated or missed the SLO: a heavier load was refused.
 const CUT: &str = "cut";
+/// A trace point's field (in its `extra`) that says why it is not steady:
+/// the stability verdict's reason. Such a point ends its curve.
+const UNSTEADY: &str = "unsteady";
 /// The fewest requests a point is measured on (beside its warm-up).
 const MIN_REQUESTS: u64 = 16;
 /// The fewest requests a point sends per user, whatever `-n` says: fewer
@@ -375,7 +378,9 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         }
     }
     let unsteady = doc.points().filter(|(_, p)| p.steady == Some(false)).count();
-    if unsteady > 0 {
+    if unsteady > 0 && search.trace.is_some() {
+        doc.notes.push(trace_unsteady_note(&doc, unsteady));
+    } else if unsteady > 0 {
         doc.notes.push(format!(
             "{unsteady} point(s) not steady: fewer than {MIN_STEADY_COMPLETIONS_PER_USER} requests per user ended \
              while every user was in the loop, so each gives the run's window's rate, marked steady: false (and \
@@ -442,6 +447,24 @@ const SPANS_NOTE: &str = "spans: each point's tok/s, tok/s/GPU, goodput and tok/
      `estimate` and `sweep --estimate` of the same configuration start users together and count the whole window, \
      so they read lower tok/s and higher TTFT (`estimate --ramp-up` with this point's join time comes near its \
      latencies; docs/plan.md)";
+
+/// With `--trace`: a note on the points not steady, each the end of its
+/// curve, with the first one's reason.
+fn trace_unsteady_note(doc: &FrontierResult, unsteady: usize) -> String {
+    let first = doc.points().find_map(|(c, p)| {
+        let why = p.extra.get(UNSTEADY)?.as_str()?;
+        let Load::Rate(rate) = p.load else { return None };
+        Some(format!("{} at {rate:.1} req/s: {why}", doc.configs[c.config].id))
+    });
+    format!(
+        "{unsteady} point(s) not steady: the trace came faster than the configuration served it, or in a burst too \
+         short to measure, so the point's figures are a burst's, not a rate the configuration holds; each is marked \
+         steady: false (and \"not steady\" on its row), ends its curve, and is never the best (its reason is its \
+         `unsteady` field{}); where the window was mostly ramp-up and drain, a larger -n or a longer trace measures \
+         faster speeds",
+        first.map(|f| format!("; {f}")).unwrap_or_default()
+    )
+}
 
 /// The points the configurations hold (their own, not those shared with
 /// a wider batch limit's).
@@ -778,7 +801,9 @@ fn climbed_to_the_end(points: &mut Vec<FrontierPoint>, p: FrontierPoint, ttft_al
 }
 
 /// Whether a curve's last point ends it: throughput that rose by less than
-/// [`SATURATED`] from the point before, or a miss of the SLO, unless it was TTFT's alone and the point before
+/// [`SATURATED`] from the point before; a trace point not steady (its
+/// arrivals outran the configuration: faster ones only grow the backlog);
+/// or a miss of the SLO, unless it was TTFT's alone and the point before
 /// met it. TTFT need not grow with the load: with chunked prefill, more
 /// users batch more prompts a step, and a 70B's TTFT at p95 read 124 ms at
 /// 64 users and 115 ms at 128, so the curve that had stopped at its first
@@ -795,7 +820,7 @@ fn at_the_end(points: &[FrontierPoint], ttft_alone: bool) -> bool {
     let measured = |q: &FrontierPoint| q.steady != Some(false);
     let flat = measured(p)
         && before.is_some_and(|b| measured(b) && p.output_tokens_per_s < b.output_tokens_per_s * (1.0 + SATURATED));
-    ended_by_miss || flat
+    ended_by_miss || flat || p.extra.contains_key(UNSTEADY)
 }
 
 /// Whether `r` missed its SLO on TTFT alone: every objective it failed is
@@ -1719,9 +1744,18 @@ impl Search<'_> {
             let (result, _) =
                 estimate_result(server, &plan, &workload, self.workload_config.clone(), &self.opts, false)
                     .with_context(|| format!("the trace at speed {speed}"))?;
-            // The offered rate: the trace's requests over its span, at this speed.
-            let offered =
-                if span.is_zero() { f64::INFINITY } else { t.entries.len() as f64 * speed / span.as_secs_f64() };
+            // The offered rate: the requests replayed over their span, at
+            // this speed (with -n, the trace's first ones: the whole trace's
+            // rate had labelled a prefix that came at another pace).
+            let replayed = plan.requests.map_or(t.entries.len(), |n| {
+                usize::try_from(n.saturating_add(plan.warmup)).unwrap_or(usize::MAX).clamp(1, t.entries.len())
+            });
+            let prefix = t.entries[replayed - 1].at;
+            let offered = match (prefix.is_zero(), span.is_zero()) {
+                (false, _) => replayed as f64 * speed / prefix.as_secs_f64(),
+                (true, false) => t.entries.len() as f64 * speed / span.as_secs_f64(),
+                (true, true) => f64::INFINITY,
+            };
             let ttft_alone = missed_ttft_alone(&result, self.opts.slo.as_ref(), self.attainment);
             if climbed_to_the_end(points, self.whole_point(c, offered, &result), ttft_alone) {
                 break;
@@ -1740,6 +1774,18 @@ impl Search<'_> {
         p.load = Load::Rate(rate);
         p.output_tokens_per_s_per_gpu = p.output_tokens_per_s / gpus;
         p.usd_per_million_output_tokens = self.usd_per_million(c, gpus, p.output_tokens_per_s);
+        // An open load is judged as estimate judges it (its arrivals against
+        // its completions, its backlog and TTFT over the run, its ramp and
+        // drain): a trace replayed faster than the configuration serves it
+        // had been measured as one burst and marked met, the best point at
+        // five times the load it served.
+        let unsteady = match &r.summary.stability {
+            Some(s) if !s.steady => s.reason.clone().unwrap_or_else(|| "not a steady state".into()),
+            Some(_) => return p,
+            None => "no request completed".into(),
+        };
+        p.steady = Some(false);
+        p.extra.insert(UNSTEADY.into(), unsteady.into());
         p
     }
 

@@ -151,7 +151,7 @@ pub struct PlanArgs {
     /// The --trace file's format; auto tells it from the first line.
     #[arg(long, value_enum, default_value_t = TraceFormat::Auto, requires = "trace")]
     pub trace_format: TraceFormat,
-    /// Speeds to replay the --trace at, each a curve's point (2 halves every gap; default 0.25,0.5,1,2,4,8,16, then doubling up to 4096 while a curve meets the SLO and still rises): a curve stops at a miss of the SLO (its second in a row where TTFT alone missed) or once its throughput stops rising; speeds given are run as given, with a note naming the curves they leave still rising.
+    /// Speeds to replay the --trace at, each a curve's point (2 halves every gap; default 0.25,0.5,1,2,4,8,16, then doubling up to 4096 while a curve meets the SLO and still rises): a curve stops at a miss of the SLO, once its throughput stops rising, or at a point not steady (the trace coming faster than the configuration serves it); speeds given are run as given, with a note naming the curves they leave still rising.
     #[arg(long, value_delimiter = ',', requires = "trace")]
     pub trace_speed: Option<Vec<f64>>,
     /// Routers in front of the replicas to try with --trace: round-robin, least-loaded, prefix-aware (default least-loaded).
