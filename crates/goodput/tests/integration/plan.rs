@@ -1406,3 +1406,26 @@ fn a_ttft_miss_followed_by_a_met_point_is_searched_past() {
     let best = doc["best"]["at"]["point"].as_u64().unwrap() as usize;
     assert!(best >= i, "best {best}, the miss at {}: {met:?}", i - 1);
 }
+
+/// The `spans:` note says `estimate` reads lower tok/s and higher TTFT; with
+/// pipeline stages it reads the other way (users started together prefill
+/// in waves, and between them every stage decodes), and the note says so
+/// only where a configuration has stages.
+#[test]
+fn the_spans_note_says_which_way_a_pipeline_differs_from_estimate() {
+    let note = |pp: &str| {
+        let o = goodput()
+            .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "2", "--tp", "1"])
+            .args(["--pp", pp, "--precision", "fp8", "--max-num-batched-tokens", "2048", "--concurrency", "1,4"])
+            .args(["--output-tokens", "16", "--requests-per-user", "2", "--jobs", "1"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        out.lines().find(|l| l.contains("spans:")).map(str::to_string).unwrap_or_default()
+    };
+    let flat = note("1");
+    assert!(flat.contains("read lower tok/s and higher TTFT") && !flat.contains("pipeline"), "{flat}");
+    let staged = note("2");
+    assert!(staged.contains("with pipeline stages (pp) `estimate` reads the other way"), "{staged}");
+}
