@@ -1350,6 +1350,7 @@ fn a_trace_replayed_as_a_burst_is_not_steady_and_never_the_best() {
         .assert()
         .success();
     let doc = read_json(&out);
+    assert_valid(&doc, "FrontierResult", "plan --trace, a burst");
     let points = doc["configs"][0]["points"].as_array().unwrap();
     let last = points.last().unwrap();
     assert_eq!(last["steady"], false, "the curve ends at the point not steady: {points:?}");
