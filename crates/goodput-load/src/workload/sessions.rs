@@ -156,23 +156,34 @@ impl Sessions {
 
 /// A conversation being held: the turns so far and their tokens. Each
 /// question is asked with the whole history before it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Conversation {
     turns: Vec<String>,
-    /// Tokens of the history: the questions as meant, the answers as counted.
-    tokens: u64,
+    /// Tokens of the history: the questions as meant, the answers as
+    /// counted; `None` once a question had no intended length (a dataset's),
+    /// as the history that holds it has none either.
+    tokens: Option<u64>,
+}
+
+impl Default for Conversation {
+    fn default() -> Self {
+        Conversation { turns: Vec::new(), tokens: Some(0) }
+    }
 }
 
 impl Conversation {
-    /// The request that asks `question` after the history.
+    /// The request that asks `question` after the history. Its intended
+    /// input is the history's tokens and the question's, or none when a
+    /// question so far had no intended length (a dataset's: its tokens are
+    /// the server's or the tokenizer's to count, else unknown, and said so;
+    /// they had been counted as 0, a dataset's opening turn "0 in").
     pub fn ask(&mut self, question: WorkItem) -> WorkItem {
         let PromptBody::Text(text) = question.prompt else { unreachable!("session questions are synthetic text") };
         self.turns.push(text);
-        let asked = question.intended_input_tokens.unwrap_or(0);
-        self.tokens += asked;
+        self.tokens = self.tokens.zip(question.intended_input_tokens).map(|(history, asked)| history + asked);
         WorkItem {
             prompt: PromptBody::Turns(self.turns.clone()),
-            intended_input_tokens: Some(self.tokens),
+            intended_input_tokens: self.tokens,
             max_tokens: question.max_tokens,
             session: question.session,
             reference: question.reference,
@@ -184,6 +195,6 @@ impl Conversation {
     /// The answer to the last question, `tokens` long, joins the history.
     pub fn answered(&mut self, reply: String, tokens: u64) {
         self.turns.push(reply);
-        self.tokens += tokens;
+        self.tokens = self.tokens.map(|history| history + tokens);
     }
 }

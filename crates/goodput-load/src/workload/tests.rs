@@ -633,3 +633,31 @@ fn a_count_in_an_image_column_is_no_image() {
     assert_eq!(e.len(), 2);
     assert!(e.iter().all(|e| e.images.is_empty()));
 }
+
+/// A dataset's questions have no intended length: every turn of its
+/// session has an unknown intended input (it had been 0 on the opening
+/// turn, and only the answers' tokens after), not a count that is wrong.
+#[test]
+fn a_dataset_session_has_no_intended_input() {
+    let d = Workload::dataset(
+        vec![DatasetEntry {
+            prompt: PromptBody::Text("first question".into()),
+            max_tokens: Some(4),
+            follow_ups: vec![("second question".into(), Some(5))],
+            reference: vec![],
+            prompt_tokens: 2,
+            images: Vec::new(),
+            system: None,
+        }],
+        None,
+        0,
+    );
+    let mut c = Conversation::default();
+    let first = c.ask(d.question(0, 0).unwrap());
+    assert_eq!(first.intended_input_tokens, None, "the opening turn");
+    c.answered("an answer".into(), 4);
+    let second = c.ask(d.question(0, 1).unwrap());
+    assert_eq!(second.intended_input_tokens, None, "a later turn: the history holds a question of unknown length");
+    let PromptBody::Turns(parts) = &second.prompt else { panic!("not a conversation") };
+    assert_eq!(parts.len(), 3);
+}
