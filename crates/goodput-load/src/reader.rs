@@ -654,11 +654,8 @@ impl ResponseReader {
                 (None, None, Some(n)) => (n, CountSource::Intended),
                 // A dataset's prompt, no usage and no tokenizer: not 0
                 // tokens (it had been written as "0 in", `intended`), but
-                // unknown, and said so.
-                (None, None, None) => {
-                    warn_input_unknown();
-                    (0, CountSource::Unknown)
-                }
+                // unknown, and said so once the outcome is known.
+                (None, None, None) => (0, CountSource::Unknown),
             };
 
         // Running counts that went down (2, 4, 3, 10, 5) are no count of
@@ -719,6 +716,9 @@ impl ResponseReader {
             },
             None => Outcome::Success,
         };
+        if input_unknown_is_told(rec) {
+            warn_input_unknown();
+        }
     }
 }
 
@@ -858,16 +858,26 @@ impl Drop for HeldBytes {
     }
 }
 
+/// Whether `rec`'s unknown input tokens are worth [`warn_input_unknown`]'s
+/// words: a completed request's. A failed one sends no usage whatever was
+/// asked (a prompt over the context, a server that fell over): its unknown
+/// count had told a run without --no-usage to "drop --no-usage".
+fn input_unknown_is_told(rec: &RequestRecord) -> bool {
+    rec.input_tokens_source == CountSource::Unknown && rec.outcome == Outcome::Success
+}
+
 /// Says once that a prompt's input tokens are unknown (see
-/// [`CountSource::Unknown`]), and how to count them.
+/// [`CountSource::Unknown`]), and how to count them. The reader does not
+/// know whether usage was asked for, so the words name both cases.
 fn warn_input_unknown() {
     static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
         goodput_core::tell!(
-            "warning: the server sent no usage, and the dataset's prompts have no intended length: their input \
-             tokens are unknown (input_tokens_source \"unknown\", counted as 0, so the input totals and rates leave \
-             them out); pass --tokenizer with the served model's tokenizer.json to count them, or let the server \
-             send usage (drop --no-usage)"
+            "warning: a completed request came with no usage from the server, and the dataset's prompts have no \
+             intended length: their input tokens are unknown (input_tokens_source \"unknown\", counted as 0, so \
+             the input totals and rates leave them out); pass --tokenizer with the served model's tokenizer.json to \
+             count them, or let the server send usage (goodput asks for it unless --no-usage is given; a server \
+             that ignores stream_options.include_usage sends none)"
         );
     }
 }
@@ -1337,6 +1347,23 @@ mod tests {
         assert_eq!((rec.output_tokens, rec.output_tokens_source), (2, CountSource::Chunks));
         // No usage, no tokenizer and no intended length: not counted.
         assert_eq!((rec.input_tokens, rec.input_tokens_source), (0, CountSource::Unknown));
+    }
+
+    /// Only a completed request's unknown input is told: a failed one
+    /// sends no usage whether or not it was asked for, and had told a run
+    /// without --no-usage to "drop --no-usage".
+    #[test]
+    fn unknown_input_is_told_of_completed_requests_only() {
+        let done = b"data: {\"choices\":[{\"text\":\"a\",\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n";
+        let rec = read_api(Api::Completions, done, &[]).0;
+        assert_eq!((rec.input_tokens_source, &rec.outcome), (CountSource::Unknown, &Outcome::Success));
+        assert!(input_unknown_is_told(&rec));
+        // Cut off before its end: failed, its input unknown all the same, and not told.
+        let cut = b"data: {\"choices\":[{\"text\":\"a\"}]}\n\n";
+        let rec = read_api(Api::Completions, cut, &[]).0;
+        assert!(matches!(rec.outcome, Outcome::Failed { .. }), "{:?}", rec.outcome);
+        assert_eq!(rec.input_tokens_source, CountSource::Unknown);
+        assert!(!input_unknown_is_told(&rec));
     }
 
     #[test]
