@@ -1,19 +1,22 @@
 //! The simulator's tokenizer and the deterministic words that stand for
 //! output tokens.
 
-/// The simulator's tokenizer: one whitespace-separated word is one token.
+/// The simulator's tokenizer: one whitespace-separated word is one token,
+/// and so is each character of a script written without spaces (Chinese,
+/// Japanese, Thai: [`goodput_core::util::words`], by which `estimate` counts
+/// a dataset's prompts too). A Chinese paragraph had been one token.
 pub fn count_tokens(text: &str) -> u64 {
-    text.split_whitespace().count() as u64
+    goodput_core::util::words::count(text) as u64
 }
 
-/// The ids of the tokens [`count_tokens`] counts: one per word, a hash of
-/// the word (FNV-1a), so equal words are equal ids and prompts that share
+/// The ids of the tokens [`count_tokens`] counts: one per token, a hash of
+/// its text (FNV-1a), so equal words are equal ids and prompts that share
 /// leading words share a cacheable prefix in the engine.
 pub fn token_ids(text: &str) -> Vec<u32> {
-    text.split_whitespace().map(token_id).collect()
+    goodput_core::util::words::tokens(text).map(token_id).collect()
 }
 
-/// The id of one word (see [`token_ids`]).
+/// The id of one token (see [`token_ids`]).
 pub fn token_id(word: &str) -> u32 {
     word.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193))
 }
@@ -41,6 +44,16 @@ pub fn word(seed: u64, i: u64) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A Chinese prompt is a token a character, as the estimate counts it.
+    #[test]
+    fn unspaced_scripts_count_a_token_a_character() {
+        let zh = "请用三句话解释什么是注意力机制";
+        assert_eq!(count_tokens(zh), zh.chars().count() as u64);
+        assert_eq!(token_ids(zh).len() as u64, count_tokens(zh));
+        assert_eq!(count_tokens("explain attention 注意力"), 5);
+        assert_eq!(token_ids("a 注 a")[0], token_ids("a 注 a")[2], "equal tokens, equal ids");
+    }
 
     /// Each request's answer is its own, and the same every time.
     #[test]

@@ -1,12 +1,13 @@
 //! Utilities the rest of the crate and its users share: bounded reading of
 //! input files ([`input`]), deterministic draws ([`hash`]), secrets kept out
-//! of what is written ([`redact`]), and durations as integer nanoseconds in
-//! serde ([`serde_ns`]).
+//! of what is written ([`redact`]), durations as integer nanoseconds in
+//! serde ([`serde_ns`]), and the simulated engine's tokens ([`words`]).
 
 pub mod hash;
 pub mod input;
 pub mod redact;
 pub(crate) mod serde_ns;
+pub mod words;
 
 /// A number as a message names it: as written, or in exponent form from a
 /// million on and below a thousandth (`1e308` and `1e-300`, not their
