@@ -264,8 +264,22 @@ pub enum WorkloadError {
     /// The JSON array is not ShareGPT conversations.
     #[error("dataset {}: {reason}", path.display())]
     ShareGpt { path: PathBuf, reason: ShareGptError },
-    #[error("dataset {} line {line}: not JSON ({error})", path.display())]
-    LineNotJson { path: PathBuf, line: usize, error: String },
+    /// `column` is 1-based, 0 when serde_json names none.
+    #[error(
+        "dataset {} line {line}{}: not JSON ({error})",
+        path.display(),
+        if *column > 0 { format!(", column {column}") } else { String::new() }
+    )]
+    LineNotJson { path: PathBuf, line: usize, column: usize, error: String },
+    /// A line that is not UTF-8 from its byte `at` (1-based) on.
+    #[error(
+        "dataset {} line {line}, byte {at}: 0x{byte:02X} is not UTF-8 text, and goodput reads a dataset as UTF-8 \
+         (Latin-1 or Windows-1252 text reads so): convert it first (e.g. iconv -f latin1 -t utf-8 {} > {}.utf8)",
+        path.display(),
+        path.display(),
+        path.display()
+    )]
+    LineNotUtf8 { path: PathBuf, line: usize, at: usize, byte: u8 },
     /// A JSONL line that is JSON but not an entry.
     #[error("dataset {} line {line}: {reason}", path.display())]
     Entry { path: PathBuf, line: usize, reason: EntryError },
@@ -401,8 +415,9 @@ pub enum TraceFault {
 /// What is wrong with one line of a trace (the message follows "line N").
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TraceLine {
-    #[error("is not a trace entry ({0})")]
-    NotEntry(String),
+    /// serde_json's words, and the column they name (1-based; 0 for none).
+    #[error("is not a trace entry ({}{error})", if *column > 0 { format!("column {column}: ") } else { String::new() })]
+    NotEntry { column: usize, error: String },
     /// The fields named are Mooncake's (its `hash_ids` left out, which
     /// `--trace-format auto` tells it by).
     #[error(
@@ -428,11 +443,12 @@ pub enum TraceLine {
 /// A dataset's JSONL line that is JSON but not an entry.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EntryError {
+    /// The value read, as JSON (cut to 40 characters).
     #[error(
-        "\"max_tokens\" must be a whole number from 1 to {max} (2 Mi, beyond any model's context)",
+        "\"max_tokens\" is {0}: it must be a whole number from 1 to {max} (2 Mi, beyond any model's context)",
         max = crate::workload::MAX_TOKENS
     )]
-    MaxTokens,
+    MaxTokens(String),
     #[error(
         "\"{column}\" must be an image or a list of them: a file path, a data URL (data:image/png;base64,...), or \
          an object with \"path\" or base64 \"bytes\" (the Hugging Face Image feature)"
@@ -455,6 +471,17 @@ pub enum EntryError {
          (LMSYS-Chat and WildChat turns of role/content); its columns are {found}: name one with --dataset-column"
     )]
     NoPrompt { found: String },
+    /// A prompt column that is there, but `null`.
+    #[error(
+        "\"{column}\" is null: it must be {}",
+        match column.as_str() {
+            "messages" => "an array of chat messages (role/content)",
+            "conversations" | "conversation" => "a list of chat turns (role/content or from/value)",
+            "prompt" | "text" | "instruction" | "question" => "a string",
+            _ => "text or a list of chat turns (role/content or from/value)",
+        }
+    )]
+    NullColumn { column: String },
     #[error("has no column \"{column}\" (--dataset-column); its columns are {found}")]
     NoColumn { column: String, found: String },
     #[error("\"{column}\" is neither text nor a list of chat turns (role/content or from/value)")]

@@ -287,7 +287,8 @@ fn goodput_line(bytes: &[u8], line: usize) -> Result<public::Row, Fault> {
             .filter(|k| v.as_ref().is_some_and(|v| v.get(k).is_some()))
             .collect::<Vec<_>>();
         if mooncake.is_empty() {
-            at_line(TraceLine::NotEntry(e.to_string()))
+            let (error, column) = goodput_core::util::input::json_fault(&e);
+            at_line(TraceLine::NotEntry { column, error })
         } else {
             at_line(TraceLine::MooncakeFields(mooncake.join(", ")))
         }

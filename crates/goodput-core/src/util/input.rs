@@ -75,6 +75,54 @@ pub enum InputError {
         path.display()
     )]
     Compressed { path: PathBuf, what: &'static str, kind: &'static str, tool: &'static str },
+    /// UTF-16 text (a byte-order mark, or ASCII with a zero byte between
+    /// characters, as Windows tools write "Unicode"): each line had been
+    /// refused as "not JSON".
+    #[error(
+        "{} is UTF-16 text ({order}), and goodput reads {what} as UTF-8: convert it first (e.g. iconv -f utf-16 -t \
+         utf-8 {} > {}.utf8)",
+        path.display(),
+        path.display(),
+        path.display()
+    )]
+    Utf16 { path: PathBuf, what: &'static str, order: &'static str },
+    /// Not UTF-8 from byte `at` (1-based) of the file on.
+    #[error(
+        "{} is not UTF-8 text (byte {at} of the file is not; Latin-1 or Windows-1252 text reads so): {what} is \
+         UTF-8; convert it first (e.g. iconv -f latin1 -t utf-8 {} > {}.utf8)",
+        path.display(),
+        path.display(),
+        path.display()
+    )]
+    NotUtf8At { path: PathBuf, what: &'static str, at: u64 },
+}
+
+/// serde_json's words for a fault in one line of JSON text, without the
+/// "at line 1 column N" it adds (the line is the file's, for the caller to
+/// name: "line 5000: ... at line 1 column 33" had named two lines), and
+/// the column it names (1-based; 0 when it names none).
+pub fn json_fault(e: &serde_json::Error) -> (String, usize) {
+    let text = e.to_string();
+    let place = format!(" at line {} column {}", e.line(), e.column());
+    match text.strip_suffix(&place) {
+        Some(words) => (words.to_owned(), e.column()),
+        None => (text, 0),
+    }
+}
+
+/// The UTF-16 byte order that a file's first bytes show: a byte-order mark
+/// (FF FE, FE FF), or ASCII text with a zero byte after (or before) each
+/// character.
+fn utf16(head: &[u8]) -> Option<&'static str> {
+    let ascii_then_zero = |a: &[u8]| a.len() >= 4 && a[0] != 0 && a[1] == 0 && a[2] != 0 && a[3] == 0;
+    let zero_then_ascii = |a: &[u8]| a.len() >= 4 && a[0] == 0 && a[1] != 0 && a[2] == 0 && a[3] != 0;
+    if head.starts_with(b"\xff\xfe") || ascii_then_zero(head) {
+        Some("little-endian")
+    } else if head.starts_with(b"\xfe\xff") || zero_then_ascii(head) {
+        Some("big-endian")
+    } else {
+        None
+    }
 }
 
 /// A cap as people write it: 64 MiB, 4 GiB.
@@ -440,7 +488,11 @@ pub fn read_file(path: &Path, what: &'static str, cap: u64) -> Result<Vec<u8>, I
 
 /// [`read_file`] as UTF-8 text.
 pub fn read_text(path: &Path, what: &'static str, cap: u64) -> Result<String, InputError> {
-    String::from_utf8(read_file(path, what, cap)?).map_err(|_| InputError::NotUtf8 { path: path.to_owned(), what })
+    String::from_utf8(read_file(path, what, cap)?).map_err(|e| InputError::NotUtf8At {
+        path: path.to_owned(),
+        what,
+        at: e.utf8_error().valid_up_to() as u64 + 1,
+    })
 }
 
 /// Opens `path` to be read as a stream (JSON Lines, a line at a time): any
@@ -488,6 +540,9 @@ impl LineReader<std::io::BufReader<std::fs::File>> {
         let head = input.fill_buf().map_err(|error| InputError::Io { path: path.to_owned(), what, error })?;
         if let Some((kind, tool)) = compression(head) {
             return Err(InputError::Compressed { path: path.to_owned(), what, kind, tool });
+        }
+        if let Some(order) = utf16(head) {
+            return Err(InputError::Utf16 { path: path.to_owned(), what, order });
         }
         Ok(LineReader::new(input, path, what, LINE_CAP))
     }
@@ -614,6 +669,49 @@ mod tests {
         std::fs::write(&plain, b"{}\n").unwrap();
         assert!(LineReader::open(&plain, "the trace").is_ok());
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn utf16_text_is_named_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let utf16 = |text: &str, big: bool, bom: bool| {
+            let mut out: Vec<u8> = if !bom {
+                vec![]
+            } else if big {
+                vec![0xfe, 0xff]
+            } else {
+                vec![0xff, 0xfe]
+            };
+            for u in text.encode_utf16() {
+                out.extend(if big { u.to_be_bytes() } else { u.to_le_bytes() });
+            }
+            out
+        };
+        for (big, bom, order) in
+            [(false, true, "little-endian"), (true, true, "big-endian"), (false, false, "little-endian")]
+        {
+            let p = dir.path().join("d.jsonl");
+            std::fs::write(&p, utf16("{\"prompt\": \"hi\"}\n", big, bom)).unwrap();
+            let err = LineReader::open(&p, "the dataset").err().unwrap().to_string();
+            assert!(err.contains(&format!("is UTF-16 text ({order})")), "{err}");
+            assert!(err.contains("iconv -f utf-16 -t utf-8"), "{err}");
+        }
+        // UTF-8 text, in any script, is read.
+        let p = dir.path().join("u.jsonl");
+        std::fs::write(&p, "{\"prompt\": \"你好\"}\n").unwrap();
+        assert!(LineReader::open(&p, "the dataset").is_ok());
+        // Latin-1 read whole: the byte named, and the fix.
+        std::fs::write(&p, b"[{\"prompt\": \"caf\xe9\"}]").unwrap();
+        let err = read_text(&p, "the dataset", 1 << 20).unwrap_err().to_string();
+        assert!(err.contains("byte 17 of the file is not") && err.contains("iconv -f latin1 -t utf-8"), "{err}");
+    }
+
+    #[test]
+    fn a_json_fault_names_its_column_without_serde_s_line() {
+        let e = serde_json::from_str::<serde_json::Value>("{\"prompt\": \"cut").unwrap_err();
+        let (words, column) = json_fault(&e);
+        assert_eq!((words.as_str(), column), ("EOF while parsing a string", 15));
+        assert!(!words.contains("line"), "{words}");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! a JSON array, a Parquet row): the prompt column named, or the first
 //! found of [`DETECTED`], read by its shape.
 
-use super::dataset::{count_tokens, reference_of, DatasetEntry};
+use super::dataset::{count_prompt, count_tokens, reference_of, DatasetEntry};
 use crate::error::EntryError;
 use crate::protocol::PromptBody;
 use crate::tokenizer::TokenCounter;
@@ -47,16 +47,22 @@ pub(super) fn entry_of(
     let key = match column {
         Some(c) if obj.contains_key(c) => c,
         Some(c) => return Err(EntryError::NoColumn { column: c.to_owned(), found: names(obj) }),
-        None => DETECTED
-            .into_iter()
-            .find(|k| obj.get(*k).is_some_and(|x| !x.is_null()))
-            .ok_or_else(|| EntryError::NoPrompt { found: names(obj) })?,
+        None => match DETECTED.into_iter().find(|k| obj.get(*k).is_some_and(|x| !x.is_null())) {
+            Some(k) => k,
+            // A prompt column that is there, but null: named as such, not
+            // as a column missing.
+            None => match DETECTED.into_iter().find(|k| obj.contains_key(*k)) {
+                Some(k) => return Err(EntryError::NullColumn { column: k.to_owned() }),
+                None => return Err(EntryError::NoPrompt { found: names(obj) }),
+            },
+        },
     };
+    if obj[key].is_null() {
+        return Err(EntryError::NullColumn { column: key.to_owned() });
+    }
     let max_tokens = match obj.get("max_tokens") {
         None | Some(Value::Null) => None,
-        Some(m) => {
-            Some(m.as_u64().filter(|&n| n > 0 && n <= u64::from(super::MAX_TOKENS)).ok_or(EntryError::MaxTokens)? as u32)
-        }
+        Some(m) => Some(max_tokens_of(m)?),
     };
     let reference = reference_of(v)?;
     let images = super::images::images_column(obj)?;
@@ -83,7 +89,7 @@ pub(super) fn entry_of(
             if text.trim().is_empty() {
                 return Ok(Err(Skip::Blank));
             }
-            let n = count_tokens(&text, tokenizer);
+            let n = count_prompt(&text, tokenizer);
             Ok(Ok(entry(PromptBody::Text(text), n)))
         }
         Value::Array(items) => {
@@ -95,13 +101,13 @@ pub(super) fn entry_of(
             // (a system message and all); a whole conversation, which ends
             // with its answer, is asked turn by turn.
             if key == "messages" && turns.last().is_some_and(|t| t.role != Role::Answer) {
-                let n: u32 = turns.iter().map(|t| count_tokens(&t.text, tokenizer)).sum();
+                let n: u32 = turns.iter().map(|t| count_prompt(&t.text, tokenizer)).sum();
                 return Ok(Ok(entry(PromptBody::Messages(items.clone()), n)));
             }
             Ok(conversation(&turns, tokenizer).ok_or(Skip::AsksNothing).map(|(system, prompt, max, follow_ups)| {
                 DatasetEntry {
-                    prompt_tokens: count_tokens(&prompt, tokenizer)
-                        .saturating_add(system.as_deref().map_or(0, |s| count_tokens(s, tokenizer))),
+                    prompt_tokens: count_prompt(&prompt, tokenizer)
+                        .saturating_add(system.as_deref().map_or(0, |s| count_prompt(s, tokenizer))),
                     prompt: PromptBody::Text(prompt),
                     system,
                     max_tokens: max_tokens.or(max),
@@ -114,6 +120,28 @@ pub(super) fn entry_of(
         _ if key == "prompt" => Err(EntryError::PromptNotText),
         _ if key == "messages" => Err(EntryError::MessagesNotArray),
         _ => Err(EntryError::ColumnType { column: key.to_owned() }),
+    }
+}
+
+/// An entry's `max_tokens`: a whole number from 1 to [`super::MAX_TOKENS`],
+/// written as an integer or as a whole float (`5.0`: pandas writes a column
+/// of integers with a missing value as floats, and the trace reader takes
+/// `472.0`); otherwise refused, quoting the value read.
+fn max_tokens_of(m: &Value) -> Result<u32, EntryError> {
+    let max = u64::from(super::MAX_TOKENS);
+    let n = match m.as_u64() {
+        Some(n) => Some(n),
+        None => m.as_f64().filter(|f| f.fract() == 0.0 && (1.0..=max as f64).contains(f)).map(|f| f as u64),
+    };
+    match n.filter(|&n| n > 0 && n <= max) {
+        Some(n) => Ok(n as u32),
+        None => {
+            let mut shown = m.to_string();
+            if shown.chars().count() > 40 {
+                shown = shown.chars().take(40).chain("…".chars()).collect();
+            }
+            Err(EntryError::MaxTokens(shown))
+        }
     }
 }
 
@@ -216,11 +244,62 @@ mod tests {
         entry_of(&v, column, None).map(Result::ok)
     }
 
+    /// Without a tokenizer a prompt is counted as the simulated engine
+    /// counts it (what `estimate` predicts, and bench sends it): a word a
+    /// token, a Chinese character a token. Bytes over 4 had made 7 words
+    /// 9 tokens, and 15 Chinese characters 12 where the engine counts 15.
+    #[test]
+    fn prompts_are_counted_as_the_simulated_engine_counts_them() {
+        for text in ["Explain the attention mechanism in three sentences please", "请用三句话解释什么是注意力机制"]
+        {
+            let e = one(json!({ "prompt": text }), None).unwrap().unwrap();
+            assert_eq!(e.prompt_tokens as usize, goodput_core::util::words::count(text), "{text}");
+        }
+        let e = one(json!({"prompt": "请用三句话解释什么是注意力机制"}), None).unwrap().unwrap();
+        assert_eq!(e.prompt_tokens, 15, "a token a character");
+        let e = one(
+            json!({"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "你好"}]}),
+            None,
+        );
+        assert_eq!(e.unwrap().unwrap().prompt_tokens, 4, "each message's words and characters");
+    }
+
+    /// A `max_tokens` of a whole float (pandas's `5.0`) is taken; one that
+    /// is not a whole number in range is refused with the value read.
+    #[test]
+    fn max_tokens_may_be_a_whole_float_and_a_refusal_quotes_it() {
+        for (v, want) in [(json!(5), 5), (json!(5.0), 5), (json!(472.0), 472)] {
+            let e = one(json!({"prompt": "hi", "max_tokens": v}), None).unwrap().unwrap();
+            assert_eq!(e.max_tokens, Some(want), "{v}");
+        }
+        for (v, shown) in [(json!(5.5), "5.5"), (json!(0.0), "0.0"), (json!(-3), "-3"), (json!("12"), "\"12\"")] {
+            let e = one(json!({"prompt": "hi", "max_tokens": v}), None).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("\"max_tokens\" is {shown}: it must be a whole number from 1")), "{e}");
+        }
+        let e = one(json!({"prompt": "hi", "max_tokens": 1e300}), None).unwrap_err().to_string();
+        assert!(e.contains("is 1e+300") && e.contains("2 Mi"), "{e}");
+    }
+
+    /// A prompt column that is null is named, not called missing.
+    #[test]
+    fn a_null_prompt_is_named_as_null() {
+        let e = one(json!({"prompt": null, "max_tokens": 5}), None).unwrap_err().to_string();
+        assert_eq!(e, "\"prompt\" is null: it must be a string");
+        let e = one(json!({"messages": null}), None).unwrap_err().to_string();
+        assert!(e.starts_with("\"messages\" is null: it must be an array"), "{e}");
+        let e = one(json!({"q": null}), Some("q")).unwrap_err().to_string();
+        assert!(e.starts_with("\"q\" is null: it must be"), "{e}");
+        // Another prompt column that is there is read.
+        assert!(one(json!({"prompt": null, "text": "hi"}), None).unwrap().is_some());
+        let e = one(json!({"id": 1}), None).unwrap_err().to_string();
+        assert!(e.contains("an entry needs a prompt column"), "{e}");
+    }
+
     #[test]
     fn each_shape_gives_its_prompt_and_turns() {
         // A text column, found or named.
         let e = one(json!({"id": 1, "text": "abcdefgh"}), None).unwrap().unwrap();
-        assert_eq!((e.prompt, e.prompt_tokens, e.max_tokens), (PromptBody::Text("abcdefgh".into()), 2, None));
+        assert_eq!((e.prompt, e.prompt_tokens, e.max_tokens), (PromptBody::Text("abcdefgh".into()), 1, None));
         let e = one(json!({"q": "why", "text": "no"}), Some("q")).unwrap().unwrap();
         assert_eq!(e.prompt, PromptBody::Text("why".into()));
         let e = one(json!({"instruction": "Sum", "input": "1 2", "output": "3"}), None).unwrap().unwrap();

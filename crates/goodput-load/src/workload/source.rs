@@ -126,6 +126,30 @@ impl Workload {
         }
     }
 
+    /// A dataset's entries that give no output length (no `max_tokens`, no
+    /// answer turn) when no `--output-tokens` gives every request one, and
+    /// all its entries: `None` for other workloads, and when every request
+    /// has a length.
+    pub fn entries_without_length(&self) -> Option<(usize, usize)> {
+        match self {
+            Workload::Dataset { entries, output: None, .. } => {
+                let none = entries.iter().filter(|e| e.max_tokens.is_none()).count();
+                (none > 0).then_some((none, entries.len()))
+            }
+            Workload::Repeated { inner, .. } | Workload::WithImages { inner, .. } => inner.entries_without_length(),
+            _ => None,
+        }
+    }
+
+    /// Whether the prompts are a dataset's.
+    pub fn is_dataset(&self) -> bool {
+        match self {
+            Workload::Dataset { .. } => true,
+            Workload::Repeated { inner, .. } | Workload::WithImages { inner, .. } => inner.is_dataset(),
+            _ => false,
+        }
+    }
+
     /// The prefix blocks of trace request `i` (Mooncake's `hash_ids`), each
     /// of [`crate::trace::MOONCAKE_BLOCK_TOKENS`], the last cut to the input.
     pub fn prefix_blocks(&self, i: u64) -> Option<Arc<[u64]>> {

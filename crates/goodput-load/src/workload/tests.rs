@@ -240,7 +240,7 @@ fn jsonl_and_sharegpt_datasets() {
             max_tokens: Some(5),
             follow_ups: vec![],
             reference: vec![],
-            prompt_tokens: 2,
+            prompt_tokens: 1,
             images: Vec::new(),
             system: None,
         }
@@ -415,7 +415,8 @@ fn a_dataset_s_max_tokens_is_held_to_max_tokens() {
         std::fs::write(&p, format!("{{\"prompt\": \"x\", \"max_tokens\": {bad}}}\n")).unwrap();
         let err = load_dataset(&p, None).unwrap_err().to_string();
         assert!(
-            err.contains("line 1") && err.contains("\"max_tokens\" must be a whole number from 1 to 2097152"),
+            err.contains("line 1")
+                && err.contains(&format!("\"max_tokens\" is {bad}: it must be a whole number from 1 to 2097152")),
             "{bad}: {err}"
         );
     }
@@ -534,7 +535,7 @@ fn unpaired_surrogates_are_read_as_the_replacement_character_and_counted() {
     // Other faults are still named as they were.
     std::fs::write(&jl, "{\"prompt\":\"a\\ud83d\" x}\n").unwrap();
     let err = read_dataset(&jl, None, None).unwrap_err().to_string();
-    assert!(err.contains("line 1: not JSON"), "{err}");
+    assert!(err.contains("line 1, column 19: not JSON (unexpected end of hex escape)"), "{err}");
 }
 
 #[test]
@@ -660,4 +661,40 @@ fn a_dataset_session_has_no_intended_input() {
     assert_eq!(second.intended_input_tokens, None, "a later turn: the history holds a question of unknown length");
     let PromptBody::Turns(parts) = &second.prompt else { panic!("not a conversation") };
     assert_eq!(parts.len(), 3);
+}
+
+/// A line that does not parse is named by its line and column, without
+/// serde_json's own "line 1" (the line alone is its text); a trace's too.
+#[test]
+fn a_line_that_is_not_json_is_named_by_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let jl = dir.path().join("d.jsonl");
+    std::fs::write(&jl, "{\"prompt\": \"a\"}\n{\"prompt\": \"cut\n").unwrap();
+    let err = read_dataset(&jl, None, None).unwrap_err().to_string();
+    assert!(err.contains("line 2, column 15: not JSON (EOF while parsing a string)"), "{err}");
+    assert!(!err.contains("line 1"), "{err}");
+    let tr = dir.path().join("t.jsonl");
+    std::fs::write(&tr, "{\"timestamp\": 0, \"input_tokens\": 5, \"output_tokens\": 5}\n{\"timestamp\": 1, \"input\n")
+        .unwrap();
+    let err = crate::trace::read_trace(&tr, 1.0, crate::trace::TraceFormat::Auto).unwrap_err().to_string();
+    assert!(err.contains("line 2 is not a trace entry (column 23: EOF while parsing"), "{err}");
+    assert!(!err.contains("at line 1"), "{err}");
+}
+
+/// A Latin-1 dataset is named as an encoding problem, with the byte and
+/// the fix; a UTF-16 one too.
+#[test]
+fn a_dataset_not_in_utf8_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let jl = dir.path().join("latin1.jsonl");
+    std::fs::write(&jl, b"{\"prompt\": \"ok\"}\n{\"prompt\": \"caf\xe9\"}\n").unwrap();
+    let err = read_dataset(&jl, None, None).unwrap_err().to_string();
+    assert!(err.contains("line 2, byte 16: 0xE9 is not UTF-8 text"), "{err}");
+    assert!(err.contains("iconv -f latin1 -t utf-8"), "{err}");
+    let u16 = dir.path().join("utf16.jsonl");
+    let mut bytes = vec![0xff, 0xfe];
+    bytes.extend("{\"prompt\": \"hi\"}\n".encode_utf16().flat_map(u16::to_le_bytes));
+    std::fs::write(&u16, bytes).unwrap();
+    let err = read_dataset(&u16, None, None).unwrap_err().to_string();
+    assert!(err.contains("is UTF-16 text") && err.contains("iconv -f utf-16 -t utf-8"), "{err}");
 }

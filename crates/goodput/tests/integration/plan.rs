@@ -1157,7 +1157,9 @@ fn a_single_replica_is_simulated_once_whatever_the_routers() {
 fn a_dataset_prompt_past_the_context_is_warned_of_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let ds = dir.path().join("ds.jsonl");
-    let long = format!(r#"{{"prompt": "{}"}}"#, "word ".repeat(120_000));
+    // 140,000 words: 140,000 tokens as the simulated engine counts them,
+    // past Llama 3.1's 131,072 (120,000 had passed only as bytes over 4).
+    let long = format!(r#"{{"prompt": "{}"}}"#, "word ".repeat(140_000));
     let mut lines: Vec<String> = (0..5).map(|i| format!(r#"{{"prompt": "short question {i}"}}"#)).collect();
     lines.push(long.clone());
     std::fs::write(&ds, lines.join("\n")).unwrap();
