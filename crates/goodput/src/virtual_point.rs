@@ -366,6 +366,29 @@ pub const VIRTUAL_MEMORY_LIMIT: u64 = 8 << 30;
 const VIRTUAL_BYTES_PER_REQUEST: u64 = 3 << 10;
 const VIRTUAL_BYTES_PER_OUTPUT_TOKEN: u64 = 24;
 
+/// Why an estimate of `workload` cannot give its requests (or, with
+/// `sessions`, its turns) their lengths: a dataset's entries that give no
+/// output length, counted as bench's `--ignore-eos` refusal counts them, or
+/// sessions over a dataset, each said apart (one message had lumped them,
+/// and said "no answer" of entries whose answer column is for scoring).
+fn lengths_refusal(workload: &Workload, sessions: bool) -> anyhow::Error {
+    if sessions && workload.is_dataset() {
+        return anyhow!(
+            "--turns over a --dataset is for bench: estimate holds sessions of synthetic prompts only (--input-tokens \
+             and --output-tokens); drop --turns to estimate the dataset's entries as lone requests"
+        );
+    }
+    match workload.entries_without_length() {
+        Some((none, all)) => anyhow!(
+            "estimate needs every request's output length, and {none} of the {all} entries of the --dataset give \
+             none (no \"max_tokens\", no answer turn; a \"reference\" or \"answer\" column is what --score \
+             compares with, not a length): add --output-tokens N (or a distribution such as uniform:64..512) to \
+             give every request one"
+        ),
+        None => anyhow!("estimate needs every request's lengths, and this workload does not give them"),
+    }
+}
+
 /// The virtual load of a plan: the same request lengths, prefixes and
 /// arrival times a `bench` with the same flags and seed would send. A closed
 /// loop gets `timed_warmup` requests more for those a timed warm-up takes
@@ -412,12 +435,7 @@ pub fn virtual_load(
     }
     // With sessions, `n` and the arrivals count sessions: each expands into
     // its turns, whose prompts hold the conversation so far.
-    let synthetic_only = || {
-        anyhow!(
-            "estimate needs every request's lengths: a --dataset entry with no answer and no max_tokens gives no \
-             output length (give --output-tokens), and --turns over a --dataset is for bench"
-        )
-    };
+    let synthetic_only = || lengths_refusal(workload, false);
     let mut requests = Vec::with_capacity(n as usize);
     let mut sent_at = Vec::new();
     // A trace's prefix blocks (Mooncake's hash_ids), as bench's prompts open with them.
@@ -444,7 +462,7 @@ pub fn virtual_load(
         let (turns, think) = sessions.shape(plan.seed, i, workload.conversation_turns(i))?;
         let (mut context, mut prefix) = (0u32, None);
         for t in 0..turns {
-            let l = workload.question_lengths(i, t).ok_or_else(synthetic_only)?;
+            let l = workload.question_lengths(i, t).ok_or_else(|| lengths_refusal(workload, true))?;
             if t == 0 {
                 prefix = l.prefix.map(|(id, len)| SharedPrefix { id, len });
             }
@@ -748,4 +766,39 @@ pub fn estimate_result_until(
     // The diagnoses read from records alone hold in virtual time too.
     attach_server_side(&mut result, ServerSide::Unscraped, &run.records, plan.client_load());
     Ok((result, run.records))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use goodput_load::workload::DatasetEntry;
+
+    fn entry(max_tokens: Option<u32>) -> DatasetEntry {
+        DatasetEntry {
+            prompt: goodput_load::PromptBody::Text("Q five".into()),
+            system: None,
+            max_tokens,
+            follow_ups: vec![("again".into(), None)],
+            reference: vec!["aaaa bbbb".into()],
+            prompt_tokens: 2,
+            images: Vec::new(),
+        }
+    }
+
+    /// Entries whose "answer" is a reference give no length: the refusal
+    /// counts them as bench's --ignore-eos refusal does, and says --turns
+    /// apart.
+    #[test]
+    fn a_dataset_without_lengths_is_refused_with_its_count_and_turns_apart() {
+        let w = Workload::dataset(vec![entry(None), entry(Some(4)), entry(None), entry(None)], None, 0);
+        let e = lengths_refusal(&w, false).to_string();
+        assert!(e.contains("3 of the 4 entries of the --dataset give none (no \"max_tokens\", no answer turn"), "{e}");
+        assert!(e.contains("add --output-tokens N") && !e.contains("--turns"), "{e}");
+        let e = lengths_refusal(&w, true).to_string();
+        assert!(e.contains("--turns over a --dataset is for bench") && !e.contains("of the 4 entries"), "{e}");
+        // With --output-tokens every request has a length.
+        let given = Workload::dataset(vec![entry(None)], Some(goodput_load::LengthDist::Fixed(8)), 0);
+        assert_eq!(given.entries_without_length(), None);
+        assert!(given.lengths(0).is_some());
+    }
 }
