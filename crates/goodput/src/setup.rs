@@ -103,12 +103,8 @@ pub fn shaped_plan(
             // so (it had recorded and shown the -n asked, 20 for 8 sent).
             (Some(n), _) if trace.is_some_and(|t| n.saturating_add(warmup_requests(s)) > t.len() as u64) => {
                 let t = trace.map_or(0, |t| t.len() as u64);
-                let left = t - warmup_requests(s);
-                goodput_core::tell!(
-                    "note: --requests {n} asks more than the trace's {t} request(s){}: the run replays the trace's \
-                     {left}, and records --requests {left}",
-                    if warmup_requests(s) > 0 { " after its warm-up" } else { "" }
-                );
+                let left = t.saturating_sub(warmup_requests(s));
+                goodput_core::tell!("{}", trace_cut_note(n, t, warmup_requests(s)));
                 Some(left)
             }
             (n, _) => n,
@@ -192,6 +188,80 @@ pub fn long_wait(plan: &LoadPlan) -> Option<String> {
     })
 }
 
+/// The note of a `--requests n` beyond what a trace of `total` requests
+/// holds after a `warmup` of requests: the count it replays is the one
+/// after the warm-up (it had named the total as the count "after its
+/// warm-up": "more than the trace's 20 request(s) after its warm-up: the
+/// run replays the trace's 15").
+fn trace_cut_note(n: u64, total: u64, warmup: u64) -> String {
+    let left = total.saturating_sub(warmup);
+    if warmup > 0 {
+        format!(
+            "note: --requests {n} asks more than the trace's {left} request(s) after its warm-up of {warmup} ({total} \
+             in all): the run replays those {left}, and records --requests {left}"
+        )
+    } else {
+        format!(
+            "note: --requests {n} asks more than the trace's {total} request(s): the run replays the trace's \
+             {total}, and records --requests {total}"
+        )
+    }
+}
+
+/// The note of the rows a trace read left out (BurstGPT's failures, rows
+/// of 0 response tokens), or `None` when none was: a dataset's skips are
+/// told, and these had been only in the result's
+/// `config.workload.trace.skipped`.
+fn trace_skipped_note(path: &Path, kept: usize, skipped: u64) -> Option<String> {
+    (skipped > 0).then(|| {
+        format!(
+            "note: trace {} holds {} rows, {skipped} skipped: BurstGPT's failed requests (0 Response tokens), which \
+             got no answer to replay; the run replays the other {kept}",
+            path.display(),
+            kept as u64 + skipped
+        )
+    })
+}
+
+/// The gap between requests above which a trace's timestamps in seconds
+/// look like milliseconds: a minute, at its median (a production trace's
+/// requests come seconds apart or less; milliseconds read as seconds put
+/// a 150 ms gap at 150 s).
+const MEDIAN_GAP_LIKE_MS: f64 = 60.0;
+
+/// A warning when a trace whose format takes seconds has a median gap of
+/// over [`MEDIAN_GAP_LIKE_MS`] between its requests on the run's clock (at
+/// its --trace-speed, which may already undo the units): its timestamps
+/// look like milliseconds, and the replay would take 1000 times as long as
+/// meant, with no word.
+fn trace_units_warning(
+    path: &Path,
+    entries: &[TraceEntry],
+    speed: f64,
+    format: goodput_load::trace::TraceFormat,
+) -> Option<String> {
+    // Mooncake's are milliseconds, and read as such.
+    if format == goodput_load::trace::TraceFormat::Mooncake || entries.len() < 3 {
+        return None;
+    }
+    let mut gaps: Vec<f64> = entries.windows(2).map(|w| (w[1].at - w[0].at).as_secs_f64()).collect();
+    gaps.sort_by(f64::total_cmp);
+    let median = gaps[gaps.len() / 2];
+    let span = entries.last()?.at.as_secs_f64();
+    (median > MEDIAN_GAP_LIKE_MS).then(|| {
+        format!(
+            "warning: trace {} has a median gap of {median:.0} s between its {} requests, and its replay takes {} \
+             ({span:.0} s at this --trace-speed): its timestamps look like milliseconds, where the {} format takes \
+             seconds; divide them by 1000, or replay it with --trace-speed {} (1000 times faster)",
+            path.display(),
+            entries.len(),
+            humantime::format_duration(Duration::from_secs(span as u64)),
+            format.name(),
+            goodput_load::schedule::shown(speed * 1000.0)
+        )
+    })
+}
+
 /// A trace read for a run: its requests, and what the result's config
 /// says of it.
 #[derive(Debug, Clone)]
@@ -200,6 +270,10 @@ pub struct LoadedTrace {
     pub format: goodput_load::trace::TraceFormat,
     pub skipped: u64,
     pub reused_prefix_tokens: u64,
+    /// What reading it left out ([`trace_skipped_note`]), and what its
+    /// times look like ([`trace_units_warning`]), in words: the run tells
+    /// them with its other warnings.
+    pub notes: Vec<String>,
 }
 
 impl std::ops::Deref for LoadedTrace {
@@ -221,7 +295,11 @@ pub fn trace(l: &LoadArgs) -> Result<Option<LoadedTrace>> {
 pub fn read_trace(path: &Path, speed: f64, format: goodput_load::trace::TraceFormat) -> Result<LoadedTrace> {
     let t = goodput_load::trace::read_trace(path, speed, format)?;
     let reused_prefix_tokens = t.reused_prefix_tokens();
-    Ok(LoadedTrace { entries: Arc::new(t.entries), format: t.format, skipped: t.skipped, reused_prefix_tokens })
+    let notes = trace_skipped_note(path, t.entries.len(), t.skipped)
+        .into_iter()
+        .chain(trace_units_warning(path, &t.entries, speed, t.format))
+        .collect();
+    Ok(LoadedTrace { entries: Arc::new(t.entries), format: t.format, skipped: t.skipped, reused_prefix_tokens, notes })
 }
 
 /// The load plan of `l` (with its `trace`, read by [`trace`]), with the
@@ -308,6 +386,7 @@ pub fn workload_warned(w: &WorkloadArgs, seed: u64, trace: Option<LoadedTrace>) 
             ignore_eos: w.ignore_eos,
             ..Default::default()
         };
+        warnings.extend(trace.notes);
         return Ok((Workload::Trace { entries, seed, tokenizer: tokenizer.clone() }, tokenizer, config, warnings));
     }
     let shared_prefix = (w.shared_prefix_tokens > 0).then_some(SharedPrefix {
@@ -925,6 +1004,65 @@ mod tests {
                 assert_eq!(burst_warning(5.0, b, seed, 2000), None, "{b} seed {seed}");
             }
         }
+    }
+
+    #[test]
+    fn a_trace_cut_short_names_the_count_after_its_warm_up() {
+        let n = trace_cut_note(20, 20, 5);
+        assert!(n.contains("more than the trace's 15 request(s) after its warm-up of 5 (20 in all)"), "{n}");
+        assert!(n.contains("replays those 15, and records --requests 15"), "{n}");
+        let n = trace_cut_note(30, 20, 0);
+        assert!(n.contains("more than the trace's 20 request(s): the run replays the trace's 20"), "{n}");
+    }
+
+    /// BurstGPT's failure rows are left out of a replay, and the run says
+    /// so, as it says a dataset's skips.
+    #[test]
+    fn a_burstgpt_trace_s_skipped_failures_are_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("burst.csv");
+        std::fs::write(
+            &path,
+            "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n\
+             5,ChatGPT,472,18,490,Conversation log\n6,ChatGPT,100,0,100,Conversation log\n\
+             7,GPT-4,84,0,84,API log\n",
+        )
+        .unwrap();
+        let t = read_trace(&path, 1.0, goodput_load::trace::TraceFormat::Auto).unwrap();
+        assert_eq!((t.entries.len(), t.skipped), (1, 2));
+        let note = t.notes[0].clone();
+        assert!(note.contains("holds 3 rows, 2 skipped: BurstGPT's failed requests"), "{note}");
+        assert!(note.contains("replays the other 1"), "{note}");
+        let w = <crate::cli::Cli as clap::Parser>::try_parse_from(["goodput", "bench"]).unwrap();
+        let crate::cli::Command::Bench(b) = w.command else { unreachable!() };
+        let (_, _, _, warnings) = workload_warned(&b.workload, 0, Some(t)).unwrap();
+        assert_eq!(warnings, vec![note], "the run tells it");
+        assert_eq!(trace_skipped_note(&path, 3, 0), None);
+    }
+
+    /// A trace whose timestamps are milliseconds read as seconds is warned
+    /// of; one of seconds is not.
+    #[test]
+    fn a_trace_of_millisecond_timestamps_is_warned_of() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let write = |step: f64| {
+            let lines: String = (0..20)
+                .map(|i| format!("{{\"timestamp\": {}, \"input_tokens\": 5, \"output_tokens\": 5}}\n", i as f64 * step))
+                .collect();
+            std::fs::write(&path, lines).unwrap();
+        };
+        write(150.0);
+        let t = read_trace(&path, 1.0, goodput_load::trace::TraceFormat::Auto).unwrap();
+        let w = t.notes.join("\n");
+        assert!(w.contains("median gap of 150 s") && w.contains("look like milliseconds"), "{w}");
+        assert!(w.contains("--trace-speed 1000"), "{w}");
+        // Replayed 1000 times faster, the gaps are what was meant: no word.
+        let t = read_trace(&path, 1000.0, goodput_load::trace::TraceFormat::Auto).unwrap();
+        assert!(t.notes.is_empty(), "{:?}", t.notes);
+        write(0.15);
+        let t = read_trace(&path, 1.0, goodput_load::trace::TraceFormat::Auto).unwrap();
+        assert!(t.notes.is_empty(), "{:?}", t.notes);
     }
 
     #[test]
