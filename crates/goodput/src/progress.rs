@@ -51,6 +51,9 @@ pub struct Progress {
     /// With sessions: `Some`, holding the sessions planned when known.
     sessions: Option<Option<u64>>,
     duration: Option<Duration>,
+    /// A trace replay's last send, on the run's clock: its schedule, not
+    /// the requests done, says when it ends.
+    trace_end: Option<Duration>,
     sent: Arc<std::sync::atomic::AtomicU64>,
     state: Mutex<State>,
     /// The client's own CPU since the view started.
@@ -71,6 +74,8 @@ pub struct Snapshot {
     pub per_second: Vec<u64>,
     /// Share done, when the run has a known end.
     pub fraction: Option<f64>,
+    /// The time left, when the run has a known end and is under way.
+    pub eta: Option<Duration>,
     /// Every request the run will send, when known: the plan's count less
     /// the turns that sessions will not send.
     pub planned: Option<u64>,
@@ -83,8 +88,14 @@ pub struct Snapshot {
 
 impl Progress {
     pub fn new(title: String, plan: &LoadPlan, control: &Control) -> Arc<Self> {
+        let trace_end = trace_end(plan);
+        let title = match trace_end {
+            Some(end) => format!("{title} · trace replay over {}", span(end)),
+            None => title,
+        };
         Arc::new(Progress {
             title,
+            trace_end,
             start: Instant::now(),
             planned: plan.total_requests(),
             fixed_turns: plan.sessions.as_ref().and_then(|s| s.turns.fixed()),
@@ -173,8 +184,18 @@ impl Progress {
             (None, _, Some(d)) => Some((elapsed.as_secs_f64() / d.as_secs_f64()).min(1.0)),
             _ => None,
         };
+        // A trace's sends follow its schedule: a replay of 120 s with one
+        // of five requests done at 5 s had been given 20 s to go.
+        let eta = fraction.filter(|&x| x > 0.0 && x < 1.0).map(|x| elapsed.mul_f64((1.0 - x) / x));
+        let eta = match self.trace_end {
+            Some(end) if s.done < planned.unwrap_or(u64::MAX) => {
+                Some(eta.unwrap_or_default().max(end.saturating_sub(elapsed)))
+            }
+            _ => eta,
+        };
         Snapshot {
             elapsed,
+            eta,
             done: s.done,
             sessions_ended: self.sessions.map(|_| s.sessions_ended),
             in_flight: self.sent.load(Ordering::Relaxed).saturating_sub(s.done),
@@ -194,10 +215,7 @@ impl Progress {
         let s = self.snapshot();
         let f = |v: Option<f64>| v.map(|x| format!("{x:.1}")).unwrap_or("-".into());
         let of = s.planned.map(|p| format!("/{p}")).unwrap_or_default();
-        let eta = match s.fraction {
-            Some(x) if x > 0.0 && x < 1.0 => eta(s.elapsed, x),
-            _ => String::new(),
-        };
+        let eta = eta(s.eta);
         let failed: u64 = s.failed.values().sum();
         let sessions = match (s.sessions_ended, self.sessions.flatten()) {
             (Some(e), Some(n)) => format!(" · {e}/{n} sessions"),
@@ -271,6 +289,10 @@ impl LiveView {
             _ => std::thread::Builder::new()
                 .name("goodput-live".into())
                 .spawn(move || {
+                    // The plain view has no title bar: a replay's span is said once.
+                    if let Some(end) = progress.trace_end {
+                        goodput_core::tell!("replaying the trace: its last request is due at {}", span(end));
+                    }
                     let mut next = Instant::now() + Duration::from_secs(5);
                     while !d.load(Ordering::Relaxed) {
                         std::thread::sleep(Duration::from_millis(100));
@@ -346,12 +368,30 @@ fn quit_pressed(timeout: Duration) -> std::io::Result<bool> {
     })
 }
 
-/// ` · ETA 12s` from the time gone and the share done, or nothing.
-fn eta(elapsed: Duration, fraction: f64) -> String {
-    if fraction > 0.0 && fraction < 1.0 {
-        format!(" · ETA {:.0}s", elapsed.as_secs_f64() * (1.0 - fraction) / fraction)
-    } else {
-        String::new()
+/// ` · ETA 12s`, or nothing.
+fn eta(left: Option<Duration>) -> String {
+    left.map(|d| format!(" · ETA {:.0}s", d.as_secs_f64())).unwrap_or_default()
+}
+
+/// When a trace replay's last request is due on the run's clock (at its
+/// --trace-speed): the last of the requests the plan sends (its -n and
+/// warm-up), within its --duration. `None` without a trace.
+fn trace_end(plan: &LoadPlan) -> Option<Duration> {
+    let t = plan.trace.as_ref()?;
+    let sent = match plan.requests {
+        Some(n) if plan.warmup_time.is_zero() => (n.saturating_add(plan.warmup)).min(t.len() as u64) as usize,
+        _ => t.len(),
+    };
+    let last = *t.get(sent.checked_sub(1)?)?;
+    Some(plan.sending_time().map_or(last, |d| last.min(d)))
+}
+
+/// A span as the live view names it: `45 s`, `2.0 min`, `3.5 h`.
+fn span(d: Duration) -> String {
+    match d.as_secs_f64() {
+        s if s < 180.0 => format!("{s:.0} s"),
+        s if s < 7200.0 => format!("{:.1} min", s / 60.0),
+        s => format!("{:.1} h", s / 3600.0),
     }
 }
 
@@ -389,7 +429,7 @@ fn tui(p: &Progress, control: &Control, done: &AtomicBool) -> std::io::Result<()
                     s.done,
                     s.elapsed.as_secs_f64(),
                     x * 100.0,
-                    eta(s.elapsed, x)
+                    eta(s.eta)
                 ),
                 None => format!("{} done{sessions} · {:.1}s ", s.done, s.elapsed.as_secs_f64()),
             };
@@ -616,6 +656,35 @@ mod tests {
         if cfg!(target_os = "linux") {
             assert!(s.client_cores.is_some() && p.line().contains(" out tok/s · client "), "{}", p.line());
         }
+    }
+
+    /// A trace replay's ETA follows its schedule: one of five requests
+    /// done 5 s into a 120 s replay leaves about 115 s, not the 20 s the
+    /// share done gave.
+    #[test]
+    fn a_trace_replay_s_eta_follows_its_schedule() {
+        let mut plan = four_sessions(Turns::Drawn(LengthDist::Fixed(1)));
+        (plan.sessions, plan.concurrency, plan.requests) = (None, None, None);
+        let at = [0u64, 30, 60, 90, 120].map(Duration::from_secs);
+        plan.trace = Some(Arc::new(at.to_vec()));
+        assert_eq!(trace_end(&plan), Some(Duration::from_secs(120)));
+        let p = Progress::new("bench".into(), &plan, &Control::default());
+        assert!(p.title.contains("trace replay over 120 s"), "{}", p.title);
+        let mut r = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+        r.outcome = Outcome::Success;
+        p.observe(&r);
+        let s = p.snapshot();
+        assert_eq!((s.done, s.planned), (1, Some(5)));
+        let left = s.eta.unwrap();
+        // The schedule's 120 s less the time gone (a test's few ms).
+        assert!(left > Duration::from_secs(110) && left <= Duration::from_secs(120), "{left:?}");
+        // -n 2 ends the replay at the second request's time; a --duration sooner.
+        plan.requests = Some(2);
+        assert_eq!(trace_end(&plan), Some(Duration::from_secs(30)));
+        plan.duration = Some(Duration::from_secs(10));
+        assert_eq!(trace_end(&plan), Some(Duration::from_secs(10)));
+        plan.trace = None;
+        assert_eq!(trace_end(&plan), None);
     }
 
     #[test]
