@@ -208,15 +208,15 @@ fn trace_cut_note(n: u64, total: u64, warmup: u64) -> String {
     }
 }
 
-/// The note of the rows a trace read left out (BurstGPT's failures, rows
+/// The warning of the rows a trace read left out (BurstGPT's failures, rows
 /// of 0 response tokens), or `None` when none was: a dataset's skips are
 /// told, and these had been only in the result's
 /// `config.workload.trace.skipped`.
 fn trace_skipped_note(path: &Path, kept: usize, skipped: u64) -> Option<String> {
     (skipped > 0).then(|| {
         format!(
-            "note: trace {} holds {} rows, {skipped} skipped: BurstGPT's failed requests (0 Response tokens), which \
-             got no answer to replay; the run replays the other {kept}",
+            "warning: trace {} holds {} rows, {skipped} skipped: BurstGPT's failed requests (0 Response tokens), \
+             which got no answer to replay; the run replays the other {kept}",
             path.display(),
             kept as u64 + skipped
         )
