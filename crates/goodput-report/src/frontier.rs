@@ -21,19 +21,29 @@ fn verdict(p: &FrontierPoint) -> &'static str {
 }
 
 /// The document in the terminal: what was searched, the frontier's points
-/// (from the fastest per GPU to the fastest per user), the best point, and
-/// a line per configuration off the frontier. Text from the document passes
+/// (from the fastest per user to the fastest per GPU) with, when every
+/// configuration is priced, the per-dollar frontier's and a column saying
+/// which frontier each is on, the best point, and a line per configuration
+/// off the frontier. Text from the document passes
 /// through `escape::terminal`.
 pub fn terminal(doc: &FrontierResult) -> String {
     let mut o = String::new();
-    let ran = doc.configs.iter().filter(|c| c.status == ConfigStatus::Ok).count();
+    // Those whose points are another's ran nothing of their own: counted
+    // apart (they had been counted as having run).
+    let shared = doc.configs.iter().filter(|c| c.points_of.is_some()).count();
+    let ran = doc.configs.iter().filter(|c| c.status == ConfigStatus::Ok && c.points_of.is_none()).count();
     let points: usize = doc.points().count();
     let n = |k: usize, what: &str| format!("{k} {what}{}", if k == 1 { "" } else { "s" });
+    let sharing = match (shared, ran) {
+        (0, _) => String::new(),
+        (k, 1) => format!(", {k} share its points"),
+        (k, _) => format!(", {k} share another's points"),
+    };
     // No model when no configuration ran: left out, not an empty field.
     let model = if doc.model.is_empty() { String::new() } else { format!(" · {}", esc(&doc.model)) };
     let _ = writeln!(
         o,
-        "\n{} frontier{model} · {} ({} ran, {}) · SLO {} · latencies at p{}",
+        "\n{} frontier{model} · {} ({} ran{sharing}, {}) · SLO {} · latencies at p{}",
         doc.source.as_str(),
         n(doc.configs.len(), "configuration"),
         ran,
@@ -41,7 +51,23 @@ pub fn terminal(doc: &FrontierResult) -> String {
         doc.slo.as_deref().map(esc).unwrap_or_else(|| "none".into()),
         doc.percentile
     );
-    let width = doc.frontier.iter().map(|id| doc.configs[id.config].id.chars().count()).max().unwrap_or(0).max(13);
+    // The rows: the per-GPU frontier's points and, priced, the per-dollar
+    // frontier's, from the fastest per user down; `front` says which.
+    let on_gpu: HashSet<PointId> = doc.frontier.iter().copied().collect();
+    let on_usd: HashSet<PointId> = doc.frontier_per_usd.iter().copied().collect();
+    let mut rows: Vec<PointId> = on_gpu.union(&on_usd).copied().collect();
+    let speed = |id: &PointId| doc.point(*id).and_then(|p| p.tokens_per_s_per_user).unwrap_or(f64::NEG_INFINITY);
+    rows.sort_by(|a, b| speed(b).total_cmp(&speed(a)).then(a.cmp(b)));
+    let priced = !on_usd.is_empty();
+    let front = |id: &PointId| match (on_gpu.contains(id), on_usd.contains(id)) {
+        (true, true) => "GPU $",
+        (true, false) => "GPU",
+        _ => "$",
+    };
+    let width = rows.iter().map(|id| doc.configs[id.config].id.chars().count()).max().unwrap_or(0).max(13);
+    if priced {
+        o.push_str(&format!("{:<6}", "front"));
+    }
     let _ = writeln!(
         o,
         "{:<width$}  {:<16} {:>10} {:>10} {:>9} {:>8} {:>10} {:>6} {:>8} {:>8} {:>11}",
@@ -57,12 +83,15 @@ pub fn terminal(doc: &FrontierResult) -> String {
         "J/tok",
         "tok/s/MW",
     );
-    for &id in doc.frontier.iter().rev() {
+    for &id in &rows {
         let (c, p) = (&doc.configs[id.config], &doc.configs[id.config].points[id.point]);
         let best = if doc.best.as_ref().is_some_and(|b| b.at == id) { "  ← best" } else { "" };
         // A point not steady gives its window's rate: marked on its row, not
         // only in a note below the table (its row had read as any other).
         let unsteady = if p.steady == Some(false) { "  (not steady)" } else { "" };
+        if priced {
+            o.push_str(&format!("{:<6}", front(&id)));
+        }
         let _ = writeln!(
             o,
             "{:<width$}  {:<16} {:>10} {:>10} {:>9} {:>8} {:>10} {:>6} {:>8} {:>8} {:>11}{best}{unsteady}",
@@ -80,6 +109,13 @@ pub fn terminal(doc: &FrontierResult) -> String {
             num(p.output_tokens_per_s_per_mw, 0),
         );
     }
+    if priced {
+        let _ = writeln!(
+            o,
+            "front: GPU on the frontier of output tokens/s per GPU, $ on that of output tokens per dollar (both \
+             against tokens/s per user): a cheaper GPU can lose per GPU and win per dollar"
+        );
+    }
     match &doc.best {
         Some(b) => {
             let _ = writeln!(o, "\nbest: {}", esc(&b.reason));
@@ -90,7 +126,7 @@ pub fn terminal(doc: &FrontierResult) -> String {
     }
     let off: Vec<_> = doc.configs.iter().filter_map(|c| c.dominated.as_ref().map(|d| (c, d))).collect();
     if !off.is_empty() {
-        let _ = writeln!(o, "\noff the frontier:");
+        let _ = writeln!(o, "\noff the {}frontier:", if priced { "per-GPU " } else { "" });
         for (c, why) in off {
             let _ = writeln!(o, "  {}: {}", esc(&c.id), esc(why));
             if let Some(tail) = c.log_tail.as_deref().filter(|_| c.status == ConfigStatus::Failed) {
@@ -107,7 +143,7 @@ pub fn terminal(doc: &FrontierResult) -> String {
 }
 
 /// The CSV columns, in order.
-pub const CSV_COLUMNS: [&str; 24] = [
+pub const CSV_COLUMNS: [&str; 25] = [
     "config",
     "gpu",
     "gpus",
@@ -130,21 +166,31 @@ pub const CSV_COLUMNS: [&str; 24] = [
     "failed",
     "steady",
     "on_frontier",
+    "on_frontier_per_usd",
     "best",
     "note",
 ];
 
 /// A row per point of every configuration (one with an empty load for a
 /// configuration that has none, a failed one's with its error in `note`);
-/// `params` as `name=value` pairs joined by `;`.
+/// `params` as `name=value` pairs joined by `;`. `status` is `ok`,
+/// `failed`, or `shares_points` for one whose points are another's;
+/// `on_frontier_per_usd` is empty when some configuration has no price.
 pub fn csv(doc: &FrontierResult) -> String {
     let on: HashSet<PointId> = doc.frontier.iter().copied().collect();
+    let on_usd: HashSet<PointId> = doc.frontier_per_usd.iter().copied().collect();
+    // Empty where there is no per-dollar frontier (a configuration with no
+    // price), not `false`.
+    let priced = !on_usd.is_empty();
     let mut o = CSV_COLUMNS.join(",");
     o.push('\n');
     let flag = |b: Option<bool>| b.map_or(String::new(), |b| b.to_string());
     for (ci, c) in doc.configs.iter().enumerate() {
         let params = c.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(";");
+        // One whose points are another's ran none of its own: not plainly
+        // "ok".
         let status = match c.status {
+            ConfigStatus::Ok if c.points_of.is_some() => "shares_points",
             ConfigStatus::Ok => "ok",
             ConfigStatus::Failed => "failed",
         };
@@ -188,6 +234,7 @@ pub fn csv(doc: &FrontierResult) -> String {
                 p.failed.to_string(),
                 flag(p.steady),
                 on.contains(&id).to_string(),
+                if priced { on_usd.contains(&id).to_string() } else { String::new() },
                 doc.best.as_ref().is_some_and(|b| b.at == id).to_string(),
                 note.clone(),
             ]);
@@ -222,3 +269,129 @@ pub fn export(
 
 /// The file `--csv` writes into its folder.
 pub const CSV_FILE: &str = "frontier.csv";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use goodput_core::doc::config::{Extra, WorkloadConfig};
+    use goodput_core::doc::frontier::{analyze_frontier, FrontierConfig, FrontierSource};
+    use goodput_core::doc::result::Tool;
+    use goodput_core::doc::sweep::Load;
+
+    fn point(users: u64, x: f64, per_gpu: f64, gpus: u32) -> FrontierPoint {
+        FrontierPoint {
+            load: Load::Concurrency(users),
+            output_tokens_per_s: per_gpu * f64::from(gpus),
+            output_tokens_per_s_per_gpu: per_gpu,
+            tokens_per_s_per_user: Some(x),
+            ttft_ms: Some(500.0),
+            tpot_ms: Some(1000.0 / x),
+            goodput_tokens_per_s: Some(per_gpu * f64::from(gpus)),
+            meets_slo: Some(true),
+            usd_per_million_output_tokens: None,
+            joules_per_output_token: None,
+            output_tokens_per_s_per_mw: None,
+            completed: 100,
+            failed: 0,
+            steady: None,
+            client_stalled: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// The two-GPU plan: an H100 that loses to an H200 per GPU at each
+    /// speed and wins per dollar, and (with `shares`) two batch limits
+    /// whose points are the H100's.
+    fn two_gpus(h200_price: Option<f64>, shares: bool) -> FrontierResult {
+        let mut h100 = FrontierConfig::new("h100 tp8".into(), Default::default(), Some("H100".into()), 8, Some(2.5));
+        h100.points = vec![point(64, 52.0, 1200.0, 8), point(256, 30.0, 2300.0, 8)];
+        let mut h200 = FrontierConfig::new("h200 tp4x2".into(), Default::default(), Some("H200".into()), 8, h200_price);
+        h200.points = vec![point(64, 52.0, 1300.0, 8), point(256, 30.0, 2500.0, 8)];
+        let mut configs = vec![h100, h200];
+        if shares {
+            for seqs in ["16", "64"] {
+                let mut c = FrontierConfig::new(format!("h100 tp8 seqs{seqs}"), Default::default(), None, 8, Some(2.5));
+                c.points_of = Some("h100 tp8".into());
+                configs.push(c);
+            }
+        }
+        let mut d = FrontierResult {
+            schema: goodput_core::SCHEMA.into(),
+            tool: Tool { name: "goodput".into(), version: "0".into(), commit: None },
+            kind: "frontier".into(),
+            source: FrontierSource::Predicted,
+            started_unix_s: 0.0,
+            interrupted: false,
+            model: "m".into(),
+            workload: WorkloadConfig::default(),
+            slo: Some("tpot:p95<=50ms".into()),
+            attainment_target: 0.9,
+            percentile: 95.0,
+            configs,
+            frontier: Vec::new(),
+            frontier_per_usd: Vec::new(),
+            best: None,
+            notes: Vec::new(),
+            extra: Extra::new(),
+        };
+        analyze_frontier(&mut d);
+        d
+    }
+
+    /// Priced, the terminal lists the per-dollar frontier's points beside
+    /// the per-GPU one's and says which each is on; the CSV has a column
+    /// for it; the page draws a second chart and its table.
+    #[test]
+    fn the_per_dollar_frontier_is_shown_in_every_format() {
+        let d = two_gpus(Some(3.2), false);
+        let t = terminal(&d);
+        let row = |id: &str, load: &str| {
+            t.lines().find(|l| l.contains(id) && l.contains(load)).unwrap_or_else(|| panic!("no {id} {load} row:\n{t}"))
+        };
+        assert!(row("h100 tp8 ", "concurrency 64").starts_with("$ "), "{t}");
+        assert!(row("h200 tp4x2", "concurrency 64").starts_with("GPU "), "{t}");
+        assert!(t.contains("front: GPU on the frontier of output tokens/s per GPU, $ on that of"), "{t}");
+        assert!(
+            t.contains("off the per-GPU frontier:\n  h100 tp8: off the per-GPU frontier, on the per-dollar"),
+            "{t}"
+        );
+
+        let rows = csv(&d);
+        let head: Vec<&str> = rows.lines().next().unwrap().split(',').collect();
+        let col = head.iter().position(|c| *c == "on_frontier_per_usd").unwrap();
+        let cells = |config: &str| -> Vec<String> {
+            rows.lines().filter(|l| l.starts_with(config)).map(|l| l.split(',').nth(col).unwrap().to_string()).collect()
+        };
+        assert_eq!(cells("h100 tp8,"), ["true", "true"], "{rows}");
+        assert_eq!(cells("h200 tp4x2,"), ["false", "false"], "{rows}");
+
+        let page = crate::export::html::frontier_page(&d).unwrap();
+        assert!(page.contains("Output tokens per dollar against tokens/s per user"));
+        assert!(page.contains("<h2>The per-dollar frontier</h2>"));
+
+        // One configuration unpriced: no per-dollar frontier anywhere.
+        let d = two_gpus(None, false);
+        assert!(!terminal(&d).lines().any(|l| l.starts_with("front")), "{}", terminal(&d));
+        assert!(csv(&d).lines().skip(1).all(|l| l.split(',').nth(col) == Some("")), "{}", csv(&d));
+        let page = crate::export::html::frontier_page(&d).unwrap();
+        assert!(!page.contains("Output tokens per dollar against"));
+    }
+
+    /// Configurations whose points are another's are counted apart from
+    /// those that ran (the header had said "3 ran" of one run), and the
+    /// CSV does not call them plainly ok.
+    #[test]
+    fn configurations_that_share_points_are_not_counted_as_run() {
+        let d = two_gpus(Some(3.2), true);
+        let t = terminal(&d);
+        assert!(t.contains("4 configurations (2 ran, 2 share another's points, 4 points)"), "{t}");
+        let rows = csv(&d);
+        let shared: Vec<&str> = rows.lines().filter(|l| l.starts_with("h100 tp8 seqs")).collect();
+        assert_eq!(shared.len(), 2, "{rows}");
+        assert!(shared.iter().all(|l| l.split(',').nth(5) == Some("shares_points")), "{rows}");
+        let mut d = d;
+        d.configs.remove(1);
+        analyze_frontier(&mut d);
+        assert!(terminal(&d).contains("3 configurations (1 ran, 2 share its points, 2 points)"), "{}", terminal(&d));
+    }
+}

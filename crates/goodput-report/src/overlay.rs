@@ -253,6 +253,7 @@ mod tests {
                 log_tail: None,
                 dominated: None,
                 exited_during: None,
+                points_of: None,
                 points: pts.into_iter().map(point).collect(),
                 extra: Extra::new(),
             })
@@ -271,6 +272,7 @@ mod tests {
             percentile: 50.0,
             configs,
             frontier: Vec::new(),
+            frontier_per_usd: Vec::new(),
             best: None,
             notes: Vec::new(),
             extra: Extra::new(),

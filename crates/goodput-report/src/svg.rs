@@ -94,6 +94,9 @@ pub struct Mark {
     pub label: String,
     /// CSS class of the ring (`mark-sat`, `mark-rec`).
     pub class: &'static str,
+    /// A short key (a number) written beside the ring when its label has
+    /// no room near it; the page lists the key with the label.
+    pub key: Option<String>,
 }
 
 /// A vertical line at `x` (an SLO limit) or, with `horizontal`, at y = `x`.
@@ -487,6 +490,8 @@ impl Chart {
         let mut leaders: Vec<Segment> = Vec::new();
         // Each label's box, where it has one; its text starts at the box's left.
         let mut places: Vec<Option<Rect>> = vec![None; self.marks.len()];
+        // Which marks are labelled by their key.
+        let mut keyed: Vec<bool> = vec![false; self.marks.len()];
         for &i in &order {
             let m = &self.marks[i];
             let (x, y) = (f.sx(m.x), f.sy(m.y));
@@ -495,7 +500,7 @@ impl Chart {
             // leader, if it needs one, through no other ring or label.
             let free = |r: &Rect| {
                 r.left >= LEFT
-                    && r.right <= W
+                    && r.right <= LEFT + f.pw
                     && r.top >= TOP - 2.0
                     && r.bottom <= TOP + f.ph
                     && !rings.iter().chain(&placed).any(|o| o.crosses(r))
@@ -510,12 +515,20 @@ impl Chart {
             };
             let clear =
                 |r: &Rect| !dots.iter().any(|d| d.crosses(r)) && !lines.iter().any(|&(a, b)| r.crosses_segment(a, b));
-            let candidates = label_places(x, y, width, x <= LEFT + f.pw * 0.7);
-            let mut found = candidates
-                .iter()
-                .find(|r| fits(r) && clear(r))
-                .or_else(|| candidates.iter().find(|r| fits(r)))
-                .copied();
+            let right_first = x <= LEFT + f.pw * 0.7;
+            // A mark with a key keeps its label within a line of its ring,
+            // else takes its key there: a label lines away over other
+            // curves read as theirs.
+            let lines = if m.key.is_some() { 1 } else { LABEL_LINES };
+            let nearest = |candidates: &[Rect]| {
+                candidates.iter().find(|r| fits(r) && clear(r)).or_else(|| candidates.iter().find(|r| fits(r))).copied()
+            };
+            let mut found = nearest(&label_places(x, y, width, right_first, lines));
+            if let (None, Some(key)) = (found, &m.key) {
+                let width = LABEL_CHAR_PX * key.chars().count() as f64;
+                found = nearest(&label_places(x, y, width, right_first, 2));
+                keyed[i] = found.is_some();
+            }
             if m.class == "mark-rec" {
                 // The recommended mark is labelled wherever it must be: a
                 // line above or below its point, slid along to lie inside
@@ -533,7 +546,7 @@ impl Chart {
                     .or_else(|| slid_places.iter().find(|r| fits(r)).copied())
                     .or_else(|| slid_places.iter().find(|r| free(r)).copied())
                     .or_else(|| {
-                        let base = (y - 10.0).max(TOP + 10.0);
+                        let base = (y - 10.0).max(TOP + LABEL_ASCENT);
                         let left = if x <= LEFT + f.pw * 0.7 { x + LABEL_GAP } else { x - LABEL_GAP - width };
                         Some(Rect { left, right: left + width, top: base - LABEL_ASCENT, bottom: base + LABEL_DESCENT })
                     });
@@ -567,7 +580,11 @@ impl Chart {
                         c(b.1)
                     );
                 }
-                let _ = write!(o, r#"<text x="{}" y="{}">{t}</text>"#, c(r.left), c(r.bottom - LABEL_DESCENT));
+                let text = match (&m.key, keyed[i]) {
+                    (Some(k), true) => html(k),
+                    _ => t,
+                };
+                let _ = write!(o, r#"<text x="{}" y="{}">{text}</text>"#, c(r.left), c(r.bottom - LABEL_DESCENT));
             }
             o.push_str("</g>");
         }
@@ -577,8 +594,8 @@ impl Chart {
 /// Where a mark at (x, y) may have its label `width` px wide, nearest
 /// first: beside the point (on the side `right_first` says first, then the
 /// other), then a line higher or lower at a time, or centred above or
-/// below it; at most [`LABEL_LINES`] lines away.
-fn label_places(x: f64, y: f64, width: f64, right_first: bool) -> Vec<Rect> {
+/// below it; at most `lines` lines away.
+fn label_places(x: f64, y: f64, width: f64, right_first: bool, lines: usize) -> Vec<Rect> {
     let at = |left: f64, base: f64| Rect {
         left,
         right: left + width,
@@ -590,7 +607,7 @@ fn label_places(x: f64, y: f64, width: f64, right_first: bool) -> Vec<Rect> {
     // over 2 above its baseline, so beside the point its baseline is below it.
     let middle = (LABEL_ASCENT - LABEL_DESCENT) / 2.0;
     let mut places: Vec<(f64, Rect)> = Vec::new();
-    for k in 0..=LABEL_LINES {
+    for k in 0..=lines {
         let dy = LINE_PX * k as f64;
         for base in if k == 0 { vec![y + middle] } else { vec![y + middle - dy, y + middle + dy] } {
             places.push((dy, at(side(right_first), base)));
@@ -1015,6 +1032,56 @@ mod tests {
         assert!(last.starts_with("mark-rec") && last.contains("<text"), "{last}");
     }
 
+    /// A frontier's rings spread along a curve, more than their long names
+    /// have room for (a plan with `--pd auto`): each name stays within a
+    /// line of its ring, or the ring takes its number there; every drawn
+    /// label is inside the plot, and none crosses another or a ring (names
+    /// had been put four lines off, over other curves, and some rings left
+    /// with nothing near).
+    #[test]
+    fn crowded_rings_keep_their_labels_near_or_take_their_numbers() {
+        let mut marks: Vec<Mark> = (0..16)
+            .map(|i| {
+                let x = 10.0 + 5.0 * i as f64;
+                let mut m = mark(x, 100.0 - x, &format!("h200 tp{i}x1 fp8 mbt8192 pd3:1xTP4"), "mark-sat");
+                m.key = Some((i + 1).to_string());
+                m
+            })
+            .collect();
+        marks.push(mark(40.0, 60.0, "best: h100 tp1x1 pp2 fp8 mbt8192 pd2:1xTP2", "mark-rec"));
+        let chart = Chart {
+            id: "keys".into(),
+            title: "Keys".into(),
+            series: vec![Series::new("s", Style::LineDots, 0, vec![(0.0, 100.0), (100.0, 0.0)])],
+            marks,
+            ..Default::default()
+        };
+        let svg = chart.render();
+        let boxes = mark_boxes(&svg);
+        assert_eq!(boxes.len(), 17);
+        assert_drawn_labels_clear(&boxes);
+        let texts: Vec<&str> = svg
+            .split(r#"<g class="mark "#)
+            .skip(1)
+            .map(|g| g.split("<text").nth(1).map_or("", |t| t.split('>').nth(1).unwrap().split('<').next().unwrap()))
+            .collect();
+        let keyed = texts.iter().filter(|t| t.parse::<usize>().is_ok()).count();
+        assert!(keyed > 0 && keyed < 16, "{keyed} keys: {texts:?}");
+        for (i, (ring, label)) in boxes.iter().enumerate() {
+            let label = label.unwrap_or_else(|| panic!("ring {i} has neither its name nor its number: {texts:?}"));
+            let (cx, cy) = ((ring.left + ring.right) / 2.0, (ring.top + ring.bottom) / 2.0);
+            let dx = (cx.clamp(label.left, label.right) - cx).abs();
+            let dy = (cy.clamp(label.top, label.bottom) - cy).abs();
+            if texts[i].parse::<usize>().is_ok() || !texts[i].starts_with("best") {
+                assert!(
+                    dx <= MARK_R + LABEL_GAP && dy <= 2.0 * LINE_PX + MARK_R,
+                    "label {i} {label:?} far from {ring:?}"
+                );
+            }
+            assert!(label.left >= LEFT && label.right <= W - RIGHT && label.top >= TOP - 2.0, "label {i} {label:?}");
+        }
+    }
+
     /// A plan's dense frontier, rendered as its page draws it (and as the
     /// measured frontier of `sweep --serve-grid` is): forty configurations
     /// whose frontier points lie a fraction of a token apart, with long ids.
@@ -1076,6 +1143,7 @@ mod tests {
                 percentile: 50.0,
                 configs,
                 frontier: Vec::new(),
+                frontier_per_usd: Vec::new(),
                 best: None,
                 notes: Vec::new(),
                 extra: Extra::new(),
@@ -1084,22 +1152,27 @@ mod tests {
             assert!(doc.frontier.len() >= 40, "{:?}", doc.frontier);
             let page = crate::export::html::frontier_page(&doc).unwrap();
             assert_eq!(page, crate::export::html::frontier_page(&doc).unwrap(), "not deterministic");
-            let boxes = mark_boxes(&page);
-            assert!(boxes.len() >= 30, "{} marks", boxes.len());
-            let drawn = boxes.iter().filter(|b| b.1.is_some()).count();
-            // The best's label and another at least (the best's configuration
-            // has no second ring of its own name).
-            assert!(drawn >= 2, "{drawn} labels drawn");
-            assert_drawn_labels_clear(&boxes);
-            if doc.best.is_some() {
-                let last = page.rsplit(r#"<g class="mark "#).next().unwrap();
-                assert!(last.starts_with("mark-rec") && last.contains("<text"), "{last}");
+            // Each chart on its own (priced, a second one per dollar).
+            let figures: Vec<&str> = page.split("<figure").skip(1).collect();
+            assert_eq!(figures.len(), if doc.frontier_per_usd.is_empty() { 1 } else { 2 });
+            for svg in figures {
+                let boxes = mark_boxes(svg);
+                assert!(boxes.len() >= 30, "{} marks", boxes.len());
+                let drawn = boxes.iter().filter(|b| b.1.is_some()).count();
+                // The best's label and another at least (the best's
+                // configuration has no second ring of its own name).
+                assert!(drawn >= 2, "{drawn} labels drawn");
+                assert_drawn_labels_clear(&boxes);
+                if doc.best.is_some() {
+                    let last = svg.rsplit(r#"<g class="mark "#).next().unwrap();
+                    assert!(last.starts_with("mark-rec") && last.contains("<text"), "{last}");
+                }
             }
         }
     }
 
     fn mark(x: f64, y: f64, label: &str, class: &'static str) -> Mark {
-        Mark { x, y, label: label.into(), class }
+        Mark { x, y, label: label.into(), class, key: None }
     }
 
     /// Two marks whose labels would fall on one line (the second a little

@@ -361,6 +361,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         percentile,
         configs: configs.iter().map(|c| c.0.clone()).collect(),
         frontier: Vec::new(),
+        frontier_per_usd: Vec::new(),
         best: None,
         notes,
         extra: Extra::new(),
@@ -370,6 +371,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     // curve of the widest limit: said so, rather than simulated again.
     for (i, (_, prefix_of)) in configs.iter().enumerate() {
         if let Some(j) = prefix_of {
+            doc.configs[i].points_of = Some(doc.configs[*j].id.clone());
             doc.configs[i].dominated = Some(format!(
                 "its points are those of {} up to {} users per replica: a closed loop of no more users than the \
                  batch limit never meets it, and past it users only queue (not simulated again)",

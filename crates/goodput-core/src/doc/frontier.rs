@@ -89,6 +89,12 @@ pub struct FrontierConfig {
     /// configuration again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exited_during: Option<Load>,
+    /// A configuration that ran no point of its own because its points are
+    /// another's (`goodput plan`: a batch limit that only cuts a wider
+    /// limit's curve short): that configuration's id. Its `points` are
+    /// then empty and its `dominated` says which of the other's it shares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub points_of: Option<String>,
     /// In the order of rising load.
     #[serde(default)]
     pub points: Vec<FrontierPoint>,
@@ -117,6 +123,7 @@ impl FrontierConfig {
             log_tail: None,
             dominated: None,
             exited_during: None,
+            points_of: None,
             points: Vec::new(),
             extra: Extra::default(),
         }
@@ -125,6 +132,14 @@ impl FrontierConfig {
     /// What an hour of the configuration costs, when its price is known.
     pub fn usd_per_hour(&self) -> Option<f64> {
         self.gpu_hour_usd.map(|p| p * f64::from(self.gpus))
+    }
+
+    /// Output tokens one dollar buys at a point of this configuration
+    /// (output tokens/s × 3600 / its price per hour), when it has a price.
+    pub fn tokens_per_usd(&self, p: &FrontierPoint) -> Option<f64> {
+        let u = self.usd_per_hour().filter(|u| *u > 0.0 && u.is_finite())?;
+        let v = p.output_tokens_per_s * 3600.0 / u;
+        v.is_finite().then_some(v)
     }
 }
 
@@ -234,6 +249,13 @@ pub struct FrontierResult {
     /// (more output tokens/s per GPU and more tokens/s per user are
     /// better), in the order of rising tokens/s per user.
     pub frontier: Vec<PointId>,
+    /// The Pareto frontier of output tokens per dollar against tokens/s per
+    /// user, over the same points, in the order of rising tokens/s per
+    /// user: a cheaper GPU that loses per GPU can be on it, the cheapest
+    /// per token at its speed. Empty (left out) unless every configuration
+    /// that ran has a price per GPU-hour.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frontier_per_usd: Vec<PointId>,
     /// The most good tokens per dollar among the points that meet the SLO
     /// (every point, without one); absent when none does.
     pub best: Option<BestPoint>,
@@ -302,12 +324,35 @@ pub fn plane(p: &FrontierPoint) -> Option<(f64, f64)> {
     (x.is_finite() && y.is_finite()).then_some((x, y))
 }
 
+/// The point's place on the per-dollar plane: (tokens/s per user, output
+/// tokens per dollar), when it has both.
+pub fn plane_per_usd(doc: &FrontierResult, id: PointId) -> Option<(f64, f64)> {
+    let p = doc.point(id)?;
+    let x = p.tokens_per_s_per_user.filter(|x| x.is_finite())?;
+    Some((x, doc.configs[id.config].tokens_per_usd(p)?))
+}
+
+/// Every configuration that ran has a price per GPU-hour: the per-dollar
+/// frontier is drawn.
+pub fn all_priced(doc: &FrontierResult) -> bool {
+    let mut ran = doc.configs.iter().filter(|c| c.status == ConfigStatus::Ok).peekable();
+    ran.peek().is_some() && ran.all(|c| c.usd_per_hour().is_some_and(|u| u > 0.0 && u.is_finite()))
+}
+
 /// Fills the analysis of a document from its configurations and points:
-/// `frontier`, `best`, and each configuration's `dominated` reason.
+/// `frontier`, `frontier_per_usd`, `best`, and each configuration's
+/// `dominated` reason.
 pub fn analyze_frontier(doc: &mut FrontierResult) {
     let ids: Vec<(PointId, (f64, f64))> = doc.points().filter_map(|(id, p)| plane(p).map(|xy| (id, xy))).collect();
     let xy: Vec<(f64, f64)> = ids.iter().map(|p| p.1).collect();
     doc.frontier = pareto(&xy).into_iter().map(|i| ids[i].0).collect();
+    doc.frontier_per_usd = Vec::new();
+    if all_priced(doc) {
+        let ids: Vec<(PointId, (f64, f64))> =
+            doc.points().filter_map(|(id, _)| plane_per_usd(doc, id).map(|xy| (id, xy))).collect();
+        let xy: Vec<(f64, f64)> = ids.iter().map(|p| p.1).collect();
+        doc.frontier_per_usd = pareto(&xy).into_iter().map(|i| ids[i].0).collect();
+    }
     doc.best = best_point(doc);
     let reasons = dominance_reasons(doc);
     for (c, r) in doc.configs.iter_mut().zip(reasons) {
@@ -373,8 +418,16 @@ pub fn best_point(doc: &FrontierResult) -> Option<BestPoint> {
     // Without an SLO no token is judged: all output counts, named as such
     // (it had read "good output tokens" beside a goodput of "-").
     let tokens = if judged { "good output tokens" } else { "output tokens" };
+    // Three significant digits in a unit of their size: two decimals of
+    // millions had read "0.00 M" for a long prompt's few thousand.
     let reason = if priced {
-        format!("{} at {}: the most {tokens} per dollar ({:.2} M) {within}", c.id, p.load.label(), v / 1e6)
+        format!(
+            "{} at {}: the most {tokens} per dollar ({}, ${} per million) {within}",
+            c.id,
+            p.load.label(),
+            count(v),
+            significant(1e6 / v)
+        )
     } else {
         format!(
             "{} at {}: the most {tokens}/s per GPU ({v:.0}) {within} (no price per GPU-hour for every \
@@ -384,6 +437,27 @@ pub fn best_point(doc: &FrontierResult) -> Option<BestPoint> {
         )
     };
     Some(BestPoint { at: id, good_tokens_per_usd: priced.then_some(v), reason })
+}
+
+/// `v` to three significant digits (4370 → `4370`, 12.34 → `12.3`, 0.01234
+/// → `0.0123`).
+pub fn significant(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let digits = (2 - v.abs().log10().floor() as i32).clamp(0, 12);
+    format!("{v:.*}", digits as usize)
+}
+
+/// A count to three significant digits in a unit of its size: `4.37 k`,
+/// `594 k`, `1.10 M`, `870`.
+pub fn count(v: f64) -> String {
+    match v.abs() {
+        a if a >= 1e9 => format!("{} G", significant(v / 1e9)),
+        a if a >= 1e6 => format!("{} M", significant(v / 1e6)),
+        a if a >= 1e3 => format!("{} k", significant(v / 1e3)),
+        _ => significant(v),
+    }
 }
 
 /// For each configuration, why it has no point on `doc.frontier`: it
@@ -423,8 +497,9 @@ pub fn dominance_reasons(doc: &FrontierResult) -> Vec<Option<String>> {
                     }
                 }
             }
+            let per_usd = per_usd_reason(doc, ci);
             let Some((_, pi, fid)) = miss else {
-                return Some("not on the frontier".into());
+                return Some(per_usd.unwrap_or_else(|| "not on the frontier".into()));
             };
             let (p, f) = (&c.points[pi], doc.point(fid).expect("a frontier id names a point"));
             let other = &doc.configs[fid.config];
@@ -440,9 +515,9 @@ pub fn dominance_reasons(doc: &FrontierResult) -> Vec<Option<String>> {
                 }
                 None => "dominated: its nearest point to the frontier",
             };
-            Some(format!(
-                "{lead} ({}: {:.0} tok/s/GPU at {:.1} tok/s/user) is beaten by {} at {} ({:.0} \
-                 tok/s/GPU at {:.1} tok/s/user)",
+            let beaten = format!(
+                "({}: {:.0} tok/s/GPU at {:.1} tok/s/user) is beaten by {} at {} ({:.0} tok/s/GPU at {:.1} \
+                 tok/s/user)",
                 p.load.label(),
                 p.output_tokens_per_s_per_gpu,
                 p.tokens_per_s_per_user.unwrap_or(0.0),
@@ -450,9 +525,68 @@ pub fn dominance_reasons(doc: &FrontierResult) -> Vec<Option<String>> {
                 f.load.label(),
                 f.output_tokens_per_s_per_gpu,
                 f.tokens_per_s_per_user.unwrap_or(0.0),
-            ))
+            );
+            // On the per-dollar frontier it is not plainly dominated: it
+            // loses per GPU and wins per token bought.
+            if let Some(why) = per_usd {
+                let best = match doc.best.as_ref().filter(|b| b.at.config == ci) {
+                    Some(_) => "; it holds the best point",
+                    None => "",
+                };
+                return Some(format!("{why}{best}; per GPU its nearest point to the per-GPU frontier {beaten}"));
+            }
+            Some(format!("{lead} {beaten}"))
         })
         .collect()
+}
+
+/// Why a configuration off the per-GPU frontier still counts, when it has
+/// a point on the per-dollar one: its speeds there, with the tokens per
+/// dollar it gives against the per-GPU frontier's point nearest in speed.
+fn per_usd_reason(doc: &FrontierResult, ci: usize) -> Option<String> {
+    let own: Vec<PointId> = doc.frontier_per_usd.iter().copied().filter(|id| id.config == ci).collect();
+    let first = *own.first()?;
+    // Its point of most tokens per dollar, set against the per-GPU
+    // frontier's point nearest to it in per-user speed.
+    let &at = own.iter().max_by(|a, b| {
+        let v = |id: PointId| plane_per_usd(doc, id).map_or(f64::NEG_INFINITY, |xy| xy.1);
+        v(**a).total_cmp(&v(**b))
+    })?;
+    let (x, v) = plane_per_usd(doc, at)?;
+    let speeds = match own.len() {
+        1 => format!("{x:.1} tok/s/user"),
+        _ => {
+            let lo = plane_per_usd(doc, first)?.0;
+            let hi = plane_per_usd(doc, *own.last()?)?.0;
+            format!("{lo:.1} to {hi:.1} tok/s/user")
+        }
+    };
+    let p = doc.point(at)?;
+    let mut why = format!(
+        "off the per-GPU frontier, on the per-dollar frontier: the most output tokens per dollar at {speeds} ({} at \
+         {x:.1} tok/s/user: {} per $, ${} per million)",
+        p.load.label(),
+        count(v),
+        significant(1e6 / v)
+    );
+    let near = doc
+        .frontier
+        .iter()
+        .filter_map(|&id| Some((id, plane(doc.point(id)?)?.0, plane_per_usd(doc, id)?.1)))
+        .min_by(|a, b| (a.1 - x).abs().total_cmp(&(b.1 - x).abs()));
+    if let Some((id, fx, fv)) = near.filter(|n| n.2 < v) {
+        let _ = std::fmt::Write::write_fmt(
+            &mut why,
+            format_args!(
+                ", {:.0}% more than the per-GPU frontier's {} at {} ({fx:.1} tok/s/user: {} per $)",
+                (v / fv - 1.0) * 100.0,
+                doc.configs[id.config].id,
+                doc.configs[id.config].points[id.point].load.label(),
+                count(fv)
+            ),
+        );
+    }
+    Some(why)
 }
 
 #[cfg(test)]
@@ -526,6 +660,7 @@ mod tests {
             log_tail: None,
             dominated: None,
             exited_during: None,
+            points_of: None,
             points,
             extra: Extra::new(),
         }
@@ -546,6 +681,7 @@ mod tests {
             percentile: 50.0,
             configs,
             frontier: Vec::new(),
+            frontier_per_usd: Vec::new(),
             best: None,
             notes: Vec::new(),
             extra: Extra::new(),
@@ -624,6 +760,72 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Two GPUs, priced: the dearer one beats the cheaper per GPU at each
+    /// speed (the same two speeds), and the cheaper gives more tokens per dollar at each. The
+    /// cheaper is on the per-dollar frontier and is not called dominated
+    /// (it had been, per GPU alone, and an operator sent to the dearer).
+    #[test]
+    fn a_cheaper_gpu_beaten_per_gpu_is_on_the_per_dollar_frontier() {
+        let eight = |x: f64, y: f64| {
+            let mut p = point(x, y, Some(true));
+            p.output_tokens_per_s = y * 8.0;
+            p
+        };
+        let mut d = doc(
+            true,
+            vec![
+                config("h100 tp8", 8, Some(2.5), vec![eight(52.0, 1200.0), eight(30.0, 2300.0)]),
+                config("h200 tp4x2", 8, Some(3.2), vec![eight(52.0, 1300.0), eight(30.0, 2500.0)]),
+            ],
+        );
+        analyze_frontier(&mut d);
+        let configs = |f: &[PointId]| f.iter().map(|p| p.config).collect::<Vec<_>>();
+        // Per GPU the h200 alone; per dollar the h100 alone.
+        assert_eq!(configs(&d.frontier), vec![1, 1]);
+        assert_eq!(configs(&d.frontier_per_usd), vec![0, 0]);
+        let h100 = &d.configs[0];
+        assert!(
+            h100.tokens_per_usd(&h100.points[0]).unwrap()
+                > 1.15 * d.configs[1].tokens_per_usd(&d.configs[1].points[0]).unwrap()
+        );
+        let why = d.configs[0].dominated.as_deref().unwrap();
+        assert!(why.starts_with("off the per-GPU frontier, on the per-dollar frontier"), "{why}");
+        assert!(!why.contains("dominated"), "{why}");
+        assert!(why.contains("30.0 to 52.0 tok/s/user") && why.contains("beaten by h200 tp4x2"), "{why}");
+        // The h100's tokens per dollar at 30 tok/s/user, against the h200's
+        // nearest per-GPU frontier point: 2300 / 2.5 over 2500 / 3.2.
+        let more = (2300.0 / 2.5) / (2500.0 / 3.2) * 100.0 - 100.0;
+        assert!(why.contains(&format!("{more:.0}% more than the per-GPU frontier's h200 tp4x2")), "{why}");
+        // The best is per dollar: the h100's point of most tokens.
+        assert_eq!(d.best.as_ref().unwrap().at, PointId { config: 0, point: 1 });
+
+        // One configuration unpriced: no per-dollar frontier, and the
+        // h100 is dominated per GPU as before.
+        d.configs[1].gpu_hour_usd = None;
+        analyze_frontier(&mut d);
+        assert!(d.frontier_per_usd.is_empty());
+        assert!(d.configs[0].dominated.as_deref().unwrap().starts_with("dominated"));
+        let v = serde_json::to_value(&d).unwrap();
+        assert!(v.get("frontier_per_usd").is_none(), "left out when empty");
+    }
+
+    /// The best point's tokens per dollar in a unit of their size: a long
+    /// prompt's few thousand had read "0.00 M".
+    #[test]
+    fn the_best_reason_gives_tokens_per_dollar_in_a_unit_of_their_size() {
+        assert_eq!(count(4370.4), "4.37 k");
+        assert_eq!(count(594_321.0), "594 k");
+        assert_eq!(count(1_104_000.0), "1.10 M");
+        assert_eq!(count(870.2), "870");
+        assert_eq!(significant(228.8), "229");
+        assert_eq!(significant(0.01234), "0.0123");
+        // 1.214 output tokens/s on one GPU at 1 USD/h: 4370 tokens per $.
+        let mut d = doc(true, vec![config("b200", 1, Some(1.0), vec![point(5.0, 1.214, Some(true))])]);
+        analyze_frontier(&mut d);
+        let why = &d.best.as_ref().unwrap().reason;
+        assert!(why.contains("per dollar (4.37 k, $229 per million)"), "{why}");
     }
 
     #[test]

@@ -640,6 +640,7 @@ mod tests {
             log_tail: None,
             dominated: None,
             exited_during: None,
+            points_of: None,
             points,
             extra: Extra::new(),
         }
@@ -660,6 +661,7 @@ mod tests {
             percentile: 50.0,
             configs,
             frontier: Vec::new(),
+            frontier_per_usd: Vec::new(),
             best: None,
             notes: Vec::new(),
             extra: Extra::new(),

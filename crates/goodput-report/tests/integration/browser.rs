@@ -297,6 +297,7 @@ fn frontier_doc() -> goodput_core::doc::frontier::FrontierResult {
         log_tail: None,
         dominated: None,
         exited_during: None,
+        points_of: None,
         points,
         extra: Default::default(),
     };
@@ -327,6 +328,7 @@ fn frontier_doc() -> goodput_core::doc::frontier::FrontierResult {
             failed,
         ],
         frontier: Vec::new(),
+        frontier_per_usd: Vec::new(),
         best: None,
         notes: vec!["a note".into()],
         extra: Default::default(),
@@ -341,7 +343,8 @@ fn frontier_report_renders_in_a_browser() {
     let doc = frontier_doc();
     assert_eq!(doc.frontier.len(), 5, "{:?}", doc.frontier);
     let html = Rendered::File(goodput_report::export::html::frontier_page(&doc).unwrap().into_bytes());
-    let dom = check_page(&b, "frontier-report", &html, &["frontier"]);
+    // Every configuration priced: the per-dollar chart beside the per-GPU one.
+    let dom = check_page(&b, "frontier-report", &html, &["frontier", "frontier-usd"]);
     assert!(dom.contains("Pareto frontier") && dom.contains("best: h100 tp1x2 fp8"), "{dom}");
     assert!(dom.contains("dominated: its nearest point to the frontier"), "why the h200 lost shows");
     assert!(dom.contains("&lt;img src=x onerror=alert(1)&gt;") && !dom.contains("<img"), "ids are text");

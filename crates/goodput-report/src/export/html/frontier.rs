@@ -1,14 +1,15 @@
 //! The frontier page (`goodput plan`, `sweep --serve-grid`): the chart of
 //! every configuration's points, output tokens/s per GPU against tokens/s
-//! per user, with the Pareto frontier drawn and its points labelled; the
-//! best point; the frontier's table; why each other configuration lost, and
-//! the failed ones with their logs.
+//! per user, with the Pareto frontier drawn and its points labelled (and,
+//! when every configuration is priced, a second chart of output tokens per
+//! dollar with its own frontier); the best point; the frontiers' tables; why
+//! each other configuration lost, and the failed ones with their logs.
 
 use super::{card, charts, counted, embed, footer, header, page};
 use crate::escape::html;
 use crate::export::ExportError;
 use crate::svg::{Chart, Mark, Series, Style};
-use goodput_core::doc::frontier::{plane, ConfigStatus, FrontierPoint, FrontierResult, PointId};
+use goodput_core::doc::frontier::{plane, plane_per_usd, ConfigStatus, FrontierPoint, FrontierResult, PointId};
 use std::collections::HashSet;
 use std::fmt::Write;
 
@@ -40,8 +41,15 @@ pub fn frontier_page(doc: &FrontierResult) -> Result<String, ExportError> {
     if let Some(b) = &doc.best {
         let _ = write!(o, r#"<p class="note">Best: {}</p>"#, html(&b.reason));
     }
-    charts(&mut o, &[chart(doc)]);
+    // Priced, a second chart: the cheapest per token at each speed, where a
+    // cheaper GPU that loses per GPU can win.
+    let mut drawn = vec![chart(doc, Per::Gpu)];
+    if !doc.frontier_per_usd.is_empty() {
+        drawn.push(chart(doc, Per::Usd));
+    }
+    charts(&mut o, &drawn);
     frontier_table(&mut o, doc);
+    per_usd_table(&mut o, doc);
     off_the_frontier(&mut o, doc);
     if !doc.notes.is_empty() {
         o.push_str("<section><h2>Notes</h2><ul>");
@@ -111,8 +119,12 @@ fn tip(doc: &FrontierResult, id: PointId, p: &FrontierPoint) -> String {
         Some(false) => " · misses the SLO",
         None => "",
     };
+    let per_usd = match c.tokens_per_usd(p).filter(|_| !doc.frontier_per_usd.is_empty()) {
+        Some(v) => format!(" · {} tokens per $", goodput_core::doc::frontier::count(v)),
+        None => String::new(),
+    };
     format!(
-        "{} · {} · {} tok/s/GPU · {} tok/s/user · TTFT {} ms{slo}",
+        "{} · {} · {} tok/s/GPU · {} tok/s/user{per_usd} · TTFT {} ms{slo}",
         c.id,
         p.load.label(),
         fmt(Some(p.output_tokens_per_s_per_gpu), 0),
@@ -121,10 +133,53 @@ fn tip(doc: &FrontierResult, id: PointId, p: &FrontierPoint) -> String {
     )
 }
 
+/// What a chart's y is: output tokens/s per GPU, or output tokens per
+/// dollar (every configuration priced).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Per {
+    Gpu,
+    Usd,
+}
+
+impl Per {
+    /// The point's place on this chart's plane.
+    fn at(self, doc: &FrontierResult, id: PointId) -> Option<(f64, f64)> {
+        match self {
+            Per::Gpu => doc.point(id).and_then(plane),
+            Per::Usd => plane_per_usd(doc, id),
+        }
+    }
+
+    /// The frontier this chart draws.
+    fn frontier(self, doc: &FrontierResult) -> &[PointId] {
+        match self {
+            Per::Gpu => &doc.frontier,
+            Per::Usd => &doc.frontier_per_usd,
+        }
+    }
+}
+
+/// The frontier points a chart rings, each configuration once at its
+/// frontier point of most throughput (the best's configuration at the best
+/// point alone: it is ringed there), numbered from 1 in the order of rising
+/// tokens/s per user: the key a ring takes when its name has no room, and
+/// the table shows beside the row.
+fn ring_keys(doc: &FrontierResult, per: Per) -> Vec<(PointId, usize)> {
+    let mut labelled: HashSet<usize> = doc.best.iter().map(|b| b.at.config).collect();
+    let mut out = Vec::new();
+    for &id in per.frontier(doc) {
+        if per.at(doc, id).is_some() && labelled.insert(id.config) {
+            out.push((id, out.len() + 1));
+        }
+    }
+    out
+}
+
 /// Every configuration's curve, the frontier through the best of them,
-/// the frontier's points labelled and the best ringed.
-fn chart(doc: &FrontierResult) -> Chart {
-    let on: HashSet<usize> = doc.frontier.iter().map(|p| p.config).collect();
+/// the frontier's points labelled and the best ringed: per GPU, or per
+/// dollar.
+fn chart(doc: &FrontierResult, per: Per) -> Chart {
+    let on: HashSet<usize> = per.frontier(doc).iter().map(|p| p.config).collect();
     let ran: Vec<usize> = (0..doc.configs.len()).filter(|&i| doc.configs[i].status == ConfigStatus::Ok).collect();
     let best = doc.best.as_ref().map(|b| b.at.config);
     let own = |i: usize| ran.len() <= OWN_COLOURS || on.contains(&i) || best == Some(i);
@@ -140,7 +195,10 @@ fn chart(doc: &FrontierResult) -> Chart {
             .points
             .iter()
             .enumerate()
-            .filter_map(|(pi, p)| plane(p).map(|xy| (PointId { config: ci, point: pi }, xy, p)))
+            .filter_map(|(pi, p)| {
+                let id = PointId { config: ci, point: pi };
+                per.at(doc, id).map(|xy| (id, xy, p))
+            })
             .collect();
         if pts.is_empty() {
             continue;
@@ -161,7 +219,7 @@ fn chart(doc: &FrontierResult) -> Chart {
     if !others.points.is_empty() {
         series.push(others);
     }
-    let front: Vec<(f64, f64)> = doc.frontier.iter().filter_map(|&id| doc.point(id).and_then(plane)).collect();
+    let front: Vec<(f64, f64)> = per.frontier(doc).iter().filter_map(|&id| per.at(doc, id)).collect();
     if !front.is_empty() {
         let mut s = Series::new("Pareto frontier", Style::Line, Series::INK, front);
         s.dashed = true;
@@ -171,24 +229,24 @@ fn chart(doc: &FrontierResult) -> Chart {
     let mut note_rings = "";
     // The best's configuration is labelled at the best point alone (it had
     // a second ring, at another of its frontier points, under its bare name).
-    let mut labelled: HashSet<usize> = doc.best.iter().map(|b| b.at.config).collect();
-    for &id in &doc.frontier {
-        let Some((x, y)) = doc.point(id).and_then(plane) else { continue };
-        // Each configuration once, at its frontier point of most
-        // throughput (the legend lists every label).
-        if !labelled.insert(id.config) {
-            continue;
-        }
-        marks.push(Mark { x, y, label: doc.configs[id.config].id.clone(), class: "mark-sat" });
+    for (id, key) in ring_keys(doc, per) {
+        let Some((x, y)) = per.at(doc, id) else { continue };
+        let label = doc.configs[id.config].id.clone();
+        marks.push(Mark { x, y, label, class: "mark-sat", key: Some(key.to_string()) });
     }
     if let Some(b) = &doc.best {
-        if let Some((x, y)) = doc.point(b.at).and_then(plane) {
-            marks.push(Mark { x, y, label: format!("best: {}", doc.configs[b.at.config].id), class: "mark-rec" });
+        if let Some((x, y)) = per.at(doc, b.at) {
+            let label = format!("best: {}", doc.configs[b.at.config].id);
+            // Where its name has no room near its ring, "best" there: the
+            // cards and the line above the chart name it (it had been put
+            // lines away, on the plot's top edge, with a long leader).
+            marks.push(Mark { x, y, label, class: "mark-rec", key: Some("best".into()) });
         }
     }
     if marks.iter().any(|m| m.class == "mark-sat") {
         // Their legend entries are the curves' own (see `Chart::render`).
-        note_rings = " A ring marks a configuration's frontier point of most throughput, labelled with its name.";
+        note_rings = " A ring marks a configuration's frontier point of most throughput, labelled with its name; \
+                      where the name has no room beside it, with its number in the table below.";
     }
     let misses = doc.points().filter(|(_, p)| p.meets_slo == Some(false)).count();
     let mut note = format!(
@@ -196,15 +254,26 @@ fn chart(doc: &FrontierResult) -> Chart {
          is the Pareto frontier: no point beats one of its points on both axes. Tokens/s per user is 1000 / TPOT p{}.",
         doc.percentile
     );
+    if per == Per::Usd {
+        note.push_str(
+            " Output tokens per dollar is output tokens/s × 3600 over the configuration's price per hour (its GPUs' \
+             price per GPU-hour × its GPUs): at the speed the product needs, the highest point is the cheapest per \
+             token, whatever its throughput per GPU.",
+        );
+    }
     note.push_str(note_rings);
     if misses > 0 {
         let _ = write!(note, " {misses} of the points miss the SLO (hover a point to see which).");
     }
+    let (id, title, y_label) = match per {
+        Per::Gpu => ("frontier", "Output tokens/s per GPU against tokens/s per user", "output tokens/s per GPU"),
+        Per::Usd => ("frontier-usd", "Output tokens per dollar against tokens/s per user", "output tokens per dollar"),
+    };
     Chart {
-        id: "frontier".into(),
-        title: "Output tokens/s per GPU against tokens/s per user".into(),
+        id: id.into(),
+        title: title.into(),
         x_label: "tokens/s per user (1000 / TPOT)".into(),
-        y_label: "output tokens/s per GPU".into(),
+        y_label: y_label.into(),
         series,
         marks,
         note: Some(note),
@@ -224,10 +293,13 @@ fn frontier_table(o: &mut String, doc: &FrontierResult) {
         o.push_str("<th>J/token</th><th>tok/s per MW</th>");
     }
     o.push_str("<th>GPUs</th></tr></thead><tbody>");
+    let keys: std::collections::HashMap<PointId, usize> = ring_keys(doc, Per::Gpu).into_iter().collect();
     for &id in doc.frontier.iter().rev() {
         let (c, p) = (&doc.configs[id.config], &doc.configs[id.config].points[id.point]);
-        let best =
-            if doc.best.as_ref().is_some_and(|b| b.at == id) { r#" <span class="tag info">best</span>"# } else { "" };
+        let mut best = keys.get(&id).map_or_else(String::new, |k| format!(r#" <span class="tag">ring {k}</span>"#));
+        if doc.best.as_ref().is_some_and(|b| b.at == id) {
+            best.push_str(r#" <span class="tag info">best</span>"#);
+        }
         let slo = match p.meets_slo {
             Some(true) => r#"<span class="better">met</span>"#,
             Some(false) => r#"<span class="worse">missed</span>"#,
@@ -264,12 +336,59 @@ fn frontier_table(o: &mut String, doc: &FrontierResult) {
     o.push_str("</tbody></table></div></section>");
 }
 
+/// The per-dollar frontier's points, from the fastest per user down, with
+/// the tokens a dollar buys at each: where the per-GPU frontier's table
+/// leaves out a cheaper GPU that wins per token.
+fn per_usd_table(o: &mut String, doc: &FrontierResult) {
+    if doc.frontier_per_usd.is_empty() {
+        return;
+    }
+    o.push_str(
+        "<section><h2>The per-dollar frontier</h2><p class=\"note\">The most output tokens per dollar at each \
+         speed per user; <i>per GPU</i> marks a point that is on the per-GPU frontier too.</p><div \
+         class=\"scroll\"><table><thead><tr><th>configuration</th><th>load</th><th>tok/s/user</th><th>output \
+         tokens per $</th><th>$ per M</th><th>tok/s/GPU</th><th>SLO</th><th>GPUs</th></tr></thead><tbody>",
+    );
+    let on_gpu: HashSet<PointId> = doc.frontier.iter().copied().collect();
+    let keys: std::collections::HashMap<PointId, usize> = ring_keys(doc, Per::Usd).into_iter().collect();
+    for &id in doc.frontier_per_usd.iter().rev() {
+        let (c, p) = (&doc.configs[id.config], &doc.configs[id.config].points[id.point]);
+        let mut tags = keys.get(&id).map_or_else(String::new, |k| format!(r#" <span class="tag">ring {k}</span>"#));
+        if doc.best.as_ref().is_some_and(|b| b.at == id) {
+            tags.push_str(r#" <span class="tag info">best</span>"#);
+        }
+        if on_gpu.contains(&id) {
+            tags.push_str(r#" <span class="tag">per GPU</span>"#);
+        }
+        let slo = match p.meets_slo {
+            Some(true) => r#"<span class="better">met</span>"#,
+            Some(false) => r#"<span class="worse">missed</span>"#,
+            None => "-",
+        };
+        let _ = write!(
+            o,
+            "<tr><td>{}{tags}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{slo}</td><td>{}{}</td>\
+             </tr>",
+            html(&c.id),
+            html(&p.load.label()),
+            fmt(p.tokens_per_s_per_user, 1),
+            c.tokens_per_usd(p).map_or_else(|| "-".into(), goodput_core::doc::frontier::count),
+            fmt(p.usd_per_million_output_tokens, 3),
+            fmt(Some(p.output_tokens_per_s_per_gpu), 0),
+            c.gpus,
+            c.gpu.as_deref().map(|g| format!(" × {}", html(g))).unwrap_or_default()
+        );
+    }
+    o.push_str("</tbody></table></div></section>");
+}
+
 fn off_the_frontier(o: &mut String, doc: &FrontierResult) {
     let off: Vec<_> = doc.configs.iter().filter(|c| c.dominated.is_some()).collect();
     if off.is_empty() {
         return;
     }
-    o.push_str("<section><h2>Off the frontier</h2><ul>");
+    let per_gpu = if doc.frontier_per_usd.is_empty() { "" } else { "per-GPU " };
+    let _ = write!(o, "<section><h2>Off the {per_gpu}frontier</h2><ul>");
     for c in off {
         let _ = write!(o, "<li><b>{}</b>: {}", html(&c.id), html(c.dominated.as_deref().unwrap_or("")));
         if c.status == ConfigStatus::Failed {

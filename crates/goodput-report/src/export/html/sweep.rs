@@ -294,6 +294,7 @@ fn goodput_by_load(ordered: &[&SweepPoint], a: &SweepAnalysis, pts: &[SweepPoint
             y: p.goodput_tokens_per_s.unwrap_or(p.output_tokens_per_s),
             label: format!("{label}: {}", p.load.label()),
             class,
+            key: None,
         })
     };
     Chart {
@@ -571,7 +572,7 @@ fn point_mark(
     class: &'static str,
 ) -> Option<Mark> {
     let p = p.as_ref()?;
-    Some(Mark { x: p.output_tokens_per_s, y: y(p)?, label: format!("{label}: {}", p.load.label()), class })
+    Some(Mark { x: p.output_tokens_per_s, y: y(p)?, label: format!("{label}: {}", p.load.label()), class, key: None })
 }
 
 #[cfg(test)]

@@ -206,6 +206,7 @@ pub async fn predict(
         percentile,
         configs: Vec::new(),
         frontier: Vec::new(),
+        frontier_per_usd: Vec::new(),
         best: None,
         notes: vec![format!(
             "the grid run in virtual time by the simulated engine (model {model}; each configuration's parameters on \

@@ -139,6 +139,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
             percentile,
             configs: Vec::new(),
             frontier: Vec::new(),
+            frontier_per_usd: Vec::new(),
             best: None,
             notes: Vec::new(),
             extra: Default::default(),
