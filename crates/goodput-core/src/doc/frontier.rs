@@ -253,7 +253,8 @@ pub struct FrontierResult {
     /// user, over the same points, in the order of rising tokens/s per
     /// user: a cheaper GPU that loses per GPU can be on it, the cheapest
     /// per token at its speed. Empty (left out) unless every configuration
-    /// that ran has a price per GPU-hour.
+    /// that ran has a price per GPU-hour and they are not all one (with
+    /// one price it is the per-GPU frontier).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub frontier_per_usd: Vec<PointId>,
     /// The most good tokens per dollar among the points that meet the SLO
@@ -332,11 +333,15 @@ pub fn plane_per_usd(doc: &FrontierResult, id: PointId) -> Option<(f64, f64)> {
     Some((x, doc.configs[id.config].tokens_per_usd(p)?))
 }
 
-/// Every configuration that ran has a price per GPU-hour: the per-dollar
-/// frontier is drawn.
-pub fn all_priced(doc: &FrontierResult) -> bool {
-    let mut ran = doc.configs.iter().filter(|c| c.status == ConfigStatus::Ok).peekable();
-    ran.peek().is_some() && ran.all(|c| c.usd_per_hour().is_some_and(|u| u > 0.0 && u.is_finite()))
+/// Every configuration that ran has a price per GPU-hour, and not all the
+/// same one: the per-dollar frontier is drawn. (With one price, tokens per
+/// dollar are tokens/s per GPU times a constant, and the per-dollar
+/// frontier is the per-GPU one.)
+pub fn priced_apart(doc: &FrontierResult) -> bool {
+    let ran: Vec<&FrontierConfig> = doc.configs.iter().filter(|c| c.status == ConfigStatus::Ok).collect();
+    let priced = ran.iter().all(|c| c.usd_per_hour().is_some_and(|u| u > 0.0 && u.is_finite()));
+    let first = ran.first().and_then(|c| c.gpu_hour_usd);
+    priced && ran.iter().any(|c| c.gpu_hour_usd != first)
 }
 
 /// Fills the analysis of a document from its configurations and points:
@@ -347,7 +352,7 @@ pub fn analyze_frontier(doc: &mut FrontierResult) {
     let xy: Vec<(f64, f64)> = ids.iter().map(|p| p.1).collect();
     doc.frontier = pareto(&xy).into_iter().map(|i| ids[i].0).collect();
     doc.frontier_per_usd = Vec::new();
-    if all_priced(doc) {
+    if priced_apart(doc) {
         let ids: Vec<(PointId, (f64, f64))> =
             doc.points().filter_map(|(id, _)| plane_per_usd(doc, id).map(|xy| (id, xy))).collect();
         let xy: Vec<(f64, f64)> = ids.iter().map(|p| p.1).collect();
@@ -801,6 +806,11 @@ mod tests {
         // The best is per dollar: the h100's point of most tokens.
         assert_eq!(d.best.as_ref().unwrap().at, PointId { config: 0, point: 1 });
 
+        // One price for both: the per-dollar frontier is the per-GPU one,
+        // not given twice.
+        d.configs[1].gpu_hour_usd = Some(2.5);
+        analyze_frontier(&mut d);
+        assert!(d.frontier_per_usd.is_empty());
         // One configuration unpriced: no per-dollar frontier, and the
         // h100 is dominated per GPU as before.
         d.configs[1].gpu_hour_usd = None;

@@ -343,8 +343,7 @@ fn frontier_report_renders_in_a_browser() {
     let doc = frontier_doc();
     assert_eq!(doc.frontier.len(), 5, "{:?}", doc.frontier);
     let html = Rendered::File(goodput_report::export::html::frontier_page(&doc).unwrap().into_bytes());
-    // Every configuration priced: the per-dollar chart beside the per-GPU one.
-    let dom = check_page(&b, "frontier-report", &html, &["frontier", "frontier-usd"]);
+    let dom = check_page(&b, "frontier-report", &html, &["frontier"]);
     assert!(dom.contains("Pareto frontier") && dom.contains("best: h100 tp1x2 fp8"), "{dom}");
     assert!(dom.contains("dominated: its nearest point to the frontier"), "why the h200 lost shows");
     assert!(dom.contains("&lt;img src=x onerror=alert(1)&gt;") && !dom.contains("<img"), "ids are text");

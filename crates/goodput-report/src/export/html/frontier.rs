@@ -1,7 +1,7 @@
 //! The frontier page (`goodput plan`, `sweep --serve-grid`): the chart of
 //! every configuration's points, output tokens/s per GPU against tokens/s
 //! per user, with the Pareto frontier drawn and its points labelled (and,
-//! when every configuration is priced, a second chart of output tokens per
+//! when the configurations are priced apart, a second chart of output tokens per
 //! dollar with its own frontier); the best point; the frontiers' tables; why
 //! each other configuration lost, and the failed ones with their logs.
 
