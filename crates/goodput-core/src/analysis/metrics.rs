@@ -112,11 +112,20 @@ impl RequestMetrics for RequestRecord {
         self.itl_repeated().into_iter().flat_map(|(per, k)| std::iter::repeat_n(per, k as usize)).collect()
     }
 
+    /// Each chunk's gap from the last chunk before it that carried tokens
+    /// (the first chunk, whatever it carried, when none did), shared among
+    /// its tokens: the time a chunk of none took is the next token's, and
+    /// the samples sum to the decode span, last chunk − first.
     fn itl_repeated(&self) -> Vec<(Duration, u64)> {
-        self.chunks
-            .pairs()
-            .filter(|(_, b)| b.tokens > 0)
-            .map(|(a, b)| (div(b.t.saturating_sub(a.t), b.tokens as u64), b.tokens as u64))
+        let mut chunks = self.chunks.iter();
+        let Some(mut from) = chunks.next().map(|c| c.t) else { return Vec::new() };
+        chunks
+            .filter(|c| c.tokens > 0)
+            .map(|c| {
+                let gap = c.t.saturating_sub(from);
+                from = c.t;
+                (div(gap, c.tokens as u64), c.tokens as u64)
+            })
             .collect()
     }
 
@@ -205,6 +214,19 @@ mod tests {
                 Some(10.0),
                 Some(10.0),
                 &[10.0, 10.0, 10.0, 10.0],
+                Some(30.0),
+            ),
+            // Continuous usage: 2 tokens every 40 ms, each chunk followed 10 ms
+            // later by one whose running count did not rise (0 tokens). The
+            // next token's gap counts from the last chunk with tokens.
+            (
+                &[(200, 2), (210, 0), (240, 2), (250, 0), (280, 2), (290, 0)],
+                6,
+                Some(100.0),
+                Some(190.0),
+                Some(22.5),
+                Some(18.0),
+                &[20.0; 4],
                 Some(30.0),
             ),
             // No output at all (failed: a successful one is a pooling answer).
