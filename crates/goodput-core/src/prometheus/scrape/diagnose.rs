@@ -938,30 +938,39 @@ fn tail_degrading(ok: &[&RequestRecord]) -> Option<Diagnosis> {
     })
 }
 
-/// The client falling behind its own schedule while the server has room.
+/// The client falling behind its own schedule while the server has room:
+/// its queue empty when it was scraped, and its completions keeping up with
+/// the arrivals. An unknown queue (no scrape) is not an empty one, and a
+/// run whose completions fell well short of its arrivals was beyond the
+/// server: a send late then is no proof of a slow client.
 fn client_bottleneck(
     summary: &Summary,
     window: Option<&WindowSummary>,
     concurrency_cap: Option<usize>,
 ) -> Option<Diagnosis> {
     let cq99 = summary.client_queue_ms.p(99.0).unwrap_or(0.0);
-    let server_idle = window
-        .and_then(|w| w.gauges.get(&GaugeSignal::WaitingRequests))
-        .map(|d| d.mean.unwrap_or(0.0) < 0.5)
-        .unwrap_or(true);
+    let queue = window.and_then(|w| w.gauges.get(&GaugeSignal::WaitingRequests)).and_then(|d| d.mean);
+    let server_queued = queue.is_some_and(|q| q >= 0.5);
+    let overloaded = summary.stability.as_ref().is_some_and(|s| {
+        s.overloaded || s.offered_rps.is_some_and(|offered| s.achieved_rps < OVERLOAD_SHARE * offered)
+    });
     let cap_bound = concurrency_cap.is_some_and(|c| summary.in_flight.peak >= c as u64);
-    if !(cq99 > 10.0 && server_idle && !cap_bound) {
+    if cq99 <= 10.0 || server_queued || overloaded || cap_bound {
         return None;
     }
+    let idle = if queue.is_some() { " while the server's queue was empty" } else { "" };
     Some(Diagnosis {
         kind: DiagnosisKind::ClientBottleneck,
         message: format!(
-            "client-side lateness: requests left up to {cq99:.1} ms (p99) after their scheduled time while the \
-             server's queue was empty: the load generator, not the server, is behind (give it more CPU or fewer \
-             streams per process)"
+            "client-side lateness: requests left up to {cq99:.1} ms (p99) after their scheduled time{idle}, and the \
+             server completed them as fast as they were due: the load generator, not the server, is behind (give \
+             it more CPU or fewer streams per process)"
         ),
     })
 }
+
+/// Completions under this share of the arrivals: a load beyond the server.
+const OVERLOAD_SHARE: f64 = 0.8;
 
 #[cfg(test)]
 mod tests {
@@ -1446,5 +1455,65 @@ mod tests {
         // A server that is not disaggregated gets no allowance.
         let n = notes(150.0, false);
         assert!(n.contains("counting mismatch: the server generated 150 tokens") && !n.contains("prefill"), "{n}");
+    }
+
+    /// Twenty requests, each sent 50 ms after it was due.
+    fn late_sends() -> Summary {
+        let records: Vec<RequestRecord> = (0..20)
+            .map(|i| {
+                let mut r = served(i, 0, 100);
+                r.sent += Duration::from_millis(50);
+                r
+            })
+            .collect();
+        let summary = analyze(&records, &AnalysisOptions::default()).summary;
+        assert!(summary.client_queue_ms.p(99.0).unwrap() > 10.0);
+        summary
+    }
+
+    fn client_told(summary: &Summary, w: Option<&WindowSummary>) -> Option<String> {
+        diagnose(&[], summary, w, ClientLoad::default())
+            .into_iter()
+            .find(|d| d.kind == DiagnosisKind::ClientBottleneck)
+            .map(|d| d.message)
+    }
+
+    #[test]
+    fn a_late_client_is_blamed_only_when_the_server_kept_up() {
+        let summary = late_sends();
+        let waiting = |mean: f64| {
+            let mut w = window(0.0);
+            w.gauges.insert(GaugeSignal::WaitingRequests, Distribution { mean: Some(mean), ..Default::default() });
+            w
+        };
+        // The queue scraped empty: the client's lateness, and the queue said.
+        let told = client_told(&summary, Some(&waiting(0.0))).expect("told");
+        assert!(told.contains("queue was empty"), "{told}");
+        // A server with a queue: not the client.
+        assert_eq!(client_told(&summary, Some(&waiting(3.0))), None);
+        // No scrape (--no-metrics): nothing said of the queue.
+        let told = client_told(&summary, None).expect("told");
+        assert!(!told.contains("queue"), "{told}");
+        assert!(!client_told(&summary, Some(&window(0.0))).unwrap().contains("queue"), "a window without the gauge");
+    }
+
+    #[test]
+    fn an_overloaded_run_s_late_sends_are_not_the_client_s() {
+        // 23 requests due a second, 9.6 completed: the load was beyond the
+        // server, whose queue was not scraped.
+        let mut summary = late_sends();
+        let stability = crate::analysis::stability::Stability {
+            open_loop: true,
+            offered_rps: Some(23.0),
+            achieved_rps: 9.6,
+            ..Default::default()
+        };
+        summary.stability = Some(stability.clone());
+        assert_eq!(client_told(&summary, None), None);
+        summary.stability = Some(crate::analysis::stability::Stability { overloaded: true, ..Default::default() });
+        assert_eq!(client_told(&summary, None), None);
+        // Completions that kept up with the arrivals: the client's.
+        summary.stability = Some(crate::analysis::stability::Stability { achieved_rps: 22.5, ..stability });
+        assert!(client_told(&summary, None).is_some());
     }
 }
