@@ -160,7 +160,9 @@ pub fn scrub_secrets(text: &str) -> Cow<'_, str> {
 /// The secret values of a run, to be masked wherever they show up.
 #[derive(Debug, Clone, Default)]
 pub struct Secrets {
-    values: Vec<String>,
+    /// Each value, and whether it is masked only as a whole token (where no
+    /// letter or digit touches it), not inside a longer word.
+    values: Vec<(String, bool)>,
 }
 
 /// Shorter values are masked only as whole words (not inside a longer
@@ -176,12 +178,22 @@ impl Secrets {
         let words =
             value.split_whitespace().filter(|w| !w.eq_ignore_ascii_case("bearer") && !w.eq_ignore_ascii_case("basic"));
         for v in std::iter::once(value).chain(words) {
-            if !v.is_empty() && !self.values.iter().any(|s| s == v) {
-                self.values.push(v.to_owned());
-            }
+            self.insert(v, false);
+        }
+    }
+
+    /// Adds `v`, masked only as a whole token with `whole`; a value added
+    /// both ways is masked wherever it stands.
+    fn insert(&mut self, v: &str, whole: bool) {
+        if v.is_empty() {
+            return;
+        }
+        match self.values.iter_mut().find(|(s, _)| s == v) {
+            Some((_, w)) => *w &= whole,
+            None => self.values.push((v.to_owned(), whole)),
         }
         // Longest first, so a value that holds another is masked whole.
-        self.values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        self.values.sort_by_key(|(v, _)| std::cmp::Reverse(v.len()));
     }
 
     /// `text` with these values masked, and nothing else.
@@ -198,9 +210,37 @@ impl Secrets {
         }
     }
 
-    /// The value of a header given by the user (`--header`), whatever its
-    /// name: its help promises the value is never written, and a server may
-    /// echo it in an error (`X-Custom: …` in a 401's body).
+    /// The value of a header given by the user (`--header`): a credential's
+    /// (by its name, see [`is_secret_header`]) as [`Secrets::add_header_value`]
+    /// masks it, wherever it stands; any other's where it could be a
+    /// secret (see [`Secrets::add_plain_header_value`]). A server may echo
+    /// either in an error (`X-Custom: …` in a 401's body).
+    pub fn add_given_header(&mut self, name: &str, value: &str) {
+        if is_secret_header(name) {
+            self.add_header_value(value);
+        } else {
+            self.add_plain_header_value(value);
+        }
+    }
+
+    /// The value of a header whose name says nothing of a credential
+    /// (`X-Mode: connection`), and each of its words: masked only where it
+    /// could be a secret (not a plain word, see [`plain_word`]), and only
+    /// as a whole token, never inside a longer word. Masking every value
+    /// had masked ordinary words of every message: `X-Mode: connection`
+    /// turned "the connection broke … Connection reset by peer" into "the
+    /// *** broke … *** *** by peer".
+    pub fn add_plain_header_value(&mut self, value: &str) {
+        let value = value.trim();
+        for v in std::iter::once(value).chain(value.split_whitespace()) {
+            if !plain_word(v) {
+                self.insert(v, true);
+            }
+        }
+    }
+
+    /// The value of a credential's header (`Authorization`, a key, a
+    /// token…), masked wherever it stands, and each of its words.
     pub fn add_header_value(&mut self, value: &str) {
         self.add(value);
         // Basic credentials: what they encode is as secret as the encoding.
@@ -257,8 +297,8 @@ impl Secrets {
     /// `text` with every secret value masked (as [`Secrets::redact`] finds
     /// them), and nothing else.
     fn mask_values<'a>(&self, mut out: Cow<'a, str>) -> Cow<'a, str> {
-        for v in &self.values {
-            if let Some(masked) = mask_loose(&out, v, v.len() < SHORTEST) {
+        for (v, whole) in &self.values {
+            if let Some(masked) = mask_loose(&out, v, *whole || v.len() < SHORTEST) {
                 out = Cow::Owned(masked);
             }
         }
@@ -369,6 +409,25 @@ fn json_escape(t: &[u8]) -> Option<([u8; 4], usize, usize)> {
         }
         _ => None,
     }
+}
+
+/// Longer runs of letters may be a key (`XkQpLmZrTbWaHsNdFgJc`).
+const LONGEST_WORD: usize = 24;
+
+/// Whether `v` is a plain word, or words, a message may hold, and no
+/// secret: letters alone (lower case, upper case, or capitalized) in parts
+/// joined by `-`, `_`, `.` or spaces (`connection`, `keep-alive`,
+/// `us-east`), and shorter than [`LONGEST_WORD`]. A digit, another symbol,
+/// or a part's case mixed (`tOkEn`) could be a key's.
+fn plain_word(v: &str) -> bool {
+    let part = |p: &str| {
+        let mut chars = p.chars();
+        let Some(first) = chars.next() else { return true };
+        let rest = chars.as_str();
+        first.is_ascii_alphabetic()
+            && (rest.chars().all(|c| c.is_ascii_lowercase()) || rest.chars().all(|c| c.is_ascii_uppercase()))
+    };
+    v.len() < LONGEST_WORD && v.chars().any(|c| c.is_ascii_alphabetic()) && v.split(['-', '_', '.', ' ']).all(part)
 }
 
 /// Whether a header's name says its value is a credential.
@@ -496,5 +555,49 @@ mod tests {
         assert_eq!(u.redact(r"bad key-\u00e9\ud83d\ude00-0123!"), "bad ***!");
         // Escapes that give other bytes, or none, leave the text alone.
         assert!(matches!(s.redact(r"tok-SECRET\u0030abc+def== \x \ud83d"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_plain_header_s_words_stay_and_its_secret_looking_values_go() {
+        let mut s = Secrets::default();
+        s.add_given_header("X-Scen", "reset");
+        s.add_given_header("X-Mode", "connection");
+        s.add_given_header("X-Region", "us-east");
+        let message = "the connection broke while reading (os error: Connection reset by peer) in us-east";
+        assert_eq!(s.redact(message), message);
+        // A value that could be a secret is masked where it stands alone,
+        // in any case, and never inside a longer word.
+        s.add_given_header("X-Tenant", "team-7f3k");
+        s.add_given_header("X-Route", "canary blue-Zq8");
+        s.add_given_header("X-Trace", "aBcDeFgH");
+        assert_eq!(
+            s.redact("tenant team-7f3k (TEAM-7F3K) denied; not team-7f3kx; route canary blue-Zq8 ; aBcDeFgH"),
+            "tenant *** (***) denied; not team-7f3kx; route *** ; ***"
+        );
+        assert_eq!(s.redact("blue-Zq8 alone, xblue-Zq8"), "*** alone, xblue-Zq8");
+        // A long run of letters may be a key.
+        s.add_given_header("X-Long", "abcdefghijklmnopqrstuvwxyz");
+        assert_eq!(s.redact("key abcdefghijklmnopqrstuvwxyz"), "key ***");
+    }
+
+    #[test]
+    fn a_credential_header_s_value_is_masked_whatever_it_looks_like() {
+        // A credential's value is masked as before: a plain word, and
+        // inside longer words.
+        let mut s = Secrets::default();
+        s.add_given_header("X-Api-Key", "connection");
+        s.add_given_header("Cookie", "session=reset");
+        s.add_given_header("X-Gateway-Token", "abcd");
+        assert_eq!(
+            s.redact("the connection broke; Connection reset; disconnection; session=reset; abcd"),
+            "the *** broke; *** reset; dis***; ***; ***"
+        );
+        // A value given both ways is masked as the credential it is.
+        let mut both = Secrets::default();
+        both.add_given_header("X-Other", "word-9x");
+        both.add_given_header("Authorization", "word-9x");
+        assert_eq!(both.redact("aword-9x"), "a***");
+        assert!(plain_word("Connection") && plain_word("keep-alive") && plain_word("USA"));
+        assert!(!plain_word("tOkEn") && !plain_word("v2") && !plain_word("a/b") && !plain_word("42"));
     }
 }

@@ -70,8 +70,10 @@ pub fn request_headers(
 }
 
 /// What a client must never write: its key, the values of the credential
-/// headers it sends (`headers`), every value of the headers its user gave
-/// (`given`, `--header`), and the credentials of its URL.
+/// headers it sends (`headers`), the values of the headers its user gave
+/// (`given`, `--header`: a credential's whatever it is, another's where it
+/// could be a secret, see [`Secrets::add_given_header`]), and the
+/// credentials of its URL.
 ///
 /// A value that names `{session}` or `{request}` is sent filled in (see
 /// `Client::headers_for`), so what a server echoes is never the template:
@@ -100,7 +102,7 @@ pub fn secrets_of(
         fixed_parts(value, CREDENTIAL_PART).for_each(|p| s.add_header(name, p));
     }
     for (name, value) in given {
-        s.add_header_value(value);
+        s.add_given_header(name, value);
         let least = if is_secret_header(name) { CREDENTIAL_PART } else { OTHER_PART };
         fixed_parts(value, least).for_each(|p| s.add_header_value(p));
     }
