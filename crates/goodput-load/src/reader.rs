@@ -198,6 +198,8 @@ pub struct ResponseReader {
     unread_count: u32,
     /// A `[DONE]` came, which only OpenAI's APIs end a stream with.
     openai_done: bool,
+    /// The answer was read as one body ([`ResponseReader::whole_body`]).
+    whole: bool,
 }
 
 /// How many unrecognised payloads are kept, and the longest kept.
@@ -403,6 +405,7 @@ impl ResponseReader {
         }
         // One body is not a stream: it has no first and last payload.
         self.choices = None;
+        self.whole = true;
         self.done = true;
         self.stream_end = Some(t);
     }
@@ -614,6 +617,7 @@ impl ResponseReader {
             ttft_bound,
             choices,
             pooled,
+            whole,
             ..
         } = self;
         let chunks = chunks.into_chunks();
@@ -640,8 +644,16 @@ impl ResponseReader {
         // came (each carries text, so a token at least) contradicts the
         // stream, and is not taken: its 0 had made five chunks "0 out", its
         // 2 a TPOT twice the measured ITL. The record keeps it
-        // (`counts.usage_completion`), and the summary warns of it.
-        let usage_output = usage.completion_tokens.filter(|&n| n >= chunks.len() as u64);
+        // (`counts.usage_completion`), and the summary warns of it. Unless
+        // the server counted as it streamed, and its running counts hold
+        // together (they never fell, every chunk carried one, and the last
+        // is the total): a token's text may come in two events (a character
+        // split across them), each with the same running count, and that
+        // count is the truth the chunks' number is not.
+        let running = !cumulative_gap
+            && usage_fell.is_none()
+            && cumulative.last().is_some_and(|&c| c > 0 && Some(c) == usage.completion_tokens);
+        let usage_output = usage.completion_tokens.filter(|&n| n >= chunks.len() as u64 || running);
         (rec.output_tokens, rec.output_tokens_source) = match (usage_output, rec.counts.tokenizer_completion) {
             (Some(n), _) => (n, CountSource::Usage),
             (None, Some(n)) => (n, CountSource::Tokenizer),
@@ -665,7 +677,10 @@ impl ResponseReader {
         }
         let continuous =
             !cumulative_gap && usage_fell.is_none() && cumulative.last().copied() == Some(rec.output_tokens);
-        let (ks, source): (Vec<u32>, _) = if continuous {
+        let (ks, source): (Vec<u32>, _) = if whole {
+            // One body's one chunk: no distribution over chunks to claim.
+            (spread_evenly(rec.output_tokens, chunks.len()), ChunkTokenSource::WholeBody)
+        } else if continuous {
             let mut prev = 0;
             let ks = cumulative
                 .iter()
@@ -1437,6 +1452,39 @@ data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
         assert_eq!(rec.chunks.iter().map(|c| c.tokens as u64).sum::<u64>(), rec.output_tokens);
     }
 
+    /// A token's text split over two events (a character cut in two), each
+    /// carrying the same running count: 40 chunks for 20 tokens, and the
+    /// running counts, which never fell and end at the total, are taken.
+    #[test]
+    fn running_usage_over_tokens_split_in_two_events_is_taken() {
+        let mut s = String::new();
+        for n in 1..=20 {
+            for half in ["a", "b"] {
+                s += &format!(
+                    "data: {{\"choices\":[{{\"delta\":{{\"content\":\"{half}\"}}}}],\"usage\":{{\"completion_tokens\":{n}}}}}\n\n"
+                );
+            }
+        }
+        s += "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":20}}\n\ndata: [DONE]\n\n";
+        let rec = read(s.as_bytes(), &[]);
+        assert_eq!(rec.chunks.len(), 40);
+        assert_eq!((rec.output_tokens, rec.output_tokens_source), (20, CountSource::Usage));
+        assert_eq!(rec.chunk_tokens_source, ChunkTokenSource::ContinuousUsage);
+        let ks: Vec<u32> = rec.chunks.iter().map(|c| c.tokens).collect();
+        assert_eq!(ks, [1, 0].repeat(20));
+        assert!(!goodput_core::analysis::summary::usage_short(&rec), "no warning that the usage is wrong");
+        // A running count of 0 on every chunk is no count of them.
+        let mut s = String::new();
+        for half in ["a", "b", "c"] {
+            s += &format!(
+                "data: {{\"choices\":[{{\"delta\":{{\"content\":\"{half}\"}}}}],\"usage\":{{\"completion_tokens\":0}}}}\n\n"
+            );
+        }
+        s += "data: [DONE]\n\n";
+        let rec = read(s.as_bytes(), &[]);
+        assert_eq!((rec.output_tokens, rec.output_tokens_source), (3, CountSource::Chunks));
+    }
+
     #[test]
     fn whole_body_is_one_chunk() {
         let rec = read_whole(Api::Chat, &std::fs::read(format!("{FIX}chat-nostream.json")).unwrap());
@@ -1445,6 +1493,10 @@ data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
         assert_eq!(rec.chunks.at(0).channel, Channel::Content);
         assert_eq!(rec.chunks.at(0).tokens as u64, rec.output_tokens);
         assert_eq!(rec.tpot(), None);
+        // One body claims no running usage, and no tokens a chunk.
+        assert_eq!(rec.chunk_tokens_source, ChunkTokenSource::WholeBody);
+        assert!(rec.output_tokens > 1 && rec.output_tokens_source == CountSource::Usage);
+        assert_eq!(goodput_core::analysis::summary::ChunkTokens::of(std::iter::once(&rec)), None);
     }
 
     const NATIVE_FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/llamacpp-native/");

@@ -292,7 +292,9 @@ impl ChunkTokens {
     /// chunks cost a few entries.
     pub fn of<'a>(records: impl Iterator<Item = &'a RequestRecord>) -> Option<ChunkTokens> {
         let mut sizes: BTreeMap<u64, u64> = BTreeMap::new();
-        for r in records.filter(|r| r.chunk_tokens_source != crate::ChunkTokenSource::Even) {
+        use crate::ChunkTokenSource::{Even, WholeBody};
+        // Neither a spread nor a whole body (`--no-stream`) measured a chunk.
+        for r in records.filter(|r| !matches!(r.chunk_tokens_source, Even | WholeBody)) {
             for c in r.chunks.iter().filter(|c| c.tokens > 0) {
                 *sizes.entry(u64::from(c.tokens)).or_default() += 1;
             }
@@ -674,10 +676,14 @@ fn in_flight(records: &[RequestRecord], t1: Duration, t2: Duration) -> InFlight 
 }
 
 /// Whether `r`'s usage counted fewer output tokens than the output chunks
-/// it streamed (each carries text, a token at least): the client did not
-/// take that count (goodput-load's reader), and counted the output itself.
+/// it streamed (each carries text, a token at least), and the client did not
+/// take that count (goodput-load's reader) but counted the output itself.
+/// Running counts that held together are taken however many chunks came (a
+/// token's text split over two events): the usage is then the count.
 pub fn usage_short(r: &RequestRecord) -> bool {
     r.counts.usage_completion.is_some_and(|u| u < r.chunks.len() as u64)
+        && !(r.output_tokens_source == CountSource::Usage
+            && r.chunk_tokens_source == crate::ChunkTokenSource::ContinuousUsage)
 }
 
 /// The warning for requests whose usage contradicted their stream (see [`usage_short`]).

@@ -252,6 +252,9 @@ pub enum ChunkTokenSource {
     Apportioned,
     /// `n_out` spread evenly over the chunks.
     Even,
+    /// A whole body (`--no-stream`): its one chunk holds every token, and
+    /// says nothing of how the server spaced them.
+    WholeBody,
 }
 
 /// How far a tokenizer's count of an output may be from the server's and
@@ -321,6 +324,7 @@ impl fmt::Display for ChunkTokenSource {
             ChunkTokenSource::Tokenizer => "tokenizer",
             ChunkTokenSource::Apportioned => "apportioned",
             ChunkTokenSource::Even => "even",
+            ChunkTokenSource::WholeBody => "whole_body",
         })
     }
 }
