@@ -16,8 +16,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 mod sender;
+mod storm;
 mod watchdog;
 use sender::Sender;
+pub use storm::{FAILURES as STORM_FAILURES, FLOOD as STORM_FLOOD, QUIET as STORM_QUIET};
 pub use watchdog::{THRESHOLD as STALL_THRESHOLD, TICK as STALL_TICK};
 
 /// Send times from the run's start, in order (see [`LoadPlan::send_times`]).
@@ -297,6 +299,15 @@ pub struct RunOutput {
     /// [`STALL_THRESHOLD`]); records in flight over one are flagged
     /// `client_stalled`.
     pub stalls: Vec<goodput_core::ClientStall>,
+    /// Why the run stopped sending early on its own, when a failure storm
+    /// stopped its closed loop (see [`STORM_FAILURES`], [`STORM_QUIET`],
+    /// [`STORM_FLOOD`]);
+    /// its records until then are kept.
+    pub storm: Option<String>,
+    /// Requests of a closed loop refused with a `Retry-After` (429, 503, in
+    /// seconds), after which their user waited that long, or until the end
+    /// of sending, before its next send.
+    pub retry_waits: u64,
 }
 
 /// Stop signals for a run: `stop` ends sending and lets in-flight requests
@@ -333,7 +344,9 @@ pub async fn run_at<B: Backend>(
     plan.validate()?;
     // The run cancels its own requests after a grace (a child token: the
     // caller's abort still cancels them, and the run's stays the run's).
-    let control = Control { abort: control.abort.child_token(), ..control };
+    // So does a failure storm stop it, which is no interruption.
+    let interrupt = control.stop.clone();
+    let control = Control { abort: control.abort.child_token(), stop: control.stop.child_token(), ..control };
     let dispatcher = Dispatcher::new(plan.dispatch_plan(), plan.send_times()?);
     if plan.sessions.is_some() {
         check_sessions(plan, &workload)?;
@@ -346,19 +359,30 @@ pub async fn run_at<B: Backend>(
         origin,
         // Requests of sessions are numbered as they are sent.
         next_id: Arc::new(AtomicU64::new(0)),
+        retry_waits: Arc::new(AtomicU64::new(0)),
     };
     let mut records = Vec::new();
+    // Only a closed loop resends as fast as its requests fail; an open
+    // loop's schedule bounds its failures as it does its successes (and a
+    // monitor's probes go on through an outage).
+    let closed = plan.rate.is_none() && plan.trace.is_none();
+    let mut storm = (storm::Storm::default(), None);
     let watchdog = watchdog::Watchdog::start(origin);
     sender
         .drive(dispatcher, |mut r| {
             watchdog.flag(&mut r);
             sink.record(&r);
+            if let Some(why) = storm.0.observe(&r).filter(|_| closed) {
+                storm.1.get_or_insert(why);
+                control.stop.cancel();
+            }
             records.push(r);
         })
         .await;
     let stalls = watchdog.finish();
     records.sort_by_key(|r| r.end);
-    Ok(RunOutput { records, interrupted: control.stop.is_cancelled(), origin, stalls })
+    let retry_waits = sender.retry_waits.load(std::sync::atomic::Ordering::Relaxed);
+    Ok(RunOutput { records, interrupted: interrupt.is_cancelled(), origin, stalls, storm: storm.1, retry_waits })
 }
 
 /// Fails before the run rather than in every session: the workload cannot
@@ -390,7 +414,12 @@ mod tests {
         seen: std::sync::Mutex<Vec<(u64, WorkItem)>>,
         /// Fail requests whose prompt holds this many turns.
         fail_at_turns: Option<usize>,
+        /// Refuses request `id` with this status and `Retry-After`, when it gives one.
+        refuse: Option<Refusal>,
     }
+
+    /// Request `id`'s refusal, if it is refused: its status and `Retry-After`.
+    type Refusal = fn(u64) -> Option<(u16, Option<&'static str>)>;
 
     impl Fake {
         fn new(ttft_ms: u64, gap_ms: u64, n: u64) -> Arc<Self> {
@@ -402,6 +431,7 @@ mod tests {
                 peak: AtomicUsize::new(0),
                 seen: Default::default(),
                 fail_at_turns: None,
+                refuse: None,
             })
         }
     }
@@ -441,6 +471,12 @@ mod tests {
             rec.outcome = if done { Outcome::Success } else { Outcome::Cancelled };
             if self.fail_at_turns == Some(turns) {
                 rec.outcome = Outcome::Failed { kind: goodput_core::FailureKind::HttpStatus, message: "500".into() };
+            }
+            if let Some((status, retry_after)) = self.refuse.and_then(|f| f(id)) {
+                rec.outcome =
+                    Outcome::Failed { kind: goodput_core::FailureKind::HttpStatus, message: status.to_string() };
+                rec.http_status = Some(status);
+                rec.retry_after = retry_after.map(str::to_owned);
             }
             self.in_flight.fetch_sub(1, Ordering::SeqCst);
             rec
@@ -776,6 +812,84 @@ mod tests {
         let control = stopped_after(Duration::from_secs(4));
         let out = run(&p, Fake::new(10_000, 0, 1), workload(), control, |_: &RequestRecord| {}).await.unwrap();
         assert!(out.records.iter().all(|r| r.outcome == Outcome::Cancelled && r.end == Duration::from_secs(5)));
+    }
+
+    /// Each user's send times, in order (a closed loop's user `i` sends
+    /// slots `i`, `i + c`, … only while every request takes the same time).
+    fn sends(records: &[RequestRecord]) -> Vec<Duration> {
+        let mut v: Vec<Duration> = records.iter().map(|r| r.sent).collect();
+        v.sort();
+        v
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_closed_loop_user_waits_as_a_refusal_s_retry_after_asks() {
+        // Every request refused after 10 ms with `Retry-After: 1`: one user
+        // sends once a second and some, not a hundred times.
+        let refuse: Refusal = |_| Some((429, Some("1")));
+        let fake = || Arc::new(Fake { refuse: Some(refuse), ..Arc::into_inner(Fake::new(10, 0, 1)).unwrap() });
+        let p =
+            LoadPlan { requests: None, duration: Some(Duration::from_millis(3500)), concurrency: Some(1), ..plan() };
+        let out = run(&p, fake(), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        let sent = sends(&out.records);
+        assert_eq!(sent.len(), 4, "{sent:?}");
+        assert!(sent.windows(2).all(|w| w[1] - w[0] >= Duration::from_secs(1)), "{sent:?}");
+        assert_eq!(out.retry_waits, 4);
+        // The last wait ended with sending, not a second later.
+        assert!(out.records.iter().all(|r| r.end < Duration::from_millis(3500)));
+
+        // A count bounds the run: the waits still come between the sends.
+        let p = LoadPlan { requests: Some(3), concurrency: Some(1), ..plan() };
+        let out = run(&p, fake(), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        assert!(sends(&out.records).windows(2).all(|w| w[1] - w[0] >= Duration::from_secs(1)));
+
+        // Without a Retry-After (or in seconds), or from an open loop, no wait.
+        let no_wait: Refusal = |id| Some((429, (id % 2 == 0).then_some("Wed")));
+        let plain = Arc::new(Fake { refuse: Some(no_wait), ..Arc::into_inner(Fake::new(10, 0, 1)).unwrap() });
+        let p = LoadPlan { requests: Some(5), concurrency: Some(1), ..plan() };
+        let out = run(&p, plain, workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        assert_eq!(out.records.last().unwrap().end, Duration::from_millis(50));
+        assert_eq!(out.retry_waits, 0);
+        let p = LoadPlan { requests: Some(5), rate: Some((10.0, Arrival::Constant)), ..plan() };
+        let out = run(&p, fake(), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        assert_eq!(sends(&out.records), [0, 100, 200, 300, 400].map(Duration::from_millis));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failure_storm_stops_the_run_early_and_sporadic_failures_do_not() {
+        // Everything fails in 10 ms: three users would send 18,000 requests in 60 s.
+        let all: Refusal = |_| Some((502, None));
+        let fake = Arc::new(Fake { refuse: Some(all), ..Arc::into_inner(Fake::new(10, 0, 1)).unwrap() });
+        let p = LoadPlan { requests: None, duration: Some(Duration::from_secs(60)), concurrency: Some(3), ..plan() };
+        let out = run(&p, fake, workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        let why = out.storm.expect("a storm stops the run");
+        assert!(why.contains("failure storm") && why.contains("first failure: http_status: 502"), "{why}");
+        assert!(!out.interrupted, "a storm is not a Ctrl-C");
+        let last = out.records.iter().map(|r| r.sent).max().unwrap();
+        assert!(last >= STORM_QUIET && last < STORM_QUIET + Duration::from_secs(1), "stopped at {last:?}");
+        assert!(out.records.len() as u64 >= STORM_FAILURES, "its records are kept");
+
+        // One request in ten fails: the run goes its length.
+        let some: Refusal = |id| (id % 10 == 0).then_some((502, None));
+        let fake = Arc::new(Fake { refuse: Some(some), ..Arc::into_inner(Fake::new(10, 0, 1)).unwrap() });
+        let out = run(&p, fake, workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        assert!(out.storm.is_none());
+        assert!(out.records.iter().any(|r| r.sent >= Duration::from_secs(59)));
+
+        // A hundred users failing in 1 ms each: the flood stops them well
+        // before the quiet stretch has passed.
+        let fake = Arc::new(Fake { refuse: Some(all), ..Arc::into_inner(Fake::new(1, 0, 1)).unwrap() });
+        let flood = LoadPlan { concurrency: Some(100), ..p.clone() };
+        let out = run(&flood, fake, workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        assert!(out.storm.is_some_and(|w| w.contains(&format!("last {STORM_FLOOD} requests failed"))));
+        assert!(out.records.iter().all(|r| r.sent < Duration::from_secs(1)), "stopped in its first second");
+
+        // An open loop keeps to its schedule, failures and all.
+        let fake = Arc::new(Fake { refuse: Some(all), ..Arc::into_inner(Fake::new(10, 0, 1)).unwrap() });
+        let p = LoadPlan { requests: None, duration: Some(Duration::from_secs(20)), ..plan() };
+        let p = LoadPlan { rate: Some((200.0, Arrival::Constant)), ..p };
+        let out = run(&p, fake, workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        assert!(out.storm.is_none() && out.records.len() == 4000, "{}", out.records.len());
     }
 
     fn talks(turns: u32, think_ms: u64) -> Option<Sessions> {

@@ -19,7 +19,19 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
         return crate::runs::bench(a).await;
     }
     let (result, recs) = run(&a, None).await?;
-    output::finish_live(&result, &a.output, &a.judge, &recs)
+    let code = output::finish_live(&result, &a.output, &a.judge, &recs)?;
+    Ok(storm_exit(&result, code))
+}
+
+/// A run that a failure storm stopped early failed, as one where no request
+/// succeeded does (1), whatever else it would have exited with but an error.
+fn storm_exit(result: &RunResult, code: ExitCode) -> ExitCode {
+    use goodput_core::analysis::until::StopReason;
+    let storm = result.stop.as_ref().is_some_and(|s| s.reason == StopReason::FailureStorm);
+    if storm && code == ExitCode::SUCCESS {
+        return ExitCode::from(1);
+    }
+    code
 }
 
 /// One run of `a`: its result and its records, written nowhere but

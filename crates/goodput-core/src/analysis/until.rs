@@ -232,6 +232,10 @@ pub enum StopReason {
     Duration,
     /// Ctrl-C or SIGTERM.
     Interrupted,
+    /// A closed loop's every request failed for a while (a failure storm:
+    /// the last 1,000 failed and none succeeded for 10 s, or 50,000 failed
+    /// in a row); `detail` says so and names the first failure.
+    FailureStorm,
 }
 
 impl StopReason {
@@ -243,6 +247,7 @@ impl StopReason {
             StopReason::Requests => "requests",
             StopReason::Duration => "duration",
             StopReason::Interrupted => "interrupted",
+            StopReason::FailureStorm => "failure_storm",
         }
     }
 }

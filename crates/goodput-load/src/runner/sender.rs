@@ -23,12 +23,18 @@ pub(super) struct Sender<'a, B> {
     pub(super) control: &'a Control,
     pub(super) origin: Instant,
     pub(super) next_id: Arc<AtomicU64>,
+    /// Requests refused with a `Retry-After` whose user waited as asked
+    /// before sending again (see [`retry_wait`]).
+    pub(super) retry_waits: Arc<AtomicU64>,
 }
 
 /// What a request's or a session's task tells the sender.
 enum Event {
     /// A lone request ended: its record, and its user is free.
     Finished(RequestRecord),
+    /// A lone request's user, which waited after its record (sent as
+    /// [`Event::Record`]) as the server's `Retry-After` asked, is free.
+    Freed,
     /// A session's turn ended.
     Record(RequestRecord),
     /// A session's turn ended and its next is due at `due`: `go` says when.
@@ -79,6 +85,10 @@ impl<B: Backend> Sender<'_, B> {
                             going -= 1;
                             dispatcher.done(now);
                         }
+                        Event::Freed => {
+                            going -= 1;
+                            dispatcher.done(now);
+                        }
                         Event::Record(r) => keep(r),
                         Event::TurnEnded { unit, due, go } => {
                             if dispatcher.turn_ended(unit, now, due) {
@@ -110,6 +120,7 @@ impl<B: Backend> Sender<'_, B> {
         let (backend, workload, tx, abort) =
             (self.backend.clone(), self.workload.clone(), tx.clone(), self.control.abort.clone());
         let origin = self.origin;
+        let backoff = self.backoff();
         if let Some(sessions) = &self.plan.sessions {
             let talk = Session {
                 id: i,
@@ -122,6 +133,7 @@ impl<B: Backend> Sender<'_, B> {
                 sent: self.control.sent.clone(),
                 next_id: self.next_id.clone(),
                 shard: self.plan.shard,
+                backoff,
             };
             tokio::spawn(talk.hold(backend, workload, tx));
             return;
@@ -144,9 +156,76 @@ impl<B: Backend> Sender<'_, B> {
             };
             let mut rec = backend.execute(id, item, scheduled, origin, abort).await;
             rec.warmup = warmup;
-            let _ = tx.send(Event::Finished(rec));
+            match backoff.as_ref().and_then(|b| b.wait_for(&rec)) {
+                Some((b, wait)) => {
+                    // The record now; the user after the wait.
+                    let _ = tx.send(Event::Record(rec));
+                    b.wait(wait).await;
+                    let _ = tx.send(Event::Freed);
+                }
+                None => {
+                    let _ = tx.send(Event::Finished(rec));
+                }
+            }
         });
     }
+
+    /// How a closed loop's user follows a `Retry-After`; `None` for an open
+    /// loop, whose sends keep to their schedule whatever the server asks.
+    fn backoff(&self) -> Option<Backoff> {
+        let closed = self.plan.rate.is_none() && self.plan.trace.is_none();
+        closed.then(|| Backoff {
+            end: self.plan.sending_time().map(|d| self.origin + d),
+            stop: self.control.stop.clone(),
+            abort: self.control.abort.clone(),
+            count: self.retry_waits.clone(),
+        })
+    }
+}
+
+/// A closed loop's user whose request the server refused with a
+/// `Retry-After` waits that long before its next send, as a client of the
+/// server would: resending at once turns a refusal into a flood of failed
+/// records (thousands a second), and measures nothing but the refusal.
+#[derive(Clone)]
+struct Backoff {
+    /// The end of sending, which ends any wait (none: a count bounds the run).
+    end: Option<Instant>,
+    /// A stop or the run's cancellation ends a wait too.
+    stop: CancellationToken,
+    abort: CancellationToken,
+    count: Arc<AtomicU64>,
+}
+
+impl Backoff {
+    /// The wait `rec` asks of its user, if any (see [`retry_wait`]).
+    fn wait_for(&self, rec: &RequestRecord) -> Option<(&Backoff, Duration)> {
+        retry_wait(rec).map(|w| (self, w))
+    }
+
+    /// Waits `wait`, or until the end of sending, a stop or the run's
+    /// cancellation if sooner.
+    async fn wait(&self, wait: Duration) {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        let until = Instant::now() + wait;
+        let until = self.end.map_or(until, |end| until.min(end));
+        tokio::select! {
+            _ = tokio::time::sleep_until(until) => {}
+            _ = self.stop.cancelled() => {}
+            _ = self.abort.cancelled() => {}
+        }
+    }
+}
+
+/// The wait a failed request's `Retry-After` asks for: a refusal (429 or
+/// 503) whose `Retry-After` is a number of seconds. Its other form, an HTTP
+/// date, is not followed (the client's clock and the server's may differ).
+pub(super) fn retry_wait(rec: &RequestRecord) -> Option<Duration> {
+    if rec.outcome.is_success() || !matches!(rec.http_status, Some(429 | 503)) {
+        return None;
+    }
+    let secs: u64 = rec.retry_after.as_deref()?.trim().parse().ok()?;
+    Some(Duration::from_secs(secs)).filter(|w| !w.is_zero())
 }
 
 /// One multi-turn session of a run, and what it needs to hold it.
@@ -163,6 +242,9 @@ struct Session {
     next_id: Arc<AtomicU64>,
     /// A shard numbers its turns `k·count + index`, apart from the other shards'.
     shard: Option<Shard>,
+    /// A closed loop's: a turn refused with a `Retry-After` holds the user
+    /// that long before its next session.
+    backoff: Option<Backoff>,
 }
 
 impl Session {
@@ -199,8 +281,12 @@ impl Session {
             rec.warmup = self.warmup;
             rec.session = Some(this);
             let (ok, end, tokens) = (rec.outcome.is_success(), rec.end, rec.output_tokens);
+            let backoff = self.backoff.as_ref().and_then(|b| b.wait_for(&rec)).map(|(b, w)| (b.clone(), w));
             let _ = tx.send(Event::Record(rec));
             if !ok {
+                if let Some((b, wait)) = backoff {
+                    b.wait(wait).await;
+                }
                 break;
             }
             conversation.answered(reply.unwrap_or_default(), tokens);

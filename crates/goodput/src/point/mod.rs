@@ -75,7 +75,7 @@ pub async fn run_point(
     if let Some(v) = view {
         v.finish();
     }
-    let (recs, interrupted, stalls) = res?;
+    let goodput_load::RunOutput { records: recs, interrupted, stalls, storm, retry_waits, .. } = res?;
     // A stop the rules decided is the run's own end, not an interruption.
     let interrupted = interrupted && !rules.as_ref().is_some_and(|u| u.decided());
     let client_cost = meter.and_then(|m| m.finish(&recs));
@@ -94,6 +94,23 @@ pub async fn run_point(
         opts,
     );
     result.stop = Some(crate::until::stop_of(rules.as_deref(), interrupted, p.plan, &recs));
+    if let Some(why) = storm {
+        // The run's own end, told and kept in the document (bench exits 1).
+        goodput_core::tell!("error: {why}");
+        result.warnings.push(format!("the run stopped early: {why}"));
+        result.stop = Some(goodput_core::analysis::until::Stop {
+            reason: goodput_core::analysis::until::StopReason::FailureStorm,
+            detail: why,
+            at_requests: None,
+            looks: None,
+        });
+    }
+    if retry_waits > 0 {
+        result.warnings.push(format!(
+            "{retry_waits} request(s) were refused with a Retry-After (429 or 503, in seconds): each one's user waited \
+             as asked (at most until the end of sending) before its next send, so the load was lighter than asked"
+        ));
+    }
     client_cost::with_client_cost(&mut result, client_cost);
     client_cost::with_client_stalls(&mut result, &stalls, &recs);
     crate::signals::finish(scraping, &mut result, &recs, p.plan.client_load()).await;
@@ -118,7 +135,7 @@ async fn run_http(
     control: Control,
     sinks: Sinks,
     origin: tokio::time::Instant,
-) -> Result<(Vec<RequestRecord>, bool, Vec<goodput_core::ClientStall>)> {
+) -> Result<goodput_load::RunOutput> {
     let Sinks { mut records, live, progress, until } = sinks;
     let sink = move |r: &RequestRecord| {
         if let Some(f) = records.as_mut() {
@@ -134,6 +151,5 @@ async fn run_http(
             u.observe(r, stop);
         }
     };
-    let out = goodput_load::run_at(plan, target.client.clone(), workload, control, sink, origin).await?;
-    Ok((out.records, out.interrupted, out.stalls))
+    Ok(goodput_load::run_at(plan, target.client.clone(), workload, control, sink, origin).await?)
 }

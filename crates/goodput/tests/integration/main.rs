@@ -32,6 +32,7 @@ mod signals;
 mod sim_agreement;
 mod stability;
 mod starved;
+mod storms;
 mod until;
 mod virtual_runs;
 mod warm_cache;

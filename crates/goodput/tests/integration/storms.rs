@@ -1,0 +1,90 @@
+//! Servers that fail every request at once: a closed loop that resent at
+//! once piled up failed records by the thousand a second (221,323 in 8 s,
+//! half a gigabyte held). A refusal's `Retry-After` holds its user back, and
+//! a failure storm stops the run early with its document written.
+
+use crate::cmd::{goodput, read_json, records, GoodputCommand};
+use std::io::{BufReader, Write};
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+/// A listener on 127.0.0.1:0 that hands each connection to `serve` on a
+/// thread of its own; its URL.
+fn listen(serve: fn(std::net::TcpStream)) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for sock in listener.incoming() {
+            let Ok(sock) = sock else { return };
+            std::thread::spawn(move || serve(sock));
+        }
+    });
+    url
+}
+
+#[test]
+fn a_failure_storm_stops_a_timed_closed_loop_early_with_its_document_written() {
+    // Every connection closed as soon as it is taken.
+    let url = listen(drop::<std::net::TcpStream>);
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    let began = Instant::now();
+    let o = goodput()
+        .args(["bench", "--url", &url, "--model", "m", "-c", "3", "--duration", "60s", "--no-metrics"])
+        .args(["--progress", "none"])
+        .writing(&out, &rec)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let took = began.elapsed();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    // The storm needs its quiet stretch (or its flood of failures), then
+    // the run ends: far from 60 s.
+    assert!(took < Duration::from_secs(40), "the run went on for {took:?}: {stderr}");
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("failure storm") && stderr.contains("first failure: "), "{stderr}");
+    let doc = read_json(&out);
+    assert_eq!(doc["stop"]["reason"], "failure_storm", "{}", doc["stop"]);
+    assert!(doc["stop"]["detail"].as_str().unwrap().contains("first failure"), "{}", doc["stop"]);
+    assert_eq!(doc["interrupted"], false);
+    let failed = doc["summary"]["requests"]["failed"].as_u64().unwrap();
+    assert!(failed >= goodput_load::runner::STORM_FAILURES, "{failed} failed");
+    assert_eq!(records(&rec).len() as u64, failed, "every record kept");
+}
+
+#[test]
+fn a_refusal_s_retry_after_holds_its_user_back() {
+    // Every request refused at once with `Retry-After: 1`.
+    let url = listen(|sock| {
+        let mut r = BufReader::new(sock.try_clone().unwrap());
+        let mut sock = sock;
+        loop {
+            if crate::cmd::read_request(&mut r).is_empty() {
+                return;
+            }
+            let body = r#"{"error":{"message":"rate limit reached"}}"#;
+            let head = "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nretry-after: 1";
+            if write!(sock, "{head}\r\ncontent-length: {}\r\n\r\n{body}", body.len()).is_err() {
+                return;
+            }
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    let o = goodput()
+        .args(["bench", "--url", &url, "--model", "m", "-c", "1", "--duration", "3500ms", "--no-metrics"])
+        .args(["--progress", "none"])
+        .writing(&out, &rec)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let mut sent: Vec<Duration> = records(&rec).iter().map(|r| r.sent).collect();
+    sent.sort();
+    assert!(sent.len() >= 2, "{sent:?}: {stderr}");
+    assert!(sent.windows(2).all(|w| w[1] - w[0] >= Duration::from_secs(1)), "{sent:?}");
+    assert!(sent.len() <= 4, "a send a second at most: {sent:?}");
+    let doc = read_json(&out);
+    let warnings = doc["warnings"].to_string();
+    assert!(warnings.contains("Retry-After") && warnings.contains("waited"), "{warnings}");
+}
