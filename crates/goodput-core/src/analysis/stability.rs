@@ -7,7 +7,7 @@
 
 use crate::analysis::metrics::{ms, RequestMetrics};
 use crate::doc::config::LoadConfig;
-use crate::doc::record::RequestRecord;
+use crate::doc::record::{Outcome, RequestRecord};
 use crate::doc::window::Window;
 #[cfg(feature = "schema")]
 use schemars::JsonSchema;
@@ -49,7 +49,9 @@ pub struct Stability {
     /// The trend of TTFT against send time over the judged stretch: the
     /// Theil–Sen slope (the median of the pairwise slopes), ms per second of
     /// the run; `ttft_trend_z` is the Mann–Kendall statistic of the same
-    /// pairs (|z| > 3: a trend that chance rarely gives).
+    /// pairs (|z| > 3: a trend that chance rarely gives). Over the requests
+    /// that succeeded and, in an open loop, those cut at the run's end after
+    /// their first token.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ttft_trend_ms_per_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -235,8 +237,19 @@ pub fn judge(
     let achieved_rps = per_s(completions);
 
     let (outstanding_mean, outstanding_growth_per_s) = outstanding(records, j0, j1, due);
-    let trend_set: Vec<(f64, f64)> =
-        ok.iter().filter(|r| in_stretch(secs(due(r)))).filter_map(|r| Some((secs(r.sent), ms(r.ttft()?)))).collect();
+    // TTFT over the stretch's sends that succeeded and, in an open loop,
+    // those cut at the run's end after their first token (its TTFT was
+    // measured): the sends of an overloaded open loop's later stretch are
+    // all cut there, their first tokens late from the queue, and a trend
+    // over the successful sends alone had stopped short of them, too short
+    // to judge (a load of 100 req/s on a server of 72 had read as steady).
+    let cut = cut_at_end(&measured);
+    let trend_set: Vec<(f64, f64)> = measured
+        .iter()
+        .filter(|r| r.outcome.is_success() || (open_loop && cut(r)))
+        .filter(|r| in_stretch(secs(due(r))))
+        .filter_map(|r| Some((secs(r.sent), ms(r.ttft()?))))
+        .collect();
     let trend = theil_sen(&trend_set);
     let ttft_median_ms = median(trend_set.iter().map(|p| p.1));
     let tpot_set: Vec<(f64, f64)> =
@@ -330,17 +343,23 @@ pub fn judge(
     // (a closed loop's users sending together as a batch ends) are not a
     // trend over the run: their latencies differ by their order in the
     // batch, not by when in the run they were sent.
-    let trends = |t: Option<(f64, f64)>, over: f64, med: Option<f64>, floor: f64, sign: f64| {
-        over >= TREND_SPAN * len
+    // An open loop's TTFT seen over less of the stretch because its later
+    // sends there were all cut at the run's end before their first token:
+    // the queue outlasted the run, which censored the trend; it is no
+    // batch of sends close together, so it is judged over what was seen.
+    let last_seen = trend_set.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    let mut unseen = measured.iter().filter(|r| in_stretch(secs(due(r))) && secs(r.sent) > last_seen).peekable();
+    let censored = open_loop && unseen.peek().is_some() && unseen.all(|r| cut(r) && r.ttft().is_none());
+    let trends = |t: Option<(f64, f64)>, over: f64, med: Option<f64>, floor: f64, sign: f64, whole: bool| {
+        (over >= TREND_SPAN * len || !whole)
             && matches!((t, med), (Some((slope, z)), Some(med))
                 if sign * z > TREND_Z && sign * slope * over > floor.max(TTFT_RISE_SHARE * med))
     };
-    let grows = filled && past_noise(outstanding_growth_per_s, len, outstanding_mean);
-    let ttft_rises = trends(trend, ttft_seen, ttft_median_ms, TTFT_RISE_MIN_MS, 1.0);
+    let ttft_rises = trends(trend, ttft_seen, ttft_median_ms, TTFT_RISE_MIN_MS, 1.0, !censored);
     // TPOT only in a closed loop: an open loop's slowing server grows its
     // backlog (above), and its batch widening with the queue's slow swings
     // near capacity lifts TPOT without the load changing.
-    let tpot_rises = !open_loop && trends(tpot_trend, tpot_seen, tpot_median_ms, 0.0, 1.0);
+    let tpot_rises = !open_loop && trends(tpot_trend, tpot_seen, tpot_median_ms, 0.0, 1.0, true);
     // The same over the stretch's later half: a server still filling when
     // the window began (a warm-up too short for its first requests to end)
     // grows its backlog and latency in the first half and holds them level
@@ -353,6 +372,16 @@ pub fn judge(
         let late: Vec<(f64, f64)> = set.iter().copied().filter(|p| p.0 >= mid).collect();
         theil_sen(&late).is_some_and(|(_, z)| z > TREND_Z)
     };
+    // Requests outstanding still climb over a stretch too early to have
+    // filled, and their growth is judged only where an open loop's TTFT
+    // rose over the stretch and kept rising over its later half: a load
+    // still filling levels its latency as it fills, one beyond the server
+    // queues ever longer (100 req/s on a server of 72, whose first
+    // requests took 11 s each, had not been judged at all).
+    // (A trend the run's end censored is judged rising to the end: its
+    // later half holds few sends, or none, that had a first token.)
+    let queueing = open_loop && ttft_rises && (censored || late_rises(&trend_set));
+    let grows = (filled || queueing) && past_noise(outstanding_growth_per_s, len, outstanding_mean);
     let still = past_noise(late_growth, len / 2.0, late_mean)
         || (ttft_rises && late_rises(&trend_set))
         || (tpot_rises && late_rises(&tpot_set));
@@ -424,7 +453,7 @@ pub fn judge(
     // where TTFT was measured; a closed loop's count holds at its users, so
     // there TTFT alone tells.
     let drains = filled && held.is_none() && past_noise(-outstanding_growth_per_s, len, outstanding_mean);
-    let ttft_falls = trends(trend, ttft_seen, ttft_median_ms, TTFT_RISE_MIN_MS, -1.0);
+    let ttft_falls = trends(trend, ttft_seen, ttft_median_ms, TTFT_RISE_MIN_MS, -1.0, true);
     let draining = warmed && ((drains && (ttft_falls || trend.is_none())) || (!open_loop && ttft_falls));
     if draining {
         let mut figs = Vec::new();
@@ -645,6 +674,18 @@ fn early_latency(ok: &[&RequestRecord]) -> f64 {
     let k = (by_send.len() / 10).max(5).min(by_send.len());
     median(by_send[..k].iter().map(|r| r.end.saturating_sub(r.sent).as_secs_f64())).unwrap_or(0.0)
 }
+
+/// Whether a request was cut at the run's end: cancelled when the last
+/// of `measured` ended (the run cancels what is still in flight then;
+/// the load's own cancellations, `--cancel-rate`, fall before it).
+fn cut_at_end(measured: &[&RequestRecord]) -> impl Fn(&RequestRecord) -> bool {
+    let last = measured.iter().map(|r| r.end).max().unwrap_or_default();
+    move |r| matches!(r.outcome, Outcome::Cancelled) && last.saturating_sub(r.end) <= CUT_S
+}
+
+/// A cancelled request that ended within this of the run's last end was
+/// cut by the run's end.
+const CUT_S: Duration = Duration::from_millis(100);
 
 /// The span of the send times (the first of each point) of `pts`, in seconds.
 fn sent_span(pts: &[(f64, f64)]) -> f64 {
@@ -934,6 +975,58 @@ mod tests {
         let reason = s.reason.unwrap();
         assert!(reason.starts_with("arrivals 11.0 req/s, completions 10.0 req/s"), "{reason}");
         assert!(reason.contains("TTFT rose 100 ms per second"), "{reason}");
+    }
+
+    /// A server admitting `capacity` req/s in turn, each request then
+    /// decoding for 10 s, fed at `rate` req/s for 30 s; the run ends at
+    /// 35 s and cancels what is still in flight, those past their first
+    /// token keeping it.
+    fn cut_at_35(rate: f64, capacity: f64) -> Vec<RequestRecord> {
+        let mut admitted = f64::NEG_INFINITY;
+        (0..(rate * 30.0) as u64)
+            .map(|i| {
+                let due = i as f64 / rate;
+                admitted = (admitted + 1.0 / capacity).max(due);
+                let ttft = admitted - due + 0.05;
+                let mut r = req(i, due, ttft, ttft + 10.0);
+                if due + ttft + 10.0 > 35.0 {
+                    let d = Duration::from_secs_f64;
+                    r.outcome = Outcome::Cancelled;
+                    r.end = d(35.0);
+                    r.output_tokens = 0;
+                    if due + ttft > 35.0 {
+                        r.chunks = Vec::new().into();
+                        r.first_byte = None;
+                    } else {
+                        r.chunks = vec![OutputChunk { t: d(due + ttft), tokens: 1, channel: Channel::Content }].into();
+                    }
+                }
+                r
+            })
+            .collect()
+    }
+
+    /// An open loop beyond its server whose first requests take 10 s
+    /// (long decodes) is judged before its outstanding count has filled,
+    /// and its later sends are cut at the run's end: it is overloaded all
+    /// the same, told by its TTFT rising to the run's end (cut requests'
+    /// first tokens counted, and a trend whose later sends got none judged
+    /// over what was seen); a load below the server is steady.
+    #[test]
+    fn an_open_loop_beyond_its_server_cut_at_the_runs_end_is_overloaded() {
+        for rate in [100.0, 130.0] {
+            let recs = cut_at_35(rate, 72.0);
+            let s = judge(&recs, &window(&recs), Some(&open(rate))).unwrap();
+            let why = s.reason.clone().unwrap_or_default();
+            assert!(!s.steady && s.overloaded, "{rate} req/s: {s:?}");
+            assert!(why.starts_with(&format!("arrivals {rate:.1} req/s")) && why.contains("TTFT rose"), "{why}");
+            // Judged before the count filled: the stretch is the second half.
+            assert!(s.judged_from_s > 10.0, "{s:?}");
+        }
+        let healthy = cut_at_35(60.0, 72.0);
+        assert!(healthy.iter().any(|r| matches!(r.outcome, Outcome::Cancelled)));
+        let s = judge(&healthy, &window(&healthy), Some(&open(60.0))).unwrap();
+        assert!(s.steady && !s.overloaded, "{s:?}");
     }
 
     /// A slow creep over a long run is told as the figure it is, not
