@@ -515,6 +515,26 @@ impl Slo {
     }
 }
 
+impl Slo {
+    /// Whether `r`, cancelled before it ended, had certainly missed a
+    /// per-request bound (a limit, or an objective's bound on each request)
+    /// when it was cancelled: no first token after more than a TTFT bound
+    /// (or a first token later than it), or more than an E2E bound gone.
+    /// A request cancelled before any bound passed could still have met
+    /// them all, so it is left out of the attainment; this one is not.
+    pub fn certainly_missed(&self, r: &RequestRecord) -> bool {
+        let elapsed = r.end.saturating_sub(r.sent);
+        let missed = |m: SloMetric, max: Duration| match m {
+            SloMetric::Ttft => r.ttft().unwrap_or(elapsed) > max,
+            SloMetric::E2e => elapsed > max,
+            _ => false,
+        };
+        matches!(r.outcome, Outcome::Cancelled)
+            && (self.limits.iter().any(|l| missed(l.metric, l.max))
+                || self.objectives.iter().any(|o| missed(o.metric, o.max)))
+    }
+}
+
 /// `summary.goodput` of the result (docs/result.md).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
@@ -747,13 +767,17 @@ pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, S
     let all_tokens = crate::analysis::stats::total(measured.iter().map(|r| r.output_tokens));
     let per_s = |x: f64| if window_s > 0.0 { x / window_s } else { 0.0 };
     let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    // The attainment counts, beside the judged requests, those cancelled
+    // after they had certainly missed a bound: an overloaded run cut at its
+    // end, its later requests waiting past the TTFT limit, had shown 100%.
+    let missed = measured.iter().filter(|r| slo.certainly_missed(r)).count();
     let goodput = Goodput {
         requests_per_s: per_s(good.len() as f64),
         output_tokens_per_s: per_s(good_tokens as f64),
-        slo_attainment: ratio(good.len() as f64, judged.len() as f64),
+        slo_attainment: ratio(good.len() as f64, (judged.len() + missed) as f64),
         useful_work: ratio(good_tokens as f64, all_tokens as f64),
         good_requests: good.len() as u64,
-        judged_requests: judged.len() as u64,
+        judged_requests: (judged.len() + missed) as u64,
     };
     let objectives: Vec<ObjectiveResult> = slo
         .objectives
@@ -945,6 +969,47 @@ mod tests {
         let mut old = judge(&many, &"ttft:p99<=200ms".parse().unwrap(), 1.0).1;
         old.objectives[0].samples = 0;
         assert!(old.unbounded_passes(0.95).is_empty());
+    }
+
+    /// A request cancelled at the run's end after it had waited past the
+    /// TTFT limit with no first token (or past an E2E limit) certainly
+    /// missed, and counts against the attainment; one cancelled before any
+    /// limit passed is left out (an overloaded run cut at its end had
+    /// shown 100%).
+    #[test]
+    fn a_request_cancelled_after_a_limit_passed_counts_as_missed() {
+        let cut = |ttft_ms: Option<u64>, ended_ms: u64| {
+            let mut r = req(ttft_ms.unwrap_or(0), 10, 1);
+            if ttft_ms.is_none() {
+                r.chunks = Vec::new().into();
+            }
+            r.end = Duration::from_millis(ended_ms);
+            r.outcome = Outcome::Cancelled;
+            r
+        };
+        let slo: Slo = "ttft<=200ms".parse().unwrap();
+        let recs = vec![
+            req(100, 10, 10),
+            req(150, 10, 10),
+            cut(None, 5000),
+            cut(Some(900), 1000),
+            cut(None, 150),
+            cut(Some(100), 5000),
+        ];
+        assert_eq!(
+            recs.iter().map(|r| slo.certainly_missed(r)).collect::<Vec<_>>(),
+            [false, false, true, true, false, false]
+        );
+        let (g, _) = judge(&recs, &slo, 1.0);
+        assert_eq!((g.good_requests, g.judged_requests), (2, 4));
+        assert_eq!(g.slo_attainment, 0.5);
+        // An E2E limit: past it once that much time went by, first token or not.
+        let e2e: Slo = "e2e<=2s".parse().unwrap();
+        assert!(e2e.certainly_missed(&cut(Some(100), 2500)) && !e2e.certainly_missed(&cut(Some(100), 1500)));
+        // A TPOT limit is never certainly missed by a cut request.
+        assert!(!"tpot<=1ms".parse::<Slo>().unwrap().certainly_missed(&cut(None, 60_000)));
+        // A request that ended is judged as before, not by this.
+        assert!(!slo.certainly_missed(&req(900, 10, 10)));
     }
 
     #[test]
