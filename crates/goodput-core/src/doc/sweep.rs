@@ -216,13 +216,79 @@ fn failures_note(points: &[SweepPoint]) -> Option<String> {
     })
 }
 
-/// Whether a point at `load` or above had 10% or more of its measured
-/// requests fail.
-fn failing_from(points: &[SweepPoint], load: f64) -> bool {
-    points.iter().filter(|p| p.load.value() >= load).any(|p| {
+/// Whether a point at `load` or above on `axis` had 10% or more of its
+/// measured requests fail.
+fn failing_from(points: &[SweepPoint], axis: LoadAxis, load: f64) -> bool {
+    points.iter().filter(|p| axis.at(p) >= load).any(|p| {
         let r = &p.result.summary.requests;
         r.failed > 0 && r.failed as f64 >= 0.1 * r.sent as f64
     })
+}
+
+/// The requests per second a point sustained: over its judged stretch
+/// when it was steady (its window's rate is lowered by the ramp-up and
+/// drain), else over its window.
+pub fn sustained_rps(r: &RunResult) -> f64 {
+    match &r.summary.stability {
+        Some(s) if s.steady && s.achieved_rps > 0.0 => s.achieved_rps,
+        _ => r.summary.throughput.requests_per_s,
+    }
+}
+
+/// The one scale a sweep's points are ordered and compared on ("the
+/// highest load", "the highest load meeting the SLO"): the load's own
+/// value where every point is of one kind, else requests per second.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadAxis {
+    /// Every point a closed loop: requests in flight.
+    Concurrency,
+    /// Every point an open loop: requests per second offered.
+    Rate,
+    /// Both kinds (`sweep --auto`): an open loop's rate, and the requests
+    /// per second a closed loop sustained ([`sustained_rps`]). Concurrency
+    /// 8 and 33.8 req/s had been compared as 8 against 33.8.
+    Mixed,
+}
+
+impl LoadAxis {
+    pub fn of(points: &[SweepPoint]) -> LoadAxis {
+        let rate = |p: &SweepPoint| matches!(p.load, Load::Rate(_));
+        match (points.iter().any(rate), points.iter().all(rate)) {
+            (true, true) => LoadAxis::Rate,
+            (true, false) => LoadAxis::Mixed,
+            _ => LoadAxis::Concurrency,
+        }
+    }
+
+    /// Where point `p` lies on the axis.
+    pub fn at(self, p: &SweepPoint) -> f64 {
+        match (self, p.load) {
+            (LoadAxis::Mixed, Load::Concurrency(_)) => sustained_rps(&p.result),
+            (_, load) => load.value(),
+        }
+    }
+
+    /// The axis's name, with its unit, for a chart.
+    pub fn label(self) -> &'static str {
+        match self {
+            LoadAxis::Concurrency => "concurrency (requests in flight)",
+            LoadAxis::Rate => "request rate (req/s)",
+            LoadAxis::Mixed => "load (req/s: the rate offered, or what a concurrency sustained)",
+        }
+    }
+}
+
+/// What a sweep's analysis says of saturation where it names no point,
+/// in a few words (a card's): that the sweep went past it, that it cannot
+/// be told, or that it was not reached, as its notes say.
+pub fn saturation_unplaced(a: &SweepAnalysis) -> &'static str {
+    if a.notes.iter().any(|n| n.contains("went past saturation")) {
+        "went past it (see the notes)"
+    } else if a.notes.iter().any(|n| n.contains("reached saturation cannot be told")) {
+        "cannot be told (see the notes)"
+    } else {
+        "not reached"
+    }
 }
 
 /// How hard a point loaded the server: mean requests in flight. Unlike the
@@ -255,9 +321,11 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
     if let Some(n) = failures_note(points) {
         a.notes.push(n);
     }
+    let axis = LoadAxis::of(points);
+    let at = |i: usize| axis.at(&points[i]);
     let mut order: Vec<usize> =
         (0..points.len()).filter(|&i| points[i].result.summary.requests.completed > 0).collect();
-    order.sort_by(|&x, &y| points[x].load.value().total_cmp(&points[y].load.value()));
+    order.sort_by(|&x, &y| at(x).total_cmp(&at(y)));
     if order.is_empty() {
         a.notes.push("no point completed a request".into());
         return a;
@@ -304,13 +372,17 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
     // grew), or throughput at the highest load well below the best. "Did
     // not reach saturation" had been said of a sweep whose every point was
     // overloaded and whose throughput fell by half.
+    // Over the points that measured a rate, or where none did, over them
+    // all: a sweep whose every point was overloaded had its every window
+    // too short to measure one (mostly ramp-up, the queue still growing)
+    // and had said "did not reach saturation".
     let overloaded = |i: usize| points[i].result.summary.stability.as_ref().is_some_and(|s| s.overloaded);
-    match (found, knee_order.first(), knee_order.last()) {
+    let measured = if some_short && !knee_order.is_empty() { "measured " } else { "" };
+    match (found, rated.first(), rated.last()) {
         (Some(k), _, _) => a.saturation = Some(point_ref(k, &points[k])),
-        (None, Some(&lo), Some(_)) if knee_order.iter().all(|&i| overloaded(i)) => a.notes.push(format!(
-            "every {}load was beyond the server (its backlog grew): the sweep went past saturation, which lies \
-             below the lowest, {}; add lower loads",
-            if some_short { "measured " } else { "" },
+        (None, Some(&lo), Some(_)) if rated.iter().all(|&i| overloaded(i)) => a.notes.push(format!(
+            "every {measured}load was beyond the server (its backlog grew): the sweep went past saturation, \
+             which lies below the lowest, {}; add lower loads",
             points[lo].load.label()
         )),
         (None, _, Some(&hi)) if thr(hi) < 0.9 * thr(best) => a.notes.push(format!(
@@ -319,22 +391,29 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
             thr(best),
             points[best].load.label(),
             thr(hi),
-            if some_short { "measured " } else { "" },
+            measured,
             points[hi].load.label(),
             points[best].load.label()
         )),
         // The highest loads failed (a server that died mid-sweep): whether
         // it saturated cannot be told ("did not reach saturation" had been
         // the only word on a dead server).
-        (None, _, Some(&hi)) if failing_from(points, points[hi].load.value()) => a.notes.push(
+        (None, _, Some(&hi)) if failing_from(points, axis, at(hi)) => a.notes.push(
             "requests failed at the highest loads (10% or more of them): whether the sweep reached saturation \
              cannot be told"
+                .into(),
+        ),
+        // Every window too short to measure a rate: their throughputs are
+        // the windows', so neither a rise nor a knee says anything.
+        (None, _, _) if knee_order.is_empty() => a.notes.push(
+            "every point's window was too short to measure its rate (see each point's summary.stability.reason): \
+             whether the sweep reached saturation cannot be told; run longer points (--duration, --requests)"
                 .into(),
         ),
         (None, _, _) => a.notes.push(format!(
             "throughput was still rising, or {} flat, at the highest {}load: the sweep did not reach saturation",
             if pooled { "E2E" } else { "TTFT" },
-            if some_short { "measured " } else { "" }
+            measured
         )),
     }
 
@@ -357,7 +436,7 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
             .copied()
             .filter(|&i| meets_slo(&points[i].result, attainment_target) == Some(true) && steady(&points[i].result))
             .collect();
-        if let Some(&hi) = meeting.iter().max_by(|&&x, &&y| points[x].load.value().total_cmp(&points[y].load.value())) {
+        if let Some(&hi) = meeting.iter().max_by(|&&x, &&y| at(x).total_cmp(&at(y))) {
             a.highest_load_meeting_slo = Some(point_ref(hi, &points[hi]));
             // Among the points that meet the SLO, the one with the most
             // goodput (so the cheapest per good token).
@@ -402,7 +481,7 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
     // Every point, those that completed no request included (they measured
     // nothing, and had been left out of the list).
     let mut all: Vec<usize> = (0..points.len()).collect();
-    all.sort_by(|&x, &y| points[x].load.value().total_cmp(&points[y].load.value()));
+    all.sort_by(|&x, &y| at(x).total_cmp(&at(y)));
     let unsteady: Vec<String> =
         all.iter().filter(|&&i| !steady(&points[i].result)).map(|&i| points[i].load.label()).collect();
     if !unsteady.is_empty() {
@@ -567,6 +646,66 @@ mod tests {
         ];
         let a = analyze_sweep(&pts, DEFAULT_ATTAINMENT_TARGET);
         assert!(a.notes.iter().any(|n| n.contains("did not reach saturation")), "{:?}", a.notes);
+    }
+
+    /// A sweep of both kinds (`--auto`) orders its points by requests per
+    /// second: concurrency 8 sustaining 40 req/s is a higher load than
+    /// 33.8 req/s (compared as 8 against 33.8, the rate had read as the
+    /// highest load meeting the SLO, and its lower throughput as the sweep
+    /// going past saturation).
+    #[test]
+    fn points_of_both_kinds_are_ordered_by_requests_per_second() {
+        let at = |load: Load, rps: f64, tok_s: f64| {
+            let mut p = judged(pt(load, tok_s, 100, 0, steady_verdict()), tok_s);
+            p.result.summary.throughput.requests_per_s = rps;
+            p.result.slo.as_mut().unwrap().pass = true;
+            p.result.summary.goodput.as_mut().unwrap().slo_attainment = 1.0;
+            p
+        };
+        let pts = [
+            at(Load::Concurrency(1), 5.0, 100.0),
+            at(Load::Concurrency(8), 40.0, 700.0),
+            at(Load::Rate(33.774), 33.7, 600.0),
+        ];
+        assert_eq!(LoadAxis::of(&pts), LoadAxis::Mixed);
+        assert_eq!(LoadAxis::Mixed.at(&pts[1]), 40.0);
+        let a = analyze_sweep(&pts, DEFAULT_ATTAINMENT_TARGET);
+        assert_eq!(a.highest_load_meeting_slo.as_ref().map(|p| p.index), Some(1));
+        assert!(a.notes.iter().all(|n| !n.contains("went past saturation")), "{:?}", a.notes);
+        assert_eq!(saturation_unplaced(&a), "not reached");
+        // One kind: the load's own value.
+        assert_eq!(LoadAxis::of(&pts[..2]), LoadAxis::Concurrency);
+        assert_eq!(LoadAxis::Concurrency.at(&pts[1]), 8.0);
+        assert_eq!(LoadAxis::of(&pts[2..]), LoadAxis::Rate);
+    }
+
+    /// A sweep whose every point was overloaded, each window too short to
+    /// measure a rate, went past saturation (it had said "did not reach
+    /// saturation"); one whose every window was too short otherwise cannot
+    /// tell. The saturation card's words agree with the note.
+    #[test]
+    fn every_point_too_short_and_overloaded_is_past_saturation_else_cannot_be_told() {
+        let short = |overloaded: bool| {
+            Some(Stability {
+                steady: false,
+                overloaded,
+                transient_share: 0.8,
+                reason: Some("arrivals 100.0 req/s, completions 72.0 req/s".into()),
+                ..Stability::default()
+            })
+        };
+        let pts: Vec<SweepPoint> =
+            [100.0, 150.0, 200.0].iter().map(|&r| pt(Load::Rate(r), 9000.0, 3000, 0, short(true))).collect();
+        let a = analyze_sweep(&pts, DEFAULT_ATTAINMENT_TARGET);
+        assert!(a.notes.iter().all(|n| !n.contains("did not reach saturation")), "{:?}", a.notes);
+        let past = a.notes.iter().find(|n| n.contains("went past saturation")).expect("a past-saturation note");
+        assert!(past.starts_with("every load was beyond the server") && past.contains("100 req/s"), "{past}");
+        assert_eq!(saturation_unplaced(&a), "went past it (see the notes)");
+        let pts: Vec<SweepPoint> =
+            [1.0, 2.0, 3.0].iter().map(|&r| pt(Load::Rate(r), 100.0 * r, 30, 0, short(false))).collect();
+        let a = analyze_sweep(&pts, DEFAULT_ATTAINMENT_TARGET);
+        assert!(a.notes.iter().any(|n| n.contains("reached saturation cannot be told")), "{:?}", a.notes);
+        assert_eq!(saturation_unplaced(&a), "cannot be told (see the notes)");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::series::{self, Latency, SweepSeries, TimeSeries};
 use crate::svg::{self, Chart, Guide, Mark, Series, Style};
 use crate::table::Detail;
 use goodput_core::analysis::slo::ObjectiveResult;
-use goodput_core::doc::sweep::{Load, PointRef, SweepAnalysis, SweepPoint, SweepResult};
+use goodput_core::doc::sweep::{saturation_unplaced, LoadAxis, PointRef, SweepAnalysis, SweepPoint, SweepResult};
 use goodput_core::{RunResult, Slo};
 use std::fmt::Write;
 
@@ -112,7 +112,9 @@ fn point_cards(o: &mut String, a: &SweepAnalysis, slo_given: bool) {
         None => card(o, key, "-", what),
     };
     point_card(o, "recommended", &a.recommended, "no recommendation");
-    point_card(o, "saturation", &a.saturation, "not reached");
+    // The card says what the notes say: "not reached" had sat beside a
+    // note that the sweep went past saturation.
+    point_card(o, "saturation", &a.saturation, saturation_unplaced(a));
     point_card(o, "max throughput", &a.max_throughput, "-");
     let (no_goodput, none_met) =
         if slo_given { ("no point met the SLO", "no point met the SLO") } else { ("no SLO given", "no SLO given") };
@@ -140,11 +142,12 @@ fn sweep_slo(sw: &SweepResult) -> Option<Slo> {
 fn sweep_charts(o: &mut String, sw: &SweepResult, held: Option<&SweepSeries>) {
     let (a, pts) = (&sw.analysis, &sw.points);
     // Lines join the points from the lightest load to the heaviest, not in
-    // the order they ran (a search adds points between those of the grid).
-    // Requests in flight order loads of either kind: more load, more in
-    // flight, for a closed loop and an open one alike.
+    // the order they ran (a search adds points between those of the grid),
+    // on the scale the analysis orders them on (loads of both kinds by
+    // requests per second).
+    let axis = LoadAxis::of(pts);
     let mut ordered: Vec<(usize, &SweepPoint)> = pts.iter().enumerate().collect();
-    ordered.sort_by(|a, b| a.1.result.summary.in_flight.mean.total_cmp(&b.1.result.summary.in_flight.mean));
+    ordered.sort_by(|a, b| axis.at(a.1).total_cmp(&axis.at(b.1)));
     let by_load: Vec<&SweepPoint> = ordered.iter().map(|p| p.1).collect();
     let slo = sweep_slo(sw);
     let p50_at = |d: Dist| move |p: &PointRef| sw.points.get(p.index).and_then(|x| d.of(&x.result.summary).p(50.0));
@@ -275,8 +278,9 @@ fn latency_curve(
 
 /// Output throughput, and goodput under an SLO, against the load.
 fn goodput_by_load(ordered: &[&SweepPoint], a: &SweepAnalysis, pts: &[SweepPoint]) -> Chart {
+    let axis = LoadAxis::of(pts);
     let by_load = |f: &dyn Fn(&RunResult) -> Option<f64>| -> Vec<(f64, f64)> {
-        ordered.iter().filter_map(|p| Some((p.load.value(), f(&p.result)?))).collect()
+        ordered.iter().filter_map(|p| Some((axis.at(p), f(&p.result)?))).collect()
     };
     let mut load_series = vec![Series::new(
         "output tok/s",
@@ -289,8 +293,8 @@ fn goodput_by_load(ordered: &[&SweepPoint], a: &SweepAnalysis, pts: &[SweepPoint
         load_series.push(Series::new("goodput tok/s (requests meeting the SLO)", Style::LineDots, 2, goodput));
     }
     let load_mark = |p: &Option<PointRef>, label: &str, class: &'static str| {
-        p.as_ref().map(|p| Mark {
-            x: p.load.value(),
+        p.as_ref().and_then(|p| pts.get(p.index).map(|pt| (p, pt))).map(|(p, pt)| Mark {
+            x: axis.at(pt),
             y: p.goodput_tokens_per_s.unwrap_or(p.output_tokens_per_s),
             label: format!("{label}: {}", p.load.label()),
             class,
@@ -300,7 +304,7 @@ fn goodput_by_load(ordered: &[&SweepPoint], a: &SweepAnalysis, pts: &[SweepPoint
     Chart {
         id: "sweep-goodput".into(),
         title: "Throughput and goodput by load".into(),
-        x_label: load_axis(pts).into(),
+        x_label: axis.label().into(),
         y_label: "tokens/s".into(),
         series: load_series,
         marks: [
@@ -558,13 +562,6 @@ fn points_table(o: &mut String, sw: &SweepResult) {
     o.push_str("</section>");
 }
 
-fn load_axis(points: &[goodput_core::doc::sweep::SweepPoint]) -> &'static str {
-    match points.first().map(|p| p.load) {
-        Some(Load::Rate(_)) => "request rate (req/s)",
-        _ => "concurrency (requests in flight)",
-    }
-}
-
 fn point_mark(
     p: &Option<PointRef>,
     y: impl Fn(&PointRef) -> Option<f64>,
@@ -579,7 +576,7 @@ fn point_mark(
 mod tests {
     use super::super::tests::run;
     use super::*;
-    use goodput_core::doc::sweep::analyze_sweep;
+    use goodput_core::doc::sweep::{analyze_sweep, Load};
 
     /// A sweep of a few points of [`run`] (judged by its SLO), its analysis
     /// empty: no point singled out.
