@@ -278,7 +278,7 @@ pub fn by_model(models: &[ModelStats], ps: &[f64]) -> Table {
 /// A sweep's points, a row per point in run order, labelled by its load:
 /// its origin, throughput, latencies, failures, goodput and verdicts; the
 /// recommended point and the saturation marked. HTML shows every column,
-/// Markdown the headline ones. (The terminal prints a point's row as it
+/// Markdown the headline ones (the steadiness among them). (The terminal prints a point's row as it
 /// completes, with its own columns: `terminal::sweep::row`.)
 pub fn sweep_points(sw: &SweepResult) -> Table {
     let col =
@@ -298,7 +298,7 @@ pub fn sweep_points(sw: &SweepResult) -> Table {
         col("attainment", "slo_attainment", Unit::Ratio, r, f),
         col("SLO", "meets_slo", Unit::Plain, l, h),
         col("$ per M", "usd_per_million_output_tokens", Unit::Usd, r, f),
-        col("steady", "steady", Unit::Plain, l, f),
+        col("steady", "steady", Unit::Plain, l, h),
     ];
     let a = &sw.analysis;
     let rows = sw
@@ -327,7 +327,7 @@ pub fn sweep_points(sw: &SweepResult) -> Table {
                 n(Some(s.requests.failed as f64)),
                 n(g.map(|g| g.output_tokens_per_s)),
                 n(g.map(|g| g.slo_attainment)),
-                Cell::Verdict { pass: sw.point_meets_slo(i), yes: "met", no: "missed" },
+                slo_cell(sw.point_meets_slo(i), goodput_core::doc::sweep::steady(res)),
                 n(res.cost.as_ref().and_then(|c| c.usd_per_million_output_tokens)),
                 Cell::Verdict { pass: s.stability.as_ref().map(|st| st.steady), yes: "steady", no: "NOT STEADY" },
             ];
@@ -353,6 +353,18 @@ pub fn sweep_points(sw: &SweepResult) -> Table {
     Table { title: "load".into(), label_align: Align::Left, columns, rows }
 }
 
+/// A sweep point's SLO verdict as its analysis counts it: a point that met
+/// every objective but was not a steady state is not counted as meeting
+/// the SLO, so it reads "met, NOT STEADY", a fail, as the terminal's row
+/// reads "meets … · NOT STEADY" (it had read "met" beside an analysis that
+/// named a lower load the highest meeting the SLO).
+fn slo_cell(meets: Option<bool>, steady: bool) -> Cell {
+    match meets {
+        Some(true) if !steady => Cell::Verdict { pass: Some(false), yes: "met", no: "met, NOT STEADY" },
+        _ => Cell::Verdict { pass: meets, yes: "met", no: "missed" },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,6 +385,17 @@ mod tests {
         let mut s: Summary = serde_json::from_value(v).unwrap();
         s.requests.failed = failed;
         s
+    }
+
+    /// A sweep point that met every objective but was not steady is not
+    /// counted as meeting the SLO: its cell reads so, as a fail.
+    #[test]
+    fn a_point_met_but_not_steady_reads_so() {
+        let text = |c: &Cell| (c.text(Unit::Plain), matches!(c, Cell::Verdict { pass: Some(true), .. }));
+        assert_eq!(text(&slo_cell(Some(true), true)), ("met".to_string(), true));
+        assert_eq!(text(&slo_cell(Some(true), false)), ("met, NOT STEADY".to_string(), false));
+        assert_eq!(text(&slo_cell(Some(false), false)), ("missed".to_string(), false));
+        assert_eq!(text(&slo_cell(None, false)), ("-".to_string(), false));
     }
 
     fn labels(t: &Table) -> Vec<&str> {

@@ -2,7 +2,8 @@
 //! column per metric × statistic, unit in the name: `ttft_ms_p50`),
 //! `requests.csv` with a row per request, `runs.csv` with a row per run of
 //! `--runs N` (a sweep's: per run of each point), `points.csv` with a row per sweep
-//! point (the summary columns after the load), `compare.csv` for comparisons;
+//! point (its SLO verdict and whether it was steady, then the summary
+//! columns), `compare.csv` for comparisons;
 //! `server_signals.csv` (a row per scrape) and `engine_series.csv` (a row per
 //! simulated-engine sample) when the run holds those blocks.
 //! Untrusted text is quoted and guarded against formula injection.
@@ -87,7 +88,12 @@ impl Exporter for Csv {
                 ("load_kind".to_string(), kind.to_string()),
                 ("load_value".to_string(), csv_num(Some(value))),
                 ("origin".to_string(), csv_text(&p.origin)),
+                // The SLO's verdict, and beside it whether the point was a
+                // steady state: the analysis counts a point as meeting the
+                // SLO only where both are true (a row of `meets_slo` true
+                // had stood alone for a point it did not count).
                 ("meets_slo".to_string(), opt_bool(sweep.point_meets_slo(i))),
+                ("steady".to_string(), bool_cell(goodput_core::doc::sweep::steady(&p.result))),
                 ("saturation".to_string(), is(&a.saturation)),
                 ("recommended".to_string(), is(&a.recommended)),
             ];
@@ -531,4 +537,54 @@ fn requests_csv<'a>(recs: impl Iterator<Item = (Option<usize>, &'a RequestRecord
         }
     }
     table(&header, &rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use goodput_core::analysis::assemble::{assemble, Assembly};
+    use goodput_core::analysis::stability::Stability;
+    use goodput_core::doc::result::{Target, Tool};
+    use goodput_core::doc::sweep::{SweepAnalysis, SweepPoint};
+
+    /// `points.csv` has a `steady` column beside `meets_slo`: a point that
+    /// met the SLO but was not steady, which the analysis does not count as
+    /// meeting it, is told apart from one that was.
+    #[test]
+    fn points_csv_says_whether_each_point_was_steady() {
+        let point = |load: f64, steady: bool| {
+            let a = Assembly {
+                tool: Tool { name: "goodput".into(), version: "0".into(), commit: None },
+                kind: "bench",
+                run_id: String::new(),
+                started_unix_s: 0.0,
+                interrupted: false,
+                config: Default::default(),
+                target: Target::default(),
+                include_requests: false,
+            };
+            let mut result = assemble(a, &[], &Default::default());
+            result.summary.requests.completed = 10;
+            result.summary.stability = Some(Stability { steady, ..Stability::default() });
+            SweepPoint { load: Load::Rate(load), origin: "grid".into(), result }
+        };
+        let sw = SweepResult {
+            schema: goodput_core::SCHEMA.into(),
+            tool: Tool { name: "goodput".into(), version: "0".into(), commit: None },
+            kind: "sweep".into(),
+            started_unix_s: 0.0,
+            interrupted: false,
+            config: Default::default(),
+            target: Target::default(),
+            points: vec![point(10.0, true), point(80.0, false)],
+            analysis: SweepAnalysis::default(),
+        };
+        let Rendered::Folder(files) = Csv.render_sweep(&sw).unwrap() else { panic!("a folder") };
+        let text = String::from_utf8(files[0].1.clone()).unwrap();
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let col = header.iter().position(|h| *h == "steady").expect("a steady column");
+        let steady: Vec<String> = lines.map(|l| l.split(',').nth(col).unwrap().to_string()).collect();
+        assert_eq!(steady, ["true", "false"]);
+    }
 }

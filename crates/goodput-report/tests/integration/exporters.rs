@@ -186,7 +186,10 @@ fn csv_sweep_points_share_one_header_and_mark_the_analysis() {
     let rows = parse_csv(&text(&out, "points.csv"));
     assert_eq!(rows.len(), sw.points.len() + 1);
     assert!(rows.iter().all(|row| row.len() == rows[0].len()));
-    assert_eq!(&rows[0][..7], ["point", "load_kind", "load_value", "origin", "meets_slo", "saturation", "recommended"]);
+    assert_eq!(
+        &rows[0][..8],
+        ["point", "load_kind", "load_value", "origin", "meets_slo", "steady", "saturation", "recommended"]
+    );
     assert_eq!(column(&rows, "load_value"), ["1", "2", "4", "8", "16", "32"]);
     let rec = sw.analysis.recommended.as_ref().unwrap().index;
     let flags = column(&rows, "recommended");
@@ -508,7 +511,8 @@ fn sweep_points_are_one_table_that_html_and_markdown_show_at_their_levels() {
             "E2E p99 (ms)",
             "failed",
             "goodput tok/s",
-            "SLO"
+            "SLO",
+            "steady"
         ]
     );
     // Each format shows its level's heads, in order.
