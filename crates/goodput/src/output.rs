@@ -68,8 +68,13 @@ pub fn distinct_files(inputs: &[(&str, &Path)], outputs: &[(&str, Option<&Path>)
 
 /// Refuses two outputs that name the same file (through a link, `.` or `..`
 /// too, and `-` twice): the one written last would leave nothing of the
-/// other.
+/// other. An output that is standard output (`-`) takes it for itself: from
+/// then on [`say`] writes to standard error, so that standard output
+/// carries that document alone.
 pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
+    if outputs.iter().any(|(_, p)| *p == Some(Path::new("-"))) {
+        STDOUT_TAKEN.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     let mut seen: Vec<(&str, FileKey)> = Vec::new();
     for &(flag, path) in outputs {
         let Some(path) = path else { continue };
@@ -380,11 +385,30 @@ pub fn shown(s: &str) -> String {
     goodput_report::escape::terminal(&goodput_core::util::redact::scrub(s))
 }
 
-/// Writes `text` to standard output. A reader that went away (`| head`) is
-/// no reason to stop, let alone panic as `print!` does: whatever goes to
-/// files is still written.
+/// Set once an output names standard output (`-o -`, `--markdown -`),
+/// which then carries that document alone: by [`distinct_outputs`], which
+/// every command that writes a document calls before it runs.
+static STDOUT_TAKEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether standard output carries a document (an output named `-`), so
+/// that what a command prints goes to standard error, and a document
+/// rewritten as a run goes (a sweep's, after each point) is written once,
+/// at the end.
+pub fn stdout_taken() -> bool {
+    STDOUT_TAKEN.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Writes `text` to standard output, or to standard error where a document
+/// takes standard output ([`stdout_taken`]). A reader that went away
+/// (`| head`) is no reason to stop, let alone panic as `print!` does:
+/// whatever goes to files is still written.
 pub fn say(text: &str) {
     use std::io::Write;
+    if stdout_taken() {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+        return;
+    }
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }

@@ -230,7 +230,8 @@ impl Sweep {
     }
 
     /// Prints a point's row, keeps it (and its TTFT distribution, from its
-    /// records) and writes the document.
+    /// records) and writes the document (to a file: standard output takes
+    /// it once, at the end).
     fn record(
         &mut self,
         load: Load,
@@ -251,7 +252,11 @@ impl Sweep {
         ));
         self.points.push(SweepPoint { load, origin: origin.into(), result });
         self.held.ttft.push(ttft);
-        self.write(false)?;
+        // A document on standard output is written once, at the end: one
+        // after each point would have put several there.
+        if !output::stdout_taken() {
+            self.write(false)?;
+        }
         Ok(self.points.last().expect("just pushed"))
     }
 

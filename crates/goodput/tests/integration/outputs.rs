@@ -71,6 +71,50 @@ fn dash_writes_the_document_alone_to_standard_output() {
     assert!(!Path::new("-").exists(), "a file named - was made");
 }
 
+/// With `-o -` standard output carries one document, written once at the
+/// end, and nothing else, whatever the command: a sweep had written its
+/// document there after each point and printed its rows and analysis
+/// between them, `estimate` its engine's lines after the document, and
+/// `report` a sweep's analysis. What they print goes to standard error.
+#[test]
+fn each_command_writes_one_document_alone_to_standard_output_with_dash() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    // Standard output, parsed as one JSON document (trailing text fails),
+    // and standard error.
+    let alone = |args: &[std::ffi::OsString], what: &str| -> (serde_json::Value, String) {
+        let out = goodput().args(args).args(["-o", "-"]).output().unwrap();
+        let (stdout, stderr) =
+            (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
+        assert!(out.status.success(), "{what} failed: {stderr}");
+        let doc = serde_json::from_str::<serde_json::Value>(&stdout)
+            .unwrap_or_else(|e| panic!("{what}: stdout is not one document ({e}): {stdout:.600}"));
+        assert_eq!(doc["schema"], "goodput/v1", "{what}");
+        (doc, stderr)
+    };
+    let os = |v: &[&str]| v.iter().map(|s| std::ffi::OsString::from(*s)).collect::<Vec<_>>();
+    let estimate = os(&["estimate", "--model", "llama-3.1-8b", "--rate", "10", "-n", "100"]);
+    let (run, said) = alone(&estimate, "estimate");
+    assert!(said.contains("engine (simulated)"), "estimate's engine lines went nowhere: {said}");
+    std::fs::write(p("run.json"), run.to_string()).unwrap();
+    let mut other = estimate.clone();
+    other.extend(os(&["--seed", "7"]));
+    let (other, _) = alone(&other, "estimate --seed 7");
+    std::fs::write(p("other.json"), other.to_string()).unwrap();
+    let sweep = os(&["sweep", "--estimate", "--model", "llama-3.1-8b", "--rate", "5,10", "-n", "100"]);
+    let (doc, said) = alone(&sweep, "sweep --estimate");
+    assert_eq!(doc["points"].as_array().map(Vec::len), Some(2), "the sweep's document is not its whole: {doc:.300}");
+    assert!(said.contains("saturation"), "the sweep's analysis went nowhere: {said}");
+    std::fs::write(p("sweep.json"), doc.to_string()).unwrap();
+    for (args, what) in [
+        (vec!["report".into(), p("sweep.json").into_os_string()], "report of a sweep"),
+        (vec!["report".into(), p("run.json").into_os_string()], "report of a run"),
+        (vec!["compare".into(), p("run.json").into_os_string(), p("other.json").into_os_string()], "compare"),
+    ] {
+        alone(&args, what);
+    }
+}
+
 #[test]
 fn two_outputs_naming_one_file_are_refused_before_the_run() {
     let dir = tempfile::tempdir().unwrap();
