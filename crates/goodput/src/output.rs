@@ -308,33 +308,8 @@ pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: 
             .unwrap_or_else(|| "no request finished".into());
         // The server's words, shown as text: its escape sequences never reach the terminal.
         let first = goodput_report::escape::terminal(&first);
-        if q.sent == 0 && q.warmup > 0 {
-            // The warm-up took every request: none was left to measure. A
-            // trace's requests are its lines: -n and --duration only cut it.
-            let traced = result.config.workload.as_ref().is_some_and(|w| w.trace.is_some());
-            let more = if traced { "a longer trace" } else { "more requests (-n, --duration)" };
-            goodput_core::tell!(
-                "error: no request was measured: the warm-up took all {} sent; give fewer to --warmup, or {more}",
-                q.warmup
-            );
-        } else if q.failed == 0 && q.cancelled > 0 && !result.interrupted {
-            // None failed: every one was still waiting on the server when the
-            // run's time ran out ("first failure: no request finished" had
-            // named no cause).
-            goodput_core::tell!(
-                "error: no request succeeded ({} sent, none failed): the {} still in flight when the duration and \
-                 the grace after it ended were cancelled, as the server had not finished a response; give a \
-                 longer --grace (or --duration), and check that the server answers",
-                q.sent,
-                q.cancelled
-            );
-        } else {
-            goodput_core::tell!(
-                "error: no request succeeded ({} sent, {} failed); first failure: {first}",
-                q.sent,
-                q.failed
-            );
-        }
+        let traced = result.config.workload.as_ref().is_some_and(|w| w.trace.is_some());
+        goodput_core::tell!("error: {}", no_success(q, result.interrupted, traced, &first));
         return Ok(ExitCode::from(1));
     }
     if judge.fail_on_slo && result.slo.is_none() {
@@ -352,6 +327,44 @@ pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: 
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Why no request of a run succeeded, in the error's words: `q`, its
+/// counts; `interrupted`, whether it was stopped (Ctrl-C, SIGTERM);
+/// `traced`, whether its requests are a trace's lines; `first`, the first
+/// failure's words (shown as text).
+fn no_success(
+    q: &goodput_core::analysis::summary::RequestCounts,
+    interrupted: bool,
+    traced: bool,
+    first: &str,
+) -> String {
+    if q.sent == 0 && q.warmup > 0 {
+        // The warm-up took every request: none was left to measure. A
+        // trace's requests are its lines: -n and --duration only cut it.
+        let more = if traced { "a longer trace" } else { "more requests (-n, --duration)" };
+        format!("no request was measured: the warm-up took all {} sent; give fewer to --warmup, or {more}", q.warmup)
+    } else if q.failed == 0 && q.cancelled > 0 && interrupted {
+        // None failed: the run was stopped with every one still in flight
+        // ("first failure: no request finished" had named no cause).
+        format!(
+            "no request succeeded ({} sent, none failed): the {} in flight were cancelled when the run was stopped \
+             (Ctrl-C or SIGTERM) before the server finished a response; let the run go to its end",
+            q.sent, q.cancelled
+        )
+    } else if q.failed == 0 && q.cancelled > 0 {
+        // None failed: every one was still waiting on the server when the
+        // run's time ran out ("first failure: no request finished" had
+        // named no cause).
+        format!(
+            "no request succeeded ({} sent, none failed): the {} still in flight when the duration and the grace \
+             after it ended were cancelled, as the server had not finished a response; give a longer --grace (or \
+             --duration), and check that the server answers",
+            q.sent, q.cancelled
+        )
+    } else {
+        format!("no request succeeded ({} sent, {} failed); first failure: {first}", q.sent, q.failed)
+    }
 }
 
 /// Why a run is not steady, or `None` when it is: its window was not a
@@ -482,6 +495,26 @@ mod tests {
         let rescued: Vec<_> =
             tmp.filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().contains(kind)).collect();
         assert!(rescued.is_empty(), "{rescued:?}");
+    }
+
+    #[test]
+    fn a_stopped_run_whose_requests_were_all_cancelled_says_so_not_no_request_finished() {
+        use goodput_core::analysis::summary::RequestCounts;
+        let q = RequestCounts { sent: 2, cancelled: 2, ..Default::default() };
+        let stopped = no_success(&q, true, false, "no request finished");
+        assert!(
+            stopped.contains("none failed")
+                && stopped.contains("the 2 in flight were cancelled when the run was stopped"),
+            "{stopped}"
+        );
+        assert!(!stopped.contains("first failure") && !stopped.contains("--grace"), "{stopped}");
+        // Run to its end, the same counts mean the server never finished.
+        let ended = no_success(&q, false, false, "no request finished");
+        assert!(ended.contains("--grace") && !ended.contains("stopped"), "{ended}");
+        // A failure is named whether or not the run was stopped.
+        let failed = RequestCounts { sent: 2, failed: 1, cancelled: 1, ..Default::default() };
+        let said = no_success(&failed, true, false, "http_503: busy");
+        assert!(said.contains("1 failed") && said.contains("first failure: http_503: busy"), "{said}");
     }
 
     #[test]
