@@ -32,11 +32,16 @@ pub fn build(runs: &[RunResult], asked: u32, seeds: &[u64], same_seed: bool, con
             figures: metrics.iter().filter_map(|m| Some((m.path(), m.value(r).filter(|v| v.is_finite())?))).collect(),
         })
         .collect();
+    // A run stopped before its end measured part of a run: its figures stay
+    // in `runs`, and the spread is of the whole runs (of every run where
+    // none is whole, as the notes say).
+    let stopped: Vec<&RepeatRun> = each.iter().filter(|r| r.interrupted).collect();
+    let whole = |r: &&RepeatRun| !r.interrupted || stopped.len() == each.len();
     let spread: Vec<Spread> = metrics
         .iter()
         .filter_map(|m| {
             let path = m.path();
-            let values: Vec<f64> = each.iter().filter_map(|r| r.figures.get(&path).copied()).collect();
+            let values: Vec<f64> = each.iter().filter(whole).filter_map(|r| r.figures.get(&path).copied()).collect();
             // No headline figure is negative, and a share is at most one:
             // the interval of the mean is kept within what the figure can be.
             let mut s = Spread::of(&path, &values, conf)?;
@@ -51,9 +56,12 @@ pub fn build(runs: &[RunResult], asked: u32, seeds: &[u64], same_seed: bool, con
     if runs.len() < asked as usize {
         notes.push(format!("{} of the {asked} runs asked were made", runs.len()));
     }
+    if !stopped.is_empty() {
+        notes.push(stopped_note(&stopped, each.len()));
+    }
     // Alike to rounding: a rate's sum over the same requests may differ in its last bits.
     let alike = |s: &Spread| s.max - s.min <= 1e-9 * s.max.abs().max(s.min.abs()).max(1e-12);
-    if runs.len() >= 2 && !spread.is_empty() && spread.iter().all(alike) {
+    if each.iter().filter(whole).count() >= 2 && !spread.is_empty() && spread.iter().all(alike) {
         notes.push(
             "every run gave the same figures: the runs could not differ (the same seed, or a deterministic server), \
              so their spread says nothing of the noise"
@@ -69,6 +77,35 @@ pub fn build(runs: &[RunResult], asked: u32, seeds: &[u64], same_seed: bool, con
         runs: each,
         spread,
         notes,
+    }
+}
+
+/// What the runs stopped before their end (`stopped`, of `made`) are to the
+/// spread: left out of it, or, where no run is whole, all it has.
+fn stopped_note(stopped: &[&RepeatRun], made: usize) -> String {
+    let each: Vec<String> =
+        stopped.iter().map(|r| format!("run {} ({} requests completed)", r.index, r.completed)).collect();
+    let (were, its) = if stopped.len() == 1 { ("was", "its figures are") } else { ("were", "their figures are") };
+    if stopped.len() == made {
+        format!(
+            "{} {were} interrupted before {}: the spread and intervals are of partial runs; run again to the end",
+            listed(&each),
+            if made == 1 { "its end" } else { "their end" }
+        )
+    } else {
+        format!(
+            "{} {were} interrupted before the end: {its} kept in runs, and left out of the spread and intervals",
+            listed(&each)
+        )
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn listed(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
 }
 
@@ -274,6 +311,59 @@ pub fn csv_rows(rep: &Repeats) -> (Vec<String>, Vec<Vec<String>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run of `completed` requests, each with its first token `ttft` ms
+    /// after it was sent.
+    fn run(completed: u64, ttft: u64, interrupted: bool) -> RunResult {
+        use goodput_core::analysis::assemble::{assemble, Assembly};
+        use goodput_core::{AnalysisOptions, Channel, OutputChunk, RequestRecord, Target, Tool};
+        use std::time::Duration;
+        let ms = Duration::from_millis;
+        let recs: Vec<RequestRecord> = (0..completed)
+            .map(|id| {
+                let sent = ms(id * 100);
+                let mut r = RequestRecord::new(id, sent, sent);
+                for k in 0..4 {
+                    r.chunks.push(OutputChunk { t: sent + ms(ttft + k * 10), tokens: 1, channel: Channel::Content });
+                }
+                r.end = sent + ms(ttft + 31);
+                (r.input_tokens, r.output_tokens) = (16, 4);
+                r.outcome = goodput_core::Outcome::Success;
+                r
+            })
+            .collect();
+        let a = Assembly {
+            tool: Tool { name: "goodput".into(), version: "0.1.0".into(), commit: None },
+            kind: "bench",
+            run_id: format!("run-{ttft}"),
+            started_unix_s: 1_767_225_600.0,
+            interrupted,
+            config: Default::default(),
+            target: Target::default(),
+            include_requests: false,
+        };
+        assemble(a, &recs, &AnalysisOptions::default())
+    }
+
+    #[test]
+    fn an_interrupted_run_is_kept_but_left_out_of_the_spread_and_said_so() {
+        let runs = [run(60, 100, false), run(60, 110, false), run(21, 400, true)];
+        let rep = build(&runs, 3, &[1, 2, 3], false, 0.95);
+        assert_eq!(rep.runs.len(), 3, "the interrupted run is kept in the document");
+        assert!(rep.runs[2].interrupted);
+        let ttft = rep.spread.iter().find(|s| s.figure == "ttft_ms.p99").expect("TTFT's spread");
+        assert!(ttft.max < 200.0, "the interrupted run's TTFT entered the spread: {ttft:?}");
+        for s in &rep.spread {
+            assert_eq!(s.n, 2, "{} counted the interrupted run", s.figure);
+        }
+        let note = rep.notes.iter().find(|n| n.contains("interrupted")).expect("a note of the interrupted run");
+        assert!(note.contains("run 3 (21 requests completed)") && note.contains("left out of the spread"), "{note}");
+        // Where no run is whole, the spread is of them all, and says so.
+        let all = [run(21, 400, true)];
+        let rep = build(&all, 3, &[1], false, 0.95);
+        assert!(rep.spread.iter().all(|s| s.n == 1));
+        assert!(rep.notes.iter().any(|n| n.contains("partial runs")), "{:?}", rep.notes);
+    }
 
     #[test]
     fn seeds_count_up_or_stay() {
