@@ -517,7 +517,7 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
     .flatten()
     .collect();
     let note = (!notes.is_empty()).then(|| notes.join("; "));
-    let rows = metrics
+    let mut rows: Vec<Row> = metrics
         .into_iter()
         .map(|m| {
             let values: Vec<Option<f64>> = runs.iter().map(|(_, r)| value(&m, r, by_means)).collect();
@@ -548,6 +548,12 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
             Row { metric: m, label: m.label(), unit: m.unit(), better, values, changes, significance, other_slo: other }
         })
         .collect();
+    // Each later run's figures are one family: a dozen tests at 5% each
+    // would mark one of them on two runs of the same server about as often
+    // as not.
+    for i in 1..runs.len() {
+        holm(rows.iter_mut().filter_map(|r| r.significance.get_mut(i)?.as_mut()), "figures", true);
+    }
     let mut verdicts = Vec::new();
     if let Some((_, base)) = runs.first() {
         for (i, (label, run)) in runs.iter().enumerate().skip(1) {
@@ -723,28 +729,38 @@ fn holm_adjusted(rules: &[Rule], base: &RunResult, run: &RunResult, by_means: bo
         .iter()
         .map(|r| if r.significant { significance::test_in(&r.metric, base, run, by_means) } else { None })
         .collect();
-    let tested: Vec<usize> =
-        (0..sigs.len()).filter(|&i| sigs[i].as_ref().is_some_and(|s| s.p_value.is_some())).collect();
-    if tested.len() < 2 {
-        return sigs;
-    }
-    let ps: Vec<f64> = tested.iter().filter_map(|&i| sigs[i].as_ref()?.p_value).collect();
-    for (&i, adj) in tested.iter().zip(rank::holm(&ps)) {
-        if let Some(s) = sigs[i].as_mut() {
-            let raw = s.p_value.unwrap_or(adj);
-            s.p_value = Some(adj);
-            s.call = if adj < s.alpha { Call::Different } else { Call::NotShown };
-            s.reason = format!(
-                "Holm-adjusted over {} rules: p = {} {} {} (unadjusted {})",
-                tested.len(),
-                significance::p_text(adj),
-                if adj < s.alpha { "<" } else { "≥" },
-                s.alpha,
-                significance::p_text(raw)
-            );
-        }
-    }
+    holm(sigs.iter_mut().flatten(), "rules", false);
     sigs
+}
+
+/// Adjusts the p-value of each test in `family` that made one by Holm's
+/// method over all of them, calls each by its adjusted p, and says so in
+/// its reason (`members` names what was tested: `rules`, `figures`): after
+/// the test's own words where `keep`, else in their place, with the
+/// unadjusted p. A family of fewer than two tests is left as it is.
+fn holm<'a>(family: impl Iterator<Item = &'a mut Significance>, members: &str, keep: bool) {
+    let mut tested: Vec<&mut Significance> = family.filter(|s| s.p_value.is_some()).collect();
+    if tested.len() < 2 {
+        return;
+    }
+    let ps: Vec<f64> = tested.iter().filter_map(|s| s.p_value).collect();
+    let count = tested.len();
+    for (s, adj) in tested.iter_mut().zip(rank::holm(&ps)) {
+        let raw = s.p_value.unwrap_or(adj);
+        s.p_value = Some(adj);
+        s.call = if adj < s.alpha { Call::Different } else { Call::NotShown };
+        let adjusted = format!(
+            "Holm-adjusted over {count} {members}: p = {} {} {}",
+            significance::p_text(adj),
+            if adj < s.alpha { "<" } else { "≥" },
+            s.alpha
+        );
+        s.reason = if keep {
+            format!("{}; {adjusted}", s.reason)
+        } else {
+            format!("{adjusted} (unadjusted {})", significance::p_text(raw))
+        };
+    }
 }
 
 /// Why `run` holds no value of `metric`, where the reason is that it was
@@ -889,8 +905,8 @@ pub fn significance_mark(s: Option<&Significance>) -> &'static str {
 }
 
 /// The legend of [`significance_mark`].
-pub const SIGNIFICANCE_LEGEND: &str = "* larger than the runs' intervals allow (a test per figure: -o names it); \
-     ? too few requests to tell";
+pub const SIGNIFICANCE_LEGEND: &str = "* larger than the runs' intervals allow (a test per figure, Holm-adjusted over \
+     the figures tested: -o names it); ? too few requests to tell";
 
 /// Four significant digits: enough to read a threshold decision.
 fn round_sig(x: f64) -> f64 {
@@ -1091,6 +1107,82 @@ mod tests {
             assert!(e.contains(text.trim()), "{text}: {e}");
         }
         assert!(parse_rules(" , ").is_err());
+    }
+
+    /// A run of 200 requests whose first token comes `ttft` ms (and a
+    /// little more, by request) after it was sent.
+    fn run_of(ttft: u64) -> RunResult {
+        use goodput_core::analysis::assemble::{assemble, Assembly};
+        use goodput_core::{AnalysisOptions, Channel, OutputChunk, RequestRecord, Target, Tool};
+        use std::time::Duration;
+        let ms = Duration::from_millis;
+        let recs: Vec<RequestRecord> = (0..200)
+            .map(|id| {
+                let sent = ms(id * 50);
+                let mut r = RequestRecord::new(id, sent, sent);
+                for k in 0..8 {
+                    let t = sent + ms(ttft + id % 7 + k * (5 + (id + k) % 3));
+                    r.chunks.push(OutputChunk { t, tokens: 1, channel: Channel::Content });
+                }
+                r.end = r.chunks.last().unwrap().t + ms(1);
+                (r.input_tokens, r.output_tokens) = (64, 8);
+                r.outcome = goodput_core::Outcome::Success;
+                r
+            })
+            .collect();
+        let a = Assembly {
+            tool: Tool { name: "goodput".into(), version: "0.1.0".into(), commit: None },
+            kind: "bench",
+            run_id: format!("run-{ttft}"),
+            started_unix_s: 1_767_225_600.0,
+            interrupted: false,
+            config: Default::default(),
+            target: Target::default(),
+            include_requests: false,
+        };
+        assemble(a, &recs, &AnalysisOptions::default())
+    }
+
+    /// The figures a comparison tests are one family: their p-values are
+    /// adjusted together by Holm's method, as `!` rules' are, and a change
+    /// is marked by its adjusted p (16 figures at 5% each had marked one
+    /// on runs of the same configuration).
+    #[test]
+    fn the_figures_tested_are_holm_adjusted_together() {
+        let (a, b) = (run_of(40), run_of(60));
+        let c = compare(&[("a", &a), ("b", &b)], &[]);
+        let tested: Vec<&Significance> =
+            c.rows.iter().filter_map(|r| r.significance.get(1)?.as_ref()).filter(|s| s.p_value.is_some()).collect();
+        assert!(tested.len() >= 2, "too few figures tested to adjust: {}", tested.len());
+        for s in &tested {
+            let p = s.p_value.unwrap();
+            assert!(s.reason.contains(&format!("Holm-adjusted over {} figures", tested.len())), "{}", s.reason);
+            assert_eq!(s.call == Call::Different, p < s.alpha, "{}", s.reason);
+        }
+        // By hand: 0.001, 0.03, 0.04 and 0.5 over four are 0.004, 0.09,
+        // 0.09 and 0.5: only the first is still called at 5%.
+        let sig = |p: f64| Significance {
+            test: "t".into(),
+            p_value: Some(p),
+            alpha: 0.05,
+            call: Call::Different,
+            reason: String::new(),
+        };
+        let mut family = [sig(0.03), sig(0.001), sig(0.5), sig(0.04)];
+        holm(family.iter_mut(), "rules", false);
+        let calls: Vec<Call> = family.iter().map(|s| s.call).collect();
+        assert_eq!(calls, [Call::NotShown, Call::Different, Call::NotShown, Call::NotShown]);
+        assert!(family[0].reason.contains("unadjusted 0.03"), "{}", family[0].reason);
+    }
+
+    /// `--markdown` says what its marks mean, as the terminal and HTML do.
+    #[test]
+    fn markdown_explains_its_marks() {
+        let (a, b) = (run_of(40), run_of(60));
+        let text = crate::export::markdown::compare_markdown(&compare(&[("a", &a), ("b", &b)], &[]));
+        assert!(text.contains("⚠️") && text.contains("\\*"), "no marks to explain: {text}");
+        assert!(text.contains("✓ better, ⚠️ worse"), "{text}");
+        assert!(text.contains("\\* larger than the runs' intervals allow"), "{text}");
     }
 
     /// With `!`, a change that is not past the threshold passes whatever

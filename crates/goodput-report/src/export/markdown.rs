@@ -593,6 +593,13 @@ pub fn compare_markdown(c: &Comparison) -> String {
         }
         o.push('\n');
     }
+    // The marks' legend, as the terminal and HTML give theirs.
+    if c.labels.len() > 1 {
+        o.push_str("\nΔ against the baseline: ✓ better, ⚠️ worse (by 1% or more); unmarked: within 1%, or neither\n");
+        if c.rows.iter().any(|r| r.significance.iter().any(Option::is_some)) {
+            let _ = writeln!(o, "\n{}", md(crate::compare::SIGNIFICANCE_LEGEND));
+        }
+    }
     if !c.answers.is_empty() {
         o.push_str("\n**Answers on the same prompts as the baseline** (change, 95% paired interval)\n\n");
         for a in &c.answers {
