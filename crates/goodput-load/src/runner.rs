@@ -19,7 +19,9 @@ mod sender;
 mod storm;
 mod watchdog;
 use sender::Sender;
-pub use storm::{FAILURES as STORM_FAILURES, FLOOD as STORM_FLOOD, QUIET as STORM_QUIET};
+pub use storm::{
+    FAILURES as STORM_FAILURES, FLOOD as STORM_FLOOD, FLOOD_QUIET as STORM_FLOOD_QUIET, QUIET as STORM_QUIET,
+};
 pub use watchdog::{THRESHOLD as STALL_THRESHOLD, TICK as STALL_TICK};
 
 /// Send times from the run's start, in order (see [`LoadPlan::send_times`]).
@@ -360,6 +362,7 @@ pub async fn run_at<B: Backend>(
         // Requests of sessions are numbered as they are sent.
         next_id: Arc::new(AtomicU64::new(0)),
         retry_waits: Arc::new(AtomicU64::new(0)),
+        sent_all: CancellationToken::new(),
     };
     let mut records = Vec::new();
     // Only a closed loop resends as fast as its requests fail; an open
@@ -838,10 +841,32 @@ mod tests {
         // The last wait ended with sending, not a second later.
         assert!(out.records.iter().all(|r| r.end < Duration::from_millis(3500)));
 
-        // A count bounds the run: the waits still come between the sends.
+        // A count bounds the run: the waits still come between the sends,
+        // and the last send's refusal holds no one (nothing is left to
+        // send): the run ends with it, not a second later.
         let p = LoadPlan { requests: Some(3), concurrency: Some(1), ..plan() };
+        let t = tokio::time::Instant::now();
         let out = run(&p, fake(), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
         assert!(sends(&out.records).windows(2).all(|w| w[1] - w[0] >= Duration::from_secs(1)));
+        let last = out.records.iter().map(|r| r.end).max().unwrap();
+        assert!(t.elapsed() < last + Duration::from_millis(500), "{:?} after a last end at {last:?}", t.elapsed());
+
+        // A Retry-After past any clock (10^19 s) waits at most a minute: it
+        // had overflowed the clock and panicked the task, and the run had
+        // waited for it for ever.
+        let huge: Refusal = |_| Some((429, Some("10000000000000000000")));
+        let fake_huge = Arc::new(Fake { refuse: Some(huge), ..Arc::into_inner(Fake::new(10, 0, 1)).unwrap() });
+        let p = LoadPlan { requests: None, duration: Some(Duration::from_secs(150)), concurrency: Some(1), ..plan() };
+        let out = run(&p, fake_huge, workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        let sent = sends(&out.records);
+        assert!(sent.len() == 3 && sent[1] - sent[0] >= Duration::from_secs(60), "{sent:?}");
+
+        // A quota's refusals, each waited out, are no storm however long
+        // they last: a hundred users refused with `Retry-After: 1` for 30 s
+        // (3,000 refusals, none succeeding) had been stopped as one.
+        let p = LoadPlan { requests: None, duration: Some(Duration::from_secs(30)), concurrency: Some(100), ..plan() };
+        let out = run(&p, fake(), workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
+        assert!(out.storm.is_none() && out.records.len() > 2000, "{:?} {}", out.storm, out.records.len());
 
         // Without a Retry-After (or in seconds), or from an open loop, no wait.
         let no_wait: Refusal = |id| Some((429, (id % 2 == 0).then_some("Wed")));
@@ -876,13 +901,17 @@ mod tests {
         assert!(out.storm.is_none());
         assert!(out.records.iter().any(|r| r.sent >= Duration::from_secs(59)));
 
-        // A hundred users failing in 1 ms each: the flood stops them well
-        // before the quiet stretch has passed.
+        // A hundred users failing in 1 ms each: the flood stops them once
+        // no request has succeeded for its shorter quiet stretch, well
+        // before the longer one has passed (a restart's second or two of
+        // instant failures is no storm).
         let fake = Arc::new(Fake { refuse: Some(all), ..Arc::into_inner(Fake::new(1, 0, 1)).unwrap() });
         let flood = LoadPlan { concurrency: Some(100), ..p.clone() };
         let out = run(&flood, fake, workload(), Control::default(), |_: &RequestRecord| {}).await.unwrap();
-        assert!(out.storm.is_some_and(|w| w.contains(&format!("last {STORM_FLOOD} requests failed"))));
-        assert!(out.records.iter().all(|r| r.sent < Duration::from_secs(1)), "stopped in its first second");
+        assert!(out.storm.is_some_and(|w| w.contains("failure storm")));
+        let last = out.records.iter().map(|r| r.sent).max().unwrap();
+        assert!(last >= STORM_FLOOD_QUIET && last < STORM_QUIET, "stopped at {last:?}");
+        assert!(out.records.len() as u64 > STORM_FLOOD);
 
         // An open loop keeps to its schedule, failures and all.
         let fake = Arc::new(Fake { refuse: Some(all), ..Arc::into_inner(Fake::new(10, 0, 1)).unwrap() });

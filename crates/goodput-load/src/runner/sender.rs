@@ -26,6 +26,10 @@ pub(super) struct Sender<'a, B> {
     /// Requests refused with a `Retry-After` whose user waited as asked
     /// before sending again (see [`retry_wait`]).
     pub(super) retry_waits: Arc<AtomicU64>,
+    /// Cancelled once the dispatcher has nothing left to send: a user's
+    /// wait then ends (a run of `-n` requests had sat out a whole
+    /// `Retry-After` after its last send).
+    pub(super) sent_all: CancellationToken,
 }
 
 /// What a request's or a session's task tells the sender.
@@ -72,8 +76,11 @@ impl<B: Backend> Sender<'_, B> {
                     Action::CancelAll { .. } => self.control.abort.cancel(),
                 }
             }
-            if dispatcher.finished() && going == 0 {
-                break;
+            if dispatcher.finished() {
+                self.sent_all.cancel();
+                if going == 0 {
+                    break;
+                }
             }
             let wake = dispatcher.next_wake().map(|t| self.origin + t);
             tokio::select! {
@@ -175,7 +182,8 @@ impl<B: Backend> Sender<'_, B> {
     fn backoff(&self) -> Option<Backoff> {
         let closed = self.plan.rate.is_none() && self.plan.trace.is_none();
         closed.then(|| Backoff {
-            end: self.plan.sending_time().map(|d| self.origin + d),
+            end: self.plan.sending_time().and_then(|d| self.origin.checked_add(d)),
+            sent_all: self.sent_all.clone(),
             stop: self.control.stop.clone(),
             abort: self.control.abort.clone(),
             count: self.retry_waits.clone(),
@@ -191,6 +199,8 @@ impl<B: Backend> Sender<'_, B> {
 struct Backoff {
     /// The end of sending, which ends any wait (none: a count bounds the run).
     end: Option<Instant>,
+    /// Nothing left to send (the last of a count sent): ends any wait too.
+    sent_all: CancellationToken,
     /// A stop or the run's cancellation ends a wait too.
     stop: CancellationToken,
     abort: CancellationToken,
@@ -203,29 +213,38 @@ impl Backoff {
         retry_wait(rec).map(|w| (self, w))
     }
 
-    /// Waits `wait`, or until the end of sending, a stop or the run's
-    /// cancellation if sooner.
+    /// Waits `wait`, or until the end of sending, the last send, a stop or
+    /// the run's cancellation if sooner.
     async fn wait(&self, wait: Duration) {
         self.count.fetch_add(1, Ordering::Relaxed);
-        let until = Instant::now() + wait;
+        let now = Instant::now();
+        let until = now.checked_add(wait).unwrap_or(now + MAX_RETRY_WAIT);
         let until = self.end.map_or(until, |end| until.min(end));
         tokio::select! {
             _ = tokio::time::sleep_until(until) => {}
+            _ = self.sent_all.cancelled() => {}
             _ = self.stop.cancelled() => {}
             _ = self.abort.cancelled() => {}
         }
     }
 }
 
-/// The wait a failed request's `Retry-After` asks for: a refusal (429 or
-/// 503) whose `Retry-After` is a number of seconds. Its other form, an HTTP
-/// date, is not followed (the client's clock and the server's may differ).
+/// The longest wait a `Retry-After` gets: a benchmark waits out a refusal,
+/// not a quota's hour (and a hostile `Retry-After` of 10^19 s had
+/// overflowed the clock and panicked the request's task, leaving the run
+/// waiting for it for ever).
+pub(super) const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
+
+/// The wait a failed request's `Retry-After` asks for, at most
+/// [`MAX_RETRY_WAIT`]: a refusal (429 or 503) whose `Retry-After` is a
+/// number of seconds. Its other form, an HTTP date, is not followed (the
+/// client's clock and the server's may differ).
 pub(super) fn retry_wait(rec: &RequestRecord) -> Option<Duration> {
     if rec.outcome.is_success() || !matches!(rec.http_status, Some(429 | 503)) {
         return None;
     }
     let secs: u64 = rec.retry_after.as_deref()?.trim().parse().ok()?;
-    Some(Duration::from_secs(secs)).filter(|w| !w.is_zero())
+    Some(Duration::from_secs(secs).min(MAX_RETRY_WAIT)).filter(|w| !w.is_zero())
 }
 
 /// One multi-turn session of a run, and what it needs to hold it.

@@ -15,10 +15,16 @@ pub const FAILURES: u64 = 1000;
 /// brief hiccup, never stop a run.
 pub const QUIET: Duration = Duration::from_secs(10);
 
-/// Failures in a row that are a storm however soon they came: a loop that
-/// fails tens of thousands of requests a second holds a record of each
-/// (about 2 KB), and would pile up a gigabyte before [`QUIET`] passed.
+/// Failures in a row that are a storm sooner, once none has succeeded for
+/// [`FLOOD_QUIET`]: a loop that fails tens of thousands of requests a
+/// second holds a record of each (about 2 KB), and would pile up a
+/// gigabyte before [`QUIET`] passed.
 pub const FLOOD: u64 = 50_000;
+
+/// How long a [`FLOOD`] must have gone without a success: a server's
+/// restart of a second or two (its port closed, a proxy's instant 502s)
+/// fails requests as fast, and is no storm.
+pub const FLOOD_QUIET: Duration = Duration::from_secs(3);
 
 /// The records seen so far, as far as a storm goes.
 #[derive(Debug, Default)]
@@ -36,8 +42,13 @@ pub(crate) struct Storm {
 impl Storm {
     /// Takes the next record to complete; gives why the run should stop
     /// when it completes a storm (once). A cancelled request neither fails
-    /// nor succeeds.
+    /// nor succeeds; nor does a refusal whose user waits out its
+    /// `Retry-After` (such refusals come no faster than the server asks,
+    /// and a quota's had stopped a run as a storm).
     pub(crate) fn observe(&mut self, r: &RequestRecord) -> Option<String> {
+        if super::sender::retry_wait(r).is_some() {
+            return None;
+        }
         match &r.outcome {
             Outcome::Success => {
                 *self = Storm { last_success: self.last_success.max(r.end), ..Storm::default() };
@@ -47,7 +58,9 @@ impl Storm {
                 self.failed += 1;
                 self.first.get_or_insert_with(|| format!("{kind}: {message}"));
                 let quiet = r.end.saturating_sub(self.last_success);
-                if self.told || self.failed < FAILURES || (quiet < QUIET && self.failed < FLOOD) {
+                let storm =
+                    (self.failed >= FAILURES && quiet >= QUIET) || (self.failed >= FLOOD && quiet >= FLOOD_QUIET);
+                if self.told || !storm {
                     return None;
                 }
                 self.told = true;
