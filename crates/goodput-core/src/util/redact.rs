@@ -411,8 +411,10 @@ fn json_escape(t: &[u8]) -> Option<([u8; 4], usize, usize)> {
     }
 }
 
-/// Longer runs of letters may be a key (`XkQpLmZrTbWaHsNdFgJc`).
-const LONGEST_WORD: usize = 24;
+/// Longer runs of letters may be a key (`XkQpLmZrTbWaHsNdFgJc`), an
+/// app password (`abcd-efgh-ijkl-mnop`) or a passphrase
+/// (`correct-horse-battery`).
+const LONGEST_WORD: usize = 16;
 
 /// Whether `v` is a plain word, or words, a message may hold, and no
 /// secret: letters alone (lower case, upper case, or capitalized) in parts
@@ -433,7 +435,11 @@ fn plain_word(v: &str) -> bool {
 /// Whether a header's name says its value is a credential.
 pub fn is_secret_header(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    ["auth", "key", "token", "secret", "cookie", "password", "credential"].iter().any(|w| n.contains(w))
+    // `pass` covers passwd and passphrase; `sig` a signature, as a URL's
+    // query names it; `otp` and `pin` one-time and fixed codes.
+    ["auth", "key", "token", "secret", "cookie", "pass", "pwd", "credential", "sig", "hmac", "otp", "pin"]
+        .iter()
+        .any(|w| n.contains(w))
 }
 
 /// `%XX` escapes decoded, as a URL's userinfo is sent.
@@ -578,6 +584,17 @@ mod tests {
         // A long run of letters may be a key.
         s.add_given_header("X-Long", "abcdefghijklmnopqrstuvwxyz");
         assert_eq!(s.redact("key abcdefghijklmnopqrstuvwxyz"), "key ***");
+        // So may an app password or a passphrase of letters alone.
+        s.add_given_header("X-App", "abcd-efgh-ijkl-mnop");
+        s.add_given_header("X-Phrase", "correct-horse-battery");
+        assert_eq!(s.redact("bad abcd-efgh-ijkl-mnop or correct-horse-battery"), "bad *** or ***");
+        // A header whose name says it holds a pass, a signature or a code
+        // is a credential's: its value is masked, a plain word too.
+        for name in ["X-Passphrase", "X-Passwd", "X-Pwd", "X-Signature", "X-Otp", "X-Pin", "X-Hmac"] {
+            let mut s = Secrets::default();
+            s.add_given_header(name, "tulip");
+            assert_eq!(s.redact("invalid tulip"), "invalid ***", "{name}");
+        }
     }
 
     #[test]

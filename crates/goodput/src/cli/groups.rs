@@ -69,7 +69,7 @@ pub struct TargetArgs {
     /// Which header carries --api-key: auto is x-api-key for --api messages at api.anthropic.com, a bearer token elsewhere.
     #[arg(long, value_enum, default_value_t = KeyHeaderArg::Auto)]
     pub key_header: KeyHeaderArg,
-    /// One more request header, 'Name: value' (repeatable); {session} and {request} in the value become the session's and the request's number. The value is never written to any output.
+    /// One more request header, 'Name: value' (repeatable); {session} and {request} in the value become the session's and the request's number. The value is masked in every output where it could be a secret: always under a header whose name says it is a credential (auth, key, token, secret, cookie, pass, pwd, sig, hmac, otp, pin), else unless it is a plain word under 16 letters.
     #[arg(long, value_parser = parse_header)]
     pub header: Vec<(String, String)>,
     /// Non-streaming requests (TTFT then equals E2E).
@@ -235,7 +235,7 @@ pub struct WorkloadArgs {
     /// Score each answer against its dataset entry's "reference" (or "answer") with these scorers: exact, number, rouge-l, bleu, chrf (default: all that apply). Scores go into the records and summary.quality.
     #[arg(long, value_parser = parse_scorers, help_heading = "Quality")]
     pub score: Option<ScorerList>,
-    /// Keep each request's prompt, answer and reference in its record (off by default: they can be private; scores and hashes are kept either way). The API key and --header values are masked in them, as everywhere.
+    /// Keep each request's prompt, answer and reference in its record (off by default: they can be private; scores and hashes are kept either way). The API key and --header values that could be secrets are masked in them, as everywhere (see --header).
     #[arg(long, help_heading = "Quality")]
     pub keep_text: bool,
     /// Send each prompt this many times within the run, the copies spread apart so they land in different batches; summary.quality.consistency says how alike they came back.
