@@ -818,7 +818,7 @@ fn climbed_to_the_end(points: &mut Vec<FrontierPoint>, p: FrontierPoint, ttft_al
 /// [`SATURATED`] from the point before; a trace point not steady (its
 /// arrivals outran the configuration: faster ones only grow the backlog);
 /// or a miss of the SLO, unless it was TTFT's alone and the point before
-/// met it. TTFT need not grow with the load: with chunked prefill, more
+/// met it (or it is the curve's first). TTFT need not grow with the load: with chunked prefill, more
 /// users batch more prompts a step, and a 70B's TTFT at p95 read 124 ms at
 /// 64 users and 115 ms at 128, so the curve that had stopped at its first
 /// miss lost its best point (0.85 M good tokens per dollar, against 0.33
@@ -828,7 +828,7 @@ fn at_the_end(points: &[FrontierPoint], ttft_alone: bool) -> bool {
     let Some(p) = points.last() else { return false };
     let before = points.len().checked_sub(2).map(|i| &points[i]);
     let missed = |q: &FrontierPoint| q.meets_slo == Some(false);
-    let ended_by_miss = missed(p) && (!ttft_alone || before.is_none_or(missed));
+    let ended_by_miss = missed(p) && (!ttft_alone || before.is_some_and(missed));
     // A point not steady has the run's window's rate, not comparable with a
     // steady one's: it ends no climb as flat.
     let measured = |q: &FrontierPoint| q.steady != Some(false);
@@ -1949,4 +1949,32 @@ fn steady_output_rate(
         return Err(false);
     }
     Ok(tokens as f64 / (to - from).as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A point at `users` of `tok_s` output tokens a second that met the
+    /// SLO or not.
+    fn point(users: u64, tok_s: f64, meets: bool) -> FrontierPoint {
+        serde_json::from_value(serde_json::json!({
+            "load": {"kind": "concurrency", "value": users}, "output_tokens_per_s": tok_s, "output_tokens_per_s_per_gpu": tok_s,
+            "tokens_per_s_per_user": 10.0, "ttft_ms": 100.0, "tpot_ms": 100.0, "meets_slo": meets,
+        }))
+        .unwrap()
+    }
+
+    /// A miss of TTFT alone goes on to the next load, at a curve's first
+    /// point too (it had ended a curve there, against the docs); a second
+    /// miss in a row, or a miss of anything else, ends it.
+    #[test]
+    fn a_ttft_miss_alone_goes_on_and_a_second_in_a_row_ends_the_curve() {
+        assert!(!at_the_end(&[point(1, 100.0, false)], true));
+        assert!(at_the_end(&[point(1, 100.0, false)], false));
+        assert!(!at_the_end(&[point(1, 100.0, true), point(2, 200.0, false)], true));
+        assert!(at_the_end(&[point(1, 100.0, false), point(2, 200.0, false)], true));
+        // Throughput that stopped rising ends it, met or not.
+        assert!(at_the_end(&[point(1, 100.0, true), point(2, 101.0, true)], false));
+    }
 }
