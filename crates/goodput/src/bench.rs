@@ -26,12 +26,16 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
 /// A run that a failure storm stopped early failed, as one where no request
 /// succeeded does (1), whatever else it would have exited with but an error.
 fn storm_exit(result: &RunResult, code: ExitCode) -> ExitCode {
-    use goodput_core::analysis::until::StopReason;
-    let storm = result.stop.as_ref().is_some_and(|s| s.reason == StopReason::FailureStorm);
-    if storm && code == ExitCode::SUCCESS {
+    if stormed(result) && code == ExitCode::SUCCESS {
         return ExitCode::from(1);
     }
     code
+}
+
+/// Whether a failure storm stopped the run early.
+pub fn stormed(result: &RunResult) -> bool {
+    use goodput_core::analysis::until::StopReason;
+    result.stop.as_ref().is_some_and(|s| s.reason == StopReason::FailureStorm)
 }
 
 /// One run of `a`: its result and its records, written nowhere but

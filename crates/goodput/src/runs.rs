@@ -41,6 +41,10 @@ pub async fn bench(mut a: BenchArgs) -> Result<ExitCode> {
     let mut first: Vec<RequestRecord> = Vec::new();
     let mut failed: Option<anyhow::Error> = None;
     let mut warm: Vec<(u32, f64)> = Vec::new();
+    // The run a failure storm stopped: the server failing every request,
+    // the runs after it would only fail as fast (and exit 0 for run 1's
+    // sake, as they had).
+    let mut storm: Option<usize> = None;
     for (i, &seed) in seeds.iter().enumerate() {
         if interrupt.stopped() {
             break;
@@ -61,6 +65,9 @@ pub async fn bench(mut a: BenchArgs) -> Result<ExitCode> {
             Err(e) => return Err(e),
         };
         let stopped = r.interrupted;
+        if crate::bench::stormed(&r) {
+            storm = Some(i + 1);
+        }
         // A later run whose prompts the server's cache held (an earlier
         // run's, under --same-seed): its faster TTFT is no run-to-run noise.
         let hit = r.server_signals.as_ref().and_then(|s| s.window.prefix_cache_hit_rate);
@@ -73,7 +80,7 @@ pub async fn bench(mut a: BenchArgs) -> Result<ExitCode> {
             r.requests = None;
         }
         results.push(r);
-        if stopped {
+        if stopped || storm.is_some() {
             break;
         }
     }
@@ -81,9 +88,12 @@ pub async fn bench(mut a: BenchArgs) -> Result<ExitCode> {
     if results.is_empty() {
         bail!("the runs were stopped before the first one started: nothing was measured");
     }
-    let why = match &failed {
-        Some(e) => format!("{e:#}"),
-        None => "the command was stopped".into(),
+    let why = match (&failed, storm) {
+        (Some(e), _) => format!("{e:#}"),
+        (None, Some(k)) => format!(
+            "run {k} of {n} was stopped by a failure storm (its stop says why), so the runs after it were not made"
+        ),
+        (None, None) => "the command was stopped".into(),
     };
     let mut notes = if results.len() < n as usize { vec![why] } else { Vec::new() };
     // Said in the block and the run's warnings: the top level is run 1, whose own had said nothing of it.
@@ -95,6 +105,12 @@ pub async fn bench(mut a: BenchArgs) -> Result<ExitCode> {
     let code = output::finish(&top, &a.output, &a.judge, &first)?;
     if let Some(e) = failed {
         return Err(e.context("the document holds the runs made before it"));
+    }
+    if let Some(k) = storm {
+        goodput_core::tell!(
+            "error: run {k} of {n} was stopped by a failure storm: the document holds the runs made until then"
+        );
+        return Ok(if code == ExitCode::SUCCESS { ExitCode::from(1) } else { code });
     }
     if stopped {
         goodput_core::tell!(

@@ -52,6 +52,27 @@ fn a_failure_storm_stops_a_timed_closed_loop_early_with_its_document_written() {
     assert_eq!(records(&rec).len() as u64, failed, "every record kept");
 }
 
+/// `bench --runs`: a storm in a run stops the series there, says so, and
+/// fails the command (it had exited 0 for run 1's sake, and made the later
+/// runs fail as fast).
+#[test]
+fn a_failure_storm_ends_a_series_of_runs_and_fails_it() {
+    let url = listen(drop::<std::net::TcpStream>);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("runs.json");
+    let o = goodput()
+        .args(["bench", "--url", &url, "--model", "m", "-c", "3", "--duration", "60s", "--no-metrics"])
+        .args(["--progress", "none", "--runs", "3", "-o", out.to_str().unwrap()])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("run 1 of 3 was stopped by a failure storm"), "{stderr}");
+    let doc = read_json(&out);
+    assert_eq!(doc["repeats"]["runs"].as_array().unwrap().len(), 1, "{}", doc["repeats"]);
+}
+
 #[test]
 fn a_refusal_s_retry_after_holds_its_user_back() {
     // Every request refused at once with `Retry-After: 1`.
