@@ -730,13 +730,23 @@ impl Ctx {
                 Ok::<_, anyhow::Error>(sw)
             };
             // Tended each second meanwhile: its orphans that end are reaped
-            // as they go, not kept as zombies until it is stopped.
+            // as they go, not kept as zombies until it is stopped. Its tree
+            // is read on a blocking thread, the measuring going on.
             tokio::pin!(measured);
             let mut tending = tokio::time::interval(Duration::from_secs(1));
+            let mut reading: Option<tokio::task::JoinHandle<process::TreeReading>> = None;
             let res = loop {
                 tokio::select! {
                     r = &mut measured => break r,
-                    _ = tending.tick() => server.tend(),
+                    _ = tending.tick(), if reading.is_none() => {
+                        reading = Some(tokio::task::spawn_blocking(server.reading()));
+                    }
+                    read = async { reading.as_mut().expect("a reading under way").await }, if reading.is_some() => {
+                        reading = None;
+                        if let Ok(read) = read {
+                            server.tend_with(read);
+                        }
+                    }
                 }
             };
             // Whether the server ended the sweep by exiting; the watch ends

@@ -21,7 +21,7 @@
 //! tree from /proc before signalling (it changes as parents die), gives it
 //! the group's SIGTERM and, after the grace, SIGKILL, and reaps those that
 //! became goodput's children by pid. While the server runs, its tree is
-//! tended each second ([`Server::tend`]): its orphans that have ended are
+//! tended each second ([`Server::tend_with`]): its orphans that have ended are
 //! reaped then, not kept as zombies until the stop. A process goodput may
 //! not signal (one of another user's) is named in a warning, with its
 //! command line; so is one that has not ended seconds after SIGKILL. An
@@ -221,6 +221,10 @@ fn descendants(
     }
     found
 }
+
+/// The processes of a server's tree, read from /proc
+/// ([`Server::reading`]).
+pub struct TreeReading(Vec<Member>);
 
 /// A server running under goodput. Dropped while it runs (an error, a
 /// panic), its process group and tree are killed.
@@ -463,24 +467,38 @@ impl Server {
 
     /// Adds the processes of its tree now to those seen.
     fn gather(&mut self) {
-        for m in tree(self.pgid, &self.mark) {
+        self.add(TreeReading(tree(self.pgid, &self.mark)));
+    }
+
+    /// Adds the processes read to those seen.
+    fn add(&mut self, read: TreeReading) {
+        for m in read.0 {
             if !self.tree.contains(&m) {
                 self.tree.push(m);
             }
         }
     }
 
-    /// While it runs: adds the processes of its tree now to those seen, and
-    /// reaps those of them that became goodput's children and have ended
-    /// (by pid and start time, as a stop does). An orphan of the tree that
+    /// The reading of its tree [`Server::tend_with`] takes, to be made on a
+    /// thread of its own: it reads every process's /proc entry, some tens
+    /// of milliseconds on a host of thousands, which on the runtime's
+    /// thread had held the load's sends back.
+    pub fn reading(&self) -> impl FnOnce() -> TreeReading + Send + 'static {
+        let (pgid, mark) = (self.pgid, self.mark.clone());
+        move || TreeReading(tree(pgid, &mark))
+    }
+
+    /// While it runs: adds the processes of `read` (its tree now) to those
+    /// seen, and reaps those of them that became goodput's children and
+    /// have ended (by pid and start time, as a stop does). An orphan of the tree that
     /// ends is otherwise goodput's zombie until the server is stopped, and
     /// a long sweep of a server that leaves short-lived orphans gathers
     /// them. One that is born and ends between two calls is not seen: its
     /// environment, which tells it from another child of goodput's, cannot
     /// be read once it has ended, so it waits for goodput's exit.
-    pub fn tend(&mut self) {
+    pub fn tend_with(&mut self, read: TreeReading) {
         if self.status.is_none() {
-            self.gather();
+            self.add(read);
             self.reap_tree();
         }
     }
@@ -866,7 +884,7 @@ mod tests {
         let pid: libc::pid_t =
             log.lines().find_map(|l| l.strip_prefix("orphan ")?.trim().parse().ok()).unwrap_or_else(|| panic!("{log}"));
         let m = Member { pid, start: stat(pid).unwrap().start };
-        s.tend();
+        s.tend_with(s.reading()());
         assert!(s.tree.contains(&m) && m.running(), "{:?}", s.tree);
         // It ends on its own (as a worker that finishes would).
         // SAFETY: a pid whose start time was just checked.
@@ -877,7 +895,7 @@ mod tests {
         }
         let ended = m.stat().unwrap();
         assert!(ended.ended && ended.ppid == std::process::id() as libc::pid_t, "{ended:?}");
-        s.tend();
+        s.tend_with(s.reading()());
         assert!(m.stat().is_none() && !s.tree.contains(&m), "still there: {:?}", m.stat());
         assert!(!s.exited(), "the server itself runs on");
         let status = s.stop_unless(Duration::from_secs(5), Duration::from_secs(5), &|| false, false).await.unwrap();
