@@ -906,6 +906,17 @@ fn bad_templates_and_grids_are_refused_before_anything_starts() {
     assert!(e.contains("--slo rouge_l>=0.5") && e.contains("--dataset"), "{e}");
     let o = goodput().args(["sweep", "--concurrency", "1", "--serve-cmd", "srv --port {port}"]).output().unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("--output"), "-o is required");
+    // Standard output cannot take a frontier rewritten after each
+    // configuration, nor logs beside it (it had written one document a
+    // configuration there, and logs into a folder named -.logs).
+    let o = goodput()
+        .current_dir(dir.path())
+        .args(["sweep", "--concurrency", "1", "--serve-cmd", "srv --port {port}", "-o", "-"])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("-o - cannot hold it"), "{e}");
+    assert!(o.stdout.is_empty() && !dir.path().join("-.logs").exists());
 }
 
 /// The finite errors of every compared point of a frontier comparison, and

@@ -97,6 +97,14 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         .output
         .clone()
         .context("--serve-cmd needs -o: the frontier is written there after each configuration")?;
+    // Standard output can hold one document only, and no logs beside it.
+    if out.as_os_str() == "-" {
+        bail!(
+            "--serve-cmd writes the frontier to -o after each configuration (for --resume) and the server logs \
+             beside it, so -o - cannot hold it: give -o a file (e.g. -o frontier.json) and read it when the sweep \
+             ends"
+        );
+    }
     let logs = s.serve_logs.clone().unwrap_or_else(|| logs_beside(&out));
     std::fs::create_dir_all(&logs)
         .with_context(|| format!("cannot create the server logs' folder {}", logs.display()))?;
