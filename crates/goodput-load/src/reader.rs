@@ -701,6 +701,10 @@ impl ResponseReader {
         rec.chunk_tokens_source = source;
         rec.chunks = chunks;
         rec.chunks.set_tokens(&ks);
+        // The room made for `max_tokens` chunks, given back where fewer came:
+        // a record is kept for the whole run, and a failed one, with none,
+        // had held it all (a storm's records took 2.6 KB each).
+        rec.chunks.shrink_to_fit();
         rec.stream_end = stream_end;
         if let Some((first, last)) = choices {
             rec.first_choice = Some(first).filter(|&t| Some(t) != rec.chunks.first().map(|c| c.t));
