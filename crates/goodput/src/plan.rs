@@ -402,10 +402,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         // in docs/plan.md alone): the same configuration in estimate reads
         // otherwise, and J/token against tokens/s per MW can read as more
         // than the GPUs' TDP.
-        None if simulated_points(&doc) > 0 => {
-            let pipelined = doc.configs.iter().any(|c| c.params.contains_key("pp") && !c.points.is_empty());
-            doc.notes.push(if pipelined { format!("{SPANS_NOTE}; {PIPELINE_SPANS_NOTE}") } else { SPANS_NOTE.into() });
-        }
+        None if simulated_points(&doc) > 0 => doc.notes.push(SPANS_NOTE.into()),
         None => {}
     }
     let simulated = simulated_points(&doc);
@@ -452,15 +449,6 @@ const SPANS_NOTE: &str = "spans: each point's tok/s, tok/s/GPU, goodput and tok/
      `estimate` and `sweep --estimate` of the same configuration start users together and count the whole window, \
      so they read lower tok/s and higher TTFT (`estimate --ramp-up` with this point's join time comes near its \
      latencies; docs/plan.md)";
-
-/// Beside [`SPANS_NOTE`] where a configuration has pipeline stages: there
-/// `estimate` reads the other way (a 70B on eight H200s, TP 2 × PP 4, 256
-/// users: 819 tok/s/GPU and TPOT p95 37.5 ms in `estimate`, 608 and 52.2
-/// ms here, and 464 and 67.8 ms in `estimate --ramp-up 15s`, users apart).
-const PIPELINE_SPANS_NOTE: &str = "with pipeline stages (pp) `estimate` reads the other way, higher tok/s and lower \
-     TPOT: users started together prefill in waves, and between the waves every stage decodes, while users apart \
-     put a prompt's chunk in nearly every step, and the engine holds such a step for the chunk's whole trip through \
-     the stages (docs/simulator.md, pipeline parallelism)";
 
 /// With `--trace`: a note on the points not steady, each the end of its
 /// curve, with the first one's reason.

@@ -282,6 +282,23 @@ pub struct Engine {
     held: HashMap<u64, Vec<u32>>,
     /// Requests holding blocks while their KV is pulled in (see [`Pull`]).
     pulling: Vec<u32>,
+    /// A pipeline's outputs still on their way through the stages after
+    /// their step ended (see [`Late`]), oldest first.
+    late: Vec<Late>,
+}
+
+/// A pipeline's largest prompt chunk, whose trip through every stage
+/// outlasts its step (`parallel.rs`): its output comes at the end of the
+/// first step that ends `left` or more after its own did, and until then
+/// its request (`slot`, unless it finished) sits out of `running`, as vLLM
+/// schedules no request into a batch while one of its batches is in flight.
+#[derive(Debug, Clone, Copy)]
+struct Late {
+    left: Duration,
+    slot: Option<u32>,
+    event: Option<TokenEvent>,
+    /// What the GPUs drew over its step, for a step that only waits for it.
+    watts: f64,
 }
 
 impl Engine {
@@ -308,6 +325,7 @@ impl Engine {
             hold_finished: false,
             held: HashMap::new(),
             pulling: Vec::new(),
+            late: Vec::new(),
             cfg,
         })
     }
@@ -479,6 +497,8 @@ impl Engine {
         };
         if let Some(pos) = self.running.iter().position(|&s| s == slot) {
             self.running.remove(pos);
+        } else if let Some(pos) = self.late.iter().position(|l| l.slot == Some(slot)) {
+            self.late.remove(pos);
         } else if let Some(pos) = self.waiting.iter().position(|&s| s == slot) {
             self.waiting.remove(pos);
         } else if let Some(pos) = self.pulling.iter().position(|&s| s == slot) {
@@ -494,11 +514,18 @@ impl Engine {
 
     /// Whether a step would do anything.
     pub fn has_work(&self) -> bool {
-        !self.running.is_empty() || !self.waiting.is_empty()
+        !self.running.is_empty() || !self.waiting.is_empty() || !self.late.is_empty()
     }
 
+    /// Running requests, those whose output is still crossing a pipeline's
+    /// stages included.
     pub fn num_running(&self) -> usize {
-        self.running.len()
+        self.running.len() + self.late_running()
+    }
+
+    /// Requests out of `running` while their output crosses the stages.
+    fn late_running(&self) -> usize {
+        self.late.iter().filter(|l| l.slot.is_some()).count()
     }
 
     /// Waiting requests, those pulling their KV in included (vLLM counts
@@ -511,9 +538,11 @@ impl Engine {
         self.pool.usage()
     }
 
-    /// Running requests, oldest admission first.
+    /// Running requests, oldest admission first (those whose output is
+    /// crossing a pipeline's stages last).
     pub fn running_ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.running.iter().map(|&s| self.slots[s as usize].id)
+        let late = self.late.iter().filter_map(|l| l.slot);
+        self.running.iter().copied().chain(late).map(|s| self.slots[s as usize].id)
     }
 
     /// Waiting requests, next to be admitted first.
@@ -523,7 +552,7 @@ impl Engine {
 
     pub fn stats(&self) -> EngineStats {
         EngineStats {
-            running: self.running.len() as u32,
+            running: self.num_running() as u32,
             waiting: self.num_waiting() as u32,
             kv_usage: self.pool.usage(),
             kv_blocks_total: self.pool.num_blocks(),
@@ -554,7 +583,15 @@ impl Engine {
             self.schedule(out);
         }
         if self.scheduled.is_empty() {
-            return false;
+            // Only outputs crossing a pipeline's stages are left: a step that
+            // waits for the first of them.
+            let Some(wait) = self.late.iter().map(|l| l.left).min() else { return false };
+            out.duration = wait;
+            out.power = StepPower { watts: self.late[0].watts, ..StepPower::default() };
+            self.deliver_late(wait, out);
+            self.stats.busy += out.duration;
+            self.stats.busy_energy_j += out.duration.as_secs_f64() * out.power.watts;
+            return true;
         }
 
         let mut shape = BatchShape::default();
@@ -579,16 +616,38 @@ impl Engine {
             batch.tokens += new;
         }
         batch.seqs = self.scheduled.len() as u32;
-        (out.duration, out.power) = self.roofline.step_time_and_power(&shape);
+        let late;
+        (out.duration, out.power, late) = self.roofline.step_time_and_power(&shape);
+        let mut factor = 1.0;
         let cv = self.cfg.calibration.step_time_cv;
         if cv > 0.0 {
-            out.duration = out.duration.mul_f64(self.step_factor(cv));
+            factor = self.step_factor(cv);
         }
         if let Some(sd) = self.cfg.spec.filter(|_| most_drafts > 0) {
             // The drafter runs once per draft position, for the whole batch.
-            out.duration = out.duration.mul_f64(1.0 + sd.draft_cost * most_drafts as f64);
+            factor *= 1.0 + sd.draft_cost * most_drafts as f64;
+        }
+        if factor != 1.0 {
+            out.duration = out.duration.mul_f64(factor);
         }
         out.batch = batch;
+        // What earlier steps left crossing the stages, due by this step's end.
+        self.deliver_late(out.duration, out);
+        // This step's largest chunk, if its trip outlasts the step: the
+        // first scheduled of the largest `new` of a sequence not decoding
+        // one token, as the batch's shape takes it.
+        let late_slot = if late.is_zero() {
+            None
+        } else {
+            let chunk = |&&(slot, new): &&(u32, u32)| !(new == 1 && self.slots[slot as usize].decoding());
+            let mut best: Option<(u32, u32)> = None;
+            for &(slot, new) in self.scheduled.iter().filter(chunk) {
+                if best.is_none_or(|(_, n)| new > n) {
+                    best = Some((slot, new));
+                }
+            }
+            best.map(|(slot, _)| slot)
+        };
 
         let mut any_finished = false;
         let acceptance = self.cfg.spec.map_or(0.0, |s| s.acceptance);
@@ -620,8 +679,15 @@ impl Engine {
             // A verified decode keeps the last token and the accepted
             // drafts; the rejected drafts' positions are computed again.
             r.num_computed += if drafts > 0 { 1 + accepted } else { new };
+            let is_late = late_slot == Some(slot);
             if r.num_computed < r.num_tokens() {
-                continue; // a prefill chunk that is not the last
+                // A prefill chunk that is not the last: no output, but the
+                // next chunk waits for this one's trip.
+                if is_late {
+                    let left = late.mul_f64(factor);
+                    self.late.push(Late { left, slot: Some(slot), event: None, watts: out.power.watts });
+                }
+                continue;
             }
             let index = r.num_output;
             let emitted = 1 + accepted;
@@ -633,7 +699,18 @@ impl Engine {
             }
             self.stats.generation_tokens += emitted as u64;
             out.iteration_tokens = out.iteration_tokens.saturating_add(emitted);
-            out.tokens.push(TokenEvent { id: r.id, index, tokens: emitted, first: index == 0, finished });
+            let event = TokenEvent { id: r.id, index, tokens: emitted, first: index == 0, finished };
+            if is_late {
+                let left = late.mul_f64(factor);
+                self.late.push(Late {
+                    left,
+                    slot: (!finished).then_some(slot),
+                    event: Some(event),
+                    watts: out.power.watts,
+                });
+            } else {
+                out.tokens.push(event);
+            }
             if finished {
                 if self.hold_finished {
                     self.held.insert(r.id, std::mem::take(&mut r.blocks));
@@ -651,6 +728,9 @@ impl Engine {
             let slots = &self.slots;
             self.running.retain(|&s| slots[s as usize].live);
         }
+        if let Some(slot) = late_slot.filter(|&s| self.slots[s as usize].live) {
+            self.running.retain(|&s| s != slot);
+        }
 
         self.stats.steps += 1;
         self.stats.batch_seqs_total += batch.seqs as u64;
@@ -659,6 +739,28 @@ impl Engine {
         self.stats.busy += out.duration;
         self.stats.busy_energy_j += out.duration.as_secs_f64() * out.power.watts;
         true
+    }
+
+    /// Counts a step of `elapsed` against the outputs crossing a pipeline's
+    /// stages: those due by its end go out with its tokens (first: they
+    /// were due before them), their requests back to `running` (last, the
+    /// newest admissions: vLLM's order is admission's, and a request back
+    /// from the stages is taken as the newest).
+    fn deliver_late(&mut self, elapsed: Duration, out: &mut StepOutcome) {
+        if self.late.is_empty() {
+            return;
+        }
+        let mut due = Vec::new();
+        self.late.retain_mut(|l| {
+            l.left = l.left.saturating_sub(elapsed);
+            if l.left.is_zero() {
+                due.push(*l);
+            }
+            !l.left.is_zero()
+        });
+        let ahead = due.iter().filter_map(|l| l.event);
+        out.tokens.splice(0..0, ahead);
+        self.running.extend(due.iter().filter_map(|l| l.slot));
     }
 
     /// A step time's factor, mean 1 and standard deviation `cv`: the sum of
@@ -703,7 +805,7 @@ impl Engine {
             return;
         }
 
-        while budget > 0 && (self.running.len() as u32) < self.max_num_seqs {
+        while budget > 0 && ((self.running.len() + self.late_running()) as u32) < self.max_num_seqs {
             let Some(&slot) = self.waiting.front() else {
                 break;
             };
@@ -1074,6 +1176,55 @@ mod tests {
             assert!(steps.len() < 100_000, "engine does not finish");
         }
         steps
+    }
+
+    /// A pipeline's chunk among decodes: the decodes get their tokens at the
+    /// step's end, a stage time of the chunk's and the decodes' others
+    /// later; the chunk's request gets its first token no sooner than its
+    /// trip through every stage, sits out of the steps until then, and
+    /// comes back to decode.
+    #[test]
+    fn a_pipeline_s_chunk_outputs_after_its_trip_and_sits_out_until_then() {
+        let mut cfg = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
+        cfg.pp = 4;
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        for id in 0..4 {
+            e.add_request(id, prompt(16, id, &cfg), 64).unwrap();
+        }
+        // The four decode from here on.
+        let mut out = StepOutcome::default();
+        assert!(e.step_into(&mut out) && out.tokens.len() == 4);
+        e.add_request(9, prompt(4096, 9, &cfg), 8).unwrap();
+        let mut alone = BatchShape::default();
+        alone.add_prefill(0, 4096);
+        let trip = e.roofline().step_time(&alone);
+        let (mut t, mut steps) = (Duration::ZERO, Vec::new());
+        while e.step_into(&mut out) {
+            t += out.duration;
+            let ids: Vec<u64> = out.tokens.iter().map(|ev| ev.id).collect();
+            steps.push((t, out.duration, out.batch.seqs, ids, e.num_running()));
+            if out.tokens.iter().any(|ev| ev.id == 9 && ev.first) {
+                break;
+            }
+        }
+        let (first, _, _, _, _) = *steps.last().unwrap();
+        assert!(first >= trip, "first token at {first:?}, the chunk's trip {trip:?}");
+        // The step that prefilled it was far shorter than its trip, and gave
+        // the decodes their tokens.
+        let (_, d0, seqs0, ids0, running0) = &steps[0];
+        assert!(*d0 < trip / 2, "the chunk's step {d0:?} against its trip {trip:?}");
+        assert_eq!((*seqs0, ids0.len(), *running0), (5, 4, 5), "{steps:?}");
+        // Until its token, it was in no step, though counted running.
+        for (_, _, seqs, ids, running) in &steps[1..steps.len() - 1] {
+            assert_eq!((*seqs, *running), (4, 5), "{steps:?}");
+            assert!(!ids.contains(&9));
+        }
+        assert!(steps.len() > 2, "the decodes stepped while it crossed: {steps:?}");
+        // Back in the steps, it decodes to its end.
+        let rest = drain(&mut e);
+        let tokens: u32 = rest.iter().flat_map(|s| &s.tokens).filter(|ev| ev.id == 9).map(|ev| ev.tokens).sum();
+        assert_eq!(tokens, 7);
+        assert!(!e.has_work());
     }
 
     #[test]

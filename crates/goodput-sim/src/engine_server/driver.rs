@@ -99,7 +99,11 @@ impl Driver {
             {
                 let mut obs = lock(&self.observed);
                 obs.step_lateness.observe(Instant::now().saturating_duration_since(deadline));
-                obs.iteration_tokens.observe_value(f64::from(self.out.iteration_tokens));
+                // A step that only waited for a pipeline's late output
+                // (nothing scheduled) is no iteration of vLLM's.
+                if self.out.batch.seqs > 0 {
+                    obs.iteration_tokens.observe_value(f64::from(self.out.iteration_tokens));
+                }
             }
             // Aborts that came during the step drop its tokens for those requests.
             self.drain();

@@ -93,7 +93,9 @@ impl Engine {
         // were admitted to pull.
         let mut owed: u64 = 0;
         let landed = self.waiting.iter().filter(|&&s| self.slots[s as usize].pull == Pull::Landed);
-        for &slot in self.running.iter().chain(&self.pulling).chain(landed) {
+        let late = self.late.iter().filter_map(|l| l.slot);
+        for slot in self.running.iter().copied().chain(self.pulling.iter().copied()).chain(landed.copied()).chain(late)
+        {
             let r = &self.slots[slot as usize];
             let total = self.pool.blocks_for(r.prompt_len + r.max_tokens);
             owed += total.saturating_sub(r.blocks.len() as u32) as u64;
@@ -134,7 +136,7 @@ impl Engine {
 
         // 3. New contexts, first come first served, each admitted only when
         // its whole run fits beside what the running ones are owed.
-        let mut fitting = self.running.len() as u32;
+        let mut fitting = (self.running.len() + self.late_running()) as u32;
         let mut k = 0;
         while budget > 0 && fitting < self.max_num_seqs && k < self.waiting.len() {
             let slot = self.waiting[k];
