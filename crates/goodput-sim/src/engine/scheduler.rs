@@ -750,17 +750,21 @@ impl Engine {
         if self.late.is_empty() {
             return;
         }
-        let mut due = Vec::new();
-        self.late.retain_mut(|l| {
+        let (mut k, mut ahead) = (0, 0);
+        while k < self.late.len() {
+            let l = &mut self.late[k];
             l.left = l.left.saturating_sub(elapsed);
-            if l.left.is_zero() {
-                due.push(*l);
+            if !l.left.is_zero() {
+                k += 1;
+                continue;
             }
-            !l.left.is_zero()
-        });
-        let ahead = due.iter().filter_map(|l| l.event);
-        out.tokens.splice(0..0, ahead);
-        self.running.extend(due.iter().filter_map(|l| l.slot));
+            let l = self.late.remove(k);
+            if let Some(ev) = l.event {
+                out.tokens.insert(ahead, ev);
+                ahead += 1;
+            }
+            self.running.extend(l.slot);
+        }
     }
 
     /// A step time's factor, mean 1 and standard deviation `cv`: the sum of
