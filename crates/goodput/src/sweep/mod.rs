@@ -573,7 +573,33 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         goodput_core::tell!("error: the sweep was interrupted; its document holds the points measured until then");
         return Ok(ExitCode::from(crate::output::EXIT_INTERRUPTED));
     }
-    Ok(exit_code(&doc, &sw.args.judge))
+    Ok(storm_exit(&doc, exit_code(&doc, &sw.args.judge)))
+}
+
+/// A live sweep some of whose points a failure storm stopped early failed
+/// (1), as such a bench run does, whatever else it would have exited with
+/// but an error: those loads were not measured (every request failed), and
+/// the points before them stand in the document. A re-judged document
+/// (`report`) keeps [`exit_code`]'s verdict alone.
+fn storm_exit(doc: &SweepResult, code: ExitCode) -> ExitCode {
+    if code != ExitCode::SUCCESS {
+        return code;
+    }
+    let stormed: Vec<String> =
+        doc.points.iter().filter(|p| crate::bench::stormed(&p.result)).map(|p| p.load.label()).collect();
+    if stormed.is_empty() {
+        return code;
+    }
+    goodput_core::tell!(
+        "error: a failure storm stopped {} of {} point{} early ({}): every request failed there, so {} measured \
+         nothing; the points before are in the document (see each point's stop)",
+        stormed.len(),
+        doc.points.len(),
+        if doc.points.len() == 1 { "" } else { "s" },
+        stormed.join(", "),
+        if stormed.len() == 1 { "that load" } else { "those loads" }
+    );
+    ExitCode::from(1)
 }
 
 /// What a sweep of one server among several (`--serve-cmd`) is given by

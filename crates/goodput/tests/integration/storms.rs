@@ -73,6 +73,57 @@ fn a_failure_storm_ends_a_series_of_runs_and_fails_it() {
     assert_eq!(doc["repeats"]["runs"].as_array().unwrap().len(), 1, "{}", doc["repeats"]);
 }
 
+/// Answers this many requests (a three-token stream each), then closes
+/// every connection it takes.
+static ANSWERED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn answers_three_then_drops(sock: std::net::TcpStream) {
+    use std::sync::atomic::Ordering;
+    let mut r = BufReader::new(sock.try_clone().unwrap());
+    let mut sock = sock;
+    if crate::cmd::read_request(&mut r).is_empty() || ANSWERED.fetch_add(1, Ordering::SeqCst) >= 3 {
+        return;
+    }
+    let chunk = |t: &str| format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{t}\"}}}}]}}\n\n");
+    let body = [chunk("a"), chunk("b"), chunk("c"), "data: [DONE]\n\n".into()].concat();
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    let _ = sock.write_all(format!("{head}{body}").as_bytes());
+}
+
+/// `sweep`: a point a failure storm stopped fails the sweep (1), though an
+/// earlier one completed requests; the document holds every point, each
+/// storm in its stop. It had exited 0, every load past the server's death
+/// "measured".
+#[test]
+fn a_failure_storm_in_a_sweep_fails_it_with_its_points_kept() {
+    let url = listen(answers_three_then_drops);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.json");
+    let o = goodput()
+        .args(["sweep", "--url", &url, "--model", "m", "--concurrency", "1,2", "--duration", "60s"])
+        .args(["--warmup", "0", "--no-metrics", "--progress", "none", "-o", out.to_str().unwrap()])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: a failure storm stopped 2 of 2 points early (concurrency 1, concurrency 2)"),
+        "{stderr}"
+    );
+    let doc = read_json(&out);
+    let points = doc["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    assert_eq!(
+        points[0]["result"]["summary"]["requests"]["completed"], 3,
+        "{}",
+        points[0]["result"]["summary"]["requests"]
+    );
+    for p in points {
+        assert_eq!(p["result"]["stop"]["reason"], "failure_storm", "{}", p["result"]["stop"]);
+    }
+}
+
 #[test]
 fn a_refusal_s_retry_after_holds_its_user_back() {
     // Every request refused at once with `Retry-After: 1`.
