@@ -18,7 +18,7 @@ use goodput_core::{Outcome, RequestMetrics, RequestRecord, RunResult};
 
 /// Every file `--csv` may write into its folder, whatever it renders: a
 /// command checks them against the files it reads.
-pub const FILE_NAMES: [&str; 9] = [
+pub const FILE_NAMES: [&str; 10] = [
     "summary.csv",
     "runs.csv",
     "requests.csv",
@@ -28,6 +28,7 @@ pub const FILE_NAMES: [&str; 9] = [
     "compare.csv",
     "differences.csv",
     "verdicts.csv",
+    "notes.csv",
 ];
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -142,11 +143,15 @@ impl Exporter for Csv {
                         row.push(csv_num(r.changes[i]));
                         let sig = r.significance.get(i).and_then(Option::as_ref);
                         row.push(csv_num(sig.and_then(|s| s.p_value)));
-                        row.push(csv_text(sig.map_or("", |s| match s.call {
+                        // A change left out because the run was judged by
+                        // another SLO says so (its cell had been blank, as a
+                        // missing figure's is).
+                        let other = r.other_slo.contains(&i).then_some("other_slo");
+                        row.push(csv_text(other.unwrap_or(sig.map_or("", |s| match s.call {
                             crate::compare::Call::Different => "different",
                             crate::compare::Call::NotShown => "not_shown",
                             crate::compare::Call::CannotTell => "cannot_tell",
-                        })));
+                        }))));
                     }
                 }
                 row
@@ -185,6 +190,12 @@ impl Exporter for Csv {
                 })
                 .collect();
             files.push(("verdicts.csv".to_string(), table(&header, &rows)));
+        }
+        // What the terminal, Markdown and HTML say above the table (other
+        // work, other SLOs, a cache an earlier run warmed, a measurement
+        // beside a simulation): the folder had left it out.
+        if let Some(n) = &c.note {
+            files.push(("notes.csv".to_string(), table(&["note".to_string()], &[vec![csv_text(n)]])));
         }
         Ok(Rendered::Folder(files))
     }

@@ -703,6 +703,32 @@ fn every_format_renders_a_comparison() {
     }
 }
 
+/// The CSV folder of a comparison says what the others say above the
+/// table (`notes.csv`), and a change left out for another SLO says so in
+/// its `call_` cell; both had been missing (a blank cell read as a missing
+/// figure).
+#[test]
+fn a_comparison_s_csv_keeps_its_note_and_says_which_change_another_slo_left_out() {
+    let mut b = slower_run();
+    b.slo.as_mut().unwrap().spec = "ttft<=61ms".into();
+    let c = compare(&[("a.json", &run()), ("b.json", &b)], &[]);
+    let note = c.note.clone().expect("another SLO is noted");
+    let out = Format::Csv.exporter().render_compare(&c, &[&run(), &b]).unwrap();
+    let notes = parse_csv(&text(&out, "notes.csv"));
+    assert_eq!(column(&notes, "note"), [note.as_str()]);
+    assert_no_formulas(&notes);
+    let rows = parse_csv(&text(&out, "compare.csv"));
+    let calls: Vec<(&str, &str)> = column(&rows, "metric").into_iter().zip(column(&rows, "call_b.json")).collect();
+    let goodput = calls.iter().find(|(m, _)| *m == "goodput.requests_per_s").expect("a goodput row");
+    assert_eq!(goodput.1, "other_slo", "{calls:?}");
+    assert!(calls.iter().any(|(_, c)| *c != "other_slo"), "only SLO-judged figures: {calls:?}");
+    // Runs alike have no note, and no notes.csv.
+    let alike = compare(&[("a.json", &run()), ("b.json", &slower_run())], &[]);
+    assert_eq!(alike.note, None);
+    let out = Format::Csv.exporter().render_compare(&alike, &[&run(), &slower_run()]).unwrap();
+    assert!(out.file("notes.csv").is_none());
+}
+
 /// The block as the document holds it, to read by its JSON paths.
 fn server_block(r: &RunResult) -> serde_json::Value {
     serde_json::to_value(r.server_signals.as_ref().expect("a run with server signals")).unwrap()
