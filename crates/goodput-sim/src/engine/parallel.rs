@@ -394,6 +394,19 @@ pub(super) fn suggest_ep(cfg: &EngineConfig, fits: &dyn Fn(&EngineConfig) -> boo
     })
 }
 
+/// A step's batch cut over the busiest rank's micro-batches: their count,
+/// the step's prefill tokens, an even micro-batch's share of them and the
+/// heavy one's (the largest chunk whole), each micro-batch's share of the
+/// decode work and of the sequences.
+struct Shares {
+    micro: f64,
+    prefill: f64,
+    fp_even: f64,
+    fp_heavy: f64,
+    fd: f64,
+    part: f64,
+}
+
 /// The step-time model of an expert-parallel group or a pipeline: the
 /// configuration's products folded in, as the roofline's are.
 #[derive(Debug, Clone)]
@@ -523,26 +536,7 @@ impl Parallel {
         // sequences. Its shares of the prefill and of the decode work (`fp`,
         // `fd`) are 1 with one rank, and each 1 / ranks for a batch spread
         // evenly.
-        let seqs = b.seqs.max(1) as f64;
-        let rank_seqs = (seqs / self.ranks).ceil();
-        let micro = self.pp.min(rank_seqs.max(1.0));
-        let (k, prefill) = (b.prefills as f64, b.prefill_tokens as f64);
-        let rank_prefills = (k / self.ranks).ceil().min(rank_seqs);
-        // The rank's prefill tokens, and a micro-batch's of them: an even
-        // 1/m share, or, in the micro-batch that holds it, the largest chunk
-        // whole (a sequence's chunk passes the stages in one micro-batch; it
-        // is not cut over them).
-        let (fp_even, fp_heavy) = if prefill > 0.0 {
-            let rank = (b.largest_prefill as f64).max(rank_prefills / k * prefill).min(prefill);
-            let even = rank / micro;
-            (even / prefill, even.max(b.largest_prefill as f64).min(rank) / prefill)
-        } else {
-            (0.0, 0.0)
-        };
-        let decodes = seqs - k;
-        let fd = if decodes > 0.0 { (rank_seqs - rank_prefills).max(0.0).min(decodes) / decodes / micro } else { 0.0 };
-        // The share of the batch's sequences, for the per-sequence terms.
-        let part = rank_seqs / seqs / micro;
+        let Shares { micro, prefill, fp_even, fp_heavy, fd, part } = self.shares(b);
         let even = self.micro_batch(r, b, fp_even, fd, part, micro, 0.0);
         // The pipeline passes max(m, pp) stage times of an even micro-batch
         // a step (a stage is 1/pp of a micro-batch's time through the whole
@@ -578,6 +572,49 @@ impl Parallel {
         out.compute_s = even.compute_s * busy;
         out.memory_s = even.memory_s * busy;
         out
+    }
+
+    /// How a step's batch is cut over the busiest rank's micro-batches (see
+    /// [`split`](Self::split)).
+    fn shares(&self, b: &super::BatchShape) -> Shares {
+        let seqs = b.seqs.max(1) as f64;
+        let rank_seqs = (seqs / self.ranks).ceil();
+        let micro = self.pp.min(rank_seqs.max(1.0));
+        let (k, prefill) = (b.prefills as f64, b.prefill_tokens as f64);
+        let rank_prefills = (k / self.ranks).ceil().min(rank_seqs);
+        // The rank's prefill tokens, and a micro-batch's of them: an even
+        // 1/m share, or, in the micro-batch that holds it, the largest chunk
+        // whole (a sequence's chunk passes the stages in one micro-batch; it
+        // is not cut over them).
+        let (fp_even, fp_heavy) = if prefill > 0.0 {
+            let rank = (b.largest_prefill as f64).max(rank_prefills / k * prefill).min(prefill);
+            let even = rank / micro;
+            (even / prefill, even.max(b.largest_prefill as f64).min(rank) / prefill)
+        } else {
+            (0.0, 0.0)
+        };
+        let decodes = seqs - k;
+        let fd = if decodes > 0.0 { (rank_seqs - rank_prefills).max(0.0).min(decodes) / decodes / micro } else { 0.0 };
+        // The share of the batch's sequences, for the per-sequence terms.
+        let part = rank_seqs / seqs / micro;
+        Shares { micro, prefill, fp_even, fp_heavy, fd, part }
+    }
+
+    /// Seconds after a step of `step_s` ends at which a chunk of `chunk`
+    /// tokens in it gets its output: its micro-batch's trip through every
+    /// stage, the chunk whole and its share of the decodes beside it, less
+    /// the step; 0 where the trip ends within the step (every chunk no
+    /// larger than an even micro-batch's share). Each chunk's own, so a
+    /// step's second-largest chunk waits for its own trip too.
+    pub(super) fn chunk_late(&self, r: &Roofline, b: &super::BatchShape, chunk: u32, step_s: f64) -> f64 {
+        let Shares { micro, prefill, fp_even, fd, part, .. } = self.shares(b);
+        let c = f64::from(chunk);
+        if prefill <= 0.0 || c <= fp_even * prefill {
+            return 0.0;
+        }
+        let fp = c.min(prefill) / prefill;
+        let trip = self.micro_batch(r, b, fp, fd, part, micro, (fp - fp_even) * prefill).total();
+        (trip - step_s).max(0.0)
     }
 
     /// The terms of one micro-batch's trip through every stage: `fp` and

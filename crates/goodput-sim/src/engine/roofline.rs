@@ -403,6 +403,16 @@ impl Roofline {
         (seconds(total), power, seconds(t.late))
     }
 
+    /// How long after a step of `step` ends a chunk of `chunk` tokens in
+    /// it gets its output: a pipeline's micro-batch trip that outlasts the
+    /// step (`parallel.rs`); zero elsewhere.
+    pub fn chunk_late(&self, b: &BatchShape, chunk: u32, step: Duration) -> Duration {
+        match &self.parallel {
+            Some(p) => seconds(p.chunk_late(self, b, chunk, step.as_secs_f64())),
+            None => Duration::ZERO,
+        }
+    }
+
     /// T_step, and how long after it the largest prompt chunk's sequence
     /// gets its output (see [`step_time_and_power`](Self::step_time_and_power)).
     pub fn step_time_and_late(&self, b: &BatchShape) -> (Duration, Duration) {

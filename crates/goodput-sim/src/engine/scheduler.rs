@@ -285,17 +285,21 @@ pub struct Engine {
     /// A pipeline's outputs still on their way through the stages after
     /// their step ended (see [`Late`]), oldest first.
     late: Vec<Late>,
+    /// This step's such chunks: (slot, how long after its end), kept to
+    /// reuse its allocation.
+    late_now: Vec<(u32, Duration)>,
 }
 
-/// A pipeline's largest prompt chunk, whose trip through every stage
-/// outlasts its step (`parallel.rs`): its output comes at the end of the
-/// first step that ends `left` or more after its own did, and until then
-/// its request (`slot`, unless it finished) sits out of `running`, as vLLM
-/// schedules no request into a batch while one of its batches is in flight.
+/// A pipeline's prompt chunk whose trip through every stage outlasts its
+/// step (`parallel.rs`): its output comes at the end of the first step that
+/// ends `left` or more after its own did, and until then its request
+/// (`slot`) sits out of `running`, as vLLM schedules no request into a batch
+/// while one of its batches is in flight; a request whose last output it
+/// is keeps its blocks and its seat until then too.
 #[derive(Debug, Clone, Copy)]
 struct Late {
     left: Duration,
-    slot: Option<u32>,
+    slot: u32,
     event: Option<TokenEvent>,
     /// What the GPUs drew over its step, for a step that only waits for it.
     watts: f64,
@@ -326,6 +330,7 @@ impl Engine {
             held: HashMap::new(),
             pulling: Vec::new(),
             late: Vec::new(),
+            late_now: Vec::new(),
             cfg,
         })
     }
@@ -497,7 +502,7 @@ impl Engine {
         };
         if let Some(pos) = self.running.iter().position(|&s| s == slot) {
             self.running.remove(pos);
-        } else if let Some(pos) = self.late.iter().position(|l| l.slot == Some(slot)) {
+        } else if let Some(pos) = self.late.iter().position(|l| l.slot == slot) {
             self.late.remove(pos);
         } else if let Some(pos) = self.waiting.iter().position(|&s| s == slot) {
             self.waiting.remove(pos);
@@ -525,7 +530,7 @@ impl Engine {
 
     /// Requests out of `running` while their output crosses the stages.
     fn late_running(&self) -> usize {
-        self.late.iter().filter(|l| l.slot.is_some()).count()
+        self.late.len()
     }
 
     /// Waiting requests, those pulling their KV in included (vLLM counts
@@ -541,7 +546,7 @@ impl Engine {
     /// Running requests, oldest admission first (those whose output is
     /// crossing a pipeline's stages last).
     pub fn running_ids(&self) -> impl Iterator<Item = u64> + '_ {
-        let late = self.late.iter().filter_map(|l| l.slot);
+        let late = self.late.iter().map(|l| l.slot);
         self.running.iter().copied().chain(late).map(|s| self.slots[s as usize].id)
     }
 
@@ -577,18 +582,23 @@ impl Engine {
         }
         self.schedule(out);
         if self.scheduled.is_empty() {
-            // Only a lone running request that preempted itself can leave a
-            // step empty, and add_request guarantees a lone request fits, so
-            // scheduling again (now admission is allowed) always succeeds.
+            // A lone running request that preempted itself can leave a step
+            // empty, and add_request guarantees a lone request fits, so
+            // scheduling again (now admission is allowed) succeeds, unless
+            // requests whose outputs are crossing a pipeline's stages hold
+            // the blocks.
             self.schedule(out);
         }
         if self.scheduled.is_empty() {
             // Only outputs crossing a pipeline's stages are left: a step that
-            // waits for the first of them.
-            let Some(wait) = self.late.iter().map(|l| l.left).min() else { return false };
-            out.duration = wait;
-            out.power = StepPower { watts: self.late[0].watts, ..StepPower::default() };
-            self.deliver_late(wait, out);
+            // waits for the first of them, its GPUs drawing what one stage
+            // of the step that left it drew (the others idle).
+            let Some(first) = self.late.iter().min_by_key(|l| l.left).copied() else { return false };
+            let idle = self.roofline.idle_watts();
+            out.duration = first.left;
+            let watts = idle + (first.watts - idle).max(0.0) / f64::from(self.cfg.pp.max(1));
+            out.power = StepPower { watts, ..StepPower::default() };
+            self.deliver_late(first.left, out);
             self.stats.busy += out.duration;
             self.stats.busy_energy_j += out.duration.as_secs_f64() * out.power.watts;
             return true;
@@ -618,6 +628,10 @@ impl Engine {
         batch.seqs = self.scheduled.len() as u32;
         let late;
         (out.duration, out.power, late) = self.roofline.step_time_and_power(&shape);
+        self.late_now.clear();
+        if !late.is_zero() {
+            self.chunks_late(&shape, &mut out.duration);
+        }
         let mut factor = 1.0;
         let cv = self.cfg.calibration.step_time_cv;
         if cv > 0.0 {
@@ -629,29 +643,18 @@ impl Engine {
         }
         if factor != 1.0 {
             out.duration = out.duration.mul_f64(factor);
+            for (_, l) in &mut self.late_now {
+                *l = l.mul_f64(factor);
+            }
         }
         out.batch = batch;
         // What earlier steps left crossing the stages, due by this step's end.
         self.deliver_late(out.duration, out);
-        // This step's largest chunk, if its trip outlasts the step: the
-        // first scheduled of the largest `new` of a sequence not decoding
-        // one token, as the batch's shape takes it.
-        let late_slot = if late.is_zero() {
-            None
-        } else {
-            let chunk = |&&(slot, new): &&(u32, u32)| !(new == 1 && self.slots[slot as usize].decoding());
-            let mut best: Option<(u32, u32)> = None;
-            for &(slot, new) in self.scheduled.iter().filter(chunk) {
-                if best.is_none_or(|(_, n)| new > n) {
-                    best = Some((slot, new));
-                }
-            }
-            best.map(|(slot, _)| slot)
-        };
 
         let mut any_finished = false;
         let acceptance = self.cfg.spec.map_or(0.0, |s| s.acceptance);
-        for &(slot, new) in &self.scheduled {
+        for i in 0..self.scheduled.len() {
+            let (slot, new) = self.scheduled[i];
             let r = &mut self.slots[slot as usize];
             let drafts = if r.decoding() { new - 1 } else { 0 };
             let mut accepted = 0;
@@ -679,13 +682,12 @@ impl Engine {
             // A verified decode keeps the last token and the accepted
             // drafts; the rejected drafts' positions are computed again.
             r.num_computed += if drafts > 0 { 1 + accepted } else { new };
-            let is_late = late_slot == Some(slot);
+            let late = self.late_now.iter().find(|&&(s, _)| s == slot).map(|&(_, l)| l);
             if r.num_computed < r.num_tokens() {
                 // A prefill chunk that is not the last: no output, but the
                 // next chunk waits for this one's trip.
-                if is_late {
-                    let left = late.mul_f64(factor);
-                    self.late.push(Late { left, slot: Some(slot), event: None, watts: out.power.watts });
+                if let Some(left) = late {
+                    self.late.push(Late { left, slot, event: None, watts: out.power.watts });
                 }
                 continue;
             }
@@ -700,27 +702,15 @@ impl Engine {
             self.stats.generation_tokens += emitted as u64;
             out.iteration_tokens = out.iteration_tokens.saturating_add(emitted);
             let event = TokenEvent { id: r.id, index, tokens: emitted, first: index == 0, finished };
-            if is_late {
-                let left = late.mul_f64(factor);
-                self.late.push(Late {
-                    left,
-                    slot: (!finished).then_some(slot),
-                    event: Some(event),
-                    watts: out.power.watts,
-                });
-            } else {
-                out.tokens.push(event);
+            if let Some(left) = late {
+                // Its output, and its end when it is the last, come when the
+                // trip ends: its blocks and its seat are held until then.
+                self.late.push(Late { left, slot, event: Some(event), watts: out.power.watts });
+                continue;
             }
+            out.tokens.push(event);
             if finished {
-                if self.hold_finished {
-                    self.held.insert(r.id, std::mem::take(&mut r.blocks));
-                } else {
-                    self.pool.release(&mut r.blocks);
-                }
-                r.live = false;
-                self.index.remove(&r.id);
-                self.free_slots.push(slot);
-                self.stats.requests_finished += 1;
+                self.finish(slot);
                 any_finished = true;
             }
         }
@@ -728,8 +718,9 @@ impl Engine {
             let slots = &self.slots;
             self.running.retain(|&s| slots[s as usize].live);
         }
-        if let Some(slot) = late_slot.filter(|&s| self.slots[s as usize].live) {
-            self.running.retain(|&s| s != slot);
+        if !self.late_now.is_empty() {
+            let late = &self.late_now;
+            self.running.retain(|s| late.iter().all(|(l, _)| l != s));
         }
 
         self.stats.steps += 1;
@@ -762,9 +753,59 @@ impl Engine {
             if let Some(ev) = l.event {
                 out.tokens.insert(ahead, ev);
                 ahead += 1;
+                if ev.finished {
+                    self.finish(l.slot);
+                    continue;
+                }
             }
-            self.running.extend(l.slot);
+            self.running.push(l.slot);
         }
+    }
+
+    /// The chunks of this step (scheduled, of `shape`) whose trip through a
+    /// pipeline's stages outlasts the step `step` (before its noise), in
+    /// `late_now` with how long after the step's end. A trip that ends
+    /// within one stage time of the step's end (the step over the stages)
+    /// lengthens the step instead: a request held out for the next step
+    /// would lose a whole step for a few microseconds. Prefill chunks only:
+    /// a verify of drafts, or a request whose KV landed computing its last
+    /// prompt token, is a decode here.
+    fn chunks_late(&mut self, shape: &BatchShape, step: &mut Duration) {
+        let stage = step.div_f64(f64::from(self.cfg.pp.max(1)));
+        let mut extend = Duration::ZERO;
+        for &(slot, new) in &self.scheduled {
+            if new <= 1 || self.slots[slot as usize].decoding() {
+                continue;
+            }
+            let late = self.roofline.chunk_late(shape, new, *step);
+            if late.is_zero() {
+                continue;
+            }
+            if late <= stage {
+                extend = extend.max(late);
+            } else {
+                self.late_now.push((slot, late));
+            }
+        }
+        *step += extend;
+        for (_, l) in &mut self.late_now {
+            *l = l.saturating_sub(extend);
+        }
+    }
+
+    /// Ends the request in `slot`, whose last output is out: its blocks
+    /// freed (or held for a decode instance's pull), its slot given back.
+    fn finish(&mut self, slot: u32) {
+        let r = &mut self.slots[slot as usize];
+        if self.hold_finished {
+            self.held.insert(r.id, std::mem::take(&mut r.blocks));
+        } else {
+            self.pool.release(&mut r.blocks);
+        }
+        r.live = false;
+        self.index.remove(&r.id);
+        self.free_slots.push(slot);
+        self.stats.requests_finished += 1;
     }
 
     /// A step time's factor, mean 1 and standard deviation `cv`: the sum of
@@ -1000,14 +1041,18 @@ impl Engine {
     }
 
     /// Frees a request's blocks and puts it at the front of the waiting
-    /// queue, to be recomputed (prompt and output so far) when readmitted.
+    /// queue (behind the requests whose KV landed), to be recomputed (prompt and output so far) when readmitted.
     fn preempt(&mut self, slot: u32, out: &mut StepOutcome) {
         let r = &mut self.slots[slot as usize];
         self.pool.release(&mut r.blocks);
         r.num_computed = 0;
         r.num_registered = 0;
         out.preempted.push(r.id);
-        self.waiting.push_front(slot);
+        // Behind the requests whose KV landed, which hold their blocks: a
+        // recompute too large for the blocks they leave, put ahead of them,
+        // stopped admission for good, nothing running to free any.
+        let ahead = self.waiting.iter().take_while(|&&s| self.slots[s as usize].pull == Pull::Landed).count();
+        self.waiting.insert(ahead, slot);
         self.stats.preemptions += 1;
     }
 
@@ -1229,6 +1274,149 @@ mod tests {
         let tokens: u32 = rest.iter().flat_map(|s| &s.tokens).filter(|ev| ev.id == 9).map(|ev| ev.tokens).sum();
         assert_eq!(tokens, 7);
         assert!(!e.has_work());
+    }
+
+    fn pp4() -> EngineConfig {
+        let mut cfg = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
+        cfg.pp = 4;
+        cfg
+    }
+
+    /// Steps until every id in `ids` has its first token: the time of each.
+    fn first_tokens(e: &mut Engine, ids: &[u64]) -> HashMap<u64, Duration> {
+        let (mut out, mut t, mut first) = (StepOutcome::default(), Duration::ZERO, HashMap::new());
+        while ids.iter().any(|id| !first.contains_key(id)) {
+            assert!(e.step_into(&mut out), "stopped before {ids:?} had their first tokens: {first:?}");
+            t += out.duration;
+            for ev in out.tokens.iter().filter(|ev| ev.first) {
+                first.insert(ev.id, t);
+            }
+        }
+        first
+    }
+
+    /// Two long prompts in one pipeline step: each waits for its own trip
+    /// (the second-largest had been spread over the micro-batches again,
+    /// and got its first token at half its trip: 58.8 ms against 115.6).
+    #[test]
+    fn every_chunk_of_a_pipeline_step_waits_for_its_own_trip() {
+        let cfg = pp4();
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        for id in 0..2 {
+            e.add_request(id, prompt(16, id, &cfg), 64).unwrap();
+        }
+        let mut out = StepOutcome::default();
+        e.step_into(&mut out);
+        e.add_request(10, prompt(4096, 10, &cfg), 8).unwrap();
+        e.add_request(11, prompt(4096, 11, &cfg), 8).unwrap();
+        let mut alone = BatchShape::default();
+        alone.add_prefill(0, 4096);
+        let trip = e.roofline().step_time(&alone);
+        let first = first_tokens(&mut e, &[10, 11]);
+        for id in [10, 11] {
+            assert!(first[&id] >= trip.mul_f64(1.0 - 1e-9), "{id}: {:?} against its trip {trip:?}", first[&id]);
+        }
+    }
+
+    /// A trip that ends within a stage time of its step's end lengthens the
+    /// step: a short prompt among decodes, a landed request's last prompt
+    /// token, a verify of fewer drafts get their tokens in their own step
+    /// (each had sat out the next step for microseconds).
+    #[test]
+    fn a_pipeline_chunk_a_little_late_lengthens_its_step_instead() {
+        let cfg = pp4();
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        for id in 0..7 {
+            e.add_request(id, prompt(2000, id, &cfg), 64).unwrap();
+        }
+        let mut out = StepOutcome::default();
+        for _ in 0..4 {
+            e.step_into(&mut out);
+        }
+        let decode_step = out.duration;
+        e.add_request(9, prompt(16, 9, &cfg), 8).unwrap();
+        assert!(e.step_into(&mut out));
+        assert!(out.tokens.iter().any(|ev| ev.id == 9 && ev.first), "{:?}", out.tokens);
+        assert!(e.late.is_empty() && out.duration < decode_step * 2, "{:?}", out.duration);
+        // A request prefilled elsewhere computes its last prompt token here.
+        e.add_remote_request(20, prompt(2000, 20, &cfg), 8).unwrap();
+        e.step_into(&mut out);
+        assert!(e.kv_landed(20));
+        assert!(e.step_into(&mut out));
+        assert!(out.tokens.iter().any(|ev| ev.id == 20 && ev.first), "{:?}", out.tokens);
+        assert!(e.late.is_empty());
+    }
+
+    /// A request whose last output is crossing the stages keeps its blocks
+    /// and its seat until it is out (it had given both up in the step that
+    /// computed it, and a request added then ran first).
+    #[test]
+    fn a_late_last_output_holds_its_blocks_until_it_is_out() {
+        let cfg = pp4();
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.add_request(0, prompt(16, 0, &cfg), 64).unwrap();
+        let mut out = StepOutcome::default();
+        e.step_into(&mut out);
+        e.add_request(1, prompt(8000, 1, &cfg), 1).unwrap();
+        let free = e.pool.num_free();
+        assert!(e.step_into(&mut out));
+        assert!(!out.tokens.iter().any(|ev| ev.id == 1));
+        assert_eq!(e.late.len(), 1, "its output crosses the stages");
+        assert_eq!(e.num_running(), 2);
+        assert!(e.pool.num_free() + 400 < free, "its blocks held: {} of {free} free", e.pool.num_free());
+        let (finished, held) = (e.stats().requests_finished, e.pool.num_free());
+        while e.late.len() == 1 {
+            assert!(e.step_into(&mut out));
+        }
+        assert!(out.tokens.iter().any(|ev| ev.id == 1 && ev.finished), "{:?}", out.tokens);
+        assert_eq!(e.stats().requests_finished, finished + 1);
+        assert!(e.pool.num_free() > held + 400, "freed once out");
+        assert_eq!(e.num_running(), 1);
+        // Aborted while it crosses, it is counted aborted and never output.
+        e.add_request(2, prompt(8000, 2, &cfg), 1).unwrap();
+        e.step_into(&mut out);
+        assert_eq!(e.late.len(), 1);
+        assert!(e.abort(2));
+        assert!(e.late.is_empty() && e.stats().requests_aborted == 1);
+        let rest = drain(&mut e);
+        assert!(rest.iter().flat_map(|s| &s.tokens).all(|ev| ev.id != 2));
+    }
+
+    /// A running request preempted for want of blocks queues behind the
+    /// requests whose KV landed, which hold theirs: put ahead of them, a
+    /// recompute larger than the blocks they leave stopped admission with
+    /// nothing running to free any (found by a review's fuzz; no pipeline
+    /// needed).
+    #[test]
+    fn a_preempted_request_queues_behind_the_landed_ones_that_hold_blocks() {
+        let mut cfg = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
+        cfg.num_gpu_blocks_override = Some(60);
+        cfg.block_size = 16;
+        cfg.enable_prefix_caching = false;
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.add_request(0, prompt(512, 0, &cfg), 200).unwrap();
+        let mut out = StepOutcome::default();
+        e.step_into(&mut out);
+        e.add_remote_request(1, prompt(400, 1, &cfg), 8).unwrap();
+        e.step_into(&mut out);
+        assert_eq!(e.pulling.len(), 1, "admitted to pull, holding its blocks");
+        // Land it in the step where the running request needs a block no one has.
+        let mut landed = false;
+        for _ in 0..200 {
+            let a = &e.slots[e.index[&0] as usize];
+            if !landed && e.pool.num_free() == 0 && a.num_computed as usize == a.blocks.len() * 16 {
+                landed = e.kv_landed(1);
+            }
+            if !e.step_into(&mut out) {
+                break;
+            }
+            if out.preempted.contains(&0) {
+                assert!(landed, "preempted before its neighbour landed");
+            }
+        }
+        assert!(landed && e.stats().preemptions > 0, "the scenario: {:?}", e.stats());
+        drain(&mut e);
+        assert!(!e.has_work(), "stuck: {} running, {} waiting", e.num_running(), e.num_waiting());
     }
 
     #[test]

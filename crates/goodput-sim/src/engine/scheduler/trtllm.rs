@@ -93,7 +93,7 @@ impl Engine {
         // were admitted to pull.
         let mut owed: u64 = 0;
         let landed = self.waiting.iter().filter(|&&s| self.slots[s as usize].pull == Pull::Landed);
-        let late = self.late.iter().filter_map(|l| l.slot);
+        let late = self.late.iter().map(|l| l.slot);
         for slot in self.running.iter().copied().chain(self.pulling.iter().copied()).chain(landed.copied()).chain(late)
         {
             let r = &self.slots[slot as usize];
