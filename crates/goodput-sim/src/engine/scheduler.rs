@@ -301,8 +301,10 @@ struct Late {
     left: Duration,
     slot: u32,
     event: Option<TokenEvent>,
-    /// What the GPUs drew over its step, for a step that only waits for it.
+    /// What the GPUs drew over its step, and one stage time of it, for a
+    /// step that only waits for it.
     watts: f64,
+    stage: Duration,
 }
 
 impl Engine {
@@ -591,14 +593,17 @@ impl Engine {
         }
         if self.scheduled.is_empty() {
             // Only outputs crossing a pipeline's stages are left: a step that
-            // waits for the first of them, its GPUs drawing what one stage
-            // of the step that left it drew (the others idle).
+            // waits for the first of them, one stage time at most (a request
+            // that arrives meanwhile enters the first stage at the next
+            // slot, as in a real pipeline, not after the whole wait), its
+            // GPUs drawing what one stage of the step that left it drew (the
+            // others idle).
             let Some(first) = self.late.iter().min_by_key(|l| l.left).copied() else { return false };
             let idle = self.roofline.idle_watts();
-            out.duration = first.left;
+            out.duration = first.left.min(first.stage.max(Duration::from_micros(1)));
             let watts = idle + (first.watts - idle).max(0.0) / f64::from(self.cfg.pp.max(1));
             out.power = StepPower { watts, ..StepPower::default() };
-            self.deliver_late(first.left, out);
+            self.deliver_late(out.duration, out);
             self.stats.busy += out.duration;
             self.stats.busy_energy_j += out.duration.as_secs_f64() * out.power.watts;
             return true;
@@ -648,6 +653,7 @@ impl Engine {
             }
         }
         out.batch = batch;
+        let stage = out.duration.div_f64(f64::from(self.cfg.pp.max(1)));
         // What earlier steps left crossing the stages, due by this step's end.
         self.deliver_late(out.duration, out);
 
@@ -687,7 +693,7 @@ impl Engine {
                 // A prefill chunk that is not the last: no output, but the
                 // next chunk waits for this one's trip.
                 if let Some(left) = late {
-                    self.late.push(Late { left, slot, event: None, watts: out.power.watts });
+                    self.late.push(Late { left, slot, event: None, watts: out.power.watts, stage });
                 }
                 continue;
             }
@@ -705,7 +711,7 @@ impl Engine {
             if let Some(left) = late {
                 // Its output, and its end when it is the last, come when the
                 // trip ends: its blocks and its seat are held until then.
-                self.late.push(Late { left, slot, event: Some(event), watts: out.power.watts });
+                self.late.push(Late { left, slot, event: Some(event), watts: out.power.watts, stage });
                 continue;
             }
             out.tokens.push(event);
@@ -1380,6 +1386,37 @@ mod tests {
         assert!(e.late.is_empty() && e.stats().requests_aborted == 1);
         let rest = drain(&mut e);
         assert!(rest.iter().flat_map(|s| &s.tokens).all(|ev| ev.id != 2));
+    }
+
+    /// A step that only waits for a pipeline's late output lasts a stage
+    /// time at most: a request that arrives meanwhile starts at the next
+    /// one, not after the whole wait (it had waited the chunk's whole trip
+    /// less its step, 182 ms of an 8,192-token prompt's).
+    #[test]
+    fn a_request_arriving_while_a_pipeline_waits_starts_within_a_stage_time() {
+        let cfg = pp4();
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.add_request(0, prompt(16, 0, &cfg), 1).unwrap();
+        e.add_request(1, prompt(8192, 1, &cfg), 4).unwrap();
+        let mut out = StepOutcome::default();
+        assert!(e.step_into(&mut out));
+        let (step, left) = (out.duration, e.late[0].left);
+        assert!(e.late.len() == 1 && left > step, "a long wait: {left:?} after a step of {step:?}");
+        assert!(e.step_into(&mut out) && out.batch.seqs == 0, "a wait step");
+        assert!(
+            out.duration <= step / 4 + Duration::from_nanos(1),
+            "{:?} against a stage of {:?}",
+            out.duration,
+            step / 4
+        );
+        e.add_request(2, prompt(16, 2, &cfg), 2).unwrap();
+        assert!(e.step_into(&mut out));
+        assert_eq!(out.batch.seqs, 1, "the newcomer runs while the chunk crosses");
+        assert!(out.tokens.iter().any(|ev| ev.id == 2 && ev.first));
+        assert_eq!(e.late.len(), 1, "still crossing");
+        // The chunk's request gets all its tokens.
+        let rest = drain(&mut e);
+        assert!(rest.iter().flat_map(|s| &s.tokens).filter(|ev| ev.id == 1).count() == 4);
     }
 
     /// A running request preempted for want of blocks queues behind the
