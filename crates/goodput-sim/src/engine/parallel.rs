@@ -32,8 +32,8 @@
 //! passes the stages whole, in one micro-batch: each stage passes it once
 //! and the others once, so the step lasts its stage time and m − 1 of the
 //! others', and its sequence gets its output when its trip through every
-//! stage ends, after the step (`Terms::late`; the scheduler holds the
-//! request out of the steps until then).
+//! stage ends, after the step (`Parallel::chunk_late`; the scheduler holds
+//! the request out of the steps until then).
 
 use super::{Roofline, Terms};
 use crate::engine::catalog::GpuSpec;
@@ -553,8 +553,8 @@ impl Parallel {
             // which none of them can go again). The heavy one's chunk reaches
             // the last stage only after every stage has computed it: its
             // sequence gets its output that long after the step started,
-            // later than the others (`late`), and sits out the steps until
-            // then (the scheduler's `late`).
+            // later than the others ([`chunk_late`](Self::chunk_late)), and
+            // sits out the steps until then (the scheduler's `late`).
             let extra = (fp_heavy - fp_even) * prefill;
             let heavy = self.micro_batch(r, b, fp_heavy, fd, part, micro, extra);
             let rank = fp_even * micro * prefill;
@@ -562,7 +562,6 @@ impl Parallel {
             let rest = self.micro_batch(r, b, fp_rest, fd, part, micro, (fp_rest - fp_even) * prefill);
             let round = rest.scaled((micro - 1.0) / self.pp).plus(&heavy.scaled(1.0 / self.pp));
             out = if round.total() > rest.total() { round } else { rest };
-            out.late = (heavy.total() - out.total()).max(0.0);
             out.compute_s = (heavy.compute_s + (micro - 1.0) * rest.compute_s) / self.pp;
             out.memory_s = (heavy.memory_s + (micro - 1.0) * rest.memory_s) / self.pp;
             return out;
@@ -666,7 +665,6 @@ impl Parallel {
             overhead,
             compute_s: gemm_c + att_c,
             memory_s: gemm_m + att_m,
-            late: 0.0,
         }
     }
 }
@@ -1000,8 +998,8 @@ mod tests {
         let r = Roofline::new(&c).unwrap();
         let t = |b: &BatchShape| r.step_time(b).as_secs_f64();
         let chunk_out = |b: &BatchShape| {
-            let (step, late) = r.step_time_and_late(b);
-            (step + late).as_secs_f64()
+            let step = r.step_time(b);
+            (step + r.chunk_late(b, 4096, step)).as_secs_f64()
         };
         let mut alone = BatchShape::default();
         alone.add_prefill(0, 4096);

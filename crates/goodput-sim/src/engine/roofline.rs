@@ -382,15 +382,11 @@ impl Roofline {
     /// times min(1, power_compute · u_c + power_memory · u_m), where u_c and
     /// u_m are the shares of the step the roofline's compute and memory
     /// sides take (docs/simulator.md, "Power and energy").
-    ///
-    /// The third: how long after the step's end the sequence of its largest
-    /// prompt chunk gets its output (a pipeline's chunk that outlasts the
-    /// step, `parallel.rs`; zero elsewhere).
-    pub fn step_time_and_power(&self, b: &BatchShape) -> (Duration, StepPower, Duration) {
+    pub fn step_time_and_power(&self, b: &BatchShape) -> (Duration, StepPower) {
         let t = self.split(b);
         let total = t.total();
         if total <= 0.0 {
-            return (Duration::ZERO, StepPower { watts: self.idle_w, ..StepPower::default() }, Duration::ZERO);
+            return (Duration::ZERO, StepPower { watts: self.idle_w, ..StepPower::default() });
         }
         let u_c = (t.compute_s / total).min(1.0);
         let u_m = (t.memory_s / total).min(1.0);
@@ -400,7 +396,7 @@ impl Roofline {
             memory_utilisation: u_m,
             watts: self.idle_w + self.dynamic_w * activity,
         };
-        (seconds(total), power, seconds(t.late))
+        (seconds(total), power)
     }
 
     /// How long after a step of `step` ends a chunk of `chunk` tokens in
@@ -411,13 +407,6 @@ impl Roofline {
             Some(p) => seconds(p.chunk_late(self, b, chunk, step.as_secs_f64())),
             None => Duration::ZERO,
         }
-    }
-
-    /// T_step, and how long after it the largest prompt chunk's sequence
-    /// gets its output (see [`step_time_and_power`](Self::step_time_and_power)).
-    pub fn step_time_and_late(&self, b: &BatchShape) -> (Duration, Duration) {
-        let t = self.split(b);
-        (seconds(t.total()), seconds(t.late))
     }
 
     /// T_step for one batch.
@@ -500,7 +489,6 @@ impl Roofline {
             overhead,
             compute_s: gemm_c + att_c,
             memory_s: gemm_m + att_m,
-            late: 0.0,
         }
     }
 }
@@ -514,10 +502,6 @@ struct Terms {
     overhead: f64,
     compute_s: f64,
     memory_s: f64,
-    /// Seconds after the step's end at which the sequence of its largest
-    /// prompt chunk gets its output: a pipeline's chunk that outlasts the
-    /// step's other micro-batches (`parallel.rs`); 0 elsewhere.
-    late: f64,
 }
 
 impl Terms {
@@ -535,7 +519,6 @@ impl Terms {
             overhead: self.overhead * k,
             compute_s: self.compute_s * k,
             memory_s: self.memory_s * k,
-            late: self.late * k,
         }
     }
 
@@ -548,7 +531,6 @@ impl Terms {
             overhead: self.overhead + o.overhead,
             compute_s: self.compute_s + o.compute_s,
             memory_s: self.memory_s + o.memory_s,
-            late: self.late + o.late,
         }
     }
 }
@@ -769,7 +751,7 @@ mod tests {
         let c = cfg("llama-3.1-8b", "h100", Precision::Bf16);
         let r = Roofline::new(&c).unwrap();
         let power = |b: &BatchShape| {
-            let (t, p, _) = r.step_time_and_power(b);
+            let (t, p) = r.step_time_and_power(b);
             assert_eq!(t, r.step_time(b), "the same time as step_time");
             p
         };

@@ -408,8 +408,7 @@ impl Engine {
         let Some(pos) = self.pulling.iter().position(|&s| s == slot) else { return false };
         self.pulling.remove(pos);
         self.slots[slot as usize].pull = Pull::Landed;
-        let ahead = self.waiting.iter().take_while(|&&s| self.slots[s as usize].pull == Pull::Landed).count();
-        self.waiting.insert(ahead, slot);
+        self.waiting.insert(self.landed_ahead(), slot);
         true
     }
 
@@ -527,12 +526,7 @@ impl Engine {
     /// Running requests, those whose output is still crossing a pipeline's
     /// stages included.
     pub fn num_running(&self) -> usize {
-        self.running.len() + self.late_running()
-    }
-
-    /// Requests out of `running` while their output crosses the stages.
-    fn late_running(&self) -> usize {
-        self.late.len()
+        self.running.len() + self.late.len()
     }
 
     /// Waiting requests, those pulling their KV in included (vLLM counts
@@ -631,10 +625,9 @@ impl Engine {
             batch.tokens += new;
         }
         batch.seqs = self.scheduled.len() as u32;
-        let late;
-        (out.duration, out.power, late) = self.roofline.step_time_and_power(&shape);
+        (out.duration, out.power) = self.roofline.step_time_and_power(&shape);
         self.late_now.clear();
-        if !late.is_zero() {
+        if self.cfg.pp > 1 && shape.prefills > 0 {
             self.chunks_late(&shape, &mut out.duration);
         }
         let mut factor = 1.0;
@@ -856,7 +849,7 @@ impl Engine {
             return;
         }
 
-        while budget > 0 && ((self.running.len() + self.late_running()) as u32) < self.max_num_seqs {
+        while budget > 0 && (self.num_running() as u32) < self.max_num_seqs {
             let Some(&slot) = self.waiting.front() else {
                 break;
             };
@@ -1047,7 +1040,8 @@ impl Engine {
     }
 
     /// Frees a request's blocks and puts it at the front of the waiting
-    /// queue (behind the requests whose KV landed), to be recomputed (prompt and output so far) when readmitted.
+    /// queue (behind the requests whose KV landed), to be recomputed
+    /// (prompt and output so far) when readmitted.
     fn preempt(&mut self, slot: u32, out: &mut StepOutcome) {
         let r = &mut self.slots[slot as usize];
         self.pool.release(&mut r.blocks);
@@ -1057,9 +1051,14 @@ impl Engine {
         // Behind the requests whose KV landed, which hold their blocks: a
         // recompute too large for the blocks they leave, put ahead of them,
         // stopped admission for good, nothing running to free any.
-        let ahead = self.waiting.iter().take_while(|&&s| self.slots[s as usize].pull == Pull::Landed).count();
-        self.waiting.insert(ahead, slot);
+        self.waiting.insert(self.landed_ahead(), slot);
         self.stats.preemptions += 1;
+    }
+
+    /// The requests at the front of the waiting queue whose KV landed: each
+    /// holds its blocks, so it goes before any other.
+    fn landed_ahead(&self) -> usize {
+        self.waiting.iter().take_while(|&&s| self.slots[s as usize].pull == Pull::Landed).count()
     }
 
     /// Registers the prompt blocks that will be full once `target` tokens are

@@ -136,7 +136,7 @@ impl Engine {
 
         // 3. New contexts, first come first served, each admitted only when
         // its whole run fits beside what the running ones are owed.
-        let mut fitting = (self.running.len() + self.late_running()) as u32;
+        let mut fitting = self.num_running() as u32;
         let mut k = 0;
         while budget > 0 && fitting < self.max_num_seqs && k < self.waiting.len() {
             let slot = self.waiting[k];
