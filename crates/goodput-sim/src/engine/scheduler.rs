@@ -1239,8 +1239,7 @@ mod tests {
     /// comes back to decode.
     #[test]
     fn a_pipeline_s_chunk_outputs_after_its_trip_and_sits_out_until_then() {
-        let mut cfg = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
-        cfg.pp = 4;
+        let cfg = pp4();
         let mut e = Engine::new(cfg.clone()).unwrap();
         for id in 0..4 {
             e.add_request(id, prompt(16, id, &cfg), 64).unwrap();
@@ -1324,9 +1323,9 @@ mod tests {
     }
 
     /// A trip that ends within a stage time of its step's end lengthens the
-    /// step: a short prompt among decodes, a landed request's last prompt
-    /// token, a verify of fewer drafts get their tokens in their own step
-    /// (each had sat out the next step for microseconds).
+    /// step: a short prompt among decodes and a landed request's last
+    /// prompt token get their tokens in their own step (each had sat out
+    /// the next step for microseconds).
     #[test]
     fn a_pipeline_chunk_a_little_late_lengthens_its_step_instead() {
         let cfg = pp4();
