@@ -24,8 +24,10 @@
 //! `pp` micro-batches in flight: a step's batch is cut into
 //! m = min(pp, its sequences) equal micro-batches, each passes the stages
 //! one after another, and the pipeline stays full across steps, so a step
-//! lasts max(m, pp) stage times, a stage being 1/pp of the whole model's
-//! time for one micro-batch plus the activation hand-off to the next stage.
+//! lasts the slowest stage's m passes, or one micro-batch's trip (the whole
+//! model's time for it plus the activation hand-offs) where that is longer.
+//! A stage takes its share of the layers' time, and the last the LM head's
+//! besides, so with m near pp the last stage sets the step.
 //! With one sequence (m = 1) the step takes every stage in turn: the same
 //! time as one GPU group plus the hand-offs, the other stages idle (the
 //! bubble); with pp or more sequences every stage is busy. A prompt's chunk
@@ -327,6 +329,20 @@ pub(super) fn per_gpu(cfg: &EngineConfig, weight_bytes: f64, kv_bytes_per_token:
     (heaviest_stage(cfg, spread), kv_bytes_per_token * cfg.stage_share())
 }
 
+/// The layers of each of `pp` pipeline stages, as vLLM's `get_pp_indices`
+/// deals them: an equal share each, the remainder one more to each stage
+/// before the last, from the last but one back (the last stage holds the LM
+/// head).
+fn stage_layers(layers: u32, pp: u32) -> Vec<u32> {
+    let pp = pp.max(1);
+    let mut counts = vec![layers / pp; pp as usize];
+    for k in 0..(layers % pp) as usize {
+        let at = counts.len() - 2 - k;
+        counts[at] += 1;
+    }
+    counts
+}
+
 /// The weight bytes per GPU of a pipeline's heaviest stage. Layers are
 /// dealt out as vLLM's `get_pp_indices` deals them (an equal share each,
 /// the remainder one more to each stage before the last, from the last
@@ -355,12 +371,7 @@ fn heaviest_stage(cfg: &EngineConfig, spread: f64) -> f64 {
     // A table of the vocabulary, 16-bit, split over TP; with tied
     // embeddings the last stage holds its own copy for the LM head.
     let table = m.vocab_size as f64 * d * 2.0 / tp;
-    let (layers, pp) = (m.num_layers, cfg.pp.max(1));
-    let mut counts = vec![layers / pp; pp as usize];
-    for k in 0..(layers % pp) as usize {
-        let at = counts.len() - 2 - k;
-        counts[at] += 1;
-    }
+    let counts = stage_layers(m.num_layers, cfg.pp);
     let mut first = 0;
     let mut heaviest: f64 = 0.0;
     for (s, &n) in counts.iter().enumerate() {
@@ -412,6 +423,9 @@ struct Shares {
 #[derive(Debug, Clone)]
 pub(super) struct Parallel {
     pp: f64,
+    /// Each stage's share of the layers (vLLM's split, [`stage_layers`]);
+    /// the last stage also holds the LM head.
+    stages: Vec<f64>,
     /// Data-parallel ranks in the group (EP / TP, or 1).
     ranks: f64,
     /// The expert-parallel path (EP > 1): the experts apart from the rest.
@@ -494,8 +508,10 @@ impl Parallel {
             _ => None,
         };
         let (handoff_latency, rate) = link(cfg.tp * cfg.pp * ranks);
+        let layers = f64::from(m.num_layers.max(1));
         Some(Parallel {
             pp: cfg.pp as f64,
+            stages: stage_layers(m.num_layers, cfg.pp).into_iter().map(|n| f64::from(n) / layers).collect(),
             ranks: ranks as f64,
             ep,
             handoff_latency,
@@ -537,12 +553,16 @@ impl Parallel {
         // `fd`) are 1 with one rank, and each 1 / ranks for a batch spread
         // evenly.
         let Shares { micro, prefill, fp_even, fp_heavy, fd, part } = self.shares(b);
-        let even = self.micro_batch(r, b, fp_even, fd, part, micro, 0.0);
-        // The pipeline passes max(m, pp) stage times of an even micro-batch
-        // a step (a stage is 1/pp of a micro-batch's time through the whole
-        // model).
-        let stages = self.pp.max(micro) / self.pp;
+        let (even, even_head) = self.micro_batch(r, b, fp_even, fd, part, micro, 0.0);
+        // Each stage passes each of the m micro-batches once a step, and a
+        // micro-batch goes again only when its trip through every stage has
+        // ended: the step lasts the slowest stage's m passes, or one trip if
+        // that is longer. With stages of equal time (a stage being 1/pp of a
+        // micro-batch's trip) and m ≤ pp that is the trip; the LM head on
+        // the last stage, and a remainder of layers, make one stage slower.
         let busy = micro / self.pp;
+        let trip = even.total();
+        let stages = if trip > 0.0 { (micro * self.slowest_stage(trip, even_head) / trip).max(1.0) } else { 1.0 };
         let mut out = even.scaled(stages);
         if fp_heavy > fp_even {
             // The micro-batch that holds the largest chunk whole, and the
@@ -556,11 +576,14 @@ impl Parallel {
             // later than the others ([`chunk_late`](Self::chunk_late)), and
             // sits out the steps until then (the scheduler's `late`).
             let extra = (fp_heavy - fp_even) * prefill;
-            let heavy = self.micro_batch(r, b, fp_heavy, fd, part, micro, extra);
+            let (heavy, heavy_head) = self.micro_batch(r, b, fp_heavy, fd, part, micro, extra);
             let rank = fp_even * micro * prefill;
             let fp_rest = ((rank - fp_heavy * prefill).max(0.0) / (micro - 1.0)) / prefill;
-            let rest = self.micro_batch(r, b, fp_rest, fd, part, micro, (fp_rest - fp_even) * prefill);
+            let (rest, rest_head) = self.micro_batch(r, b, fp_rest, fd, part, micro, (fp_rest - fp_even) * prefill);
+            // The slowest stage's passes of them all.
             let round = rest.scaled((micro - 1.0) / self.pp).plus(&heavy.scaled(1.0 / self.pp));
+            let (work, head) = (round.total() * self.pp, (micro - 1.0) * rest_head + heavy_head);
+            let round = if work > 0.0 { round.scaled(self.slowest_stage(work, head) * self.pp / work) } else { round };
             out = if round.total() > rest.total() { round } else { rest };
             out.compute_s = (heavy.compute_s + (micro - 1.0) * rest.compute_s) / self.pp;
             out.memory_s = (heavy.memory_s + (micro - 1.0) * rest.memory_s) / self.pp;
@@ -612,14 +635,30 @@ impl Parallel {
             return 0.0;
         }
         let fp = c.min(prefill) / prefill;
-        let trip = self.micro_batch(r, b, fp, fd, part, micro, (fp - fp_even) * prefill).total();
+        let trip = self.micro_batch(r, b, fp, fd, part, micro, (fp - fp_even) * prefill).0.total();
         (trip - step_s).max(0.0)
+    }
+
+    /// The slowest stage's seconds of `work` seconds of trips through every
+    /// stage, `head` of them the LM head's: each stage its share of the
+    /// layers' part, the last the head besides. The step's overheads and
+    /// the hand-offs are taken to spread as the layers do.
+    fn slowest_stage(&self, work: f64, head: f64) -> f64 {
+        let layers = (work - head).max(0.0);
+        let last = self.stages.len().saturating_sub(1);
+        self.stages
+            .iter()
+            .enumerate()
+            .map(|(s, share)| layers * share + if s == last { head } else { 0.0 })
+            .fold(0.0, f64::max)
     }
 
     /// The terms of one micro-batch's trip through every stage: `fp` and
     /// `fd` of the step's prefill and decode work, `part` of its sequences;
     /// `extra` tokens beyond an even micro-batch's (the expert-parallel
-    /// group's routed tokens grow by as many).
+    /// group's routed tokens grow by as many). With them, the LM head's
+    /// seconds in the trip's matrix products: its flops where those are
+    /// compute-bound, its table's bytes where they are memory-bound.
     #[allow(clippy::too_many_arguments)]
     fn micro_batch(
         &self,
@@ -630,14 +669,21 @@ impl Parallel {
         part: f64,
         micro: f64,
         extra: f64,
-    ) -> Terms {
+    ) -> (Terms, f64) {
         let (seqs, prefill) = (b.seqs.max(1) as f64, b.prefill_tokens as f64);
         let decodes = seqs - b.prefills as f64;
         let n = prefill * fp + (b.tokens as f64 - prefill) * fd;
-        let (gemm_c, gemm_m, gemm, a2a) = match &self.ep {
+        let head = |c: f64, m: f64| {
+            if c >= m {
+                seqs * part * r.lm_head_s_per_seq
+            } else {
+                r.lm_head_bytes / r.weight_rate
+            }
+        };
+        let (gemm_c, gemm_m, gemm, a2a, head_s) = match &self.ep {
             None => {
                 let (c, m) = (r.gemm_compute_s(n, seqs * part), r.weight_bytes(n) / r.weight_rate);
-                (c, m, c.max(m), 0.0)
+                (c, m, c.max(m), 0.0, head(c, m))
             }
             Some(ep) => {
                 let dense_c = r.gemm_compute_s(n, seqs * part) - n * ep.expert_flops_per_token / r.compute_rate;
@@ -649,7 +695,8 @@ impl Parallel {
                 let expert_c = share * ep.expert_flops_per_token / ep.gpu_compute_rate;
                 let expert_m = ep.experts_per_gpu * (1.0 - ep.miss.powf(group)) * r.expert_bytes / ep.gpu_weight_rate;
                 let a2a = ep.a2a_calls * (ep.a2a_latency + n * ep.a2a_s_per_token);
-                (dense_c + expert_c, dense_m + expert_m, dense_c.max(dense_m) + expert_c.max(expert_m), a2a)
+                let gemm = dense_c.max(dense_m) + expert_c.max(expert_m);
+                (dense_c + expert_c, dense_m + expert_m, gemm, a2a, head(dense_c, dense_m))
             }
         };
         let flops = r.attention_flops(b.prefill_attention * fp, b.decode_context as f64 * fd, 1.0);
@@ -658,14 +705,15 @@ impl Parallel {
         let tp = r.allreduce_calls * (r.allreduce_latency + n * r.allreduce_bytes_per_token / r.link_rate);
         let handoffs = (self.pp - 1.0) * (self.handoff_latency + n * self.handoff_s_per_token);
         let overhead = r.fixed_overhead + r.per_seq_overhead * b.seqs as f64 * part;
-        Terms {
+        let terms = Terms {
             gemm,
             attention: att_c.max(att_m),
             tp: tp + a2a + handoffs,
             overhead,
             compute_s: gemm_c + att_c,
             memory_s: gemm_m + att_m,
-        }
+        };
+        (terms, head_s)
     }
 }
 
@@ -915,6 +963,32 @@ mod tests {
         let third = 16.0 * (attention + routed + always);
         let last = 15.0 * (attention + routed + always) + head / 4.0;
         assert!((weights / third.max(last) - 1.0).abs() < 1e-9, "{weights} against {third} / {last}");
+    }
+
+    #[test]
+    fn a_pipeline_s_last_stage_reads_the_lm_head_and_sets_a_saturated_step() {
+        // 70B in FP8 on TP2 × PP4: 80 layers, 20 a stage, the LM head's
+        // 16-bit table on the last. A memory-bound step of 256 decodes runs
+        // four micro-batches, and the last stage reads the table for each:
+        // the table costs the step four reads, where the other stages idle
+        // for them. One sequence's step is one trip: one read.
+        let mut c = cfg("llama-3.1-70b", "h200", Precision::Fp8);
+        c.tp = 2;
+        c.pp = 4;
+        let mut small = c.clone();
+        small.model.vocab_size = 1;
+        let read = c.model.vocab_size as f64 * c.model.hidden_size as f64 * 2.0
+            / (2.0 * c.gpu.bandwidth_bytes_per_s() * c.calibration.eta_weights);
+        let head_cost = |b: &BatchShape| {
+            let step = |c: &EngineConfig| Roofline::new(c).unwrap().step_time(b).as_secs_f64();
+            (step(&c) - step(&small)) / read
+        };
+        let (one, full) = (head_cost(&decodes(1, 1024)), head_cost(&decodes(256, 1024)));
+        assert!((one - 1.0).abs() < 0.01, "one sequence: {one} reads");
+        assert!((full - 4.0).abs() < 0.05, "256 sequences: {full} reads");
+        // Two micro-batches: the trip (one read) is still the longer.
+        let two = head_cost(&decodes(2, 1024));
+        assert!((two - 1.0).abs() < 0.01, "two sequences: {two} reads");
     }
 
     #[test]

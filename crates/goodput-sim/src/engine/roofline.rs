@@ -246,6 +246,9 @@ pub struct Roofline {
     /// The LM head's seconds for one sequence's logits: 2 · vocabulary · d
     /// flops at the 16-bit peak (the head stays 16-bit, as its weights do).
     lm_head_s_per_seq: f64,
+    /// The LM head's table (16-bit), read whole every step: part of
+    /// `fixed_weight_bytes`, apart for a pipeline's last stage.
+    lm_head_bytes: f64,
     /// One routed expert's weights over all MoE layers; with `moe`, read per
     /// expert hit.
     expert_bytes: f64,
@@ -346,6 +349,7 @@ impl Roofline {
             embedding_row_bytes: m.hidden_size as f64 * 2.0,
             lm_head_s_per_seq: 2.0 * m.vocab_size as f64 * m.hidden_size as f64
                 / (tp * cfg.gpu.peak_flops(Precision::Bf16)? * c.eta_compute),
+            lm_head_bytes: table,
             expert_bytes,
             moe: m.moe,
             weight_rate: tp * bw * c.eta_weights,
