@@ -208,6 +208,9 @@ struct Request {
     blocks: Vec<u32>,
     admitted_once: bool,
     live: bool,
+    /// When it last joined the running requests ([`Engine::join_running`]):
+    /// their order, which a pipeline's late output returns to.
+    joined: u64,
     /// Where its KV is, prefilled elsewhere (disaggregation). A preemption
     /// after it started frees that KV: the instance recomputes it all.
     pull: Pull,
@@ -264,7 +267,11 @@ pub struct Engine {
     slots: Vec<Request>,
     free_slots: Vec<u32>,
     index: HashMap<u64, u32>,
+    /// In the order they joined (each's `joined`): the newest last, where
+    /// a preemption takes its victim.
     running: Vec<u32>,
+    /// The next `joined` to give.
+    joins: u64,
     waiting: VecDeque<u32>,
     /// This step's (slot, new tokens), kept to reuse its allocation.
     scheduled: Vec<(u32, u32)>,
@@ -333,6 +340,7 @@ impl Engine {
             pulling: Vec::new(),
             late: Vec::new(),
             late_now: Vec::new(),
+            joins: 0,
             cfg,
         })
     }
@@ -467,6 +475,7 @@ impl Engine {
             blocks: Vec::new(),
             admitted_once: false,
             live: true,
+            joined: 0,
             pull: Pull::None,
         };
         let slot = match self.free_slots.pop() {
@@ -733,9 +742,9 @@ impl Engine {
 
     /// Counts a step of `elapsed` against the outputs crossing a pipeline's
     /// stages: those due by its end go out with its tokens (first: they
-    /// were due before them), their requests back to `running` (last, the
-    /// newest admissions: vLLM's order is admission's, and a request back
-    /// from the stages is taken as the newest).
+    /// were due before them), their requests back to `running` in the
+    /// place they joined it (vLLM's running list keeps a request whose batch
+    /// is in flight; until session 47 it came back as the newest).
     fn deliver_late(&mut self, elapsed: Duration, out: &mut StepOutcome) {
         if self.late.is_empty() {
             return;
@@ -757,8 +766,20 @@ impl Engine {
                     continue;
                 }
             }
-            self.running.push(l.slot);
+            // It never left vLLM's running list: back in its place, not as
+            // the newest (a preemption would have taken it first).
+            let joined = self.slots[l.slot as usize].joined;
+            let slots = &self.slots;
+            let at = self.running.partition_point(|&s| slots[s as usize].joined < joined);
+            self.running.insert(at, l.slot);
         }
+    }
+
+    /// Puts the request in `slot` last among the running ones, the newest.
+    fn join_running(&mut self, slot: u32) {
+        self.slots[slot as usize].joined = self.joins;
+        self.joins += 1;
+        self.running.push(slot);
     }
 
     /// The chunks of this step (scheduled, of `shape`) whose trip through a
@@ -992,7 +1013,7 @@ impl Engine {
             }
         }
         self.register_full_blocks(slot, cached + new);
-        self.running.push(slot);
+        self.join_running(slot);
         self.scheduled.push((slot, new));
     }
 
@@ -1034,7 +1055,7 @@ impl Engine {
             out.admitted.push(r.id);
         }
         self.register_full_blocks(slot, n);
-        self.running.push(slot);
+        self.join_running(slot);
         self.scheduled.push((slot, 1));
         true
     }
@@ -1278,6 +1299,32 @@ mod tests {
         let tokens: u32 = rest.iter().flat_map(|s| &s.tokens).filter(|ev| ev.id == 9).map(|ev| ev.tokens).sum();
         assert_eq!(tokens, 7);
         assert!(!e.has_work());
+    }
+
+    #[test]
+    fn a_pipeline_s_late_request_returns_to_its_place_among_the_running() {
+        // vLLM keeps a request whose batch is crossing the stages in its
+        // running list, in the order the requests joined it: the newest
+        // last, where a preemption takes its victim. It had come back as the
+        // newest.
+        let cfg = pp4();
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        for id in 0..4 {
+            e.add_request(id, prompt(16, id, &cfg), 64).unwrap();
+        }
+        let mut out = StepOutcome::default();
+        assert!(e.step_into(&mut out));
+        e.add_request(9, prompt(4096, 9, &cfg), 8).unwrap();
+        assert!(e.step_into(&mut out) && !out.tokens.iter().any(|ev| ev.id == 9));
+        e.add_request(10, prompt(16, 10, &cfg), 64).unwrap();
+        let ids = |e: &Engine| e.running.iter().map(|&s| e.slots[s as usize].id).collect::<Vec<u64>>();
+        let mut crossing = Vec::new();
+        while !out.tokens.iter().any(|ev| ev.id == 9) {
+            crossing.push(ids(&e));
+            assert!(e.step_into(&mut out), "stopped before 9's first token");
+        }
+        assert!(crossing.iter().any(|r| r.contains(&10) && !r.contains(&9)), "10 joined while 9 crossed: {crossing:?}");
+        assert_eq!(ids(&e), [0, 1, 2, 3, 9, 10]);
     }
 
     fn pp4() -> EngineConfig {
