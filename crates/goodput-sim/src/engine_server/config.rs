@@ -43,7 +43,7 @@ impl EngineServerConfig {
     pub fn validate(&self) -> Result<(), Error> {
         if !(self.speed.is_finite() && self.speed > 0.0) {
             return Err(Error::InvalidConfig(format!(
-                "--speed {} must be a positive number (1 is real time, 2 twice as fast)",
+                "--speed {} must be a finite positive number (1 is real time, 2 twice as fast)",
                 self.speed
             )));
         }

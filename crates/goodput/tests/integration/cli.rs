@@ -1394,6 +1394,29 @@ fn a_label_and_notes_are_kept_and_compare_names_runs_by_their_labels() {
     assert!(err.contains("an input of this command (a compared run)") && read_json(&b)["kind"] == "estimate", "{err}");
 }
 
+/// Requests given up on at once leave while the server's front end holds
+/// them: its engine never takes them, and counts no abort for them (as
+/// vLLM's does not). The cross-check says so, where it had blamed a
+/// disconnect the server did not notice.
+#[test]
+fn cancels_before_the_answer_s_first_byte_are_told_apart_from_unnoticed_disconnects() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    goodput()
+        .args(["bench", "-q", "-n", "24", "-c", "4", "--seed", "3", "--output-tokens", "32"])
+        .args(["--cancel-rate", "0.5", "--cancel-after", "0s", "--metrics-interval", "200ms"])
+        .writing(&out, &rec)
+        .assert()
+        .success();
+    let early = records(&rec).iter().filter(|r| r.abandoned && r.first_byte.is_none()).count();
+    assert!(early > 0, "some requests were given up on before any byte");
+    let cc = read_json(&out)["server_signals"]["cross_check"].clone();
+    let notes = cc["notes"].to_string();
+    let counted = cc["server_requests_failed"].as_f64().unwrap_or(0.0);
+    assert!(counted < early as f64, "the engine counted {counted} aborts of {early} early cancels: {cc}");
+    assert!(notes.contains("before any byte of the answer") && !notes.contains("did not notice"), "{cc}");
+}
+
 /// `--cancel-rate`: the picked requests disconnect after the delay, count
 /// as cancelled (not failed), and the engine sees each disconnect as an
 /// abort; `estimate` gives up on the same ones in virtual time.

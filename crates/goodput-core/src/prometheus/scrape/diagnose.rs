@@ -188,13 +188,27 @@ pub fn cross_check(
         if sv > 0.5 || cancelled + failed > 0 {
             (c.client_not_completed, c.server_requests_failed) = (Some(cancelled + failed), Some(sv));
             let client = format!("the client cancelled {cancelled} and saw {failed} fail");
-            c.notes.push(if (sv - (cancelled + failed) as f64).abs() < 0.5 {
+            let short = (cancelled + failed) as f64 - sv;
+            // Cancels before any byte of the answer: a server's front end may
+            // drop such a request before its engine takes it, and count no
+            // abort (vLLM's does; so does goodput's engine server).
+            let early =
+                records.iter().filter(|r| matches!(r.outcome, Outcome::Cancelled) && r.first_byte.is_none()).count();
+            c.notes.push(if short.abs() < 0.5 {
                 format!("aborts agree: the server ended {sv:.0} requests as aborted or failed; {client}")
-            } else {
+            } else if short > 0.0 && early as f64 >= short - 0.5 {
+                format!(
+                    "the server ended {sv:.0} requests as aborted or failed; {client}, {early} of those cancels \
+                     before any byte of the answer: a server counts no abort for a request its engine had not yet \
+                     taken (vLLM's front end drops it), nor for one it ends after the run's last scrape"
+                )
+            } else if short > 0.0 {
                 format!(
                     "the server ended {sv:.0} requests as aborted or failed; {client}: a disconnect the server did \
-                     not notice, a failure it does not count, or other clients"
+                     not notice, a failure it does not count, or an abort it counted after the run's last scrape"
                 )
+            } else {
+                format!("the server ended {sv:.0} requests as aborted or failed; {client}: other clients on the server")
             });
         }
     }
