@@ -48,7 +48,8 @@ use goodput_sim::engine::{
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// The most configurations one search makes of its lists (counted as they
@@ -245,6 +246,49 @@ struct Search<'a> {
     /// runs that go at once (`--jobs`).
     memory_limit: u64,
     trace: Option<PlanTrace>,
+    /// Set by Ctrl-C or SIGTERM ([`listen_for_stop`]): no configuration or
+    /// point is begun after it.
+    stop: Arc<AtomicBool>,
+}
+
+/// A curve stopped by Ctrl-C or SIGTERM before its end.
+#[derive(Debug)]
+struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the plan was interrupted")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// Ctrl-C, SIGTERM or SIGHUP once sets `stop`: the search begins no new
+/// point, and the configurations simulated until then are written, marked
+/// interrupted (Ctrl-C had killed it and every configuration done was
+/// lost). Twice, goodput exits at once, writing nothing. Only on a runtime
+/// of worker threads, which listen while the search holds this one: on one
+/// thread (`GOODPUT_THREADS=1`) the signals keep their default, ending the
+/// process.
+fn listen_for_stop(stop: Arc<AtomicBool>) {
+    let multi = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if !multi {
+        return;
+    }
+    let mut signals = crate::interrupt::StopSignals::listen();
+    tokio::spawn(async move {
+        if let Some(name) = signals.next().await {
+            goodput_core::tell!(
+                "\nstopping the plan ({name}): no new point; the configurations simulated so far are written \
+                 (Ctrl-C or SIGTERM again to quit without them)"
+            );
+            stop.store(true, Ordering::SeqCst);
+            if signals.next().await.is_some() {
+                std::process::exit(i32::from(output::EXIT_INTERRUPTED));
+            }
+        }
+    });
 }
 
 pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
@@ -303,6 +347,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         trace: plan_trace,
         several_seqs,
         memory_limit: crate::virtual_point::VIRTUAL_MEMORY_LIMIT / jobs(&a) as u64,
+        stop: Arc::default(),
     };
     let wall = Instant::now();
     let (groups, mut notes) = search.groups()?;
@@ -346,14 +391,17 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         goodput_core::tell!("{w}");
         notes.push(w.trim_start_matches("warning: ").to_string());
     }
+    let searched: usize = groups.iter().map(Vec::len).sum();
+    listen_for_stop(search.stop.clone());
     let configs = search.run(groups);
+    let interrupted = search.interrupted();
     let mut doc = FrontierResult {
         schema: SCHEMA.into(),
         tool: common::tool(),
         kind: "frontier".into(),
         source: FrontierSource::Predicted,
         started_unix_s,
-        interrupted: false,
+        interrupted,
         model: search.model.name.clone(),
         workload: search.workload_config.clone(),
         slo: search.opts.slo.as_ref().map(|s| s.to_string()),
@@ -406,12 +454,18 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         None => {}
     }
     let simulated = simulated_points(&doc);
-    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    if interrupted {
+        doc.notes.push(format!(
+            "the plan was interrupted: {} of the {searched} configurations searched were simulated (those whose \
+             curve a stop cut say so), so the frontier and the best point are of those alone",
+            doc.configs.len()
+        ));
+    }
     doc.notes.push(format!(
-        "{}, {} simulated in {:.1} s of wall time",
+        "{}, {} simulated in {} s of wall time",
         plural(doc.configs.len(), "configuration"),
         plural(simulated, "point"),
-        wall.elapsed().as_secs_f64()
+        seconds(wall.elapsed().as_secs_f64())
     ));
     crate::output::say(&goodput_report::frontier::terminal(&doc));
     if let Some(p) = &a.output {
@@ -427,6 +481,12 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
             }
         }
     }
+    if interrupted {
+        goodput_core::tell!(
+            "error: the plan was interrupted; its document holds the configurations simulated until then"
+        );
+        return Ok(ExitCode::from(output::EXIT_INTERRUPTED));
+    }
     // A search whose every configuration failed, or completed nothing, has
     // no frontier: an error, as a sweep whose every point failed is.
     if doc.points().all(|(_, p)| p.completed == 0) {
@@ -439,6 +499,20 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `n` and `what`, plural unless one.
+fn plural(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+/// Seconds of wall time: to a tenth, or two figures below one.
+fn seconds(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.1}")
+    } else {
+        format!("{s:.2}")
+    }
 }
 
 /// What a closed-loop point's figures count, in the notes of every plan
@@ -1510,6 +1584,9 @@ impl Search<'_> {
         std::thread::scope(|s| {
             for _ in 0..jobs.min(work.len()).max(1) {
                 s.spawn(|| loop {
+                    if self.interrupted() {
+                        break;
+                    }
                     let i = {
                         let mut n = next.lock().expect("no thread panics holding it");
                         let i = *n;
@@ -1520,7 +1597,7 @@ impl Search<'_> {
                     let out = self.run_group(group);
                     if !self.args.quiet {
                         for c in &out {
-                            goodput_core::tell!("{}: {} points", c.id, c.points.len());
+                            goodput_core::tell!("{}: {}", c.id, plural(c.points.len(), "point"));
                         }
                     }
                     done.lock().expect("no thread panics holding it").push((gi, out));
@@ -1589,12 +1666,21 @@ impl Search<'_> {
     fn run_group(&self, group: &[Candidate]) -> Vec<FrontierConfig> {
         group
             .iter()
-            .map(|c| {
+            .filter_map(|c| {
                 let mut fc = self.config(c);
                 let mut points = Vec::new();
                 let run = self.curve(c, &mut points);
                 match run {
                     Ok(()) => {}
+                    // Stopped before its first point: not simulated, and
+                    // left out (the note on the search counts it).
+                    Err(e) if e.is::<Interrupted>() && points.is_empty() => return None,
+                    Err(e) if e.is::<Interrupted>() => {
+                        fc.extra.insert(
+                            CUT.into(),
+                            "its curve is cut where the plan was interrupted; the points before it are kept".into(),
+                        );
+                    }
                     // A heavier load refused (the memory guard at 1,024
                     // users, say) cuts the curve there: the points done are
                     // kept (they had all been thrown away, "0 points").
@@ -1610,9 +1696,14 @@ impl Search<'_> {
                     }
                 }
                 fc.points = points;
-                fc
+                Some(fc)
             })
             .collect()
+    }
+
+    /// Whether Ctrl-C or SIGTERM has stopped the search.
+    fn interrupted(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
     }
 
     /// The most sequences a replica runs at once: disaggregated, the
@@ -1666,6 +1757,9 @@ impl Search<'_> {
             );
         }
         for (k, users) in loads.into_iter().enumerate() {
+            if self.interrupted() {
+                return Err(Interrupted.into());
+            }
             let mut plan = self.point_plan(users, k as u64)?;
             let workload = self.workload.with_seed(plan.seed);
             if self.args.shape.ramp_up.is_none() && users > 1 {
@@ -1733,6 +1827,9 @@ impl Search<'_> {
         let mut speeds = t.speeds.clone();
         let mut k = 0;
         while let Some(&speed) = speeds.get(k) {
+            if self.interrupted() {
+                return Err(Interrupted.into());
+            }
             if k + 1 == speeds.len() && self.args.trace_speed.is_none() && speed * 2.0 <= MAX_TRACE_SPEED {
                 speeds.push(speed * 2.0);
             }

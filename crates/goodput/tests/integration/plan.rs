@@ -1432,3 +1432,55 @@ fn the_spans_note_holds_for_a_pipeline_as_for_the_rest() {
     assert!(flat.contains("read lower tok/s and higher TTFT") && !flat.contains("pipeline"), "{flat}");
     assert_eq!(note("2"), flat);
 }
+
+/// Ctrl-C stops the search: no configuration is begun after it, the ones
+/// simulated are written, marked interrupted and counted in a note, and
+/// goodput exits 130 (the signal had killed it, every configuration done
+/// lost).
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_the_search_and_writes_what_was_simulated() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("plan.json");
+    let child = cmd::goodput_child()
+        .args(["plan", "--model", "llama-3.1-8b", "--gpus", "8", "--gpu", "h100=2.5", "--gpu", "h200=3.2"])
+        .args(["--tp", "1,2,4,8", "--precision", "bf16,fp8", "--max-num-batched-tokens", "2048,8192"])
+        .args(["--input-tokens", "256", "--output-tokens", "32", "--concurrency", "1,8,32,64"])
+        .args(["--requests-per-user", "4", "--jobs", "1", "-o"])
+        .arg(&out)
+        .spawn()
+        .unwrap();
+    let mut child = cmd::Kill(child);
+    let stderr = child.0.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    // Stopped once its first configuration is done.
+    let mut seen = Vec::new();
+    while !seen.iter().any(|l: &String| l.ends_with(" points") || l.ends_with(" point")) {
+        seen.push(rx.recv_timeout(std::time::Duration::from_secs(120)).expect("no configuration done in 2 minutes"));
+    }
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(child.0.id() as i32, libc::SIGINT) };
+    let status = child.0.wait().unwrap();
+    let rest: Vec<String> = rx.try_iter().collect();
+    assert_eq!(status.code(), Some(130), "{seen:?} {rest:?}");
+    assert!(rest.iter().any(|l| l.contains("stopping the plan (Ctrl-C)")), "{rest:?}");
+    let doc = read_json(&out);
+    assert_valid(&doc, "FrontierResult", "an interrupted plan");
+    assert_eq!(doc["interrupted"], true);
+    let notes = doc["notes"].to_string();
+    let simulated = doc["configs"].as_array().unwrap().len();
+    let searched: usize = notes
+        .split("configurations searched")
+        .next()
+        .and_then(|head| head.rsplit("of the ").next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no count of the configurations searched: {notes}"));
+    assert!(simulated >= 1 && simulated < searched, "{simulated} of {searched}");
+    assert!(doc["configs"][0]["points"].as_array().is_some_and(|p| !p.is_empty()), "{}", doc["configs"][0]);
+}
