@@ -351,6 +351,19 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     };
     let wall = Instant::now();
     let (groups, mut notes) = search.groups()?;
+    // Some GPUs priced and some not: no configuration is ranked by dollars
+    // then, which had been said only in the best point's reason.
+    let unpriced: Vec<&str> = a.gpu.iter().filter(|g| g.usd_per_hour.is_none()).map(|g| g.name.as_str()).collect();
+    if !unpriced.is_empty() && unpriced.len() < a.gpu.len() {
+        let w = format!(
+            "warning: --gpu {} has no price per GPU-hour where the others have one, so the best point is chosen by \
+             tokens/s per GPU, not per dollar, and there is no frontier per dollar: give each a price (--gpu {}=PRICE)",
+            unpriced.join(", --gpu "),
+            unpriced[0]
+        );
+        goodput_core::tell!("{w}");
+        notes.push(w.trim_start_matches("warning: ").to_string());
+    }
     if groups.is_empty() {
         if notes.is_empty() {
             notes.push(format!(

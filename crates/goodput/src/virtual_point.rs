@@ -108,6 +108,15 @@ impl TryFrom<&EngineArgs> for EngineConfig {
     fn try_from(a: &EngineArgs) -> Result<EngineConfig> {
         let (model, e) = (&a.engine_model, &a.hw);
         let model = model_spec(model)?;
+        // `h100=2.5`, as plan takes an offer: the price has its own flag here.
+        if let Some((name, price)) = e.gpu.split_once('=').filter(|(n, _)| GpuSpec::lookup(n).is_ok()) {
+            bail!(
+                "--gpu {}: --gpu takes a GPU alone here (--gpu {name}); a price per GPU-hour is --gpu-hour-usd {} \
+                 on estimate, sweep and bench (plan alone takes --gpu NAME=PRICE)",
+                e.gpu,
+                price.trim_start_matches('$')
+            );
+        }
         let gpu = GpuSpec::lookup(&e.gpu)?;
         let precision = resolve_precision(&e.precision, &model, &gpu)?;
         let mut cfg = EngineConfig::new(model, gpu, precision);

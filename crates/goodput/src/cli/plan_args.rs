@@ -49,6 +49,16 @@ pub fn parse_gpu_offer(s: &str) -> Result<GpuOffer, String> {
                          overflow: give USD per GPU-hour, e.g. {name}=2.5"
                     ))
                 }
+                // `h100=2,5`: a decimal comma.
+                _ if p.trim_start_matches('$').split_once(',').is_some_and(|(whole, frac)| {
+                    [whole, frac].iter().all(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                }) =>
+                {
+                    return Err(format!(
+                        "'{p}' is not a price per GPU-hour: write its decimals after a point, e.g. {name}={}",
+                        p.trim_start_matches('$').replacen(',', ".", 1)
+                    ))
+                }
                 // `h100=2.5,a100=1`: two offers in one flag.
                 _ if p.contains(',') => {
                     return Err(format!(

@@ -1059,6 +1059,14 @@ fn lists_that_name_a_value_twice_are_refused_alike() {
     // Two offers in one --gpu: told to repeat the flag.
     let err = goodput().args(["plan", "-q", "--gpu", "h100=2.5,a100=1"]).refusal();
     assert!(err.contains("repeat the flag for each, e.g. --gpu h100=2.5 --gpu a100=1"), "{err}");
+    // A decimal comma: told to write a point (it had been told to repeat
+    // the flag, with "5" as a GPU).
+    let err = goodput().args(["plan", "-q", "--gpu", "h100=2,5"]).refusal();
+    assert!(err.contains("write its decimals after a point, e.g. h100=2.5"), "{err}");
+    // plan's offer given to estimate: told where a price goes there (it had
+    // read as an unknown GPU named 'h100=2.5').
+    let err = goodput().args(["estimate", "-q", "-n", "4", "--gpu", "h100=2.5"]).refusal();
+    assert!(err.contains("--gpu takes a GPU alone here (--gpu h100)") && err.contains("--gpu-hour-usd 2.5"), "{err}");
 }
 
 /// A trace of `n` requests one second apart (256 tokens in, 16 out).
@@ -1483,4 +1491,16 @@ fn ctrl_c_stops_the_search_and_writes_what_was_simulated() {
         .unwrap_or_else(|| panic!("no count of the configurations searched: {notes}"));
     assert!(simulated >= 1 && simulated < searched, "{simulated} of {searched}");
     assert!(doc["configs"][0]["points"].as_array().is_some_and(|p| !p.is_empty()), "{}", doc["configs"][0]);
+}
+
+/// One GPU priced and another not: the plan says which has no price and
+/// that the best point is then ranked per GPU, not per dollar (it had been
+/// said only inside the best point's reason).
+#[test]
+fn a_gpu_without_a_price_beside_priced_ones_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = plan(dir.path(), "p.json", &["h100=2.5", "h200"], 1, &[]);
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("--gpu h200 has no price per GPU-hour where the others have one"), "{notes}");
+    assert!(doc["frontier_per_usd"].as_array().is_none_or(|f| f.is_empty()), "{}", doc["frontier_per_usd"]);
 }
