@@ -63,6 +63,9 @@ const SATURATED: f64 = 0.03;
 /// A configuration's field (in its `extra`) that says why its curve ends
 /// before it saturated or missed the SLO: a heavier load was refused.
 const CUT: &str = "cut";
+
+/// The `cut` of a curve a stop cut short.
+const INTERRUPTED_CUT: &str = "its curve is cut where the plan was interrupted; the points before it are kept";
 /// A trace point's field (in its `extra`) that says why it is not steady:
 /// the stability verdict's reason. Such a point ends its curve.
 const UNSTEADY: &str = "unsteady";
@@ -249,6 +252,9 @@ struct Search<'a> {
     /// Set by Ctrl-C or SIGTERM ([`listen_for_stop`]): no configuration or
     /// point is begun after it.
     stop: Arc<AtomicBool>,
+    /// Set where the stop left a configuration out or cut a curve: the
+    /// search is then unfinished (a stop after its last point is not).
+    cut_short: AtomicBool,
 }
 
 /// A curve stopped by Ctrl-C or SIGTERM before its end.
@@ -348,22 +354,10 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         several_seqs,
         memory_limit: crate::virtual_point::VIRTUAL_MEMORY_LIMIT / jobs(&a) as u64,
         stop: Arc::default(),
+        cut_short: AtomicBool::new(false),
     };
     let wall = Instant::now();
     let (groups, mut notes) = search.groups()?;
-    // Some GPUs priced and some not: no configuration is ranked by dollars
-    // then, which had been said only in the best point's reason.
-    let unpriced: Vec<&str> = a.gpu.iter().filter(|g| g.usd_per_hour.is_none()).map(|g| g.name.as_str()).collect();
-    if !unpriced.is_empty() && unpriced.len() < a.gpu.len() {
-        let w = format!(
-            "warning: --gpu {} has no price per GPU-hour where the others have one, so the best point is chosen by \
-             tokens/s per GPU, not per dollar, and there is no frontier per dollar: give each a price (--gpu {}=PRICE)",
-            unpriced.join(", --gpu "),
-            unpriced[0]
-        );
-        goodput_core::tell!("{w}");
-        notes.push(w.trim_start_matches("warning: ").to_string());
-    }
     if groups.is_empty() {
         if notes.is_empty() {
             notes.push(format!(
@@ -407,7 +401,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     let searched: usize = groups.iter().map(Vec::len).sum();
     listen_for_stop(search.stop.clone());
     let configs = search.run(groups);
-    let interrupted = search.interrupted();
+    let interrupted = search.cut_short.load(Ordering::SeqCst);
     let mut doc = FrontierResult {
         schema: SCHEMA.into(),
         tool: common::tool(),
@@ -440,6 +434,10 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
             ));
         }
     }
+    if let Some(w) = unpriced_warning(&doc) {
+        goodput_core::tell!("warning: {w}");
+        doc.notes.push(w);
+    }
     let unsteady = doc.points().filter(|(_, p)| p.steady == Some(false)).count();
     if unsteady > 0 && search.trace.is_some() {
         doc.notes.push(trace_unsteady_note(&doc, unsteady));
@@ -469,9 +467,10 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     let simulated = simulated_points(&doc);
     if interrupted {
         doc.notes.push(format!(
-            "the plan was interrupted: {} of the {searched} configurations searched were simulated (those whose \
-             curve a stop cut say so), so the frontier and the best point are of those alone",
-            doc.configs.len()
+            "the plan was interrupted: {} of the {searched} configurations searched {} in the document (those whose \
+             curve the stop cut say so), so the frontier and the best point are of those alone",
+            doc.configs.len(),
+            if doc.configs.len() == 1 { "is" } else { "are" }
         ));
     }
     doc.notes.push(format!(
@@ -512,6 +511,31 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where some configurations that ran have a price per GPU-hour and some
+/// not: which GPUs have none, and what that does to the ranking (it had
+/// been said only in the best point's reason). Judged on the
+/// configurations simulated, not the flags: a GPU without a price none of
+/// whose configurations fit changes nothing.
+fn unpriced_warning(doc: &FrontierResult) -> Option<String> {
+    let ran: Vec<&FrontierConfig> = doc.configs.iter().filter(|c| !c.points.is_empty()).collect();
+    if !ran.iter().any(|c| c.gpu_hour_usd.is_some()) {
+        return None;
+    }
+    let mut unpriced: Vec<&str> = ran
+        .iter()
+        .filter(|c| c.gpu_hour_usd.is_none())
+        .filter_map(|c| c.params.get("gpu").map(String::as_str))
+        .collect();
+    unpriced.sort_unstable();
+    unpriced.dedup();
+    let first = unpriced.first()?;
+    Some(format!(
+        "--gpu {} has no price per GPU-hour where the others have one, so the best point is chosen by tokens/s per \
+         GPU, not per dollar, and there is no frontier per dollar: give each a price (--gpu {first}=PRICE)",
+        unpriced.join(", --gpu ")
+    ))
 }
 
 /// `n` and `what`, plural unless one.
@@ -1597,9 +1621,6 @@ impl Search<'_> {
         std::thread::scope(|s| {
             for _ in 0..jobs.min(work.len()).max(1) {
                 s.spawn(|| loop {
-                    if self.interrupted() {
-                        break;
-                    }
                     let i = {
                         let mut n = next.lock().expect("no thread panics holding it");
                         let i = *n;
@@ -1607,6 +1628,10 @@ impl Search<'_> {
                         i
                     };
                     let Some(&(gi, group)) = work.get(i) else { break };
+                    if self.interrupted() {
+                        self.cut_short.store(true, Ordering::SeqCst);
+                        break;
+                    }
                     let out = self.run_group(group);
                     if !self.args.quiet {
                         for c in &out {
@@ -1633,7 +1658,16 @@ impl Search<'_> {
                 let Some(full) = full else { continue };
                 // Its points are the widest's first ones: not repeated
                 // (the same points twice would both be on the frontier).
-                out.push((self.config(c), Some(full)));
+                let mut fc = self.config(c);
+                // A stop that cut the widest's curve before this limit's
+                // last load cut this one's too.
+                let widest = &out[full].0;
+                let reached = widest.points.last().map_or(0.0, |p| p.load.value());
+                let wanted = (self.batch_limit(c) * u64::from(c.engines())) as f64;
+                if widest.extra.get(CUT).and_then(|v| v.as_str()) == Some(INTERRUPTED_CUT) && reached < wanted {
+                    fc.extra.insert(CUT.into(), INTERRUPTED_CUT.into());
+                }
+                out.push((fc, Some(full)));
             }
         }
         out
@@ -1687,12 +1721,13 @@ impl Search<'_> {
                     Ok(()) => {}
                     // Stopped before its first point: not simulated, and
                     // left out (the note on the search counts it).
-                    Err(e) if e.is::<Interrupted>() && points.is_empty() => return None,
+                    Err(e) if e.is::<Interrupted>() && points.is_empty() => {
+                        self.cut_short.store(true, Ordering::SeqCst);
+                        return None;
+                    }
                     Err(e) if e.is::<Interrupted>() => {
-                        fc.extra.insert(
-                            CUT.into(),
-                            "its curve is cut where the plan was interrupted; the points before it are kept".into(),
-                        );
+                        self.cut_short.store(true, Ordering::SeqCst);
+                        fc.extra.insert(CUT.into(), INTERRUPTED_CUT.into());
                     }
                     // A heavier load refused (the memory guard at 1,024
                     // users, say) cuts the curve there: the points done are

@@ -110,11 +110,14 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         let model = model_spec(model)?;
         // `h100=2.5`, as plan takes an offer: the price has its own flag here.
         if let Some((name, price)) = e.gpu.split_once('=').filter(|(n, _)| GpuSpec::lookup(n).is_ok()) {
+            // The price as a number where it reads as one (a decimal comma
+            // made a point), else a placeholder.
+            let price = price.trim().trim_start_matches('$').replacen(',', ".", 1);
+            let price = if price.parse::<f64>().is_ok_and(|v| v > 0.0) { price } else { "PRICE".into() };
             bail!(
-                "--gpu {}: --gpu takes a GPU alone here (--gpu {name}); a price per GPU-hour is --gpu-hour-usd {} \
+                "--gpu {}: --gpu takes a GPU alone here (--gpu {name}); a price per GPU-hour is --gpu-hour-usd {price} \
                  on estimate, sweep and bench (plan alone takes --gpu NAME=PRICE)",
-                e.gpu,
-                price.trim_start_matches('$')
+                e.gpu
             );
         }
         let gpu = GpuSpec::lookup(&e.gpu)?;

@@ -562,7 +562,12 @@ impl Parallel {
         // the last stage, and a remainder of layers, make one stage slower.
         let busy = micro / self.pp;
         let trip = even.total();
-        let stages = if trip > 0.0 { (micro * self.slowest_stage(trip, even_head) / trip).max(1.0) } else { 1.0 };
+        // One stage (expert parallelism alone) is the trip itself.
+        let stages = if trip > 0.0 && self.pp > 1.0 {
+            (micro * self.slowest_stage(trip, even_head) / trip).max(1.0)
+        } else {
+            1.0
+        };
         let mut out = even.scaled(stages);
         if fp_heavy > fp_even {
             // The micro-batch that holds the largest chunk whole, and the

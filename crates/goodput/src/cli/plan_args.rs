@@ -49,15 +49,18 @@ pub fn parse_gpu_offer(s: &str) -> Result<GpuOffer, String> {
                          overflow: give USD per GPU-hour, e.g. {name}=2.5"
                     ))
                 }
-                // `h100=2,5`: a decimal comma.
-                _ if p.trim_start_matches('$').split_once(',').is_some_and(|(whole, frac)| {
-                    [whole, frac].iter().all(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-                }) =>
-                {
-                    return Err(format!(
-                        "'{p}' is not a price per GPU-hour: write its decimals after a point, e.g. {name}={}",
-                        p.trim_start_matches('$').replacen(',', ".", 1)
-                    ))
+                // `h100=2,5`: a decimal comma; `h100=1,000`, a thousands
+                // separator or three decimals.
+                _ if decimal_comma(p).is_some() => {
+                    let (whole, frac) = decimal_comma(p).unwrap_or_default();
+                    return Err(if frac.len() == 3 {
+                        format!(
+                            "'{p}' is not a price per GPU-hour: write it without a thousands separator and with any \
+                             decimals after a point, e.g. {name}={whole}{frac} or {name}={whole}.{frac}"
+                        )
+                    } else {
+                        format!("'{p}' is not a price per GPU-hour: write its decimals after a point, e.g. {name}={whole}.{frac}")
+                    });
                 }
                 // `h100=2.5,a100=1`: two offers in one flag.
                 _ if p.contains(',') => {
@@ -77,6 +80,15 @@ pub fn parse_gpu_offer(s: &str) -> Result<GpuOffer, String> {
         }
     };
     Ok(GpuOffer { name: name.to_string(), usd_per_hour })
+}
+
+/// A price written with a comma between two runs of digits (`2,5`, `$2, 50`):
+/// the digits before it and after.
+fn decimal_comma(p: &str) -> Option<(&str, &str)> {
+    let (whole, frac) = p.trim().trim_start_matches('$').split_once(',')?;
+    let (whole, frac) = (whole.trim(), frac.trim());
+    let digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
+    (digits(whole) && digits(frac)).then_some((whole, frac))
 }
 
 // The shared flags plan refuses at run time are left out of its `--help`

@@ -1503,4 +1503,17 @@ fn a_gpu_without_a_price_beside_priced_ones_is_named() {
     let notes = doc["notes"].to_string();
     assert!(notes.contains("--gpu h200 has no price per GPU-hour where the others have one"), "{notes}");
     assert!(doc["frontier_per_usd"].as_array().is_none_or(|f| f.is_empty()), "{}", doc["frontier_per_usd"]);
+    // A GPU without a price none of whose configurations fit changes
+    // nothing, and is not named (it had been, beside a ranking per dollar).
+    let out = dir.path().join("q.json");
+    goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-70b", "--gpu", "h100=2.5", "--gpu", "l4", "--gpus", "2"])
+        .args(["--tp", "2", "--precision", "fp8", "--concurrency", "1,4", "--requests-per-user", "2"])
+        .args(["--input-tokens", "256", "--output-tokens", "32", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    assert!(!doc["notes"].to_string().contains("no price per GPU-hour"), "{}", doc["notes"]);
+    assert!(doc["best"]["reason"].to_string().contains("per dollar"), "{}", doc["best"]);
 }

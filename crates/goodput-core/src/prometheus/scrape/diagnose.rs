@@ -200,7 +200,8 @@ pub fn cross_check(
                 format!(
                     "the server ended {sv:.0} requests as aborted or failed; {client}, {early} of those cancels \
                      before any byte of the answer: a server counts no abort for a request its engine had not yet \
-                     taken (vLLM's front end drops it), nor for one it ends after the run's last scrape"
+                     taken (vLLM's front end drops it), nor for one it ends after the run's last scrape{}",
+                    if failed > 0 { ", nor a failure it does not count" } else { "" }
                 )
             } else if short > 0.0 {
                 format!(
