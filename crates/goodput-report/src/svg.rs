@@ -36,6 +36,9 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// A tooltip per point (dots only).
     pub tips: Vec<String>,
+    /// Which points miss the SLO (dots only), each drawn hollow and the
+    /// legend saying so; empty where none does (or none is judged).
+    pub misses: Vec<bool>,
     pub dashed: bool,
 }
 
@@ -82,7 +85,7 @@ impl Series {
     }
 
     pub fn new(name: impl Into<String>, style: Style, color: usize, points: Vec<(f64, f64)>) -> Self {
-        Series { name: name.into(), style, color, points, tips: Vec::new(), dashed: false }
+        Series { name: name.into(), style, color, points, tips: Vec::new(), misses: Vec::new(), dashed: false }
     }
 }
 
@@ -97,6 +100,9 @@ pub struct Mark {
     /// A short key (a number) written beside the ring when its label has
     /// no room near it; the page lists the key with the label.
     pub key: Option<String>,
+    /// The point misses the SLO: its ring is drawn dashed and muted, as its
+    /// dot is hollow (a frontier's highest point may miss it).
+    pub missed: bool,
 }
 
 /// A vertical line at `x` (an SLO limit) or, with `horizontal`, at y = `x`.
@@ -311,7 +317,13 @@ impl Chart {
                 // on the chart: a second legend entry of the same name had
                 // read as another series.
                 for m in self.marks.iter().filter(|m| !self.series.iter().any(|s| s.name == m.label)) {
-                    let _ = write!(o, r#"<span><i class="sw ring {}"></i>{}</span>"#, m.class, html(&m.label));
+                    let miss = if m.missed { " miss" } else { "" };
+                    let _ = write!(o, r#"<span><i class="sw ring {}{miss}"></i>{}</span>"#, m.class, html(&m.label));
+                }
+                // Points that miss the SLO are drawn hollow (their rings
+                // dashed): the legend says what that means.
+                if l.series.iter().any(|s| s.misses.contains(&true)) || self.marks.iter().any(|m| m.missed) {
+                    o.push_str(MISSES_LEGEND);
                 }
                 o.push_str("</div>");
                 if self.series.iter().zip(&l.series).any(|(a, b)| b.points.len() < a.points.len()) {
@@ -482,6 +494,54 @@ impl Chart {
     /// written over another: its ring keeps the label as its tooltip, and
     /// the page's table lists every configuration.
     fn marks_svg(&self, o: &mut String, f: &Frame, series: &[Series]) {
+        let (places, keyed) = self.place_marks(f, series);
+        let draw = (0..self.marks.len()).filter(|&i| self.marks[i].class != "mark-rec");
+        for i in draw.chain((0..self.marks.len()).filter(|&i| self.marks[i].class == "mark-rec")) {
+            let m = &self.marks[i];
+            let (x, y) = (f.sx(m.x), f.sy(m.y));
+            let t = html(&m.label);
+            let _ = write!(
+                o,
+                r#"<g class="mark {cls}{miss}"><circle cx="{}" cy="{}" r="{MARK_R}"><title>{t}</title></circle>"#,
+                c(x),
+                c(y),
+                cls = m.class,
+                miss = if m.missed { " miss" } else { "" },
+            );
+            if let Some(r) = places[i] {
+                if let Some((a, b)) = leader(x, y, &r) {
+                    let _ = write!(
+                        o,
+                        r#"<line class="leader" x1="{}" y1="{}" x2="{}" y2="{}"/>"#,
+                        c(a.0),
+                        c(a.1),
+                        c(b.0),
+                        c(b.1)
+                    );
+                }
+                let text = match (&m.key, keyed[i]) {
+                    (Some(k), true) => html(k),
+                    _ => t,
+                };
+                let _ = write!(o, r#"<text x="{}" y="{}">{text}</text>"#, c(r.left), c(r.bottom - LABEL_DESCENT));
+            }
+            o.push_str("</g>");
+        }
+    }
+
+    /// Which marks the chart labels by their key (a number beside the ring,
+    /// where the label had no room), in the order of [`Chart::marks`]: what
+    /// a page's table may refer to. None when there is nothing to draw.
+    pub fn keyed_marks(&self) -> Vec<bool> {
+        match self.layout() {
+            Some(l) if l.series.iter().any(|s| !s.points.is_empty()) => self.place_marks(&l.frame, &l.series).1,
+            _ => vec![false; self.marks.len()],
+        }
+    }
+
+    /// Where [`Chart::marks_svg`] writes each mark's label (`None`: left
+    /// off), and whether it writes the mark's key there instead.
+    fn place_marks(&self, f: &Frame, series: &[Series]) -> (Vec<Option<Rect>>, Vec<bool>) {
         let rings: Vec<Rect> = self.marks.iter().map(|m| Rect::ring(f.sx(m.x), f.sy(m.y))).collect();
         let (lines, dots) = obstacles(f, series);
         let mut order: Vec<usize> = (0..self.marks.len()).collect();
@@ -557,37 +617,7 @@ impl Chart {
             }
             places[i] = found;
         }
-        let draw = (0..self.marks.len()).filter(|&i| self.marks[i].class != "mark-rec");
-        for i in draw.chain((0..self.marks.len()).filter(|&i| self.marks[i].class == "mark-rec")) {
-            let m = &self.marks[i];
-            let (x, y) = (f.sx(m.x), f.sy(m.y));
-            let t = html(&m.label);
-            let _ = write!(
-                o,
-                r#"<g class="mark {cls}"><circle cx="{}" cy="{}" r="{MARK_R}"><title>{t}</title></circle>"#,
-                c(x),
-                c(y),
-                cls = m.class,
-            );
-            if let Some(r) = places[i] {
-                if let Some((a, b)) = leader(x, y, &r) {
-                    let _ = write!(
-                        o,
-                        r#"<line class="leader" x1="{}" y1="{}" x2="{}" y2="{}"/>"#,
-                        c(a.0),
-                        c(a.1),
-                        c(b.0),
-                        c(b.1)
-                    );
-                }
-                let text = match (&m.key, keyed[i]) {
-                    (Some(k), true) => html(k),
-                    _ => t,
-                };
-                let _ = write!(o, r#"<text x="{}" y="{}">{text}</text>"#, c(r.left), c(r.bottom - LABEL_DESCENT));
-            }
-            o.push_str("</g>");
-        }
+        (places, keyed)
     }
 }
 
@@ -697,6 +727,12 @@ fn axis_ticks(lo: f64, hi: f64, target: usize, share: bool, length: f64) -> Tick
     last.expect("at least one target")
 }
 
+/// The legend's entry for points that miss the SLO: a hollow dot, in ink.
+const MISSES_LEGEND: &str = concat!(
+    r#"<span class="misses"><svg class="sw" viewBox="0 0 24 8" aria-hidden="true">"#,
+    r#"<circle class="pt c6 miss" cx="12" cy="4" r="3"/></svg>misses the SLO</span>"#
+);
+
 /// A sentence for a chart's note when a series was thinned to its width.
 const THINNED: &str = "Drawn at the chart's width: where there are more points than pixel columns, each column's \
      bars are drawn as one (their mean), a line through each column's first, lowest, highest and last points, and \
@@ -715,8 +751,9 @@ fn thinned(s: &Series, f: &Frame) -> Series {
         (0..s.points.len()).filter(|&i| s.points[i].0.is_finite() && s.points[i].1.is_finite()).collect();
     let pts: Vec<(f64, f64)> = at.iter().map(|&i| s.points[i]).collect();
     let tip = |k: usize| s.tips.get(at[k]).cloned();
+    let miss = |k: usize| s.misses.get(at[k]).copied();
     let columns = f.pw.floor().max(1.0) as usize;
-    let mut out = Series { points: Vec::new(), tips: Vec::new(), ..s.clone() };
+    let mut out = Series { points: Vec::new(), tips: Vec::new(), misses: Vec::new(), ..s.clone() };
     match s.style {
         Style::Bars { width } if pts.len() > columns => {
             let k = pts.len().div_ceil(columns);
@@ -740,6 +777,7 @@ fn thinned(s: &Series, f: &Frame) -> Series {
                 for k in keep {
                     out.points.push(pts[k]);
                     out.tips.extend(tip(k));
+                    out.misses.extend(miss(k));
                 }
                 i = j + 1;
             }
@@ -750,11 +788,13 @@ fn thinned(s: &Series, f: &Frame) -> Series {
                 if seen.insert((f.sx(x).round() as i64, f.sy(y).round() as i64)) {
                     out.points.push((x, y));
                     out.tips.extend(tip(k));
+                    out.misses.extend(miss(k));
                 }
             }
         }
         _ => {
             out.tips = (0..pts.len()).filter_map(tip).collect();
+            out.misses = (0..pts.len()).filter_map(miss).collect();
             out.points = pts;
         }
     }
@@ -865,7 +905,10 @@ fn series_svg(o: &mut String, f: &Frame, i: usize, s: &Series) {
             if s.style != Style::Line {
                 let r = if s.style == Style::Dots && pts.len() > 500 { 1.6 } else { 3.0 };
                 for (k, &(x, y)) in pts.iter().enumerate() {
-                    let _ = write!(o, r#"<circle class="pt {cls}" cx="{}" cy="{}" r="{r}">"#, c(f.sx(x)), c(f.sy(y)));
+                    // A point that misses the SLO is hollow.
+                    let miss = if s.misses.get(k) == Some(&true) { " miss" } else { "" };
+                    let _ =
+                        write!(o, r#"<circle class="pt {cls}{miss}" cx="{}" cy="{}" r="{r}">"#, c(f.sx(x)), c(f.sy(y)));
                     if let Some(t) = s.tips.get(k) {
                         let _ = write!(o, "<title>{}</title>", html(t));
                     }
@@ -1067,6 +1110,9 @@ mod tests {
             .collect();
         let keyed = texts.iter().filter(|t| t.parse::<usize>().is_ok()).count();
         assert!(keyed > 0 && keyed < 16, "{keyed} keys: {texts:?}");
+        // What a page's table is told are the rings drawn with their keys.
+        let told: Vec<bool> = chart.marks.iter().zip(&texts).map(|(m, t)| m.key.as_deref() == Some(*t)).collect();
+        assert_eq!(chart.keyed_marks(), told, "{texts:?}");
         for (i, (ring, label)) in boxes.iter().enumerate() {
             let label = label.unwrap_or_else(|| panic!("ring {i} has neither its name nor its number: {texts:?}"));
             let (cx, cy) = ((ring.left + ring.right) / 2.0, (ring.top + ring.bottom) / 2.0);
@@ -1168,11 +1214,33 @@ mod tests {
                     assert!(last.starts_with("mark-rec") && last.contains("<text"), "{last}");
                 }
             }
+            // The table tags a row `ring N` where, and only where, the
+            // chart shows the number N by a ring (it had tagged every ringed
+            // row, where the chart showed their names).
+            let figure = page.split("<figure").nth(1).unwrap().split("</figure>").next().unwrap();
+            let mut shown: Vec<String> = figure
+                .split(r#"<g class="mark "#)
+                .skip(1)
+                .filter_map(|g| g.split("</g>").next().unwrap().split("<text").nth(1))
+                .map(|t| t.split('>').nth(1).unwrap().split('<').next().unwrap().to_string())
+                .filter(|t| t.parse::<usize>().is_ok())
+                .collect();
+            let table = page.split("<h2>The frontier</h2>").nth(1).unwrap().split("</table>").next().unwrap();
+            let mut tagged: Vec<String> = table
+                .split(r#"<span class="tag">ring "#)
+                .skip(1)
+                .map(|t| t.split('<').next().unwrap().to_string())
+                .collect();
+            shown.sort();
+            tagged.sort();
+            // (This chart leaves labels off rather than key them: none is
+            // tagged, where every ringed row had been.)
+            assert_eq!(shown, tagged);
         }
     }
 
     fn mark(x: f64, y: f64, label: &str, class: &'static str) -> Mark {
-        Mark { x, y, label: label.into(), class, key: None }
+        Mark { x, y, label: label.into(), class, key: None, missed: false }
     }
 
     /// Two marks whose labels would fall on one line (the second a little

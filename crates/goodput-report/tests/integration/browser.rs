@@ -262,85 +262,10 @@ fn estimate_report_renders_its_engine_in_a_browser() {
     assert!(!dom.contains("<img"));
 }
 
-/// A frontier document of three configurations (one failed, its log tail
-/// hostile), analysed, as `plan` writes one.
-fn frontier_doc() -> goodput_core::doc::frontier::FrontierResult {
-    use goodput_core::doc::frontier::*;
-    use goodput_core::doc::sweep::Load;
-    let point = |users: u64, x: f64, y: f64, meets: bool| FrontierPoint {
-        load: Load::Concurrency(users),
-        output_tokens_per_s: y * 2.0,
-        output_tokens_per_s_per_gpu: y,
-        tokens_per_s_per_user: Some(x),
-        ttft_ms: Some(120.0 + users as f64),
-        tpot_ms: Some(1000.0 / x),
-        goodput_tokens_per_s: Some(if meets { y * 2.0 } else { 0.0 }),
-        meets_slo: Some(meets),
-        usd_per_million_output_tokens: Some(5.0 / y),
-        joules_per_output_token: None,
-        output_tokens_per_s_per_mw: None,
-        completed: 100,
-        failed: 0,
-        steady: None,
-        client_stalled: None,
-        extra: Default::default(),
-    };
-    let config = |id: &str, points: Vec<FrontierPoint>| FrontierConfig {
-        id: id.into(),
-        params: [("tp".to_string(), "2".to_string())].into_iter().collect(),
-        gpu: Some("H100 SXM".into()),
-        gpus: 2,
-        gpu_hour_usd: Some(2.5),
-        status: ConfigStatus::Ok,
-        error: None,
-        exit_status: None,
-        log_tail: None,
-        dominated: None,
-        exited_during: None,
-        points_of: None,
-        points,
-        extra: Default::default(),
-    };
-    let mut failed = config("<img src=x onerror=alert(1)>", Vec::new());
-    failed.status = ConfigStatus::Failed;
-    failed.error = Some("never became ready".into());
-    failed.exit_status = Some(1);
-    failed.log_tail = Some("</pre><script>document.body.dataset.pwned=1</script>".into());
-    let mut doc = FrontierResult {
-        schema: goodput_core::SCHEMA.into(),
-        tool: goodput_core::Tool { name: "goodput".into(), version: "0.1.0".into(), commit: None },
-        kind: "frontier".into(),
-        source: FrontierSource::Predicted,
-        started_unix_s: 1.7e9,
-        interrupted: false,
-        model: "Llama-3.1-8B".into(),
-        workload: Default::default(),
-        slo: Some("tpot:p90<=40ms".into()),
-        attainment_target: 0.9,
-        percentile: 90.0,
-        configs: vec![
-            config(
-                "h100 tp1x2 fp8",
-                vec![point(2, 90.0, 400.0, true), point(16, 60.0, 1800.0, true), point(64, 30.0, 3000.0, false)],
-            ),
-            config("h100 tp2x1 bf16", vec![point(1, 110.0, 150.0, true), point(8, 80.0, 700.0, true)]),
-            config("h200 tp1x2 bf16", vec![point(2, 70.0, 300.0, true), point(16, 45.0, 1200.0, true)]),
-            failed,
-        ],
-        frontier: Vec::new(),
-        frontier_per_usd: Vec::new(),
-        best: None,
-        notes: vec!["a note".into()],
-        extra: Default::default(),
-    };
-    analyze_frontier(&mut doc);
-    doc
-}
-
 #[test]
 fn frontier_report_renders_in_a_browser() {
     let Some(b) = browser_or_skip() else { return };
-    let doc = frontier_doc();
+    let doc = common::frontier_doc();
     assert_eq!(doc.frontier.len(), 5, "{:?}", doc.frontier);
     let html = Rendered::File(goodput_report::export::html::frontier_page(&doc).unwrap().into_bytes());
     let dom = check_page(&b, "frontier-report", &html, &["frontier"]);
@@ -356,7 +281,7 @@ fn frontier_report_renders_in_a_browser() {
 fn frontier_comparison_renders_in_a_browser() {
     use goodput_core::doc::frontier::{analyze_frontier, FrontierSource};
     let Some(b) = browser_or_skip() else { return };
-    let mut pred = frontier_doc();
+    let mut pred = common::frontier_doc();
     for (i, c) in pred.configs.iter_mut().enumerate() {
         c.params.insert("max_num_seqs".into(), (64u32 << i).to_string());
     }

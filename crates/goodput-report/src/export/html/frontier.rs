@@ -10,7 +10,7 @@ use crate::escape::html;
 use crate::export::ExportError;
 use crate::svg::{Chart, Mark, Series, Style};
 use goodput_core::doc::frontier::{plane, plane_per_usd, ConfigStatus, FrontierPoint, FrontierResult, PointId};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 /// With more configurations than this, those with no point on the frontier
@@ -43,13 +43,17 @@ pub fn frontier_page(doc: &FrontierResult) -> Result<String, ExportError> {
     }
     // Priced, a second chart: the cheapest per token at each speed, where a
     // cheaper GPU that loses per GPU can win.
-    let mut drawn = vec![chart(doc, Per::Gpu)];
+    let (per_gpu, gpu_keys) = chart(doc, Per::Gpu);
+    let mut drawn = vec![per_gpu];
+    let mut usd_keys = HashMap::new();
     if !doc.frontier_per_usd.is_empty() {
-        drawn.push(chart(doc, Per::Usd));
+        let (per_usd, keys) = chart(doc, Per::Usd);
+        drawn.push(per_usd);
+        usd_keys = keys;
     }
     charts(&mut o, &drawn);
-    frontier_table(&mut o, doc);
-    per_usd_table(&mut o, doc);
+    frontier_table(&mut o, doc, &gpu_keys);
+    per_usd_table(&mut o, doc, &usd_keys);
     off_the_frontier(&mut o, doc);
     if !doc.notes.is_empty() {
         o.push_str("<section><h2>Notes</h2><ul>");
@@ -162,8 +166,8 @@ impl Per {
 /// The frontier points a chart rings, each configuration once at its
 /// frontier point of most throughput (the best's configuration at the best
 /// point alone: it is ringed there), numbered from 1 in the order of rising
-/// tokens/s per user: the key a ring takes when its name has no room, and
-/// the table shows beside the row.
+/// tokens/s per user: the key a ring takes when its name has no room, which
+/// the table then shows beside the row (see [`chart`]).
 fn ring_keys(doc: &FrontierResult, per: Per) -> Vec<(PointId, usize)> {
     let mut labelled: HashSet<usize> = doc.best.iter().map(|b| b.at.config).collect();
     let mut out = Vec::new();
@@ -177,8 +181,12 @@ fn ring_keys(doc: &FrontierResult, per: Per) -> Vec<(PointId, usize)> {
 
 /// Every configuration's curve, the frontier through the best of them,
 /// the frontier's points labelled and the best ringed: per GPU, or per
-/// dollar.
-fn chart(doc: &FrontierResult, per: Per) -> Chart {
+/// dollar. Points that miss the SLO are drawn hollow, their rings dashed.
+/// With it, the rings the chart labels by their number rather than their
+/// name (where the name had no room): the keys its table may show, and
+/// only those (it had tagged every ringed row "ring N" where the chart
+/// showed names alone).
+fn chart(doc: &FrontierResult, per: Per) -> (Chart, HashMap<PointId, usize>) {
     let on: HashSet<usize> = per.frontier(doc).iter().map(|p| p.config).collect();
     let ran: Vec<usize> = (0..doc.configs.len()).filter(|&i| doc.configs[i].status == ConfigStatus::Ok).collect();
     let best = doc.best.as_ref().map(|b| b.at.config);
@@ -209,11 +217,13 @@ fn chart(doc: &FrontierResult, per: Per) -> Chart {
             let slot = colour % slots + colour / slots * 6;
             let mut s = Series::new(&c.id, Style::LineDots, slot, pts.iter().map(|p| p.1).collect());
             s.tips = pts.iter().map(|&(id, _, p)| tip(doc, id, p)).collect();
+            s.misses = pts.iter().map(|p| misses(p.2)).collect();
             series.push(s);
             colour += 1;
         } else {
             others.points.extend(pts.iter().map(|p| p.1));
             others.tips.extend(pts.iter().map(|&(id, _, p)| tip(doc, id, p)));
+            others.misses.extend(pts.iter().map(|p| misses(p.2)));
         }
     }
     if !others.points.is_empty() {
@@ -226,13 +236,14 @@ fn chart(doc: &FrontierResult, per: Per) -> Chart {
         series.push(s);
     }
     let mut marks = Vec::new();
-    let mut note_rings = "";
     // The best's configuration is labelled at the best point alone (it had
     // a second ring, at another of its frontier points, under its bare name).
-    for (id, key) in ring_keys(doc, per) {
+    let rings = ring_keys(doc, per);
+    for &(id, key) in &rings {
         let Some((x, y)) = per.at(doc, id) else { continue };
         let label = doc.configs[id.config].id.clone();
-        marks.push(Mark { x, y, label, class: "mark-sat", key: Some(key.to_string()) });
+        let missed = doc.point(id).is_some_and(misses);
+        marks.push(Mark { x, y, label, class: "mark-sat", key: Some(key.to_string()), missed });
     }
     if let Some(b) = &doc.best {
         if let Some((x, y)) = per.at(doc, b.at) {
@@ -240,15 +251,11 @@ fn chart(doc: &FrontierResult, per: Per) -> Chart {
             // Where its name has no room near its ring, "best" there: the
             // cards and the line above the chart name it (it had been put
             // lines away, on the plot's top edge, with a long leader).
-            marks.push(Mark { x, y, label, class: "mark-rec", key: Some("best".into()) });
+            let missed = doc.point(b.at).is_some_and(misses);
+            marks.push(Mark { x, y, label, class: "mark-rec", key: Some("best".into()), missed });
         }
     }
-    if marks.iter().any(|m| m.class == "mark-sat") {
-        // Their legend entries are the curves' own (see `Chart::render`).
-        note_rings = " A ring marks a configuration's frontier point of most throughput, labelled with its name; \
-                      where the name has no room beside it, with its number in the table below.";
-    }
-    let misses = doc.points().filter(|(_, p)| p.meets_slo == Some(false)).count();
+    let missed = doc.points().filter(|&(id, p)| misses(p) && per.at(doc, id).is_some()).count();
     let mut note = format!(
         "Each curve is one configuration at rising load (right to left: more users, less speed each). The dashed line \
          is the Pareto frontier: no point beats one of its points on both axes. Tokens/s per user is 1000 / TPOT p{}.",
@@ -261,31 +268,55 @@ fn chart(doc: &FrontierResult, per: Per) -> Chart {
              token, whatever its throughput per GPU.",
         );
     }
-    note.push_str(note_rings);
-    if misses > 0 {
-        let _ = write!(note, " {misses} of the points miss the SLO (hover a point to see which).");
+    if missed > 0 {
+        let _ = write!(
+            note,
+            " {} the SLO: drawn hollow, a ring around one dashed (hover a point to see its figures).",
+            if missed == 1 { "1 of the points misses".to_string() } else { format!("{missed} of the points miss") }
+        );
     }
     let (id, title, y_label) = match per {
         Per::Gpu => ("frontier", "Output tokens/s per GPU against tokens/s per user", "output tokens/s per GPU"),
         Per::Usd => ("frontier-usd", "Output tokens per dollar against tokens/s per user", "output tokens per dollar"),
     };
-    Chart {
+    let mut chart = Chart {
         id: id.into(),
         title: title.into(),
         x_label: "tokens/s per user (1000 / TPOT)".into(),
         y_label: y_label.into(),
         series,
         marks,
-        note: Some(note),
         ..Chart::default()
+    };
+    // The marks are the rings in `rings`' order, then the best's.
+    let keyed = chart.keyed_marks();
+    let shown: HashMap<PointId, usize> =
+        rings.iter().zip(&keyed).filter(|(_, &k)| k).map(|(&(id, key), _)| (id, key)).collect();
+    if !rings.is_empty() {
+        // Their legend entries are the curves' own (see `Chart::render`).
+        note.push_str(" A ring marks a configuration's frontier point of most throughput, labelled with its name");
+        note.push_str(if shown.is_empty() {
+            "."
+        } else {
+            "; where the name has no room beside it, with a number, the ring's number in the table below."
+        });
     }
+    chart.note = Some(note);
+    (chart, shown)
 }
 
-fn frontier_table(o: &mut String, doc: &FrontierResult) {
+/// Whether a point was judged and missed the SLO.
+fn misses(p: &FrontierPoint) -> bool {
+    p.meets_slo == Some(false)
+}
+
+/// The per-GPU frontier's points, from the fastest per user down; `keys`:
+/// the rings the chart numbers (see [`chart`]).
+fn frontier_table(o: &mut String, doc: &FrontierResult, keys: &HashMap<PointId, usize>) {
     o.push_str(
-        "<section><h2>The frontier</h2><div class=\"scroll\"><table><thead><tr><th>configuration</th><th>load</th>\
-         <th>tok/s/GPU</th><th>tok/s/user</th><th>TTFT (ms)</th><th>TPOT (ms)</th><th>goodput tok/s</th><th>SLO</th>\
-         <th>$ per M</th>",
+        "<section><h2>The frontier</h2><div class=\"scroll\"><table><thead><tr>\
+         <th>configuration</th><th>load</th><th>tok/s/GPU</th><th>tok/s/user</th><th>TTFT (ms)</th><th>TPOT (ms)</th>\
+         <th>goodput tok/s</th><th>SLO</th><th>$ per M</th>",
     );
     // Energy only where the engine or the server gave it.
     let energy = doc.frontier.iter().filter_map(|&id| doc.point(id)).any(|p| p.joules_per_output_token.is_some());
@@ -293,7 +324,6 @@ fn frontier_table(o: &mut String, doc: &FrontierResult) {
         o.push_str("<th>J/token</th><th>tok/s per MW</th>");
     }
     o.push_str("<th>GPUs</th></tr></thead><tbody>");
-    let keys: std::collections::HashMap<PointId, usize> = ring_keys(doc, Per::Gpu).into_iter().collect();
     for &id in doc.frontier.iter().rev() {
         let (c, p) = (&doc.configs[id.config], &doc.configs[id.config].points[id.point]);
         let mut best = keys.get(&id).map_or_else(String::new, |k| format!(r#" <span class="tag">ring {k}</span>"#));
@@ -307,8 +337,8 @@ fn frontier_table(o: &mut String, doc: &FrontierResult) {
         };
         let _ = write!(
             o,
-            "<tr><td>{}{best}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{slo}</td>\
-             <td>{}</td>",
+            "<tr><td>{}{best}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{slo}</td><td>{}</td>",
             html(&c.id),
             html(&p.load.label()),
             fmt(Some(p.output_tokens_per_s_per_gpu), 0),
@@ -339,18 +369,18 @@ fn frontier_table(o: &mut String, doc: &FrontierResult) {
 /// The per-dollar frontier's points, from the fastest per user down, with
 /// the tokens a dollar buys at each: where the per-GPU frontier's table
 /// leaves out a cheaper GPU that wins per token.
-fn per_usd_table(o: &mut String, doc: &FrontierResult) {
+fn per_usd_table(o: &mut String, doc: &FrontierResult, keys: &HashMap<PointId, usize>) {
     if doc.frontier_per_usd.is_empty() {
         return;
     }
     o.push_str(
         "<section><h2>The per-dollar frontier</h2><p class=\"note\">The most output tokens per dollar at each \
          speed per user; <i>per GPU</i> marks a point that is on the per-GPU frontier too.</p><div \
-         class=\"scroll\"><table><thead><tr><th>configuration</th><th>load</th><th>tok/s/user</th><th>output \
-         tokens per $</th><th>$ per M</th><th>tok/s/GPU</th><th>SLO</th><th>GPUs</th></tr></thead><tbody>",
+         class=\"scroll\"><table><thead><tr><th>configuration</th><th>load</th>\
+         <th>tok/s/user</th><th>output tokens per $</th><th>$ per M</th><th>tok/s/GPU</th><th>SLO</th>\
+         <th>GPUs</th></tr></thead><tbody>",
     );
     let on_gpu: HashSet<PointId> = doc.frontier.iter().copied().collect();
-    let keys: std::collections::HashMap<PointId, usize> = ring_keys(doc, Per::Usd).into_iter().collect();
     for &id in doc.frontier_per_usd.iter().rev() {
         let (c, p) = (&doc.configs[id.config], &doc.configs[id.config].points[id.point]);
         let mut tags = keys.get(&id).map_or_else(String::new, |k| format!(r#" <span class="tag">ring {k}</span>"#));
@@ -367,8 +397,8 @@ fn per_usd_table(o: &mut String, doc: &FrontierResult) {
         };
         let _ = write!(
             o,
-            "<tr><td>{}{tags}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{slo}</td><td>{}{}</td>\
-             </tr>",
+            "<tr><td>{}{tags}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{slo}</td><td>{}{}</td></tr>",
             html(&c.id),
             html(&p.load.label()),
             fmt(p.tokens_per_s_per_user, 1),

@@ -8,7 +8,7 @@ use super::{card, charts, embed, footer, header, page};
 use crate::escape::html;
 use crate::export::ExportError;
 use crate::svg::{Chart, Series, Style};
-use goodput_core::doc::frontier::{plane, FrontierResult};
+use goodput_core::doc::frontier::{plane, FrontierPoint, FrontierResult};
 use goodput_core::doc::overlay::{predicted_points, Figure, FrontierComparison};
 use std::fmt::Write;
 
@@ -67,8 +67,24 @@ pub fn overlay_page(c: &FrontierComparison) -> Result<String, ExportError> {
     Ok(page("frontier-compare", &format!("goodput {title}"), &o, &data))
 }
 
-fn curve(doc: &FrontierResult, id: &str) -> Vec<(f64, f64)> {
-    doc.configs.iter().find(|c| c.id == id).map_or_else(Vec::new, |c| c.points.iter().filter_map(plane).collect())
+/// A configuration's points on the plane, and which of them miss the SLO
+/// (drawn hollow).
+type Curve = (Vec<(f64, f64)>, Vec<bool>);
+
+fn on_plane(points: &[FrontierPoint]) -> Curve {
+    points.iter().filter_map(|p| plane(p).map(|xy| (xy, p.meets_slo == Some(false)))).unzip()
+}
+
+fn curve(doc: &FrontierResult, id: &str) -> Curve {
+    doc.configs.iter().find(|c| c.id == id).map_or_else(Curve::default, |c| on_plane(&c.points))
+}
+
+/// A series of `curve`'s points, those that miss the SLO hollow.
+fn curve_series(name: String, color: usize, (points, misses): Curve, dashed: bool) -> Series {
+    let mut s = Series::new(name, Style::LineDots, color, points);
+    s.misses = misses;
+    s.dashed = dashed;
+    s
 }
 
 fn chart(c: &FrontierComparison) -> Chart {
@@ -80,14 +96,14 @@ fn chart(c: &FrontierComparison) -> Chart {
     for (i, p) in c.pairs.iter().enumerate() {
         let (m, q) = (curve(&c.measured, &p.measured), predicted_curve(c, &p.predicted));
         if shared && i >= OWN_COLOURS {
-            rest_m.points.extend(m);
-            rest_p.points.extend(q);
+            for (rest, (points, misses)) in [(&mut rest_m, m), (&mut rest_p, q)] {
+                rest.points.extend(points);
+                rest.misses.extend(misses);
+            }
             continue;
         }
-        series.push(Series::new(format!("{} measured", p.measured), Style::LineDots, i, m));
-        let mut s = Series::new(format!("{} predicted", p.measured), Style::LineDots, i, q);
-        s.dashed = true;
-        series.push(s);
+        series.push(curve_series(format!("{} measured", p.measured), i, m, false));
+        series.push(curve_series(format!("{} predicted", p.measured), i, q, true));
     }
     for s in [rest_m, rest_p] {
         if !s.points.is_empty() {
@@ -104,6 +120,7 @@ fn chart(c: &FrontierComparison) -> Chart {
             series.push(s);
         }
     }
+    let misses = series.iter().any(|s| s.misses.contains(&true));
     Chart {
         id: "frontier-compare".into(),
         title: "Output tokens/s per GPU against tokens/s per user: predicted (dashed) and measured (solid)".into(),
@@ -113,7 +130,8 @@ fn chart(c: &FrontierComparison) -> Chart {
         note: Some(
             "Each paired configuration in one colour: its measured curve solid, its predicted curve dashed. The ink \
              lines are the two Pareto frontiers over every configuration of each document."
-                .into(),
+                .to_string()
+                + if misses { " A hollow point misses the SLO." } else { "" },
         ),
         ..Chart::default()
     }
@@ -121,12 +139,12 @@ fn chart(c: &FrontierComparison) -> Chart {
 
 /// The points a predicted configuration is drawn with: its own, or, for a
 /// batch limit plan did not simulate again, the widest limit's up to its own.
-fn predicted_curve(c: &FrontierComparison, id: &str) -> Vec<(f64, f64)> {
+fn predicted_curve(c: &FrontierComparison, id: &str) -> Curve {
     c.predicted
         .configs
         .iter()
         .position(|p| p.id == id)
-        .map_or_else(Vec::new, |i| predicted_points(&c.predicted, i).iter().filter_map(plane).collect())
+        .map_or_else(Curve::default, |i| on_plane(&predicted_points(&c.predicted, i)))
 }
 
 fn pctcell(v: Option<f64>, signed: bool) -> String {

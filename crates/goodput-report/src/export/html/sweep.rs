@@ -299,6 +299,7 @@ fn goodput_by_load(ordered: &[&SweepPoint], a: &SweepAnalysis, pts: &[SweepPoint
             label: format!("{label}: {}", p.load.label()),
             class,
             key: None,
+            missed: false,
         })
     };
     Chart {
@@ -569,7 +570,14 @@ fn point_mark(
     class: &'static str,
 ) -> Option<Mark> {
     let p = p.as_ref()?;
-    Some(Mark { x: p.output_tokens_per_s, y: y(p)?, label: format!("{label}: {}", p.load.label()), class, key: None })
+    Some(Mark {
+        x: p.output_tokens_per_s,
+        y: y(p)?,
+        label: format!("{label}: {}", p.load.label()),
+        class,
+        key: None,
+        missed: false,
+    })
 }
 
 #[cfg(test)]

@@ -2,13 +2,14 @@
 //! axes that end near the data, a CDF cut at p99.9 when one outlier would
 //! squeeze it, a sweep's curves at the SLO objective's percentile with its
 //! limit drawn, TTFT distributions from the records a sweep held, a stages
-//! run's timeline, and the NOT STEADY reason in the sweep's tables.
+//! run's timeline, the NOT STEADY reason in the sweep's tables, and a
+//! frontier's points that miss the SLO drawn apart from those that meet it.
 
 use crate::common::*;
 use goodput_core::analysis::stability::Stability;
 use goodput_core::doc::sweep::SweepResult;
 use goodput_core::RunResult;
-use goodput_report::export::html::{run_page, sweep_page, sweep_page_with};
+use goodput_report::export::html::{frontier_page, overlay_page, run_page, sweep_page, sweep_page_with};
 use goodput_report::series::{cdf_of_records, Latency, SweepSeries};
 use goodput_report::{format, terminal};
 use std::time::Duration;
@@ -292,4 +293,144 @@ fn a_stages_page_has_a_timeline_with_its_stages_marked() {
     }
     // Only a stages sweep has one.
     assert!(!sweep_page(&sweep()).unwrap().contains("Over the stages"));
+}
+
+/// Each `<circle class="pt …">` of `fig`'s plot with its tooltip: (classes, tip).
+fn dots(fig: &str) -> Vec<(&str, &str)> {
+    let plot = fig.split(r#"<g class="plot">"#).nth(1).unwrap().split("</svg>").next().unwrap();
+    plot.split(r#"<circle class=""#)
+        .skip(1)
+        .filter(|c| c.starts_with("pt "))
+        .map(|c| (c.split('"').next().unwrap(), c.split("<title>").nth(1).map_or("", |t| t.split('<').next().unwrap())))
+        .collect()
+}
+
+/// Each ring of `fig`: (the classes of its `<g>`, its label).
+fn rings(fig: &str) -> Vec<(&str, &str)> {
+    fig.split(r#"<g class="mark "#)
+        .skip(1)
+        .map(|g| (g.split('"').next().unwrap(), g.split("<title>").nth(1).unwrap().split('<').next().unwrap()))
+        .collect()
+}
+
+/// A plan's frontier whose points of most throughput miss the SLO (the
+/// per-dollar chart's highest point among them, as in a real plan, where
+/// one was read as the cheapest choice): on both charts those points are
+/// drawn hollow and their rings dashed (class `miss`), with a legend entry
+/// saying what that means, and no point that meets the SLO is; the best
+/// keeps its ring. The chart of a predicted frontier beside a measured one
+/// draws them the same way.
+#[test]
+fn frontier_points_that_miss_the_slo_are_drawn_apart() {
+    let mut doc = frontier_doc();
+    // h100 tp2x1 bf16's point of most throughput, ringed on the frontier,
+    // misses; the h200 priced apart, so there is a per-dollar chart too.
+    let (tp2, h200) = (1, 2);
+    assert_eq!(doc.configs[tp2].id, "h100 tp2x1 bf16");
+    doc.configs[tp2].points[1].meets_slo = Some(false);
+    doc.configs[h200].gpu_hour_usd = Some(3.2);
+    goodput_core::doc::frontier::analyze_frontier(&mut doc);
+    assert!(!doc.frontier_per_usd.is_empty());
+    let best = doc.best.as_ref().unwrap().at;
+    assert_eq!(doc.point(best).unwrap().meets_slo, Some(true));
+    let html = frontier_page(&doc).unwrap();
+    for id in ["frontier", "frontier-usd"] {
+        let fig = figure(&html, id);
+        let dots = dots(fig);
+        let missed: Vec<_> = dots.iter().filter(|d| d.1.ends_with("misses the SLO")).collect();
+        let met: Vec<_> = dots.iter().filter(|d| d.1.ends_with("meets the SLO")).collect();
+        // h100 tp1x2 fp8 at 64 users, and h100 tp2x1 bf16 at 8.
+        assert_eq!(missed.len(), 2, "{id}: {dots:?}");
+        assert_eq!(met.len() + missed.len(), dots.len(), "{id}: every point is judged: {dots:?}");
+        assert!(missed.iter().all(|d| d.0.split(' ').any(|c| c == "miss")), "{id}: {missed:?}");
+        assert!(met.iter().all(|d| !d.0.split(' ').any(|c| c == "miss")), "{id}: {met:?}");
+        let rings = rings(fig);
+        let ring = |label: &str| rings.iter().find(|r| r.1 == label).unwrap_or_else(|| panic!("{id}: {rings:?}")).0;
+        assert_eq!(ring("h100 tp2x1 bf16"), "mark-sat miss", "{id}");
+        assert_eq!(ring("best: h100 tp1x2 fp8"), "mark-rec", "{id}");
+        assert!(rings.iter().filter(|r| r.1 != "h100 tp2x1 bf16").all(|r| !r.0.contains("miss")), "{id}: {rings:?}");
+        let legend = fig.split(r#"<div class="legend">"#).nth(1).unwrap();
+        assert!(legend.contains("misses the SLO</span>"), "{id}: {legend}");
+        assert!(fig.contains("2 of the points miss the SLO: drawn hollow"), "{id}");
+    }
+    // Every ring here has room for its name: no row of the tables speaks of
+    // a ring's number (each ringed row had been tagged "ring N").
+    assert!(!html.contains(r#"<span class="tag">ring "#), "{html}");
+    // With every point meeting it, nothing is hollow and the legend says nothing of it.
+    let mut all_met = doc.clone();
+    all_met.configs.iter_mut().flat_map(|c| &mut c.points).for_each(|p| p.meets_slo = Some(true));
+    let html = frontier_page(&all_met).unwrap();
+    assert!(!html.contains(" miss\"") && !html.contains("misses the SLO</span>"));
+    // Predicted beside measured: the same hollow points.
+    let mut pred = doc.clone();
+    for (i, c) in pred.configs.iter_mut().enumerate() {
+        c.params.insert("max_num_seqs".into(), (64u32 << i).to_string());
+    }
+    let mut meas = pred.clone();
+    meas.source = goodput_core::doc::frontier::FrontierSource::Measured;
+    goodput_core::doc::frontier::analyze_frontier(&mut meas);
+    let c = goodput_core::doc::overlay::compare_frontiers(("plan.json", pred), ("frontier.json", meas));
+    let html = overlay_page(&c).unwrap();
+    let fig = figure(&html, "frontier-compare");
+    let hollow = dots(fig).iter().filter(|d| d.0.split(' ').any(|c| c == "miss")).count();
+    // Two a side.
+    assert_eq!(hollow, 4, "{fig}");
+    assert!(fig.contains("misses the SLO</span>") && fig.contains("A hollow point misses the SLO."), "{fig}");
+}
+
+/// The numbers a frontier chart writes by its rings (where a name has no
+/// room), sorted, and the `ring N` tags of the table under `heading`.
+fn ring_numbers(html: &str, chart: &str, heading: &str) -> (Vec<usize>, Vec<usize>) {
+    let mut shown: Vec<usize> = figure(html, chart)
+        .split(r#"<g class="mark "#)
+        .skip(1)
+        .filter_map(|g| g.split("</g>").next().unwrap().split("<text").nth(1))
+        .filter_map(|t| t.split('>').nth(1).unwrap().split('<').next().unwrap().parse().ok())
+        .collect();
+    let table = html.split(&format!("<h2>{heading}</h2>")).nth(1).unwrap().split("</table>").next().unwrap();
+    let mut tagged: Vec<usize> = table
+        .split(r#"<span class="tag">ring "#)
+        .skip(1)
+        .map(|t| t.split('<').next().unwrap().parse().unwrap())
+        .collect();
+    shown.sort_unstable();
+    tagged.sort_unstable();
+    (shown, tagged)
+}
+
+/// Sixteen configurations of long ids, each one point on one straight
+/// frontier: more rings than their names have room for. A table row is
+/// tagged `ring N` where, and only where, the chart writes N by that
+/// point's ring (every ringed row had been tagged, where the chart showed
+/// names alone).
+#[test]
+fn frontier_tables_tag_only_the_rings_the_chart_numbers() {
+    let mut doc = frontier_doc();
+    let template = doc.configs[1].clone();
+    doc.configs = (0..16)
+        .map(|i| {
+            let mut c = template.clone();
+            c.id = format!("h200 tp{i}x1 pp2 fp8 mbt8192 pd3:1xTP4");
+            c.gpu_hour_usd = Some(if i % 2 == 0 { 2.5 } else { 3.2 });
+            let x = 10.0 + 5.0 * f64::from(i);
+            let mut p = c.points[0].clone();
+            p.tokens_per_s_per_user = Some(x);
+            p.tpot_ms = Some(1000.0 / x);
+            p.output_tokens_per_s_per_gpu = 1000.0 - 9.0 * x;
+            p.output_tokens_per_s = 2.0 * p.output_tokens_per_s_per_gpu;
+            p.goodput_tokens_per_s = Some(p.output_tokens_per_s);
+            c.points = vec![p];
+            c
+        })
+        .collect();
+    goodput_core::doc::frontier::analyze_frontier(&mut doc);
+    assert!(doc.frontier.len() >= 12, "{:?}", doc.frontier);
+    let html = frontier_page(&doc).unwrap();
+    let (shown, tagged) = ring_numbers(&html, "frontier", "The frontier");
+    assert!(!shown.is_empty(), "the chart numbers some rings");
+    assert_eq!(shown, tagged);
+    if !doc.frontier_per_usd.is_empty() {
+        let (shown, tagged) = ring_numbers(&html, "frontier-usd", "The per-dollar frontier");
+        assert_eq!(shown, tagged);
+    }
 }
