@@ -314,9 +314,9 @@ fn misses(p: &FrontierPoint) -> bool {
 /// the rings the chart numbers (see [`chart`]).
 fn frontier_table(o: &mut String, doc: &FrontierResult, keys: &HashMap<PointId, usize>) {
     o.push_str(
-        "<section><h2>The frontier</h2><div class=\"scroll\"><table><thead><tr>\
+        "<section><h2>The frontier</h2><div class=\"scroll\"><table class=\"frontier\"><thead><tr>\
          <th>configuration</th><th>load</th><th>tok/s/GPU</th><th>tok/s/user</th><th>TTFT (ms)</th><th>TPOT (ms)</th>\
-         <th>goodput tok/s</th><th>SLO</th><th>$ per M</th>",
+         <th>goodput tok/s</th><th>SLO</th><th>$&nbsp;per&nbsp;M</th>",
     );
     // Energy only where the engine or the server gave it.
     let energy = doc.frontier.iter().filter_map(|&id| doc.point(id)).any(|p| p.joules_per_output_token.is_some());
@@ -337,7 +337,7 @@ fn frontier_table(o: &mut String, doc: &FrontierResult, keys: &HashMap<PointId, 
         };
         let _ = write!(
             o,
-            "<tr><td>{}{best}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+            "<tr><td><span class=\"nw\">{}</span>{best}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
              <td>{}</td><td>{slo}</td><td>{}</td>",
             html(&c.id),
             html(&p.load.label()),
@@ -376,8 +376,8 @@ fn per_usd_table(o: &mut String, doc: &FrontierResult, keys: &HashMap<PointId, u
     o.push_str(
         "<section><h2>The per-dollar frontier</h2><p class=\"note\">The most output tokens per dollar at each \
          speed per user; <i>per GPU</i> marks a point that is on the per-GPU frontier too.</p><div \
-         class=\"scroll\"><table><thead><tr><th>configuration</th><th>load</th>\
-         <th>tok/s/user</th><th>output tokens per $</th><th>$ per M</th><th>tok/s/GPU</th><th>SLO</th>\
+         class=\"scroll\"><table class=\"frontier\"><thead><tr><th>configuration</th><th>load</th>\
+         <th>tok/s/user</th><th>output tokens per $</th><th>$&nbsp;per&nbsp;M</th><th>tok/s/GPU</th><th>SLO</th>\
          <th>GPUs</th></tr></thead><tbody>",
     );
     let on_gpu: HashSet<PointId> = doc.frontier.iter().copied().collect();
@@ -397,7 +397,7 @@ fn per_usd_table(o: &mut String, doc: &FrontierResult, keys: &HashMap<PointId, u
         };
         let _ = write!(
             o,
-            "<tr><td>{}{tags}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+            "<tr><td><span class=\"nw\">{}</span>{tags}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
              <td>{slo}</td><td>{}{}</td></tr>",
             html(&c.id),
             html(&p.load.label()),
