@@ -92,6 +92,15 @@ fn fmt(v: Option<f64>, digits: usize) -> String {
     v.filter(|v| v.is_finite()).map_or_else(|| "-".into(), |v| format!("{v:.digits$}"))
 }
 
+/// A whole number with its thousands grouped (`1,090,935`), as the page's
+/// other large figures read; `-` where there is none.
+fn grouped(v: Option<f64>) -> String {
+    match v.filter(|v| v.is_finite()) {
+        Some(v) if v >= 0.0 && v < u64::MAX as f64 => goodput_core::util::thousands(v.round() as u64),
+        v => fmt(v, 0),
+    }
+}
+
 fn best_cards(o: &mut String, doc: &FrontierResult) {
     let Some(b) = &doc.best else {
         let why = goodput_core::doc::frontier::no_best_reason(doc);
@@ -100,9 +109,9 @@ fn best_cards(o: &mut String, doc: &FrontierResult) {
     };
     let (c, p) = (&doc.configs[b.at.config], &doc.configs[b.at.config].points[b.at.point]);
     card(o, "best configuration", &html(&c.id), &html(&p.load.label()));
-    card(o, "output tok/s per GPU", &fmt(Some(p.output_tokens_per_s_per_gpu), 0), &counted(c.gpus.into(), "GPU"));
+    card(o, "output tok/s per GPU", &grouped(Some(p.output_tokens_per_s_per_gpu)), &counted(c.gpus.into(), "GPU"));
     card(o, "tok/s per user", &fmt(p.tokens_per_s_per_user, 1), &format!("TPOT {} ms", fmt(p.tpot_ms, 1)));
-    card(o, "TTFT", &format!("{} ms", fmt(p.ttft_ms, 0)), &format!("p{}", doc.percentile));
+    card(o, "TTFT", &format!("{} ms", grouped(p.ttft_ms)), &format!("p{}", doc.percentile));
     if let Some(u) = p.usd_per_million_output_tokens {
         card(o, "$ per M output tokens", &crate::format::usd(u), "");
     }
@@ -111,7 +120,7 @@ fn best_cards(o: &mut String, doc: &FrontierResult) {
             o,
             "J per output token",
             &crate::format::joules(j),
-            &format!("{} tok/s per MW", fmt(p.output_tokens_per_s_per_mw, 0)),
+            &format!("{} tok/s per MW", grouped(p.output_tokens_per_s_per_mw)),
         );
     }
 }
@@ -131,9 +140,9 @@ fn tip(doc: &FrontierResult, id: PointId, p: &FrontierPoint) -> String {
         "{} · {} · {} tok/s/GPU · {} tok/s/user{per_usd} · TTFT {} ms{slo}",
         c.id,
         p.load.label(),
-        fmt(Some(p.output_tokens_per_s_per_gpu), 0),
+        grouped(Some(p.output_tokens_per_s_per_gpu)),
         fmt(p.tokens_per_s_per_user, 1),
-        fmt(p.ttft_ms, 0)
+        grouped(p.ttft_ms)
     )
 }
 
@@ -341,11 +350,11 @@ fn frontier_table(o: &mut String, doc: &FrontierResult, keys: &HashMap<PointId, 
              <td>{}</td><td>{slo}</td><td>{}</td>",
             html(&c.id),
             html(&p.load.label()),
-            fmt(Some(p.output_tokens_per_s_per_gpu), 0),
+            grouped(Some(p.output_tokens_per_s_per_gpu)),
             fmt(p.tokens_per_s_per_user, 1),
-            fmt(p.ttft_ms, 0),
+            grouped(p.ttft_ms),
             fmt(p.tpot_ms, 1),
-            fmt(p.goodput_tokens_per_s, 0),
+            grouped(p.goodput_tokens_per_s),
             fmt(p.usd_per_million_output_tokens, 3),
         );
         if energy {
@@ -353,7 +362,7 @@ fn frontier_table(o: &mut String, doc: &FrontierResult, keys: &HashMap<PointId, 
                 o,
                 "<td>{}</td><td>{}</td>",
                 p.joules_per_output_token.filter(|j| j.is_finite()).map_or_else(|| "-".into(), crate::format::joules),
-                fmt(p.output_tokens_per_s_per_mw, 0)
+                grouped(p.output_tokens_per_s_per_mw)
             );
         }
         let _ = write!(
@@ -404,7 +413,7 @@ fn per_usd_table(o: &mut String, doc: &FrontierResult, keys: &HashMap<PointId, u
             fmt(p.tokens_per_s_per_user, 1),
             c.tokens_per_usd(p).map_or_else(|| "-".into(), goodput_core::doc::frontier::count),
             fmt(p.usd_per_million_output_tokens, 3),
-            fmt(Some(p.output_tokens_per_s_per_gpu), 0),
+            grouped(Some(p.output_tokens_per_s_per_gpu)),
             c.gpus,
             c.gpu.as_deref().map(|g| format!(" × {}", html(g))).unwrap_or_default()
         );
@@ -432,4 +441,20 @@ fn off_the_frontier(o: &mut String, doc: &FrontierResult) {
         o.push_str("</li>");
     }
     o.push_str("</ul></section>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::grouped;
+
+    /// The summary tile's tok/s per MW (and the tables' whole numbers)
+    /// group their thousands, as the rest of the page does.
+    #[test]
+    fn whole_numbers_group_their_thousands() {
+        assert_eq!(grouped(Some(1_090_935.4)), "1,090,935");
+        assert_eq!(grouped(Some(999.6)), "1,000");
+        assert_eq!(grouped(Some(14.0)), "14");
+        assert_eq!(grouped(None), "-");
+        assert_eq!(grouped(Some(f64::NAN)), "-");
+    }
 }
