@@ -364,7 +364,7 @@ pub struct ReportArgs {
     /// Write the re-analysed document to this JSON file; - for standard output.
     #[arg(long, short = 'o', visible_alias = "json")]
     pub output: Option<PathBuf>,
-    /// Print only the summary.
+    /// Print only the summary, no line for each file written: a run's summary, a sweep's analysis, or a frontier's table, best point and why the rest lost (the same with or without -q).
     #[arg(long, short = 'q')]
     pub quiet: bool,
     #[command(flatten)]
