@@ -43,7 +43,8 @@ pub fn terminal(doc: &FrontierResult) -> String {
     let model = if doc.model.is_empty() { String::new() } else { format!(" · {}", esc(&doc.model)) };
     let _ = writeln!(
         o,
-        "\n{} frontier{model} · {} ({} ran{sharing}, {}) · SLO {} · latencies at p{}",
+        "\n{}{} frontier{model} · {} ({} ran{sharing}, {}) · SLO {} · latencies at p{}",
+        if doc.interrupted { "INTERRUPTED · " } else { "" },
         doc.source.as_str(),
         n(doc.configs.len(), "configuration"),
         ran,

@@ -1491,6 +1491,10 @@ fn ctrl_c_stops_the_search_and_writes_what_was_simulated() {
         .unwrap_or_else(|| panic!("no count of the configurations searched: {notes}"));
     assert!(simulated >= 1 && simulated < searched, "{simulated} of {searched}");
     assert!(doc["configs"][0]["points"].as_array().is_some_and(|p| !p.is_empty()), "{}", doc["configs"][0]);
+    // Read again, its frontier says it is unfinished from its first line.
+    let o = goodput().arg("report").arg(&out).output().unwrap();
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && shown.trim_start().starts_with("INTERRUPTED · predicted frontier"), "{shown}");
 }
 
 /// One GPU priced and another not: the plan says which has no price and
