@@ -780,3 +780,25 @@ fn a_sweep_held_back_by_its_cap_names_max_concurrency() {
         assert!(!why.contains("-c "), "{why}");
     }
 }
+
+/// 256 users sent together move as one wave (`estimate --model
+/// qwen3-235b-a22b --precision fp8 --dp 8 --ep 8 -c 256 -n 2000`, TPOT and
+/// TTFT flat), so the judged stretch's first third held two waves of
+/// completions and its last one: counted in whole waves, the rate had read
+/// halved, "completions fell 50% … the server slowed". The count's noise is
+/// the waves', so the run is steady, and the lockstep diagnosis, which
+/// these waves had escaped (independent sends crowd within its window at
+/// this load), names them and the ramp-up.
+#[test]
+fn a_closed_loop_moving_in_whole_waves_is_not_a_slowing_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let args =
+        ["--model", "qwen3-235b-a22b", "--precision", "fp8", "--dp", "8", "--ep", "8", "-c", "256", "-n", "2000"];
+    let v = estimate(dir.path(), "waves", &args);
+    let s = stability(&v);
+    assert!(!s["reason"].as_str().unwrap_or_default().contains("completions fell"), "{s}");
+    assert_eq!(s["steady"], true, "{s}");
+    let lockstep = v["diagnosis"].as_array().into_iter().flatten().find(|d| d["kind"] == "lockstep");
+    let m = lockstep.expect("256 users sent together are told they moved in lockstep")["message"].as_str().unwrap();
+    assert!(m.starts_with("the 256 users moved in lockstep") && m.contains("--ramp-up"), "{m}");
+}
