@@ -189,7 +189,26 @@ pub fn attach_server_side(result: &mut RunResult, side: ServerSide, records: &[R
             diagnosis
         }
     };
+    with_engine_kv_bound(result, records, load);
     with_queue_growth(result);
+}
+
+/// A simulated engine whose KV cache bound the run says so first. Its waves
+/// are then the cache letting a few requests in as others end, not the
+/// users' sending together: the lockstep line's fix, a ramp-up, does not
+/// part them (`estimate --model llama-3.1-70b --pp 2 -c 64 -n 1000` came in
+/// bursts of 3.3 sends, and in bursts of 2.8 with `--ramp-up 45s`, its TTFT
+/// as long), so it is not told beside it. A saved diagnosis that already
+/// holds it is left as it is.
+fn with_engine_kv_bound(result: &mut RunResult, records: &[RequestRecord], load: ClientLoad) {
+    use crate::prometheus::scrape::engine_kv_bound;
+    let Some(engine) = &result.engine else { return };
+    let Some(kv) = engine_kv_bound(engine, records, &result.summary, load) else { return };
+    if result.diagnosis.iter().any(|d| d.message == kv.message) {
+        return;
+    }
+    result.diagnosis.retain(|d| d.kind != crate::DiagnosisKind::Lockstep);
+    result.diagnosis.insert(0, kv);
 }
 
 /// [`scraped_energy`] over the scrapes `analyse` summarised, with the GPUs

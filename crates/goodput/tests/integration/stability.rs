@@ -802,3 +802,33 @@ fn a_closed_loop_moving_in_whole_waves_is_not_a_slowing_server() {
     let m = lockstep.expect("256 users sent together are told they moved in lockstep")["message"].as_str().unwrap();
     assert!(m.starts_with("the 256 users moved in lockstep") && m.contains("--ramp-up"), "{m}");
 }
+
+/// A closed loop whose users' requests the KV cache cannot hold (70B in
+/// BF16 over two stages: about 10 of the 64 users' requests fit) is told
+/// so first, with the cache's figures and the fixes, and not told to ramp
+/// its users up (its waves are the cache's admissions: a ramp-up leaves
+/// them). A comfortable run is told neither.
+#[test]
+fn a_run_bound_by_the_kv_cache_is_told_so_and_not_to_ramp_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let kinds = |v: &Value| -> Vec<(String, String)> {
+        v["diagnosis"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|d| (d["kind"].as_str().unwrap().to_owned(), d["message"].as_str().unwrap().to_owned()))
+            .collect()
+    };
+    let bound = estimate(dir.path(), "bound", &["--model", "llama-3.1-70b", "--pp", "2", "-c", "64", "-n", "300"]);
+    let d = kinds(&bound);
+    let (kind, m) = d.first().expect("a diagnosis");
+    assert_eq!(kind, "kv_cache_pressure", "{d:?}");
+    assert!(m.starts_with("the KV cache is the binding limit: its 4208 tokens hold about"), "{m}");
+    assert!(m.contains("preemptions") && m.contains("against the 64 users' requests in flight"), "{m}");
+    for fix in ["--tp 2", "--pp 4", "--precision fp8", "--kv-cache-dtype fp8", "--gpu-memory-utilization", "-c "] {
+        assert!(m.contains(fix), "{fix}: {m}");
+    }
+    assert!(d.iter().all(|(k, _)| k != "lockstep"), "{d:?}");
+    let fine = estimate(dir.path(), "fine", &["-c", "16", "-n", "300"]);
+    assert!(kinds(&fine).iter().all(|(k, _)| k != "kv_cache_pressure"), "{:?}", kinds(&fine));
+}

@@ -701,6 +701,122 @@ fn lockstep(ok: &[&RequestRecord], summary: &Summary, load: ClientLoad) -> Optio
     })
 }
 
+/// Peak KV-cache use at or above this share is a full cache.
+const KV_FULL: f64 = 0.95;
+/// Preemptions at least this share of the requests make the KV cache the
+/// binding limit: a tenth of the requests recomputed their context.
+const KV_PREEMPT_SHARE: f64 = 0.1;
+
+/// The simulated engine's KV cache as the run's binding limit (`estimate`,
+/// `plan`, `sweep --estimate`): its use peaked at [`KV_FULL`] or more, and
+/// either a tenth of the requests were preempted (their blocks taken back,
+/// their context recomputed), or requests waited (a mean of one or more in
+/// the engine's waiting count) while the running batch stayed under
+/// `--max-num-seqs`: what held them was the cache, not the batch limit. It
+/// says how many requests of the run's mean size (prompt and answer) the
+/// cache holds, the preemptions, and the time a request spent waiting (the
+/// engine's mean waiting count over the makespan per request, by Little's
+/// law; waits after a preemption included) beside the mean TTFT, and names
+/// the fixes. The engine's figures are the whole run's: nothing is told
+/// when `records` cover only part of it (a `--stages` stage, `report
+/// --window`). A closed loop's waves are then the cache admitting a batch
+/// as another ends, so [`diagnose`]'s lockstep line is not told beside it
+/// (see [`attach_server_side`](crate::analysis::assemble::attach_server_side)).
+pub fn engine_kv_bound(
+    engine: &crate::doc::engine::SimulatedEngine,
+    records: &[RequestRecord],
+    summary: &Summary,
+    load: ClientLoad,
+) -> Option<Diagnosis> {
+    if records.is_empty() || engine.kv_capacity_tokens == 0 || engine.kv_usage_max < KV_FULL {
+        return None;
+    }
+    // The records must be the engine's whole run.
+    let first = records.iter().map(|r| r.sent).min()?.as_secs_f64();
+    let last = records.iter().map(|r| r.end.max(r.sent)).max()?.as_secs_f64();
+    if engine.makespan_s <= 0.0 || last - first < 0.9 * engine.makespan_s {
+        return None;
+    }
+    let ok: Vec<&RequestRecord> = records.iter().filter(|r| r.outcome.is_success()).collect();
+    if ok.is_empty() {
+        return None;
+    }
+    let n = records.len() as f64;
+    let size = ok.iter().map(|r| (r.input_tokens + r.output_tokens) as f64).sum::<f64>() / ok.len() as f64;
+    if size <= 0.0 {
+        return None;
+    }
+    let holds = engine.kv_capacity_tokens as f64 / size;
+    let preempt_share = engine.preemptions as f64 / n;
+    let mean = |v: &[u32]| (!v.is_empty()).then(|| v.iter().map(|&x| f64::from(x)).sum::<f64>() / v.len() as f64);
+    let waiting = mean(&engine.series.waiting).unwrap_or(0.0);
+    let running = mean(&engine.series.running).unwrap_or(0.0);
+    let instances = engine.replicas.len().max(1) as f64;
+    let seq_limit = f64::from(engine.max_num_seqs) * instances;
+    let held = waiting >= 1.0 && (engine.max_num_seqs == 0 || running < 0.9 * seq_limit);
+    if !(preempt_share >= KV_PREEMPT_SHARE || held) {
+        return None;
+    }
+    let users = match (load.concurrency_cap, load.schedule) {
+        (Some(c), None) => format!(", against the {c} users' requests in flight"),
+        (Some(c), Some(_)) => format!(", against the {c} in flight that -c allows"),
+        _ => String::new(),
+    };
+    let preempted = if engine.preemptions > 0 {
+        format!(
+            "; {} preemptions ({preempt_share:.1} a request: a preempted request gives its blocks back and \
+             recomputes its prompt and context when let in again)",
+            engine.preemptions
+        )
+    } else {
+        String::new()
+    };
+    let wait_s = waiting * engine.makespan_s / n;
+    let wait = match summary.ttft_ms.mean.filter(|&t| t > 0.0) {
+        Some(t) if wait_s > 0.0 => format!(
+            "; a request waited about {wait_s:.1} s for cache room on average (Little's law over the engine's \
+             waiting count, {waiting:.1} on average; waits after a preemption included), against a mean TTFT of \
+             {:.1} s",
+            t / 1e3
+        ),
+        _ => String::new(),
+    };
+    let c = &engine.config;
+    let mut fixes = vec![format!(
+        "more GPUs (--tp {}, or --pp {}: each GPU added takes its share of the weights and leaves the rest of its \
+         memory to the cache)",
+        c.tp.max(1) * 2,
+        c.pp.max(1) * 2
+    )];
+    if matches!(c.precision.to_ascii_lowercase().as_str(), "bf16" | "fp16" | "auto" | "") {
+        fixes.push("FP8 weights (--precision fp8, half the weights' memory)".into());
+    }
+    if !c.kv_cache_dtype.to_ascii_lowercase().contains("fp8") {
+        fixes.push("an FP8 KV cache (--kv-cache-dtype fp8, twice the tokens)".into());
+    }
+    if c.gpu_memory_utilization > 0.0 && c.gpu_memory_utilization < 0.95 {
+        fixes.push(format!("a larger --gpu-memory-utilization (it is {})", c.gpu_memory_utilization));
+    }
+    let fit = holds.floor().max(1.0);
+    let fewer = match (load.concurrency_cap, load.schedule) {
+        (Some(_), None) => format!("fewer users (-c {fit:.0} or so)"),
+        (Some(_), Some(_)) => format!("a lower -c or --rate (about {fit:.0} in flight fit)"),
+        _ => "a lower --rate".to_string(),
+    };
+    Some(Diagnosis {
+        kind: DiagnosisKind::KvCachePressure,
+        message: format!(
+            "the KV cache is the binding limit: its {} tokens hold about {holds:.1} requests of this run's mean \
+             size ({size:.0} tokens, prompt and answer){users}, and its use peaked at {:.0}%{preempted}{wait}. \
+             TTFT and throughput here are the cache's, not the compute's; to fit more requests: {}; or {fewer} \
+             or --max-num-seqs {fit:.0}, so that the batch fits the cache",
+            engine.kv_capacity_tokens,
+            100.0 * engine.kv_usage_max,
+            fixes.join(", ")
+        ),
+    })
+}
+
 /// How late goodput's simulated server may run against its own timeline
 /// (p99, ms) before its lateness is told: a step or a chunk a few
 /// milliseconds late is the ordinary jitter of a shared machine.
@@ -1258,6 +1374,74 @@ mod tests {
         let mut busy = lone.clone();
         busy.extend((0..40).map(|k| stream(100 + k, 50 * k, &[50 * k + 60, 50 * k + 70])));
         assert_eq!(prefill_stalls(&measured(&busy), &Distribution::default()), None);
+    }
+
+    #[test]
+    fn a_simulated_engine_bound_by_its_kv_cache_is_told_so_with_its_figures_and_fixes() {
+        use crate::doc::config::EngineSettings;
+        use crate::doc::engine::{EngineSeries, SimulatedEngine};
+        // 64 users' requests of 384 tokens (256 in, 128 out) sent over 100 s
+        // to an engine whose cache holds 4,224 tokens: 11 of them.
+        let records: Vec<RequestRecord> = (0..200)
+            .map(|i| {
+                let mut r = stream(i, i * 500, &[i * 500 + 300, i * 500 + 500]);
+                (r.input_tokens, r.output_tokens) = (256, 128);
+                r
+            })
+            .collect();
+        let summary = analyze(&records, &AnalysisOptions::default()).summary;
+        let engine = SimulatedEngine {
+            config: EngineSettings {
+                tp: 1,
+                pp: 2,
+                precision: "bf16".into(),
+                kv_cache_dtype: "auto".into(),
+                gpu_memory_utilization: 0.9,
+                ..EngineSettings::default()
+            },
+            preemptions: 80,
+            kv_capacity_tokens: 4224,
+            max_num_seqs: 1024,
+            makespan_s: 100.5,
+            kv_usage_max: 1.0,
+            series: EngineSeries { running: vec![11; 10], waiting: vec![50; 10], ..EngineSeries::default() },
+            ..SimulatedEngine::default()
+        };
+        let load = ClientLoad::closed(64);
+        let m = engine_kv_bound(&engine, &records, &summary, load).expect("a cache that holds 11 of 64").message;
+        assert!(m.starts_with("the KV cache is the binding limit: its 4224 tokens hold about 11.0 requests"), "{m}");
+        assert!(m.contains("(384 tokens, prompt and answer), against the 64 users' requests in flight"), "{m}");
+        assert!(m.contains("peaked at 100%; 80 preemptions (0.4 a request"), "{m}");
+        // 50 waiting over 100.5 s for 200 requests: 25.1 s each.
+        assert!(m.contains("waited about 25.1 s for cache room") && m.contains("mean TTFT of 0.3 s"), "{m}");
+        for fix in
+            ["--tp 2, or --pp 4", "--precision fp8", "--kv-cache-dtype fp8", "--gpu-memory-utilization (it is 0.9)"]
+        {
+            assert!(m.contains(fix), "{fix}: {m}");
+        }
+        assert!(m.ends_with("fewer users (-c 11 or so) or --max-num-seqs 11, so that the batch fits the cache"), "{m}");
+        // The fixes already taken are not named.
+        let mut fp8 = engine.clone();
+        (fp8.config.precision, fp8.config.kv_cache_dtype) = ("fp8".into(), "fp8".into());
+        let m = engine_kv_bound(&fp8, &records, &summary, load).unwrap().message;
+        assert!(!m.contains("--precision fp8") && !m.contains("--kv-cache-dtype"), "{m}");
+        // Waiting for the cache without preemptions is told too; neither,
+        // or a cache that never filled, is not.
+        let waits = SimulatedEngine { preemptions: 0, ..engine.clone() };
+        assert!(engine_kv_bound(&waits, &records, &summary, load).is_some());
+        let idle = SimulatedEngine {
+            preemptions: 0,
+            series: EngineSeries { running: vec![11; 10], waiting: vec![0; 10], ..EngineSeries::default() },
+            ..engine.clone()
+        };
+        assert_eq!(engine_kv_bound(&idle, &records, &summary, load), None);
+        let roomy = SimulatedEngine { kv_usage_max: 0.4, kv_capacity_tokens: 400_000, ..engine.clone() };
+        assert_eq!(engine_kv_bound(&roomy, &records, &summary, load), None);
+        // Waiting at the batch limit (--max-num-seqs 11), not the cache's: not this.
+        let capped = SimulatedEngine { preemptions: 0, max_num_seqs: 11, ..engine.clone() };
+        assert_eq!(engine_kv_bound(&capped, &records, &summary, load), None);
+        // Records that are a stretch of the engine's run (a stage): nothing.
+        assert_eq!(engine_kv_bound(&engine, &records[..50], &summary, load), None);
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub mod window;
 #[cfg(test)]
 mod tests;
 
-pub use diagnose::{cross_check, diagnose, ClientLoad, CrossCheck, Schedule};
+pub use diagnose::{cross_check, diagnose, engine_kv_bound, ClientLoad, CrossCheck, Schedule};
 pub use histogram::{histogram_quantile, Bucket, Histogram};
 pub use parse::{
     merge_endpoints, metric_lines, parse, parse_at_most, Family, Labels, MetricType, ParseError, ParseErrorKind,
