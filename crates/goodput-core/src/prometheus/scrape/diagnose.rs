@@ -1545,12 +1545,15 @@ mod tests {
         // Users that joined at independent times (a fixed pseudo-random
         // draw each): nothing either.
         let mut x = 12345u64;
-        let joins: Vec<u64> = (0..5)
-            .map(|_| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                (x >> 33) % 570
-            })
-            .collect();
+        let mut joins_of = |users: u64| -> Vec<u64> {
+            (0..users)
+                .map(|_| {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    (x >> 33) % 570
+                })
+                .collect()
+        };
+        let joins = joins_of(5);
         assert_eq!(told(&run(loop_of(5, &|u| joins[u as usize])), Some(5)), None);
         // 256 users in waves, so many that independent sends crowd within
         // the window too (their sends 2 ms apart on average, against a
@@ -1567,12 +1570,7 @@ mod tests {
         let m = told(&dense(&|_| 0), Some(256)).expect("waves of 256");
         assert!(m.starts_with("the 256 users moved in lockstep") && m.contains("in bursts of 256.0 sends"), "{m}");
         assert!(m.contains("with no send for nearly all of the time between them (about 0% at independent"), "{m}");
-        let joins: Vec<u64> = (0..256)
-            .map(|_| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                (x >> 33) % 570
-            })
-            .collect();
+        let joins = joins_of(256);
         assert_eq!(told(&dense(&|u| joins[u as usize]), Some(256)), None);
         // 26 users in waves, between the two: independent sends would join
         // about half the time (22 ms apart on average against a 15 ms
@@ -1588,12 +1586,7 @@ mod tests {
         };
         let m = told(&mid(&|_| 0), Some(26)).expect("waves of 26");
         assert!(m.contains("in bursts of 26.0 sends on average (about 2.2 at independent times)"), "{m}");
-        let joins: Vec<u64> = (0..26)
-            .map(|_| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                (x >> 33) % 570
-            })
-            .collect();
+        let joins = joins_of(26);
         assert_eq!(told(&mid(&|u| joins[u as usize]), Some(26)), None);
         // No cap (an open loop's schedule), one user, or too few requests.
         assert_eq!(told(&waves, None), None);
