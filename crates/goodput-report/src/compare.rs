@@ -393,6 +393,20 @@ fn other_slo_runs(runs: &[(&str, &RunResult)]) -> Vec<usize> {
 
 /// The note for runs judged by different SLOs: which, and how to judge
 /// them alike.
+/// The note for runs a stop cut short (`interrupted`): their figures are
+/// of the requests done before it (compare had said nothing of it).
+fn interrupted_note(runs: &[(&str, &RunResult)]) -> Option<String> {
+    let stopped: Vec<&str> = runs.iter().filter(|(_, r)| r.interrupted).map(|(l, _)| *l).collect();
+    (!stopped.is_empty()).then(|| {
+        format!(
+            "{} {} interrupted: {} the requests done before the stop, over a shorter window than asked for",
+            stopped.join(" and "),
+            if stopped.len() == 1 { "was" } else { "were" },
+            if stopped.len() == 1 { "it holds" } else { "each holds" }
+        )
+    })
+}
+
 fn slo_note(runs: &[(&str, &RunResult)], other: &[usize]) -> Option<String> {
     if other.is_empty() {
         return None;
@@ -511,6 +525,7 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
         warm_cache_note(runs, by_means),
         kinds,
         sources_note(runs),
+        interrupted_note(runs),
         by_means.then(|| MEANS_NOTE.to_string()),
     ]
     .into_iter()

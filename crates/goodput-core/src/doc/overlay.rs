@@ -565,6 +565,20 @@ pub fn compare_frontiers(predicted: (&str, FrontierResult), measured: (&str, Fro
     if !pred.model.is_empty() && !meas.model.is_empty() && pred.model != meas.model {
         notes.push(format!("the predicted model is {} and the measured one {}", pred.model, meas.model));
     }
+    // A stopped search or sweep holds the configurations done until then:
+    // the others are unmatched for that, not for their settings.
+    let stopped: Vec<&str> =
+        [(pl, &pred), (ml, &meas)].into_iter().filter(|(_, d)| d.interrupted).map(|(l, _)| l).collect();
+    if !stopped.is_empty() {
+        notes.push(format!(
+            "{} {} interrupted: {} the configurations done before the stop, so a configuration {} may be one \
+             never reached",
+            stopped.join(" and "),
+            if stopped.len() == 1 { "was" } else { "were" },
+            if stopped.len() == 1 { "it holds" } else { "each holds" },
+            if stopped.len() == 1 { "it lacks" } else { "either lacks" }
+        ));
+    }
     let overall = summarize(pairs.iter().flat_map(|p| p.points.iter()));
     FrontierComparison {
         schema: crate::SCHEMA.into(),

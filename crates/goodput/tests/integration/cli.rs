@@ -763,6 +763,10 @@ fn ctrl_c_stops_and_still_writes_the_result() {
     assert!(completed >= 4, "completed {completed}");
     let lines = std::fs::read_to_string(&rec).unwrap().lines().count() as u64;
     assert_eq!(lines, v["summary"]["requests"]["sent"].as_u64().unwrap(), "every sent request has its record");
+    // Compared, it is said to be cut short (compare had said nothing).
+    let o = goodput().arg("compare").arg(&out).arg(&out).output().unwrap();
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(shown.contains("were interrupted: each holds the requests done before the stop"), "{shown}");
 }
 
 /// SIGTERM (how Kubernetes stops a pod, and `timeout` a command) stops a

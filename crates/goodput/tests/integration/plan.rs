@@ -1495,6 +1495,10 @@ fn ctrl_c_stops_the_search_and_writes_what_was_simulated() {
     let o = goodput().arg("report").arg(&out).output().unwrap();
     let shown = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success() && shown.trim_start().starts_with("INTERRUPTED · predicted frontier"), "{shown}");
+    // Set beside a frontier, it is said to be unfinished.
+    let o = goodput().arg("compare").arg(&out).arg(&out).output().unwrap();
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(shown.contains("were interrupted: each holds the configurations done before the stop"), "{shown}");
 }
 
 /// One GPU priced and another not: the plan says which has no price and
