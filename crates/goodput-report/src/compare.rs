@@ -391,8 +391,6 @@ fn other_slo_runs(runs: &[(&str, &RunResult)]) -> Vec<usize> {
     (1..runs.len()).filter(|&i| runs[i].1.slo.as_ref().is_some_and(|s| !same_slo(&s.spec, &base.spec))).collect()
 }
 
-/// The note for runs judged by different SLOs: which, and how to judge
-/// them alike.
 /// The note for runs a stop cut short (`interrupted`): their figures are
 /// of the requests done before it (compare had said nothing of it).
 fn interrupted_note(runs: &[(&str, &RunResult)]) -> Option<String> {
@@ -407,6 +405,8 @@ fn interrupted_note(runs: &[(&str, &RunResult)]) -> Option<String> {
     })
 }
 
+/// The note for runs judged by different SLOs: which, and how to judge
+/// them alike.
 fn slo_note(runs: &[(&str, &RunResult)], other: &[usize]) -> Option<String> {
     if other.is_empty() {
         return None;

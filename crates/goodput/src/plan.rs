@@ -258,16 +258,9 @@ struct Search<'a> {
 }
 
 /// A curve stopped by Ctrl-C or SIGTERM before its end.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("the plan was interrupted")]
 struct Interrupted;
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the plan was interrupted")
-    }
-}
-
-impl std::error::Error for Interrupted {}
 
 /// Ctrl-C, SIGTERM or SIGHUP once sets `stop`: the search begins no new
 /// point, and the configurations simulated until then are written, marked

@@ -51,31 +51,34 @@ pub fn parse_gpu_offer(s: &str) -> Result<GpuOffer, String> {
                 }
                 // `h100=2,5`: a decimal comma; `h100=1,000`, a thousands
                 // separator or three decimals.
-                _ if decimal_comma(p).is_some() => {
-                    let (whole, frac) = decimal_comma(p).unwrap_or_default();
-                    return Err(if frac.len() == 3 {
-                        format!(
+                _ => match decimal_comma(p) {
+                    Some((whole, frac)) if frac.len() == 3 => {
+                        return Err(format!(
                             "'{p}' is not a price per GPU-hour: write it without a thousands separator and with any \
                              decimals after a point, e.g. {name}={whole}{frac} or {name}={whole}.{frac}"
-                        )
-                    } else {
-                        format!("'{p}' is not a price per GPU-hour: write its decimals after a point, e.g. {name}={whole}.{frac}")
-                    });
-                }
-                // `h100=2.5,a100=1`: two offers in one flag.
-                _ if p.contains(',') => {
-                    return Err(format!(
-                        "'{p}' is not a price per GPU-hour: --gpu takes one GPU; repeat the flag for each, e.g. \
-                         --gpu {name}={} --gpu {}",
-                        p.split(',').next().unwrap_or_default().trim(),
-                        p.split_once(',').map_or("", |(_, rest)| rest.trim())
-                    ))
-                }
-                _ => {
-                    return Err(format!(
-                        "'{p}' is not a price per GPU-hour: give a positive number of USD, e.g. {name}=2.5"
-                    ))
-                }
+                        ))
+                    }
+                    Some((whole, frac)) => {
+                        return Err(format!(
+                            "'{p}' is not a price per GPU-hour: write its decimals after a point, e.g. \
+                             {name}={whole}.{frac}"
+                        ))
+                    }
+                    // `h100=2.5,a100=1`: two offers in one flag.
+                    None if p.contains(',') => {
+                        return Err(format!(
+                            "'{p}' is not a price per GPU-hour: --gpu takes one GPU; repeat the flag for each, e.g. \
+                             --gpu {name}={} --gpu {}",
+                            p.split(',').next().unwrap_or_default().trim(),
+                            p.split_once(',').map_or("", |(_, rest)| rest.trim())
+                        ))
+                    }
+                    None => {
+                        return Err(format!(
+                            "'{p}' is not a price per GPU-hour: give a positive number of USD, e.g. {name}=2.5"
+                        ))
+                    }
+                },
             }
         }
     };

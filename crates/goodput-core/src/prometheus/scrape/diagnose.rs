@@ -726,8 +726,8 @@ const KV_FULL: f64 = 0.95;
 const KV_PREEMPT_SHARE: f64 = 0.1;
 
 /// The simulated engine's KV cache as the run's binding limit (`estimate`,
-/// `plan`, `sweep --estimate`): its use peaked at [`KV_FULL`] or more, and
-/// either a tenth of the requests were preempted (their blocks taken back,
+/// `plan`, `sweep --estimate`): its use peaked at [`KV_FULL`] or more, or
+/// too near full for one more request of the run's mean size, and either a tenth of the requests were preempted (their blocks taken back,
 /// their context recomputed), or requests waited (a mean of one or more in
 /// the engine's waiting count) while the running batch stayed under
 /// `--max-num-seqs`: what held them was the cache, not the batch limit. It
