@@ -214,6 +214,9 @@ struct Request {
     /// Where its KV is, prefilled elsewhere (disaggregation). A preemption
     /// after it started frees that KV: the instance recomputes it all.
     pull: Pull,
+    /// A pooling pass (embeddings, rerank; [`Engine::add_pooling_request`]):
+    /// its prefill yields the answer and no token.
+    pooling: bool,
 }
 
 /// A request prefilled on another instance (disaggregation), as vLLM's
@@ -420,6 +423,17 @@ impl Engine {
         true
     }
 
+    /// Queues a pooling pass (an embedding, a rerank pair): one prefill, whose
+    /// end the step reports as the request's one and last [`TokenEvent`], as
+    /// for a generation of one token. Its output is a pooled vector, not a
+    /// token, so, as vLLM's counters, neither the generation tokens nor the
+    /// step's tokens count it; its prompt is counted as any other.
+    pub fn add_pooling_request(&mut self, id: u64, prompt: Prompt) -> Result<(), Error> {
+        self.add_request(id, prompt, 1)?;
+        self.slots[self.index[&id] as usize].pooling = true;
+        Ok(())
+    }
+
     /// Queues a request; it is first scheduled by the next `step`. The output
     /// is exactly `max_tokens` tokens (the simulator ignores end of sequence).
     pub fn add_request(&mut self, id: u64, prompt: Prompt, max_tokens: u32) -> Result<(), Error> {
@@ -477,6 +491,7 @@ impl Engine {
             live: true,
             joined: 0,
             pull: Pull::None,
+            pooling: false,
         };
         let slot = match self.free_slots.pop() {
             Some(s) => {
@@ -707,8 +722,10 @@ impl Engine {
                 self.stats.prompt_tokens += r.prompt_len as u64;
                 out.iteration_tokens = out.iteration_tokens.saturating_add(r.prompt_len);
             }
-            self.stats.generation_tokens += emitted as u64;
-            out.iteration_tokens = out.iteration_tokens.saturating_add(emitted);
+            if !r.pooling {
+                self.stats.generation_tokens += emitted as u64;
+                out.iteration_tokens = out.iteration_tokens.saturating_add(emitted);
+            }
             let event = TokenEvent { id: r.id, index, tokens: emitted, first: index == 0, finished };
             if let Some(left) = late {
                 // Its output, and its end when it is the last, come when the

@@ -101,6 +101,7 @@ pub(super) async fn prefill(
         progress: progress.clone(),
         reply,
         pull: None,
+        pooling: false,
     };
     if commands.send(add).is_err() {
         ticket.live = false;

@@ -22,6 +22,7 @@ struct Live {
     last_token: Option<Instant>,
     /// Prefilled elsewhere: told when admitted to pull its KV.
     pull: Option<tokio::sync::oneshot::Sender<u32>>,
+    pooling: bool,
 }
 
 /// How far the driver may fall behind its virtual-to-wall mapping before it
@@ -142,9 +143,11 @@ impl Driver {
 
     fn handle(&mut self, c: Command) {
         match c {
-            Command::Add { id, prompt, max_tokens, arrived, progress, reply, pull } => {
+            Command::Add { id, prompt, max_tokens, arrived, progress, reply, pull, pooling } => {
                 let res = if pull.is_some() {
                     self.engine.add_remote_request(id, prompt, max_tokens)
+                } else if pooling {
+                    self.engine.add_pooling_request(id, prompt)
                 } else {
                     self.engine.add_request(id, prompt, max_tokens)
                 };
@@ -156,6 +159,7 @@ impl Driver {
                         queued: None,
                         last_token: None,
                         pull,
+                        pooling,
                     };
                     self.live.insert(id, live);
                 }
@@ -209,7 +213,11 @@ impl Driver {
                 self.live.remove(&ev.id);
                 continue;
             }
+            // A pooling pass yields no token: vLLM observes no TTFT for it
+            // (`update_from_output` records one only when a token was
+            // generated) and finishes it as stopped.
             match l.last_token {
+                _ if l.pooling => {}
                 None => obs.ttft.observe(now - l.arrived),
                 Some(t) => obs.itl.observe(now - t),
             }
@@ -219,7 +227,11 @@ impl Driver {
                 if let Some(l) = self.live.remove(&ev.id) {
                     obs.e2e.observe(now - l.arrived);
                     obs.queue.observe(l.queued.unwrap_or_default());
-                    obs.finished_length += 1;
+                    if l.pooling {
+                        obs.finished_stop += 1;
+                    } else {
+                        obs.finished_length += 1;
+                    }
                 }
             }
         }
@@ -263,7 +275,16 @@ mod tests {
         let (reply, answer) = tokio::sync::oneshot::channel();
         let prompt = Prompt::from_tokens(&(0..512).collect::<Vec<u32>>(), block_size);
         let arrived = Instant::now();
-        let add = Command::Add { id: 7, prompt, max_tokens: 1, arrived, progress: progress.clone(), reply, pull: None };
+        let add = Command::Add {
+            id: 7,
+            prompt,
+            max_tokens: 1,
+            arrived,
+            progress: progress.clone(),
+            reply,
+            pull: None,
+            pooling: false,
+        };
         tx.send(add).unwrap();
         answer.await.unwrap().unwrap();
         assert!(!matches!(progress.changed(0).await, Update::Closed), "the prefill's token");

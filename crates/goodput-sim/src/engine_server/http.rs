@@ -193,7 +193,16 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     let (pull, pulled) = prefilled.as_ref().map(|_| oneshot::channel()).unzip();
     ticket.live = true;
     let prompt_len = prompt.len();
-    let add = Command::Add { id, prompt, max_tokens: n_out, arrived, progress: progress.clone(), reply, pull };
+    let add = Command::Add {
+        id,
+        prompt,
+        max_tokens: n_out,
+        arrived,
+        progress: progress.clone(),
+        reply,
+        pull,
+        pooling: false,
+    };
     if commands.send(add).is_err() {
         return engine_gone(route, &mut ticket);
     }

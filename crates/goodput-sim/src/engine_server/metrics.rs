@@ -24,6 +24,8 @@ pub(super) struct Observed {
     /// clock: the host's lateness (a busy machine), not the engine's.
     pub(super) step_lateness: Histogram,
     pub(super) finished_length: u64,
+    /// Pooling passes (embeddings, rerank) finished: vLLM's `stop`.
+    pub(super) finished_stop: u64,
     pub(super) aborted: u64,
     /// Disaggregated: each KV transfer that landed on this (decode)
     /// instance, from the prefill's end.
@@ -42,6 +44,7 @@ impl Observed {
             queue: Histogram::new(REQUEST_LATENCY_BUCKETS),
             step_lateness: Histogram::new(LATENESS_BUCKETS),
             finished_length: 0,
+            finished_stop: 0,
             aborted: 0,
             kv_xfer: Histogram::new(NIXL_XFER_BUCKETS),
             iteration_tokens: Histogram::new(ITERATION_TOKEN_BUCKETS),
@@ -125,8 +128,9 @@ pub(super) fn prometheus(all: &[Observed], model_name: &str, spec_tokens: Option
     let name = "vllm:request_success_total";
     let _ = write!(s, "# HELP {name} Count of successfully processed requests.\n# TYPE {name} counter\n");
     for (o, l) in all.iter().zip(&labels) {
-        // The simulated model never emits end of sequence, so nothing stops.
-        for (reason, v) in [("stop", 0), ("length", o.finished_length), ("abort", o.aborted)] {
+        // The simulated model never emits end of sequence: a generation ends
+        // at its length, and only a pooling pass stops.
+        for (reason, v) in [("stop", o.finished_stop), ("length", o.finished_length), ("abort", o.aborted)] {
             let _ = writeln!(s, "{name}{{{l},finished_reason=\"{reason}\"}} {v}");
         }
     }

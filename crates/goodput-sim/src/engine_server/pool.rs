@@ -1,8 +1,9 @@
 //! The pooling handler: `/v1/embeddings` and `/v1/rerank` on the engine
 //! profile. Each sequence of the request (an input, or a query–document
-//! pair) is one engine request of a single output token: the prefill step
-//! that yields it is the whole pass, and no decode step follows. The answer
-//! comes once the last sequence's prefill is done.
+//! pair) is one engine request, a pooling pass: the prefill step that ends
+//! it is the whole pass, and no decode step follows. As vLLM's, `/metrics`
+//! counts its prompt tokens, no generation token and no TTFT, and finishes
+//! it as `stop`. The answer comes once the last sequence's prefill is done.
 
 use super::progress::{Command, Progress, Ticket, Update};
 use super::server::EngineServer;
@@ -64,7 +65,16 @@ pub(super) async fn pool(State(s): State<Arc<EngineServer>>, route: PoolRoute, b
         let (reply, answer) = oneshot::channel();
         let (replica, commands) = s.route(&prompt);
         tickets.push(Ticket { id, commands: commands.clone(), live: true, router: s.router.clone(), replica });
-        let add = Command::Add { id, prompt, max_tokens: 1, arrived, progress: progress.clone(), reply, pull: None };
+        let add = Command::Add {
+            id,
+            prompt,
+            max_tokens: 1,
+            arrived,
+            progress: progress.clone(),
+            reply,
+            pull: None,
+            pooling: true,
+        };
         if commands.send(add).is_err() {
             return gone(route, &mut tickets);
         }

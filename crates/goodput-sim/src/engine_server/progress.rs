@@ -24,6 +24,10 @@ pub(super) enum Command {
         /// pull that KV, the leading prompt tokens its own prefix cache
         /// holds (which do not cross); [`Command::Landed`] follows.
         pull: Option<oneshot::Sender<u32>>,
+        /// A pooling pass (embeddings, rerank): its prefill is its answer,
+        /// counted as vLLM counts one (no generation token, no TTFT, and
+        /// finished as `stop`).
+        pooling: bool,
     },
     /// A request's KV has landed on its decode instance.
     Landed(u64),

@@ -159,6 +159,13 @@ fn goodput_serve_answers_embeddings_in_openai_s_shape_and_counts_them_as_vllm_do
         };
         assert_eq!(value("vllm:prompt_tokens_total{"), 14.0, "two requests of 7 tokens:\n{text}");
         assert_eq!(value("vllm:request_success_total{"), 4.0, "two sequences a request:\n{text}");
+        // A pooling pass yields a vector, not a token: as vLLM counts it, no
+        // generation token, no TTFT, and it stops (it does not reach a length).
+        assert_eq!(value("vllm:generation_tokens_total{"), 0.0, "{text}");
+        assert_eq!(value("vllm:time_to_first_token_seconds_count{"), 0.0, "{text}");
+        assert_eq!(value("vllm:e2e_request_latency_seconds_count{"), 4.0, "{text}");
+        let stop = text.lines().filter(|l| l.starts_with("vllm:request_success_total{") && l.contains("\"stop\""));
+        assert_eq!(stop.filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok()).sum::<f64>(), 4.0, "{text}");
     });
 }
 
