@@ -73,8 +73,17 @@ pub fn unstreamed(r: &RequestRecord) -> bool {
 /// the term at fault and shows how to write it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SloError {
-    #[error("unknown SLO metric '{0}': use ttft, tpot, e2e, itl_max or ttfb")]
+    #[error(
+        "unknown SLO metric '{0}'{lower}: use ttft, tpot, e2e, itl_max or ttfb for times (e.g. ttft<=200ms), or \
+         exact, number, rouge_l, chrf, bleu or chrf_corpus for quality scores (e.g. exact>=0.8)",
+        lower = lower_hint(.0)
+    )]
     UnknownMetric(String),
+    #[error(
+        "SLO term '{term}': {metric} is a quality score, bounded from below: write {metric}>={value} (<= is for \
+         times, e.g. ttft<=200ms)"
+    )]
+    QualityAtMost { term: String, metric: String, value: String },
     #[error("unknown quality metric '{0}': use exact, number, rouge_l, chrf, bleu or chrf_corpus")]
     UnknownQualityMetric(String),
     #[error("'{0}' needs a unit an SLO takes (us, ms or s): write e.g. 200ms or 1.5s (1h is 3600s)")]
@@ -116,6 +125,17 @@ pub enum SloError {
          write a percentile objective (ttft:p95<=200ms)"
     )]
     AttainmentAlone(f64),
+}
+
+/// For a metric written in capitals (`TTFT`) that is one in lower case.
+fn lower_hint(name: &str) -> String {
+    let lower = name.to_ascii_lowercase();
+    let known = lower != name && (lower.parse::<SloMetric>().is_ok() || lower.parse::<QualityMetric>().is_ok());
+    if known {
+        format!(" (metric names are lower case: {lower})")
+    } else {
+        String::new()
+    }
 }
 
 impl SloError {
@@ -399,6 +419,15 @@ impl FromStr for Slo {
                 continue;
             }
             let (lhs, rhs) = part.split_once("<=").ok_or_else(|| SloError::NeedsAtMost { term: part.to_string() })?;
+            // A quality score bounded from above: its bound is no time.
+            let name = lhs.split_once(':').map_or(lhs, |(m, _)| m).trim();
+            if name.parse::<QualityMetric>().is_ok() {
+                return Err(SloError::QualityAtMost {
+                    term: part.to_string(),
+                    metric: lhs.trim().to_string(),
+                    value: rhs.trim().to_string(),
+                });
+            }
             let max = parse_limit(rhs).map_err(|e| e.in_term(part))?;
             match lhs.split_once(':') {
                 None => {
@@ -924,6 +953,14 @@ mod tests {
             // A time's bound the wrong way round: it had been "'1s' is not a number".
             ("ttft>=1s", "ttft is a time, bounded from above: write ttft<=1s"),
             ("tpot:p99>=40ms", "write tpot:p99<=40ms"),
+            // A quality score's bound the wrong way round: it had been
+            // "'0.5' needs a unit an SLO takes".
+            ("exact<=0.5", "exact is a quality score, bounded from below: write exact>=0.5"),
+            ("rouge_l:mean<=0.3", "write rouge_l:mean>=0.3"),
+            // Capitals, and the quality scores among the names offered
+            // (it had offered the five times alone).
+            ("TTFT<=500ms", "metric names are lower case: ttft"),
+            ("latency<=1s", "or exact, number, rouge_l, chrf, bleu or chrf_corpus for quality scores"),
         ] {
             let e = bad.parse::<Slo>().unwrap_err().to_string();
             assert!(e.contains(want), "{bad}: {e}");
