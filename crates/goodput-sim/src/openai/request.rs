@@ -48,6 +48,9 @@ pub enum RequestError {
     Shape(String),
     #[error("temperature is {0}: it must be a number of 0 or more")]
     Temperature(f64),
+    /// vLLM's `SamplingParams` refuses it so.
+    #[error("min_tokens must be less than or equal to {field}={max}, got {min}: lower min_tokens, or raise {field}")]
+    MinAboveMax { min: u32, max: u32, field: &'static str },
     /// More messages than the server's context can hold: every message a
     /// chat template renders takes a token of it at least (its role header),
     /// so the list is refused before it is parsed or rendered.
@@ -224,6 +227,12 @@ impl GenerationRequest {
             Route::Messages if req.max_tokens.is_none() => Err(RequestError::NoMaxTokens),
             Route::Chat | Route::Completions if req.n == Some(0) => Err(RequestError::NoChoices),
             _ if req.max_tokens() == Some(0) => Err(RequestError::NoTokens(req.max_tokens_field())),
+            Route::Chat | Route::Completions
+                if req.min_tokens.zip(req.max_tokens()).is_some_and(|(min, max)| min > max) =>
+            {
+                let (min, max) = req.min_tokens.zip(req.max_tokens()).unwrap_or_default();
+                Err(RequestError::MinAboveMax { min, max, field: req.max_tokens_field() })
+            }
             Route::Chat | Route::Completions | Route::Messages
                 if req.temperature.is_some_and(|t| !(t >= 0.0 && t.is_finite())) =>
             {

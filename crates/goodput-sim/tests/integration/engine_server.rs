@@ -1147,6 +1147,12 @@ async fn bad_shapes_are_refused_naming_the_element() {
     let (base, server, _stop) = start(config()).await;
     let http = client();
     for (path, body, says) in [
+        // vLLM refuses it; it had been taken, the minimum ignored.
+        (
+            "/v1/chat/completions",
+            json!({"messages": [{"role": "user", "content": "a"}], "max_tokens": 4, "min_tokens": 9}),
+            "min_tokens must be less than or equal to max_tokens=4, got 9",
+        ),
         ("/v1/completions", json!({"prompt": [5, -1], "max_tokens": 2}), "prompt[1] is -1: "),
         ("/v1/completions", json!({"prompt": {}, "max_tokens": 2}), "prompt is an empty object: "),
         ("/completion", json!({"prompt": [[7, 1.5]], "n_predict": 2}), "prompt[0][1] is 1.5: "),
