@@ -196,7 +196,10 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
             }
         },
     };
-    let replicas = format!("{replicas}{}", c.engine.parallel_words());
+    // Ranks of an expert-parallel group: the GPUs named next are a rank's
+    // (the banner had read "… EP 4 … · 2× H100" for four GPUs).
+    let per_rank = c.engine.pd.is_none() && c.engine.dp > 1 && c.engine.engines() != c.engine.dp;
+    let replicas = format!("{replicas}{}{}", c.engine.parallel_words(), if per_rank { "each rank " } else { "" });
     let what = format!(
         "engine: {} ({}) on {replicas}{}{} · KV cache {} tokens · max {} sequences · chat template {} · speed {}× · \
          serving '{}'",

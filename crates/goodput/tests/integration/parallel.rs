@@ -323,3 +323,21 @@ fn estimate_reports_the_speculative_acceptance_it_achieved() {
     let plain = estimate_doc(dir.path(), "plain.json", &SHORT);
     assert!(plain["engine"].get("spec_decode").is_none(), "{}", plain["engine"]);
 }
+
+/// The served engine's banner names a rank's GPUs as a rank's where
+/// data-parallel ranks share an expert-parallel group: it had read
+/// "… EP 4 (experts over 4 GPUs, 2 ranks a scheduler) · 2× H100 SXM" for
+/// four GPUs.
+#[test]
+fn the_banner_of_an_expert_parallel_group_names_a_rank_s_gpus_as_a_rank_s() {
+    let (_, said, _server) = crate::cmd::serve(
+        &["--profile", "engine", "--model", "mixtral-8x7b", "--tp", "2"][..]
+            .iter()
+            .chain(&["--dp", "2", "--ep", "4"])
+            .collect::<Vec<_>>(),
+    );
+    assert!(said.contains("EP 4 (experts over 4 GPUs, 2 ranks a scheduler) · each rank 2× H100 SXM"), "{said}");
+    // Replicas of their own already said "each".
+    let (_, said, _server) = crate::cmd::serve(&["--profile", "engine", "--dp", "2"]);
+    assert!(said.contains("2 replicas (least-loaded router) each 1× H100 SXM"), "{said}");
+}
