@@ -626,7 +626,22 @@ fn lockstep(ok: &[&RequestRecord], summary: &Summary, load: ClientLoad) -> Optio
     let joined = sent.windows(2).filter(|w| (w[1] - w[0]).as_secs_f64() <= window).count();
     let share = joined as f64 / gaps as f64;
     let independent = 1.0 - (-window / mean_gap).exp();
-    let wave = sent.len() as f64 / (sent.len() - joined) as f64;
+    // The bursts' size as a send sees it: the mean, over sends, of the
+    // burst each came in (Σ size² / Σ size). A wave of 16 that one user
+    // leads by a few steps is bursts of 1 and 15: 8 a burst, 14.1 a send
+    // (a live bench had been told 8.7 where its waves were 16).
+    let mut bursts: Vec<f64> = Vec::new();
+    let mut size = 1.0;
+    for w in sent.windows(2) {
+        if (w[1] - w[0]).as_secs_f64() <= window {
+            size += 1.0;
+        } else {
+            bursts.push(size);
+            size = 1.0;
+        }
+    }
+    bursts.push(size);
+    let wave = bursts.iter().map(|b| b * b).sum::<f64>() / sent.len() as f64;
     // With so many users that independent sends crowd within the window
     // anyway, the time between bursts tells: independent sends leave gaps
     // longer than the window over e^(−x)(1 + x) of the time (x = window /
@@ -639,13 +654,13 @@ fn lockstep(ok: &[&RequestRecord], summary: &Summary, load: ClientLoad) -> Optio
     let sparse = share >= 3.0 * independent;
     let dense = idle >= 0.5 && idle >= 3.0 * idle_independent;
     // Between the two, the bursts' size tells: independent sends join in
-    // runs of 1 / (1 − that share) on average (geometric), users sent
-    // together in runs of their number (`estimate --model llama-3.1-70b
-    // --pp 4 -c 64` had told nothing: its 64 users sent in bursts of 64
-    // where independent ones make bursts of 2, yet independent sends would
-    // join half the time and leave 85 % of it idle, so neither rule above
-    // could pass).
-    let independent_wave = 1.0 / (1.0 - independent).max(f64::MIN_POSITIVE);
+    // runs of geometric length, whose mean as a send sees it is (1 + p) /
+    // (1 − p) for p that share; users sent together in runs of their
+    // number (`estimate --model llama-3.1-70b --pp 4 -c 64` had told
+    // nothing: its 64 users sent in bursts of 64 where independent ones
+    // make bursts of 3, yet independent sends would join half the time and
+    // leave 85 % of it idle, so neither rule above could pass).
+    let independent_wave = (1.0 + independent) / (1.0 - independent).max(f64::MIN_POSITIVE);
     let clustered = wave >= 3.0 * independent_wave;
     if share < 0.45 || !(sparse || dense || clustered) {
         return None;
@@ -709,7 +724,7 @@ fn lockstep(ok: &[&RequestRecord], summary: &Summary, load: ClientLoad) -> Optio
         kind: DiagnosisKind::Lockstep,
         message: format!(
             "{who} moved in lockstep: {:.0}% of the sends came within {:.1} ms of the one before\
-             {joined_by_chance}, in bursts of {wave:.1} sends on average{between}. Alike \
+             {joined_by_chance}, in bursts of {wave:.1} sends, a send's on average{between}. Alike \
              requests sent together end together when the server runs them in one batch, and go again together: \
              each wave's prompts prefill together, so TTFT{ttft} is a wave's, not a lone arrival's. To measure \
              arrivals apart, {fix}",
@@ -1538,6 +1553,11 @@ mod tests {
         // the rest, as one that reached an idle server alone) is one wave.
         let parts = told(&run(loop_of(5, &|u| if u == 0 { 0 } else { 10 })), Some(5)).expect("a wave in parts");
         assert!(parts.contains("in bursts of 5.0 sends"), "{parts}");
+        // One user four steps ahead of the other four: bursts of 1 and 4,
+        // which a send sees as 3.4 on average (it had said 2.5, where four
+        // of five users move together).
+        let ahead = told(&run(loop_of(5, &|u| if u == 0 { 0 } else { 40 })), Some(5)).expect("one user ahead");
+        assert!(ahead.contains("in bursts of 3.4 sends, a send's on average"), "{ahead}");
         // Two users in step: waves of 2 are told.
         assert!(told(&run(loop_of(2, &|_| 0)), Some(2)).unwrap().contains("in bursts of 2.0"));
         // The same users a fifth of a request apart: nothing.
@@ -1585,7 +1605,7 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         let m = told(&mid(&|_| 0), Some(26)).expect("waves of 26");
-        assert!(m.contains("in bursts of 26.0 sends on average (about 2.2 at independent times)"), "{m}");
+        assert!(m.contains("in bursts of 26.0 sends, a send's on average (about 3.4 at independent times)"), "{m}");
         let joins = joins_of(26);
         assert_eq!(told(&mid(&|u| joins[u as usize]), Some(26)), None);
         // No cap (an open loop's schedule), one user, or too few requests.
