@@ -18,12 +18,44 @@ use std::process::ExitCode;
 pub fn check_outputs(out: &OutputArgs, inputs: &[(&str, &Path)]) -> Result<()> {
     distinct_files(inputs, &out.outputs())?;
     if let Some(p) = &out.records {
+        check_named_as_written(p, "--records")?;
         check_file(p, "--records")?;
     }
     if let Some(p) = &out.output {
+        check_named_as_written(p, "--output")?;
         check_file(p, "--output")?;
     }
     check_exports(&out.exports)
+}
+
+/// Refuses a result document (`-o`, JSON) or a records file (`--records`,
+/// JSON lines, or Parquet by its extension) named as another format would
+/// be: `-o run.html` had written JSON into `run.html`, and `--records
+/// run.csv` JSON lines into `run.csv`, without a word. The flag that
+/// writes the format the name asks for is named.
+pub fn check_named_as_written(path: &Path, flag: &str) -> Result<()> {
+    let Some(ext) = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase) else {
+        return Ok(());
+    };
+    let (asked, by) = match ext.as_str() {
+        "html" | "htm" => ("an HTML page", "--html"),
+        "md" | "markdown" => ("Markdown", "--markdown"),
+        "csv" => ("CSV", "--csv"),
+        "parquet" if flag == "--output" => ("Parquet", "--records"),
+        _ => return Ok(()),
+    };
+    let writes = if flag == "--records" {
+        "the per-request records as JSON lines (.jsonl), or Parquet when the name ends in .parquet"
+    } else {
+        "the result document as JSON"
+    };
+    let stem = path.with_extension(if flag == "--records" { "jsonl" } else { "json" });
+    bail!(
+        "{flag} {} would hold {writes}, not {asked}: name it {} and write {asked} with {by} {}",
+        path.display(),
+        stem.display(),
+        path.display()
+    )
 }
 
 /// Refuses, before anything is written, a command whose outputs name one

@@ -485,3 +485,23 @@ fn a_warm_up_that_takes_every_request_says_so() {
     let err = goodput().args(["estimate", "-q", "--rate", "10", "--duration", "1s", "--warmup", "100"]).refusal();
     assert!(err.contains("the warm-up took all 10 sent") && err.contains("fewer to --warmup"), "{err}");
 }
+
+/// A result or records file named as another format is refused before the
+/// run, naming the flag that writes that format: `-o run.html` had written
+/// JSON into run.html, and `--records run.csv` JSON lines into run.csv.
+#[test]
+fn a_result_or_records_file_named_as_another_format_is_refused_with_the_flag_that_writes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("run.html");
+    let err = goodput().args(RUN).arg("-o").arg(&page).refusal();
+    assert!(err.contains("would hold the result document as JSON, not an HTML page"), "{err}");
+    assert!(err.contains("run.json") && err.contains("--html"), "{err}");
+    let table = dir.path().join("rec.CSV");
+    let err = goodput().args(RUN).arg("--records").arg(&table).refusal();
+    assert!(err.contains("--records") && err.contains("not CSV") && err.contains("rec.jsonl"), "{err}");
+    assert!(!page.exists() && !table.exists(), "the run went ahead");
+    // Names of the formats they write are taken.
+    let (out, rec) = (dir.path().join("r.json"), dir.path().join("r.parquet"));
+    goodput().args(RUN).arg("-o").arg(&out).arg("--records").arg(&rec).assert().success();
+    assert!(out.exists() && rec.exists());
+}
