@@ -423,13 +423,27 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
             let g = points[i].result.summary.goodput.as_ref();
             g.map_or(0.0, |g| if pooled { g.requests_per_s } else { g.output_tokens_per_s })
         };
-        // The most goodput over the windows that measured a rate (as the
-        // most throughput), and none named where every point's is 0.
-        let rated_judged: Vec<usize> = judged.iter().copied().filter(|i| rated.contains(i)).collect();
-        let pool = if rated_judged.is_empty() { &judged } else { &rated_judged };
-        let g = *pool.iter().max_by(|&&x, &&y| goodput(x).total_cmp(&goodput(y))).expect("not empty");
-        if goodput(g) > 0.0 {
-            a.max_goodput = Some(point_ref(g, &points[g]));
+        // The most goodput over the steady points, as the recommendation
+        // (a window too short to measure a rate is not steady either), and
+        // none named where every steady point's is 0: an overload whose
+        // 256-in-flight cap held back most sends had been the sweep's max
+        // goodput beside its NOT STEADY mark. Where only points that were
+        // not steady had goodput, a note says so.
+        let best_of = |pool: &mut dyn Iterator<Item = usize>| {
+            pool.max_by(|&x, &y| goodput(x).total_cmp(&goodput(y))).filter(|&g| goodput(g) > 0.0)
+        };
+        match best_of(&mut judged.iter().copied().filter(|&i| steady(&points[i].result))) {
+            Some(g) => a.max_goodput = Some(point_ref(g, &points[g])),
+            None => {
+                if let Some(g) = best_of(&mut judged.iter().copied()) {
+                    a.notes.push(format!(
+                        "no steady point had goodput, so there is no max goodput: the most, at {}, was not a \
+                         steady state (its summary.stability.reason says why); run longer points (--duration) or \
+                         lower loads",
+                        points[g].load.label()
+                    ));
+                }
+            }
         }
         let meeting: Vec<usize> = judged
             .iter()
@@ -486,7 +500,8 @@ pub fn analyze_sweep(points: &[SweepPoint], attainment_target: f64) -> SweepAnal
         all.iter().filter(|&&i| !steady(&points[i].result)).map(|&i| points[i].load.label()).collect();
     if !unsteady.is_empty() {
         a.notes.push(format!(
-            "not steady, so never recommended: {} (each point's summary.stability.reason says why)",
+            "not steady, so never recommended nor counted as max goodput: {} (each point's \
+             summary.stability.reason says why)",
             unsteady.join(", ")
         ));
     }
@@ -722,8 +737,37 @@ mod tests {
         let a = analyze_sweep(&pts, DEFAULT_ATTAINMENT_TARGET);
         assert_eq!(a.max_throughput.as_ref().map(|p| p.index), Some(1));
         assert_eq!(a.max_goodput.as_ref().map(|p| p.index), Some(1));
-        // Only short windows: the best of them all the same.
+        // Only short windows: the best of them all the same for throughput;
+        // none for goodput (a short window is not steady), and a note says why.
         let a = analyze_sweep(&pts[..1], DEFAULT_ATTAINMENT_TARGET);
         assert_eq!(a.max_throughput.as_ref().map(|p| p.index), Some(0));
+        assert_eq!(a.max_goodput, None);
+        assert!(a.notes.iter().any(|n| n.starts_with("no steady point had goodput")), "{:?}", a.notes);
+    }
+
+    /// Max goodput, as the recommendation, is never a point that is not
+    /// steady: an overload whose cap held back most sends had been the
+    /// sweep's max goodput at 68.423 req/s beside its NOT STEADY mark.
+    #[test]
+    fn max_goodput_skips_points_that_are_not_steady() {
+        let unsteady = Some(Stability {
+            steady: false,
+            reason: Some("arrivals 68.4 req/s, completions 66.9 req/s".into()),
+            ..Stability::default()
+        });
+        let pts = [
+            judged(pt(Load::Rate(60.0), 7000.0, 600, 0, steady_verdict()), 7000.0),
+            judged(pt(Load::Rate(68.0), 8500.0, 680, 0, unsteady.clone()), 8500.0),
+        ];
+        let a = analyze_sweep(&pts, DEFAULT_ATTAINMENT_TARGET);
+        assert_eq!(a.max_goodput.as_ref().map(|p| p.index), Some(0));
+        let n = a.notes.iter().find(|n| n.starts_with("not steady")).expect("a not-steady note");
+        assert!(n.contains("nor counted as max goodput: 68 req/s"), "{n}");
+        // Only the unsteady point had goodput: none is named, and a note
+        // says the most was at a point that was not steady.
+        let a = analyze_sweep(&pts[1..], DEFAULT_ATTAINMENT_TARGET);
+        assert_eq!(a.max_goodput, None);
+        let n = a.notes.iter().find(|n| n.starts_with("no steady point had goodput")).expect("a note");
+        assert!(n.contains("at 68 req/s"), "{n}");
     }
 }

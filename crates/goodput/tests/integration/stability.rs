@@ -247,7 +247,14 @@ fn a_sweep_of_the_simulated_engine_runs_points_for_a_steady_state_and_never_reco
     let a = &v["analysis"];
     assert_eq!(a["recommended"]["index"], 0, "{a}");
     assert_eq!(a["highest_load_meeting_slo"]["index"], 0, "{a}");
-    assert!(a["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("never recommended: 80 req/s")));
+    assert!(a["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n.as_str().unwrap().contains("never recommended nor counted as max goodput: 80 req/s")));
+    // The overload has the more goodput, but is not steady: max goodput is
+    // the steady point (it had been the overload, beside its NOT STEADY mark).
+    assert_eq!(a["max_goodput"]["index"], 0, "{a}");
     // With the overload alone there is nothing steady to recommend: the gate fails.
     let o = goodput()
         .args(["sweep", "--estimate", "-q", "--rate", "80", "--slo", "ttft:p95<=60s", "--fail-on-unsteady"])
