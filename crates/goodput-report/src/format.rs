@@ -63,6 +63,17 @@ pub fn rated_over(s: &goodput_core::Summary) -> Option<String> {
     })
 }
 
+/// Percentile `p` of an error-adjusted distribution: `∞` where it falls
+/// among the failures (the document holds no value for it), `-` where the
+/// run was not analysed with `p`.
+pub fn adjusted(d: &goodput_core::Distribution, p: f64) -> String {
+    match d.percentiles.iter().find(|(q, _)| *q == p) {
+        Some((_, Some(v))) => ms(Some(*v)),
+        Some((_, None)) if d.count > 0 => "∞".into(),
+        _ => "-".into(),
+    }
+}
+
 /// Dollars with enough digits to tell small prices apart: three decimals,
 /// or three significant digits below a cent (a price of $0.004 a GPU-hour
 /// costs $0.000417 per M tokens, not "$0.000"), in exponent form below a

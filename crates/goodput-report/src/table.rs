@@ -213,7 +213,7 @@ pub fn latency_with(s: &Summary, ps: &[f64]) -> Table {
                 key: d.key().to_string(),
                 detail: d.detail(),
                 present: d.present(s),
-                cells: stats.iter().map(|(st, _)| Cell::Num(st.of(x))).collect(),
+                cells: stats.iter().map(|(st, _)| Cell::Num(st.of(x).or_else(|| unbounded(d, *st, x)))).collect(),
                 marks: Vec::new(),
                 note: None,
             }
@@ -225,6 +225,23 @@ pub fn latency_with(s: &Summary, ps: &[f64]) -> Table {
         columns: stats.into_iter().map(|(_, c)| c).collect(),
         rows,
     }
+}
+
+/// A figure of an error-adjusted distribution that holds samples but no
+/// value: infinite, as a failure counts (its mean, its max, a percentile
+/// that falls among the failures), which the document can only write as
+/// `null`. HTML had shown these as `-`, which reads as not measured, while
+/// the terminal says `∞`. Its std stays none (a spread with an infinite
+/// sample has no value), as does a percentile the run was not analysed
+/// with; CSV writes an infinite cell empty, as before.
+fn unbounded(d: Dist, st: Stat, x: &Distribution) -> Option<f64> {
+    let adjusted = matches!(d, Dist::ErrorAdjustedTtft | Dist::ErrorAdjustedE2e);
+    let computed = match st {
+        Stat::P(p) => x.percentiles.iter().any(|(q, _)| *q == p),
+        Stat::Std | Stat::Count => false,
+        Stat::Mean | Stat::Min | Stat::Max => true,
+    };
+    (adjusted && computed && x.count > 0).then_some(f64::INFINITY)
 }
 
 /// The "by model" table of a run spread over several models: each model's
@@ -441,6 +458,24 @@ mod tests {
         assert_eq!(with_lag.rows.last().unwrap().label, "read lag/req");
         let failed = latency_with(&summary(false, 1), &[50.0]).at(Detail::Full);
         assert_eq!(labels(&failed)[9..], ["TTFT (errors as ∞)", "E2E (errors as ∞)"]);
+    }
+
+    /// An error-adjusted figure that falls among the failures reads `∞`,
+    /// as the terminal says it (HTML had shown `-`, as if not measured);
+    /// CSV leaves it empty, and a percentile not analysed stays `-`.
+    #[test]
+    fn error_adjusted_figures_among_the_failures_read_infinite() {
+        let mut s = summary(false, 1);
+        let mut samples = [150.0, 151.0, f64::INFINITY];
+        s.error_adjusted.ttft_ms = Distribution::from_samples(&mut samples, &[50.0, 99.0]);
+        let t = latency_with(&s, &[50.0, 99.0, 95.0]).at(Detail::Full);
+        let row = t.rows.iter().find(|r| r.key == "error_adjusted.ttft_ms").expect("the row");
+        // count, mean, std, min, p50, p99, p95, max
+        assert_eq!(t.texts(row), ["3", "∞", "-", "150.00", "151.00", "∞", "-", "∞"]);
+        assert_eq!(crate::escape::csv_num(row.cells[1].num()), "");
+        // Not an error-adjusted row: none is none.
+        let ttft = &t.rows[0];
+        assert_eq!(t.texts(ttft)[6], "-");
     }
 
     #[test]

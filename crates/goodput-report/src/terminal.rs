@@ -436,8 +436,8 @@ fn throughput(o: &mut String, r: &RunResult) {
         let _ = writeln!(
             o,
             "  error-adjusted  TTFT p50 {} · p99 {} ms (a failure counts as ∞)",
-            adjusted(&ea.ttft_ms, 50.0),
-            adjusted(&ea.ttft_ms, 99.0)
+            format::adjusted(&ea.ttft_ms, 50.0),
+            format::adjusted(&ea.ttft_ms, 99.0)
         );
     }
 }
@@ -833,17 +833,6 @@ fn server_lines(o: &mut String, sig: &goodput_core::prometheus::scrape::ServerSi
     if sig.failed_scrapes > 0 {
         let _ =
             writeln!(o, "  {} scrapes failed: {}", sig.failed_scrapes, esc(sig.last_error.as_deref().unwrap_or("")));
-    }
-}
-
-/// An error-adjusted percentile: `∞` where it falls among the failures
-/// (the document's `null` of a percentile over some samples), `-` where
-/// there is none.
-fn adjusted(d: &goodput_core::analysis::stats::Distribution, p: f64) -> String {
-    match d.percentiles.iter().find(|(q, _)| *q == p) {
-        Some((_, Some(v))) => num(Some(*v)),
-        Some((_, None)) if d.count > 0 => "∞".into(),
-        _ => "-".into(),
     }
 }
 

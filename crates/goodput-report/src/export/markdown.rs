@@ -440,6 +440,19 @@ fn user_view(o: &mut String, r: &RunResult) {
         let _ = write!(o, " ({})", md(&f));
     }
     o.push('\n');
+    // The error-adjusted figures the sentence above speaks of (it had
+    // named them in a report that held none).
+    if crate::metric::Dist::ErrorAdjustedTtft.present(s) {
+        let ea = &s.error_adjusted;
+        let _ = writeln!(
+            o,
+            "\n**Error-adjusted** (a failure counts as ∞) TTFT p50 {} · p99 {} ms · E2E p50 {} · p99 {} ms",
+            format::adjusted(&ea.ttft_ms, 50.0),
+            format::adjusted(&ea.ttft_ms, 99.0),
+            format::adjusted(&ea.e2e_ms, 50.0),
+            format::adjusted(&ea.e2e_ms, 99.0)
+        );
+    }
 }
 
 fn figures_table(o: &mut String, what: &str, figures: &[Figure]) {
