@@ -77,6 +77,43 @@ pub fn parse_share(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A parser of a plain number for `flag`, which takes `what`, e.g. `eg`:
+/// its error names what the flag takes and how to write it, where clap's
+/// own had said only "invalid float literal" (`--rate 10/s`, `--rate
+/// 10rps`). A unit written after the number is named as the part to leave
+/// out, and a decimal comma as one to write as a point.
+pub fn number(
+    flag: &'static str,
+    what: &'static str,
+    eg: &'static str,
+) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
+    move |s: &str| {
+        let t = s.trim();
+        if let Ok(v) = t.parse::<f64>() {
+            return Ok(v);
+        }
+        // The longest start of it that is a number: `10` of `10/s`.
+        let lead = (1..=t.len()).rev().filter(|&i| t.is_char_boundary(i)).find(|&i| t[..i].parse::<f64>().is_ok());
+        Err(match lead.map(|i| (&t[..i], t[i..].trim())) {
+            Some((n, rest)) if rest.starts_with(',') && rest[1..].starts_with(|c: char| c.is_ascii_digit()) => {
+                format!(
+                    "{flag} takes {what} as a plain number, its decimals after a point: write {flag} {n}.{}",
+                    &rest[1..]
+                )
+            }
+            Some((n, rest)) => format!("{flag} takes {what} as a plain number: write {flag} {n} (without '{rest}')"),
+            None => format!("{flag} takes {what} as a plain number, e.g. {flag} {eg}"),
+        })
+    }
+}
+
+/// `--gpu-hour-usd`: the price of one GPU-hour in US dollars, a `$` before
+/// it read as written (`'$3'` had been refused as "invalid float literal").
+pub fn parse_gpu_hour_usd(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    number("--gpu-hour-usd", "the price of one GPU-hour in US dollars", "3")(t.strip_prefix('$').unwrap_or(t))
+}
+
 /// The scorers `--score` names.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScorerList(pub Vec<goodput_core::quality::Scorer>);
@@ -477,5 +514,37 @@ mod percentile_tests {
         assert!(parse_percentiles("1e-300").unwrap_err().contains("four decimals"));
         assert!(parse_percentiles("99.99999").unwrap_err().contains("four decimals"));
         assert_eq!(parse_percentiles("0.0001,99.9999,100").unwrap().0, vec![0.0001, 99.9999, 100.0]);
+    }
+}
+
+#[cfg(test)]
+mod number_tests {
+    use super::{number, parse_gpu_hour_usd};
+
+    /// A number with a unit, a `$` or a decimal comma gets an error that
+    /// names what the flag takes and how to write it (clap's own had said
+    /// only "invalid float literal"); a price's `$` is read as written.
+    #[test]
+    fn a_number_written_with_a_unit_is_told_how_to_write_it() {
+        let rate = number("--rate", "requests per second", "10");
+        assert_eq!(rate("12.5"), Ok(12.5));
+        assert_eq!(rate(" inf "), Ok(f64::INFINITY));
+        assert_eq!(
+            rate("10/s").unwrap_err(),
+            "--rate takes requests per second as a plain number: write --rate 10 (without '/s')"
+        );
+        assert_eq!(
+            rate("10rps").unwrap_err(),
+            "--rate takes requests per second as a plain number: write --rate 10 (without 'rps')"
+        );
+        assert_eq!(
+            rate("2,5").unwrap_err(),
+            "--rate takes requests per second as a plain number, its decimals after a point: write --rate 2.5"
+        );
+        assert_eq!(rate("ten").unwrap_err(), "--rate takes requests per second as a plain number, e.g. --rate 10");
+        assert_eq!(parse_gpu_hour_usd("$3"), Ok(3.0));
+        assert_eq!(parse_gpu_hour_usd(" $2.5"), Ok(2.5));
+        assert!(parse_gpu_hour_usd("$3/h").unwrap_err().contains("write --gpu-hour-usd 3 (without '/h')"));
+        assert!(parse_gpu_hour_usd("USD3").unwrap_err().contains("the price of one GPU-hour in US dollars"));
     }
 }
