@@ -417,7 +417,8 @@ fn slo_note(runs: &[(&str, &RunResult)], other: &[usize]) -> Option<String> {
         "the runs were judged by different SLOs ({}): goodput, the attainment, useful work and the cost per good \
          token count requests by each run's own SLO, so their changes are not comparable and are shown as '{OTHER_SLO}', \
          and a --fail-if rule on them is unjudged; to compare them, judge every run by one SLO (goodput report \
-         RUN.json --slo SPEC -o RUN-judged.json, which needs the run's records) and compare those",
+         RUN.json --slo SPEC -o RUN-judged.json, which reads the run's records: RUN.jsonl beside it, or --records FILE) \
+         and compare those",
         each.join(", ")
     ))
 }
@@ -615,7 +616,8 @@ fn other_slo_verdict(
         verdict: Verdict::Unjudged,
         reason: format!(
             "not comparable: {label} was judged by '{}', {base_label} by '{}', and {} counts requests by the SLO; \
-             judge both by one SLO (goodput report RUN.json --slo SPEC -o RUN-judged.json) and compare those",
+             judge both by one SLO (goodput report RUN.json --slo SPEC -o RUN-judged.json, reading RUN.jsonl beside \
+             it or --records FILE) and compare those",
             spec(run),
             spec(base),
             rule.metric

@@ -190,6 +190,22 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
                 Some(r.clone())
             }
         }
+        // Judged anew with no records named, nor held: the run's records
+        // file beside it, by its name, where there is one.
+        (None, None) if rejudge => match records_beside(&a.run) {
+            Some(p) => {
+                let mut outputs = vec![("--output", a.output.as_deref())];
+                outputs.extend(a.exports.outputs());
+                output::distinct_files(&[("the records beside the result", p.as_path())], &outputs)?;
+                if !a.quiet {
+                    goodput_core::tell!("reading the run's records from {} (--records names others)", p.display());
+                }
+                let (records, cut) = goodput_report::read::records::read_counted_records(&p, &run, &a.run)?;
+                cut_short = cut;
+                Some(records)
+            }
+            None => None,
+        },
         (None, None) => None,
     };
     let mut out = OutputArgs::rewriting(
@@ -205,10 +221,11 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
                 return output::finish(&run, &out, &a.judge, &[]);
             }
             bail!(
-                "{} holds no per-request records, and an SLO, attainment, percentiles, ratings or --window are drawn \
-                 from them: pass --records FILE (written by --records), or save runs with --include-requests (a \
-                 price or a GPU count alone needs none)",
-                a.run.display()
+                "{} holds no per-request records, nor is its records file beside it ({}), and an SLO, attainment, \
+                 percentiles, ratings or --window are drawn from them: pass --records FILE (written by --records), \
+                 or save runs with --include-requests (a price or a GPU count alone needs none)",
+                a.run.display(),
+                a.run.with_extension("jsonl").display()
             );
         }
         // Nothing to recompute: render the document as saved.
@@ -356,6 +373,16 @@ fn check_references(run: &RunResult, records: &[RequestRecord], slo: Option<&goo
         "--slo {term} judges answers against their references, and this run has none: run bench again with \
          --dataset FILE.jsonl whose lines carry \"reference\" (or \"answer\"), or drop the term"
     );
+}
+
+/// The records file a run's `--records` wrote beside its result, by the
+/// result's name (`RUN.json` → `RUN.jsonl`, else `RUN.parquet`), as
+/// `merge` finds a shard's beside its result: `report RUN.json --slo SPEC`,
+/// the way `compare` hints to judge runs by one SLO, had said the run
+/// "holds no per-request records" with RUN.jsonl beside it. Whose records
+/// they are is checked as a --records file's are (by the run's id).
+fn records_beside(run: &std::path::Path) -> Option<std::path::PathBuf> {
+    ["jsonl", "parquet"].into_iter().map(|e| run.with_extension(e)).find(|p| p != run && p.is_file())
 }
 
 /// A saved run's energy over its records analysed again, at their output

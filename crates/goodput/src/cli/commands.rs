@@ -350,7 +350,7 @@ pub struct CompareArgs {
 pub struct ReportArgs {
     /// A result document written by bench, estimate or sweep (-o).
     pub run: PathBuf,
-    /// The run's per-request records (--records), when the document does not hold them (--include-requests).
+    /// The run's per-request records (--records), when the document does not hold them (--include-requests) [default, to judge it again: RUN.jsonl or RUN.parquet beside RUN.json, where there is one].
     #[arg(long)]
     pub records: Option<PathBuf>,
     /// Percentiles to report, e.g. 50,90,99.9, sorted ascending and each once (default: the run's own).

@@ -108,6 +108,15 @@ fn a_limit_passes_only_when_enough_requests_meet_it() {
     assert!(err.contains("above 0 and at most 1"), "{err}");
     let err = goodput().arg("report").arg(&out).args(["--slo", "ttft<=1s", "--attainment", "0.95"]).refusal();
     assert!(err.contains("--records"), "re-judging needs the records: {err}");
+    // The run's records beside it by its name (run.jsonl) are read without
+    // --records, as compare's hint to judge runs by one SLO has it (report
+    // had said the run holds no records with them beside it).
+    std::fs::copy(&rec, dir.path().join("run.jsonl")).unwrap();
+    let o = goodput().arg("report").arg(&out).args(["--slo", "ttft<=200ms", "--fail-on-slo"]).output().unwrap();
+    let (text, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(text.contains("15 of 20 good (75.0%, target 90.0%)"), "{text}");
+    assert!(err.contains("reading the run's records from") && err.contains("run.jsonl"), "{err}");
 }
 
 /// `--fail-on-slo` with no SLO is refused before the first request.
