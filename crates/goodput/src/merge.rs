@@ -177,14 +177,19 @@ fn shard_records(path: &Path, run: &mut RunResult) -> Result<(String, ShardRecor
     let given = PathBuf::from(given);
     let beside = path.parent().unwrap_or(Path::new(".")).join(given.file_name().unwrap_or_default());
     let Some(found) = [given.clone(), beside.clone()].into_iter().find(|p| p.is_file()) else {
+        // Each place once: a shard that wrote its records beside its result
+        // had read "looked for s1.jsonl and s1.jsonl".
+        let looked = if given == beside {
+            given.display().to_string()
+        } else {
+            format!("{} and {}", given.display(), beside.display())
+        };
         bail!(
-            "the records of shard {}/{} ({}) are not there: looked for {} and {}. Copy the shard's records file \
+            "the records of shard {}/{} ({}) are not there: looked for {looked}. Copy the shard's records file \
              beside its result",
             info.index,
             info.count,
-            path.display(),
-            given.display(),
-            beside.display()
+            path.display()
         );
     };
     Ok((found.display().to_string(), ShardRecords::File(found)))

@@ -328,6 +328,10 @@ fn refusals(dir: &Path, single: &Path) {
     let rec = read_json(&s(1))["shard"]["records"].as_str().unwrap().to_owned();
     assert!(err.contains("the records of shard 1/3") && err.contains(&rec), "{err}");
     assert_eq!(code(&mut merge(&[s(0), moved.join("s1.json"), s(2)])), Some(2));
+    // Beside its result, where it was written: the one place is named once
+    // (it had read "looked for s1.jsonl and s1.jsonl").
+    let err = merge(&[s(0), s(1), s(2)]).refusal();
+    assert!(err.contains(&format!("looked for {rec}. Copy")), "{err}");
     // ... found beside its result once copied there.
     std::fs::copy(p("s1.moved"), moved.join("s1.jsonl")).unwrap();
     merge(&[s(0), moved.join("s1.json"), s(2)]).assert().success();
