@@ -269,8 +269,10 @@ fn latency_table(o: &mut String, r: &RunResult, width: usize) {
         o.push('\n');
     }
     if !hidden.is_empty() {
+        // Where else they are: Markdown shows the headline columns alone
+        // (mean, the percentiles, max), so not there; it had been named.
         let names: Vec<&str> = hidden.iter().map(|&i| t.columns[i].head.as_str()).collect();
-        let _ = writeln!(o, "  ({} on a wider terminal, and in -o, --markdown and --csv)", names.join(", "));
+        let _ = writeln!(o, "  ({} on a wider terminal, and in -o, --html and --csv)", names.join(", "));
     }
     o.push('\n');
 }

@@ -1101,6 +1101,10 @@ fn terminal_summary_fits_80_columns() {
     insta::assert_snapshot!("terminal_80_columns", narrow);
     let head = |s: &str| s.lines().find(|l| l.starts_with("latency (ms)")).unwrap().to_string();
     assert!(!head(&narrow).contains("std") && narrow.contains("(std on a wider terminal"), "{narrow}");
+    // Markdown shows the headline columns alone: not named where std is.
+    assert!(narrow.contains("and in -o, --html and --csv)") && !narrow.contains("--markdown"), "{narrow}");
+    let md = text(&render_run(Format::Markdown, &server_run()), "");
+    assert!(!md.lines().any(|l| l.starts_with("| latency (ms)") && l.contains("std")), "{md}");
     let wide = terminal::render_width(&server_run(), 140);
     assert!(head(&wide).contains("std") && !wide.contains("on a wider terminal"), "{wide}");
 }
