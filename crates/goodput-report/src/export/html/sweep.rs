@@ -12,7 +12,7 @@ use crate::series::{self, Latency, SweepSeries, TimeSeries};
 use crate::svg::{self, Chart, Guide, Mark, Series, Style};
 use crate::table::Detail;
 use goodput_core::analysis::slo::ObjectiveResult;
-use goodput_core::doc::sweep::{saturation_unplaced, LoadAxis, PointRef, SweepAnalysis, SweepPoint, SweepResult};
+use goodput_core::doc::sweep::{saturation_unplaced, Load, LoadAxis, PointRef, SweepAnalysis, SweepPoint, SweepResult};
 use goodput_core::{RunResult, Slo};
 use std::fmt::Write;
 
@@ -287,12 +287,48 @@ fn goodput_by_load(ordered: &[&SweepPoint], a: &SweepAnalysis, pts: &[SweepPoint
     let by_load = |f: &dyn Fn(&RunResult) -> Option<f64>| -> Vec<(f64, f64)> {
         ordered.iter().filter_map(|p| Some((axis.at(p), f(&p.result)?))).collect()
     };
-    let mut load_series = vec![Series::new(
-        "output tok/s",
-        Style::LineDots,
-        0,
-        by_load(&|r| Some(r.summary.throughput.output_tokens_per_s)),
-    )];
+    let mut throughput =
+        Series::new("output tok/s", Style::LineDots, 0, by_load(&|r| Some(r.summary.throughput.output_tokens_per_s)));
+    // Each point's place on the load axis, said: a concurrency point of a
+    // sweep of both kinds lies at what it sustained over its steady stretch,
+    // not at the req/s the points table gives (its window's), and had read
+    // as misplaced (concurrency 256 at 70.92 beside a table's 67.93).
+    let sustained = axis == LoadAxis::Mixed;
+    throughput.tips = ordered
+        .iter()
+        .map(|p| {
+            let load = match p.load {
+                Load::Concurrency(_) if sustained => format!(
+                    "{}: {:.2} req/s sustained over its steady stretch ({:.2} over its window)",
+                    p.load.label(),
+                    axis.at(p),
+                    p.result.summary.throughput.requests_per_s
+                ),
+                _ => p.load.label(),
+            };
+            format!("{load}, {:.1} tok/s", p.result.summary.throughput.output_tokens_per_s)
+        })
+        .collect();
+    let note = sustained.then(|| {
+        let each: Vec<String> = ordered
+            .iter()
+            .filter(|p| matches!(p.load, Load::Concurrency(_)))
+            .map(|p| {
+                format!(
+                    "{} at {:.2} req/s (the points table's req/s, over its whole window, {:.2})",
+                    p.load.label(),
+                    axis.at(p),
+                    p.result.summary.throughput.requests_per_s
+                )
+            })
+            .collect();
+        format!(
+            "A concurrency point lies at the requests per second it sustained over its steady stretch, as the \
+             analysis orders the points (its window's rate counts the ramp-up and drain): {}.",
+            each.join("; ")
+        )
+    });
+    let mut load_series = vec![throughput];
     let goodput = by_load(&|r| r.summary.goodput.as_ref().map(|g| g.output_tokens_per_s));
     if !goodput.is_empty() {
         load_series.push(Series::new("goodput tok/s (requests meeting the SLO)", Style::LineDots, 2, goodput));
@@ -320,6 +356,7 @@ fn goodput_by_load(ordered: &[&SweepPoint], a: &SweepAnalysis, pts: &[SweepPoint
         .into_iter()
         .flatten()
         .collect(),
+        note,
         ..Default::default()
     }
 }
@@ -639,6 +676,42 @@ mod tests {
         // The sweep's own record of the SLO counts too.
         unjudged.config.judge.slo = Some("ttft:p95<=100ms".into());
         assert_eq!(sweep_page(&unjudged).unwrap().matches("no point met the SLO").count(), 1);
+    }
+
+    /// In a sweep of both kinds, the throughput-by-load chart says where a
+    /// concurrency point lies (what it sustained over its steady stretch)
+    /// beside the points table's req/s (its window's): concurrency 256 had
+    /// sat at 70.92 with no word, beside a table's 67.93.
+    #[test]
+    fn a_concurrency_point_on_a_rate_axis_says_where_it_lies() {
+        let mut ceiling = run(8, false).0;
+        ceiling.summary.throughput.requests_per_s = 67.93;
+        let st = ceiling.summary.stability.get_or_insert_with(Default::default);
+        (st.steady, st.achieved_rps) = (true, 70.92);
+        let mut rate = run(8, false).0;
+        rate.config.load = None;
+        let pts = vec![
+            SweepPoint { load: Load::Concurrency(256), origin: "ceiling".into(), result: ceiling },
+            SweepPoint { load: Load::Rate(50.0), origin: "spread".into(), result: rate },
+        ];
+        let sw = sweep_of(pts, true);
+        let by: Vec<&SweepPoint> = sw.points.iter().collect();
+        let chart = goodput_by_load(&by, &sw.analysis, &sw.points);
+        let note = chart.note.expect("a note on a sweep of both kinds");
+        assert!(
+            note.contains("concurrency 256 at 70.92 req/s (the points table's req/s, over its whole window, 67.93)"),
+            "{note}"
+        );
+        assert!(
+            chart.series[0].tips[0].starts_with("concurrency 256: 70.92 req/s sustained"),
+            "{:?}",
+            chart.series[0].tips
+        );
+        assert_eq!(chart.series[0].points[0].0, 70.92);
+        // One kind: the axis is the load's own value, and nothing to say.
+        let one = sweep_of(sw.points[..1].to_vec(), true);
+        let by: Vec<&SweepPoint> = one.points.iter().collect();
+        assert_eq!(goodput_by_load(&by, &one.analysis, &one.points).note, None);
     }
 
     /// The TTFT chart of a sweep of more loads than it draws keeps the
