@@ -266,13 +266,7 @@ fn latency_curve(
         x_label: "output tokens/s".into(),
         y_label: format!("{name} (ms)"),
         series,
-        marks: [
-            point_mark(&a.saturation, ref_y, "saturation", "mark-sat"),
-            point_mark(&a.recommended, ref_y, "recommended", "mark-rec"),
-        ]
-        .into_iter()
-        .flatten()
-        .collect(),
+        marks: ringed(a).into_iter().filter_map(|(p, label, class)| point_mark(p, ref_y, label, class)).collect(),
         guides: slo_guides(slo, m).into_iter().map(|g| Guide { horizontal: true, ..g }).collect(),
         note: Some(
             "One dot per load, in load order; the knee is where latency climbs while throughput stops growing.".into(),
@@ -333,8 +327,8 @@ fn goodput_by_load(ordered: &[&SweepPoint], a: &SweepAnalysis, pts: &[SweepPoint
     if !goodput.is_empty() {
         load_series.push(Series::new("goodput tok/s (requests meeting the SLO)", Style::LineDots, 2, goodput));
     }
-    let load_mark = |p: &Option<PointRef>, label: &str, class: &'static str| {
-        p.as_ref().and_then(|p| pts.get(p.index).map(|pt| (p, pt))).map(|(p, pt)| Mark {
+    let load_mark = |p: &PointRef, label: &str, class: &'static str| {
+        pts.get(p.index).map(|pt| Mark {
             x: axis.at(pt),
             y: p.goodput_tokens_per_s.unwrap_or(p.output_tokens_per_s),
             label: format!("{label}: {}", p.load.label()),
@@ -349,13 +343,7 @@ fn goodput_by_load(ordered: &[&SweepPoint], a: &SweepAnalysis, pts: &[SweepPoint
         x_label: axis.label().into(),
         y_label: "tokens/s".into(),
         series: load_series,
-        marks: [
-            load_mark(&a.saturation, "saturation", "mark-sat"),
-            load_mark(&a.recommended, "recommended", "mark-rec"),
-        ]
-        .into_iter()
-        .flatten()
-        .collect(),
+        marks: ringed(a).into_iter().filter_map(|(p, label, class)| load_mark(p, label, class)).collect(),
         note,
         ..Default::default()
     }
@@ -605,13 +593,22 @@ fn points_table(o: &mut String, sw: &SweepResult) {
     o.push_str("</section>");
 }
 
-fn point_mark(
-    p: &Option<PointRef>,
-    y: impl Fn(&PointRef) -> Option<f64>,
-    label: &str,
-    class: &'static str,
-) -> Option<Mark> {
-    let p = p.as_ref()?;
+/// The sweep's ringed points: saturation and the recommended point, each
+/// with its label and class; one ring where they are the same point (two
+/// rings on one point had put their labels over each other and the lines).
+fn ringed(a: &SweepAnalysis) -> Vec<(&PointRef, &'static str, &'static str)> {
+    let same = matches!((&a.saturation, &a.recommended), (Some(s), Some(r)) if s.index == r.index);
+    let mut out = Vec::with_capacity(2);
+    if let Some(s) = a.saturation.as_ref().filter(|_| !same) {
+        out.push((s, "saturation", "mark-sat"));
+    }
+    if let Some(r) = &a.recommended {
+        out.push((r, if same { "recommended, at saturation" } else { "recommended" }, "mark-rec"));
+    }
+    out
+}
+
+fn point_mark(p: &PointRef, y: impl Fn(&PointRef) -> Option<f64>, label: &str, class: &'static str) -> Option<Mark> {
     Some(Mark {
         x: p.output_tokens_per_s,
         y: y(p)?,
@@ -749,6 +746,26 @@ mod tests {
         let chart = &chart[..chart.find("</figure>").unwrap_or(chart.len())];
         assert!(chart.contains("concurrency 4"), "the recommended load is drawn");
         assert!(chart.contains("6 of 7 loads shown"), "{chart}");
+    }
+
+    /// Saturation and the recommended point at one load are one ring,
+    /// labelled once (two rings there had put their labels over each
+    /// other); at two loads, two rings.
+    #[test]
+    fn saturation_and_the_recommended_point_at_one_load_are_one_ring() {
+        let base = run(8, false).0;
+        let points: Vec<SweepPoint> = (0..3u64)
+            .map(|c| SweepPoint { load: Load::Concurrency(c + 1), origin: "grid".into(), result: base.clone() })
+            .collect();
+        let mut sw = sweep_of(points, false);
+        (sw.analysis.saturation, sw.analysis.recommended) = (Some(point_ref_of(&sw, 2)), Some(point_ref_of(&sw, 2)));
+        let labels = |sw: &SweepResult| -> Vec<String> {
+            let by: Vec<&SweepPoint> = sw.points.iter().collect();
+            goodput_by_load(&by, &sw.analysis, &sw.points).marks.into_iter().map(|m| m.label).collect()
+        };
+        assert_eq!(labels(&sw), ["recommended, at saturation: concurrency 3"]);
+        sw.analysis.recommended = Some(point_ref_of(&sw, 1));
+        assert_eq!(labels(&sw), ["saturation: concurrency 3", "recommended: concurrency 2"]);
     }
 
     fn point_ref_of(sw: &SweepResult, i: usize) -> PointRef {
