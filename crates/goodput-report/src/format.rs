@@ -111,6 +111,33 @@ fn amount(x: f64, decimals: usize) -> String {
 /// The server's prompt count beside the workload's, as a sentence; `None`
 /// when they agree on every request.
 pub fn prompt_extra(e: &PromptExtra) -> Option<String> {
+    prompt_extra_for(e, None)
+}
+
+/// [`prompt_extra`] for a run of `client`'s settings: a pooling run that the
+/// server runs as an engine request for each input or document says so as
+/// the cause (a rerank run's +204 tokens a request had been put down to a
+/// chat template, where the server counts the query once for each of its 8
+/// documents).
+pub fn prompt_extra_for(e: &PromptExtra, client: Option<&goodput_core::doc::config::ClientSettings>) -> Option<String> {
+    use goodput_core::prometheus::scrape::FanOut;
+    if let Some(f) = client.and_then(FanOut::of).filter(|_| e.mean > 0.0 && !e.is_zero()) {
+        let amount = if e.min == e.max {
+            format!("{:+} prompt tokens a request", e.min)
+        } else {
+            format!("{:+.1} prompt tokens a request (min {:+}, max {:+})", e.mean, e.min, e.max)
+        };
+        let why = match f {
+            FanOut::Inputs(n) => {
+                format!("each of its {n} inputs is an engine request of its own, with its own special tokens")
+            }
+            FanOut::Documents(n) => format!(
+                "each of its {n} documents is an engine request of its own, paired with the query, so the server \
+                 counts the query {n} times, and each pair's special tokens"
+            ),
+        };
+        return Some(format!("{amount} beyond the workload's count ({why}); input figures are the server's counts"));
+    }
     if e.is_zero() {
         return None;
     }
@@ -454,6 +481,30 @@ mod tests {
         assert!(range.starts_with("+17.5 prompt tokens a request (min +10, max +25) beyond"), "{range}");
         let fewer = prompt_extra(&e(1, -6.0, -6, -6)).unwrap();
         assert!(fewer.starts_with("-6 prompt tokens a request below the workload's count (a tokenizer"), "{fewer}");
+    }
+
+    /// A rerank run's extra prompt tokens are the query counted once for
+    /// each document, not a chat template (`--api rerank --rerank-docs 8`
+    /// had said "+204 prompt tokens a request … the server's chat
+    /// template"); an embeddings run's, each input's special tokens.
+    #[test]
+    fn a_pooling_run_s_prompt_extra_names_its_fan_out() {
+        let e = PromptExtra { requests: 200, mean: 204.0, min: 204, max: 204 };
+        let client = |api: &str, embed_batch, rerank_docs| goodput_core::doc::config::ClientSettings {
+            api: api.into(),
+            embed_batch,
+            rerank_docs,
+            ..Default::default()
+        };
+        let rerank = prompt_extra_for(&e, Some(&client("rerank", None, Some(8)))).unwrap();
+        assert!(
+            rerank.contains("each of its 8 documents is an engine request") && !rerank.contains("chat"),
+            "{rerank}"
+        );
+        let inputs = prompt_extra_for(&e, Some(&client("embeddings", Some(4), None))).unwrap();
+        assert!(inputs.contains("each of its 4 inputs is an engine request"), "{inputs}");
+        let chat = prompt_extra_for(&e, Some(&client("chat", None, None))).unwrap();
+        assert!(chat.contains("chat template"), "{chat}");
     }
 
     #[test]

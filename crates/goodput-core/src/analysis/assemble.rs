@@ -165,6 +165,9 @@ impl From<Option<ServerSignals>> for ServerSide {
 /// that makes or remakes a result goes through here. `load` is the
 /// client's: its cap on requests in flight and its rate.
 pub fn attach_server_side(result: &mut RunResult, side: ServerSide, records: &[RequestRecord], load: ClientLoad) {
+    // How the requests asked (streamed or not, a pooling run's fan-out) is
+    // the run's, whoever passed the load.
+    let load = load.asked(result.config.client.as_ref());
     result.diagnosis = match side {
         ServerSide::Scraped(mut signals) => {
             let windowed = result.config.report_window.is_some();

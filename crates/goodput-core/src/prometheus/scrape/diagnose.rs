@@ -69,17 +69,23 @@ pub struct CrossCheck {
 /// before any request, the last after the final one); `window` only the
 /// measurement window. `run` is `None` when the records are a stretch of
 /// the run (`report --window`): the server's counters cannot be split by
-/// request, so the client's counts are not set against them.
+/// request, so the client's counts are not set against them. `load` says
+/// how the client asked: a run not streamed (`--no-stream`, a pooling API)
+/// had its first byte with the whole answer, so its TTFT is its E2E, and
+/// its E2E, not its TTFT, is set against the server's; a pooling run's
+/// fan-out sets the engine requests and prompt tokens the server counts.
 pub fn cross_check(
     records: &[RequestRecord],
     summary: &Summary,
     window: &WindowSummary,
     run: Option<&WindowSummary>,
+    load: ClientLoad,
 ) -> CrossCheck {
+    let streamed = !load.unstreamed;
     let counts = run;
     let run = run.unwrap_or(window);
     let mut c = CrossCheck {
-        client_ttft_p50_ms: summary.ttft_ms.p(50.0),
+        client_ttft_p50_ms: summary.ttft_ms.p(50.0).filter(|_| streamed),
         server_ttft_p50_ms: window.histograms.get(&HistogramSignal::Ttft).and_then(|h| h.p50).map(|s| s * 1e3),
         client_output_tokens: crate::analysis::stats::total(records.iter().map(|r| r.output_tokens)),
         server_generation_tokens: counts
@@ -101,13 +107,18 @@ pub fn cross_check(
         server_tokens_per_step: window.spec_decode.as_ref().and_then(|s| s.mean_accepted_length),
         ..Default::default()
     };
-    ttft_gap(
-        &mut c,
-        records,
-        window.histograms.get(&HistogramSignal::Ttft),
-        run.histograms.get(&HistogramSignal::Ttft),
-        run.histograms.get(&HistogramSignal::Queue),
-    );
+    if streamed {
+        ttft_gap(
+            &mut c,
+            records,
+            window.histograms.get(&HistogramSignal::Ttft),
+            run.histograms.get(&HistogramSignal::Ttft),
+            run.histograms.get(&HistogramSignal::Queue),
+        );
+    } else {
+        c.server_ttft_mean_ms = run.histograms.get(&HistogramSignal::Ttft).and_then(|h| h.mean).map(|s| s * 1e3);
+        e2e_gap(&mut c, records, run.histograms.get(&HistogramSignal::E2e));
+    }
     // A pooling run (embeddings, rerank) asks for no output: its tokens are
     // the prompts', set against the server's prompt counter.
     let pooling = c.client_completed > 0
@@ -118,7 +129,13 @@ pub fn cross_check(
         if let Some(sv) = prompt {
             let cl = crate::analysis::stats::total(records.iter().map(|r| r.input_tokens)) as f64;
             let rel = relative(sv, cl);
-            c.notes.push(if rel.abs() > 0.02 {
+            c.notes.push(if let Some(f) = load.fan_out.filter(|_| rel > 0.02) {
+                format!(
+                    "the server counted {sv:.0} prompt tokens during the run, the client sent {cl:.0}{}: {}",
+                    share(rel),
+                    f.prompt_words()
+                )
+            } else if rel.abs() > 0.02 {
                 format!(
                     "counting mismatch: the server counted {sv:.0} prompt tokens during the run, the client sent \
                      {cl:.0}{}: other clients, or a client count from another tokenizer",
@@ -169,8 +186,31 @@ pub fn cross_check(
     }
     if let Some(sv) = c.server_requests_succeeded {
         let cl = c.client_completed as f64;
-        if (sv - cl).abs() > 0.5 {
-            c.notes.push(format!("the server finished {sv:.0} requests during the run, the client completed {cl:.0}"));
+        match load.fan_out.filter(|_| pooling) {
+            Some(f) => {
+                let each = f.each();
+                let (what, one) = match f {
+                    FanOut::Inputs(_) => ("inputs", "input"),
+                    FanOut::Documents(_) => ("documents", "query–document pair"),
+                };
+                let expected = cl * f64::from(each);
+                c.notes.push(if (sv - expected).abs() <= 0.5 {
+                    format!(
+                        "requests agree: the server finished {sv:.0} engine requests during the run, one for each of \
+                         the {each} {what} of the client's {cl:.0} (each {one} is an engine request of its own)"
+                    )
+                } else {
+                    format!(
+                        "the server finished {sv:.0} engine requests during the run, the client completed {cl:.0} \
+                         of {each} {what} each, {expected:.0} engine requests (each {one} is one): other clients, or \
+                         requests the client gave up on"
+                    )
+                });
+            }
+            None if (sv - cl).abs() > 0.5 => c
+                .notes
+                .push(format!("the server finished {sv:.0} requests during the run, the client completed {cl:.0}")),
+            None => {}
         }
     }
     // Disconnects the server noticed: what it aborted against what the
@@ -353,6 +393,41 @@ fn ttft_gap(
     });
 }
 
+/// The note of a run not asked to stream: its client TTFT is each whole
+/// answer's time (`bench --no-stream` against goodput's engine server had
+/// set a TTFT of 1089.5 ms against the server's 36.5 ms, and called the
+/// 1053.0 ms between network and HTTP overhead), so its E2E is set against
+/// the server's end-to-end histogram instead, where that counted exactly
+/// the requests the client completed (its sum over its count, exact).
+fn e2e_gap(c: &mut CrossCheck, records: &[RequestRecord], run: Option<&HistogramSummary>) {
+    let (n, total_ns) = records
+        .iter()
+        .filter(|r| r.outcome.is_success())
+        .filter_map(|r| r.e2e())
+        .fold((0usize, 0u128), |(n, sum), t| (n + 1, sum + t.as_nanos()));
+    let unstreamed = "not streamed: each answer came whole, so the client's TTFT is its E2E and is not set against \
+                      the server's time to first token";
+    let sv = run.filter(|h| n > 0 && (h.count - n as f64).abs() < 0.5).and_then(|h| h.mean).map(|s| s * 1e3);
+    let Some(sv) = sv else {
+        c.notes.push(unstreamed.to_string());
+        return;
+    };
+    let cl = total_ns as f64 / 1e6 / n as f64;
+    let gap = cl - sv;
+    c.notes.push(if gap >= 0.0 {
+        format!(
+            "{unstreamed}; client E2E mean {cl:.1} ms vs the server's {sv:.1} ms over the same {n} requests (its \
+             histogram's sum over its count, exact): {gap:.1} ms of network, HTTP and client overhead per request"
+        )
+    } else {
+        format!(
+            "{unstreamed}; client E2E mean {cl:.1} ms is {:.2} ms below the server's {sv:.1} ms over the same {n} \
+             requests: the two sides time different instants",
+            -gap
+        )
+    });
+}
+
 /// TTFT against the prompt tokens each request had to prefill (its prompt
 /// less what the prefix cache served, where usage says), fitted by least
 /// squares over the successful measured requests. Told only where the
@@ -504,6 +579,60 @@ pub struct ClientLoad {
     /// An open loop's schedule, whose sends go at their times unless the
     /// cap holds them back. `None` for a closed loop and for `--rate inf`.
     pub schedule: Option<Schedule>,
+    /// The client asked for whole answers, not streams (`--no-stream`, a
+    /// pooling API): a request's first output came with all of it, so its
+    /// TTFT is its E2E and says nothing of a first token. The TTFT-based
+    /// cross-check and diagnoses then leave the client's TTFT out.
+    pub unstreamed: bool,
+    /// A pooling run whose requests the server runs as several engine
+    /// requests each: its counts of requests and prompt tokens are then
+    /// not the client's.
+    pub fan_out: Option<FanOut>,
+}
+
+/// How a pooling request reaches the engine: as one engine request for
+/// each of its inputs or documents (vLLM's and goodput's engine server's
+/// way, and TEI's).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FanOut {
+    /// Embeddings: each of a request's inputs (`--embed-batch`) is one.
+    Inputs(u32),
+    /// Rerank: each of a query's documents (`--rerank-docs`), paired with
+    /// the query, is one: the query is counted once for each.
+    Documents(u32),
+}
+
+impl FanOut {
+    /// Engine requests a client request makes.
+    pub fn each(self) -> u32 {
+        match self {
+            FanOut::Inputs(n) | FanOut::Documents(n) => n,
+        }
+    }
+
+    /// Why the server counts more prompt tokens than the client sent.
+    fn prompt_words(self) -> String {
+        match self {
+            FanOut::Inputs(n) => {
+                format!("each of a request's {n} inputs is an engine request of its own, with its own special tokens")
+            }
+            FanOut::Documents(n) => format!(
+                "each of a query's {n} documents is an engine request of its own, paired with the query, so the \
+                 server counts the query {n} times, and each pair's special tokens"
+            ),
+        }
+    }
+
+    /// A pooling run's fan-out from its client settings (`api`, its
+    /// `--embed-batch` or `--rerank-docs`); `None` for one engine request
+    /// a request.
+    pub fn of(client: &crate::doc::config::ClientSettings) -> Option<FanOut> {
+        match client.api.as_str() {
+            "embeddings" => client.embed_batch.filter(|&n| n > 1).map(FanOut::Inputs),
+            "rerank" | "tei-rerank" => client.rerank_docs.filter(|&n| n > 1).map(FanOut::Documents),
+            _ => None,
+        }
+    }
 }
 
 /// What set an open loop's send times.
@@ -521,7 +650,20 @@ impl ClientLoad {
     /// schedule), or else as a closed loop.
     pub fn new(concurrency_cap: Option<usize>, rate: Option<f64>, trace: bool) -> ClientLoad {
         let schedule = if trace { Some(Schedule::Trace) } else { rate.filter(|r| r.is_finite()).map(Schedule::Rate) };
-        ClientLoad { concurrency_cap, schedule }
+        ClientLoad { concurrency_cap, schedule, unstreamed: false, fan_out: None }
+    }
+
+    /// The same load, its answers asked for whole (`streamed` false) or as
+    /// streams.
+    pub fn streamed(self, streamed: bool) -> ClientLoad {
+        ClientLoad { unstreamed: !streamed, ..self }
+    }
+
+    /// The same load, as the run's `client` settings asked it: streamed or
+    /// not, and a pooling run's fan-out. A run without them (an
+    /// estimate's) streamed.
+    pub fn asked(self, client: Option<&crate::doc::config::ClientSettings>) -> ClientLoad {
+        ClientLoad { unstreamed: client.is_some_and(|c| !c.stream), fan_out: client.and_then(FanOut::of), ..self }
     }
 
     /// A closed loop of `users`.
@@ -545,6 +687,9 @@ pub fn diagnose(
     load: ClientLoad,
 ) -> Vec<Diagnosis> {
     let concurrency_cap = load.concurrency_cap;
+    // A run not streamed has no first token of its own: its TTFT is each
+    // whole answer's time, so what reads the client's TTFT reads none.
+    let firsts: &[RequestRecord] = if load.unstreamed { &[] } else { records };
     let mut out = Vec::new();
     if let Some(w) = window {
         let build_up = queue_build_up(w, concurrency_cap);
@@ -555,9 +700,9 @@ pub fn diagnose(
             out.extend(queue_wait(w));
         }
         out.extend(kv_cache_pressure(w));
-        out.extend(prefix_cache(w, records));
+        out.extend(prefix_cache(w, firsts));
         out.extend(speculative_decoding(w));
-        out.extend(kv_transfer(w, summary));
+        out.extend(kv_transfer(w, summary.ttft_ms.mean.filter(|_| !load.unstreamed)));
     }
 
     // What the measured successful requests alone tell.
@@ -568,11 +713,12 @@ pub fn diagnose(
     // not the prefills'.
     let simulator_behind = late.is_some();
     out.extend(late);
-    out.extend(prefill_scaling(&ok).map(told(DiagnosisKind::PrefillScaling)));
+    let first_ok: &[&RequestRecord] = if load.unstreamed { &[] } else { &ok };
+    out.extend(prefill_scaling(first_ok).map(told(DiagnosisKind::PrefillScaling)));
     if !simulator_behind {
         out.extend(prefill_stalls(&ok, &summary.chunk_gap_ms).map(told(DiagnosisKind::PrefillStalls)));
     }
-    out.extend(tail_degrading(&ok));
+    out.extend(tail_degrading(first_ok));
     out.extend(lockstep(&ok, summary, load));
     out.extend(client_bottleneck(summary, window, concurrency_cap));
     out
@@ -1076,13 +1222,13 @@ fn speculative_decoding(w: &WindowSummary) -> Option<Diagnosis> {
 /// A disaggregated deployment: the mean KV-cache transfer against the
 /// server's (or, without its histogram, the client's) mean TTFT, and the
 /// prefill and decode pools' queues where the server reports them.
-fn kv_transfer(w: &WindowSummary, summary: &Summary) -> Option<Diagnosis> {
+fn kv_transfer(w: &WindowSummary, client_ttft_mean_ms: Option<f64>) -> Option<Diagnosis> {
     let queue = |g: GaugeSignal| w.gauges.get(&g).and_then(|d| d.mean).filter(|&m| m >= 0.5);
     let mut parts = Vec::new();
     if let Some(kv) = w.kv_transfer_mean_s.map(|s| s * 1e3) {
         let (ttft, whose) = match mean_ms(w, HistogramSignal::Ttft) {
             Some(t) => (Some(t), "the server's"),
-            None => (summary.ttft_ms.mean, "the client's"),
+            None => (client_ttft_mean_ms, "the client's"),
         };
         parts.push(match ttft.filter(|&t| t > 0.0) {
             Some(t) if kv >= 0.5 * t => format!(
@@ -1330,7 +1476,7 @@ mod tests {
         // Forty requests at TTFT 230..=269 ms: mean 249.5, p50 249.5.
         let records: Vec<_> = (0..40).map(|i| served(i, 0, 230 + i)).collect();
         let summary = analyze(&records, &AnalysisOptions::default()).summary;
-        let check = |w: &WindowSummary| cross_check(&records, &summary, w, Some(w));
+        let check = |w: &WindowSummary| cross_check(&records, &summary, w, Some(w), ClientLoad::default());
         // The server counted the same 40: the means differ by exactly the overhead.
         let c = check(&ttft(40.0, 247.0, 180.0, (100.0, 250.0)));
         assert_eq!(c.ttft_gap_basis.as_deref(), Some("mean"));
@@ -1350,6 +1496,68 @@ mod tests {
         // A client p50 above the server's bucket bounds the overhead from below.
         let c = check(&ttft(55.0, 200.0, 180.0, (100.0, 200.0)));
         assert!(c.notes[0].contains("at least 49.5 ms of network"), "{:?}", c.notes);
+    }
+
+    #[test]
+    fn an_unstreamed_run_sets_its_e2e_against_the_server_s_and_not_its_ttft() {
+        // Forty whole answers at 1080..=1119 ms (mean 1099.5), each one
+        // chunk; the server's first tokens came at 36.5 ms, its answers
+        // ended at 1095.0 ms on average.
+        let records: Vec<_> = (0..40).map(|i| served(i, 0, 1080 + i)).collect();
+        let summary = analyze(&records, &AnalysisOptions::default()).summary;
+        let mut w = ttft(40.0, 36.5, 36.0, (20.0, 40.0));
+        let mut e2e = w.histograms[&HistogramSignal::Ttft].clone();
+        (e2e.sum, e2e.mean, e2e.p50) = (Some(40.0 * 1.095), Some(1.095), Some(1.0));
+        w.histograms.insert(HistogramSignal::E2e, e2e);
+        let c = cross_check(&records, &summary, &w, Some(&w), ClientLoad::default().streamed(false));
+        let notes = c.notes.join("\n");
+        assert_eq!((c.ttft_gap_ms, c.client_ttft_mean_ms, c.client_ttft_p50_ms), (None, None, None), "{c:?}");
+        assert!(!notes.contains("TTFT mean") && !notes.contains("where TTFT went"), "{notes}");
+        assert!(notes.contains("the client's TTFT is its E2E"), "{notes}");
+        assert!(notes.contains("client E2E mean 1099.5 ms vs the server's 1095.0 ms over the same 40"), "{notes}");
+        assert!(notes.contains("4.5 ms of network"), "{notes}");
+        // Streamed, the same records' TTFT is a first token's, compared.
+        let c = cross_check(&records, &summary, &w, Some(&w), ClientLoad::default());
+        assert!(c.notes[0].contains("client TTFT mean 1099.5 ms vs the server's 36.5 ms"), "{:?}", c.notes);
+        // Nor does a diagnosis read a whole answer's time as a first token:
+        // the second half's tail, three times the first's, is not a TTFT tail.
+        let records: Vec<_> = (0..80).map(|i| served(i, 0, if i >= 40 && i % 20 == 0 { 3000 } else { 1000 })).collect();
+        let summary = analyze(&records, &AnalysisOptions::default()).summary;
+        let kinds = |load: ClientLoad| -> Vec<DiagnosisKind> {
+            diagnose(&records, &summary, Some(&w), load).into_iter().map(|d| d.kind).collect()
+        };
+        assert!(kinds(ClientLoad::default()).contains(&DiagnosisKind::TailDegrading));
+        assert!(!kinds(ClientLoad::default().streamed(false)).contains(&DiagnosisKind::TailDegrading));
+    }
+
+    #[test]
+    fn a_pooling_run_s_engine_requests_and_prompt_tokens_are_put_down_to_its_fan_out() {
+        // 100 TEI rerank queries of 4 documents, 256 tokens each by the
+        // client's count: the server ran 400 engine requests, and counted
+        // 41300 prompt tokens (the query once for each document).
+        let records: Vec<_> = (0..100)
+            .map(|i| {
+                let mut r = RequestRecord::new(i, Duration::from_millis(i * 10), Duration::from_millis(i * 10));
+                (r.end, r.input_tokens, r.outcome) = (r.sent + Duration::from_millis(5), 256, Outcome::Success);
+                r
+            })
+            .collect();
+        let summary = analyze(&records, &AnalysisOptions::default()).summary;
+        let mut w = window(0.0);
+        let delta = |delta: f64| CounterSummary { delta, rate_per_s: Some(delta), resets: 0 };
+        w.counters.insert(CounterSignal::RequestsSucceeded, delta(400.0));
+        w.counters.insert(CounterSignal::PromptTokens, delta(41300.0));
+        let notes = |fan_out: Option<FanOut>| {
+            let load = ClientLoad { fan_out, ..ClientLoad::default().streamed(false) };
+            cross_check(&records, &summary, &w, Some(&w), load).notes.join("\n")
+        };
+        let told = notes(Some(FanOut::Documents(4)));
+        assert!(told.contains("requests agree: the server finished 400 engine requests"), "{told}");
+        assert!(told.contains("counts the query 4 times") && !told.contains("counting mismatch"), "{told}");
+        assert!(!told.contains("another tokenizer"), "{told}");
+        // Without the fan-out known, a mismatch (as before).
+        let told = notes(None);
+        assert!(told.contains("counting mismatch") && told.contains("finished 400 requests"), "{told}");
     }
 
     /// The measured successful requests of `records`, as `diagnose` hands them on.
@@ -1533,8 +1741,12 @@ mod tests {
         };
         let told = |records: &[RequestRecord], cap: Option<usize>| {
             let summary = analyze(records, &AnalysisOptions::default()).summary;
-            lockstep(&measured(records), &summary, ClientLoad { concurrency_cap: cap, schedule: None })
-                .map(|d| d.message)
+            lockstep(
+                &measured(records),
+                &summary,
+                ClientLoad { concurrency_cap: cap, schedule: None, unstreamed: false, fan_out: None },
+            )
+            .map(|d| d.message)
         };
         let loop_of = |users: u64, start: &dyn Fn(u64) -> u64| -> Vec<u64> {
             (0..40 * users).map(|k| start(k % users) + 570 * (k / users)).collect()
@@ -1623,7 +1835,12 @@ mod tests {
                 r.scheduled = Duration::from_millis(scheduled_ms(k));
             }
             let summary = analyze(&records, &AnalysisOptions::default()).summary;
-            let load = ClientLoad { concurrency_cap: Some(5), schedule: Some(Schedule::Rate(20.0)) };
+            let load = ClientLoad {
+                concurrency_cap: Some(5),
+                schedule: Some(Schedule::Rate(20.0)),
+                unstreamed: false,
+                fan_out: None,
+            };
             lockstep(&measured(&records), &summary, load).map(|d| d.message)
         };
         let m = open(&waves, &|k| 50 * k as u64).expect("a cap that binds");
@@ -1708,7 +1925,7 @@ mod tests {
         let records: Vec<_> = (0..40).map(|i| served(i, 0, 230 + i)).collect();
         let summary = analyze(&records, &AnalysisOptions::default()).summary;
         let w = queued(40.0, 247.0, 147.0, None);
-        let c = cross_check(&records, &summary, &w, Some(&w));
+        let c = cross_check(&records, &summary, &w, Some(&w), ClientLoad::default());
         assert_eq!(c.server_queue_mean_ms, Some(147.0));
         let split = c.notes.iter().find(|n| n.starts_with("where TTFT went")).expect("a split");
         assert!(split.contains("2.5 ms network, HTTP and client · 147.0 ms waiting in the server's queue · 100.0 ms"));
@@ -1751,7 +1968,7 @@ mod tests {
         assert!(m.contains("the server is at its batch limit"), "{m}");
         // A server that counted other requests too: no split.
         let w = queued(55.0, 247.0, 147.0, None);
-        assert_eq!(cross_check(&records, &summary, &w, Some(&w)).server_queue_mean_ms, None);
+        assert_eq!(cross_check(&records, &summary, &w, Some(&w), ClientLoad::default()).server_queue_mean_ms, None);
     }
 
     #[test]
@@ -1782,7 +1999,7 @@ mod tests {
                 };
                 w.histograms.insert(HistogramSignal::KvTransfer, h);
             }
-            cross_check(&records, &summary, &w, Some(&w)).notes.join("\n")
+            cross_check(&records, &summary, &w, Some(&w), ClientLoad::default()).notes.join("\n")
         };
         // Both pools scraped: the prefill pool's one token a request (30)
         // on top of the 120 the decode pool generated.

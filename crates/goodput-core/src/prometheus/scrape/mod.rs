@@ -17,7 +17,7 @@ pub mod window;
 #[cfg(test)]
 mod tests;
 
-pub use diagnose::{cross_check, diagnose, engine_kv_bound, ClientLoad, CrossCheck, Schedule};
+pub use diagnose::{cross_check, diagnose, engine_kv_bound, ClientLoad, CrossCheck, FanOut, Schedule};
 pub use histogram::{histogram_quantile, Bucket, Histogram};
 pub use parse::{
     merge_endpoints, metric_lines, parse, parse_at_most, Family, Labels, MetricType, ParseError, ParseErrorKind,
@@ -106,7 +106,7 @@ impl ServerSignals {
         let last = times().max().unwrap_or_default();
         // A stretch of the run (report --window) has no whole run to count against.
         let whole = (!windowed).then(|| summarize_points(points(), Duration::ZERO, last));
-        self.cross_check = Some(cross_check(records, summary, &inside, whole.as_ref()));
+        self.cross_check = Some(cross_check(records, summary, &inside, whole.as_ref(), load));
         let diagnosis = diagnose(records, summary, Some(&inside), load);
         self.engine = inside.engine;
         self.window = inside;
