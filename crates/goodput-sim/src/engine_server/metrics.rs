@@ -166,6 +166,19 @@ pub(super) fn prometheus(all: &[Observed], model_name: &str, spec_tokens: Option
     s
 }
 
+/// `--speed` as a gauge, `goodput_sim_speed`: its wall-clock latencies and
+/// lateness are the engine's over it. A scraper reads the lateness in the
+/// engine's time with it: a step 7.7 ms late on the wall clock at speed 50
+/// is 385 ms of the engine's, far beyond the jitter the same 7.7 ms is at
+/// speed 1.
+pub(super) fn speed_metric(speed: f64) -> String {
+    let name = "goodput_sim_speed";
+    format!(
+        "# HELP {name} How many times faster than the simulated engine's own time the server runs (--speed).\n\
+         # TYPE {name} gauge\n{name} {speed:?}\n"
+    )
+}
+
 // vLLM V1's bucket bounds (vllm/v1/metrics/loggers.py), so dashboards and
 // quantile estimates read the same as against a real server.
 pub(super) const TTFT_BUCKETS: &[f64] = &[

@@ -201,6 +201,7 @@ impl EngineServer {
         let mut s = super::metrics::prometheus(&all, &self.cfg.model_name, spec, self.pd.as_ref().map(|p| p.prefill));
         s.push_str(&self.counters.prometheus(&self.cfg.faults));
         s.push_str(&self.cfg.engine.parallel_info_metric());
+        s.push_str(&super::metrics::speed_metric(self.cfg.speed));
         s
     }
 }

@@ -428,6 +428,8 @@ async fn shared_prefixes_show_as_prefix_cache_hits_in_metrics() {
         assert!(text.contains(&format!("# HELP {name} ")) && text.contains(&format!("# TYPE {name} ")), "{name}");
     }
     assert_eq!(metric(&text, "goodput_sim_requests_total"), 3.0);
+    // The speed, for a scraper to read the steps' lateness in the engine's time.
+    assert_eq!(metric(&text, "goodput_sim_speed"), 10.0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

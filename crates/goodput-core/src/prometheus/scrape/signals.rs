@@ -127,6 +127,10 @@ named_enum! {
         /// The decode pool: requests whose KV cache is arriving (SGLang's
         /// transfer queue; summed).
         PdDecodeTransferring => "pd_decode_transferring_requests",
+        /// goodput's simulated engine server: how many times faster than
+        /// the engine's own time it runs (`--speed`), to read its lateness
+        /// in the engine's time.
+        SimSpeed => "sim_speed",
     }
 }
 
@@ -347,6 +351,7 @@ const GAUGES: &[(GaugeSignal, Combine, &[Rule])] = &[
     (GaugeSignal::PdPrefillTransferring, Combine::Sum, &[r(&["sglang:num_prefill_inflight_queue_reqs"])]),
     (GaugeSignal::PdDecodeWaiting, Combine::Sum, &[r(&["sglang:num_decode_prealloc_queue_reqs"])]),
     (GaugeSignal::PdDecodeTransferring, Combine::Sum, &[r(&["sglang:num_decode_transfer_queue_reqs"])]),
+    (GaugeSignal::SimSpeed, Combine::Mean, &[r(&["goodput_sim_speed"])]),
 ];
 
 /// vLLM's finish reasons that are not a success.
