@@ -3,7 +3,7 @@
 //! built from what it gathered.
 
 use crate::cli::MetricsArgs;
-use crate::scrape::{ScrapeLog, Scraper};
+use crate::scrape::{Ended, ScrapeLog, Scraper};
 use anyhow::Result;
 use goodput_core::analysis::assemble::{attach_server_side, ServerSide};
 use goodput_core::prometheus::scrape::{diagnose, ClientLoad, ScrapeSample, ServerSignals};
@@ -18,7 +18,9 @@ pub struct Scraping {
     urls: Vec<String>,
     interval: Duration,
     stop: CancellationToken,
-    task: JoinHandle<ScrapeLog>,
+    task: JoinHandle<Ended>,
+    /// The load's clock the scrapes are stamped on.
+    origin: Instant,
 }
 
 /// The first scrape, taken before the load's clock starts: [`FirstScrape::begin`]
@@ -97,19 +99,50 @@ impl FirstScrape {
         }
         let stop = CancellationToken::new();
         let task = tokio::spawn(scraper.run(log, origin, waited, stop.clone()));
-        Scraping { urls, interval, stop, task }
+        Scraping { urls, interval, stop, task, origin }
     }
 }
 
-/// Stops the scraping (after one last scrape) and puts its findings into `result`.
+/// Stops the scraping (after one last scrape) and puts its findings into
+/// `result`. Where the client cancelled requests the server had answered
+/// (it had their first byte), the last scrape waits up to [`ABORT_SETTLE`]
+/// for the server's count of aborted or failed requests to reach theirs.
 pub async fn finish(s: Option<Scraping>, result: &mut RunResult, records: &[RequestRecord], load: ClientLoad) {
     let Some(s) = s else {
-        result.diagnosis = diagnose(records, &result.summary, None, load);
+        result.diagnosis = diagnose(records, &result.summary, None, load.asked(result.config.client.as_ref()));
         return;
     };
     s.stop.cancel();
-    let log = s.task.await.unwrap_or_default();
+    let log = match s.task.await {
+        Ok(mut ended) => {
+            let taken = records
+                .iter()
+                .filter(|r| matches!(r.outcome, goodput_core::Outcome::Cancelled) && r.first_byte.is_some())
+                .count() as f64;
+            if taken > 0.0 {
+                let counted = move |log: &ScrapeLog| aborted_over_run(log).is_none_or(|n| n >= taken - 0.5);
+                Scraper::settle(&mut ended, s.origin, ABORT_SETTLE, counted).await;
+            }
+            ended.log
+        }
+        Err(_) => ScrapeLog::default(),
+    };
     attach(log, s.urls, s.interval, result, records, load);
+}
+
+/// The longest the final scrape waits for the server to count the requests
+/// the client cancelled: goodput's engine server counts them within
+/// milliseconds, vLLM at its next engine step.
+const ABORT_SETTLE: Duration = Duration::from_secs(1);
+
+/// The requests the server ended as aborted or failed over the scrapes of
+/// `log`, as the cross-check counts them; `None` where it reports no such
+/// counter (waiting would change nothing).
+fn aborted_over_run(log: &ScrapeLog) -> Option<f64> {
+    use goodput_core::prometheus::scrape::{summarize_points, CounterSignal};
+    let last = log.points.last()?.0;
+    let run = summarize_points(log.points.iter().map(|(t, s)| (*t, s)), Duration::ZERO, last);
+    run.counters.get(&CounterSignal::RequestsFailed).map(|c| c.delta)
 }
 
 /// Builds `server_signals` (with every scrape, so that it can be recomputed),

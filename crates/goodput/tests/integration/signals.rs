@@ -1083,3 +1083,91 @@ fn monitor_names_known_series_that_held_no_number() {
     assert!(!out.contains("no known signal in its metrics"), "{out}{err}");
     drop(ex);
 }
+
+/// A `/metrics` that counts `aborted` requests as aborted only `lag` after
+/// its first scrape (bench's, just before its load starts), and none before:
+/// a server that counts the client's cancels a moment after they happen.
+struct LateAborts {
+    url: String,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LateAborts {
+    fn start(aborted: u32, lag: std::time::Duration) -> LateAborts {
+        use std::io::{BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/metrics", listener.local_addr().unwrap());
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut first: Option<std::time::Instant> = None;
+            for sock in listener.incoming() {
+                if stopped.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(mut sock) = sock else { continue };
+                crate::cmd::read_request(&mut BufReader::new(sock.try_clone().unwrap()));
+                let since = first.get_or_insert_with(std::time::Instant::now).elapsed();
+                let n = if since >= lag { aborted } else { 0 };
+                let body = format!(
+                    "# TYPE vllm:request_success_total counter\n\
+                     vllm:request_success_total{{finished_reason=\"length\",model_name=\"m\"}} 0\n\
+                     vllm:request_success_total{{finished_reason=\"abort\",model_name=\"m\"}} {n}\n"
+                );
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\n\
+                     connection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = sock.write_all(head.as_bytes()).and_then(|_| sock.write_all(body.as_bytes()));
+            }
+        });
+        LateAborts { url, stop, thread: Some(thread) }
+    }
+}
+
+impl Drop for LateAborts {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = std::net::TcpStream::connect(self.url.trim_start_matches("http://").trim_end_matches("/metrics"));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The final scrape waits, a moment at most, for the server to count the
+/// requests the client cancelled: `bench -c 8 --duration 3s --grace 0s`
+/// against goodput serve had said in 2 runs of 3 that the server ended 0 or
+/// 1 requests as aborted of the 8 cancelled, and blamed a disconnect the
+/// server did not notice, where the server counted all 8 within
+/// milliseconds of the scrape taken the instant the run ended.
+#[test]
+fn the_final_scrape_waits_for_the_server_to_count_the_cancels() {
+    // Streams of 0.755 s: two complete in each user's first waves, and the
+    // two under way at 2 s (0.49 s in) are cancelled; the server counts
+    // them 2.3 s after the first scrape, 0.3 s after the run ends.
+    let (_rt, url) = crate::cmd::fixed_server(goodput_sim::fixed::FixedProfile {
+        ttft: std::time::Duration::from_millis(5),
+        itl: std::time::Duration::from_millis(50),
+        tokens_per_chunk: 1,
+        ..Default::default()
+    });
+    let metrics = LateAborts::start(2, std::time::Duration::from_millis(2300));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    let started = std::time::Instant::now();
+    Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["bench", "-q", "--url", &url, "--metrics-url", &metrics.url, "-c", "2", "--duration", "2s"])
+        .args(["--grace", "0s", "--output-tokens", "15", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "the run waited for its streams");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["summary"]["requests"]["cancelled"], 2, "{}", v["summary"]["requests"]);
+    let notes = v["server_signals"]["cross_check"]["notes"].to_string();
+    assert!(notes.contains("aborts agree: the server ended 2 requests as aborted"), "{notes}");
+}
