@@ -157,7 +157,7 @@ pub struct EstimateArgs {
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub grace: std::time::Duration,
     /// Which route the requests model: a chat route (chat, messages, ollama-chat, ollama-generate) puts the model's chat template around each prompt, as a real server does; the others put its BOS before it. Prompt lengths then exceed --input-tokens as a live bench's do.
-    #[arg(long, value_enum, default_value_t = Api::Chat)]
+    #[arg(long, value_parser = generation_api(), default_value = "chat")]
     pub api: Api,
     /// Instead of one run: simulate each row of a reference CSV (the format of validation/public.csv) and print prediction, reference and error.
     #[arg(long)]
@@ -395,4 +395,16 @@ pub struct MergeArgs {
     pub judge: JudgeArgs,
     #[command(flatten)]
     pub exports: ExportArgs,
+}
+
+/// `--api` of a command that simulates generation in virtual time
+/// (estimate): its help lists the generation APIs only. The pooling ones
+/// (embeddings, rerank, tei-rerank) are hidden, not refused here, so that
+/// the command's own refusal says where to measure them (goodput bench).
+fn generation_api() -> impl clap::builder::TypedValueParser<Value = Api> {
+    use clap::builder::TypedValueParser;
+    use clap::ValueEnum;
+    let values = Api::ALL.iter().filter_map(|a| Some(a.to_possible_value()?.hide(a.pools())));
+    clap::builder::PossibleValuesParser::new(values)
+        .map(|name: String| Api::from_str(&name, false).expect("a listed API"))
 }

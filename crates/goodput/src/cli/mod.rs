@@ -196,6 +196,26 @@ mod tests {
         }
     }
 
+    /// estimate's --api help lists the generation APIs it models, not the
+    /// pooling ones it refuses (it had listed embeddings, rerank and
+    /// tei-rerank); those still parse, for estimate's refusal to say where
+    /// to measure them.
+    #[test]
+    fn estimate_s_api_help_lists_only_the_apis_it_models() {
+        use clap::CommandFactory;
+        let mut cli = Cli::command();
+        let estimate = cli.find_subcommand_mut("estimate").unwrap();
+        let api = estimate.get_arguments().find(|a| a.get_id() == "api").unwrap();
+        let shown: Vec<String> =
+            api.get_possible_values().iter().filter(|v| !v.is_hide_set()).map(|v| v.get_name().to_string()).collect();
+        let all: Vec<&str> = goodput_load::Api::ALL.iter().map(|a| a.as_str()).collect();
+        assert_eq!(shown, all[..7], "the generation APIs, in order");
+        let help = estimate.render_long_help().to_string();
+        assert!(!help.contains("tei-rerank") && !help.contains("/v1/embeddings"), "{help}");
+        let parsed = <Cli as clap::Parser>::try_parse_from(["goodput", "estimate", "--api", "embeddings"]).unwrap();
+        assert!(matches!(parsed.command, Command::Estimate(a) if a.api == goodput_load::Api::Embeddings));
+    }
+
     #[test]
     fn headers() {
         assert_eq!(parse_header("X-Team:  infra ").unwrap(), ("X-Team".into(), "infra".into()));
