@@ -462,7 +462,7 @@ fn throughput_rows(r: &RunResult) -> Vec<(&'static str, String)> {
         let per_chunk: Vec<String> = tok.chunk_sources.iter().map(|(k, n)| format!("{} {n}", html(k))).collect();
         rows.push(("tokens per chunk from", per_chunk.join(", ")));
     }
-    if let Some(extra) = tok.prompt_extra.as_ref().and_then(format::prompt_extra) {
+    if let Some(extra) = tok.prompt_extra.as_ref().and_then(|e| format::prompt_extra_for(e, r.config.client.as_ref())) {
         rows.push(("prompt extra", html(&extra)));
     }
     if let Some(c) = &r.client {
@@ -581,6 +581,24 @@ mod tests {
         let start = r#"<script type="application/json" id="goodput-data">"#;
         let rest = &page[page.find(start).unwrap() + start.len()..];
         &rest[..rest.find("</script>").unwrap()]
+    }
+
+    /// A rerank run's prompt extra is put down to its fan-out (the query
+    /// read with each document) as the terminal and Markdown put it; the
+    /// page had blamed a chat template.
+    #[test]
+    fn a_rerank_run_s_prompt_extra_names_its_documents() {
+        let (mut r, _) = run(8, false);
+        r.summary.tokens.prompt_extra =
+            Some(goodput_core::analysis::summary::PromptExtra { requests: 8, mean: 204.0, min: 204, max: 204 });
+        r.config.client = Some(goodput_core::doc::config::ClientSettings {
+            api: "rerank".into(),
+            rerank_docs: Some(8),
+            ..Default::default()
+        });
+        let rows = throughput_rows(&r);
+        let extra = rows.iter().find(|(k, _)| *k == "prompt extra").map(|(_, v)| v.as_str()).unwrap_or_default();
+        assert!(extra.contains("each of its 8 documents is an engine request") && !extra.contains("chat"), "{extra}");
     }
 
     /// The per-request limits' row carries their attainment target, the
