@@ -429,14 +429,18 @@ impl Engine {
     /// token, so, as vLLM's counters, neither the generation tokens nor the
     /// step's tokens count it; its prompt is counted as any other.
     pub fn add_pooling_request(&mut self, id: u64, prompt: Prompt) -> Result<(), Error> {
-        self.add_request(id, prompt, 1)?;
-        self.slots[self.index[&id] as usize].pooling = true;
-        Ok(())
+        self.add(id, prompt, 1, true)
     }
 
     /// Queues a request; it is first scheduled by the next `step`. The output
     /// is exactly `max_tokens` tokens (the simulator ignores end of sequence).
     pub fn add_request(&mut self, id: u64, prompt: Prompt, max_tokens: u32) -> Result<(), Error> {
+        self.add(id, prompt, max_tokens, false)
+    }
+
+    /// [`Engine::add_request`], or a pooling pass's ([`Engine::add_pooling_request`]),
+    /// whose input alone must fit the context: it writes no output.
+    fn add(&mut self, id: u64, prompt: Prompt, max_tokens: u32, pooling: bool) -> Result<(), Error> {
         let reject = |message: String| Err(Error::InvalidRequest { id, message });
         if self.index.contains_key(&id) {
             return Err(Error::DuplicateRequest(id));
@@ -456,7 +460,8 @@ impl Engine {
             ));
         }
         let total = prompt.len() as u64 + max_tokens as u64;
-        if let Err(message) = self.cfg.model.check_context(prompt.len() as u64, max_tokens.into()) {
+        let output = if pooling { 0 } else { max_tokens.into() };
+        if let Err(message) = self.cfg.model.check_context(prompt.len() as u64, output) {
             return reject(message);
         }
         if total > self.capacity.tokens() {
@@ -491,7 +496,7 @@ impl Engine {
             live: true,
             joined: 0,
             pull: Pull::None,
-            pooling: false,
+            pooling,
         };
         let slot = match self.free_slots.pop() {
             Some(s) => {

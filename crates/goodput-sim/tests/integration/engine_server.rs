@@ -1162,7 +1162,14 @@ async fn bad_shapes_are_refused_naming_the_element() {
         ("/v1/chat/completions", json!({"messages": [{"role": "wizard", "content": "a"}]}), "messages[0].role is "),
         ("/v1/embeddings", json!({"input": [[1, -2]]}), "\"input\"[0][1] is -2: "),
         ("/v1/completions", json!({"prompt": vec![0; 140_000], "max_tokens": 2}), "140000 prompt + 2 output tokens"),
-        ("/v1/embeddings", json!({"input": vec![0; 140_000]}), "140001 prompt + 1 output tokens"),
+        // A pooling input alone must fit: it had been told of "1 output
+        // tokens" and max_tokens, a field the route has not.
+        (
+            "/v1/embeddings",
+            json!({"input": vec![0; 140_000]}),
+            "This model's maximum context length is 131072 tokens. However, you requested 140001 tokens in the \
+             input for embedding generation.",
+        ),
     ] {
         let resp = post(&http, format!("{base}{path}"), &body).send().await.unwrap();
         assert_eq!(resp.status(), 400, "{path} {says}");
