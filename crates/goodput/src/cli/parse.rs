@@ -80,8 +80,13 @@ pub fn parse_share(s: &str) -> Result<f64, String> {
 /// A parser of a plain number for `flag`, which takes `what`, e.g. `eg`:
 /// its error names what the flag takes and how to write it, where clap's
 /// own had said only "invalid float literal" (`--rate 10/s`, `--rate
-/// 10rps`). A unit written after the number is named as the part to leave
-/// out, and a decimal comma as one to write as a point.
+/// 10rps`). Only a unit that is the flag's own (`/s` for `--rate`, `us` for
+/// a time in microseconds) is named as the part to leave out; a share's
+/// percentage is given as the share (`5%`: 0.05); any other unit is not
+/// converted (`--rate 600/min` is not 600 a second), and the example is
+/// given. A comma before one, two or four digits or more is a decimal
+/// comma; before three, it may group thousands, and both readings are
+/// given.
 pub fn number(
     flag: &'static str,
     what: &'static str,
@@ -92,19 +97,48 @@ pub fn number(
         if let Ok(v) = t.parse::<f64>() {
             return Ok(v);
         }
+        let plain = format!("{flag} takes {what} as a plain number, e.g. {flag} {eg}");
         // The longest start of it that is a number: `10` of `10/s`.
         let lead = (1..=t.len()).rev().filter(|&i| t.is_char_boundary(i)).find(|&i| t[..i].parse::<f64>().is_ok());
-        Err(match lead.map(|i| (&t[..i], t[i..].trim())) {
-            Some((n, rest)) if rest.starts_with(',') && rest[1..].starts_with(|c: char| c.is_ascii_digit()) => {
-                format!(
-                    "{flag} takes {what} as a plain number, its decimals after a point: write {flag} {n}.{}",
-                    &rest[1..]
-                )
+        let Some((n, rest)) = lead.map(|i| (&t[..i], t[i..].trim())) else { return Err(plain) };
+        let (own, share) = own_units(what);
+        Err(match rest.strip_prefix(',') {
+            Some(d) if !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()) && !n.contains('.') => {
+                if d.len() == 3 {
+                    format!(
+                        "{flag} takes {what} as a plain number, without a comma: write {flag} {n}{d} for \
+                         {n}{d}, or {flag} {n}.{d}"
+                    )
+                } else {
+                    format!("{flag} takes {what} as a plain number, its decimals after a point: write {flag} {n}.{d}")
+                }
             }
-            Some((n, rest)) => format!("{flag} takes {what} as a plain number: write {flag} {n} (without '{rest}')"),
-            None => format!("{flag} takes {what} as a plain number, e.g. {flag} {eg}"),
+            _ if share && rest == "%" => match n.parse::<f64>() {
+                Ok(p) => format!("{flag} takes {what} from 0 to 1, not a percentage: write {flag} {}", p / 100.0),
+                Err(_) => plain,
+            },
+            _ if own.iter().any(|u| u.eq_ignore_ascii_case(rest)) => {
+                format!("{flag} takes {what} as a plain number: write {flag} {n} (without '{rest}')")
+            }
+            _ => format!("{plain} ('{rest}' after the number is not a unit it reads)"),
         })
     }
+}
+
+/// The spellings of the unit a flag that takes `what` is in (what may be
+/// left out of a number given with it), and whether it takes a share (from
+/// 0 to 1, which a percentage is read as).
+fn own_units(what: &str) -> (&'static [&'static str], bool) {
+    let share = what.starts_with("a share") || what.starts_with("an acceptance");
+    let units: &[&str] = match what {
+        "requests per second" => &["/s", "rps", "req/s", "qps", "/sec", "per second"],
+        "a time in microseconds" => &["us", "µs"],
+        "a bandwidth in Gb/s" => &["gb/s", "gbps", "gbit/s"],
+        "the price of one GPU-hour in US dollars" => &["usd", "$", "/h", "$/h", "usd/h"],
+        "a time scale" | "how many times faster to replay" => &["x", "×"],
+        _ => &[],
+    };
+    (units, share)
 }
 
 /// `--gpu-hour-usd`: the price of one GPU-hour in US dollars, a `$` before
@@ -546,5 +580,23 @@ mod number_tests {
         assert_eq!(parse_gpu_hour_usd(" $2.5"), Ok(2.5));
         assert!(parse_gpu_hour_usd("$3/h").unwrap_err().contains("write --gpu-hour-usd 3 (without '/h')"));
         assert!(parse_gpu_hour_usd("USD3").unwrap_err().contains("the price of one GPU-hour in US dollars"));
+        // A unit that is not the flag's own is not stripped into a number a
+        // factor off (600/min had been told "write --rate 600"), a share's
+        // percentage is given as the share, and a comma before three
+        // digits is read both ways (1,000 had been told "write 1.000").
+        let told = rate("600/min").unwrap_err();
+        assert!(
+            told.contains("e.g. --rate 10") && told.contains("'/min'") && !told.contains("write --rate 600"),
+            "{told}"
+        );
+        assert!(!rate("1k").unwrap_err().contains("write --rate 1"));
+        let share = number("--fault-error-rate", "a share of requests", "0.05");
+        assert!(share("5%").unwrap_err().ends_with("not a percentage: write --fault-error-rate 0.05"));
+        let us = number("--kv-link-latency-us", "a time in microseconds", "10");
+        assert!(!us("1ms").unwrap_err().contains("write --kv-link-latency-us 1"), "{}", us("1ms").unwrap_err());
+        assert!(us("10us").unwrap_err().contains("write --kv-link-latency-us 10 (without 'us')"));
+        let thousand = rate("1,000").unwrap_err();
+        assert!(thousand.contains("write --rate 1000 for 1000, or --rate 1.000"), "{thousand}");
+        assert!(!rate("2,5/s").unwrap_err().contains("2.5/s"), "{}", rate("2,5/s").unwrap_err());
     }
 }
