@@ -20,6 +20,16 @@ fn verdict(p: &FrontierPoint) -> &'static str {
     }
 }
 
+/// A point not steady, in words for its row (the CSV's note, the page's
+/// tag): "not steady", and the reason its `unsteady` field gives (a trace
+/// plan's verdict) after a colon; `None` for a point steady or not judged.
+pub(crate) fn unsteady_note(p: &FrontierPoint) -> Option<String> {
+    (p.steady == Some(false)).then(|| match p.extra.get("unsteady").and_then(|w| w.as_str()) {
+        Some(why) if !why.is_empty() => format!("not steady: {why}"),
+        _ => "not steady".to_string(),
+    })
+}
+
 /// The document in the terminal: what was searched, the frontier's points
 /// (from the fastest per user to the fastest per GPU) with, when every
 /// configuration is priced, the per-dollar frontier's and a column saying
@@ -237,7 +247,13 @@ pub fn csv(doc: &FrontierResult) -> String {
                 on.contains(&id).to_string(),
                 if priced { on_usd.contains(&id).to_string() } else { String::new() },
                 doc.best.as_ref().is_some_and(|b| b.at == id).to_string(),
-                note.clone(),
+                // A point not steady says so (its `steady` column alone had
+                // left the note empty), before its configuration's note.
+                match (unsteady_note(p), c.dominated.as_deref()) {
+                    (Some(u), Some(d)) => csv_text(&format!("{u}; {d}")),
+                    (Some(u), None) => csv_text(&u),
+                    (None, _) => note.clone(),
+                },
             ]);
             o.push_str(&row.join(","));
             o.push('\n');
@@ -376,6 +392,42 @@ mod tests {
         assert!(csv(&d).lines().skip(1).all(|l| l.split(',').nth(col) == Some("")), "{}", csv(&d));
         let page = crate::export::html::frontier_page(&d).unwrap();
         assert!(!page.contains("Output tokens per dollar against"));
+    }
+
+    /// A frontier point not steady says so in every format: the terminal
+    /// "(not steady)" on its row, the CSV its note (its `steady` column
+    /// alone had left the note empty), the page a tag beside its SLO
+    /// verdict with the reason on hover (it had read plainly "met") and a
+    /// dot drawn apart, faint and dotted, with a legend entry (it had been
+    /// drawn as any other).
+    #[test]
+    fn a_point_not_steady_says_so_in_every_format() {
+        let mut d = two_gpus(Some(3.2), false);
+        let p = &mut d.configs[1].points[1];
+        p.steady = Some(false);
+        p.extra.insert("unsteady".into(), "mostly ramp-up and drain".into());
+        analyze_frontier(&mut d);
+        assert!(d.frontier.iter().any(|id| id.config == 1 && id.point == 1), "{:?}", d.frontier);
+        let t = terminal(&d);
+        assert!(t.lines().any(|l| l.contains("h200 tp4x2") && l.ends_with("(not steady)")), "{t}");
+
+        let rows = csv(&d);
+        let head: Vec<&str> = rows.lines().next().unwrap().split(',').collect();
+        assert_eq!(head.last(), Some(&"note"));
+        let notes: Vec<&str> = rows.lines().filter(|l| l.starts_with("h200 tp4x2,")).collect();
+        assert!(notes[1].ends_with(",not steady: mostly ramp-up and drain"), "{rows}");
+        assert!(notes[0].ends_with(','), "a steady point's note is its configuration's: {rows}");
+
+        let page = crate::export::html::frontier_page(&d).unwrap();
+        assert!(
+            page.contains(
+                r#"<span class="tag marginal" title="not steady: mostly ramp-up and drain">not steady</span>"#
+            ),
+            "{page}"
+        );
+        assert_eq!(page.matches(r#"class="pt c1 unsteady""#).count(), 2, "one a chart, per GPU and per dollar");
+        assert!(page.contains("not steady (a burst&#39;s figures)") || page.contains("not steady (a burst's figures)"));
+        assert!(page.contains("1 of the points is not steady"), "{page}");
     }
 
     /// Configurations whose points are another's are counted apart from

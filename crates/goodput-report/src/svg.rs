@@ -39,6 +39,10 @@ pub struct Series {
     /// Which points miss the SLO (dots only), each drawn hollow and the
     /// legend saying so; empty where none does (or none is judged).
     pub misses: Vec<bool>,
+    /// Which points are not steady (dots only: a plan's point whose run
+    /// measured no steady state, its figures a burst's), each drawn faint
+    /// with a dotted outline and the legend saying so; empty where none is.
+    pub unsteady: Vec<bool>,
     pub dashed: bool,
 }
 
@@ -85,7 +89,16 @@ impl Series {
     }
 
     pub fn new(name: impl Into<String>, style: Style, color: usize, points: Vec<(f64, f64)>) -> Self {
-        Series { name: name.into(), style, color, points, tips: Vec::new(), misses: Vec::new(), dashed: false }
+        Series {
+            name: name.into(),
+            style,
+            color,
+            points,
+            tips: Vec::new(),
+            misses: Vec::new(),
+            unsteady: Vec::new(),
+            dashed: false,
+        }
     }
 }
 
@@ -103,6 +116,10 @@ pub struct Mark {
     /// The point misses the SLO: its ring is drawn dashed and muted, as its
     /// dot is hollow (a frontier's highest point may miss it).
     pub missed: bool,
+    /// The point is not steady: its ring is dotted, as its dot is faint
+    /// and dotted (a curve's last point, often its frontier point of most
+    /// throughput, may be).
+    pub unsteady: bool,
 }
 
 /// A vertical line at `x` (an SLO limit) or, with `horizontal`, at y = `x`.
@@ -318,12 +335,22 @@ impl Chart {
                 // read as another series.
                 for m in self.marks.iter().filter(|m| !self.series.iter().any(|s| s.name == m.label)) {
                     let miss = if m.missed { " miss" } else { "" };
-                    let _ = write!(o, r#"<span><i class="sw ring {}{miss}"></i>{}</span>"#, m.class, html(&m.label));
+                    let unsteady = if m.unsteady { " unsteady" } else { "" };
+                    let _ = write!(
+                        o,
+                        r#"<span><i class="sw ring {}{miss}{unsteady}"></i>{}</span>"#,
+                        m.class,
+                        html(&m.label)
+                    );
                 }
                 // Points that miss the SLO are drawn hollow (their rings
-                // dashed): the legend says what that means.
+                // dashed), points not steady faint and dotted: the legend
+                // says what each means.
                 if l.series.iter().any(|s| s.misses.contains(&true)) || self.marks.iter().any(|m| m.missed) {
                     o.push_str(MISSES_LEGEND);
+                }
+                if l.series.iter().any(|s| s.unsteady.contains(&true)) || self.marks.iter().any(|m| m.unsteady) {
+                    o.push_str(UNSTEADY_LEGEND);
                 }
                 o.push_str("</div>");
                 if self.series.iter().zip(&l.series).any(|(a, b)| b.points.len() < a.points.len()) {
@@ -502,11 +529,12 @@ impl Chart {
             let t = html(&m.label);
             let _ = write!(
                 o,
-                r#"<g class="mark {cls}{miss}"><circle cx="{}" cy="{}" r="{MARK_R}"><title>{t}</title></circle>"#,
+                r#"<g class="mark {cls}{miss}{unsteady}"><circle cx="{}" cy="{}" r="{MARK_R}"><title>{t}</title></circle>"#,
                 c(x),
                 c(y),
                 cls = m.class,
                 miss = if m.missed { " miss" } else { "" },
+                unsteady = if m.unsteady { " unsteady" } else { "" },
             );
             if let Some(r) = places[i] {
                 if let Some((a, b)) = leader(x, y, &r) {
@@ -733,6 +761,13 @@ const MISSES_LEGEND: &str = concat!(
     r#"<circle class="pt c6 miss" cx="12" cy="4" r="3"/></svg>misses the SLO</span>"#
 );
 
+/// The legend's entry for points not steady: a faint dot with a dotted
+/// outline, in ink.
+const UNSTEADY_LEGEND: &str = concat!(
+    r#"<span class="unsteady"><svg class="sw" viewBox="0 0 24 8" aria-hidden="true">"#,
+    r#"<circle class="pt c6 unsteady" cx="12" cy="4" r="3"/></svg>not steady (a burst's figures)</span>"#
+);
+
 /// A sentence for a chart's note when a series was thinned to its width.
 const THINNED: &str = "Drawn at the chart's width: where there are more points than pixel columns, each column's \
      bars are drawn as one (their mean), a line through each column's first, lowest, highest and last points, and \
@@ -752,8 +787,10 @@ fn thinned(s: &Series, f: &Frame) -> Series {
     let pts: Vec<(f64, f64)> = at.iter().map(|&i| s.points[i]).collect();
     let tip = |k: usize| s.tips.get(at[k]).cloned();
     let miss = |k: usize| s.misses.get(at[k]).copied();
+    let unsteady = |k: usize| s.unsteady.get(at[k]).copied();
     let columns = f.pw.floor().max(1.0) as usize;
-    let mut out = Series { points: Vec::new(), tips: Vec::new(), misses: Vec::new(), ..s.clone() };
+    let mut out =
+        Series { points: Vec::new(), tips: Vec::new(), misses: Vec::new(), unsteady: Vec::new(), ..s.clone() };
     match s.style {
         Style::Bars { width } if pts.len() > columns => {
             let k = pts.len().div_ceil(columns);
@@ -778,6 +815,7 @@ fn thinned(s: &Series, f: &Frame) -> Series {
                     out.points.push(pts[k]);
                     out.tips.extend(tip(k));
                     out.misses.extend(miss(k));
+                    out.unsteady.extend(unsteady(k));
                 }
                 i = j + 1;
             }
@@ -789,12 +827,14 @@ fn thinned(s: &Series, f: &Frame) -> Series {
                     out.points.push((x, y));
                     out.tips.extend(tip(k));
                     out.misses.extend(miss(k));
+                    out.unsteady.extend(unsteady(k));
                 }
             }
         }
         _ => {
             out.tips = (0..pts.len()).filter_map(tip).collect();
             out.misses = (0..pts.len()).filter_map(miss).collect();
+            out.unsteady = (0..pts.len()).filter_map(unsteady).collect();
             out.points = pts;
         }
     }
@@ -905,10 +945,16 @@ fn series_svg(o: &mut String, f: &Frame, i: usize, s: &Series) {
             if s.style != Style::Line {
                 let r = if s.style == Style::Dots && pts.len() > 500 { 1.6 } else { 3.0 };
                 for (k, &(x, y)) in pts.iter().enumerate() {
-                    // A point that misses the SLO is hollow.
+                    // A point that misses the SLO is hollow; one not
+                    // steady faint, its outline dotted.
                     let miss = if s.misses.get(k) == Some(&true) { " miss" } else { "" };
-                    let _ =
-                        write!(o, r#"<circle class="pt {cls}{miss}" cx="{}" cy="{}" r="{r}">"#, c(f.sx(x)), c(f.sy(y)));
+                    let unsteady = if s.unsteady.get(k) == Some(&true) { " unsteady" } else { "" };
+                    let _ = write!(
+                        o,
+                        r#"<circle class="pt {cls}{miss}{unsteady}" cx="{}" cy="{}" r="{r}">"#,
+                        c(f.sx(x)),
+                        c(f.sy(y))
+                    );
                     if let Some(t) = s.tips.get(k) {
                         let _ = write!(o, "<title>{}</title>", html(t));
                     }
@@ -1240,7 +1286,7 @@ mod tests {
     }
 
     fn mark(x: f64, y: f64, label: &str, class: &'static str) -> Mark {
-        Mark { x, y, label: label.into(), class, key: None, missed: false }
+        Mark { x, y, label: label.into(), class, key: None, missed: false, unsteady: false }
     }
 
     /// Two marks whose labels would fall on one line (the second a little

@@ -227,12 +227,14 @@ fn chart(doc: &FrontierResult, per: Per) -> (Chart, HashMap<PointId, usize>) {
             let mut s = Series::new(&c.id, Style::LineDots, slot, pts.iter().map(|p| p.1).collect());
             s.tips = pts.iter().map(|&(id, _, p)| tip(doc, id, p)).collect();
             s.misses = pts.iter().map(|p| misses(p.2)).collect();
+            s.unsteady = pts.iter().map(|p| p.2.steady == Some(false)).collect();
             series.push(s);
             colour += 1;
         } else {
             others.points.extend(pts.iter().map(|p| p.1));
             others.tips.extend(pts.iter().map(|&(id, _, p)| tip(doc, id, p)));
             others.misses.extend(pts.iter().map(|p| misses(p.2)));
+            others.unsteady.extend(pts.iter().map(|p| p.2.steady == Some(false)));
         }
     }
     if !others.points.is_empty() {
@@ -252,7 +254,8 @@ fn chart(doc: &FrontierResult, per: Per) -> (Chart, HashMap<PointId, usize>) {
         let Some((x, y)) = per.at(doc, id) else { continue };
         let label = doc.configs[id.config].id.clone();
         let missed = doc.point(id).is_some_and(misses);
-        marks.push(Mark { x, y, label, class: "mark-sat", key: Some(key.to_string()), missed });
+        let unsteady = doc.point(id).is_some_and(|p| p.steady == Some(false));
+        marks.push(Mark { x, y, label, class: "mark-sat", key: Some(key.to_string()), missed, unsteady });
     }
     if let Some(b) = &doc.best {
         if let Some((x, y)) = per.at(doc, b.at) {
@@ -261,10 +264,12 @@ fn chart(doc: &FrontierResult, per: Per) -> (Chart, HashMap<PointId, usize>) {
             // cards and the line above the chart name it (it had been put
             // lines away, on the plot's top edge, with a long leader).
             let missed = doc.point(b.at).is_some_and(misses);
-            marks.push(Mark { x, y, label, class: "mark-rec", key: Some("best".into()), missed });
+            // Never a point not steady (plan chooses none).
+            marks.push(Mark { x, y, label, class: "mark-rec", key: Some("best".into()), missed, unsteady: false });
         }
     }
     let missed = doc.points().filter(|&(id, p)| misses(p) && per.at(doc, id).is_some()).count();
+    let unsteady = doc.points().filter(|&(id, p)| p.steady == Some(false) && per.at(doc, id).is_some()).count();
     let mut note = format!(
         "Each curve is one configuration at rising load (right to left: more users, less speed each). The dashed line \
          is the Pareto frontier: no point beats one of its points on both axes. Tokens/s per user is 1000 / TPOT p{}.",
@@ -282,6 +287,15 @@ fn chart(doc: &FrontierResult, per: Per) -> (Chart, HashMap<PointId, usize>) {
             note,
             " {} the SLO: drawn hollow, a ring around one dashed (hover a point to see its figures).",
             if missed == 1 { "1 of the points misses".to_string() } else { format!("{missed} of the points miss") }
+        );
+    }
+    if unsteady > 0 {
+        let _ = write!(
+            note,
+            " {} not steady (the run measured no steady state, so its figures are a burst's, not a rate the \
+             configuration holds): drawn faint with a dotted outline, its ring dotted, and marked \"not steady\" in \
+             the tables.",
+            if unsteady == 1 { "1 of the points is".to_string() } else { format!("{unsteady} of the points are") }
         );
     }
     let (id, title, y_label) = match per {
@@ -314,6 +328,21 @@ fn chart(doc: &FrontierResult, per: Per) -> (Chart, HashMap<PointId, usize>) {
     (chart, shown)
 }
 
+/// A point's SLO cell: met or missed and, for a point not steady, a tag
+/// saying so, its reason (a trace plan's) on hover: its figures are a
+/// burst's, and its row had read as plainly met.
+fn slo_cell(p: &FrontierPoint) -> String {
+    let verdict = match p.meets_slo {
+        Some(true) => r#"<span class="better">met</span>"#,
+        Some(false) => r#"<span class="worse">missed</span>"#,
+        None => "-",
+    };
+    match crate::frontier::unsteady_note(p) {
+        Some(note) => format!(r#"{verdict} <span class="tag marginal" title="{}">not steady</span>"#, html(&note)),
+        None => verdict.to_string(),
+    }
+}
+
 /// Whether a point was judged and missed the SLO.
 fn misses(p: &FrontierPoint) -> bool {
     p.meets_slo == Some(false)
@@ -339,11 +368,7 @@ fn frontier_table(o: &mut String, doc: &FrontierResult, keys: &HashMap<PointId, 
         if doc.best.as_ref().is_some_and(|b| b.at == id) {
             best.push_str(r#" <span class="tag info">best</span>"#);
         }
-        let slo = match p.meets_slo {
-            Some(true) => r#"<span class="better">met</span>"#,
-            Some(false) => r#"<span class="worse">missed</span>"#,
-            None => "-",
-        };
+        let slo = slo_cell(p);
         let _ = write!(
             o,
             "<tr><td><span class=\"nw\">{}</span>{best}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
@@ -399,11 +424,7 @@ fn per_usd_table(o: &mut String, doc: &FrontierResult, keys: &HashMap<PointId, u
         if on_gpu.contains(&id) {
             tags.push_str(r#" <span class="tag">per GPU</span>"#);
         }
-        let slo = match p.meets_slo {
-            Some(true) => r#"<span class="better">met</span>"#,
-            Some(false) => r#"<span class="worse">missed</span>"#,
-            None => "-",
-        };
+        let slo = slo_cell(p);
         let _ = write!(
             o,
             "<tr><td><span class=\"nw\">{}</span>{tags}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\

@@ -335,6 +335,7 @@ fn goodput_by_load(ordered: &[&SweepPoint], a: &SweepAnalysis, pts: &[SweepPoint
             class,
             key: None,
             missed: false,
+            unsteady: false,
         })
     };
     Chart {
@@ -616,6 +617,7 @@ fn point_mark(p: &PointRef, y: impl Fn(&PointRef) -> Option<f64>, label: &str, c
         class,
         key: None,
         missed: false,
+        unsteady: false,
     })
 }
 
