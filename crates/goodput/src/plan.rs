@@ -449,7 +449,12 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         .collect();
     doc.notes.extend(cuts);
     match &search.trace {
-        Some(t) => doc.notes.extend(unsaturated_note(&doc, t, a.trace_speed.is_some())),
+        Some(t) => {
+            doc.notes.extend(unsaturated_note(&doc, t, a.trace_speed.is_some()));
+            if simulated_points(&doc) > 0 {
+                doc.notes.push(TRACE_SPANS_NOTE.into());
+            }
+        }
         // What each figure counts, said where the figures are (it had been
         // in docs/plan.md alone): the same configuration in estimate reads
         // otherwise, and J/token against tokens/s per MW can read as more
@@ -553,6 +558,15 @@ const SPANS_NOTE: &str = "spans: each point's tok/s, tok/s/GPU, goodput and tok/
      `estimate` and `sweep --estimate` of the same configuration start users together and count the whole window, \
      so they read lower tok/s and higher TTFT (`estimate --ramp-up` with this point's join time comes near its \
      latencies; docs/plan.md)";
+
+/// What a trace point's figures count, in the notes of every trace plan
+/// that has points.
+const TRACE_SPANS_NOTE: &str = "spans: each steady point's tok/s, tok/s/GPU, goodput and tok/s/MW are the answers \
+     it served over the span the trace offered their requests in (its load's span: a point that keeps up serves \
+     what comes), its J/tok over its run's whole window (the drain after the last arrival too), so J/tok × \
+     tok/s/MW / 1e6 can pass 1, as if above the GPUs' TDP: the two are of different spans; a point not steady \
+     gives its window's rate; `estimate --trace` of the same configuration counts the whole window, so it reads \
+     lower tok/s, the more so the faster the replay (docs/plan.md)";
 
 /// With `--trace`: a note on the points not steady, each the end of its
 /// curve, with the first one's reason.
@@ -1881,7 +1895,7 @@ impl Search<'_> {
             let mut plan = setup::shaped_plan(&shape, None, None, Some(&entries), std::time::Duration::from_secs(5))?;
             plan.trace_source = Some(goodput_load::runner::TraceSource { file: t.file.clone(), speed });
             let workload = self.workload.with_seed(plan.seed);
-            let (result, _) =
+            let (result, records) =
                 estimate_result(server, &plan, &workload, self.workload_config.clone(), &self.opts, false)
                     .with_context(|| format!("the trace at speed {speed}"))?;
             // The offered rate: the requests replayed over their span, at
@@ -1897,7 +1911,16 @@ impl Search<'_> {
                 (true, true) => f64::INFINITY,
             };
             let ttft_alone = missed_ttft_alone(&result, self.opts.slo.as_ref(), self.attainment);
-            if climbed_to_the_end(points, self.whole_point(c, offered, &result), ttft_alone) {
+            // A steady point served the trace as it came: its output tokens/s
+            // are the answers it gave over the span the trace offered them
+            // in (as its load is the requests over that span), not over the
+            // run's window, whose drain after the last arrival had diluted a
+            // fast replay's (7,531 tokens/s of 9,172 offered, every request
+            // served). The requests replayed are the load's: warm-up too.
+            let served: u64 = records.iter().filter(|r| r.outcome.is_success()).map(|r| r.output_tokens).sum();
+            let offered_over = replayed as f64 / offered;
+            let served = (offered_over > 0.0).then(|| served as f64 / offered_over);
+            if climbed_to_the_end(points, self.whole_point(c, offered, &result, served), ttft_alone) {
                 break;
             }
             k += 1;
@@ -1906,24 +1929,29 @@ impl Search<'_> {
     }
 
     /// A point of `c` from the whole configuration's result (`--trace`),
-    /// at `rate` requests/s offered.
-    fn whole_point(&self, c: &Candidate, rate: f64, r: &goodput_core::RunResult) -> FrontierPoint {
-        // One replica's result scaled by 1 is the whole's.
-        let mut p = self.point(&Candidate { dp: c.ranks(), ..c.clone() }, 0, r, None);
-        let gpus = f64::from(c.gpus());
-        p.load = Load::Rate(rate);
-        p.output_tokens_per_s_per_gpu = p.output_tokens_per_s / gpus;
-        p.usd_per_million_output_tokens = self.usd_per_million(c, gpus, p.output_tokens_per_s);
+    /// at `rate` requests/s offered. `served`: the output tokens/s of the
+    /// requests it served over the span they were offered in, its rate
+    /// when it is steady (it then kept up with them); a point not steady
+    /// gives the run's window's, as a closed loop's does.
+    fn whole_point(&self, c: &Candidate, rate: f64, r: &goodput_core::RunResult, served: Option<f64>) -> FrontierPoint {
         // An open load is judged as estimate judges it (its arrivals against
         // its completions, its backlog and TTFT over the run, its ramp and
         // drain): a trace replayed faster than the configuration serves it
         // had been measured as one burst and marked met, the best point at
         // five times the load it served.
         let unsteady = match &r.summary.stability {
-            Some(s) if !s.steady => s.reason.clone().unwrap_or_else(|| "not a steady state".into()),
-            Some(_) => return p,
-            None => "no request completed".into(),
+            Some(s) if !s.steady => Some(s.reason.clone().unwrap_or_else(|| "not a steady state".into())),
+            Some(_) => None,
+            None => Some("no request completed".into()),
         };
+        // One replica's result scaled by 1 is the whole's.
+        let steady = served.filter(|_| unsteady.is_none());
+        let mut p = self.point(&Candidate { dp: c.ranks(), ..c.clone() }, 0, r, steady);
+        let gpus = f64::from(c.gpus());
+        p.load = Load::Rate(rate);
+        p.output_tokens_per_s_per_gpu = p.output_tokens_per_s / gpus;
+        p.usd_per_million_output_tokens = self.usd_per_million(c, gpus, p.output_tokens_per_s);
+        let Some(unsteady) = unsteady else { return p };
         p.steady = Some(false);
         p.extra.insert(UNSTEADY.into(), unsteady.into());
         p

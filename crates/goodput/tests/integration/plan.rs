@@ -1386,6 +1386,47 @@ fn a_trace_replayed_as_a_burst_is_not_steady_and_never_the_best() {
     assert!(notes.contains("not steady") && notes.contains("ends its curve"), "{notes}");
 }
 
+/// A steady trace point served the trace as it came: its output tokens/s
+/// are the answers it gave over the span they were offered in, the offered
+/// requests/s times their mean answer, at a fast replay as at a slow one.
+/// They had been over the run's window, whose drain after the last arrival
+/// diluted a fast replay's: 7,531 tokens/s of 9,172 offered, every request
+/// served, which ranked fast speeds low and overstated their cost.
+#[test]
+fn a_steady_trace_point_s_throughput_is_what_it_served_over_the_offered_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let (trace, entries) = poisson_trace(dir.path(), 400);
+    let out = dir.path().join("served.json");
+    goodput()
+        .args(["plan", "-q", "--gpu", "h100=2", "--gpus", "4", "--tp", "1", "--pp", "1", "--precision", "fp8"])
+        .args(["--max-num-batched-tokens", "2048", "--slo", "ttft:p95<=2s", "--jobs", "1", "--trace-speed", "1,16"])
+        .arg("--trace")
+        .arg(&trace)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    assert_valid(&doc, "FrontierResult", "plan --trace, served");
+    let mean_output = entries.iter().map(|e| f64::from(e.1)).sum::<f64>() / entries.len() as f64;
+    let points = doc["configs"][0]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "{points:?}");
+    for p in points {
+        assert_ne!(p["steady"], false, "four H100s keep up with 16 times 2 req/s: {p}");
+        assert_eq!(p["completed"], 400, "{p}");
+        let offered = p["load"]["value"].as_f64().unwrap() * mean_output;
+        let served = p["output_tokens_per_s"].as_f64().unwrap();
+        assert!((served / offered - 1.0).abs() < 1e-6, "served {served} tokens/s of {offered} offered: {p}");
+        let per_gpu = p["output_tokens_per_s_per_gpu"].as_f64().unwrap();
+        assert!((per_gpu * 4.0 / served - 1.0).abs() < 1e-9, "{p}");
+        let usd = p["usd_per_million_output_tokens"].as_f64().unwrap();
+        assert!((usd - 2.0 * 4.0 / (served * 3600.0) * 1e6).abs() < 1e-6 * usd, "{p}");
+    }
+    // The notes say what the figures count.
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("spans: each steady point's tok/s") && notes.contains("offered"), "{notes}");
+}
+
 /// TTFT need not grow with the load: with chunked prefill, more users batch
 /// more prompts a step. A curve whose TTFT misses the SLO at one load and
 /// meets it at the next is searched past the miss (it had stopped there,
