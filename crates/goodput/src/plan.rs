@@ -262,6 +262,26 @@ struct Search<'a> {
 #[error("the plan was interrupted")]
 struct Interrupted;
 
+/// A configuration whose KV cache cannot hold the workload's typical
+/// request (the one the context check takes: a synthetic workload's
+/// median draws, a trace's longest request) whole: each such request is
+/// refused (as vLLM will not start with a longest request past its cache),
+/// so it is not simulated. It had been, every request failing, and the
+/// configuration listed as run, "no point with a per-user speed".
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{flags}: a request of {prompt} prompt and {output} output tokens needs {need} tokens of KV cache, more than \
+     the {holds} {whose} holds, so each such request would fail"
+)]
+struct RequestPastCache {
+    flags: String,
+    prompt: u64,
+    output: u64,
+    need: u64,
+    whose: &'static str,
+    holds: u64,
+}
+
 /// Ctrl-C, SIGTERM or SIGHUP once sets `stop`: the search begins no new
 /// point, and the configurations simulated until then are written, marked
 /// interrupted (Ctrl-C had killed it and every configuration done was
@@ -1182,7 +1202,14 @@ impl Search<'_> {
                                 }
                                 let made = self.stages(offer, &gpu, precision, tp, ep, &pps, seq, mbt as u32, pd);
                                 match made {
-                                    Some(Ok(mut cs)) => {
+                                    Some(Ok((mut cs, past_cache))) => {
+                                        if let Some(n) = past_cache.filter(|_| pd.is_none()) {
+                                            let ep = if ep > 1 { format!(" ep{ep}") } else { String::new() };
+                                            let n = format!("{name} tp{tp}{ep} {precision} {n}");
+                                            if !notes.contains(&n) {
+                                                notes.push(n);
+                                            }
+                                        }
                                         // One engine has no router to choose: it runs
                                         // under the first router alone (its stages and
                                         // expert-parallel ranks count, not only its TP:
@@ -1331,7 +1358,7 @@ impl Search<'_> {
         seq: u32,
         mbt: u32,
         pd: Option<Pools>,
-    ) -> Option<Result<Vec<Candidate>>> {
+    ) -> Option<Result<(Vec<Candidate>, Option<String>)>> {
         let experts = self.model.moe.map_or(1, |m| m.num_experts);
         let pairs = |tp: u32, ep: u32| ep <= 1 || (ep.is_multiple_of(tp) && experts.is_multiple_of(ep));
         if !pairs(tp, ep)
@@ -1345,6 +1372,11 @@ impl Search<'_> {
         let ranks = ep_ranks(tp, ep);
         let mut last: Option<(Candidate, anyhow::Error)> = None;
         let mut fitted = Vec::new();
+        // The shallowest depth left out for a KV cache too small for the
+        // workload's request, said where deeper ones are simulated (it had
+        // run, every request failing; a depth whose weights do not fit
+        // goes unsaid, as the model's size tells it).
+        let mut past_cache: Option<String> = None;
         for &pp in pps {
             // More stages than layers is no pipeline: the reason of the
             // stages before it (a KV block too large, say) is the one to
@@ -1378,12 +1410,18 @@ impl Search<'_> {
                 // a cache only 16% smaller than four, four were still the
                 // best per dollar within the SLO).
                 Ok(()) => fitted.push(c),
-                Err(e) if fitted.is_empty() => last = Some((c, e)),
+                Err(e) if fitted.is_empty() => {
+                    if past_cache.is_none() && e.downcast_ref::<RequestPastCache>().is_some() {
+                        past_cache = Some(format!("pp{pp}: left out ({e})"));
+                    }
+                    last = Some((c, e));
+                }
                 Err(_) => {}
             }
         }
         if !fitted.is_empty() {
-            return Some(Ok(fitted));
+            let past_cache = past_cache.map(|n| format!("{n}; deeper pipelines, whose caches hold it, are simulated"));
+            return Some(Ok((fitted, past_cache)));
         }
         last.map(|(c, e)| Err(self.unfit(&c, e)))
     }
@@ -1432,11 +1470,27 @@ impl Search<'_> {
                     .collect();
                 (detail.to_string(), kept)
             }
+            // A cache too small for the workload's request: what holds it,
+            // or shorter requests.
+            _ if e.downcast_ref::<RequestPastCache>().is_some() => {
+                let mut kept = Vec::new();
+                if self.kv_cache_dtype == KvCacheDtype::Auto {
+                    let mut fp8 = self.engine(c);
+                    fp8.kv_cache_dtype = KvCacheDtype::Fp8;
+                    if self.request_room(&fp8).is_ok() {
+                        kept.push("--kv-cache-dtype fp8".to_string());
+                    }
+                }
+                (e.to_string(), kept)
+            }
             // Not a matter of memory (a TP that does not divide the heads):
             // the stages tried say nothing of it (it had read "at --pp 2").
             _ => return e,
         };
         options.extend(self.fit_fix(c));
+        if e.downcast_ref::<RequestPastCache>().is_some() {
+            options.push("shorter requests".to_string());
+        }
         let fix = match options.len() {
             0 => format!("no TP × PP within the plan's reach ({MAX_GPUS} GPUs) holds it: offer a GPU with more memory"),
             // A flag is given; "raise --gpus to N" says its own verb ("give
@@ -1457,7 +1511,8 @@ impl Search<'_> {
     /// lack them).
     fn fit_fix(&self, c: &Candidate) -> Vec<String> {
         let a = self.args;
-        let holds = |cfg: &EngineConfig| cfg.validate().is_ok() && kv_capacity(cfg).is_ok();
+        let holds =
+            |cfg: &EngineConfig| cfg.validate().is_ok() && kv_capacity(cfg).is_ok() && self.request_room(cfg).is_ok();
         let fits = |d: &Candidate| holds(&self.engine(d));
         let mut options = Vec::new();
         let mut fuller = self.engine(c);
@@ -1500,24 +1555,66 @@ impl Search<'_> {
             if !a.pp.0.contains(&u64::from(pp)) {
                 add.push(format!("--pp {pp}"));
             }
-            let add = if add.is_empty() { String::new() } else { format!(" and add {}", add.join(" ")) };
-            options.push(format!(
-                "raise --gpus to {n}{add} (no TP × PP within {} GPUs holds it; TP {tp} × PP {pp} does)",
-                a.budget
-            ));
+            if n <= a.budget {
+                // Within the budget, but the lists left it out (a KV cache
+                // too small for the workload's request at `--pp 1`, say):
+                // add them (it had said "raise --gpus to 2" of a budget of 4).
+                if !add.is_empty() {
+                    options.push(format!("add {} (TP {tp} × PP {pp} holds it)", add.join(" ")));
+                }
+            } else {
+                let add = if add.is_empty() { String::new() } else { format!(" and add {}", add.join(" ")) };
+                options.push(format!(
+                    "raise --gpus to {n}{add} (no TP × PP within {} GPUs holds it; TP {tp} × PP {pp} does)",
+                    a.budget
+                ));
+            }
         }
         options
     }
 
-    /// Whether `c`'s weights leave its GPUs room for a KV cache and its
-    /// longest request fits the model's context; why not, when not.
+    /// Whether `c`'s weights leave its GPUs room for a KV cache, its
+    /// longest request fits the model's context, and that cache holds it
+    /// ([`Search::request_room`]); why not, when not.
     fn fits(&self, c: &Candidate) -> Result<()> {
         let cfg = self.engine(c);
         kv_capacity(&cfg)?;
         if c.pd.is_some_and(|pd| pd.decode_tp.is_some() || pd.decode_ep.is_some()) {
             kv_capacity(&cfg.pool(true)).context("the decode pool")?;
         }
-        crate::virtual_point::check_context_of(&cfg, &self.workload, self.prompts, "choose another model", false)
+        crate::virtual_point::check_context_of(&cfg, &self.workload, self.prompts, "choose another model", false)?;
+        Ok(self.request_room(&cfg)?)
+    }
+
+    /// Whether `cfg`'s KV cache holds the workload's typical request (the
+    /// one the context check takes, with what the chat template adds):
+    /// a replica's cache its prompt and output; disaggregated, a prefill
+    /// instance's its prompt and first token and a decode instance's the
+    /// whole. The engine refuses a request past its cache, so a replica
+    /// whose cache holds less fails each such request (a single L4 in
+    /// BF16, 8,128 tokens of cache, had failed all of long-document's
+    /// requests of about 10,000 and been listed as run). A dataset's
+    /// requests are their own: not checked.
+    fn request_room(&self, cfg: &EngineConfig) -> Result<(), RequestPastCache> {
+        let Some((input, output, flags)) = crate::virtual_point::typical_request(&self.workload) else {
+            return Ok(());
+        };
+        let prompt = input + u64::from(self.prompts.first_turn_extra(cfg.chat_template));
+        let pools = match cfg.pd {
+            Some(_) => vec![
+                (cfg.pool(false), prompt + 1, "a prefill instance's cache"),
+                (cfg.pool(true), prompt + output, "a decode instance's cache"),
+            ],
+            None => vec![(cfg.clone(), prompt + output, "its replica's cache")],
+        };
+        for (pool, need, whose) in pools {
+            // A cache that does not fit at all is said by `fits` itself.
+            let Ok(cap) = kv_capacity(&pool) else { continue };
+            if need > cap.tokens() {
+                return Err(RequestPastCache { flags, prompt, output, need, whose, holds: cap.tokens() });
+            }
+        }
+        Ok(())
     }
 
     fn base(&self, offer: usize, gpu: &GpuSpec, precision: Precision) -> Candidate {

@@ -340,7 +340,7 @@ pub fn clamp_warnings(workload: &Workload) -> anyhow::Result<Vec<String>> {
 /// distribution's median; a trace's longest request, which it sends as
 /// given), and the flags or file it comes from; `None` for a dataset, whose
 /// prompts are their own.
-fn typical_request(w: &Workload) -> Option<(u64, u64, String)> {
+pub(crate) fn typical_request(w: &Workload) -> Option<(u64, u64, String)> {
     match w {
         Workload::Synthetic { input, output, shared_prefix, .. } => {
             let prefix = shared_prefix.map_or(0, |p| p.tokens);

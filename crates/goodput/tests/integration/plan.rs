@@ -1386,6 +1386,57 @@ fn a_trace_replayed_as_a_burst_is_not_steady_and_never_the_best() {
     assert!(notes.contains("not steady") && notes.contains("ends its curve"), "{notes}");
 }
 
+/// A replica whose KV cache cannot hold the workload's typical request is
+/// not simulated: the engine refuses each such request. A single L4 in
+/// BF16 (8,128 tokens of cache) had run long-document's prompts of about
+/// 10,000 tokens, every request failing, and been listed as run with "no
+/// point with a per-user speed". Its deeper pipelines, whose caches hold
+/// the request, are simulated, and a note says why the shallow one is not;
+/// where no depth of the lists holds it, the TP is left out with the fix.
+#[test]
+fn a_replica_whose_cache_cannot_hold_the_request_is_left_out_with_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        goodput()
+            .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "l4", "--gpus", "2", "--precision", "bf16"])
+            .args(["--preset", "long-document", "--concurrency", "1,2", "--requests-per-user", "2", "--jobs", "2"])
+            .args(["--max-num-batched-tokens", "2048"])
+            .args(extra)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        read_json(&out)
+    };
+    let doc = run("deeper.json", &["--tp", "1", "--pp", "1,2"]);
+    let configs = doc["configs"].as_array().unwrap();
+    let ids: Vec<&str> = configs.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["l4 tp1x1 pp2 bf16 mbt2048"], "{ids:?}");
+    for p in configs[0]["points"].as_array().unwrap() {
+        assert_eq!(p["failed"], 0, "{p}");
+    }
+    let notes = doc["notes"].to_string();
+    assert!(
+        notes.contains("l4 tp1 bf16 pp1: left out (")
+            && notes.contains("tokens of KV cache, more than the 8128 its replica's cache holds")
+            && notes.contains("deeper pipelines, whose caches hold it, are simulated"),
+        "{notes}"
+    );
+
+    let doc = run("none.json", &["--tp", "1,2", "--pp", "1"]);
+    let ids: Vec<&str> = doc["configs"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["l4 tp2x1 bf16 mbt2048"], "{ids:?}");
+    let notes = doc["notes"].to_string();
+    assert!(
+        notes.contains("l4 tp1 bf16: left out (at --pp 1 (1 GPU a replica): --input-tokens uniform:8192..12288")
+            && notes.contains("give --precision fp8")
+            && notes.contains("or shorter requests)")
+            && !notes.contains("raise --gpus"),
+        "{notes}"
+    );
+}
+
 /// A steady trace point served the trace as it came: its output tokens/s
 /// are the answers it gave over the span they were offered in, the offered
 /// requests/s times their mean answer, at a fast replay as at a slow one.
