@@ -192,20 +192,36 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         }
         // Judged anew with no records named, nor held: the run's records
         // file beside it, by its name, where there is one.
-        (None, None) if rejudge => match records_beside(&a.run) {
-            Some(p) => {
+        // A price or a GPU count alone needs none of them (below). A file
+        // there that is not this run's (another run's, or cut) is passed
+        // over with a warning, as if absent: it had failed a re-pricing.
+        (None, None) if rejudge && repriced(run.clone(), a)?.is_none() => {
+            let mut found = None;
+            for p in records_beside(&a.run) {
                 let mut outputs = vec![("--output", a.output.as_deref())];
                 outputs.extend(a.exports.outputs());
                 output::distinct_files(&[("the records beside the result", p.as_path())], &outputs)?;
-                if !a.quiet {
-                    goodput_core::tell!("reading the run's records from {} (--records names others)", p.display());
+                match goodput_report::read::records::read_counted_records(&p, &run, &a.run) {
+                    Ok((records, cut)) => {
+                        if !a.quiet {
+                            goodput_core::tell!(
+                                "reading the run's records from {} (--records names others)",
+                                p.display()
+                            );
+                        }
+                        cut_short = cut;
+                        found = Some(records);
+                        break;
+                    }
+                    Err(e) => eprintln!(
+                        "warning: {} beside {} is not its records ({e:#}); passed over",
+                        p.display(),
+                        a.run.display()
+                    ),
                 }
-                let (records, cut) = goodput_report::read::records::read_counted_records(&p, &run, &a.run)?;
-                cut_short = cut;
-                Some(records)
             }
-            None => None,
-        },
+            found
+        }
         (None, None) => None,
     };
     let mut out = OutputArgs::rewriting(
@@ -221,11 +237,12 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
                 return output::finish(&run, &out, &a.judge, &[]);
             }
             bail!(
-                "{} holds no per-request records, nor is its records file beside it ({}), and an SLO, attainment, \
-                 percentiles, ratings or --window are drawn from them: pass --records FILE (written by --records), \
-                 or save runs with --include-requests (a price or a GPU count alone needs none)",
+                "{} holds no per-request records, nor is its records file beside it ({} or {}), and an SLO, \
+                 attainment, percentiles, ratings or --window are drawn from them: pass --records FILE (written by \
+                 --records), or save runs with --include-requests (a price or a GPU count alone needs none)",
                 a.run.display(),
-                a.run.with_extension("jsonl").display()
+                a.run.with_extension("jsonl").display(),
+                a.run.with_extension("parquet").display()
             );
         }
         // Nothing to recompute: render the document as saved.
@@ -381,8 +398,8 @@ fn check_references(run: &RunResult, records: &[RequestRecord], slo: Option<&goo
 /// the way `compare` hints to judge runs by one SLO, had said the run
 /// "holds no per-request records" with RUN.jsonl beside it. Whose records
 /// they are is checked as a --records file's are (by the run's id).
-fn records_beside(run: &std::path::Path) -> Option<std::path::PathBuf> {
-    ["jsonl", "parquet"].into_iter().map(|e| run.with_extension(e)).find(|p| p != run && p.is_file())
+fn records_beside(run: &std::path::Path) -> Vec<std::path::PathBuf> {
+    ["jsonl", "parquet"].into_iter().map(|e| run.with_extension(e)).filter(|p| p != run && p.is_file()).collect()
 }
 
 /// A saved run's energy over its records analysed again, at their output

@@ -117,6 +117,16 @@ fn a_limit_passes_only_when_enough_requests_meet_it() {
     assert_eq!(o.status.code(), Some(3), "{err}");
     assert!(text.contains("15 of 20 good (75.0%, target 90.0%)"), "{text}");
     assert!(err.contains("reading the run's records from") && err.contains("run.jsonl"), "{err}");
+    // A file there that is not the run's (cut short) is passed over with a
+    // warning, and a price alone never reads it: it had failed re-pricing.
+    let lines = std::fs::read_to_string(&rec).unwrap();
+    std::fs::write(dir.path().join("run.jsonl"), lines.lines().take(5).collect::<Vec<_>>().join("\n")).unwrap();
+    let o = goodput().arg("report").arg(&out).args(["--gpu-hour-usd", "3"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && !err.contains("reading the run's records"), "{err}");
+    let err = goodput().arg("report").arg(&out).args(["--slo", "ttft<=200ms"]).refusal();
+    assert!(err.contains("is not its records") && err.contains("passed over"), "{err}");
+    assert!(err.contains("run.jsonl or") && err.contains("run.parquet"), "{err}");
 }
 
 /// `--fail-on-slo` with no SLO is refused before the first request.
