@@ -365,13 +365,21 @@ impl Scraper {
             }
             tokio::time::sleep(SETTLE_POLL.min(left)).await;
             let left = deadline.saturating_duration_since(Instant::now());
-            if let Ok(scraped) = scraper.stamped(origin, left.max(SETTLE_POLL)).await {
+            // Only a whole scrape replaces the final one: one an endpoint
+            // failed would drop its counters, which a delta reads as a
+            // reset. Its parse errors were counted once, by the scrape it
+            // replaces.
+            if let Ok((t, scraped)) = scraper.stamped(origin, left.max(SETTLE_POLL)).await {
+                if !scraped.failed.is_empty() {
+                    continue;
+                }
                 // The final scrape is replaced, not followed: a run's
                 // scrapes stay an interval apart.
                 if *last_taken {
                     log.points.pop();
                 }
-                *last_taken = Self::record(log, Ok(scraped)).is_some();
+                log.points.push((t, scraped.signals));
+                *last_taken = true;
             }
         }
     }

@@ -115,12 +115,8 @@ pub async fn finish(s: Option<Scraping>, result: &mut RunResult, records: &[Requ
     s.stop.cancel();
     let log = match s.task.await {
         Ok(mut ended) => {
-            let taken = records
-                .iter()
-                .filter(|r| matches!(r.outcome, goodput_core::Outcome::Cancelled) && r.first_byte.is_some())
-                .count() as f64;
-            if taken > 0.0 {
-                let counted = move |log: &ScrapeLog| aborted_over_run(log).is_none_or(|n| n >= taken - 0.5);
+            if let Some(target) = abort_target(records) {
+                let counted = move |log: &ScrapeLog| aborted_over_run(log).is_none_or(|n| n >= target - 0.5);
                 Scraper::settle(&mut ended, s.origin, ABORT_SETTLE, counted).await;
             }
             ended.log
@@ -128,6 +124,21 @@ pub async fn finish(s: Option<Scraping>, result: &mut RunResult, records: &[Requ
         Err(_) => ScrapeLog::default(),
     };
     attach(log, s.urls, s.interval, result, records, load);
+}
+
+/// The count of aborted or failed requests the server must reach before
+/// the final scrape is taken as settled, where the client cancelled
+/// requests the server had answered: those cancels and the client's
+/// failures, which the server's count holds too (two 500s already counted
+/// had met a target of two cancels not yet counted). `None`: no cancel to
+/// wait for.
+fn abort_target(records: &[RequestRecord]) -> Option<f64> {
+    let taken = records
+        .iter()
+        .filter(|r| matches!(r.outcome, goodput_core::Outcome::Cancelled) && r.first_byte.is_some())
+        .count();
+    let failed = records.iter().filter(|r| r.outcome.failure_kind().is_some()).count();
+    (taken > 0).then_some((taken + failed) as f64)
 }
 
 /// The longest the final scrape waits for the server to count the requests
@@ -176,4 +187,32 @@ pub fn attach(
         ..ServerSignals::default()
     };
     attach_server_side(result, ServerSide::Scraped(signals), records, load);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::abort_target;
+    use goodput_core::{FailureKind, Outcome, RequestRecord};
+    use std::time::Duration;
+
+    /// The final scrape waits for the cancels the server answered and the
+    /// client's failures, both in the server's count; nothing without a
+    /// cancel it answered.
+    #[test]
+    fn the_final_scrape_waits_for_the_cancels_beside_the_failures() {
+        let rec = |outcome: Outcome, answered: bool| {
+            let mut r = RequestRecord::new(0, Duration::ZERO, Duration::ZERO);
+            r.outcome = outcome;
+            r.first_byte = answered.then_some(Duration::from_millis(5));
+            r
+        };
+        let failed = || Outcome::Failed { kind: FailureKind::HttpStatus, message: "HTTP 500".into() };
+        let mut records = vec![rec(failed(), true), rec(failed(), false), rec(Outcome::Success, true)];
+        assert_eq!(abort_target(&records), None, "no cancel to wait for");
+        records.push(rec(Outcome::Cancelled, false));
+        assert_eq!(abort_target(&records), None, "a cancel before any byte: the server never counts it");
+        records.extend([rec(Outcome::Cancelled, true), rec(Outcome::Cancelled, true)]);
+        // Two 500s counted, two cancels not yet: a target of 2 had been met.
+        assert_eq!(abort_target(&records), Some(4.0));
+    }
 }
