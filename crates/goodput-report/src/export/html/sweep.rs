@@ -288,16 +288,23 @@ fn goodput_by_load(ordered: &[&SweepPoint], a: &SweepAnalysis, pts: &[SweepPoint
     // not at the req/s the points table gives (its window's), and had read
     // as misplaced (concurrency 256 at 70.92 beside a table's 67.93).
     let sustained = axis == LoadAxis::Mixed;
+    // Placed at its steady stretch's rate (`sustained_rps`), or at its window's.
+    let steady = |p: &SweepPoint| p.result.summary.stability.as_ref().is_some_and(|s| s.steady && s.achieved_rps > 0.0);
     throughput.tips = ordered
         .iter()
         .map(|p| {
             let load = match p.load {
-                Load::Concurrency(_) if sustained => format!(
+                Load::Concurrency(_) if sustained && steady(p) => format!(
                     "{}: {:.2} req/s sustained over its steady stretch ({:.2} over its window)",
                     p.load.label(),
                     axis.at(p),
                     p.result.summary.throughput.requests_per_s
                 ),
+                // Not steady: it lies at its window's rate, having no
+                // steady stretch.
+                Load::Concurrency(_) if sustained => {
+                    format!("{}: {:.2} req/s over its window (not steady)", p.load.label(), axis.at(p))
+                }
                 _ => p.load.label(),
             };
             format!("{load}, {:.1} tok/s", p.result.summary.throughput.output_tokens_per_s)
@@ -308,12 +315,20 @@ fn goodput_by_load(ordered: &[&SweepPoint], a: &SweepAnalysis, pts: &[SweepPoint
             .iter()
             .filter(|p| matches!(p.load, Load::Concurrency(_)))
             .map(|p| {
-                format!(
-                    "{} at {:.2} req/s (the points table's req/s, over its whole window, {:.2})",
-                    p.load.label(),
-                    axis.at(p),
-                    p.result.summary.throughput.requests_per_s
-                )
+                if steady(p) {
+                    format!(
+                        "{} at {:.2} req/s (the points table's req/s, over its whole window, {:.2})",
+                        p.load.label(),
+                        axis.at(p),
+                        p.result.summary.throughput.requests_per_s
+                    )
+                } else {
+                    format!(
+                        "{} at its window's {:.2} req/s (not steady: no steady stretch)",
+                        p.load.label(),
+                        axis.at(p)
+                    )
+                }
             })
             .collect();
         format!(
@@ -707,6 +722,17 @@ mod tests {
             chart.series[0].tips
         );
         assert_eq!(chart.series[0].points[0].0, 70.92);
+        // Not steady, it lies at its window's rate and says so, not a
+        // steady stretch it did not have.
+        let mut unsteady = sw.clone();
+        if let Some(st) = unsteady.points[0].result.summary.stability.as_mut() {
+            st.steady = false;
+        }
+        let by: Vec<&SweepPoint> = unsteady.points.iter().collect();
+        let chart = goodput_by_load(&by, &unsteady.analysis, &unsteady.points);
+        let tip = &chart.series[0].tips[0];
+        assert!(tip.starts_with("concurrency 256: 67.93 req/s over its window (not steady), "), "{tip}");
+        assert!(chart.note.unwrap().contains("concurrency 256 at its window's 67.93 req/s (not steady"));
         // One kind: the axis is the load's own value, and nothing to say.
         let one = sweep_of(sw.points[..1].to_vec(), true);
         let by: Vec<&SweepPoint> = one.points.iter().collect();
