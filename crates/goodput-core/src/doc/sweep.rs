@@ -93,7 +93,9 @@ pub struct SweepAnalysis {
     /// saturated.
     pub saturation: Option<PointRef>,
     pub max_throughput: Option<PointRef>,
-    /// The point with the highest goodput (SLO given).
+    /// The steady point with the highest goodput (SLO given): a point that
+    /// was not steady is never it, so it is null where only such points
+    /// had goodput (a note says where the most was).
     pub max_goodput: Option<PointRef>,
     /// The highest load at which every SLO objective passed and attainment
     /// is at least the target (SLO given).

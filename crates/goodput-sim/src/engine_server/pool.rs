@@ -47,16 +47,16 @@ pub(super) async fn pool(State(s): State<Arc<EngineServer>>, route: PoolRoute, b
     // checked against the context before its ids are built.
     let template = s.cfg.engine.chat_template;
     // A pooling pass has no output: the input alone must fit (vLLM's own
-    // words for an embedding's input, which had been told of "1 output
-    // tokens" and max_tokens, a field the route has not).
+    // words, which name a rerank's input as an embedding's too; it had
+    // been told of "1 output tokens" and max_tokens, a field the route
+    // has not).
     let model = &s.cfg.engine.model;
     for tokens in req.sequence_tokens(template) {
         if tokens > u64::from(model.max_context) {
             let message = format!(
                 "This model's maximum context length is {} tokens. However, you requested {tokens} tokens in the \
-                 input for {}. Please reduce the length of the input.",
+                 input for embedding generation. Please reduce the length of the input.",
                 model.max_context,
-                if route == PoolRoute::Embeddings { "embedding generation" } else { "reranking" }
             );
             return error(route, StatusCode::BAD_REQUEST, &message);
         }

@@ -330,13 +330,12 @@ fn estimate_reports_the_speculative_acceptance_it_achieved() {
 /// four GPUs.
 #[test]
 fn the_banner_of_an_expert_parallel_group_names_a_rank_s_gpus_as_a_rank_s() {
-    let (_, said, _server) = crate::cmd::serve(
-        &["--profile", "engine", "--model", "mixtral-8x7b", "--tp", "2"][..]
-            .iter()
-            .chain(&["--dp", "2", "--ep", "4"])
-            .collect::<Vec<_>>(),
-    );
+    let args = ["--profile", "engine", "--model", "mixtral-8x7b", "--tp", "2", "--dp", "2", "--ep", "4"];
+    let (_, said, _server) = crate::cmd::serve(&args);
     assert!(said.contains("EP 4 (experts over 4 GPUs, 2 ranks a scheduler) · each rank 2× H100 SXM"), "{said}");
+    // With pipeline stages, the stages are a rank's too.
+    let (_, said, _server) = crate::cmd::serve(&[&args[..], &["--pp", "2"]].concat());
+    assert!(said.contains("2 ranks a scheduler) · each rank 2 stages of 2× H100 SXM"), "{said}");
     // Replicas of their own already said "each".
     let (_, said, _server) = crate::cmd::serve(&["--profile", "engine", "--dp", "2"]);
     assert!(said.contains("2 replicas (least-loaded router) each 1× H100 SXM"), "{said}");

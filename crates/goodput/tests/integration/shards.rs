@@ -332,6 +332,11 @@ fn refusals(dir: &Path, single: &Path) {
     // (it had read "looked for s1.jsonl and s1.jsonl").
     let err = merge(&[s(0), s(1), s(2)]).refusal();
     assert!(err.contains(&format!("looked for {rec}. Copy")), "{err}");
+    // Spelled apart (the result given as ./s1.json from its folder, the
+    // records named by their whole path), the same place is named once.
+    let mut relative = merge(&[s(0), PathBuf::from("./s1.json"), s(2)]);
+    let err = relative.current_dir(dir).refusal();
+    assert!(err.contains(&format!("looked for {rec}. Copy")), "{err}");
     // ... found beside its result once copied there.
     std::fs::copy(p("s1.moved"), moved.join("s1.jsonl")).unwrap();
     merge(&[s(0), moved.join("s1.json"), s(2)]).assert().success();
