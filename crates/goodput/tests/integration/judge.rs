@@ -682,6 +682,8 @@ fn report_judges_by_a_config_files_slo_and_refuses_it_without_records() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(3), "{err}");
     assert_eq!(read_json(&p("again.json"))["slo"]["spec"], "ttft<=1ms");
+    // Without its records, named or beside it, it is refused.
+    std::fs::rename(p("run.jsonl"), p("elsewhere.jsonl")).unwrap();
     let o = goodput().arg("report").arg(p("run.json")).arg("--config").arg(p("strict.toml")).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("--records FILE"), "{err}");

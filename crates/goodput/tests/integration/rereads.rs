@@ -356,6 +356,11 @@ fn a_saved_run_is_priced_anew_without_its_records() {
     assert_eq!(read_json(&p("one.json"))["cost"]["usd_per_hour"], 3.0);
     let err = goodput().arg("report").arg(&out).args(["--gpus", "2"]).refusal();
     assert!(err.contains("--gpus 2 counts the GPUs a price is paid for") && err.contains("has no price"), "{err}");
+    // An SLO needs the records: read from beside the run, where they are
+    // (RUN.jsonl), and refused where they are not.
+    let judged = ["--gpu-hour-usd", "2", "--slo", "ttft<=1s", "-q", "-o"];
+    goodput().arg("report").arg(&out).args(judged).arg(p("judged.json")).assert().success();
+    std::fs::rename(&rec, p("elsewhere.jsonl")).unwrap();
     let err = goodput().arg("report").arg(&out).args(["--gpu-hour-usd", "2", "--slo", "ttft<=1s"]).refusal();
     assert!(err.contains("pass --records FILE") && err.contains("a price or a GPU count alone needs none"), "{err}");
 }
