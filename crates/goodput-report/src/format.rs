@@ -108,18 +108,13 @@ fn amount(x: f64, decimals: usize) -> String {
     text.trim_end_matches('0').to_owned()
 }
 
-/// The server's prompt count beside the workload's, as a sentence; `None`
-/// when they agree on every request.
-pub fn prompt_extra(e: &PromptExtra) -> Option<String> {
-    prompt_extra_for(e, None)
-}
-
-/// [`prompt_extra`] for a run of `client`'s settings: a pooling run that the
-/// server runs as an engine request for each input or document says so as
-/// the cause (a rerank run's +204 tokens a request had been put down to a
+/// The server's prompt count beside the workload's, as a sentence, for a
+/// run of `client`'s settings; `None` when they agree on every request. A
+/// pooling run that the server runs as an engine request for each input or
+/// document says so as the cause (a rerank run's +204 tokens a request had been put down to a
 /// chat template, where the server counts the query once for each of its 8
 /// documents).
-pub fn prompt_extra_for(e: &PromptExtra, client: Option<&goodput_core::doc::config::ClientSettings>) -> Option<String> {
+pub fn prompt_extra(e: &PromptExtra, client: Option<&goodput_core::doc::config::ClientSettings>) -> Option<String> {
     use goodput_core::prometheus::scrape::FanOut;
     if let Some(f) = client.and_then(FanOut::of).filter(|_| e.mean > 0.0 && !e.is_zero()) {
         let amount = if e.min == e.max {
@@ -470,16 +465,16 @@ mod tests {
     #[test]
     fn prompt_extra_in_words() {
         let e = |requests, mean, min, max| PromptExtra { requests, mean, min, max };
-        assert_eq!(prompt_extra(&e(4, 0.0, 0, 0)), None, "agreement is no news");
-        let same = prompt_extra(&e(4, 35.0, 35, 35)).unwrap();
+        assert_eq!(prompt_extra(&e(4, 0.0, 0, 0), None), None, "agreement is no news");
+        let same = prompt_extra(&e(4, 35.0, 35, 35), None).unwrap();
         assert!(
             same.starts_with("+35 prompt tokens a request beyond the workload's count (the server's chat template"),
             "{same}"
         );
         assert!(same.ends_with("; input figures are the server's counts"), "{same}");
-        let range = prompt_extra(&e(2, 17.5, 10, 25)).unwrap();
+        let range = prompt_extra(&e(2, 17.5, 10, 25), None).unwrap();
         assert!(range.starts_with("+17.5 prompt tokens a request (min +10, max +25) beyond"), "{range}");
-        let fewer = prompt_extra(&e(1, -6.0, -6, -6)).unwrap();
+        let fewer = prompt_extra(&e(1, -6.0, -6, -6), None).unwrap();
         assert!(fewer.starts_with("-6 prompt tokens a request below the workload's count (a tokenizer"), "{fewer}");
     }
 
@@ -496,14 +491,14 @@ mod tests {
             rerank_docs,
             ..Default::default()
         };
-        let rerank = prompt_extra_for(&e, Some(&client("rerank", None, Some(8)))).unwrap();
+        let rerank = prompt_extra(&e, Some(&client("rerank", None, Some(8)))).unwrap();
         assert!(
             rerank.contains("each of its 8 documents is an engine request") && !rerank.contains("chat"),
             "{rerank}"
         );
-        let inputs = prompt_extra_for(&e, Some(&client("embeddings", Some(4), None))).unwrap();
+        let inputs = prompt_extra(&e, Some(&client("embeddings", Some(4), None))).unwrap();
         assert!(inputs.contains("each of its 4 inputs is an engine request"), "{inputs}");
-        let chat = prompt_extra_for(&e, Some(&client("chat", None, None))).unwrap();
+        let chat = prompt_extra(&e, Some(&client("chat", None, None))).unwrap();
         assert!(chat.contains("chat template"), "{chat}");
     }
 

@@ -411,7 +411,7 @@ fn throughput(o: &mut String, r: &RunResult) {
             c.chunks
         );
     }
-    if let Some(extra) = tok.prompt_extra.as_ref().and_then(|e| format::prompt_extra_for(e, r.config.client.as_ref())) {
+    if let Some(extra) = tok.prompt_extra.as_ref().and_then(|e| format::prompt_extra(e, r.config.client.as_ref())) {
         let _ = writeln!(o, "  prompt extra    {}", esc(&extra));
     }
     if let Some(images) = format::multimodal(s) {

@@ -177,16 +177,10 @@ fn shard_records(path: &Path, run: &mut RunResult) -> Result<(String, ShardRecor
     let given = PathBuf::from(given);
     let beside = path.parent().unwrap_or(Path::new(".")).join(given.file_name().unwrap_or_default());
     let Some(found) = [given.clone(), beside.clone()].into_iter().find(|p| p.is_file()) else {
-        // Each place once: a shard that wrote its records beside its result
-        // had read "looked for s1.jsonl and s1.jsonl".
-        // Spelled apart, the same place too (`./s1.jsonl`, or one path
-        // absolute, the other relative): compared as the current folder
-        // resolves them.
-        let resolved = |p: &Path| {
-            let p = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-            p.components().filter(|c| !matches!(c, std::path::Component::CurDir)).collect::<PathBuf>()
-        };
-        let looked = if resolved(&given) == resolved(&beside) {
+        // Each place once, however the two are spelled: a shard that wrote
+        // its records beside its result had read "looked for s1.jsonl and
+        // s1.jsonl" (and `./s1.jsonl` beside an absolute path, both).
+        let looked = if crate::output::same_place(&given, &beside) {
             given.display().to_string()
         } else {
             format!("{} and {}", given.display(), beside.display())

@@ -127,6 +127,12 @@ pub fn distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
     Ok(())
 }
 
+/// Whether two paths name one file, however each is spelled (`./a`, an
+/// absolute path and a relative one, links), whether or not it exists yet.
+pub fn same_place(a: &Path, b: &Path) -> bool {
+    same_file_key(a) == same_file_key(b)
+}
+
 /// What a path names, whichever way it is spelled.
 #[derive(Debug, PartialEq)]
 enum FileKey {

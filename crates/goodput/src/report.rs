@@ -156,6 +156,12 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         || j.price.is_some()
         || j.attainment.is_some()
         || j.gpus.is_some();
+    let mut out = OutputArgs::rewriting(
+        run.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect(),
+        a.output.clone(),
+        a.exports.clone(),
+    );
+    out.quiet = a.quiet;
     // A records file read only in part (its last line cut short), said in the result too.
     let mut cut_short = None;
     let records = match (&a.records, &run.requests) {
@@ -190,16 +196,19 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
                 Some(r.clone())
             }
         }
-        // Judged anew with no records named, nor held: the run's records
-        // file beside it, by its name, where there is one.
-        // A price or a GPU count alone needs none of them (below). A file
+        // Judged anew with no records named, nor held. A price or a GPU
+        // count alone needs the saved throughputs alone; else the run's
+        // records file beside it, by its name, where there is one. A file
         // there that is not this run's (another run's, or cut) is passed
         // over with a warning, as if absent: it had failed a re-pricing.
-        (None, None) if rejudge && repriced(run.clone(), a)?.is_none() => {
+        (None, None) if rejudge => {
+            if let Some(priced) = repriced(&run, a)? {
+                return output::finish(&priced, &out, &a.judge, &[]);
+            }
+            let mut outputs = vec![("--output", a.output.as_deref())];
+            outputs.extend(a.exports.outputs());
             let mut found = None;
             for p in records_beside(&a.run) {
-                let mut outputs = vec![("--output", a.output.as_deref())];
-                outputs.extend(a.exports.outputs());
                 output::distinct_files(&[("the records beside the result", p.as_path())], &outputs)?;
                 match goodput_report::read::records::read_counted_records(&p, &run, &a.run) {
                     Ok((records, cut)) => {
@@ -224,18 +233,8 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         }
         (None, None) => None,
     };
-    let mut out = OutputArgs::rewriting(
-        run.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect(),
-        a.output.clone(),
-        a.exports.clone(),
-    );
-    out.quiet = a.quiet;
     let Some(records) = records else {
         if rejudge {
-            // A price and a GPU count need the saved throughputs alone.
-            if let Some(run) = repriced(run, a)? {
-                return output::finish(&run, &out, &a.judge, &[]);
-            }
             bail!(
                 "{} holds no per-request records, nor is its records file beside it ({} or {}), and an SLO, \
                  attainment, percentiles, ratings or --window are drawn from them: pass --records FILE (written by \
@@ -346,13 +345,13 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
 /// judged anew: a cost needs no per-request records (it had been refused
 /// without them). `None` where an SLO, attainment, percentiles, a window,
 /// or a config's SLO or ratings other than the saved ones, need the records.
-fn repriced(mut run: RunResult, a: &ReportArgs) -> Result<Option<RunResult>> {
+fn repriced(run: &RunResult, a: &ReportArgs) -> Result<Option<RunResult>> {
     let j = &a.judge;
     if j.slo.is_some() || j.attainment.is_some() || a.percentiles.is_some() || a.window.is_some() {
         return Ok(None);
     }
     let percentiles: Vec<f64> = run.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect();
-    let opts = setup::saved_options(&run, j, &percentiles)?;
+    let opts = setup::saved_options(run, j, &percentiles)?;
     let saved = run.config.judge.clone().unwrap_or_default();
     let judge = setup::judge_config(&opts);
     if judge.slo != saved.slo || judge.ratings != saved.ratings {
@@ -367,6 +366,7 @@ fn repriced(mut run: RunResult, a: &ReportArgs) -> Result<Option<RunResult>> {
             None => return Ok(None),
         }
     };
+    let mut run = run.clone();
     run.cost = Some(goodput_core::analysis::summary::cost_report(cost, &run.summary));
     run.config.judge = Some(goodput_core::doc::config::JudgeConfig { extra: saved.extra, ..judge });
     // The energy counters' GPUs against the GPUs priced, said again for the new count.

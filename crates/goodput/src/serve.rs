@@ -196,17 +196,7 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
             }
         },
     };
-    // Ranks of an expert-parallel group: the GPUs named next are a rank's
-    // (the banner had read "… EP 4 … · 2× H100" for four GPUs).
-    // With pipeline stages, a rank's are: "each rank 2 stages of 2× H100".
-    let per_rank = c.engine.pd.is_none() && c.engine.dp > 1 && c.engine.engines() != c.engine.dp;
-    let words = c.engine.parallel_words();
-    let words = match (per_rank, c.engine.pp) {
-        (false, _) => words,
-        (true, 1) => words + "each rank ",
-        (true, pp) => words.replacen(&format!("{pp} stages of "), &format!("each rank {pp} stages of "), 1),
-    };
-    let replicas = format!("{replicas}{words}");
+    let replicas = format!("{replicas}{}", c.engine.parallel_words());
     let what = format!(
         "engine: {} ({}) on {replicas}{}{} · KV cache {} tokens · max {} sequences · chat template {} · speed {}× · \
          serving '{}'",

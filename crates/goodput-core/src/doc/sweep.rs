@@ -232,9 +232,15 @@ fn failing_from(points: &[SweepPoint], axis: LoadAxis, load: f64) -> bool {
 /// drain), else over its window.
 pub fn sustained_rps(r: &RunResult) -> f64 {
     match &r.summary.stability {
-        Some(s) if s.steady && s.achieved_rps > 0.0 => s.achieved_rps,
+        Some(s) if sustained_over_steady_stretch(r) => s.achieved_rps,
         _ => r.summary.throughput.requests_per_s,
     }
+}
+
+/// Whether [`sustained_rps`] is the rate over a steady stretch (else the
+/// window's).
+pub fn sustained_over_steady_stretch(r: &RunResult) -> bool {
+    r.summary.stability.as_ref().is_some_and(|s| s.steady && s.achieved_rps > 0.0)
 }
 
 /// The one scale a sweep's points are ordered and compared on ("the

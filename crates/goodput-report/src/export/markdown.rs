@@ -211,8 +211,7 @@ fn throughput_table(o: &mut String, r: &RunResult) {
     }
     let _ = writeln!(o, "| in flight | {:.2} mean · {} peak |", s.in_flight.mean, s.in_flight.peak);
     let _ = writeln!(o, "| tokens | {} in · {} out |", s.tokens.input, s.tokens.output);
-    if let Some(extra) =
-        s.tokens.prompt_extra.as_ref().and_then(|e| format::prompt_extra_for(e, r.config.client.as_ref()))
+    if let Some(extra) = s.tokens.prompt_extra.as_ref().and_then(|e| format::prompt_extra(e, r.config.client.as_ref()))
     {
         let _ = writeln!(o, "| prompt extra | {} |", md(&extra));
     }

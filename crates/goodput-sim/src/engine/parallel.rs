@@ -171,7 +171,10 @@ impl EngineConfig {
 
     /// How a line that says where the engine runs names its expert and
     /// pipeline parallelism: `EP 8 over 8 ranks · ` or `2 stages of `
-    /// (before `{tp}× {gpu}`); empty with neither.
+    /// (before `{tp}× {gpu}`); empty with neither. Data-parallel ranks that
+    /// share expert-parallel groups are told `each rank `, before the
+    /// stages: the GPUs named next are a rank's (a served engine's banner
+    /// had read "… EP 4 … · 2× H100" for four GPUs).
     pub fn parallel_words(&self) -> String {
         let mut s = String::new();
         // Pools of their own EP sizes: the pools' words name them.
@@ -182,6 +185,9 @@ impl EngineConfig {
                 self.ep,
                 self.attention_ranks()
             );
+        }
+        if self.pd.is_none() && self.dp > 1 && self.engines() != self.dp {
+            s += "each rank ";
         }
         if self.pp > 1 {
             s += &format!("{} stages of ", self.pp);

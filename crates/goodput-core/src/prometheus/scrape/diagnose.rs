@@ -650,13 +650,7 @@ impl ClientLoad {
     /// schedule), or else as a closed loop.
     pub fn new(concurrency_cap: Option<usize>, rate: Option<f64>, trace: bool) -> ClientLoad {
         let schedule = if trace { Some(Schedule::Trace) } else { rate.filter(|r| r.is_finite()).map(Schedule::Rate) };
-        ClientLoad { concurrency_cap, schedule, unstreamed: false, fan_out: None }
-    }
-
-    /// The same load, its answers asked for whole (`streamed` false) or as
-    /// streams.
-    pub fn streamed(self, streamed: bool) -> ClientLoad {
-        ClientLoad { unstreamed: !streamed, ..self }
+        ClientLoad { concurrency_cap, schedule, ..ClientLoad::default() }
     }
 
     /// The same load, as the run's `client` settings asked it: streamed or
@@ -769,24 +763,22 @@ fn lockstep(ok: &[&RequestRecord], summary: &Summary, load: ClientLoad) -> Optio
     if load.schedule.is_some() && held < 0.5 {
         return None;
     }
-    let joined = sent.windows(2).filter(|w| (w[1] - w[0]).as_secs_f64() <= window).count();
+    // The sends in bursts, each send joined to the one before when it came
+    // within the window: their sizes.
+    let mut bursts: Vec<f64> = vec![1.0];
+    for w in sent.windows(2) {
+        match bursts.last_mut() {
+            Some(size) if (w[1] - w[0]).as_secs_f64() <= window => *size += 1.0,
+            _ => bursts.push(1.0),
+        }
+    }
+    let joined = sent.len() - bursts.len();
     let share = joined as f64 / gaps as f64;
     let independent = 1.0 - (-window / mean_gap).exp();
     // The bursts' size as a send sees it: the mean, over sends, of the
     // burst each came in (Σ size² / Σ size). A wave of 16 that one user
     // leads by a few steps is bursts of 1 and 15: 8 a burst, 14.1 a send
     // (a live bench had been told 8.7 where its waves were 16).
-    let mut bursts: Vec<f64> = Vec::new();
-    let mut size = 1.0;
-    for w in sent.windows(2) {
-        if (w[1] - w[0]).as_secs_f64() <= window {
-            size += 1.0;
-        } else {
-            bursts.push(size);
-            size = 1.0;
-        }
-    }
-    bursts.push(size);
     let wave = bursts.iter().map(|b| b * b).sum::<f64>() / sent.len() as f64;
     // With so many users that independent sends crowd within the window
     // anyway, the time between bursts tells: independent sends leave gaps
@@ -1552,7 +1544,7 @@ mod tests {
         let mut e2e = w.histograms[&HistogramSignal::Ttft].clone();
         (e2e.sum, e2e.mean, e2e.p50) = (Some(40.0 * 1.095), Some(1.095), Some(1.0));
         w.histograms.insert(HistogramSignal::E2e, e2e);
-        let c = cross_check(&records, &summary, &w, Some(&w), ClientLoad::default().streamed(false));
+        let c = cross_check(&records, &summary, &w, Some(&w), ClientLoad { unstreamed: true, ..ClientLoad::default() });
         let notes = c.notes.join("\n");
         assert_eq!((c.ttft_gap_ms, c.client_ttft_mean_ms, c.client_ttft_p50_ms), (None, None, None), "{c:?}");
         assert!(!notes.contains("TTFT mean") && !notes.contains("where TTFT went"), "{notes}");
@@ -1570,7 +1562,9 @@ mod tests {
             diagnose(&records, &summary, Some(&w), load).into_iter().map(|d| d.kind).collect()
         };
         assert!(kinds(ClientLoad::default()).contains(&DiagnosisKind::TailDegrading));
-        assert!(!kinds(ClientLoad::default().streamed(false)).contains(&DiagnosisKind::TailDegrading));
+        assert!(
+            !kinds(ClientLoad { unstreamed: true, ..ClientLoad::default() }).contains(&DiagnosisKind::TailDegrading)
+        );
     }
 
     #[test]
@@ -1591,7 +1585,7 @@ mod tests {
         w.counters.insert(CounterSignal::RequestsSucceeded, delta(400.0));
         w.counters.insert(CounterSignal::PromptTokens, delta(41300.0));
         let notes = |fan_out: Option<FanOut>| {
-            let load = ClientLoad { fan_out, ..ClientLoad::default().streamed(false) };
+            let load = ClientLoad { fan_out, unstreamed: true, ..ClientLoad::default() };
             cross_check(&records, &summary, &w, Some(&w), load).notes.join("\n")
         };
         let told = notes(Some(FanOut::Documents(4)));
@@ -1784,12 +1778,8 @@ mod tests {
         };
         let told = |records: &[RequestRecord], cap: Option<usize>| {
             let summary = analyze(records, &AnalysisOptions::default()).summary;
-            lockstep(
-                &measured(records),
-                &summary,
-                ClientLoad { concurrency_cap: cap, schedule: None, unstreamed: false, fan_out: None },
-            )
-            .map(|d| d.message)
+            lockstep(&measured(records), &summary, ClientLoad { concurrency_cap: cap, ..ClientLoad::default() })
+                .map(|d| d.message)
         };
         let loop_of = |users: u64, start: &dyn Fn(u64) -> u64| -> Vec<u64> {
             (0..40 * users).map(|k| start(k % users) + 570 * (k / users)).collect()
@@ -1878,12 +1868,8 @@ mod tests {
                 r.scheduled = Duration::from_millis(scheduled_ms(k));
             }
             let summary = analyze(&records, &AnalysisOptions::default()).summary;
-            let load = ClientLoad {
-                concurrency_cap: Some(5),
-                schedule: Some(Schedule::Rate(20.0)),
-                unstreamed: false,
-                fan_out: None,
-            };
+            let load =
+                ClientLoad { concurrency_cap: Some(5), schedule: Some(Schedule::Rate(20.0)), ..ClientLoad::default() };
             lockstep(&measured(&records), &summary, load).map(|d| d.message)
         };
         let m = open(&waves, &|k| 50 * k as u64).expect("a cap that binds");

@@ -462,7 +462,7 @@ fn throughput_rows(r: &RunResult) -> Vec<(&'static str, String)> {
         let per_chunk: Vec<String> = tok.chunk_sources.iter().map(|(k, n)| format!("{} {n}", html(k))).collect();
         rows.push(("tokens per chunk from", per_chunk.join(", ")));
     }
-    if let Some(extra) = tok.prompt_extra.as_ref().and_then(|e| format::prompt_extra_for(e, r.config.client.as_ref())) {
+    if let Some(extra) = tok.prompt_extra.as_ref().and_then(|e| format::prompt_extra(e, r.config.client.as_ref())) {
         rows.push(("prompt extra", html(&extra)));
     }
     if let Some(c) = &r.client {

@@ -12,7 +12,10 @@ use crate::series::{self, Latency, SweepSeries, TimeSeries};
 use crate::svg::{self, Chart, Guide, Mark, Series, Style};
 use crate::table::Detail;
 use goodput_core::analysis::slo::ObjectiveResult;
-use goodput_core::doc::sweep::{saturation_unplaced, Load, LoadAxis, PointRef, SweepAnalysis, SweepPoint, SweepResult};
+use goodput_core::doc::sweep::{
+    saturation_unplaced, sustained_over_steady_stretch, Load, LoadAxis, PointRef, SweepAnalysis, SweepPoint,
+    SweepResult,
+};
 use goodput_core::{RunResult, Slo};
 use std::fmt::Write;
 
@@ -289,7 +292,7 @@ fn goodput_by_load(ordered: &[&SweepPoint], a: &SweepAnalysis, pts: &[SweepPoint
     // as misplaced (concurrency 256 at 70.92 beside a table's 67.93).
     let sustained = axis == LoadAxis::Mixed;
     // Placed at its steady stretch's rate (`sustained_rps`), or at its window's.
-    let steady = |p: &SweepPoint| p.result.summary.stability.as_ref().is_some_and(|s| s.steady && s.achieved_rps > 0.0);
+    let steady = |p: &SweepPoint| sustained_over_steady_stretch(&p.result);
     throughput.tips = ordered
         .iter()
         .map(|p| {
