@@ -85,6 +85,8 @@ struct Sweep {
     /// A point whose every request failed has said why (the first failure,
     /// and bench's hint for a status all answered alike): once a sweep.
     told_failure: std::sync::atomic::AtomicBool,
+    /// The sweep has said it stops for a failure storm.
+    told_storm: std::sync::atomic::AtomicBool,
 }
 
 impl Sweep {
@@ -97,8 +99,11 @@ impl Sweep {
         } else {
             Vec::new()
         };
-        for load in grid {
+        for (i, &load) in grid.iter().enumerate() {
             if self.stopped() {
+                break;
+            }
+            if self.halt_for_storm(&grid[i..].iter().map(|l| l.label()).collect::<Vec<_>>().join(", ")) {
                 break;
             }
             self.run(load, "grid").await?;
@@ -106,14 +111,34 @@ impl Sweep {
         Ok(())
     }
 
+    /// The load of the point a failure storm stopped, if one did.
+    fn stormed(&self) -> Option<String> {
+        self.points.iter().find(|p| crate::bench::stormed(&p.result)).map(|p| p.load.label())
+    }
+
+    /// Whether the sweep stops for a failure storm: a point's every request
+    /// failed for seconds, so the server is failing whatever it is sent,
+    /// and each load after it would only meet the same (each storm takes
+    /// its seconds to be told). `left` names what is not run, said once.
+    fn halt_for_storm(&self, left: &str) -> bool {
+        let Some(at) = self.stormed() else { return false };
+        if !left.is_empty() && !self.told_storm.swap(true, Ordering::Relaxed) {
+            goodput_core::tell!(
+                "a failure storm stopped {at}: the sweep stops there, and did not run {left}; mend the server \
+                 (the point's stop gives its first failure) and sweep again"
+            );
+        }
+        true
+    }
+
     /// `--auto`: a baseline of one user, the ceiling at `--max-concurrency`,
     /// and `--points` rates spread between their throughputs.
     async fn run_auto(&mut self) -> Result<()> {
-        if !self.args.auto || self.stopped() {
+        if !self.args.auto || self.stopped() || self.halt_for_storm("--auto's points") {
             return Ok(());
         }
         let base = sustained(&self.run(Load::Concurrency(1), "baseline").await?.result);
-        let ceiling = if self.stopped() {
+        let ceiling = if self.stopped() || self.halt_for_storm("--auto's ceiling and spread") {
             None
         } else {
             let c = self.args.max_concurrency;
@@ -122,7 +147,7 @@ impl Sweep {
         if let Some(ceil) = ceiling.filter(|&c| c > base) {
             let k = self.args.points;
             for i in 1..=k {
-                if self.stopped() {
+                if self.stopped() || self.halt_for_storm(&format!("{} of --auto's spread", k - i + 1)) {
                     break;
                 }
                 let r = base + (ceil - base) * i as f64 / (k + 1) as f64;
@@ -449,6 +474,9 @@ impl Sweep {
             if self.points.iter().any(|p| p.load == next) {
                 break;
             }
+            if self.halt_for_storm(&format!("the search for the SLO's boundary ({} next)", next.label())) {
+                break;
+            }
             self.run(next, "search").await?;
         }
         Ok(())
@@ -770,6 +798,7 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
         reset: shared.reset,
         until,
         told_failure: Default::default(),
+        told_storm: Default::default(),
     })
 }
 
