@@ -28,34 +28,66 @@ pub fn check_outputs(out: &OutputArgs, inputs: &[(&str, &Path)]) -> Result<()> {
     check_exports(&out.exports)
 }
 
+/// What a command's `-o` writes, and which other formats it writes (by
+/// other flags), for [`check_document_named`].
+pub struct Writes {
+    /// The command, named where a format it cannot write is asked for.
+    pub command: &'static str,
+    /// What `-o` holds, e.g. "the result document".
+    pub document: &'static str,
+    /// Whether `--markdown` writes Markdown.
+    pub markdown: bool,
+    /// Whether `--records NAME.parquet` writes Parquet.
+    pub records: bool,
+}
+
+impl Writes {
+    /// bench, estimate and sweep: a result document, every rendering, and
+    /// records.
+    pub const RUN: Writes =
+        Writes { command: "this command", document: "the result document", markdown: true, records: true };
+}
+
 /// Refuses a result document (`-o`, JSON) or a records file (`--records`,
 /// JSON lines, or Parquet by its extension) named as another format would
 /// be: `-o run.html` had written JSON into `run.html`, and `--records
 /// run.csv` JSON lines into `run.csv`, without a word. The flag that
-/// writes the format the name asks for is named.
+/// writes the format the name asks for is named. For bench, estimate and
+/// sweep; [`check_document_named`] for another command's `-o`.
 pub fn check_named_as_written(path: &Path, flag: &str) -> Result<()> {
+    if flag == "--records" {
+        let writes = "the per-request records as JSON lines (.jsonl), or Parquet when the name ends in .parquet";
+        named_as(path, flag, writes, "jsonl", &Writes::RUN)
+    } else {
+        check_document_named(path, &Writes::RUN)
+    }
+}
+
+/// Refuses `-o` (always JSON) named as another format would be: `report -o
+/// run.md` had written JSON into run.md. The flag that writes the format
+/// the name asks for is named, or, where the command writes none, that it
+/// does not.
+pub fn check_document_named(path: &Path, writes: &Writes) -> Result<()> {
+    named_as(path, "--output", &format!("{} as JSON", writes.document), "json", writes)
+}
+
+fn named_as(path: &Path, flag: &str, holds: &str, own: &str, writes: &Writes) -> Result<()> {
     let Some(ext) = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase) else {
         return Ok(());
     };
     let (asked, by) = match ext.as_str() {
-        "html" | "htm" => ("an HTML page", "--html"),
-        "md" | "markdown" => ("Markdown", "--markdown"),
-        "csv" => ("CSV", "--csv"),
-        "parquet" if flag == "--output" => ("Parquet", "--records"),
+        "html" | "htm" => ("an HTML page", Some("--html")),
+        "md" | "markdown" => ("Markdown", Some("--markdown").filter(|_| writes.markdown)),
+        "csv" => ("CSV", Some("--csv")),
+        "parquet" if flag == "--output" => ("Parquet", Some("--records").filter(|_| writes.records)),
         _ => return Ok(()),
     };
-    let writes = if flag == "--records" {
-        "the per-request records as JSON lines (.jsonl), or Parquet when the name ends in .parquet"
-    } else {
-        "the result document as JSON"
+    let stem = path.with_extension(own);
+    let then = match by {
+        Some(by) => format!(" and write {asked} with {by} {}", path.display()),
+        None => format!(" ({} writes no {asked})", writes.command),
     };
-    let stem = path.with_extension(if flag == "--records" { "jsonl" } else { "json" });
-    bail!(
-        "{flag} {} would hold {writes}, not {asked}: name it {} and write {asked} with {by} {}",
-        path.display(),
-        stem.display(),
-        path.display()
-    )
+    bail!("{flag} {} would hold {holds}, not {asked}: name it {}{then}", path.display(), stem.display())
 }
 
 /// Refuses, before anything is written, a command whose outputs name one

@@ -346,6 +346,8 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     outputs.extend(a.exports.outputs());
     output::distinct_files(&inputs, &outputs)?;
     if let Some(p) = &a.output {
+        let writes = output::Writes { command: "plan", document: "the frontier", markdown: false, records: false };
+        output::check_document_named(p, &writes)?;
         output::check_file(p, "--output")?;
     }
     output::check_exports(&a.exports)?;

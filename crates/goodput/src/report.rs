@@ -21,6 +21,9 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
     outputs.extend(a.exports.outputs());
     output::distinct_files(&inputs, &outputs)?;
     if let Some(p) = &a.output {
+        let writes =
+            output::Writes { command: "report", document: "the result document", markdown: true, records: false };
+        output::check_document_named(p, &writes)?;
         output::check_file(p, "--output")?;
     }
     output::check_exports(&a.exports)?;

@@ -505,3 +505,38 @@ fn a_result_or_records_file_named_as_another_format_is_refused_with_the_flag_tha
     goodput().args(RUN).arg("-o").arg(&out).arg("--records").arg(&rec).assert().success();
     assert!(out.exists() && rec.exists());
 }
+
+/// `report -o` and `plan -o` write JSON too (a re-analysed result, a
+/// frontier): a name that asks for another format is refused before
+/// anything is written, naming the flag that writes it, or that the command
+/// writes no such format (plan writes no Markdown; neither writes Parquet).
+/// They had written JSON into `x.md` and `x.html` without a word.
+#[test]
+fn report_and_plan_refuse_an_output_named_as_another_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run.json");
+    goodput().args(RUN).arg("-o").arg(&run).assert().success();
+    let md = dir.path().join("x.md");
+    let err = goodput().arg("report").arg(&run).arg("-o").arg(&md).refusal();
+    assert!(err.contains("would hold the result document as JSON, not Markdown"), "{err}");
+    assert!(err.contains("name it") && err.contains("x.json") && err.contains("--markdown"), "{err}");
+    let pq = dir.path().join("x.parquet");
+    let err = goodput().arg("report").arg(&run).arg("-o").arg(&pq).refusal();
+    assert!(err.contains("not Parquet") && err.contains("(report writes no Parquet)"), "{err}");
+    // The names it does write are taken, and the refusals wrote nothing.
+    let json = dir.path().join("again.json");
+    goodput().arg("report").arg(&run).arg("-q").arg("-o").arg(&json).assert().success();
+    assert!(is_result(&std::fs::read_to_string(&json).unwrap()));
+    assert!(!md.exists() && !pq.exists());
+
+    // plan refuses before it searches (each name below would cost a search).
+    let plan = ["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "-o"];
+    let page = dir.path().join("frontier.HTML");
+    let err = goodput().args(plan).arg(&page).refusal();
+    assert!(err.contains("would hold the frontier as JSON, not an HTML page"), "{err}");
+    assert!(err.contains("frontier.json") && err.contains("--html"), "{err}");
+    let err = goodput().args(plan).arg(&md).refusal();
+    assert!(err.contains("not Markdown") && err.contains("(plan writes no Markdown)"), "{err}");
+    assert!(!err.contains("--markdown"), "plan has no Markdown to offer: {err}");
+    assert!(!page.exists() && !md.exists());
+}
