@@ -15,6 +15,9 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
     crate::output::distinct_files(&inputs, &outputs)?;
     crate::output::check_exports(&a.exports)?;
     if let Some(p) = &a.output {
+        let writes =
+            crate::output::Writes { command: "compare", document: "the comparison", markdown: true, records: false };
+        crate::output::check_document_named(p, &writes)?;
         crate::output::check_file(p, "--output")?;
     }
     if let Some(code) = frontiers(&a)? {

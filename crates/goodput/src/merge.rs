@@ -36,6 +36,13 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode> {
     inputs.extend(a.judge.config.as_deref().map(|p| ("--config", p)));
     // A merge never writes over a shard's own files: checked before a shard is read.
     output::distinct_files(&inputs, &outputs)?;
+    // It writes what bench does: a result document and records.
+    if let Some(p) = &a.output {
+        output::check_named_as_written(p, "--output")?;
+    }
+    if let Some(p) = &a.records {
+        output::check_named_as_written(p, "--records")?;
+    }
     let mut runs = Vec::new();
     for path in &a.shards {
         runs.push((path.clone(), read_shard(path)?));

@@ -540,3 +540,37 @@ fn report_and_plan_refuse_an_output_named_as_another_format() {
     assert!(!err.contains("--markdown"), "plan has no Markdown to offer: {err}");
     assert!(!page.exists() && !md.exists());
 }
+
+/// `merge` writes what bench does (a result document, records) and
+/// `compare -o` a comparison as JSON: a name of another format is refused
+/// as bench refuses it, before a shard or run is read.
+#[test]
+fn merge_and_compare_refuse_an_output_named_as_another_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    for i in 0..2 {
+        let (out, rec) = (p(&format!("s{i}.json")), p(&format!("s{i}.jsonl")));
+        goodput().args(RUN).args(["--seed", "4", "--shard", &format!("{i}/2")]).writing(&out, &rec).assert().success();
+    }
+    let merge = || {
+        let mut c = goodput();
+        c.args(["merge", "-q"]).arg(p("s0.json")).arg(p("s1.json"));
+        c
+    };
+    let err = merge().arg("-o").arg(p("merged.md")).refusal();
+    assert!(err.contains("would hold the result document as JSON, not Markdown"), "{err}");
+    assert!(err.contains("merged.json") && err.contains("--markdown"), "{err}");
+    let err = merge().arg("--records").arg(p("merged.csv")).refusal();
+    assert!(err.contains("--records") && err.contains("not CSV") && err.contains("merged.jsonl"), "{err}");
+    let err = goodput().arg("compare").arg(p("s0.json")).arg(p("s1.json")).arg("-o").arg(p("diff.html")).refusal();
+    assert!(err.contains("would hold the comparison as JSON, not an HTML page"), "{err}");
+    assert!(err.contains("diff.json") && err.contains("--html"), "{err}");
+    let err = goodput().arg("compare").arg(p("s0.json")).arg(p("s1.json")).arg("-o").arg(p("d.parquet")).refusal();
+    assert!(err.contains("(compare writes no Parquet)"), "{err}");
+    for name in ["merged.md", "merged.csv", "diff.html", "d.parquet"] {
+        assert!(!p(name).exists(), "{name} was written");
+    }
+    // The names of what they write are taken.
+    merge().arg("-o").arg(p("merged.json")).arg("--records").arg(p("merged.parquet")).assert().success();
+    assert!(is_result(&std::fs::read_to_string(p("merged.json")).unwrap()) && p("merged.parquet").exists());
+}
