@@ -45,7 +45,7 @@ impl Interrupt {
                     goodput_core::tell!(
                         "\nstopping {what} ({name}): no new requests; in-flight ones get {} to finish (Ctrl-C or \
                          SIGTERM again to cancel them now)",
-                        humantime::format_duration(grace)
+                        goodput_core::util::duration_text(grace)
                     );
                 } else {
                     // Between runs (a server starting or stopping): no request to speak of.

@@ -478,7 +478,7 @@ async fn watch(a: MonitorArgs, alerts: Vec<Alert>, stop: tokio_util::sync::Cance
     goodput_core::tell!(
         "goodput monitor → {} every {}",
         goodput_core::util::redact::scrub(&urls.join(", ")),
-        humantime::format_duration(a.interval)
+        goodput_core::util::duration_text(a.interval)
     );
     let mut tick = tokio::time::interval(a.interval);
     loop {
@@ -590,7 +590,7 @@ async fn watch(a: MonitorArgs, alerts: Vec<Alert>, stop: tokio_util::sync::Cance
             "no scrape of {} succeeded{} in the {} watched: is the server up, and its metrics at that address (--metrics-url)?",
             goodput_core::util::redact::scrub(&urls.join(", ")),
             if probing { ", and no probe was answered," } else { "" },
-            humantime::format_duration(a.duration.unwrap_or_default())
+            goodput_core::util::duration_text(a.duration.unwrap_or_default())
         );
     }
     // A bounded watch (--once, --duration) in which an alert fired exits 4,

@@ -1930,11 +1930,11 @@ impl Search<'_> {
                 // more than asked, and the memory guard refuses it (it had
                 // read as the requests' fault: "give fewer requests").
                 (Err(e), Some(ramp)) if format!("{e:#}").contains("in memory") => bail!(
-                    "{users} users per replica: --ramp-up {} is too long: what is due during it is warm-up, each \
+                    "{users} users per replica: a --ramp-up of {} is too long: what is due during it is warm-up, each \
                      user sending throughout, and the point would send far more requests than the {} measured \
                      ({e:#}); give a shorter --ramp-up (a few requests' time), or leave it out: plan then joins \
                      users over one request's time",
-                    humantime::format_duration(ramp),
+                    goodput_core::util::duration_text(ramp),
                     plan.requests.unwrap_or_default()
                 ),
                 (Err(e), _) => return Err(e.context(format!("{users} users per replica"))),

@@ -274,9 +274,9 @@ fn fixed_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Status
     });
     let mut what = format!(
         "fixed timings: TTFT {}, a chunk of {} tokens every {} · serving '{name}'",
-        humantime::format_duration(a.ttft),
+        goodput_core::util::duration_text(a.ttft),
         a.tokens_per_chunk,
-        humantime::format_duration(a.itl)
+        goodput_core::util::duration_text(a.itl)
     );
     for (case, rate) in &a.faults.fault {
         what.push_str(&format!(" · --fault {case}:{rate}"));

@@ -141,9 +141,9 @@ pub fn shaped_plan(
 /// looks hung.
 pub const LONG_WAIT: Duration = Duration::from_secs(3600);
 
-/// A wait in words, to the second: `11days 13h 46m 40s`.
+/// A wait in words, to the second: `11 days 13 h 46 min 40 s`.
 pub fn human_wait(d: Duration) -> String {
-    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+    goodput_core::util::duration_text(Duration::from_secs(d.as_secs()))
 }
 
 /// What a run will wait for longer than [`LONG_WAIT`] before its first or
@@ -255,7 +255,7 @@ fn trace_units_warning(
              seconds; divide them by 1000, or replay it with --trace-speed {} (1000 times faster)",
             path.display(),
             entries.len(),
-            humantime::format_duration(Duration::from_secs(span as u64)),
+            goodput_core::util::duration_text(Duration::from_secs(span as u64)),
             format.name(),
             goodput_load::schedule::shown(speed * 1000.0)
         )

@@ -796,13 +796,13 @@ pub async fn wait_ready(
             bail!(
                 "the server at {base} was not ready within {} (last: {last}): is it starting, and is --url right? \
                  A longer --wait-ready gives it more time",
-                humantime::format_duration(wait)
+                goodput_core::util::duration_text(wait)
             );
         }
         if !said {
             goodput_core::tell!(
                 "waiting up to {} for {} to be ready ({})",
-                humantime::format_duration(wait),
+                goodput_core::util::duration_text(wait),
                 goodput_core::util::redact::redact_url(base),
                 crate::output::shown(&last)
             );

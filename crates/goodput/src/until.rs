@@ -154,7 +154,7 @@ fn limit_of(plan: &LoadPlan, records: &[RequestRecord]) -> (StopReason, String) 
     let measured = records.iter().filter(|r| !r.warmup).count() as u64;
     match (plan.requests, plan.duration) {
         (_, Some(d)) if plan.requests.is_none_or(|n| measured < n) => {
-            (StopReason::Duration, format!("its duration of {}", humantime::format_duration(d)))
+            (StopReason::Duration, format!("its duration of {}", goodput_core::util::duration_text(d)))
         }
         (Some(n), _) => (StopReason::Requests, format!("the run's {n} requests")),
         (None, _) => (StopReason::Requests, "the trace's end".to_string()),

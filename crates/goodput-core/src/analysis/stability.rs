@@ -160,7 +160,7 @@ pub struct JudgeContext {
     pub cap_flag: &'static str,
     /// What ran before the window, named where the window still drained
     /// the backlog it left: a `--stages` stage's "the stage before it (120
-    /// req/s for 20s)". None: "a backlog left before the window".
+    /// req/s for 20 s)". None: "a backlog left before the window".
     pub before: Option<String>,
 }
 
@@ -1214,7 +1214,7 @@ mod tests {
         assert!(!s.steady && !s.overloaded && why.starts_with("draining a backlog left before the window"), "{s:?}");
         assert!(why.contains("requests outstanding fell") && why.contains("TTFT fell"), "{why}");
         // Told what ran before the window, the judge names it.
-        let stage = "the stage before it (15 req/s for 13.333s)".to_string();
+        let stage = "the stage before it (15 req/s for 13.333 s)".to_string();
         let staged = JudgeContext { before: Some(stage.clone()), ..JudgeContext::default() };
         let s = super::judge(&after_heavy, &window(&after_heavy), Some(&open(5.0)), &staged).unwrap();
         let named = s.reason.clone().unwrap();

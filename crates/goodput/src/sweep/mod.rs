@@ -242,7 +242,7 @@ impl Sweep {
                             "{}: {}; running it again for {}",
                             load.label(),
                             why_longer(&result),
-                            humantime::format_duration(d)
+                            goodput_core::util::duration_text(d)
                         );
                     }
                     duration = Some(d);

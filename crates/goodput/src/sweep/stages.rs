@@ -37,8 +37,8 @@ impl Sweep {
             bail!(
                 "the {flag} of {} is as long as the stages ({} in all), and what is due in it is warm-up, so no stage \
                  would be measured: give a shorter {flag}, or longer stages",
-                humantime::format_duration(d),
-                humantime::format_duration(total)
+                goodput_core::util::duration_text(d),
+                goodput_core::util::duration_text(total)
             );
         }
         let shape = crate::cli::ShapeArgs { duration: Some(total), requests: None, ..self.args.shape.clone() };
@@ -120,7 +120,7 @@ impl Sweep {
             // A stage still clearing the backlog of the one before it names it.
             let mut opts = self.opts.clone();
             opts.stability.before = i.checked_sub(1).map(|before| {
-                let (load, d) = (stages[before].0, humantime::format_duration(stages[before].1));
+                let (load, d) = (stages[before].0, goodput_core::util::duration_text(stages[before].1));
                 let stage = if by_users { format!("{load} users") } else { format!("{load} req/s") };
                 format!("the stage before it ({stage} for {d})")
             });

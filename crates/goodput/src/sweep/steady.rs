@@ -101,7 +101,7 @@ pub(super) fn expected_duration(a: &SweepArgs, steady_bounds: bool) -> Option<St
         return Some(format!(
             "{} stages in one run: about {} in all",
             st.stages.len(),
-            humantime::format_duration(Duration::from_secs(total.as_secs()))
+            goodput_core::util::duration_text(Duration::from_secs(total.as_secs()))
         ));
     }
     // The search bisects a list of concurrencies as it does rates (its
@@ -124,8 +124,8 @@ pub(super) fn expected_duration(a: &SweepArgs, steady_bounds: bool) -> Option<St
     let mut t = format!(
         "{points} point{} of about {} each: about {} in all",
         if points == 1 { "" } else { "s" },
-        humantime::format_duration(each),
-        humantime::format_duration(Duration::from_secs(total.as_secs()))
+        goodput_core::util::duration_text(each),
+        goodput_core::util::duration_text(Duration::from_secs(total.as_secs()))
     );
     if steady_bounds {
         // Every point but the ceiling may run once more, for twice as long.
@@ -135,8 +135,8 @@ pub(super) fn expected_duration(a: &SweepArgs, steady_bounds: bool) -> Option<St
         t.push_str(&format!(
             ", up to {} if every point that is not yet a steady state, and meets the SLO, runs again for {} \
              (pass --duration to fix their length)",
-            humantime::format_duration(Duration::from_secs(most.as_secs())),
-            humantime::format_duration(d * 2)
+            goodput_core::util::duration_text(Duration::from_secs(most.as_secs())),
+            goodput_core::util::duration_text(d * 2)
         ));
     }
     Some(t)
@@ -183,7 +183,7 @@ mod tests {
         let slo = ["--slo", "e2e:p95<=1s", "--search-steps", "3", "--duration", "10s", "--warmup", "5s"];
         let c = args(&[&["--concurrency", "1,2,4,8,16,32"][..], &slo].concat());
         let t = expected_duration(&c, false).unwrap();
-        assert!(t.starts_with("9 points of about 15s each"), "{t}");
+        assert!(t.starts_with("9 points of about 15 s each: about 2 min 15 s in all"), "{t}");
         let r = args(&[&["--rate", "16,2,8,12,4"][..], &slo].concat());
         assert!(expected_duration(&r, false).unwrap().starts_with("8 points"));
         let one = args(&["--concurrency", "4", "--duration", "10s"]);

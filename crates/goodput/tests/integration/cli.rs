@@ -496,14 +496,14 @@ fn wait_ready_waits_for_a_server_still_starting() {
         .assert()
         .success();
     assert!(started.elapsed() >= Duration::from_millis(700));
-    assert!(String::from_utf8_lossy(&assert.get_output().stderr).contains("waiting up to 20s"));
+    assert!(String::from_utf8_lossy(&assert.get_output().stderr).contains("waiting up to 20 s"));
     assert_eq!(read_json(&out)["summary"]["requests"]["completed"], 3);
 
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let dead = format!("http://{}", l.local_addr().unwrap());
     drop(l);
     let err = goodput().args(["bench", "-q", "--url", &dead, "--wait-ready", "600ms", "-n", "1"]).refusal();
-    assert!(err.contains("was not ready within 600ms") && err.contains("--wait-ready"), "{err}");
+    assert!(err.contains("was not ready within 600 ms") && err.contains("--wait-ready"), "{err}");
 }
 
 #[test]
@@ -625,8 +625,8 @@ fn a_run_that_will_wait_hours_says_so() {
     let cases: &[(&[&str], &str)] = &[
         // A seed whose second send is days away: a drawn one put it under the
         // hour's threshold about once in 300 runs, and no note was due.
-        (&["--rate", "1e-6", "-n", "2", "--seed", "1"], "note: the next request after the first is due 23days"),
-        (&["-c", "2", "--ramp-up", "1000h", "-n", "2"], "note: users join one every 20days 20h over the --ramp-up"),
+        (&["--rate", "1e-6", "-n", "2", "--seed", "1"], "note: the next request after the first is due 23 days"),
+        (&["-c", "2", "--ramp-up", "1000h", "-n", "2"], "note: users join one every 20 days 20 h over the --ramp-up"),
     ];
     use crate::cmd::Kill;
     for (args, want) in cases {

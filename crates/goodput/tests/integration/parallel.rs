@@ -102,7 +102,7 @@ fn estimate_refuses_what_cannot_run_with_the_fix() {
     // completed a request", "a shorter --warmup" with none given, "above
     // zero" for inf, and "fewer -n" with no -n).
     for (stages, extra, says) in [
-        ("10/1s", "--ramp-up=5s", "the --ramp-up of 5s is as long as the stages (1s in all)"),
+        ("10/1s", "--ramp-up=5s", "the --ramp-up of 5 s is as long as the stages (1 s in all)"),
         ("c=4/1s", "--ramp-up=5s", "give a shorter --ramp-up"),
         ("inf/2s", "--seed=1", "a stage holds a finite load (inf sends everything at once)"),
         ("c=4294967296/1s", "--seed=1", "is piloted with 42949672960 requests (10 a user)"),

@@ -1221,7 +1221,7 @@ fn a_refused_heavy_point_keeps_the_points_before_it() {
     // A --ramp-up past what a point can send is named as too long (it had
     // read as too many requests: "give fewer requests").
     let err = failed_config(&["--concurrency", "1", "--ramp-up", "1000000s"]);
-    assert!(err.contains("--ramp-up 11days 13h 46m 40s is too long"), "{err}");
+    assert!(err.contains("a --ramp-up of 11 days 13 h 46 min 40 s is too long"), "{err}");
 }
 
 /// A `--pd` pool whose TP does not divide the model's heads is named as

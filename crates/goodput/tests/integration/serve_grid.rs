@@ -223,7 +223,7 @@ fn a_server_never_ready_fails_at_the_timeout() {
     let doc = read_json(&out);
     let hangs = &configs(&doc)[0];
     assert_eq!(hangs["status"], "failed");
-    assert!(hangs["error"].as_str().unwrap().contains("not ready within 500ms"), "{hangs}");
+    assert!(hangs["error"].as_str().unwrap().contains("not ready within 500 ms"), "{hangs}");
     // sleep ends at the SIGTERM.
     assert_eq!(hangs["exit_status"].as_i64(), Some(128 + 15), "{hangs}");
     assert_all_gone(&logged_pids(&dir.path().join("f.logs")));
@@ -306,7 +306,7 @@ fn a_server_that_never_answers_fails_at_the_timeout() {
     let mute = &configs(&doc)[0];
     assert_eq!(mute["status"], "failed");
     let e = mute["error"].as_str().unwrap();
-    assert!(e.contains("not ready within 10s"), "{mute}");
+    assert!(e.contains("not ready within 10 s"), "{mute}");
     if !e.contains("connection refused") {
         // It listened in time: its last probe was cut at its bound.
         assert!(e.contains("/health gave no answer within"), "{mute}");

@@ -289,7 +289,7 @@ fn a_sweep_over_http_marks_its_points_and_says_how_long_it_will_take() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
-    assert!(stderr.contains("this sweep runs 2 points of about 6s each: about 12s in all"), "{stderr}");
+    assert!(stderr.contains("this sweep runs 2 points of about 6 s each: about 12 s in all"), "{stderr}");
     let v = read_json(&out);
     let m = marks(&v);
     assert!(m[0].1 && !m[1].1, "90% steady, 125% not: {m:?} (capacity {capacity:.1} req/s)");

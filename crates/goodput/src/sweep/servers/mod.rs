@@ -552,7 +552,7 @@ fn upper_bound(a: &SweepArgs, configs: usize) -> String {
     let per_start = s.serve_ready_timeout + s.serve_stop_grace + PORT_WAIT;
     let points = super::steady::most_duration(a);
     let s = if configs == 1 { "" } else { "s" };
-    let fmt = |d: Duration| humantime::format_duration(Duration::from_secs(d.as_secs())).to_string();
+    let fmt = |d: Duration| goodput_core::util::duration_text(Duration::from_secs(d.as_secs()));
     match points {
         Some(p) => {
             let each = per_start * starts as u32 + p;
@@ -688,7 +688,7 @@ impl Ctx {
                     return failed(
                         format!(
                             "the server was not ready within {} (--serve-ready-timeout; last: {last})",
-                            humantime::format_duration(s.serve_ready_timeout)
+                            goodput_core::util::duration_text(s.serve_ready_timeout)
                         ),
                         st.and_then(status_code),
                     );
@@ -883,7 +883,7 @@ async fn ready(base: &str, server: &Server, timeout: Duration) -> Ready {
         let req = http.get(format!("{base}{path}")).send();
         let now = tokio::time::Instant::now();
         let until = deadline.min(now + PROBE_TIMEOUT);
-        let bound = humantime::format_duration(Duration::from_millis((until - now).as_millis() as u64));
+        let bound = goodput_core::util::duration_text(Duration::from_millis((until - now).as_millis() as u64));
         async move {
             match tokio::time::timeout_at(until, req).await {
                 Ok(r) => r.map_err(|e| if e.is_connect() { "connection refused".to_string() } else { e.to_string() }),

@@ -622,7 +622,7 @@ impl Server {
                 goodput_core::tell!(
                     "waiting for the server (pid {}){others} to stop: SIGKILL in {} (Ctrl-C or SIGTERM{} to kill it now)",
                     self.pgid,
-                    humantime::format_duration(grace.saturating_sub(Duration::from_secs(1))),
+                    goodput_core::util::duration_text(grace.saturating_sub(Duration::from_secs(1))),
                     if again { " again" } else { "" }
                 );
             }
@@ -640,7 +640,7 @@ impl Server {
                 anyhow::bail!(
                     "port {} was still taken {} after the server (pid {}) and the processes it started ended, {}",
                     self.port,
-                    humantime::format_duration(port_wait),
+                    goodput_core::util::duration_text(port_wait),
                     self.pgid,
                     self.unended().unwrap_or_else(|| {
                         format!(
