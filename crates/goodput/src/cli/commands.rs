@@ -77,7 +77,7 @@ pub struct MonitorArgs {
     #[arg(long, value_parser = parse_scrape_interval, default_value = "2s")]
     pub interval: Duration,
     /// Send small real requests at this rate (requests/s) and show the TTFT and TPOT users see now.
-    #[arg(long, value_parser = number("--probe-rate", "requests per second", "1"))]
+    #[arg(long, value_parser = number("--probe-rate", "requests per second", "1", Units::PerSecond))]
     pub probe_rate: Option<f64>,
     /// Model for probe requests (default: the first at /v1/models, or the server's own list for a native --api). Several, comma-separated (LoRA adapters), spread the probes over them, and each is shown apart.
     #[arg(long)]
@@ -252,7 +252,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub served_model_name: Option<String>,
     /// Time scale of the engine: 2 runs twice as fast as the hardware would.
-    #[arg(long, default_value_t = 1.0, value_parser = number("--speed", "a time scale", "2"))]
+    #[arg(long, default_value_t = 1.0, value_parser = number("--speed", "a time scale", "2", Units::Times))]
     pub speed: f64,
     /// Fixed profile: request arrival to first output chunk.
     #[arg(long, value_parser = parse_duration, default_value = "150ms", help_heading = "Fixed profile")]
@@ -294,16 +294,16 @@ pub struct ServeArgs {
 #[derive(Debug, Clone, Args)]
 pub struct FaultArgs {
     /// Share of requests answered with HTTP 500.
-    #[arg(long, default_value_t = 0.0, value_parser = number("--fault-error-rate", "a share of requests", "0.05"), help_heading = "Fault injection (seeded)")]
+    #[arg(long, default_value_t = 0.0, value_parser = number("--fault-error-rate", "a share of requests", "0.05", Units::Share), help_heading = "Fault injection (seeded)")]
     pub fault_error_rate: f64,
     /// Share of streams that send an error event halfway through.
-    #[arg(long, default_value_t = 0.0, value_parser = number("--fault-stream-error-rate", "a share of requests", "0.05"), help_heading = "Fault injection (seeded)")]
+    #[arg(long, default_value_t = 0.0, value_parser = number("--fault-stream-error-rate", "a share of requests", "0.05", Units::Share), help_heading = "Fault injection (seeded)")]
     pub fault_stream_error_rate: f64,
     /// Share of streams whose connection drops halfway through.
-    #[arg(long, default_value_t = 0.0, value_parser = number("--fault-disconnect-rate", "a share of requests", "0.05"), help_heading = "Fault injection (seeded)")]
+    #[arg(long, default_value_t = 0.0, value_parser = number("--fault-disconnect-rate", "a share of requests", "0.05", Units::Share), help_heading = "Fault injection (seeded)")]
     pub fault_disconnect_rate: f64,
     /// Share of streams that stall once halfway through, for --fault-stall.
-    #[arg(long, default_value_t = 0.0, value_parser = number("--fault-stall-rate", "a share of requests", "0.05"), help_heading = "Fault injection (seeded)")]
+    #[arg(long, default_value_t = 0.0, value_parser = number("--fault-stall-rate", "a share of requests", "0.05", Units::Share), help_heading = "Fault injection (seeded)")]
     pub fault_stall_rate: f64,
     /// Length of an injected stall.
     #[arg(long, value_parser = parse_duration, default_value = "2s", help_heading = "Fault injection (seeded)")]

@@ -145,7 +145,7 @@ pub struct LoadArgs {
     #[arg(long, short = 'c')]
     pub concurrency: Option<usize>,
     /// Open loop: requests per second on a schedule drawn ahead from --seed; inf sends every request at once (as vLLM's --request-rate inf), -c capping how many are in flight.
-    #[arg(long, short = 'r', value_parser = number("--rate", "requests per second", "10"))]
+    #[arg(long, short = 'r', value_parser = number("--rate", "requests per second", "10", Units::PerSecond))]
     pub rate: Option<f64>,
     /// Replay a trace, sent on its own clock (the first line at once): goodput's JSONL of {"timestamp": SECONDS, "input_tokens": N, "output_tokens": N[, "prefix_id": ID, "prefix_tokens": N]}, ID a whole number (not a string) that requests sharing a prefix share, Mooncake's JSONL (hash_ids become shared prompt blocks), or Azure's or BurstGPT's CSV (--trace-format).
     #[arg(long, conflicts_with = "rate")]
@@ -154,7 +154,7 @@ pub struct LoadArgs {
     #[arg(long, value_enum, default_value_t = TraceFormat::Auto, requires = "trace")]
     pub trace_format: TraceFormat,
     /// Replay the trace this many times faster (2 halves every gap).
-    #[arg(long, default_value_t = 1.0, requires = "trace", value_parser = number("--trace-speed", "how many times faster to replay", "2"))]
+    #[arg(long, default_value_t = 1.0, requires = "trace", value_parser = number("--trace-speed", "how many times faster to replay", "2", Units::Times))]
     pub trace_speed: f64,
     #[command(flatten)]
     pub shape: ShapeArgs,
@@ -168,7 +168,7 @@ pub struct ShapeArgs {
     #[arg(long, value_enum, default_value_t = ArrivalArg::Poisson)]
     pub arrival: ArrivalArg,
     /// Gamma shape for --arrival gamma: 1 is Poisson, below 1 burstier, above 1 smoother.
-    #[arg(long, value_parser = number("--burstiness", "the gamma shape", "0.5"))]
+    #[arg(long, value_parser = number("--burstiness", "the gamma shape", "0.5", Units::Plain))]
     pub burstiness: Option<f64>,
     /// Measured requests to send (when no --duration: 10 a user in a closed loop, at least 100; 100 in an open loop). A sweep states its own per-point default.
     #[arg(long, short = 'n')]
@@ -501,7 +501,7 @@ pub struct EngineHwArgs {
     #[arg(long, default_value_t = 1, help_heading = "Simulated engine")]
     pub pp: u32,
     /// Share of GPU memory the engine may use.
-    #[arg(long, default_value_t = 0.9, value_parser = number("--gpu-memory-utilization", "a share of GPU memory", "0.9"), help_heading = "Simulated engine")]
+    #[arg(long, default_value_t = 0.9, value_parser = number("--gpu-memory-utilization", "a share of GPU memory", "0.9", Units::Share), help_heading = "Simulated engine")]
     pub gpu_memory_utilization: f64,
     /// Most sequences in one batch (default: 1024 on GPUs with ≥70 GiB, else 256).
     #[arg(long, help_heading = "Simulated engine")]
@@ -534,19 +534,19 @@ pub struct EngineHwArgs {
     #[arg(long, default_value_t = 0, help_heading = "Simulated engine")]
     pub spec_tokens: u32,
     /// With --spec-tokens: the first draft position's acceptance, and the chance each later draft token is accepted when the ones before it were: position i is accepted in acceptance^(i+1) of proposals, so the share of all draft tokens accepted is lower (0.51 at 0.7 with 3 tokens). Take it from a live run's server_signals.window.spec_decode.acceptance_by_position[0] (vLLM's per-position counter over proposals), not its acceptance_rate [default: 0.7].
-    #[arg(long, value_parser = number("--spec-acceptance", "an acceptance from 0 to 1", "0.7"), help_heading = "Simulated engine")]
+    #[arg(long, value_parser = number("--spec-acceptance", "an acceptance from 0 to 1", "0.7", Units::Share), help_heading = "Simulated engine")]
     pub spec_acceptance: Option<f64>,
     /// With --spec-tokens: the drafter's time per draft token as a share of the verifying step's (an EAGLE or MTP head: a few percent; n-gram lookup: 0) [default: 0.05].
-    #[arg(long, value_parser = number("--spec-draft-cost", "a share of a step's time", "0.05"), help_heading = "Simulated engine")]
+    #[arg(long, value_parser = number("--spec-draft-cost", "a share of a step's time", "0.05", Units::Share), help_heading = "Simulated engine")]
     pub spec_draft_cost: Option<f64>,
     /// Prefill/decode disaggregation: P prefill and D decode instances (P:D, e.g. 1:1), each on --tp GPUs, the KV cache crossing from one to the other (not with --dp). Either pool may name its own TP or EP: 4xTP1:1xTP4 is four prefill instances of one GPU and one decode instance of four; 1xEP8:1xEP16 gives a mixture of experts' decode instance a wider expert-parallel group.
     #[arg(long, value_name = "P:D", help_heading = "Simulated engine")]
     pub pd: Option<String>,
     /// With --pd: the KV link's bandwidth per GPU, Gb/s (default: the GPU's NVLink when both pools fit in one 8-GPU node, else a 400 Gb/s NIC).
-    #[arg(long, value_parser = number("--kv-link-gbps", "a bandwidth in Gb/s", "400"), help_heading = "Simulated engine")]
+    #[arg(long, value_parser = number("--kv-link-gbps", "a bandwidth in Gb/s", "400", Units::GbPerSecond), help_heading = "Simulated engine")]
     pub kv_link_gbps: Option<f64>,
     /// With --pd: a KV transfer's fixed cost, µs (default: 10 within a node, 50 across nodes).
-    #[arg(long, value_parser = number("--kv-link-latency-us", "a time in microseconds", "10"), help_heading = "Simulated engine")]
+    #[arg(long, value_parser = number("--kv-link-latency-us", "a time in microseconds", "10", Units::Microseconds), help_heading = "Simulated engine")]
     pub kv_link_latency_us: Option<f64>,
 }
 

@@ -77,13 +77,50 @@ pub fn parse_share(s: &str) -> Result<f64, String> {
     }
 }
 
-/// A parser of a plain number for `flag`, which takes `what`, e.g. `eg`:
-/// its error names what the flag takes and how to write it, where clap's
-/// own had said only "invalid float literal" (`--rate 10/s`, `--rate
-/// 10rps`). Only a unit that is the flag's own (`/s` for `--rate`, `us` for
-/// a time in microseconds) is named as the part to leave out; a share's
-/// percentage is given as the share (`5%`: 0.05); any other unit is not
-/// converted (`--rate 600/min` is not 600 a second), and the example is
+/// The unit a number flag is in, given where the flag is declared (it had
+/// been looked up by the words of `what`, which a change of wording would
+/// have silently cut from its unit): the spellings of it that may be left
+/// out of a number given with it, and whether the flag takes a share (from
+/// 0 to 1), which a percentage is read as.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Units {
+    /// A number of no unit (a gamma shape).
+    Plain,
+    /// Requests per second: `/s`, `rps`, `req/s`, `qps`.
+    PerSecond,
+    /// Microseconds: `us`, `µs`.
+    Microseconds,
+    /// Gigabits per second: `Gb/s`, `Gbps`.
+    GbPerSecond,
+    /// US dollars an hour: `USD`, `$`, `/h`.
+    UsdPerHour,
+    /// How many times: `x`, `×`.
+    Times,
+    /// A share, 0 to 1 (`5%` is told to be 0.05).
+    Share,
+}
+
+impl Units {
+    /// The spellings of the unit, which a number may be given with.
+    fn spellings(self) -> &'static [&'static str] {
+        match self {
+            Units::PerSecond => &["/s", "rps", "req/s", "qps", "/sec", "per second"],
+            Units::Microseconds => &["us", "µs"],
+            Units::GbPerSecond => &["gb/s", "gbps", "gbit/s"],
+            Units::UsdPerHour => &["usd", "$", "/h", "$/h", "usd/h"],
+            Units::Times => &["x", "×"],
+            Units::Plain | Units::Share => &[],
+        }
+    }
+}
+
+/// A parser of a plain number for `flag`, which takes `what` in `units`,
+/// e.g. `eg`: its error names what the flag takes and how to write it,
+/// where clap's own had said only "invalid float literal" (`--rate 10/s`,
+/// `--rate 10rps`). Only a unit that is the flag's own (`/s` for `--rate`,
+/// `us` for a time in microseconds) is named as the part to leave out; a
+/// share's percentage is given as the share (`5%`: 0.05); any other unit is
+/// not converted (`--rate 600/min` is not 600 a second), and the example is
 /// given. A comma before one, two or four digits or more is a decimal
 /// comma; before three, it may group thousands, and both readings are
 /// given.
@@ -91,6 +128,7 @@ pub fn number(
     flag: &'static str,
     what: &'static str,
     eg: &'static str,
+    units: Units,
 ) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync + 'static {
     move |s: &str| {
         let t = s.trim();
@@ -101,7 +139,7 @@ pub fn number(
         // The longest start of it that is a number: `10` of `10/s`.
         let lead = (1..=t.len()).rev().filter(|&i| t.is_char_boundary(i)).find(|&i| t[..i].parse::<f64>().is_ok());
         let Some((n, rest)) = lead.map(|i| (&t[..i], t[i..].trim())) else { return Err(plain) };
-        let (own, share) = own_units(what);
+        let (own, share) = (units.spellings(), units == Units::Share);
         Err(match rest.strip_prefix(',') {
             Some(d) if !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()) && !n.contains('.') => {
                 if d.len() == 3 {
@@ -125,27 +163,13 @@ pub fn number(
     }
 }
 
-/// The spellings of the unit a flag that takes `what` is in (what may be
-/// left out of a number given with it), and whether it takes a share (from
-/// 0 to 1, which a percentage is read as).
-fn own_units(what: &str) -> (&'static [&'static str], bool) {
-    let share = what.starts_with("a share") || what.starts_with("an acceptance");
-    let units: &[&str] = match what {
-        "requests per second" => &["/s", "rps", "req/s", "qps", "/sec", "per second"],
-        "a time in microseconds" => &["us", "µs"],
-        "a bandwidth in Gb/s" => &["gb/s", "gbps", "gbit/s"],
-        "the price of one GPU-hour in US dollars" => &["usd", "$", "/h", "$/h", "usd/h"],
-        "a time scale" | "how many times faster to replay" => &["x", "×"],
-        _ => &[],
-    };
-    (units, share)
-}
-
 /// `--gpu-hour-usd`: the price of one GPU-hour in US dollars, a `$` before
 /// it read as written (`'$3'` had been refused as "invalid float literal").
 pub fn parse_gpu_hour_usd(s: &str) -> Result<f64, String> {
     let t = s.trim();
-    number("--gpu-hour-usd", "the price of one GPU-hour in US dollars", "3")(t.strip_prefix('$').unwrap_or(t))
+    number("--gpu-hour-usd", "the price of one GPU-hour in US dollars", "3", Units::UsdPerHour)(
+        t.strip_prefix('$').unwrap_or(t),
+    )
 }
 
 /// The scorers `--score` names.
@@ -553,14 +577,14 @@ mod percentile_tests {
 
 #[cfg(test)]
 mod number_tests {
-    use super::{number, parse_gpu_hour_usd};
+    use super::{number, parse_gpu_hour_usd, Units};
 
     /// A number with a unit, a `$` or a decimal comma gets an error that
     /// names what the flag takes and how to write it (clap's own had said
     /// only "invalid float literal"); a price's `$` is read as written.
     #[test]
     fn a_number_written_with_a_unit_is_told_how_to_write_it() {
-        let rate = number("--rate", "requests per second", "10");
+        let rate = number("--rate", "requests per second", "10", Units::PerSecond);
         assert_eq!(rate("12.5"), Ok(12.5));
         assert_eq!(rate(" inf "), Ok(f64::INFINITY));
         assert_eq!(
@@ -590,13 +614,61 @@ mod number_tests {
             "{told}"
         );
         assert!(!rate("1k").unwrap_err().contains("write --rate 1"));
-        let share = number("--fault-error-rate", "a share of requests", "0.05");
+        let share = number("--fault-error-rate", "a share of requests", "0.05", Units::Share);
         assert!(share("5%").unwrap_err().ends_with("not a percentage: write --fault-error-rate 0.05"));
-        let us = number("--kv-link-latency-us", "a time in microseconds", "10");
+        let us = number("--kv-link-latency-us", "a time in microseconds", "10", Units::Microseconds);
         assert!(!us("1ms").unwrap_err().contains("write --kv-link-latency-us 1"), "{}", us("1ms").unwrap_err());
         assert!(us("10us").unwrap_err().contains("write --kv-link-latency-us 10 (without 'us')"));
         let thousand = rate("1,000").unwrap_err();
         assert!(thousand.contains("write --rate 1000 for 1000, or --rate 1.000"), "{thousand}");
         assert!(!rate("2,5/s").unwrap_err().contains("2.5/s"), "{}", rate("2,5/s").unwrap_err());
+    }
+
+    /// A flag's unit is the one it is declared with, whatever words say
+    /// what it takes: it had been found by matching `what`, and "requests
+    /// sent each second" for "requests per second" had cut `/s` from
+    /// --rate's hints, and "a fraction of requests" a share's percentage.
+    #[test]
+    fn a_unit_is_the_flag_s_own_whatever_words_name_it() {
+        let rate = number("--rate", "requests sent each second", "10", Units::PerSecond);
+        assert_eq!(
+            rate("10/s").unwrap_err(),
+            "--rate takes requests sent each second as a plain number: write --rate 10 (without '/s')"
+        );
+        assert!(rate("3 QPS").unwrap_err().ends_with("write --rate 3 (without 'QPS')"));
+        let share = number("--fault-error-rate", "a fraction of requests", "0.05", Units::Share);
+        assert_eq!(
+            share("5%").unwrap_err(),
+            "--fault-error-rate takes a fraction of requests from 0 to 1, not a percentage: write --fault-error-rate 0.05"
+        );
+        assert_eq!(share("0.25"), Ok(0.25));
+        // The same words with no unit declared: no unit is the flag's own.
+        let plain = number("--rate", "requests per second", "10", Units::Plain);
+        assert!(plain("10/s").unwrap_err().contains("('/s' after the number is not a unit it reads)"));
+        assert!(plain("5%").unwrap_err().contains("('%' after the number is not a unit it reads)"));
+    }
+
+    /// Each flag declared with its unit: through the command line, a unit
+    /// of its own is hinted and a share's percentage told as the share.
+    #[test]
+    fn the_declared_flags_hint_their_own_units() {
+        use clap::Parser;
+        let err = |args: &[&str]| {
+            let argv = ["goodput", "estimate"].iter().chain(args);
+            crate::cli::Cli::try_parse_from(argv).err().map(|e| e.to_string()).unwrap_or_default()
+        };
+        for (args, told) in [
+            (&["--rate", "5rps"][..], "write --rate 5 (without 'rps')"),
+            (&["--burstiness", "2x"][..], "('x' after the number is not a unit it reads)"),
+            (&["--trace-speed", "2x"][..], "write --trace-speed 2 (without 'x')"),
+            (&["--spec-acceptance", "70%"][..], "not a percentage: write --spec-acceptance 0.7"),
+            (&["--spec-draft-cost", "5%"][..], "not a percentage: write --spec-draft-cost 0.05"),
+            (&["--gpu-memory-utilization", "90%"][..], "not a percentage: write --gpu-memory-utilization 0.9"),
+            (&["--kv-link-gbps", "400Gbps"][..], "write --kv-link-gbps 400 (without 'Gbps')"),
+            (&["--kv-link-latency-us", "10µs"][..], "write --kv-link-latency-us 10 (without 'µs')"),
+            (&["--gpu-hour-usd", "3usd"][..], "write --gpu-hour-usd 3 (without 'usd')"),
+        ] {
+            assert!(err(args).contains(told), "{args:?}: {}", err(args));
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! `goodput plan`'s arguments.
 
 use super::groups::{ExportArgs, ShapeArgs, WorkloadArgs, DEFAULT_ENGINE_MODEL};
-use super::parse::{number, parse_attainment, parse_counts, parse_slo, CountList};
+use super::parse::{number, parse_attainment, parse_counts, parse_slo, CountList, Units};
 use clap::Args;
 use goodput_core::Slo;
 use goodput_load::trace::TraceFormat;
@@ -150,7 +150,7 @@ pub struct PlanArgs {
     #[arg(long, value_name = "auto|P:D,...")]
     pub pd: Option<String>,
     /// Share of GPU memory the engine may use.
-    #[arg(long, default_value_t = 0.9, value_parser = number("--gpu-memory-utilization", "a share of GPU memory", "0.9"))]
+    #[arg(long, default_value_t = 0.9, value_parser = number("--gpu-memory-utilization", "a share of GPU memory", "0.9", Units::Share))]
     pub gpu_memory_utilization: f64,
     /// Users per replica of each curve's points, rising (default: 1, 2, 4, … up to the batch limit); a curve stops early once its throughput stops rising, or it misses the SLO (twice in a row where TTFT alone missed). The table and -o label each point with its total users, over all the configuration's replicas.
     #[arg(long, value_parser = parse_counts)]
@@ -177,7 +177,7 @@ pub struct PlanArgs {
     #[arg(long, value_enum, default_value_t = TraceFormat::Auto, requires = "trace")]
     pub trace_format: TraceFormat,
     /// Speeds to replay the --trace at, each a curve's point (2 halves every gap; default 0.25,0.5,1,2,4,8,16, then doubling up to 4096 while a curve meets the SLO and still rises): a curve stops at a miss of the SLO, once its throughput stops rising, or at a point not steady (the trace coming faster than the configuration serves it); speeds given are run as given, with a note naming the curves they leave still rising.
-    #[arg(long, value_delimiter = ',', requires = "trace", value_parser = number("--trace-speed", "how many times faster to replay", "2"))]
+    #[arg(long, value_delimiter = ',', requires = "trace", value_parser = number("--trace-speed", "how many times faster to replay", "2", Units::Times))]
     pub trace_speed: Option<Vec<f64>>,
     /// Routers in front of the replicas to try with --trace: round-robin, least-loaded, prefix-aware (default least-loaded).
     #[arg(long, value_delimiter = ',', requires = "trace")]
