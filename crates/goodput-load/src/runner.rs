@@ -19,6 +19,7 @@ mod sender;
 mod storm;
 mod watchdog;
 use sender::Sender;
+pub use sender::{read_retry_after, RetryAfter, MAX_RETRY_WAIT};
 pub use storm::{
     FAILURES as STORM_FAILURES, FLOOD as STORM_FLOOD, FLOOD_QUIET as STORM_FLOOD_QUIET, QUIET as STORM_QUIET,
 };
@@ -823,6 +824,25 @@ mod tests {
         let mut v: Vec<Duration> = records.iter().map(|r| r.sent).collect();
         v.sort();
         v
+    }
+
+    /// `Retry-After` in seconds, past any clock, as an HTTP date (ahead,
+    /// past, an hour off), and what is neither. A number past `u64` and a
+    /// date had not been waited at all.
+    #[test]
+    fn a_retry_after_reads_as_seconds_or_a_date_and_is_cut_to_a_minute() {
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(1_764_592_722); // Mon, 01 Dec 2025 12:38:42 GMT
+        let read = |v: &str| read_retry_after(v, now);
+        assert_eq!(read("7"), RetryAfter::Wait(Duration::from_secs(7)));
+        assert_eq!(read(" 0 "), RetryAfter::Wait(Duration::ZERO));
+        assert_eq!(read("3600"), RetryAfter::Wait(MAX_RETRY_WAIT));
+        assert_eq!(read("99999999999999999999"), RetryAfter::Wait(MAX_RETRY_WAIT));
+        assert_eq!(read("Mon, 01 Dec 2025 12:39:02 GMT"), RetryAfter::Wait(Duration::from_secs(20)));
+        assert_eq!(read("Mon, 01 Dec 2025 12:38:02 GMT"), RetryAfter::Wait(Duration::ZERO));
+        assert_eq!(read("Mon, 01 Dec 2025 13:38:42 GMT"), RetryAfter::Wait(MAX_RETRY_WAIT));
+        for v in ["-5", "1e308", "NaN", "2.5", "", "Wed", "+3"] {
+            assert_eq!(read(v), RetryAfter::Unreadable, "{v:?}");
+        }
     }
 
     #[tokio::test(start_paused = true)]

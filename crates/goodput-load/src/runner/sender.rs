@@ -233,18 +233,47 @@ impl Backoff {
 /// not a quota's hour (and a hostile `Retry-After` of 10^19 s had
 /// overflowed the clock and panicked the request's task, leaving the run
 /// waiting for it for ever).
-pub(super) const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
+pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
 
 /// The wait a failed request's `Retry-After` asks for, at most
-/// [`MAX_RETRY_WAIT`]: a refusal (429 or 503) whose `Retry-After` is a
-/// number of seconds. Its other form, an HTTP date, is not followed (the
-/// client's clock and the server's may differ).
+/// [`MAX_RETRY_WAIT`]: a refusal (429 or 503) whose `Retry-After` reads
+/// ([`read_retry_after`]).
 pub(super) fn retry_wait(rec: &RequestRecord) -> Option<Duration> {
     if rec.outcome.is_success() || !matches!(rec.http_status, Some(429 | 503)) {
         return None;
     }
-    let secs: u64 = rec.retry_after.as_deref()?.trim().parse().ok()?;
-    Some(Duration::from_secs(secs).min(MAX_RETRY_WAIT)).filter(|w| !w.is_zero())
+    match read_retry_after(rec.retry_after.as_deref()?, std::time::SystemTime::now()) {
+        RetryAfter::Wait(w) => Some(w).filter(|w| !w.is_zero()),
+        RetryAfter::Unreadable => None,
+    }
+}
+
+/// What a `Retry-After` asks (RFC 9110 §10.2.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryAfter {
+    /// Wait this long, at most [`MAX_RETRY_WAIT`].
+    Wait(Duration),
+    /// Neither a number of seconds nor an HTTP date (`-5`, `1e3`, `NaN`):
+    /// nothing is waited, and the run says so.
+    Unreadable,
+}
+
+/// Reads a `Retry-After` at `now`: a number of seconds (digits only; one
+/// past any clock, 10^20, is a wait as long as the longest), or an HTTP
+/// date, the time from `now` until it (none once past). This machine's
+/// clock reads the date, so a server's clock minutes off gives no wait or
+/// the longest one, never more. Both are cut to [`MAX_RETRY_WAIT`]. A
+/// number past `u64` and a date had not been waited at all, without a word.
+pub fn read_retry_after(value: &str, now: std::time::SystemTime) -> RetryAfter {
+    let v = value.trim();
+    if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        let secs = v.parse::<u64>().unwrap_or(u64::MAX);
+        return RetryAfter::Wait(Duration::from_secs(secs).min(MAX_RETRY_WAIT));
+    }
+    match httpdate::parse_http_date(v) {
+        Ok(at) => RetryAfter::Wait(at.duration_since(now).unwrap_or_default().min(MAX_RETRY_WAIT)),
+        Err(_) => RetryAfter::Unreadable,
+    }
 }
 
 /// One multi-turn session of a run, and what it needs to hold it.

@@ -107,9 +107,13 @@ pub async fn run_point(
     }
     if retry_waits > 0 {
         result.warnings.push(format!(
-            "{retry_waits} request(s) were refused with a Retry-After (429 or 503, in seconds): each one's user waited \
-             as asked (at most until the end of sending) before its next send, so the load was lighter than asked"
+            "{retry_waits} request(s) were refused with a Retry-After (429 or 503, in seconds or as a date): each one's \
+             user waited as asked (a minute at most, and not past the end of sending) before its next send, so the \
+             load was lighter than asked"
         ));
+    }
+    if p.plan.rate.is_none() && p.plan.trace.is_none() {
+        result.warnings.extend(unread_retry_after(&recs));
     }
     client_cost::with_client_cost(&mut result, client_cost);
     client_cost::with_client_stalls(&mut result, &stalls, &recs);
@@ -152,4 +156,25 @@ async fn run_http(
         }
     };
     Ok(goodput_load::run_at(plan, target.client.clone(), workload, control, sink, origin).await?)
+}
+
+/// Refusals (429 or 503) whose `Retry-After` is neither seconds nor an HTTP
+/// date: a closed loop's user sent again at once, as though none had been
+/// given. Said with the first such value, which had been passed over
+/// without a word.
+fn unread_retry_after(recs: &[goodput_core::RequestRecord]) -> Option<String> {
+    let now = std::time::SystemTime::now();
+    let unread: Vec<&str> = recs
+        .iter()
+        .filter(|r| !r.outcome.is_success() && matches!(r.http_status, Some(429 | 503)))
+        .filter_map(|r| r.retry_after.as_deref())
+        .filter(|v| goodput_load::runner::read_retry_after(v, now) == goodput_load::runner::RetryAfter::Unreadable)
+        .collect();
+    let first = unread.first()?;
+    Some(format!(
+        "{} refusal(s) carried a Retry-After that is neither a number of seconds nor an HTTP date (the first: \
+         '{}'), so their users sent again at once: the server's rate limiter may read its own header otherwise",
+        unread.len(),
+        first.chars().take(60).collect::<String>()
+    ))
 }

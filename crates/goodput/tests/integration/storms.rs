@@ -127,20 +127,7 @@ fn a_failure_storm_in_a_sweep_fails_it_and_stops_it_with_its_point_kept() {
 #[test]
 fn a_refusal_s_retry_after_holds_its_user_back() {
     // Every request refused at once with `Retry-After: 1`.
-    let url = listen(|sock| {
-        let mut r = BufReader::new(sock.try_clone().unwrap());
-        let mut sock = sock;
-        loop {
-            if crate::cmd::read_request(&mut r).is_empty() {
-                return;
-            }
-            let body = r#"{"error":{"message":"rate limit reached"}}"#;
-            let head = "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nretry-after: 1";
-            if write!(sock, "{head}\r\ncontent-length: {}\r\n\r\n{body}", body.len()).is_err() {
-                return;
-            }
-        }
-    });
+    let url = listen(|sock| refuse_with_retry_after(sock, "1"));
     let dir = tempfile::tempdir().unwrap();
     let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
     let o = goodput()
@@ -159,4 +146,47 @@ fn a_refusal_s_retry_after_holds_its_user_back() {
     let doc = read_json(&out);
     let warnings = doc["warnings"].to_string();
     assert!(warnings.contains("Retry-After") && warnings.contains("waited"), "{warnings}");
+    assert!(!warnings.contains("neither"), "{warnings}");
+}
+
+/// A `Retry-After` that is neither seconds nor an HTTP date (`-5`) is not
+/// waited, and the run says so, naming it: it had been passed over without
+/// a word.
+#[test]
+fn an_unreadable_retry_after_is_told() {
+    let url = listen(|sock| refuse_with_retry_after(sock, "-5"));
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    let o = goodput()
+        .args(["bench", "--url", &url, "--model", "m", "-c", "1", "-n", "3", "--no-metrics", "--progress", "none"])
+        .writing(&out, &rec)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(records(&rec).len(), 3, "{stderr}");
+    let warnings = read_json(&out)["warnings"].to_string();
+    assert!(
+        warnings.contains(
+            "3 refusal(s) carried a Retry-After that is neither a number of seconds nor an HTTP date (the first: '-5')"
+        ),
+        "{warnings}"
+    );
+    assert!(!warnings.contains("waited as asked"), "{warnings}");
+}
+
+/// Refuses every request at once: 429 with `Retry-After: {value}`.
+fn refuse_with_retry_after(sock: std::net::TcpStream, value: &str) {
+    let mut r = BufReader::new(sock.try_clone().unwrap());
+    let mut sock = sock;
+    loop {
+        if crate::cmd::read_request(&mut r).is_empty() {
+            return;
+        }
+        let body = r#"{"error":{"message":"rate limit reached"}}"#;
+        let head = format!("HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nretry-after: {value}");
+        if write!(sock, "{head}\r\ncontent-length: {}\r\n\r\n{body}", body.len()).is_err() {
+            return;
+        }
+    }
 }
