@@ -261,6 +261,12 @@ pub struct Row {
     /// two SLOs, not the two runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other_slo: Vec<usize>,
+    /// On a figure given in per cent (`unit` `ratio`: the attainment, the
+    /// error rate), each run's change against the baseline in percentage
+    /// points, as the tables show it (`+16.67 pp`; from 0% a relative
+    /// change is `+∞%`): `None` where `changes` is. Empty on other figures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes_pp: Vec<Option<f64>>,
 }
 
 impl Row {
@@ -271,10 +277,43 @@ impl Row {
         if self.other_slo.contains(&i) {
             return OTHER_SLO.into();
         }
-        let ch = self.changes.get(i).copied().flatten();
-        match (self.unit, self.values.first().copied().flatten(), self.values.get(i).copied().flatten()) {
-            (Unit::Ratio, Some(b), Some(v)) if ch.is_some() => format!("{:+.2} pp", (v - b) * 100.0),
-            _ => format::change(ch),
+        match self.changes_pp.get(i).copied().flatten() {
+            Some(pp) => format!("{pp:+.2} pp"),
+            None => format::change(self.changes.get(i).copied().flatten()),
+        }
+    }
+}
+
+/// One run's SLO and whether the run met it, as its document says.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct RunSlo {
+    /// The SLO the run was judged by, as written; `null` where it was
+    /// judged by none (it then has no goodput, attainment or verdict).
+    pub spec: Option<String>,
+    /// Whether the run met it: every objective met and the limits'
+    /// attainment reached; `null` where it has no SLO.
+    pub pass: Option<bool>,
+    /// What fell short, in words (each objective missed, the attainment
+    /// short of its target); empty when it passed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub misses: Vec<String>,
+}
+
+impl RunSlo {
+    fn of(r: &RunResult) -> RunSlo {
+        match &r.slo {
+            Some(s) => RunSlo { spec: Some(s.spec.clone()), pass: Some(s.pass), misses: s.misses() },
+            None => RunSlo { spec: None, pass: None, misses: Vec::new() },
+        }
+    }
+
+    /// The verdict as the tables show it: `pass`, `FAIL`, or `-` without an SLO.
+    pub fn verdict_text(&self) -> &'static str {
+        match self.pass {
+            Some(true) => "pass",
+            Some(false) => "FAIL",
+            None => "-",
         }
     }
 }
@@ -315,6 +354,10 @@ pub struct Comparison {
     /// where both runs' records are at hand (paired by prompt hash).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub answers: Vec<goodput_core::quality::AnswerChange>,
+    /// Each run's SLO and its verdict, in the order of `labels`; empty
+    /// when no run was judged by an SLO.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slo: Vec<RunSlo>,
 }
 
 impl Comparison {
@@ -372,11 +415,11 @@ fn meant_terms(spec: &str) -> Option<Vec<String>> {
 }
 
 /// Whether two SLOs count requests alike: the same terms by their meaning
-/// ([`meant_terms`]) where both parse, else as written ([`written_terms`]).
+/// (each latency limit in nanoseconds) where both parse, else as written.
 /// Goodput and the share attained count requests by the limits alone, so
 /// two SLOs whose terms come in another order, or that ask another share of
 /// them, count alike.
-fn same_slo(a: &str, b: &str) -> bool {
+pub fn same_slo(a: &str, b: &str) -> bool {
     match (meant_terms(a), meant_terms(b)) {
         (Some(a), Some(b)) => a == b,
         _ => written_terms(a) == written_terms(b),
@@ -405,20 +448,43 @@ fn interrupted_note(runs: &[(&str, &RunResult)]) -> Option<String> {
     })
 }
 
-/// The note for runs judged by different SLOs: which, and how to judge
-/// them alike.
-fn slo_note(runs: &[(&str, &RunResult)], other: &[usize]) -> Option<String> {
-    if other.is_empty() {
+/// How to judge every run by one SLO, said where they were not: by
+/// `report --slo` run by run, from each run's records.
+pub const ONE_SLO_HINT: &str = "judge every run by one SLO (goodput report RUN.json --slo SPEC -o RUN-judged.json, \
+     which reads the run's records: RUN.jsonl beside it, or --records FILE) and compare those";
+
+/// The note for runs not judged by one SLO: some by different SLOs, or
+/// some by none beside others by one. Which run by which, what does not
+/// compare, and how to judge them alike. `None` where every run was judged
+/// by one SLO (by meaning, [`same_slo`]), or none by any.
+fn slo_note(runs: &[(&str, &RunResult)]) -> Option<String> {
+    let specs: Vec<Option<&str>> = runs.iter().map(|(_, r)| r.slo.as_ref().map(|s| s.spec.as_str())).collect();
+    let judged: Vec<&str> = specs.iter().copied().flatten().collect();
+    let first = judged.first()?;
+    let differ = judged.iter().any(|s| !same_slo(s, first));
+    let none: Vec<&str> = runs.iter().zip(&specs).filter(|(_, s)| s.is_none()).map(|((l, _), _)| *l).collect();
+    if !differ && none.is_empty() {
         return None;
     }
-    let each: Vec<String> =
-        runs.iter().filter_map(|(l, r)| Some(format!("{l} by '{}'", r.slo.as_ref()?.spec))).collect();
+    let each: Vec<String> = runs
+        .iter()
+        .zip(&specs)
+        .map(|((l, _), s)| match s {
+            Some(s) => format!("{l} by '{s}'"),
+            None => format!("{l} by none"),
+        })
+        .collect();
+    let head = if differ { "the runs were judged by different SLOs" } else { "not every run was judged by an SLO" };
+    let without = match none.len() {
+        0 => String::new(),
+        1 => format!("; {} has none of them", none[0]),
+        _ => format!("; {} have none of them", listed(&none.iter().map(|l| l.to_string()).collect::<Vec<_>>())),
+    };
     Some(format!(
-        "the runs were judged by different SLOs ({}): goodput, the attainment, useful work and the cost per good \
-         token count requests by each run's own SLO, so their changes are not comparable and are shown as '{OTHER_SLO}', \
-         and a --fail-if rule on them is unjudged; to compare them, judge every run by one SLO (goodput report \
-         RUN.json --slo SPEC -o RUN-judged.json, which reads the run's records: RUN.jsonl beside it, or --records FILE) \
-         and compare those",
+        "{head} ({}): goodput, the attainment, useful work, the cost per good token and the SLO verdict count \
+         requests by each run's own SLO, so they do not compare across these runs: a change in them is left out \
+         (shown as '{OTHER_SLO}' where the SLOs differ), and a --fail-if rule on them is unjudged{without}; to \
+         compare them, {ONE_SLO_HINT}",
         each.join(", ")
     ))
 }
@@ -522,7 +588,7 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
     // an earlier run warmed, then how the runs were made.
     let notes: Vec<String> = [
         workload_note(&differences),
-        slo_note(runs, &other_slo),
+        slo_note(runs),
         warm_cache_note(runs, by_means),
         kinds,
         sources_note(runs),
@@ -539,7 +605,7 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
             let values: Vec<Option<f64>> = runs.iter().map(|(_, r)| value(&m, r, by_means)).collect();
             let base = values.first().copied().flatten();
             let other: Vec<usize> = if m.judged_by_slo() { other_slo.clone() } else { Vec::new() };
-            let changes = values
+            let changes: Vec<Option<f64>> = values
                 .iter()
                 .enumerate()
                 .map(|(i, v)| match (i, base, v) {
@@ -561,7 +627,27 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
                     }
                 })
                 .collect();
-            Row { metric: m, label: m.label(), unit: m.unit(), better, values, changes, significance, other_slo: other }
+            // A share's change in percentage points, where its relative change is shown at all.
+            let changes_pp = if m.unit() == Unit::Ratio {
+                values
+                    .iter()
+                    .zip(&changes)
+                    .map(|(v, ch)| Some((v.as_ref()? - base?) * 100.0).filter(|_| ch.is_some()))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            Row {
+                metric: m,
+                label: m.label(),
+                unit: m.unit(),
+                better,
+                values,
+                changes,
+                significance,
+                other_slo: other,
+                changes_pp,
+            }
         })
         .collect();
     // Each later run's figures are one family: a dozen tests at 5% each
@@ -594,6 +680,11 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
         differences,
         note,
         answers: answers(runs),
+        slo: if runs.iter().any(|(_, r)| r.slo.is_some()) {
+            runs.iter().map(|(_, r)| RunSlo::of(r)).collect()
+        } else {
+            Vec::new()
+        },
     }
 }
 
@@ -616,8 +707,7 @@ fn other_slo_verdict(
         verdict: Verdict::Unjudged,
         reason: format!(
             "not comparable: {label} was judged by '{}', {base_label} by '{}', and {} counts requests by the SLO; \
-             judge both by one SLO (goodput report RUN.json --slo SPEC -o RUN-judged.json, reading RUN.jsonl beside \
-             it or --records FILE) and compare those",
+             {ONE_SLO_HINT}",
             spec(run),
             spec(base),
             rule.metric
@@ -947,6 +1037,34 @@ pub fn answers_line(a: &goodput_core::quality::AnswerChange) -> String {
     parts.join(" · ")
 }
 
+/// The verdict row's name in the tables.
+pub const SLO_VERDICT: &str = "SLO verdict";
+
+/// Each run's SLO verdict in words, for below a table: a heading, then a
+/// line per run with what it missed where it failed, and the SLO it was
+/// judged by where the runs were not all judged by one as written. Empty
+/// where no run had an SLO. Plain text: each rendering escapes it.
+pub fn slo_lines(c: &Comparison) -> Vec<String> {
+    let Some(first) = c.slo.first() else { return Vec::new() };
+    let one = first.spec.is_some() && c.slo.iter().all(|s| s.spec == first.spec);
+    let mut out = vec![match (&first.spec, one) {
+        (Some(spec), true) => format!("SLO verdict of each run, by '{spec}':"),
+        _ => "SLO verdict of each run, by its own SLO:".to_string(),
+    }];
+    for (l, s) in c.labels.iter().zip(&c.slo) {
+        let mut line = match (&s.spec, one) {
+            (None, _) => format!("{l}: no SLO"),
+            (Some(_), true) => format!("{l}: {}", s.verdict_text()),
+            (Some(spec), false) => format!("{l}: {}, by '{spec}'", s.verdict_text()),
+        };
+        if !s.misses.is_empty() {
+            line = format!("{line} ({})", s.misses.join("; "));
+        }
+        out.push(line);
+    }
+    out
+}
+
 /// Settings that differ shown in the terminal; runs of different kinds
 /// (a bench and an estimate) differ in dozens.
 const SHOWN_DIFFERENCES: usize = 20;
@@ -957,25 +1075,49 @@ pub fn render_terminal(c: &Comparison) -> String {
     let labels: Vec<String> = c.labels.iter().map(|l| escape::terminal(l)).collect();
     let _ = writeln!(o, "baseline: {}", labels.first().map(String::as_str).unwrap_or("-"));
     let width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0).clamp(10, 28);
-    let name_w = c.rows.iter().map(|r| r.label.chars().count()).max().unwrap_or(10);
+    let name_w = c.rows.iter().map(|r| r.label.chars().count()).chain([SLO_VERDICT.len()]).max().unwrap_or(10);
+    // Each change as shown, marks and all: the column is as wide as the
+    // widest (`-33.33 pp !` had pushed the columns after it out of line).
+    let changes: Vec<Vec<String>> = c
+        .rows
+        .iter()
+        .map(|row| {
+            (0..row.values.len())
+                .map(|i| {
+                    let sig = significance_mark(row.significance.get(i).and_then(Option::as_ref));
+                    format!("{}{}{sig}", row.change_text(i), mark(row.better, row.changes[i]))
+                })
+                .collect()
+        })
+        .collect();
+    let change_w = changes.iter().flat_map(|r| r.iter().skip(1)).map(|t| t.chars().count()).max().unwrap_or(0).max(9);
     let _ = write!(o, "{:<name_w$}", "metric");
     for (i, l) in labels.iter().enumerate() {
         let _ = write!(o, "  {:>width$}", truncate(l, width));
         if i > 0 {
-            let _ = write!(o, "  {:>9}", "change");
+            let _ = write!(o, "  {:>change_w$}", "change");
         }
     }
     o.push('\n');
-    for row in &c.rows {
+    for (row, shown) in c.rows.iter().zip(&changes) {
         let _ = write!(o, "{:<name_w$}", row.label);
         for (i, v) in row.values.iter().enumerate() {
             let _ = write!(o, "  {:>width$}", format::value(*v, row.unit));
             if i > 0 {
-                let ch = row.changes[i];
-                let sig = significance_mark(row.significance.get(i).and_then(Option::as_ref));
-                let _ = write!(o, "  {:>9}", format!("{}{}{sig}", row.change_text(i), mark(row.better, ch)));
+                let _ = write!(o, "  {:>change_w$}", shown[i]);
             }
         }
+        o.push('\n');
+    }
+    if !c.slo.is_empty() {
+        let _ = write!(o, "{SLO_VERDICT:<name_w$}");
+        for (i, s) in c.slo.iter().enumerate() {
+            let _ = write!(o, "  {:>width$}", s.verdict_text());
+            if i > 0 {
+                let _ = write!(o, "  {:>change_w$}", "");
+            }
+        }
+        o.truncate(o.trim_end().len());
         o.push('\n');
     }
     if c.labels.len() > 1 {
@@ -985,6 +1127,13 @@ pub fn render_terminal(c: &Comparison) -> String {
         );
         if c.rows.iter().any(|r| r.significance.iter().any(Option::is_some)) {
             let _ = writeln!(o, "{SIGNIFICANCE_LEGEND}");
+        }
+    }
+    let slo = slo_lines(c);
+    if let Some((head, each)) = slo.split_first() {
+        let _ = writeln!(o, "\n{}", escape::terminal(head));
+        for l in each {
+            let _ = writeln!(o, "  {}", escape::terminal(l));
         }
     }
     if !c.answers.is_empty() {

@@ -335,6 +335,9 @@ impl Metric {
             Metric::Scalar(Scalar::RequestsPerS),
             Metric::Scalar(Scalar::GoodputRequestsPerS),
             Metric::Scalar(Scalar::GoodputOutputTokensPerS),
+            // The share of requests that met the SLO: beside goodput, what a
+            // run under an SLO is judged by.
+            Metric::Scalar(Scalar::SloAttainment),
             Metric::Scalar(Scalar::ErrorRate),
             Metric::Scalar(Scalar::UsdPerMillionOutputTokens),
             // Only for runs with no output (embeddings, rerank), or energy.

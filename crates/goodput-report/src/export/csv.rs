@@ -3,7 +3,8 @@
 //! `requests.csv` with a row per request, `runs.csv` with a row per run of
 //! `--runs N` (a sweep's: per run of each point), `points.csv` with a row per sweep
 //! point (its SLO verdict and whether it was steady, then the summary
-//! columns), `compare.csv` for comparisons;
+//! columns), `compare.csv` for comparisons (with `differences.csv`,
+//! `verdicts.csv`, `notes.csv`, and `slo.csv`: each run's SLO and verdict);
 //! `server_signals.csv` (a row per scrape) and `engine_series.csv` (a row per
 //! simulated-engine sample) when the run holds those blocks.
 //! Untrusted text is quoted and guarded against formula injection.
@@ -18,7 +19,7 @@ use goodput_core::{Outcome, RequestMetrics, RequestRecord, RunResult};
 
 /// Every file `--csv` may write into its folder, whatever it renders: a
 /// command checks them against the files it reads.
-pub const FILE_NAMES: [&str; 10] = [
+pub const FILE_NAMES: [&str; 11] = [
     "summary.csv",
     "runs.csv",
     "requests.csv",
@@ -29,6 +30,7 @@ pub const FILE_NAMES: [&str; 10] = [
     "differences.csv",
     "verdicts.csv",
     "notes.csv",
+    "slo.csv",
 ];
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -128,6 +130,7 @@ impl Exporter for Csv {
             header.push(l.clone());
             if i > 0 {
                 header.push(format!("change_{l}"));
+                header.push(format!("change_pp_{l}"));
                 header.push(format!("p_{l}"));
                 header.push(format!("call_{l}"));
             }
@@ -141,6 +144,8 @@ impl Exporter for Csv {
                     row.push(csv_num(*v));
                     if i > 0 {
                         row.push(csv_num(r.changes[i]));
+                        // A share's change in percentage points (blank on other figures).
+                        row.push(csv_num(r.changes_pp.get(i).copied().flatten()));
                         let sig = r.significance.get(i).and_then(Option::as_ref);
                         row.push(csv_num(sig.and_then(|s| s.p_value)));
                         // A change left out because the run was judged by
@@ -190,6 +195,24 @@ impl Exporter for Csv {
                 })
                 .collect();
             files.push(("verdicts.csv".to_string(), table(&header, &rows)));
+        }
+        // Each run's SLO and its verdict: a row per run, blank where it had none.
+        if !c.slo.is_empty() {
+            let header: Vec<String> = ["run", "slo", "pass", "misses"].map(String::from).to_vec();
+            let rows: Vec<Vec<String>> = c
+                .labels
+                .iter()
+                .zip(&c.slo)
+                .map(|(l, s)| {
+                    vec![
+                        csv_text(l),
+                        csv_text(s.spec.as_deref().unwrap_or("")),
+                        s.pass.map_or(String::new(), |p| p.to_string()),
+                        csv_text(&s.misses.join("; ")),
+                    ]
+                })
+                .collect();
+            files.push(("slo.csv".to_string(), table(&header, &rows)));
         }
         // What the terminal, Markdown and HTML say above the table (other
         // work, other SLOs, a cache an earlier run warmed, a measurement

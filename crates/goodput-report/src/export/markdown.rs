@@ -607,11 +607,30 @@ pub fn compare_markdown(c: &Comparison) -> String {
         }
         o.push('\n');
     }
+    if !c.slo.is_empty() {
+        let _ = write!(o, "| {} |", crate::compare::SLO_VERDICT);
+        for (i, s) in c.slo.iter().enumerate() {
+            let word = match s.pass {
+                Some(true) => "✅ pass",
+                Some(false) => "❌ fail",
+                None => "-",
+            };
+            let _ = write!(o, " {word} |{}", if i > 0 { "  |" } else { "" });
+        }
+        o.push('\n');
+    }
     // The marks' legend, as the terminal and HTML give theirs.
     if c.labels.len() > 1 {
         o.push_str("\nΔ against the baseline: ✓ better, ⚠️ worse (by 1% or more); unmarked: within 1%, or neither\n");
         if c.rows.iter().any(|r| r.significance.iter().any(Option::is_some)) {
             let _ = writeln!(o, "\n{}", md(crate::compare::SIGNIFICANCE_LEGEND));
+        }
+    }
+    let slo = crate::compare::slo_lines(c);
+    if let Some((head, each)) = slo.split_first() {
+        let _ = writeln!(o, "\n**{}**\n", md(head));
+        for l in each {
+            let _ = writeln!(o, "- {}", md(l));
         }
     }
     if !c.answers.is_empty() {

@@ -30,6 +30,7 @@ fn table_holds_each_runs_values_and_the_change_against_the_first() {
             "throughput.requests_per_s",
             "goodput.requests_per_s",
             "goodput.output_tokens_per_s",
+            "goodput.slo_attainment",
             "error_rate",
             "cost.usd_per_million_output_tokens",
         ]
@@ -530,4 +531,114 @@ fn a_run_warmed_by_an_earlier_runs_cache_is_named() {
     assert!(note.contains("when same.json (runs 2 and 3 of its --runs) ran"), "{note}");
     let first_runs = compare(&[("a.json", &base), ("same.json", &same_seed)], &[]);
     assert!(!first_runs.note.unwrap_or_default().contains("prefix cache"), "figures of its first run");
+}
+
+/// `run()` beside `b`, and the row of `path` in their comparison.
+fn slo_row(c: &goodput_report::Comparison, path: &str) -> goodput_report::compare::Row {
+    c.rows.iter().find(|r| r.metric.path() == path).unwrap_or_else(|| panic!("no row {path}")).clone()
+}
+
+/// Two runs judged by one SLO: the comparison holds each run's attainment
+/// (the share of requests that met it), its goodput and its verdict, as
+/// each document says; the attainment's change is in percentage points
+/// (its relative change kept beside), and nothing says the SLOs differ.
+#[test]
+fn runs_under_one_slo_show_their_attainment_goodput_and_verdict() {
+    let (a, b) = (run(), slower_run());
+    let (sa, sb) = (a.slo.as_ref().unwrap(), b.slo.as_ref().unwrap());
+    // The fixture: the baseline meets the SLO, the slower run does not.
+    assert!(sa.pass && !sb.pass, "{:?} / {:?}", sa.pass, sb.pass);
+    let (ga, gb) = (a.summary.goodput.clone().unwrap(), b.summary.goodput.clone().unwrap());
+    assert!(gb.slo_attainment < ga.slo_attainment, "{} / {}", ga.slo_attainment, gb.slo_attainment);
+    let c = compare(&[("a.json", &a), ("b.json", &b)], &[]);
+    let att = slo_row(&c, "goodput.slo_attainment");
+    assert_eq!((att.label.as_str(), att.unit), ("SLO attainment", goodput_report::metric::Unit::Ratio));
+    assert_eq!(att.values, [Some(ga.slo_attainment), Some(gb.slo_attainment)]);
+    let pp = (gb.slo_attainment - ga.slo_attainment) * 100.0;
+    assert_eq!(att.changes_pp, [None, Some(pp)]);
+    assert_eq!(att.changes[1], Some((gb.slo_attainment - ga.slo_attainment) / ga.slo_attainment));
+    assert_eq!(att.change_text(1), format!("{pp:+.2} pp"));
+    assert!(att.other_slo.is_empty());
+    let good = slo_row(&c, "goodput.requests_per_s");
+    assert_eq!(good.values, [Some(ga.requests_per_s), Some(gb.requests_per_s)]);
+    assert!(good.changes_pp.is_empty(), "a rate's change is relative");
+    let verdicts: Vec<(Option<&str>, Option<bool>)> = c.slo.iter().map(|s| (s.spec.as_deref(), s.pass)).collect();
+    assert_eq!(verdicts, [(Some(SLO), Some(true)), (Some(SLO), Some(false))]);
+    assert!(c.slo[0].misses.is_empty());
+    assert_eq!(c.slo[1].misses, sb.misses());
+    assert!(c.note.is_none(), "{:?}", c.note);
+    let t = render_terminal(&c);
+    let line = |name: &str| t.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name}: {t}"));
+    let cells = |name: &str| line(name).split_whitespace().map(String::from).collect::<Vec<_>>();
+    let pct = |x: f64| format!("{:.2}%", x * 100.0);
+    assert_eq!(
+        cells("SLO attainment")[2..],
+        [pct(ga.slo_attainment), pct(gb.slo_attainment), format!("{pp:+.2}"), "pp".into(), "!*".into()],
+        "{t}"
+    );
+    assert_eq!(cells("SLO verdict")[2..], ["pass", "FAIL"], "{t}");
+    assert!(t.contains(&format!("SLO verdict of each run, by '{SLO}':\n  a.json: pass\n  b.json: FAIL (")), "{t}");
+    assert!(t.contains(&sb.misses()[0]), "{t}");
+    // The change column holds its widest cell: the verdict row's columns
+    // line up with the attainment's.
+    let end_of = |l: &str, v: &str| l.rfind(v).map(|i| i + v.len());
+    assert_eq!(end_of(line("SLO attainment"), &pct(gb.slo_attainment)), end_of(line("SLO verdict"), "FAIL"), "{t}");
+}
+
+/// A run with no SLO beside one with: it has no attainment, goodput or
+/// verdict (`-`), no change is computed against it, and a note names it
+/// and says how to judge every run by one SLO; a rule on goodput is
+/// unjudged. Runs judged by two SLOs: the attainment's change is `other
+/// SLO`, and each verdict is shown with the SLO it was judged by.
+#[test]
+fn runs_not_judged_by_one_slo_are_told_so() {
+    let a = run();
+    let mut none = slower_run();
+    none.slo = None;
+    none.summary.goodput = None;
+    let c = compare(&[("a.json", &a), ("b.json", &none)], &parse_rules("slo_attainment<-1pp").unwrap());
+    let att = slo_row(&c, "goodput.slo_attainment");
+    assert_eq!(att.values, [a.summary.goodput.as_ref().map(|g| g.slo_attainment), None]);
+    assert_eq!((att.changes[1], att.changes_pp[1]), (None, None));
+    assert_eq!(att.change_text(1), "-");
+    assert_eq!((c.slo[1].spec.as_deref(), c.slo[1].pass), (None, None));
+    let note = c.note.clone().expect("a note");
+    assert!(
+        note.starts_with(&format!("not every run was judged by an SLO (a.json by '{SLO}', b.json by none)")),
+        "{note}"
+    );
+    assert!(note.contains("b.json has none of them") && note.contains("goodput report RUN.json --slo SPEC"), "{note}");
+    assert_eq!(c.verdicts[0].verdict, Verdict::Unjudged, "{:?}", c.verdicts[0]);
+    let t = render_terminal(&c);
+    assert!(t.lines().any(|l| l.starts_with("SLO verdict") && l.split_whitespace().skip(2).eq(["pass", "-"])), "{t}");
+    assert!(
+        t.contains("SLO verdict of each run, by its own SLO:\n  a.json: pass, by '") && t.contains("b.json: no SLO"),
+        "{t}"
+    );
+    // The baseline without one: the same, the other way round.
+    let c = compare(&[("b.json", &none), ("a.json", &a)], &[]);
+    assert!(c.note.as_deref().unwrap_or_default().starts_with("not every run was judged by an SLO (b.json by none"));
+
+    let mut other = slower_run();
+    other.slo.as_mut().unwrap().spec = "ttft<=61ms".into();
+    let c = compare(&[("a.json", &a), ("b.json", &other)], &[]);
+    let att = slo_row(&c, "goodput.slo_attainment");
+    assert_eq!(att.other_slo, [1]);
+    assert_eq!((att.changes[1], att.changes_pp[1]), (None, None));
+    assert_eq!(att.change_text(1), "other SLO");
+    assert!(att.values[1].is_some(), "the run's own figure is shown");
+    let note = c.note.clone().unwrap();
+    assert!(
+        note.starts_with(&format!(
+            "the runs were judged by different SLOs (a.json by '{SLO}', b.json by 'ttft<=61ms')"
+        )),
+        "{note}"
+    );
+    assert!(!note.contains("has none"), "{note}");
+    let t = render_terminal(&c);
+    assert!(t.contains("b.json: FAIL, by 'ttft<=61ms'"), "{t}");
+    // No run under an SLO: no verdict row, no note.
+    let c = compare(&[("a.json", &none), ("b.json", &none)], &[]);
+    assert!(c.slo.is_empty() && c.note.is_none());
+    assert!(!render_terminal(&c).contains("SLO verdict"));
 }

@@ -729,6 +729,124 @@ fn a_comparison_s_csv_keeps_its_note_and_says_which_change_another_slo_left_out(
     assert!(out.file("notes.csv").is_none());
 }
 
+/// Each run's attainment, goodput and SLO verdict in every rendering of a
+/// comparison, and the note where the runs were not judged by one SLO:
+/// the CSV's `compare.csv` with the attainment's change in percentage
+/// points (`change_pp_`), `slo.csv` a row per run, `notes.csv` the note;
+/// the JSON's `rows`, `slo` and `note`; the Markdown's and the HTML's
+/// verdict row, each run's verdict and what it missed, and the note.
+#[test]
+fn every_format_shows_each_runs_attainment_goodput_and_slo_verdict() {
+    let (a, b) = (run(), slower_run());
+    assert!(a.slo.as_ref().unwrap().pass && !b.slo.as_ref().unwrap().pass, "the fixture: a passes, b fails");
+    let (ga, gb) = (a.summary.goodput.clone().unwrap(), b.summary.goodput.clone().unwrap());
+    let miss = b.slo.as_ref().unwrap().misses()[0].clone();
+    let c = compare(&[("a.json", &a), ("b.json", &b)], &[]);
+    let pp = (gb.slo_attainment - ga.slo_attainment) * 100.0;
+    for f in Format::ALL {
+        let out = f.exporter().render_compare(&c, &[&a, &b]).unwrap();
+        match f {
+            Format::Csv => {
+                let rows = parse_csv(&text(&out, "compare.csv"));
+                let row = |m: &str| rows.iter().find(|r| r[0] == m).unwrap_or_else(|| panic!("no {m}: {rows:?}"));
+                let at = |name: &str| rows[0].iter().position(|h| h == name).unwrap();
+                let att = row("goodput.slo_attainment");
+                assert_eq!(att[1], "ratio");
+                let num = |s: &str| s.parse::<f64>().unwrap_or_else(|_| panic!("{s:?}"));
+                assert_eq!((num(&att[at("a.json")]), num(&att[at("b.json")])), (ga.slo_attainment, gb.slo_attainment));
+                assert!((num(&att[at("change_pp_b.json")]) - pp).abs() < 1e-9, "{att:?}");
+                let good = row("goodput.requests_per_s");
+                assert_eq!(num(&good[at("b.json")]), gb.requests_per_s);
+                assert_eq!(good[at("change_pp_b.json")], "", "a rate has no change in points");
+                let slo = parse_csv(&text(&out, "slo.csv"));
+                assert_eq!(slo[0], ["run", "slo", "pass", "misses"]);
+                assert_eq!(slo[1][..3], ["a.json", SLO, "true"]);
+                assert_eq!(slo[2][..3], ["b.json", SLO, "false"]);
+                assert!(slo[2][3].contains(&miss), "{:?}", slo[2]);
+                assert_eq!(slo[1][3], "");
+                assert!(out.file("notes.csv").is_none(), "one SLO: nothing to note");
+            }
+            Format::Json => {
+                let v: serde_json::Value = serde_json::from_str(&text(&out, "")).unwrap();
+                let att =
+                    v["rows"].as_array().unwrap().iter().find(|r| r["metric"] == "goodput.slo_attainment").unwrap();
+                assert_eq!(att["values"], serde_json::json!([ga.slo_attainment, gb.slo_attainment]));
+                assert_eq!(att["changes_pp"], serde_json::json!([null, pp]));
+                assert_eq!(v["slo"][0], serde_json::json!({"spec": SLO, "pass": true}));
+                assert_eq!(
+                    (&v["slo"][1]["spec"], &v["slo"][1]["pass"]),
+                    (&serde_json::json!(SLO), &serde_json::json!(false))
+                );
+                assert_eq!(v["slo"][1]["misses"][0], serde_json::json!(miss));
+            }
+            Format::Markdown => {
+                // Markdown escapes the parentheses.
+                let md = text(&out, "").replace("\\(", "(").replace("\\)", ")");
+                let row = |name: &str| {
+                    md.lines()
+                        .find(|l| l.starts_with(&format!("| {name} |")))
+                        .unwrap_or_else(|| panic!("no {name}: {md}"))
+                };
+                let att = row("SLO attainment");
+                for shown in [
+                    format!("{:.2}%", ga.slo_attainment * 100.0),
+                    format!("{:.2}%", gb.slo_attainment * 100.0),
+                    format!("{pp:+.2} pp"),
+                ] {
+                    assert!(att.contains(&shown), "{shown} missing: {att}");
+                }
+                assert_eq!(row("SLO verdict"), "| SLO verdict | ✅ pass | ❌ fail |  |");
+                assert_eq!(cells(row("SLO verdict")), cells(att), "a whole row of the table");
+                assert!(md.contains("- a.json: pass\n- b.json: FAIL ("), "{md}");
+            }
+            Format::Html => {
+                let html = text(&out, "");
+                assert_self_contained(&html);
+                assert!(html.contains(r#"<tr><td>SLO verdict</td><td class="better">pass</td><td class="worse">FAIL</td><td></td></tr>"#), "{html}");
+                assert!(html.contains(&format!("<td>{:.2}%</td>", gb.slo_attainment * 100.0)));
+                assert!(html.contains(&format!("{pp:+.2} pp")));
+                assert!(html.contains("<li>b.json: FAIL ("), "{html}");
+            }
+        }
+    }
+    // A run with no SLO beside one with: its verdict is `-`, and every
+    // rendering says why.
+    let mut none = slower_run();
+    none.slo = None;
+    none.summary.goodput = None;
+    let c = compare(&[("a.json", &a), ("b.json", &none)], &[]);
+    let note = c.note.clone().expect("a note");
+    assert!(note.starts_with("not every run was judged by an SLO"), "{note}");
+    for f in Format::ALL {
+        let out = f.exporter().render_compare(&c, &[&a, &none]).unwrap();
+        match f {
+            Format::Csv => {
+                assert_eq!(column(&parse_csv(&text(&out, "notes.csv")), "note"), [note.as_str()]);
+                let slo = parse_csv(&text(&out, "slo.csv"));
+                assert_eq!(slo[2], ["b.json", "", "", ""]);
+            }
+            Format::Json => {
+                let v: serde_json::Value = serde_json::from_str(&text(&out, "")).unwrap();
+                assert_eq!(v["note"], serde_json::json!(note));
+                assert_eq!(v["slo"][1], serde_json::json!({"spec": null, "pass": null}));
+            }
+            Format::Markdown => {
+                let md = text(&out, "");
+                assert!(md.contains("> not every run was judged by an SLO"), "{md}");
+                assert!(md.contains("| SLO verdict | ✅ pass | - |  |") && md.contains("- b.json: no SLO"), "{md}");
+            }
+            Format::Html => {
+                let html = text(&out, "");
+                assert!(html.contains("note: not every run was judged by an SLO"), "{html}");
+                assert!(
+                    html.contains(r#"<td class="better">pass</td><td class="">-</td>"#)
+                        && html.contains("<li>b.json: no SLO</li>")
+                );
+            }
+        }
+    }
+}
+
 /// The block as the document holds it, to read by its JSON paths.
 fn server_block(r: &RunResult) -> serde_json::Value {
     serde_json::to_value(r.server_signals.as_ref().expect("a run with server signals")).unwrap()

@@ -81,6 +81,21 @@ pub fn compare_page(c: &Comparison, runs: &[&RunResult]) -> Result<String, Expor
         }
         o.push_str("</tr>");
     }
+    if !c.slo.is_empty() {
+        let _ = write!(o, "<tr><td>{}</td>", crate::compare::SLO_VERDICT);
+        for (i, s) in c.slo.iter().enumerate() {
+            let cls = match s.pass {
+                Some(true) => "better",
+                Some(false) => "worse",
+                None => "",
+            };
+            let _ = write!(o, r#"<td class="{cls}">{}</td>"#, s.verdict_text());
+            if i > 0 {
+                o.push_str("<td></td>");
+            }
+        }
+        o.push_str("</tr>");
+    }
     o.push_str("</tbody></table></div>");
     let _ = write!(
         o,
@@ -89,6 +104,14 @@ pub fn compare_page(c: &Comparison, runs: &[&RunResult]) -> Result<String, Expor
     );
     if c.rows.iter().any(|r| r.significance.iter().any(Option::is_some)) {
         let _ = write!(o, r#"<p class="note">{}.</p>"#, html(crate::compare::SIGNIFICANCE_LEGEND));
+    }
+    let slo = crate::compare::slo_lines(c);
+    if let Some((head, each)) = slo.split_first() {
+        let _ = write!(o, r#"<section><h2>SLO</h2><p class="note">{}</p><ul>"#, html(head));
+        for l in each {
+            let _ = write!(o, "<li>{}</li>", html(l));
+        }
+        o.push_str("</ul></section>");
     }
     if !c.answers.is_empty() {
         o.push_str(r#"<section><h2>Answers</h2><p class="note">On the same prompts as the baseline: change, 95% paired interval.</p><ul>"#);
