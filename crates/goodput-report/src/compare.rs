@@ -449,9 +449,10 @@ fn interrupted_note(runs: &[(&str, &RunResult)]) -> Option<String> {
 }
 
 /// How to judge every run by one SLO, said where they were not: by
-/// `report --slo` run by run, from each run's records.
-pub const ONE_SLO_HINT: &str = "judge every run by one SLO (goodput report RUN.json --slo SPEC -o RUN-judged.json, \
-     which reads the run's records: RUN.jsonl beside it, or --records FILE) and compare those";
+/// `compare --slo`, or `report --slo` run by run, from each run's records.
+pub const ONE_SLO_HINT: &str = "judge every run by one SLO: goodput compare RUN.json… --slo SPEC, which judges each \
+     run again from its records (RUN.jsonl beside it, --records FILE for each run in order, or a document saved with \
+     --include-requests), or goodput report RUN.json --slo SPEC -o RUN-judged.json for each, and compare those";
 
 /// The note for runs not judged by one SLO: some by different SLOs, or
 /// some by none beside others by one. Which run by which, what does not

@@ -2,7 +2,7 @@
 //! exit when a rule of `--fail-if` is broken, for CI.
 
 use crate::cli::CompareArgs;
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 use goodput_core::RunResult;
 use std::path::Path;
 use std::process::ExitCode;
@@ -36,6 +36,10 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
     for (i, p) in a.runs.iter().enumerate() {
         let mut run = goodput_report::read::read_json(p)?;
         companions.extend(goodput_report::read::peers::companions(p, &run));
+        if let Some(slo) = &a.slo {
+            runs.push((labels[i].clone(), judged_by(run, p, a.records.get(i), slo, &a)?));
+            continue;
+        }
         if let Some(rp) = a.records.get(i) {
             // Counted against the requests the run sent: a file cut short is compared as it is, and said.
             let (records, cut) = goodput_report::read::records::read_counted_records(rp, &run, p)?;
@@ -104,6 +108,57 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `run`, read from `path`, judged again by `slo` from its records
+/// (`records`, else the document's own, else the file beside it), as
+/// `report RUN.json --slo SPEC` judges it: its goodput, attainment and
+/// verdict are then those of the one SLO every run is compared by. The
+/// records read stay with it, for the tests on per-request values and the
+/// answers' pairing, as `--records` gives them.
+fn judged_by(
+    run: RunResult,
+    path: &Path,
+    records: Option<&std::path::PathBuf>,
+    slo: &goodput_core::Slo,
+    a: &CompareArgs,
+) -> Result<RunResult> {
+    let args = crate::cli::ReportArgs {
+        run: path.to_path_buf(),
+        records: records.cloned(),
+        percentiles: None,
+        window: None,
+        judge: crate::cli::JudgeArgs {
+            slo: Some(slo.clone()),
+            attainment: None,
+            fail_on_slo: false,
+            fail_on_unsteady: false,
+            confidence: goodput_core::analysis::interval::DEFAULT_CONFIDENCE,
+            gpu_hour_usd: None,
+            gpus: None,
+            config: None,
+            price: None,
+        },
+        // Compare's own outputs: a records file found beside a run is checked against them.
+        output: a.output.clone(),
+        quiet: false,
+        exports: a.exports.clone(),
+    };
+    let judged = crate::report::analysed(run, &args).with_context(|| {
+        format!(
+            "--slo '{slo}' judges every run again from its records, and {} could not be (where a run's records \
+                 are not beside it, give --records once for each run, in the runs' order)",
+            path.display()
+        )
+    })?;
+    Ok(match judged {
+        crate::report::Reported::Anew { mut result, records, .. } => {
+            result.requests = Some(records);
+            result
+        }
+        // An SLO is always drawn from the records: not reached.
+        crate::report::Reported::AsSaved(run) => run,
+    })
+}
+
 /// `goodput compare plan.json frontier.json`: when the documents are
 /// frontiers, the predicted one beside the measured one, with the errors of
 /// the prediction (`goodput_core::doc::overlay`). `None` when they are runs.
@@ -124,8 +179,11 @@ fn frontiers(a: &CompareArgs) -> Result<Option<ExitCode>> {
             if n == 1 { "is a frontier" } else { "are frontiers" }
         );
     }
-    if a.fail_if.is_some() || !a.records.is_empty() {
-        anyhow::bail!("--fail-if and --records apply to runs: two frontiers are compared by the prediction's errors");
+    if a.fail_if.is_some() || !a.records.is_empty() || a.slo.is_some() {
+        anyhow::bail!(
+            "--fail-if, --records and --slo apply to runs: two frontiers are compared by the prediction's errors (to \
+             search under another SLO, run goodput plan or the sweep again with --slo)"
+        );
     }
     let mut frontiers: Vec<(String, FrontierResult)> = docs
         .into_iter()

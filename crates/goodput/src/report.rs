@@ -142,7 +142,37 @@ fn report_frontier(doc: &goodput_core::doc::frontier::FrontierResult, a: &Report
     Ok(ExitCode::SUCCESS)
 }
 
-fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
+fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
+    let mut out = OutputArgs::rewriting(
+        run.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect(),
+        a.output.clone(),
+        a.exports.clone(),
+    );
+    out.quiet = a.quiet;
+    match analysed(run, a)? {
+        Reported::AsSaved(run) => output::finish(&run, &out, &a.judge, &[]),
+        Reported::Anew { result, records, percentiles } => {
+            let out = OutputArgs { percentiles: PercentileList(percentiles), ..out };
+            output::finish(&result, &out, &a.judge, &records)
+        }
+    }
+}
+
+/// A saved run as `report` gives it ([`analysed`]).
+pub enum Reported {
+    /// Nothing drawn from its records: as saved, or priced anew from its
+    /// saved throughputs.
+    AsSaved(RunResult),
+    /// Analysed again from its `records` at `percentiles` (another SLO,
+    /// percentiles, window or price).
+    Anew { result: RunResult, records: Vec<RequestRecord>, percentiles: Vec<f64> },
+}
+
+/// `run`, read from `a.run`, judged again as `a` asks: from its records
+/// (`a.records`, the document's own, or the file beside it) where an SLO,
+/// percentiles, a window or ratings are asked for, else priced anew or as
+/// saved. `compare --slo` judges each run it compares by this.
+pub fn analysed(mut run: RunResult, a: &ReportArgs) -> Result<Reported> {
     // Anything that judges or prices the run again: a config file, a price
     // named from it, an attainment target or a GPU count had been ignored
     // without a word (and the saved verdict kept, exit 0).
@@ -159,12 +189,6 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         || j.price.is_some()
         || j.attainment.is_some()
         || j.gpus.is_some();
-    let mut out = OutputArgs::rewriting(
-        run.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect(),
-        a.output.clone(),
-        a.exports.clone(),
-    );
-    out.quiet = a.quiet;
     // A records file read only in part (its last line cut short), said in the result too.
     let mut cut_short = None;
     let records = match (&a.records, &run.requests) {
@@ -206,7 +230,7 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         // over with a warning, as if absent: it had failed a re-pricing.
         (None, None) if rejudge => {
             if let Some(priced) = repriced(&run, a)? {
-                return output::finish(&priced, &out, &a.judge, &[]);
+                return Ok(Reported::AsSaved(priced));
             }
             let mut outputs = vec![("--output", a.output.as_deref())];
             outputs.extend(a.exports.outputs());
@@ -248,7 +272,7 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
             );
         }
         // Nothing to recompute: render the document as saved.
-        return output::finish(&run, &out, &a.judge, &[]);
+        return Ok(Reported::AsSaved(run));
     };
     let all_sent: Vec<f64> = records.iter().filter(|r| !r.warmup).map(|r| r.sent.as_secs_f64()).collect();
     let records = match &a.window {
@@ -257,7 +281,7 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     };
     let percentiles = match &a.percentiles {
         Some(p) => p.0.clone(),
-        None => out.percentiles.0.clone(),
+        None => run.summary.ttft_ms.percentiles.iter().map(|(p, _)| *p).collect(),
     };
     let opts = setup::saved_options(&run, &a.judge, &percentiles)?;
     a.judge.check_attainment_applies(opts.slo.as_ref())?;
@@ -290,9 +314,17 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
     // A shard's, or a merged run's, account of where its records came from.
     result.shard = run.shard.take();
     result.merge = run.merge.take();
-    // The other runs of --runs N kept their figures alone: carried as measured.
+    // The other runs of --runs N kept their figures alone: carried as measured,
+    // less those the saved SLO counted where the run is judged by another now.
+    let other_slo = match (run.slo.as_ref(), result.slo.as_ref()) {
+        (Some(saved), Some(now)) => !goodput_report::compare::same_slo(&saved.spec, &now.spec),
+        (saved, now) => saved.is_some() != now.is_some(),
+    };
     result.repeats = run.repeats.take().map(|mut rep| {
         rep.notes.push(REPEATS_AS_SAVED.into());
+        if other_slo && without_slo_figures(&mut rep) {
+            rep.notes.push(REPEATS_OTHER_SLO.into());
+        }
         rep
     });
     // Why the run stopped is the run's, whatever it is judged against now.
@@ -339,8 +371,7 @@ fn report_run(mut run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
             a.run.display()
         );
     }
-    let out = OutputArgs { percentiles: PercentileList(percentiles), ..out };
-    output::finish(&result, &out, &a.judge, &records)
+    Ok(Reported::Anew { result, records, percentiles })
 }
 
 /// `run` priced anew (`--gpu-hour-usd`, `--gpus`, a config's price) from
@@ -427,6 +458,26 @@ fn energy_again(run: &mut RunResult, rate: f64) -> Option<EnergyReport> {
 /// records again: the other runs' records were never kept.
 pub const REPEATS_AS_SAVED: &str = "the runs' figures are as first analysed: report re-analyses run 1's records alone \
      (the other runs kept their figures, not their records), so the top level may differ from run 1's row";
+
+/// Said of a `repeats` block when the run is judged by another SLO than
+/// the one its runs' figures were counted by.
+pub const REPEATS_OTHER_SLO: &str = "goodput and the attainment are left out of the runs' figures: they counted \
+     requests by the SLO the runs were judged by, and the document is judged by another now (from run 1's records \
+     alone), so compare reads run 1's for them";
+
+/// Takes out of `rep` the figures that count requests by the SLO (goodput,
+/// the attainment), each run's and their spread: under another SLO they
+/// would be read as the runs' means of figures they are not (`compare`
+/// reads a `--runs` document's means). True where any was there.
+fn without_slo_figures(rep: &mut goodput_core::doc::repeats::Repeats) -> bool {
+    let judged = |path: &str| path.parse::<goodput_report::Metric>().is_ok_and(|m| m.judged_by_slo());
+    let before = rep.spread.len();
+    rep.spread.retain(|s| !judged(&s.figure));
+    for r in &mut rep.runs {
+        r.figures.retain(|path, _| !judged(path));
+    }
+    rep.spread.len() != before
+}
 
 /// The client's stalls of a saved run over the records analysed again: as
 /// saved for the whole run, with the requests they caught counted again

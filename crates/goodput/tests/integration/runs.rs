@@ -488,6 +488,170 @@ fn compare_does_not_judge_goodput_across_different_slos() {
     goodput().arg("compare").arg(&c1).arg(&c2).args(["--fail-if", "goodput<-5%"]).assert().success();
 }
 
+/// `compare --slo SPEC` judges every run again by the one SLO, from each
+/// run's records (beside it by name, or `--records` in the runs' order),
+/// as `report RUN.json --slo SPEC` does: the runs' attainment, goodput and
+/// verdicts are then those `report` gives, their changes are compared
+/// (the attainment's in points) and a rule on goodput judged, with no
+/// note of other SLOs. A run without records is refused, naming it and
+/// where its records could come from.
+#[test]
+fn compare_judges_every_run_again_by_one_slo() {
+    let dir = tempfile::tempdir().unwrap();
+    let estimate = |name: &str, slo: &str, conc: &str, records: Option<&str>| {
+        let p = dir.path().join(name);
+        let mut cmd = goodput();
+        cmd.args(["estimate", "-q", "-n", "100", "-c", conc, "--seed", "3", "--slo", slo, "-o"]).arg(&p);
+        if let Some(r) = records {
+            cmd.arg("--records").arg(dir.path().join(r));
+        }
+        cmd.assert().success();
+        p
+    };
+    // Judged by different SLOs, at different loads; their records beside
+    // them (a.jsonl), or elsewhere (b-records.jsonl).
+    let a = estimate("a.json", "ttft<=10s", "4", Some("a.jsonl"));
+    let b = estimate("b.json", "ttft<=1ms", "32", Some("b-records.jsonl"));
+    const SPEC: &str = "ttft<=150ms";
+    let judged = |run: &std::path::Path, records: &str, name: &str| {
+        let out = dir.path().join(name);
+        goodput()
+            .arg("report")
+            .arg(run)
+            .arg("--records")
+            .arg(dir.path().join(records))
+            .args(["--slo", SPEC, "-q", "-o"])
+            .arg(&out)
+            .assert()
+            .success();
+        read_json(&out)
+    };
+    let (ra, rb) = (judged(&a, "a.jsonl", "a-judged.json"), judged(&b, "b-records.jsonl", "b-judged.json"));
+    let attainment = |v: &serde_json::Value| v["summary"]["goodput"]["slo_attainment"].as_f64().unwrap();
+    assert_ne!(attainment(&ra), attainment(&rb), "the fixture: the loads meet the SLO differently");
+
+    let (out, md) = (dir.path().join("c.json"), dir.path().join("c.md"));
+    let o = goodput()
+        .arg("compare")
+        .arg(&a)
+        .arg(&b)
+        .args(["--slo", SPEC, "--records"])
+        .arg(dir.path().join("a.jsonl"))
+        .arg("--records")
+        .arg(dir.path().join("b-records.jsonl"))
+        .args(["--fail-if", "goodput<-1000%", "-o"])
+        .arg(&out)
+        .arg("--markdown")
+        .arg(&md)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{text}");
+    let c = read_json(&out);
+    assert!(c["note"].is_null(), "one SLO: nothing to note: {}", c["note"]);
+    let row = |m: &str| c["rows"].as_array().unwrap().iter().find(|r| r["metric"] == m).unwrap().clone();
+    let att = row("goodput.slo_attainment");
+    assert_eq!(att["values"], serde_json::json!([attainment(&ra), attainment(&rb)]), "{att}");
+    assert_eq!(att["changes_pp"][1].as_f64(), Some((attainment(&rb) - attainment(&ra)) * 100.0), "{att}");
+    assert!(att.get("other_slo").is_none(), "{att}");
+    let good = row("goodput.requests_per_s");
+    let goodput_of = |v: &serde_json::Value| v["summary"]["goodput"]["requests_per_s"].clone();
+    assert_eq!(good["values"], serde_json::json!([goodput_of(&ra), goodput_of(&rb)]), "{good}");
+    assert!(good["changes"][1].is_number(), "{good}");
+    for (i, r) in [&ra, &rb].into_iter().enumerate() {
+        assert_eq!(c["slo"][i]["spec"], SPEC, "{}", c["slo"]);
+        assert_eq!(c["slo"][i]["pass"], r["slo"]["pass"], "{}", c["slo"]);
+    }
+    assert_eq!(c["verdicts"][0]["verdict"], "pass", "{}", c["verdicts"]);
+    assert!(text.contains(&format!("SLO verdict of each run, by '{SPEC}':")), "{text}");
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(md.contains("| SLO attainment |") && md.contains("| SLO verdict |"), "{md}");
+
+    // The records beside each run by its name, where they are: b's are
+    // not, so it is refused, named, with where its records could come from.
+    let err = goodput().arg("compare").arg(&a).arg(&b).args(["--slo", SPEC]).refusal();
+    assert!(
+        err.contains(&format!("--slo '{SPEC}' judges every run again from its records, and {}", b.display())),
+        "{err}"
+    );
+    assert!(err.contains("give --records once for each run") && err.contains("b.jsonl"), "{err}");
+    std::fs::rename(dir.path().join("b-records.jsonl"), dir.path().join("b.jsonl")).unwrap();
+    let o = goodput().arg("compare").arg(&a).arg(&b).args(["--slo", SPEC, "-o"]).arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("reading the run's records from"));
+    assert_eq!(read_json(&out)["rows"], c["rows"], "the same records, the same comparison");
+    // Without --slo, each run keeps its own, and the note says so.
+    let o = goodput().arg("compare").arg(&a).arg(&b).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("judged by different SLOs"));
+    // A bad SLO is refused by clap, naming the flag.
+    let err = goodput().arg("compare").arg(&a).arg(&b).args(["--slo", "ttft<=fast"]).refusal();
+    assert!(err.contains("--slo"), "{err}");
+}
+
+/// Documents of `--runs 2` judged again by `compare --slo` (or `report
+/// --slo`): their other runs kept figures, not records, so goodput and the
+/// attainment are run 1's judged anew, and the repeats block says why; the
+/// figures no SLO counts are still the runs' means. The runs' goodput
+/// under the SLO they were judged by had been read as their means under
+/// the new one.
+#[test]
+fn compare_slo_reads_repeated_runs_goodput_from_run_1_judged_anew() {
+    let dir = tempfile::tempdir().unwrap();
+    let estimate = |name: &str, conc: &str| {
+        let p = dir.path().join(name);
+        goodput()
+            .args(["estimate", "-q", "-n", "40", "-c", conc, "--seed", "3", "--runs", "2", "--slo", "ttft<=10s"])
+            .arg("-o")
+            .arg(&p)
+            .arg("--records")
+            .arg(p.with_extension("jsonl"))
+            .assert()
+            .success();
+        p
+    };
+    let (a, b) = (estimate("a.json", "4"), estimate("b.json", "32"));
+    const SPEC: &str = "ttft<=150ms";
+    let judged = |run: &std::path::Path| {
+        let out = run.with_extension("judged.json");
+        goodput().arg("report").arg(run).args(["--slo", SPEC, "-q", "-o"]).arg(&out).assert().success();
+        read_json(&out)
+    };
+    let (ja, jb) = (judged(&a), judged(&b));
+    let figures: Vec<&str> =
+        ja["repeats"]["spread"].as_array().unwrap().iter().map(|s| s["figure"].as_str().unwrap()).collect();
+    assert!(figures.contains(&"throughput.output_tokens_per_s"), "{figures:?}");
+    for gone in ["goodput.requests_per_s", "goodput.slo_attainment"] {
+        assert!(!figures.contains(&gone), "{gone} in {figures:?}");
+        assert!(ja["repeats"]["runs"][1]["figures"].get(gone).is_none(), "{}", ja["repeats"]["runs"][1]);
+    }
+    assert!(ja["repeats"]["notes"].to_string().contains("left out of the runs' figures"), "{}", ja["repeats"]["notes"]);
+    // Judged by the SLO it was: the runs' figures are kept whole.
+    let same = a.with_extension("same.json");
+    goodput().arg("report").arg(&a).args(["--slo", "ttft<=10000ms", "-q", "-o"]).arg(&same).assert().success();
+    assert!(read_json(&same)["repeats"]["spread"].to_string().contains("goodput.requests_per_s"));
+
+    let out = dir.path().join("c.json");
+    goodput().arg("compare").arg(&a).arg(&b).args(["--slo", SPEC, "-o"]).arg(&out).assert().success();
+    let c = read_json(&out);
+    assert!(c["note"].as_str().unwrap_or_default().contains("every document holds repeated runs"), "{}", c["note"]);
+    let row = |m: &str| c["rows"].as_array().unwrap().iter().find(|r| r["metric"] == m).unwrap().clone();
+    for (metric, field) in [("goodput.requests_per_s", "requests_per_s"), ("goodput.slo_attainment", "slo_attainment")]
+    {
+        let top = |j: &serde_json::Value| j["summary"]["goodput"][field].clone();
+        assert_eq!(row(metric)["values"], serde_json::json!([top(&ja), top(&jb)]), "{metric}");
+    }
+    let mean = |j: &serde_json::Value| {
+        j["repeats"]["spread"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["figure"] == "throughput.output_tokens_per_s")
+            .unwrap()["mean"]
+            .clone()
+    };
+    assert_eq!(row("throughput.output_tokens_per_s")["values"], serde_json::json!([mean(&ja), mean(&jb)]));
+}
+
 /// `--runs 3` against one `goodput serve`, whose prefix cache outlives a
 /// run, with `extra`: the document.
 fn runs_on_one_server(extra: &[&str]) -> serde_json::Value {
