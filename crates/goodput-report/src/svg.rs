@@ -44,6 +44,13 @@ pub struct Series {
     /// with a dotted outline and the legend saying so; empty where none is.
     pub unsteady: Vec<bool>,
     pub dashed: bool,
+    /// Drawn secondary: fainter and smaller dots, a thinner line (a plan's
+    /// configurations off the frontier, under those on it).
+    pub faint: bool,
+    /// Named in the legend (where the chart's own entries say what its
+    /// colours are, its series by the dozen need not be). A series with no
+    /// point that is named is a legend entry alone.
+    pub legend: bool,
 }
 
 /// How many series styles differ from each other: six colours, each solid,
@@ -68,6 +75,17 @@ fn style_classes(color: usize, dashed: bool) -> String {
     cls
 }
 
+/// The CSS class of a mark drawn in style slot `color`'s colour (`hue0`
+/// to `hue5`, `hue6` the ink): its ring and leader in the colour, its
+/// label in a shade of it that reads on the page (see [`Mark::color`]).
+fn hue_class(color: usize) -> String {
+    if color == Series::INK {
+        "hue6".into()
+    } else {
+        format!("hue{}", color % 6)
+    }
+}
+
 /// A legend's swatch for a series of style slot `color`: a short stretch of
 /// its line, drawn by the same classes, so its colour, pattern and dashes
 /// read as the chart's do.
@@ -85,7 +103,24 @@ impl Series {
 
     /// The CSS classes the series is drawn with.
     fn classes(&self) -> String {
-        style_classes(self.color, self.dashed)
+        let mut cls = style_classes(self.color, self.dashed);
+        if self.faint {
+            cls.push_str(" faint");
+        }
+        cls
+    }
+
+    /// Its legend's swatch: a faint dot for faint dots (points drawn
+    /// secondary, with no line to show), else a stretch of its line.
+    fn swatch(&self) -> String {
+        if self.style == Style::Dots && self.faint {
+            format!(
+                r#"<svg class="sw" viewBox="0 0 24 8" aria-hidden="true"><circle class="pt {}" cx="12" cy="4" r="3"/></svg>"#,
+                self.classes()
+            )
+        } else {
+            swatch(self.color, self.dashed)
+        }
     }
 
     pub fn new(name: impl Into<String>, style: Style, color: usize, points: Vec<(f64, f64)>) -> Self {
@@ -98,6 +133,8 @@ impl Series {
             misses: Vec::new(),
             unsteady: Vec::new(),
             dashed: false,
+            faint: false,
+            legend: true,
         }
     }
 }
@@ -120,6 +157,10 @@ pub struct Mark {
     /// and dotted (a curve's last point, often its frontier point of most
     /// throughput, may be).
     pub unsteady: bool,
+    /// The ring and its label in a series' colour (a style slot, or
+    /// [`Series::INK`]) rather than the class's: a plan's frontier names
+    /// each GPU type's points in that type's colour. `None`: the class's.
+    pub color: Option<usize>,
 }
 
 /// A vertical line at `x` (an SLO limit) or, with `horizontal`, at y = `x`.
@@ -326,8 +367,8 @@ impl Chart {
             Some(l) if n > 0 => {
                 self.svg(&mut o, l);
                 o.push_str(r#"<div class="legend">"#);
-                for s in &self.series {
-                    let _ = write!(o, r#"<span>{}{}</span>"#, swatch(s.color, s.dashed), html(&s.name));
+                for s in self.series.iter().filter(|s| s.legend) {
+                    let _ = write!(o, r#"<span>{}{}</span>"#, s.swatch(), html(&s.name));
                 }
                 // A ring labelled with a series' own name (a plan's
                 // configuration at its frontier point) is told by its label
@@ -336,9 +377,10 @@ impl Chart {
                 for m in self.marks.iter().filter(|m| !self.series.iter().any(|s| s.name == m.label)) {
                     let miss = if m.missed { " miss" } else { "" };
                     let unsteady = if m.unsteady { " unsteady" } else { "" };
+                    let hue = m.color.map(|c| format!(" {}", hue_class(c))).unwrap_or_default();
                     let _ = write!(
                         o,
-                        r#"<span><i class="sw ring {}{miss}{unsteady}"></i>{}</span>"#,
+                        r#"<span><i class="sw ring {}{hue}{miss}{unsteady}"></i>{}</span>"#,
                         m.class,
                         html(&m.label)
                     );
@@ -529,10 +571,11 @@ impl Chart {
             let t = html(&m.label);
             let _ = write!(
                 o,
-                r#"<g class="mark {cls}{miss}{unsteady}"><circle cx="{}" cy="{}" r="{MARK_R}"><title>{t}</title></circle>"#,
+                r#"<g class="mark {cls}{hue}{miss}{unsteady}"><circle cx="{}" cy="{}" r="{MARK_R}"><title>{t}</title></circle>"#,
                 c(x),
                 c(y),
                 cls = m.class,
+                hue = m.color.map(|c| format!(" {}", hue_class(c))).unwrap_or_default(),
                 miss = if m.missed { " miss" } else { "" },
                 unsteady = if m.unsteady { " unsteady" } else { "" },
             );
@@ -943,7 +986,11 @@ fn series_svg(o: &mut String, f: &Frame, i: usize, s: &Series) {
                 let _ = write!(o, r#"<polyline class="line {cls}" points="{}"/>"#, coords.join(" "));
             }
             if s.style != Style::Line {
-                let r = if s.style == Style::Dots && pts.len() > 500 { 1.6 } else { 3.0 };
+                let r = match (s.style == Style::Dots && pts.len() > 500, s.faint) {
+                    (true, _) => 1.6,
+                    (false, true) => 2.4,
+                    (false, false) => 3.0,
+                };
                 for (k, &(x, y)) in pts.iter().enumerate() {
                     // A point that misses the SLO is hollow; one not
                     // steady faint, its outline dotted.
@@ -1286,7 +1333,7 @@ mod tests {
     }
 
     fn mark(x: f64, y: f64, label: &str, class: &'static str) -> Mark {
-        Mark { x, y, label: label.into(), class, key: None, missed: false, unsteady: false }
+        Mark { x, y, label: label.into(), class, key: None, missed: false, unsteady: false, color: None }
     }
 
     /// Two marks whose labels would fall on one line (the second a little

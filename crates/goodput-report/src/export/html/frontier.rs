@@ -14,8 +14,32 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 /// With more configurations than this, those with no point on the frontier
-/// share one muted series (the legend would be longer than the chart).
+/// share one muted series (the legend would be longer than the chart):
+/// where the configurations name no GPU type (a measured grid's).
 const OWN_COLOURS: usize = 6;
+
+/// The GPU types a chart colours its points by, in the order the document
+/// first names them (a plan's `--gpu` order): each configuration's `gpu`,
+/// of those with points. Empty where one of them names none (a measured
+/// grid's): its configurations then take a colour each.
+fn gpu_types(doc: &FrontierResult) -> Vec<&str> {
+    let mut types: Vec<&str> = Vec::new();
+    for c in doc.configs.iter().filter(|c| c.status == ConfigStatus::Ok && !c.points.is_empty()) {
+        match c.gpu.as_deref() {
+            Some(g) if !types.contains(&g) => types.push(g),
+            Some(_) => {}
+            None => return Vec::new(),
+        }
+    }
+    types
+}
+
+/// A GPU type's style slot: the six colours in turn (Okabe–Ito's, told
+/// apart in the common colour blindnesses), then again in the other line
+/// patterns.
+fn gpu_slot(k: usize) -> usize {
+    k % 6 + k / 6 * 6
+}
 
 /// A frontier as a page.
 pub fn frontier_page(doc: &FrontierResult) -> Result<String, ExportError> {
@@ -188,6 +212,18 @@ fn ring_keys(doc: &FrontierResult, per: Per) -> Vec<(PointId, usize)> {
     out
 }
 
+/// A point as a chart draws it: its id, its place on the chart's plane,
+/// its figures.
+type Placed<'a> = (PointId, (f64, f64), &'a FrontierPoint);
+
+/// `from`'s points, with their tips and verdicts, added to `into`.
+fn absorb(into: &mut Series, from: Series) {
+    into.points.extend(from.points);
+    into.tips.extend(from.tips);
+    into.misses.extend(from.misses);
+    into.unsteady.extend(from.unsteady);
+}
+
 /// Every configuration's curve, the frontier through the best of them,
 /// the frontier's points labelled and the best ringed: per GPU, or per
 /// dollar. Points that miss the SLO are drawn hollow, their rings dashed.
@@ -199,46 +235,98 @@ fn chart(doc: &FrontierResult, per: Per) -> (Chart, HashMap<PointId, usize>) {
     let on: HashSet<usize> = per.frontier(doc).iter().map(|p| p.config).collect();
     let ran: Vec<usize> = (0..doc.configs.len()).filter(|&i| doc.configs[i].status == ConfigStatus::Ok).collect();
     let best = doc.best.as_ref().map(|b| b.at.config);
-    let own = |i: usize| ran.len() <= OWN_COLOURS || on.contains(&i) || best == Some(i);
+    let gpus = gpu_types(doc);
+    // Each configuration's points on this chart.
+    let drawn: Vec<(usize, Vec<Placed>)> = ran
+        .iter()
+        .map(|&ci| {
+            let pts = doc.configs[ci]
+                .points
+                .iter()
+                .enumerate()
+                .filter_map(|(pi, p)| {
+                    let id = PointId { config: ci, point: pi };
+                    per.at(doc, id).map(|xy| (id, xy, p))
+                })
+                .collect::<Vec<_>>();
+            (ci, pts)
+        })
+        .filter(|(_, pts)| !pts.is_empty())
+        .collect();
+    let curve = |name: &str, style: Style, slot: usize, pts: &[Placed]| {
+        let mut s = Series::new(name, style, slot, pts.iter().map(|p| p.1).collect());
+        s.tips = pts.iter().map(|&(id, _, p)| tip(doc, id, p)).collect();
+        s.misses = pts.iter().map(|p| misses(p.2)).collect();
+        s.unsteady = pts.iter().map(|p| p.2.steady == Some(false)).collect();
+        s
+    };
     let mut series = Vec::new();
-    let mut others = Series::new("other configurations", Style::Dots, 5, Vec::new());
-    // Six colours: the muted series takes the last when there is one.
-    let shared = ran.iter().any(|&i| !own(i));
-    let slots = if shared { 5 } else { 6 };
-    let mut colour = 0;
-    for &ci in &ran {
-        let c = &doc.configs[ci];
-        let pts: Vec<(PointId, (f64, f64), &FrontierPoint)> = c
-            .points
-            .iter()
-            .enumerate()
-            .filter_map(|(pi, p)| {
-                let id = PointId { config: ci, point: pi };
-                per.at(doc, id).map(|xy| (id, xy, p))
+    // Whether some configuration's points are drawn faint (by GPU type).
+    let mut off = false;
+    // The style slot each configuration's curve (and its ring) is drawn in.
+    let mut slot_of: HashMap<usize, usize> = HashMap::new();
+    if gpus.is_empty() {
+        let own = |i: usize| ran.len() <= OWN_COLOURS || on.contains(&i) || best == Some(i);
+        let mut others = Series::new("other configurations", Style::Dots, 5, Vec::new());
+        // Six colours: the muted series takes the last when there is one.
+        let shared = drawn.iter().any(|&(i, _)| !own(i));
+        let slots = if shared { 5 } else { 6 };
+        let mut colour = 0;
+        for (ci, pts) in &drawn {
+            if own(*ci) {
+                // Past the colours it may use, a configuration takes them again
+                // in another line pattern: no two curves look alike.
+                let slot = colour % slots + colour / slots * 6;
+                series.push(curve(&doc.configs[*ci].id, Style::LineDots, slot, pts));
+                slot_of.insert(*ci, slot);
+                colour += 1;
+            } else {
+                absorb(&mut others, curve("", Style::Dots, 5, pts));
+            }
+        }
+        if !others.points.is_empty() {
+            series.push(others);
+        }
+    } else {
+        // By GPU type: the legend names each type in its colour; the
+        // configurations on the frontier (and the best's) are drawn as
+        // curves in their type's colour, named by their rings; the others'
+        // points faint beneath them, one series a type, without curves.
+        // Every configuration drawn names one of `gpus`.
+        let kind = |ci: usize| gpus.iter().position(|&g| Some(g) == doc.configs[ci].gpu.as_deref()).unwrap_or(0);
+        for (k, g) in gpus.iter().enumerate() {
+            series.push(Series::new(*g, Style::LineDots, gpu_slot(k), Vec::new()));
+        }
+        let mut faint: Vec<Series> = (0..gpus.len())
+            .map(|k| {
+                let mut s = Series::new(format!("{} off the frontier", gpus[k]), Style::Dots, gpu_slot(k), Vec::new());
+                s.faint = true;
+                s.legend = false;
+                s
             })
             .collect();
-        if pts.is_empty() {
-            continue;
+        let mut curves = Vec::new();
+        for (ci, pts) in &drawn {
+            let (k, slot) = (kind(*ci), gpu_slot(kind(*ci)));
+            if on.contains(ci) || best == Some(*ci) {
+                let mut s = curve(&doc.configs[*ci].id, Style::LineDots, slot, pts);
+                s.legend = false;
+                curves.push(s);
+                slot_of.insert(*ci, slot);
+            } else {
+                absorb(&mut faint[k], curve("", Style::Dots, slot, pts));
+            }
         }
-        if own(ci) {
-            // Past the colours it may use, a configuration takes them again
-            // in another line pattern: no two curves look alike.
-            let slot = colour % slots + colour / slots * 6;
-            let mut s = Series::new(&c.id, Style::LineDots, slot, pts.iter().map(|p| p.1).collect());
-            s.tips = pts.iter().map(|&(id, _, p)| tip(doc, id, p)).collect();
-            s.misses = pts.iter().map(|p| misses(p.2)).collect();
-            s.unsteady = pts.iter().map(|p| p.2.steady == Some(false)).collect();
+        // Beneath the curves, the faint points; the legend says what
+        // they are once, in ink.
+        off = faint.iter().any(|f| !f.points.is_empty());
+        series.extend(faint.into_iter().filter(|f| !f.points.is_empty()));
+        series.extend(curves);
+        if off {
+            let mut s = Series::new("off the frontier", Style::Dots, Series::INK, Vec::new());
+            s.faint = true;
             series.push(s);
-            colour += 1;
-        } else {
-            others.points.extend(pts.iter().map(|p| p.1));
-            others.tips.extend(pts.iter().map(|&(id, _, p)| tip(doc, id, p)));
-            others.misses.extend(pts.iter().map(|p| misses(p.2)));
-            others.unsteady.extend(pts.iter().map(|p| p.2.steady == Some(false)));
         }
-    }
-    if !others.points.is_empty() {
-        series.push(others);
     }
     let front: Vec<(f64, f64)> = per.frontier(doc).iter().filter_map(|&id| per.at(doc, id)).collect();
     if !front.is_empty() {
@@ -255,7 +343,8 @@ fn chart(doc: &FrontierResult, per: Per) -> (Chart, HashMap<PointId, usize>) {
         let label = doc.configs[id.config].id.clone();
         let missed = doc.point(id).is_some_and(misses);
         let unsteady = doc.point(id).is_some_and(|p| p.steady == Some(false));
-        marks.push(Mark { x, y, label, class: "mark-sat", key: Some(key.to_string()), missed, unsteady });
+        let color = slot_of.get(&id.config).copied();
+        marks.push(Mark { x, y, label, class: "mark-sat", key: Some(key.to_string()), missed, unsteady, color });
     }
     if let Some(b) = &doc.best {
         if let Some((x, y)) = per.at(doc, b.at) {
@@ -264,15 +353,38 @@ fn chart(doc: &FrontierResult, per: Per) -> (Chart, HashMap<PointId, usize>) {
             // cards and the line above the chart name it (it had been put
             // lines away, on the plot's top edge, with a long leader).
             let missed = doc.point(b.at).is_some_and(misses);
-            // Never a point not steady (plan chooses none).
-            marks.push(Mark { x, y, label, class: "mark-rec", key: Some("best".into()), missed, unsteady: false });
+            // Never a point not steady (plan chooses none). In ink where
+            // the colours are the configurations' or GPU types', so it reads
+            // as none of them.
+            let color = Some(Series::INK);
+            marks.push(Mark {
+                x,
+                y,
+                label,
+                class: "mark-rec",
+                key: Some("best".into()),
+                missed,
+                unsteady: false,
+                color,
+            });
         }
     }
     let missed = doc.points().filter(|&(id, p)| misses(p) && per.at(doc, id).is_some()).count();
     let unsteady = doc.points().filter(|&(id, p)| p.steady == Some(false) && per.at(doc, id).is_some()).count();
-    let mut note = format!(
-        "Each curve is one configuration at rising load (right to left: more users, less speed each). The dashed line \
-         is the Pareto frontier: no point beats one of its points on both axes. Tokens/s per user is 1000 / TPOT p{}.",
+    let mut note = if gpus.is_empty() {
+        "Each curve is one configuration at rising load (right to left: more users, less speed each).".to_string()
+    } else {
+        format!(
+            "Colours are GPU types ({}). Each curve is a configuration with a point on the frontier, at rising load \
+             (right to left: more users, less speed each){}.",
+            gpus.join(", "),
+            if off { "; the faint dots are the points of the configurations off it" } else { "" }
+        )
+    };
+    let _ = write!(
+        note,
+        " The dashed line is the Pareto frontier: no point beats one of its points on both axes. Tokens/s per user is \
+         1000 / TPOT p{}.",
         doc.percentile
     );
     if per == Per::Usd {
@@ -318,6 +430,9 @@ fn chart(doc: &FrontierResult, per: Per) -> (Chart, HashMap<PointId, usize>) {
     if !rings.is_empty() {
         // Their legend entries are the curves' own (see `Chart::render`).
         note.push_str(" A ring marks a configuration's frontier point of most throughput, labelled with its name");
+        if !gpus.is_empty() {
+            note.push_str(" in its GPU type's colour");
+        }
         note.push_str(if shown.is_empty() {
             "."
         } else {

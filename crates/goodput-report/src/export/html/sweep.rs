@@ -354,6 +354,7 @@ fn goodput_by_load(ordered: &[&SweepPoint], a: &SweepAnalysis, pts: &[SweepPoint
             key: None,
             missed: false,
             unsteady: false,
+            color: None,
         })
     };
     Chart {
@@ -636,6 +637,7 @@ fn point_mark(p: &PointRef, y: impl Fn(&PointRef) -> Option<f64>, label: &str, c
         key: None,
         missed: false,
         unsteady: false,
+        color: None,
     })
 }
 

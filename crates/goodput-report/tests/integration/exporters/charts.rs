@@ -346,8 +346,9 @@ fn frontier_points_that_miss_the_slo_are_drawn_apart() {
         assert!(met.iter().all(|d| !d.0.split(' ').any(|c| c == "miss")), "{id}: {met:?}");
         let rings = rings(fig);
         let ring = |label: &str| rings.iter().find(|r| r.1 == label).unwrap_or_else(|| panic!("{id}: {rings:?}")).0;
-        assert_eq!(ring("h100 tp2x1 bf16"), "mark-sat miss", "{id}");
-        assert_eq!(ring("best: h100 tp1x2 fp8"), "mark-rec", "{id}");
+        // In its GPU type's colour (one type here), the best's in ink.
+        assert_eq!(ring("h100 tp2x1 bf16"), "mark-sat hue0 miss", "{id}");
+        assert_eq!(ring("best: h100 tp1x2 fp8"), "mark-rec hue6", "{id}");
         assert!(rings.iter().filter(|r| r.1 != "h100 tp2x1 bf16").all(|r| !r.0.contains("miss")), "{id}: {rings:?}");
         let legend = fig.split(r#"<div class="legend">"#).nth(1).unwrap();
         assert!(legend.contains("misses the SLO</span>"), "{id}: {legend}");
@@ -376,6 +377,90 @@ fn frontier_points_that_miss_the_slo_are_drawn_apart() {
     // Two a side.
     assert_eq!(hollow, 4, "{fig}");
     assert!(fig.contains("misses the SLO</span>") && fig.contains("A hollow point misses the SLO."), "{fig}");
+}
+
+/// The classes of `fig`'s legend swatch named `name` (its line's or dot's).
+fn legend_swatch<'a>(fig: &'a str, name: &str) -> Option<&'a str> {
+    let legend = fig.split(r#"<div class="legend">"#).nth(1)?.split("</div>").next()?;
+    let entry = legend.split("<span").find(|e| e.ends_with(&format!("</svg>{name}</span>")))?;
+    entry.split(r#"class=""#).nth(2)?.split('"').next()
+}
+
+/// A plan of two GPU types: each type's points and rings in its own colour
+/// (the labels had all been one colour, whatever the GPU), the legend
+/// naming each type once (not each configuration), the configurations off
+/// the frontier faint beneath the others, the best's ring in ink. With one
+/// type, the legend names it alone; a measured frontier, whose
+/// configurations name no GPU type, gives each configuration a colour of its
+/// own as before, its ring in its curve's colour.
+#[test]
+fn frontier_points_and_labels_take_their_gpu_types_colour() {
+    let mut doc = frontier_doc();
+    // Two H200 configurations: one on the frontier, one off it.
+    doc.configs[1].id = "h200 tp2x1 bf16".into();
+    for c in &mut doc.configs[1..=2] {
+        c.gpu = Some("H200".into());
+    }
+    goodput_core::doc::frontier::analyze_frontier(&mut doc);
+    let on: Vec<usize> = doc.frontier.iter().map(|p| p.config).collect();
+    assert!(on.contains(&0) && on.contains(&1) && !on.contains(&2), "{:?}", doc.frontier);
+    let html = frontier_page(&doc).unwrap();
+    let fig = figure(&html, "frontier");
+    assert_eq!(legend_swatch(fig, "H100 SXM"), Some("line c0"), "{fig}");
+    assert_eq!(legend_swatch(fig, "H200"), Some("line c1"), "{fig}");
+    assert_eq!(legend_swatch(fig, "off the frontier"), Some("pt c6 faint"), "{fig}");
+    for c in &doc.configs {
+        assert!(legend_swatch(fig, &c.id).is_none(), "the legend names {} where it names GPU types", c.id);
+    }
+    let drawn = dots(fig);
+    assert_eq!(drawn.len(), 7, "{drawn:?}");
+    for (classes, tip) in &drawn {
+        let classes: Vec<&str> = classes.split(' ').collect();
+        let (colour, faint) = match tip.split(" · ").next().unwrap() {
+            "h100 tp1x2 fp8" => ("c0", false),
+            "h200 tp2x1 bf16" => ("c1", false),
+            "h200 tp1x2 bf16" => ("c1", true),
+            other => panic!("a dot of {other}"),
+        };
+        assert!(classes.contains(&colour) && classes.contains(&"faint") == faint, "{tip}: {classes:?}");
+    }
+    // The faint points are drawn first, under the curves.
+    let first_curve = fig.find(r#"<polyline class="line c"#).unwrap();
+    assert!(fig.find(" faint").unwrap() < first_curve, "{fig}");
+    let ringed = rings(fig);
+    assert!(!ringed.is_empty());
+    for (classes, label) in &ringed {
+        let hue = match label.trim_start_matches("best: ") {
+            _ if label.starts_with("best: ") => "hue6",
+            l if l.starts_with("h100") => "hue0",
+            _ => "hue1",
+        };
+        assert!(classes.split(' ').any(|c| c == hue), "{label}: {classes}");
+    }
+    assert!(ringed.iter().any(|r| r.1 == "h200 tp2x1 bf16"), "{ringed:?}");
+    assert!(fig.contains("Colours are GPU types (H100 SXM, H200)"), "{fig}");
+
+    // One GPU type: the legend names it, and only it.
+    let mut one = doc.clone();
+    one.configs.iter_mut().for_each(|c| c.gpu = Some("H100 SXM".into()));
+    let html = frontier_page(&one).unwrap();
+    let fig = figure(&html, "frontier");
+    assert_eq!(legend_swatch(fig, "H100 SXM"), Some("line c0"));
+    assert!(legend_swatch(fig, "H200").is_none());
+    assert!(dots(fig).iter().all(|d| d.0.split(' ').any(|c| c == "c0")), "{fig}");
+
+    // No GPU type named (a measured grid): a colour a configuration.
+    let mut measured = doc.clone();
+    measured.configs.iter_mut().for_each(|c| c.gpu = None);
+    let html = frontier_page(&measured).unwrap();
+    let fig = figure(&html, "frontier");
+    for (i, c) in measured.configs.iter().take(3).enumerate() {
+        assert_eq!(legend_swatch(fig, &c.id), Some(format!("line c{i}").as_str()), "{fig}");
+    }
+    let ringed = rings(fig);
+    let h200 = ringed.iter().find(|r| r.1 == "h200 tp2x1 bf16").unwrap();
+    assert!(h200.0.split(' ').any(|c| c == "hue1"), "{ringed:?}");
+    assert!(!fig.contains("Colours are GPU types"), "{fig}");
 }
 
 /// The numbers a frontier chart writes by its rings (where a name has no
