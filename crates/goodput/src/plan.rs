@@ -125,11 +125,6 @@ impl Pools {
         Pools { p, d, prefill_tp: None, decode_tp: None, prefill_ep: None, decode_ep: None }
     }
 
-    /// ` pd2:1` or ` pd2:1xTP4`, as a configuration's id names it.
-    fn id(&self) -> String {
-        format!(" pd{}", self.spec())
-    }
-
     /// `2:1`, `2:1xTP4`, `1:1xEP16`: as `--pd` takes it.
     fn spec(&self) -> String {
         self.disaggregation().spec()
@@ -822,23 +817,62 @@ fn gpu_id(args: &PlanArgs, offer: usize) -> String {
 }
 
 /// A configuration's id: the GPU's catalog id, then its splits and knobs.
+/// Colocated, `tp4x2`: TP 4 a replica, two replicas (eight GPUs).
+/// Disaggregated, its pools as [`pools_id`] names them.
 fn id_of(search: &Search, c: &Candidate) -> String {
-    let mut id = format!("{} tp{}x{}", gpu_id(search.args, c.offer), c.tp, c.dp);
-    if c.pp > 1 {
-        id.push_str(&format!(" pp{}", c.pp));
-    }
-    if c.ep > 1 {
-        id.push_str(&format!(" ep{}", c.ep));
+    let mut id = gpu_id(search.args, c.offer);
+    match c.pd {
+        Some(pd) => id.push_str(&pools_id(c, pd)),
+        None => {
+            id.push_str(&format!(" tp{}x{}", c.tp, c.dp));
+            if c.pp > 1 {
+                id.push_str(&format!(" pp{}", c.pp));
+            }
+            if c.ep > 1 {
+                id.push_str(&format!(" ep{}", c.ep));
+            }
+        }
     }
     id.push_str(&format!(" {} mbt{}", c.precision, c.max_num_batched_tokens));
     if search.several_seqs {
         id.push_str(&format!(" seqs{}", c.max_num_seqs));
     }
-    if let Some(pd) = c.pd {
-        id.push_str(&pd.id());
+    // A unit not in lowest terms (`--pd 2:2`) is another deployment than
+    // the lowest terms' units of the same pools (`1:1` twice): its ratio
+    // tells the two apart.
+    if let Some(pd) = c.pd.filter(|pd| gcd(pd.p, pd.d) > 1) {
+        id.push_str(&format!(" pd{}:{}", pd.p, pd.d));
     }
     if search.trace.as_ref().is_some_and(|t| t.routers.len() > 1) && c.engines() > 1 && c.pd.is_none() {
         id.push_str(&format!(" {}", c.router));
+    }
+    id
+}
+
+/// A disaggregated configuration's pools in its id, in GPUs as
+/// InferenceMAX's charts give them: ` 4P+8D tp2` is four prefill GPUs and
+/// eight decode GPUs over all its units, each instance on TP 2 (two
+/// prefill and four decode instances); a decode pool's own sizes follow
+/// the prefill pool's (` 3P+4D tp1+tp4`: three prefill instances of one
+/// GPU, one decode instance of four; ` 8P+16D tp1 ep8+ep16`), and pipeline
+/// stages are both pools' (` pp2`, counted in the GPUs). It had named the
+/// units and the ratio in instances (`tp2x2 … pd1:2`), which read as GPUs
+/// where an instance spans several.
+fn pools_id(c: &Candidate, pd: Pools) -> String {
+    let (dt, de) = pd.decode_sizes(c.tp, c.ep);
+    let units = c.engines();
+    let pool = |n: u32, tp: u32, ep: u32| units.saturating_mul(pool_gpus([(n, tp, ep), (0, 1, 1)], c.pp));
+    let mut id = format!(" {}P+{}D tp{}", pool(pd.p, c.tp, c.ep), pool(pd.d, dt, de), c.tp);
+    if dt != c.tp {
+        id.push_str(&format!("+tp{dt}"));
+    }
+    if c.pp > 1 {
+        id.push_str(&format!(" pp{}", c.pp));
+    }
+    if de != c.ep {
+        id.push_str(&format!(" ep{}+ep{de}", c.ep));
+    } else if c.ep > 1 {
+        id.push_str(&format!(" ep{}", c.ep));
     }
     id
 }
@@ -2229,5 +2263,59 @@ mod tests {
         assert!(at_the_end(&[point(1, 100.0, false), point(2, 200.0, false)], true));
         // Throughput that stopped rising ends it, met or not.
         assert!(at_the_end(&[point(1, 100.0, true), point(2, 101.0, true)], false));
+    }
+
+    /// A unit of `pd` at prefill TP `tp`, EP `ep` and `pp` stages, replicated
+    /// over `budget` GPUs as the search does.
+    fn disaggregated(pd: Pools, tp: u32, ep: u32, pp: u32, budget: u32) -> Candidate {
+        let pd = pd.at(tp, ep).expect("the ratio's own prefill sizes");
+        Candidate {
+            offer: 0,
+            gpu: GpuSpec::lookup("h100").unwrap(),
+            precision: Precision::Bf16,
+            tp,
+            dp: budget / pd.gpus(tp, ep, pp) * ep_ranks(tp, ep),
+            pp,
+            ep,
+            max_num_seqs: 256,
+            max_num_batched_tokens: 2048,
+            pd: Some(pd),
+            router: RouterPolicy::LeastLoaded,
+        }
+    }
+
+    /// A disaggregated configuration's name gives each pool's GPUs over all
+    /// its units (`4P+8D`), then the instances' sizes: a pool of TP 2
+    /// instances had been named by its instances (`tp2x2 … pd1:2`), which
+    /// read as GPUs. The two pools' GPUs are the configuration's.
+    #[test]
+    fn a_disaggregated_name_counts_each_pools_gpus() {
+        let sized = |spec: &str| {
+            let d = Disaggregation::parse(spec).unwrap();
+            Pools {
+                p: d.prefill,
+                d: d.decode,
+                prefill_tp: d.prefill_tp,
+                decode_tp: d.decode_tp,
+                prefill_ep: d.prefill_ep,
+                decode_ep: d.decode_ep,
+            }
+        };
+        let cases = [
+            // Two units of a TP 2 prefill instance and two TP 2 decode ones.
+            (disaggregated(Pools::ratio(1, 2), 2, 1, 1, 12), " 4P+8D tp2", 12),
+            // Three prefill instances of one GPU beside a decode one of four.
+            (disaggregated(sized("3:1xTP4"), 1, 1, 1, 8), " 3P+4D tp1+tp4", 7),
+            // Two stages an instance: counted in both pools' GPUs.
+            (disaggregated(Pools::ratio(1, 1), 1, 1, 2, 8), " 4P+4D tp1 pp2", 8),
+            // Expert-parallel groups of eight and sixteen ranks, two units.
+            (disaggregated(sized("1xEP8:1xEP16"), 1, 8, 1, 48), " 16P+32D tp1 ep8+ep16", 48),
+            // One EP for both pools.
+            (disaggregated(Pools::ratio(1, 1), 2, 4, 1, 8), " 4P+4D tp2 ep4", 8),
+        ];
+        for (c, name, gpus) in cases {
+            assert_eq!(pools_id(&c, c.pd.unwrap()), name, "{c:?}");
+            assert_eq!(c.gpus(), gpus, "{name}");
+        }
     }
 }

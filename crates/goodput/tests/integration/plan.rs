@@ -474,7 +474,8 @@ fn plan_gives_disaggregated_instances_the_stages_that_hold_the_model() {
     assert_eq!(cs.len(), 2, "{cs:?}");
     let p = &cs[0]["params"];
     assert_eq!((p["pp"].as_str(), p["dp"].as_str(), cs[0]["gpus"].as_u64()), (Some("2"), Some("2"), Some(8)));
-    assert!(cs[0]["id"].as_str().unwrap().contains(" pp2"), "{}", cs[0]["id"]);
+    // Four GPUs a pool: two instances of two stages on one GPU each.
+    assert_eq!(cs[0]["id"], "h100-sxm 4P+4D tp1 pp2 bf16 mbt8192");
     let p = &cs[1]["params"];
     assert_eq!((p["pp"].as_str(), p["dp"].as_str(), cs[1]["gpus"].as_u64()), (Some("4"), Some("1"), Some(8)));
     // A mixture of experts: one unit of a prefill and a decode instance,
@@ -501,7 +502,8 @@ fn plan_searches_disaggregation_ratios_and_prunes_the_unbalanced() {
     // Two units of one prefill and one decode instance: four GPUs.
     assert_eq!((pd[0]["params"]["pd"].as_str(), pd[0]["params"]["dp"].as_str()), (Some("1:1"), Some("2")));
     assert_eq!(pd[0]["gpus"].as_u64(), Some(4));
-    assert!(pd[0]["id"].as_str().unwrap().ends_with(" pd1:1"), "{}", pd[0]["id"]);
+    // Named in GPUs: two prefill GPUs and two decode GPUs over the units.
+    assert_eq!(pd[0]["id"], "h100-sxm 2P+2D tp1 bf16 mbt8192");
     assert!(configs.iter().any(|c| c["params"]["pd"].is_null() && c["gpus"].as_u64() == Some(4)));
     // A 2,000-token prompt's prefill outweighs its share of a decode
     // instance: four decode instances to one prefill would mostly wait.
@@ -516,6 +518,12 @@ fn plan_searches_disaggregation_ratios_and_prunes_the_unbalanced() {
     let notes = doc["notes"].to_string();
     assert!(notes.contains("--pd 1:4 is simulated as named, though out of balance"), "{notes}");
     assert!(notes.contains("decode pool idles"), "{notes}");
+    // A unit of 2:2 holds the GPUs of two units of 1:1, but routes among
+    // its instances: another configuration, its ratio in its name.
+    let doc = plan_8b_pd(dir.path(), "4", "1", "1:1,2:2");
+    let ids: Vec<&str> = doc["configs"].as_array().unwrap().iter().filter_map(|c| c["id"].as_str()).collect();
+    assert!(ids.contains(&"h100-sxm 2P+2D tp1 bf16 mbt8192"), "{ids:?}");
+    assert!(ids.contains(&"h100-sxm 2P+2D tp1 bf16 mbt8192 pd2:2"), "{ids:?}");
     let err = goodput().args(["plan", "--gpu", "h100", "--pd", "1-1"]).refusal();
     assert!(err.contains("P:D"), "{err}");
 }
@@ -559,7 +567,9 @@ fn plan_searches_pools_of_their_own_tp() {
     assert_eq!(a.len(), 1, "{configs:?}");
     assert_eq!((a[0]["params"]["tp"].as_str(), a[0]["params"]["dp"].as_str()), (Some("1"), Some("1")));
     assert_eq!(a[0]["gpus"].as_u64(), Some(6));
-    assert!(a[0]["id"].as_str().unwrap().ends_with(" pd2:1xTP4"), "{}", a[0]["id"]);
+    // Two prefill GPUs (two instances of one) and four decode GPUs (one
+    // instance of four).
+    assert_eq!(a[0]["id"], "h100-sxm 2P+4D tp1+tp4 bf16 mbt8192");
     // 1:4xTP2, unbalanced for this workload but named: at TP 1 (1 + 8 GPUs
     // is over the budget) nothing; at TP 2 the decode pool's TP is the
     // prefill pool's, so it is the plain 1:4 of TP 2 (10 GPUs): over too.
@@ -621,7 +631,7 @@ fn plan_searches_pools_of_their_own_ep() {
     // GPUs a unit, one unit in eight, at EP 2 only.
     let own = find("1:1xEP4", "2");
     assert_eq!((own["gpus"].as_u64(), own["status"].as_str()), (Some(6), Some("ok")), "{own}");
-    assert!(own["id"].as_str().unwrap().ends_with(" pd1:1xEP4"), "{}", own["id"]);
+    assert_eq!(own["id"], "h100-sxm 2P+4D tp1 ep2+ep4 bf16 mbt8192");
     // Both pools at EP 4: eight GPUs. Its decode pool is the other's, so
     // one user's decode speed is the same; the prefill pools differ.
     let wide = find("1:1", "4");
