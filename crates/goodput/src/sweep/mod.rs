@@ -85,8 +85,12 @@ struct Sweep {
     /// A point whose every request failed has said why (the first failure,
     /// and bench's hint for a status all answered alike): once a sweep.
     told_failure: std::sync::atomic::AtomicBool,
-    /// The sweep has said it stops for a failure storm.
-    told_storm: std::sync::atomic::AtomicBool,
+    /// The loads a failure storm stopped a run of (a closed loop's every
+    /// request failing for seconds), in order.
+    storms: Vec<Load>,
+    /// What the sweep did not run for a storm: each with the load whose
+    /// storm it was (see [`Sweep::storm_below`]).
+    not_run: Vec<(Load, String)>,
 }
 
 impl Sweep {
@@ -99,60 +103,76 @@ impl Sweep {
         } else {
             Vec::new()
         };
-        for (i, &load) in grid.iter().enumerate() {
+        for load in grid {
             if self.stopped() {
                 break;
             }
-            if self.halt_for_storm(&grid[i..].iter().map(|l| l.label()).collect::<Vec<_>>().join(", ")) {
-                break;
+            if let Some(at) = self.storm_below(load) {
+                self.skip_for_storm(at, load.label());
+                continue;
             }
             self.run(load, "grid").await?;
         }
         Ok(())
     }
 
-    /// The load of the point a failure storm stopped, if one did.
-    fn stormed(&self) -> Option<String> {
-        self.points.iter().find(|p| crate::bench::stormed(&p.result)).map(|p| p.load.label())
+    /// The load a failure storm stopped a run at, if it was a closed loop of
+    /// as many users as `load` or fewer: a server that failed every request
+    /// for seconds at fewer users fails at more, and each such load would
+    /// take its seconds to tell so again. Fewer users, and rates (an open
+    /// loop keeps to its schedule and is never stopped so), are still run:
+    /// a storm at many users can be timeouts of an overloaded server.
+    fn storm_below(&self, load: Load) -> Option<Load> {
+        // The fewest users it failed at: the most telling.
+        let users = |l: Load| match l {
+            Load::Concurrency(c) => Some(c),
+            Load::Rate(_) => None,
+        };
+        let most = users(load)?;
+        self.storms.iter().copied().filter(|&s| users(s).is_some_and(|c| c <= most)).min_by_key(|&s| users(s))
     }
 
-    /// Whether the sweep stops for a failure storm: a point's every request
-    /// failed for seconds, so the server is failing whatever it is sent,
-    /// and each load after it would only meet the same (each storm takes
-    /// its seconds to be told). `left` names what is not run, said once.
-    fn halt_for_storm(&self, left: &str) -> bool {
-        let Some(at) = self.stormed() else { return false };
-        if !left.is_empty() && !self.told_storm.swap(true, Ordering::Relaxed) {
-            goodput_core::tell!(
-                "a failure storm stopped {at}: the sweep stops there, and did not run {left}; mend the server \
-                 (the point's stop gives its first failure) and sweep again"
-            );
-        }
-        true
+    /// Notes `what` as not run for the storm at `at`, and says so.
+    fn skip_for_storm(&mut self, at: Load, what: String) {
+        goodput_core::tell!(
+            "not running {what}: a failure storm stopped {} (every request failed for seconds), so the server \
+             fails at as many users or more; mend it (the point's stop gives its first failure) and sweep again",
+            at.label()
+        );
+        self.not_run.push((at, what));
     }
 
     /// `--auto`: a baseline of one user, the ceiling at `--max-concurrency`,
     /// and `--points` rates spread between their throughputs.
     async fn run_auto(&mut self) -> Result<()> {
-        if !self.args.auto || self.stopped() || self.halt_for_storm("--auto's points") {
+        if !self.args.auto || self.stopped() {
             return Ok(());
         }
         let base = sustained(&self.run(Load::Concurrency(1), "baseline").await?.result);
-        let ceiling = if self.stopped() || self.halt_for_storm("--auto's ceiling and spread") {
+        let top = Load::Concurrency(self.args.max_concurrency);
+        let ceiling = if self.stopped() {
+            None
+        } else if let Some(at) = self.storm_below(top) {
+            self.skip_for_storm(at, format!("--auto's ceiling ({}) and the rates spread below it", top.label()));
             None
         } else {
-            let c = self.args.max_concurrency;
-            Some(sustained(&self.run(Load::Concurrency(c), "ceiling").await?.result))
+            Some(sustained(&self.run(top, "ceiling").await?.result))
         };
-        if let Some(ceil) = ceiling.filter(|&c| c > base) {
-            let k = self.args.points;
-            for i in 1..=k {
-                if self.stopped() || self.halt_for_storm(&format!("{} of --auto's spread", k - i + 1)) {
-                    break;
+        let k = self.args.points;
+        match ceiling {
+            Some(ceil) if ceil > base => {
+                for i in 1..=k {
+                    if self.stopped() {
+                        break;
+                    }
+                    let r = base + (ceil - base) * i as f64 / (k + 1) as f64;
+                    self.run(Load::Rate(round_rate(r)), "spread").await?;
                 }
-                let r = base + (ceil - base) * i as f64 / (k + 1) as f64;
-                self.run(Load::Rate(round_rate(r)), "spread").await?;
             }
+            Some(_) if k > 0 && self.storms.contains(&top) => {
+                self.skip_for_storm(top, format!("--auto's {k} spread rate(s), which its ceiling would have set"));
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -275,6 +295,9 @@ impl Sweep {
             "{}\n",
             sweep_table::row(load, origin, &result, self.opts.slo.is_some(), self.attainment())
         ));
+        if crate::bench::stormed(&result) && !self.storms.contains(&load) {
+            self.storms.push(load);
+        }
         self.points.push(SweepPoint { load, origin: origin.into(), result });
         self.held.ttft.push(ttft);
         // A document on standard output is written once, at the end: one
@@ -402,8 +425,27 @@ impl Sweep {
             config: self.config.clone(),
             target: self.target.clone(),
             points: self.points.clone(),
-            analysis: analyze_sweep(&self.points, self.attainment()),
+            analysis: self.analysis(),
         }
+    }
+
+    /// The sweep's analysis, with a note of what a failure storm left unrun
+    /// first: the loads named only on standard error, the document had read
+    /// as a finished sweep of fewer points.
+    fn analysis(&self) -> goodput_core::doc::sweep::SweepAnalysis {
+        let mut a = analyze_sweep(&self.points, self.attainment());
+        if let Some((at, _)) = self.not_run.first() {
+            let what: Vec<&str> = self.not_run.iter().map(|(_, w)| w.as_str()).collect();
+            a.notes.insert(
+                0,
+                format!(
+                    "a failure storm stopped {} (every request failed for seconds), so the sweep did not run: {}",
+                    at.label(),
+                    what.join("; ")
+                ),
+            );
+        }
+        a
     }
 
     /// Writes the document of a sweep a point's error ended: the points
@@ -474,7 +516,8 @@ impl Sweep {
             if self.points.iter().any(|p| p.load == next) {
                 break;
             }
-            if self.halt_for_storm(&format!("the search for the SLO's boundary ({} next)", next.label())) {
+            if let Some(at) = self.storm_below(next) {
+                self.skip_for_storm(at, format!("the search for the SLO's boundary ({} next)", next.label()));
                 break;
             }
             self.run(next, "search").await?;
@@ -798,7 +841,8 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
         reset: shared.reset,
         until,
         told_failure: Default::default(),
-        told_storm: Default::default(),
+        storms: Vec::new(),
+        not_run: Vec::new(),
     })
 }
 

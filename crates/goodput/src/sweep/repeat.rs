@@ -41,7 +41,9 @@ impl Sweep {
         first: RunResult,
     ) -> Result<RunResult> {
         let n = self.args.runs.runs;
-        if n <= 1 {
+        // A run a failure storm stopped is not made again: each would meet
+        // the same failing server, and take its seconds to say so.
+        if n <= 1 || crate::bench::stormed(&first) {
             return Ok(first);
         }
         let same = self.args.runs.same_seed;
@@ -60,6 +62,18 @@ impl Sweep {
             }
             seeds.push(self.args.shape.seed.of_run(self.runs));
             match self.run_once(load, duration, true).await {
+                Ok((r, _)) if crate::bench::stormed(&r) => {
+                    goodput_core::tell!(
+                        "{}: a failure storm stopped run {} of {n}, so the runs after it were not made",
+                        load.label(),
+                        results.len() + 1
+                    );
+                    if !self.storms.contains(&load) {
+                        self.storms.push(load);
+                    }
+                    results.push(r);
+                    break;
+                }
                 Ok((r, _)) => results.push(r),
                 Err(e) => {
                     made = Err(e);
@@ -75,7 +89,9 @@ impl Sweep {
         made?;
         let seeds = &seeds[..results.len()];
         let mut rep = goodput_report::repeats::build(&results, n, seeds, same, self.args.judge.confidence);
-        if results.len() < n as usize {
+        if let Some(k) = results.iter().position(crate::bench::stormed) {
+            rep.notes.push(format!("a failure storm stopped run {} of {n}: the runs after it were not made", k + 1));
+        } else if results.len() < n as usize {
             rep.notes.push("the sweep was stopped".into());
         }
         if !self.args.output.quiet {
