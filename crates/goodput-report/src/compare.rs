@@ -478,8 +478,8 @@ fn slo_note(runs: &[(&str, &RunResult)]) -> Option<String> {
     let head = if differ { "the runs were judged by different SLOs" } else { "not every run was judged by an SLO" };
     let without = match none.len() {
         0 => String::new(),
-        1 => format!("; {} has none of them", none[0]),
-        _ => format!("; {} have none of them", listed(&none.iter().map(|l| l.to_string()).collect::<Vec<_>>())),
+        1 => format!("; {} has none", none[0]),
+        _ => format!("; {} have none", listed(&none.iter().map(|l| l.to_string()).collect::<Vec<_>>())),
     };
     Some(format!(
         "{head} ({}): goodput, the attainment, useful work, the cost per good token and the SLO verdict count \
@@ -1047,7 +1047,10 @@ pub const SLO_VERDICT: &str = "SLO verdict";
 /// where no run had an SLO. Plain text: each rendering escapes it.
 pub fn slo_lines(c: &Comparison) -> Vec<String> {
     let Some(first) = c.slo.first() else { return Vec::new() };
-    let one = first.spec.is_some() && c.slo.iter().all(|s| s.spec == first.spec);
+    // One SLO by meaning, as the note reads it ([`same_slo`]): its terms
+    // in another order are the same SLO.
+    let one =
+        first.spec.as_deref().is_some_and(|f| c.slo.iter().all(|s| s.spec.as_deref().is_some_and(|x| same_slo(x, f))));
     let mut out = vec![match (&first.spec, one) {
         (Some(spec), true) => format!("SLO verdict of each run, by '{spec}':"),
         _ => "SLO verdict of each run, by its own SLO:".to_string(),

@@ -84,6 +84,11 @@ fn named_as(path: &Path, flag: &str, holds: &str, own: &str, writes: &Writes) ->
     };
     let stem = path.with_extension(own);
     let then = match by {
+        // `--csv NAME.csv` writes the main table alone; the records are a
+        // folder's `requests.csv`.
+        Some("--csv") if flag == "--records" => {
+            " and write the records as CSV with --csv DIR (its requests.csv)".into()
+        }
         Some(by) => format!(" and write {asked} with {by} {}", path.display()),
         None => format!(" ({} writes no {asked})", writes.command),
     };

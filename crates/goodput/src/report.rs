@@ -265,10 +265,17 @@ pub fn analysed(mut run: RunResult, a: &ReportArgs) -> Result<Reported> {
             bail!(
                 "{} holds no per-request records, nor is its records file beside it ({} or {}), and an SLO, \
                  attainment, percentiles, ratings or --window are drawn from them: pass --records FILE (written by \
-                 --records), or save runs with --include-requests (a price or a GPU count alone needs none)",
+                 --records), or save runs with --include-requests{}",
                 a.run.display(),
                 a.run.with_extension("jsonl").display(),
-                a.run.with_extension("parquet").display()
+                a.run.with_extension("parquet").display(),
+                // Said where a price was given beside what needs them (not
+                // by compare, whose --slo is all it asks).
+                if a.judge.gpu_hour_usd.is_some() || a.judge.price.is_some() || a.judge.gpus.is_some() {
+                    " (a price or a GPU count alone needs none)"
+                } else {
+                    ""
+                }
             );
         }
         // Nothing to recompute: render the document as saved.

@@ -499,6 +499,9 @@ fn a_result_or_records_file_named_as_another_format_is_refused_with_the_flag_tha
     let table = dir.path().join("rec.CSV");
     let err = goodput().args(RUN).arg("--records").arg(&table).refusal();
     assert!(err.contains("--records") && err.contains("not CSV") && err.contains("rec.jsonl"), "{err}");
+    // `--csv NAME.csv` would write the summary alone: the records are a
+    // folder's requests.csv.
+    assert!(err.contains("write the records as CSV with --csv DIR (its requests.csv)"), "{err}");
     assert!(!page.exists() && !table.exists(), "the run went ahead");
     // Names of the formats they write are taken.
     let (out, rec) = (dir.path().join("r.json"), dir.path().join("r.parquet"));

@@ -34,11 +34,11 @@ fn gpu_types(doc: &FrontierResult) -> Vec<&str> {
     types
 }
 
-/// A GPU type's style slot: the six colours in turn (Okabe–Ito's, told
-/// apart in the common colour blindnesses), then again in the other line
-/// patterns.
+/// A GPU type's style slot: its place among the plan's types, which picks
+/// the six colours in turn (Okabe–Ito's, told apart in the common colour
+/// blindnesses), then again in the other line patterns.
 fn gpu_slot(k: usize) -> usize {
-    k % 6 + k / 6 * 6
+    k
 }
 
 /// A frontier as a page.
