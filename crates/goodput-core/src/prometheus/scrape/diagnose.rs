@@ -65,6 +65,21 @@ pub struct CrossCheck {
     pub notes: Vec<String>,
 }
 
+/// How many times the run's scrapes saw `signal`'s counter go down.
+fn went_back(counts: Option<&WindowSummary>, signal: CounterSignal) -> u32 {
+    counts.and_then(|run| run.counters.get(&signal)).map_or(0, |c| c.resets)
+}
+
+/// Why a counter that went down `n` times does not count the run: its
+/// mismatch had been blamed on other clients.
+fn went_back_words(n: u32) -> String {
+    format!(
+        "the server's counter went down {n} time(s) during the run (a restart, or more than one process behind one \
+         /metrics), so its count is not the run's: check that the server stayed up and that --metrics-url names one \
+         server"
+    )
+}
+
 /// Cross-checks a run. `run` summarises every scrape of the run (the first
 /// before any request, the last after the final one); `window` only the
 /// measurement window. `run` is `None` when the records are a stretch of
@@ -138,8 +153,12 @@ pub fn cross_check(
             } else if rel.abs() > 0.02 {
                 format!(
                     "counting mismatch: the server counted {sv:.0} prompt tokens during the run, the client sent \
-                     {cl:.0}{}: other clients, or a client count from another tokenizer",
-                    share(rel)
+                     {cl:.0}{}: {}",
+                    share(rel),
+                    match went_back(counts, CounterSignal::PromptTokens) {
+                        0 => "other clients, or a client count from another tokenizer".to_string(),
+                        n => went_back_words(n),
+                    }
                 )
             } else {
                 format!("prompt tokens agree: server {sv:.0}, client {cl:.0}")
@@ -175,9 +194,15 @@ pub fn cross_check(
             } else {
                 String::new()
             };
+            let why = match went_back(counts, CounterSignal::GenerationTokens) {
+                0 => format!(
+                    "other clients on the server, or tokens generated for requests the client gave up on{pools}"
+                ),
+                n => went_back_words(n),
+            };
             c.notes.push(format!(
                 "counting mismatch: the server generated {sv:.0} tokens during the run, the client received {cl:.0}{}: \
-                 other clients on the server, or tokens generated for requests the client gave up on{pools}",
+                 {why}",
                 share(rel)
             ));
         } else {
@@ -2040,6 +2065,35 @@ mod tests {
         // A server that counted other requests too: no split.
         let w = queued(55.0, 247.0, 147.0, None);
         assert_eq!(cross_check(&records, &summary, &w, Some(&w), ClientLoad::default()).server_queue_mean_ms, None);
+    }
+
+    /// A token counter that went down during the run (a restart, two
+    /// processes behind one /metrics) is named as the mismatch's cause: it
+    /// had been blamed on other clients, eight resets in four seconds and all.
+    #[test]
+    fn a_counter_that_went_down_is_named_as_the_mismatch_s_cause() {
+        let records: Vec<_> = (0..30)
+            .map(|i| {
+                let mut r = served(i, 0, 50);
+                r.output_tokens = 4;
+                r
+            })
+            .collect();
+        let summary = analyze(&records, &AnalysisOptions::default()).summary;
+        let notes = |resets: u32| {
+            let mut w = window(0.0);
+            w.counters
+                .insert(CounterSignal::GenerationTokens, CounterSummary { delta: 1200.0, rate_per_s: None, resets });
+            cross_check(&records, &summary, &w, Some(&w), ClientLoad::default()).notes.join("\n")
+        };
+        let n = notes(8);
+        assert!(n.contains("counting mismatch: the server generated 1200 tokens"), "{n}");
+        assert!(
+            n.contains("the server's counter went down 8 time(s) during the run") && !n.contains("other clients"),
+            "{n}"
+        );
+        let n = notes(0);
+        assert!(n.contains("other clients on the server") && !n.contains("went down"), "{n}");
     }
 
     #[test]
