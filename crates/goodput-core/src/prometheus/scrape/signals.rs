@@ -560,9 +560,7 @@ impl Signals {
 
     /// A histogram's lifetime totals, all series merged.
     pub fn histogram(&self, signal: HistogramSignal) -> Option<Histogram> {
-        let mut series = self.histograms.get(&signal)?.iter().map(|s| &s.histogram);
-        let first = series.next()?.clone();
-        Some(series.fold(first, |acc, h| acc.merged(h)))
+        Histogram::sum(self.histograms.get(&signal)?.iter().map(|s| &s.histogram))
     }
 }
 

@@ -384,10 +384,11 @@ fn increase_by_label(points: &[(Duration, &Signals)], signal: CounterSignal, lab
 
 /// The observations a histogram gained inside the window, all series
 /// merged; `None` when it never appears after the first scrape. Same
-/// per-series rules as [`counter_steps`].
+/// per-series rules as [`counter_steps`]. The increases are summed at
+/// once ([`Histogram::sum_owned`]), not folded one by one into a growing union.
 fn histogram_increase(points: &[(Duration, &Signals)], signal: HistogramSignal) -> Option<Histogram> {
     let mut last: HashMap<&str, &Histogram> = HashMap::new();
-    let mut total: Option<Histogram> = None;
+    let mut increases = Vec::new();
     for (i, (_, s)) in points.iter().enumerate() {
         for h in s.histograms.get(&signal).into_iter().flatten() {
             let increase = match last.insert(h.series.as_str(), &h.histogram) {
@@ -395,13 +396,10 @@ fn histogram_increase(points: &[(Duration, &Signals)], signal: HistogramSignal) 
                 None if i == 0 => continue,
                 None => h.histogram.clone(),
             };
-            total = Some(match total {
-                None => increase,
-                Some(t) => t.merged(&increase),
-            });
+            increases.push(increase);
         }
     }
-    total
+    Histogram::sum_owned(increases)
 }
 
 #[cfg(test)]
