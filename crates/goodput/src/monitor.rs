@@ -473,6 +473,8 @@ async fn watch(a: MonitorArgs, alerts: Vec<Alert>, stop: tokio_util::sync::Cance
     // when it changes, and when the endpoint answers again.
     let mut down: BTreeMap<String, String> = BTreeMap::new();
     let mut told_unrecognised = false;
+    // The histograms of too many bounds said so far.
+    let mut told_coarsened = std::collections::BTreeSet::new();
     // The known series the last scrape that answered read without a number.
     let mut non_finite: Vec<String> = Vec::new();
     goodput_core::tell!(
@@ -503,6 +505,12 @@ async fn watch(a: MonitorArgs, alerts: Vec<Alert>, stop: tokio_util::sync::Cance
                         names => no_number(names),
                     };
                     goodput_core::tell!("[{:>7.1}s] note: {why}", t.as_secs_f64());
+                }
+                for c in &scraped.signals.coarsened {
+                    // Said once a histogram: its quantiles stay absent after.
+                    if told_coarsened.insert(c.signal) {
+                        goodput_core::tell!("[{:>7.1}s] warning: {}", t.as_secs_f64(), c.warning());
+                    }
                 }
                 non_finite = scraped.non_finite;
                 // Said once: an endpoint that flaps would say it again and again.

@@ -353,6 +353,11 @@ pub fn analysed(mut run: RunResult, a: &ReportArgs) -> Result<Reported> {
                 .collect::<Vec<_>>(),
         );
     }
+    // The scrapes' histograms of too many bounds: the saved samples hold
+    // them without their buckets, and only the live run's words say why.
+    let coarsened = run.warnings.iter().filter(|w| goodput_core::prometheus::scrape::is_histogram_cap_warning(w));
+    let coarsened: Vec<String> = coarsened.filter(|w| !result.warnings.contains(w)).cloned().collect();
+    result.warnings.extend(coarsened);
     if let Some(w) = &a.window {
         result.warnings.extend(window_past_the_run(w, &all_sent));
     }

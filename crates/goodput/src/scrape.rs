@@ -5,8 +5,11 @@
 //! on; an endpoint that fails while others answer costs only its own part.
 //! The parsing and mapping are goodput-core's `prometheus::scrape`.
 
-use goodput_core::prometheus::scrape::{merge_endpoints, metric_lines, parse_at_most, Signals, MAX_METRIC_LINES};
+use goodput_core::prometheus::scrape::{
+    merge_endpoints, metric_lines, parse_at_most, Coarsened, HistogramSignal, Signals, MAX_METRIC_LINES,
+};
 use goodput_load::client::error_chain;
+use std::collections::BTreeMap;
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -87,6 +90,20 @@ pub struct ScrapeLog {
     /// Lines the parser could not read, over all scrapes.
     pub parse_errors: u64,
     pub last_error: Option<String>,
+    /// The histograms some scrape held too many bounds of (kept coarsened),
+    /// each with the most bounds a scrape held: the result warns of them.
+    pub coarsened: BTreeMap<HistogramSignal, Coarsened>,
+}
+
+impl ScrapeLog {
+    /// Adds a scrape's signals, noting the histograms it coarsened.
+    fn push(&mut self, t: Duration, signals: Signals) {
+        for c in &signals.coarsened {
+            let kept = self.coarsened.entry(c.signal).or_insert_with(|| c.clone());
+            kept.bounds = kept.bounds.max(c.bounds);
+        }
+        self.points.push((t, signals));
+    }
 }
 
 /// One scrape of every URL that answered, parsed and mapped.
@@ -250,7 +267,7 @@ impl Scraper {
         match res {
             Ok((t, scraped)) => {
                 log.parse_errors += scraped.parse_errors as u64;
-                log.points.push((t, scraped.signals));
+                log.push(t, scraped.signals);
                 if !scraped.failed.is_empty() {
                     // The others answered: kept, and the one that did not named.
                     log.last_error = Some(ScrapeError::Each(scraped.failed).to_string());
@@ -378,7 +395,7 @@ impl Scraper {
                 if *last_taken {
                     log.points.pop();
                 }
-                log.points.push((t, scraped.signals));
+                log.push(t, scraped.signals);
                 *last_taken = true;
             }
         }

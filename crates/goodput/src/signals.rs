@@ -172,9 +172,12 @@ pub fn attach(
         .map(|(t, mut signals)| {
             // What no signal used stays out of the result.
             signals.unmapped = Vec::new();
+            signals.coarsened = Vec::new();
             ScrapeSample { t, signals }
         })
         .collect::<Vec<_>>();
+    // Histograms of too many bounds, kept without their buckets: said.
+    result.warnings.extend(log.coarsened.values().map(|c| c.warning()));
     let signals = ServerSignals {
         urls,
         interval_s: interval.as_secs_f64(),

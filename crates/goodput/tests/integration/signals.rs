@@ -571,7 +571,9 @@ fn the_embedded_engine_runs_prefill_and_decode_pools() {
 /// two, each GPU's 700 W power limit beside; `steady/G/L/...`, a DCGM
 /// exporter of G GPUs at a steady 300 W each, L of them with a 700 W power
 /// limit ([`steady`]); `huge`, one line more than
-/// goodput reads of an endpoint; `html`, a web page; anything else, 404.
+/// goodput reads of an endpoint; `wide`, histograms of far too many bounds
+/// beside one of an engine's size ([`wide`]); `html`, a web page; anything
+/// else, 404.
 struct Exporter {
     url: String,
     stop: Arc<std::sync::atomic::AtomicBool>,
@@ -628,6 +630,7 @@ impl Exporter {
                         "dcgm" => ("200 OK", "text/plain; version=0.0.4", dcgm(n, started.elapsed().as_secs_f64())),
                         "steady" => ("200 OK", "text/plain; version=0.0.4", steady(&path, started.elapsed().as_secs_f64())),
                         "huge" => ("200 OK", "text/plain; version=0.0.4", huge.to_string()),
+                        "wide" => ("200 OK", "text/plain; version=0.0.4", wide(n)),
                         "nan" => (
                             "200 OK",
                             "text/plain; version=0.0.4",
@@ -683,6 +686,179 @@ fn steady(path: &str, t: f64) -> String {
         body += &format!("DCGM_FI_DEV_ENFORCED_POWER_LIMIT{{gpu=\"{gpu}\"}} 700\n");
     }
     body
+}
+
+/// Finite bounds of [`wide`]'s TTFT series, and its E2E series, each with 20 bounds
+/// of its own.
+const WIDE_TTFT_BOUNDS: usize = 30_000;
+const WIDE_E2E_SERIES: usize = 600;
+
+/// The `wide` answer of [`Exporter`] at its `n`th scrape (43,900 lines,
+/// under the 100,000 goodput reads): a TTFT histogram of one series and
+/// [`WIDE_TTFT_BOUNDS`] buckets, an E2E one of [`WIDE_E2E_SERIES`] series
+/// of 20 bounds each of their own (a probe of 500 such had held a 3 s run's
+/// analysis 116 s), and an ITL one of an engine's size (two engines, 20
+/// bounds they share), every count rising with `n`.
+fn wide(n: u64) -> String {
+    let mut t = String::from("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n");
+    t += "# TYPE vllm:time_to_first_token_seconds histogram\n";
+    for i in 1..=WIDE_TTFT_BOUNDS as u64 {
+        t += &format!("vllm:time_to_first_token_seconds_bucket{{le=\"{}\"}} {}\n", i as f64 / 1000.0, n * i);
+    }
+    let all = n * WIDE_TTFT_BOUNDS as u64;
+    t += &format!("vllm:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} {all}\n");
+    t += &format!("vllm:time_to_first_token_seconds_sum {}\nvllm:time_to_first_token_seconds_count {all}\n", n * 10);
+    t += "# TYPE vllm:e2e_request_latency_seconds histogram\n";
+    for pod in 0..WIDE_E2E_SERIES as u64 {
+        for j in 0..20 {
+            let le = (pod * 20 + j) as f64 + 0.5;
+            t += &format!("vllm:e2e_request_latency_seconds_bucket{{pod=\"{pod}\",le=\"{le}\"}} {}\n", n * (j + 1));
+        }
+        t += &format!("vllm:e2e_request_latency_seconds_bucket{{pod=\"{pod}\",le=\"+Inf\"}} {}\n", n * 20);
+        t += &format!("vllm:e2e_request_latency_seconds_sum{{pod=\"{pod}\"}} {n}\n");
+        t += &format!("vllm:e2e_request_latency_seconds_count{{pod=\"{pod}\"}} {}\n", n * 20);
+    }
+    t += "# TYPE vllm:inter_token_latency_seconds histogram\n";
+    for engine in 0..2 {
+        for j in 1..=20 {
+            let le = j as f64 / 100.0;
+            t += &format!("vllm:inter_token_latency_seconds_bucket{{engine=\"{engine}\",le=\"{le}\"}} {}\n", n * j);
+        }
+        t += &format!("vllm:inter_token_latency_seconds_bucket{{engine=\"{engine}\",le=\"+Inf\"}} {}\n", n * 20);
+        t += &format!("vllm:inter_token_latency_seconds_sum{{engine=\"{engine}\"}} {n}\n");
+        t += &format!("vllm:inter_token_latency_seconds_count{{engine=\"{engine}\"}} {}\n", n * 20);
+    }
+    t
+}
+
+/// The buckets `signal`'s series hold in each of a result's samples.
+fn buckets_per_sample(v: &Value, signal: &str) -> Vec<usize> {
+    let samples = v["server_signals"]["samples"].as_array().unwrap();
+    let buckets = |s: &Value| s["histogram"]["buckets"].as_array().map_or(0, Vec::len);
+    samples
+        .iter()
+        .map(|sample| sample["signals"]["histograms"][signal].as_array().map_or(0, |all| all.iter().map(buckets).sum()))
+        .collect()
+}
+
+/// A `/metrics` whose histograms hold far more bounds than an engine's
+/// (one series of 30,000 buckets; 600 series of 20 bounds of their own):
+/// each is kept without its buckets, its count and mean read, its
+/// quantiles not, and a warning names it, its bounds and the cap; the
+/// samples hold a bucket a series for them, and an engine-sized histogram
+/// beside them is read whole. A probe's 3 s bench against one series of
+/// 64,000 buckets had taken 18 s and written 98 MB, and one of 99,000
+/// had not ended in 120 s; `report` of the saved run keeps the warnings.
+#[test]
+fn histograms_of_too_many_bounds_are_kept_coarsened_and_named() {
+    let ex = Exporter::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    let o = Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["bench", "--sim-profile", "fixed", "--sim-ttft", "5ms", "--sim-itl", "2ms", "--input-tokens", "8"])
+        .args(["--output-tokens", "16", "-c", "2", "--duration", "2s", "--metrics-interval", "200ms"])
+        .args(["--metrics-url", &format!("{}/wide/metrics", ex.url), "-o"])
+        .arg(&out)
+        // Far past the run's 2 s and its analysis (it had taken minutes).
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{said}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let warnings: Vec<&str> = v["warnings"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    let cap = goodput_core::prometheus::scrape::MAX_HISTOGRAM_BOUNDS;
+    let of = |metric: &str, bounds: usize| {
+        let named = format!("histogram {metric} had {bounds} distinct bucket bounds (le)");
+        warnings.iter().filter(|w| w.contains(&named)).count()
+    };
+    assert_eq!(of("vllm:time_to_first_token_seconds", WIDE_TTFT_BOUNDS + 1), 1, "{warnings:#?}");
+    assert_eq!(of("vllm:e2e_request_latency_seconds", WIDE_E2E_SERIES * 20 + 1), 1, "{warnings:#?}");
+    let said_of_cap = format!("more than the {cap} goodput keeps of one histogram");
+    assert_eq!(warnings.iter().filter(|w| w.contains(&said_of_cap) && w.contains("not computed")).count(), 2);
+    assert!(!v["warnings"].to_string().contains("inter_token_latency"), "{warnings:#?}");
+
+    // A bucket a series (the +Inf one) for the two, 2 × 21 for the engine's.
+    let scrapes = v["server_signals"]["scrapes"].as_u64().unwrap() as usize;
+    assert!(scrapes >= 3, "{}", v["server_signals"]);
+    assert!(
+        buckets_per_sample(&v, "ttft_seconds").iter().all(|&b| b == 1),
+        "{:?}",
+        buckets_per_sample(&v, "ttft_seconds")
+    );
+    assert!(buckets_per_sample(&v, "e2e_seconds").iter().all(|&b| b == WIDE_E2E_SERIES));
+    assert!(buckets_per_sample(&v, "itl_seconds").iter().all(|&b| b == 42));
+
+    let window = &v["server_signals"]["window"]["histograms"];
+    let ttft = &window["ttft_seconds"];
+    assert!(ttft["count"].as_f64().unwrap() > 0.0 && ttft["mean"].is_f64() && ttft["p50"].is_null(), "{ttft}");
+    assert!(window["e2e_seconds"]["p99"].is_null() && window["e2e_seconds"]["mean"].is_f64(), "{window}");
+    // ITL's bounds are 0.01 … 0.2 s, its counts even over them: p50 0.1 s.
+    let itl = window["itl_seconds"]["p50"].as_f64().unwrap_or_else(|| panic!("{window}"));
+    assert!((itl - 0.1).abs() < 1e-9, "{window}");
+
+    let again = dir.path().join("again.json");
+    Command::cargo_bin("goodput").unwrap().arg("report").arg(&out).arg("-o").arg(&again).assert().success();
+    let w: Value = serde_json::from_str(&std::fs::read_to_string(&again).unwrap()).unwrap();
+    let kept = w["warnings"].as_array().unwrap().iter().filter_map(Value::as_str);
+    assert_eq!(kept.filter(|w| w.contains(&said_of_cap)).count(), 2, "{}", w["warnings"]);
+    drop(ex);
+}
+
+/// `monitor` of the same `/metrics`: each histogram's warning said once,
+/// every interval's line written and recorded; and Ctrl-C ends a watch of
+/// it, its record holding the lines it printed (a probe of 1,500 series of
+/// their own bounds had printed no line in 60 s, said "stopping" on
+/// Ctrl-C and gone on, its record empty).
+#[test]
+fn monitor_of_histograms_of_too_many_bounds_warns_once_and_stops_on_ctrl_c() {
+    let ex = Exporter::start();
+    let wide = format!("{}/wide/metrics", ex.url);
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("mon.jsonl");
+    let (code, out, err) =
+        monitor(&[&wide, "--interval", "300ms", "--duration", "2s", "--record", rec.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(
+        err.matches("warning: server metrics: histogram vllm:time_to_first_token_seconds had").count(),
+        1,
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("warning: server metrics: histogram vllm:e2e_request_latency_seconds had").count(),
+        1,
+        "{err}"
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(!lines.is_empty() && lines.iter().all(|l| l.contains("TTFT p50 - p99 - ms · ITL p50 100 p99")), "{out}");
+    assert_eq!(std::fs::read_to_string(&rec).unwrap().lines().count(), lines.len(), "{out}");
+
+    // Ctrl-C once two intervals are recorded: ended as a stopped watch.
+    let watched = dir.path().join("watched.jsonl");
+    let mut child = crate::cmd::Kill(
+        crate::cmd::goodput_child()
+            .args(["monitor", &wide, "--interval", "200ms", "--record", watched.to_str().unwrap()])
+            .spawn()
+            .unwrap(),
+    );
+    let recorded = || std::fs::read_to_string(&watched).map_or(0, |t| t.lines().count());
+    let t0 = std::time::Instant::now();
+    while recorded() < 2 && t0.elapsed() < std::time::Duration::from_secs(60) {
+        assert!(child.0.try_wait().unwrap().is_none(), "the watch goes on");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(recorded() >= 2, "two intervals recorded within 60 s");
+    signal(&child.0, libc::SIGINT);
+    let status = exits_within(&mut child.0, std::time::Duration::from_secs(30));
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "ended by the first Ctrl-C");
+    let kept = std::fs::read_to_string(&watched).unwrap();
+    assert!(kept.lines().count() >= 2, "{kept}");
+    for l in kept.lines() {
+        let line: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+        assert!(line["window"]["histograms"]["ttft_seconds"]["p50"].is_null(), "{line}");
+    }
+    drop(ex);
 }
 
 /// `bench` of the fixed profile for `secs` s, scraping `urls` every 200 ms,

@@ -18,12 +18,14 @@ pub mod window;
 mod tests;
 
 pub use diagnose::{cross_check, diagnose, engine_kv_bound, ClientLoad, CrossCheck, FanOut, Schedule};
-pub use histogram::{histogram_quantile, Bucket, Histogram};
+pub use histogram::{histogram_quantile, Bucket, Histogram, MAX_HISTOGRAM_BOUNDS};
 pub use parse::{
     merge_endpoints, metric_lines, parse, parse_at_most, Family, Labels, MetricType, ParseError, ParseErrorKind,
     Sample, Scrape, ENDPOINT_LABEL, MAX_METRIC_LINES,
 };
-pub use signals::{detect, CounterSignal, GaugeSignal, HistogramSignal, Signals, Source};
+pub use signals::{
+    detect, is_histogram_cap_warning, Coarsened, CounterSignal, GaugeSignal, HistogramSignal, Signals, Source,
+};
 pub use window::{
     series_coverage, summarize, summarize_points, summarize_signals, CounterSummary, HistogramSummary, Series,
     SeriesCoverage, WindowSummary, GAUGE_PERCENTILES,

@@ -3,7 +3,7 @@
 //! TensorRT-LLM, DCGM), and what one scrape says about queues, KV cache,
 //! prefix cache, tokens, server-side latency and the GPUs.
 
-use super::histogram::{Bucket, Histogram};
+use super::histogram::{Bucket, Histogram, MAX_HISTOGRAM_BOUNDS};
 use super::parse::{Sample, Scrape};
 use super::values::{prom_float, Labels};
 use serde::{Deserialize, Serialize};
@@ -533,6 +533,46 @@ pub struct Signals {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(feature = "schema", schemars(skip))]
     pub unmapped: Vec<Sample>,
+    /// The histograms of more than [`MAX_HISTOGRAM_BOUNDS`] bounds, kept
+    /// [coarsened](Histogram::coarsened) in `histograms`: for the scraper to
+    /// warn of (not kept in a result, whose warnings say it).
+    #[serde(skip)]
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    pub coarsened: Vec<Coarsened>,
+}
+
+/// A histogram signal of one scrape with more distinct bounds than
+/// [`MAX_HISTOGRAM_BOUNDS`], over all its series: kept without its buckets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Coarsened {
+    pub signal: HistogramSignal,
+    /// The metric it was read from (`vllm:time_to_first_token_seconds`).
+    pub metric: String,
+    /// Its distinct bounds (`le`).
+    pub bounds: usize,
+}
+
+impl Coarsened {
+    /// What a result's warnings say of it.
+    pub fn warning(&self) -> String {
+        format!(
+            "{HISTOGRAM_CAP_WARNING} {} had {} distinct bucket bounds (le) over its series in one scrape, more than \
+             the {MAX_HISTOGRAM_BOUNDS} goodput keeps of one histogram (an engine's have a few dozen): its buckets were \
+             not kept, so the server's {} quantiles (p50, p90, p99) are not computed; its count and mean are",
+            self.metric,
+            self.bounds,
+            self.signal.name(),
+        )
+    }
+}
+
+/// How [`Coarsened::warning`] begins.
+pub const HISTOGRAM_CAP_WARNING: &str = "server metrics: histogram";
+
+/// Whether `w` is a [`Coarsened::warning`]: a saved run's, which its
+/// samples no longer show, carried when it is analysed again.
+pub fn is_histogram_cap_warning(w: &str) -> bool {
+    w.starts_with(HISTOGRAM_CAP_WARNING)
 }
 
 impl Signals {
@@ -594,7 +634,14 @@ pub(crate) fn map(scrape: &Scrape, keep_unmapped: bool) -> Signals {
         }
     }
     for (signal, rules) in HISTOGRAMS {
-        if let Some(series) = rules.iter().map(|rule| histograms(scrape, rule, &mut used)).find(|v| !v.is_empty()) {
+        let found = rules.iter().map(|rule| histograms(scrape, rule, &mut used)).find(|(_, v)| !v.is_empty());
+        if let Some((metric, mut series)) = found {
+            let bounds = Histogram::distinct_bounds(series.iter().map(|s| &s.histogram));
+            if bounds > MAX_HISTOGRAM_BOUNDS {
+                series =
+                    series.into_iter().map(|s| SeriesHistogram { histogram: s.histogram.coarsened(), ..s }).collect();
+                signals.coarsened.push(Coarsened { signal: *signal, metric, bounds });
+            }
             signals.histograms.insert(*signal, series);
         }
     }
@@ -642,9 +689,10 @@ fn scalars(scrape: &Scrape, rule: &Rule, used: &mut [bool]) -> Vec<SeriesValue> 
 }
 
 /// The histogram series a rule finds, scaled to seconds, marking the
-/// families read.
-fn histograms(scrape: &Scrape, rule: &Rule, used: &mut [bool]) -> Vec<SeriesHistogram> {
+/// families read, and the metrics they were found in.
+fn histograms(scrape: &Scrape, rule: &Rule, used: &mut [bool]) -> (String, Vec<SeriesHistogram>) {
     let mut out = Vec::new();
+    let mut names: Vec<&str> = Vec::new();
     for metric in rule.metrics {
         let found: Vec<SeriesHistogram> = scrape
             .histograms(metric)
@@ -664,9 +712,10 @@ fn histograms(scrape: &Scrape, rule: &Rule, used: &mut [bool]) -> Vec<SeriesHist
             let part = family.name.strip_prefix(metric);
             used[i] |= matches!(part, Some("" | "_bucket" | "_sum" | "_count" | "_created"));
         }
+        names.push(metric);
         out.extend(found);
     }
-    out
+    (names.join(", "), out)
 }
 
 fn scale(h: Histogram, by: f64) -> Histogram {
@@ -817,6 +866,50 @@ mod tests {
         // milliseconds scaled to seconds, bounds and sum alike
         let ttft = s.histogram(HistogramSignal::Ttft).unwrap();
         assert_eq!((ttft.buckets[0].le, ttft.sum, ttft.mean()), (0.1, Some(3.0), Some(0.075)));
+    }
+
+    /// A histogram whose series hold more distinct bounds together than
+    /// MAX_HISTOGRAM_BOUNDS keeps its count and sum, not its buckets, and
+    /// says so; one at the cap is kept whole.
+    #[test]
+    fn a_histogram_of_too_many_bounds_is_coarsened_and_named() {
+        // Two series, each with bounds of its own: `per` each, +Inf shared.
+        let text = |per: usize| {
+            let mut t = String::from("# TYPE vllm:time_to_first_token_seconds histogram\n");
+            for pod in 0..2 {
+                for i in 0..per {
+                    let le = (pod * per + i) as f64 / 1000.0 + 0.0005;
+                    t += &format!("vllm:time_to_first_token_seconds_bucket{{pod=\"{pod}\",le=\"{le}\"}} {}\n", i + 1);
+                }
+                t += &format!("vllm:time_to_first_token_seconds_bucket{{pod=\"{pod}\",le=\"+Inf\"}} {per}\n");
+                t += &format!("vllm:time_to_first_token_seconds_sum{{pod=\"{pod}\"}} 3\n");
+                t += &format!("vllm:time_to_first_token_seconds_count{{pod=\"{pod}\"}} {per}\n");
+            }
+            t
+        };
+        // 2 × 500 + the shared +Inf: 1,001 bounds.
+        let over = signals(&text(500));
+        assert_eq!(
+            over.coarsened,
+            vec![Coarsened {
+                signal: HistogramSignal::Ttft,
+                metric: "vllm:time_to_first_token_seconds".into(),
+                bounds: MAX_HISTOGRAM_BOUNDS + 1
+            }]
+        );
+        let ttft = over.histogram(HistogramSignal::Ttft).unwrap();
+        assert_eq!((ttft.buckets.len(), ttft.count, ttft.mean(), ttft.quantile(0.5)), (1, 1000.0, Some(0.006), None));
+        let said = over.coarsened[0].warning();
+        assert!(is_histogram_cap_warning(&said), "{said}");
+        for part in ["vllm:time_to_first_token_seconds", "1001 distinct bucket bounds", "1000", "not computed"] {
+            assert!(said.contains(part), "{part:?} in {said}");
+        }
+        // 2 × 499 + 1 = 999 bounds: whole.
+        let under = signals(&text(499));
+        assert!(under.coarsened.is_empty());
+        let ttft = under.histogram(HistogramSignal::Ttft).unwrap();
+        assert_eq!((ttft.buckets.len(), ttft.count), (999, 998.0));
+        assert!(ttft.quantile(0.5).is_some());
     }
 
     #[test]
