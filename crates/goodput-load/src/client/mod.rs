@@ -24,6 +24,7 @@ use goodput_core::{FailureKind, Outcome, RequestRecord};
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+use tokio::task::coop::unconstrained;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use wire::{Outgoing, Read, Reqwest, ResponseHead, SendError, Wire, WireResponse};
@@ -39,10 +40,11 @@ pub(crate) async fn sleep_until_some(at: Option<Instant>) {
 /// How many times an exchange past its deadline is polled, yielding between,
 /// to read what already came before a timeout is declared: each poll reads
 /// until the socket would block or the runtime's budget for one poll (128
-/// reads; a stream reader thread's job, a turn's 16) is spent, so this reads
-/// far more than any socket buffer holds. A server that floods the socket
-/// holds the request no longer than the reader's own bound past the
-/// deadline (`wire::read_stream`'s bytes, a reader thread's turns).
+/// reads, each taking a unit: `Conn::fill`; a stream reader thread's job, a
+/// turn's 16) is spent, so this reads far more than any socket buffer
+/// holds. A server that floods the socket holds the request no longer than
+/// the reader's own bound past the deadline (`wire::read_stream`'s bytes, a
+/// reader thread's turns).
 const DRAIN_POLLS: usize = 64;
 
 /// An exchange whose deadline passed, run on only as far as what already sits
@@ -59,6 +61,39 @@ async fn read_what_came<F: std::future::Future>(mut exchange: std::pin::Pin<&mut
         tokio::task::yield_now().await;
     }
     None
+}
+
+/// Runs `exchange` until it ends, `abort` is cancelled, `give_up` (a
+/// `--cancel`'s time) or `deadline` comes: the outcome decided other than by
+/// the exchange's own success (`None`), and whether the request was given
+/// up on. Past the deadline, what already came is read ([`read_what_came`])
+/// before `timeout()` is declared.
+///
+/// The exchange first: when the client wakes late (a stopped or starved
+/// process) to find both its response and its deadline come, the response
+/// wins. An exchange whose socket always has bytes (a server's flood) spends
+/// the task's cooperative budget on its reads (`Conn::fill`) and yields each
+/// poll; the timers are polled outside that budget, as
+/// `tokio::time::timeout` polls its own: spent by the exchange, it kept
+/// them `Pending` poll after poll, and the deadline never came. (A
+/// cancellation token takes no budget.)
+async fn race<F: std::future::Future<Output = Result<(), Outcome>>>(
+    mut exchange: std::pin::Pin<&mut F>,
+    abort: &CancellationToken,
+    give_up: Option<Instant>,
+    deadline: Instant,
+    timeout: impl FnOnce() -> Outcome,
+) -> (Option<Outcome>, bool) {
+    tokio::select! {
+        biased;
+        res = &mut exchange => (res.err(), false),
+        _ = abort.cancelled() => (Some(Outcome::Cancelled), false),
+        _ = unconstrained(sleep_until_some(give_up)) => (Some(Outcome::Cancelled), true),
+        _ = unconstrained(tokio::time::sleep_until(deadline)) => match read_what_came(exchange.as_mut()).await {
+            Some(res) => (res.err(), false),
+            None => (Some(timeout()), false),
+        },
+    }
 }
 
 /// Sends requests and records them.
@@ -317,36 +352,18 @@ impl Client {
         let reader = if keep_text { reader.keeping_reply() } else { reader.hashing_reply() };
         let mut reader =
             reader.expecting(item.max_tokens.filter(|_| self.cfg.body.stream)).streamed(self.cfg.body.stream);
-        let mut early: Option<Outcome> = None;
-        let mut abandoned = false;
         // A token of this request's own: waiting on it locks its own waiter
         // list at each wake (each read of the stream), where the run's
         // token, shared by every request, took one lock for all of them.
         let abort = abort.child_token();
-        {
-            let mut exchange = std::pin::pin!(self.exchange(body, &headers, &mut rec, &mut reader, origin, deadline));
+        let (early, abandoned) = {
+            let exchange = std::pin::pin!(self.exchange(body, &headers, &mut rec, &mut reader, origin, deadline));
             let timeout = || Outcome::Failed {
                 kind: FailureKind::Timeout,
                 message: format!("no complete response within {:?}", self.cfg.timeout),
             };
-            // The exchange first: when the client wakes late (a stopped or
-            // starved process) to find both its response and its deadline
-            // come, the response wins.
-            tokio::select! {
-                biased;
-                res = &mut exchange => if let Err(o) = res { early = Some(o) },
-                _ = abort.cancelled() => early = Some(Outcome::Cancelled),
-                _ = sleep_until_some(give_up) => {
-                    abandoned = true;
-                    early = Some(Outcome::Cancelled);
-                }
-                _ = tokio::time::sleep_until(deadline) => match read_what_came(exchange.as_mut()).await {
-                    Some(Err(o)) => early = Some(o),
-                    Some(Ok(())) => {}
-                    None => early = Some(timeout()),
-                },
-            }
-        }
+            race(exchange, &abort, give_up, deadline, timeout).await
+        };
         rec.abandoned |= abandoned;
         rec.end = origin.elapsed();
         let prompt = &item.prompt;
@@ -806,5 +823,46 @@ mod tests {
         assert_eq!(rec.outcome.failure_kind(), Some(FailureKind::InvalidResponse));
         assert_eq!(rec.stream_end, Some(Duration::from_millis(7)));
         assert_eq!(*wire.log.lock().unwrap(), Log { reads: 2, released: None });
+    }
+
+    /// An exchange whose every poll spends the task's cooperative budget
+    /// (reads of a socket that always has bytes: a server's flood) still
+    /// meets its deadline, its `--cancel` time and a cancel. The timers had
+    /// been polled within the spent budget, which kept them `Pending` poll
+    /// after poll: the request outlived its timeout as long as the flood
+    /// lasted. (The watchdog is `tokio::time::timeout`, which polls its
+    /// timer outside a budget its future spent.)
+    #[tokio::test]
+    async fn an_exchange_that_spends_its_budget_meets_its_deadline_and_its_cancel() {
+        tokio::spawn(async {
+            async fn flood() -> Result<(), Outcome> {
+                loop {
+                    tokio::task::coop::consume_budget().await;
+                }
+            }
+            let timeout = || Outcome::Failed { kind: FailureKind::Timeout, message: "timed out".into() };
+            let (soon, watchdog) = (Duration::from_millis(100), Duration::from_secs(30));
+            let far = Instant::now() + Duration::from_secs(3600);
+            let never = CancellationToken::new();
+            let deadline = Instant::now() + soon;
+            let out =
+                tokio::time::timeout(watchdog, race(std::pin::pin!(flood()), &never, None, deadline, timeout)).await;
+            assert!(matches!(out, Ok((Some(Outcome::Failed { kind: FailureKind::Timeout, .. }), false))), "{out:?}");
+            let give_up = Some(Instant::now() + soon);
+            let out =
+                tokio::time::timeout(watchdog, race(std::pin::pin!(flood()), &never, give_up, far, timeout)).await;
+            assert!(matches!(out, Ok((Some(Outcome::Cancelled), true))), "{out:?}");
+            let abort = CancellationToken::new();
+            let cancel = abort.clone();
+            let canceller = tokio::spawn(async move {
+                tokio::time::sleep(soon).await;
+                cancel.cancel();
+            });
+            let out = tokio::time::timeout(watchdog, race(std::pin::pin!(flood()), &abort, None, far, timeout)).await;
+            assert!(matches!(out, Ok((Some(Outcome::Cancelled), false))), "{out:?}");
+            canceller.await.unwrap();
+        })
+        .await
+        .unwrap();
     }
 }

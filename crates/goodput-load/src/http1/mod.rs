@@ -321,7 +321,19 @@ impl Conn {
     /// same); without that every chunk would cost a second read that only
     /// says EAGAIN. tokio offers no such clearing around a `recvmsg` on its
     /// `TcpStream`, hence `AsyncFd`.
+    ///
+    /// Each read takes a unit of the task's cooperative budget, as tokio's
+    /// own sockets' reads do: `AsyncFd`'s readiness takes none, and a socket
+    /// that always has bytes (a server's flood) never makes the wait for
+    /// them `Pending`, so a loop of reads (interim heads, a body, the
+    /// chunked framing) would hold its worker without end. Its request's
+    /// `--timeout` and a Ctrl-C, raced against it on the same task, then
+    /// never came: a flood of `100 Continue` heads ran for minutes past a
+    /// 2 s timeout and deaf to SIGINT. Spent, the budget makes the read
+    /// `Pending` and the task yields (the deadline and the interrupt are
+    /// polled so that a spent budget cannot hold them: see `Client::execute`).
     async fn fill(&mut self, clock: &mut impl FnMut() -> Duration) -> std::io::Result<(usize, ReadStamp)> {
+        tokio::task::coop::consume_budget().await;
         self.buf.reserve(READ_SIZE);
         loop {
             let mut ready = self.sock.tokio()?.readable().await?;
@@ -844,6 +856,55 @@ mod tests {
                 proptest::prop_assert_eq!(first, whole);
             }
         }
+    }
+
+    /// A read made once the task's cooperative budget is spent yields (it
+    /// is `Pending`, its task woken to go on) though its socket has bytes,
+    /// as tokio's own sockets' reads do. `AsyncFd`'s readiness takes no
+    /// budget: a socket that always had bytes (a server's flood of `100
+    /// Continue` heads) held the request's task, and its worker, with its
+    /// timeout and a Ctrl-C, for as long as the flood lasted.
+    #[tokio::test]
+    async fn a_read_yields_once_the_task_s_budget_is_spent() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = url::Url::parse(&format!("http://{}/v1/chat/completions", listener.local_addr().unwrap())).unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            std::io::Write::write_all(&mut s, b"HTTP/1.1 200 OK\r\n").unwrap();
+            // Open until the client goes.
+            let _ = std::io::Read::read(&mut s, &mut [0u8; 1]);
+        });
+        tokio::spawn(async move {
+            let http = Http1::new(&url).unwrap();
+            let mut conn = http.connect().await.unwrap();
+            // The bytes are in the socket (the guard, dropped, leaves it ready).
+            drop(conn.sock.tokio().unwrap().readable().await.unwrap());
+            let mut clock = || Duration::ZERO;
+            std::future::poll_fn(|cx| {
+                // Spent, as 128 reads of tokio's own sockets in one poll spend it.
+                for _ in 0..1000 {
+                    if !tokio::task::coop::has_budget_remaining() {
+                        break;
+                    }
+                    let mut spend = std::pin::pin!(tokio::task::coop::consume_budget());
+                    let _ = std::future::Future::poll(spend.as_mut(), cx);
+                }
+                assert!(!tokio::task::coop::has_budget_remaining(), "the budget is spent");
+                let mut read = std::pin::pin!(conn.fill(&mut clock));
+                assert!(
+                    std::future::Future::poll(read.as_mut(), cx).is_pending(),
+                    "a read with the budget spent yields"
+                );
+                std::task::Poll::Ready(())
+            })
+            .await;
+            // At the next poll, with a budget, the bytes are read.
+            let (n, _) = conn.fill(&mut clock).await.unwrap();
+            assert_eq!(n, 17);
+        })
+        .await
+        .unwrap();
+        server.join().unwrap();
     }
 
     #[test]
