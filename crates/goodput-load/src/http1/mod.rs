@@ -33,6 +33,13 @@ use tokio::io::unix::AsyncFd;
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Bytes asked of each read.
 const READ_SIZE: usize = 16 * 1024;
+/// The most interim (1xx) heads taken before a response's final head.
+/// RFC 9110 lets a server send any number; servers send none, one (`100
+/// Continue`, though goodput sends no `Expect`; `103 Early Hints`) or a few
+/// (`102 Processing` now and then on a long request). One more fails the
+/// exchange as an invalid response: a server that sent them without end
+/// had held the request, and its worker, past `--timeout` for minutes.
+pub const MAX_INTERIM_HEADS: usize = 32;
 
 /// Where requests go, and the connections kept open for the next ones.
 #[derive(Debug)]
@@ -517,12 +524,21 @@ impl Conn {
         self.written = clock();
         let mut first = None;
         let mut last = ReadStamp::default();
+        let mut interim = 0usize;
         loop {
             // What is buffered first: an interim response (100 Continue) and
             // the head after it can come in one read.
             if !self.buf.is_empty() {
                 match parse_head(&self.buf)? {
                     Some((len, head)) if (100..200).contains(&head.status) => {
+                        interim += 1;
+                        if interim > MAX_INTERIM_HEADS {
+                            return Err(HeadError::Invalid(format!(
+                                "the server sent {interim} interim 1xx heads before its answer (the last: HTTP {}), \
+                                 more than the {MAX_INTERIM_HEADS} goodput takes: servers send one or two",
+                                head.status
+                            )));
+                        }
                         self.buf.advance(len);
                         continue;
                     }

@@ -156,6 +156,35 @@ async fn an_interim_response_and_the_head_in_one_read() {
     assert!(recs.iter().all(|r| r.outcome == Outcome::Success && r.output_tokens == 24), "{recs:?}");
 }
 
+/// As many interim heads as goodput's client takes (`MAX_INTERIM_HEADS`,
+/// of 100, 102 and 103 with a header) before the answer, in one read or a
+/// few bytes at a time: the answer is read. One more and the exchange
+/// fails as an invalid response naming them (without a cap, a server that
+/// sent them without end had held the request past its timeout).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interim_heads_are_taken_up_to_their_cap() {
+    let heads: [&[u8]; 3] = [
+        b"HTTP/1.1 100 Continue\r\n\r\n",
+        b"HTTP/1.1 102 Processing\r\n\r\n",
+        b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n",
+    ];
+    let interim =
+        |n: usize| -> &'static [u8] { heads.iter().cycle().take(n).copied().collect::<Vec<_>>().concat().leak() };
+    let max = goodput_load::http1::MAX_INTERIM_HEADS;
+    for piece in [usize::MAX, 7] {
+        let (url, _) = server(Framing::Chunked, piece, interim(max)).await;
+        let recs = load(http1_client(&url), 2, 1).await;
+        assert!(recs.iter().all(|r| r.outcome == Outcome::Success && r.output_tokens == 24), "{piece}: {recs:?}");
+        let (url, _) = server(Framing::Chunked, piece, interim(max + 1)).await;
+        let recs = load(http1_client(&url), 1, 1).await;
+        match &recs[0].outcome {
+            Outcome::Failed { kind: FailureKind::InvalidResponse, message }
+                if message.contains(&format!("the server sent {} interim 1xx heads before its answer", max + 1)) => {}
+            o => panic!("{piece}: {o:?}"),
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_is_not_http_is_an_invalid_response() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
