@@ -90,6 +90,8 @@ pub enum ChunkedError {
     BadSize(String),
     #[error("a chunk of the response does not end with CRLF")]
     NoCrlf,
+    #[error("the trailer lines after the response's last chunk are longer than 64 KiB in all")]
+    TrailersTooLarge,
 }
 
 /// A request header goodput will not send.

@@ -24,7 +24,9 @@
 //! the reader comes back with whatever it had read.
 //!
 //! Fairness: a thread reads each job for at most [`TURN_READS`] reads a
-//! turn, then goes on to its other jobs (and the jobs sent to it) and comes
+//! turn (steps, each a read that brought payload; the framing alone, which
+//! brings none, is bounded: a chunk-size line by 4 KiB, trailers by 64 KiB
+//! in all), then goes on to its other jobs (and the jobs sent to it) and comes
 //! back to this one: a stream whose bytes come faster than they are parsed
 //! (a server's flood) would otherwise hold the thread, and every other
 //! stream's bytes would wait in their sockets, to be read (and stamped) at

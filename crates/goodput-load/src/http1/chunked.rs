@@ -6,13 +6,21 @@ use std::ops::Range;
 /// The longest chunk-size or trailer line taken, a CR before its LF included.
 const MAX_LINE: usize = 4096;
 
+/// The most bytes of trailer lines taken after the last chunk (as a head,
+/// [`super::head::MAX_HEAD`]). Trailers hand out no payload, so a server
+/// that sent them without end kept a read loop turning with nothing to
+/// show: a stream reader thread's turn, which counts steps that bring
+/// payload, never ended.
+pub(crate) const MAX_TRAILERS: usize = 64 * 1024;
+
 /// The incremental decoder of `Transfer-Encoding: chunked`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Chunked {
     Size,
     Data(u64),
     DataEnd,
-    Trailer,
+    /// After the last chunk: the bytes of trailer lines so far.
+    Trailer(usize),
     Done,
 }
 
@@ -32,7 +40,7 @@ impl Chunked {
             let rest = &input[i..];
             match *self {
                 Chunked::Done => return Ok(i),
-                Chunked::Size | Chunked::Trailer => {
+                Chunked::Size | Chunked::Trailer(_) => {
                     // The cap holds for the line whether its newline came
                     // in this read or not, so that where the reads split
                     // the body cannot change what is refused.
@@ -43,10 +51,15 @@ impl Chunked {
                     let Some(nl) = nl else { return Ok(i) };
                     let line = rest[..nl].strip_suffix(b"\r").unwrap_or(&rest[..nl]);
                     i += nl + 1;
-                    if *self == Chunked::Trailer {
-                        if line.is_empty() {
-                            *self = Chunked::Done;
-                        }
+                    if let Chunked::Trailer(seen) = *self {
+                        let seen = seen + nl + 1;
+                        *self = if line.is_empty() {
+                            Chunked::Done
+                        } else if seen > MAX_TRAILERS {
+                            return Err(ChunkedError::TrailersTooLarge);
+                        } else {
+                            Chunked::Trailer(seen)
+                        };
                         continue;
                     }
                     let size = line.split(|&b| b == b';').next().unwrap_or_default();
@@ -58,7 +71,7 @@ impl Chunked {
                                 .map_err(|_| ChunkedError::BadSize(String::from_utf8_lossy(line).into_owned()))?
                         }
                     };
-                    *self = if n == 0 { Chunked::Trailer } else { Chunked::Data(n) };
+                    *self = if n == 0 { Chunked::Trailer(0) } else { Chunked::Data(n) };
                 }
                 Chunked::Data(left) => {
                     if rest.is_empty() {

@@ -1000,6 +1000,22 @@ mod tests {
         assert_eq!(decode_all(&at_cap, &[]).unwrap().0, b"x");
         // Incomplete is not an error: it waits for more.
         assert_eq!(decode_all(b"5\r\nab", &[]).unwrap().1, Chunked::Data(3));
+        // Trailer lines: taken up to 64 KiB in all, refused past it,
+        // wherever the reads split them (they hand out no payload: without
+        // end, they had kept a read loop turning with no step to show).
+        let line = b"x-trailer: 1234567\r\n";
+        let mut under = b"1\r\nx\r\n0\r\n".to_vec();
+        under.extend(line.repeat(chunked::MAX_TRAILERS / line.len()));
+        under.extend(b"\r\n");
+        assert_eq!(decode_all(&under, &[]).unwrap().1, Chunked::Done);
+        let mut over = b"1\r\nx\r\n0\r\n".to_vec();
+        over.extend(line.repeat(chunked::MAX_TRAILERS / line.len() + 1));
+        over.extend(b"\r\n");
+        for cuts in [&[][..], &[10], &[40_000], &[65_000, 65_600]] {
+            let e = decode_all(&over, cuts).unwrap_err();
+            assert_eq!(e, ChunkedError::TrailersTooLarge, "{cuts:?}");
+            assert!(e.to_string().contains("trailer lines"), "{e}");
+        }
     }
 
     #[test]
