@@ -7,6 +7,7 @@ mod common;
 mod chunk_tokens;
 mod dialects;
 mod fixed_server;
+mod floods;
 mod hostile;
 mod http1;
 mod known_timings;
