@@ -19,7 +19,7 @@ mod sender;
 mod storm;
 mod watchdog;
 use sender::Sender;
-pub use sender::{read_retry_after, RetryAfter, MAX_RETRY_WAIT};
+pub use sender::{read_retry_after, refusal_retry_after, RetryAfter, MAX_RETRY_WAIT};
 pub use storm::{
     FAILURES as STORM_FAILURES, FLOOD as STORM_FLOOD, FLOOD_QUIET as STORM_FLOOD_QUIET, QUIET as STORM_QUIET,
 };

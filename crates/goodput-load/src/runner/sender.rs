@@ -237,15 +237,22 @@ pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
 
 /// The wait a failed request's `Retry-After` asks for, at most
 /// [`MAX_RETRY_WAIT`]: a refusal (429 or 503) whose `Retry-After` reads
-/// ([`read_retry_after`]).
+/// ([`refusal_retry_after`]).
 pub(super) fn retry_wait(rec: &RequestRecord) -> Option<Duration> {
-    if rec.outcome.is_success() || !matches!(rec.http_status, Some(429 | 503)) {
-        return None;
-    }
-    match read_retry_after(rec.retry_after.as_deref()?, std::time::SystemTime::now()) {
+    match refusal_retry_after(rec, std::time::SystemTime::now())? {
         RetryAfter::Wait(w) => Some(w).filter(|w| !w.is_zero()),
         RetryAfter::Unreadable => None,
     }
+}
+
+/// What `rec`'s `Retry-After` asks at `now` ([`read_retry_after`]), where
+/// `rec` is a refusal (429 or 503) that carries one: the requests a closed
+/// loop's user waits after, and the run warns of when they cannot be read.
+pub fn refusal_retry_after(rec: &RequestRecord, now: std::time::SystemTime) -> Option<RetryAfter> {
+    if rec.outcome.is_success() || !matches!(rec.http_status, Some(429 | 503)) {
+        return None;
+    }
+    Some(read_retry_after(rec.retry_after.as_deref()?, now))
 }
 
 /// What a `Retry-After` asks (RFC 9110 §10.2.3).

@@ -163,12 +163,12 @@ async fn run_http(
 /// given. Said with the first such value, which had been passed over
 /// without a word.
 fn unread_retry_after(recs: &[goodput_core::RequestRecord]) -> Option<String> {
+    use goodput_load::runner::{refusal_retry_after, RetryAfter};
     let now = std::time::SystemTime::now();
     let unread: Vec<&str> = recs
         .iter()
-        .filter(|r| !r.outcome.is_success() && matches!(r.http_status, Some(429 | 503)))
+        .filter(|r| refusal_retry_after(r, now) == Some(RetryAfter::Unreadable))
         .filter_map(|r| r.retry_after.as_deref())
-        .filter(|v| goodput_load::runner::read_retry_after(v, now) == goodput_load::runner::RetryAfter::Unreadable)
         .collect();
     let first = unread.first()?;
     Some(format!(

@@ -132,6 +132,13 @@ impl Sweep {
         self.storms.iter().copied().filter(|&s| users(s).is_some_and(|c| c <= most)).min_by_key(|&s| users(s))
     }
 
+    /// Notes a failure storm at `load` (once a load), for [`Sweep::storm_below`].
+    fn stormed_at(&mut self, load: Load) {
+        if !self.storms.contains(&load) {
+            self.storms.push(load);
+        }
+    }
+
     /// Notes `what` as not run for the storm at `at`, and says so.
     fn skip_for_storm(&mut self, at: Load, what: String) {
         goodput_core::tell!(
@@ -295,8 +302,8 @@ impl Sweep {
             "{}\n",
             sweep_table::row(load, origin, &result, self.opts.slo.is_some(), self.attainment())
         ));
-        if crate::bench::stormed(&result) && !self.storms.contains(&load) {
-            self.storms.push(load);
+        if crate::bench::stormed(&result) {
+            self.stormed_at(load);
         }
         self.points.push(SweepPoint { load, origin: origin.into(), result });
         self.held.ttft.push(ttft);

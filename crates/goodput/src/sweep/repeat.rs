@@ -68,9 +68,7 @@ impl Sweep {
                         load.label(),
                         results.len() + 1
                     );
-                    if !self.storms.contains(&load) {
-                        self.storms.push(load);
-                    }
+                    self.stormed_at(load);
                     results.push(r);
                     break;
                 }

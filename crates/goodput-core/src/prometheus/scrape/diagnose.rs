@@ -2067,11 +2067,9 @@ mod tests {
         assert_eq!(cross_check(&records, &summary, &w, Some(&w), ClientLoad::default()).server_queue_mean_ms, None);
     }
 
-    /// A token counter that went down during the run (a restart, two
-    /// processes behind one /metrics) is named as the mismatch's cause: it
-    /// had been blamed on other clients, eight resets in four seconds and all.
-    #[test]
-    fn a_counter_that_went_down_is_named_as_the_mismatch_s_cause() {
+    /// Thirty served requests of four output tokens each (120 received), and
+    /// their summary.
+    fn thirty_of_four_tokens() -> (Vec<RequestRecord>, Summary) {
         let records: Vec<_> = (0..30)
             .map(|i| {
                 let mut r = served(i, 0, 50);
@@ -2080,6 +2078,15 @@ mod tests {
             })
             .collect();
         let summary = analyze(&records, &AnalysisOptions::default()).summary;
+        (records, summary)
+    }
+
+    /// A token counter that went down during the run (a restart, two
+    /// processes behind one /metrics) is named as the mismatch's cause: it
+    /// had been blamed on other clients, eight resets in four seconds and all.
+    #[test]
+    fn a_counter_that_went_down_is_named_as_the_mismatch_s_cause() {
+        let (records, summary) = thirty_of_four_tokens();
         let notes = |resets: u32| {
             let mut w = window(0.0);
             w.counters
@@ -2098,15 +2105,7 @@ mod tests {
 
     #[test]
     fn a_disaggregated_server_s_prefill_token_is_not_a_counting_mismatch() {
-        // Thirty requests of four tokens each: 120 received.
-        let records: Vec<_> = (0..30)
-            .map(|i| {
-                let mut r = served(i, 0, 50);
-                r.output_tokens = 4;
-                r
-            })
-            .collect();
-        let summary = analyze(&records, &AnalysisOptions::default()).summary;
+        let (records, summary) = thirty_of_four_tokens();
         let notes = |generated: f64, disaggregated: bool| {
             let mut w = window(0.0);
             let delta = CounterSummary { delta: generated, rate_per_s: None, resets: 0 };
