@@ -8,7 +8,7 @@
 //! nor the cancel came.
 
 use crate::cmd::{goodput, goodput_child, read_json, records, GoodputCommand, Kill};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -68,31 +68,17 @@ fn serve(mut sock: TcpStream, opening: &[u8], flood: &[u8], stop: &AtomicBool, f
     sock.set_nonblocking(false).unwrap();
     let _ = sock.set_read_timeout(Some(Duration::from_secs(10)));
     let _ = sock.set_write_timeout(Some(Duration::from_millis(100)));
-    let mut got = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        if let Some(h) = got.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&got[..h]).to_ascii_lowercase();
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
-                .unwrap_or(0);
-            if got.len() >= h + 4 + len {
-                break;
-            }
-        }
-        match sock.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-        }
+    let got = crate::cmd::read_request(&mut std::io::BufReader::new(&sock));
+    if got.is_empty() {
+        return;
     }
-    if got.starts_with(b"GET /v1/models") {
+    if got.starts_with("GET /v1/models") {
         let models = r#"{"object":"list","data":[{"id":"m","object":"model"}]}"#;
         let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close";
         let _ = write!(sock, "{head}\r\ncontent-length: {}\r\n\r\n{models}", models.len());
         return;
     }
-    if got.starts_with(b"GET") {
+    if got.starts_with("GET") {
         let _ = sock.write_all(b"HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
         return;
     }
