@@ -20,14 +20,17 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
     let mut outputs = vec![("--output", a.output.as_deref())];
     outputs.extend(a.exports.outputs());
     output::distinct_files(&inputs, &outputs)?;
+    let doc = goodput_report::read::read_document(&a.run)?;
     if let Some(p) = &a.output {
-        let writes =
-            output::Writes { command: "report", document: "the result document", markdown: true, records: false };
+        // Named after the document is read: a frontier writes no Markdown,
+        // so `-o x.md` must not be told to use --markdown for one.
+        let frontier = matches!(doc, Document::Frontier(_));
+        let command = if frontier { "report on a frontier" } else { "report" };
+        let writes = output::Writes { command, document: "the result document", markdown: !frontier, records: false };
         output::check_document_named(p, &writes)?;
         output::check_file(p, "--output")?;
     }
     output::check_exports(&a.exports)?;
-    let doc = goodput_report::read::read_document(&a.run)?;
     // The files an import read beside the one named (AIPerf's records and
     // summary) are inputs too: checked once the document says what it is.
     if let Document::Run(run) = &doc {

@@ -793,6 +793,15 @@ fn report_fails_a_frontier_that_missed_its_slo_and_refuses_what_it_cannot_apply(
         assert_eq!(o.status.code(), Some(2), "{flags:?}: {err}");
         assert!(err.contains("is a frontier") && err.contains(says), "{flags:?}: {err}");
     }
+    // `-o x.md` on a frontier: named JSON, and not sent to --markdown,
+    // which a frontier refuses (it had been, the name checked before the
+    // document was read).
+    let md = dir.path().join("x.md");
+    let o = report(&met, &["-o", md.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("not Markdown") && err.contains("(report on a frontier writes no Markdown)"), "{err}");
+    assert!(!err.contains("--markdown") && !md.exists(), "{err}");
 }
 
 #[test]
