@@ -27,6 +27,10 @@ pub fn build(runs: &[RunResult], asked: u32, seeds: &[u64], same_seed: bool, con
             run_id: r.run_id.clone(),
             started_unix_s: r.started_unix_s,
             interrupted: r.interrupted,
+            stormed: r
+                .stop
+                .as_ref()
+                .is_some_and(|s| s.reason == goodput_core::analysis::until::StopReason::FailureStorm),
             completed: r.summary.requests.completed,
             failed: r.summary.requests.failed,
             figures: metrics.iter().filter_map(|m| Some((m.path(), m.value(r).filter(|v| v.is_finite())?))).collect(),

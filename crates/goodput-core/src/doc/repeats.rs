@@ -44,6 +44,10 @@ pub struct RepeatRun {
     pub started_unix_s: f64,
     #[serde(default)]
     pub interrupted: bool,
+    /// A failure storm stopped the run early (its document's `stop`): the
+    /// server failed every request, and the runs after it were not made.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stormed: bool,
     /// Measured requests that completed and that failed.
     pub completed: u64,
     pub failed: u64,

@@ -663,19 +663,31 @@ fn storm_exit(doc: &SweepResult, code: ExitCode) -> ExitCode {
     if code != ExitCode::SUCCESS {
         return code;
     }
-    let stormed: Vec<String> =
-        doc.points.iter().filter(|p| crate::bench::stormed(&p.result)).map(|p| p.load.label()).collect();
+    // A point's top level is its first run; a storm in a later one of its
+    // `--runs` is in its repeats block, and fails the sweep as well.
+    let stormed: Vec<String> = doc
+        .points
+        .iter()
+        .filter_map(|p| {
+            let later = p.result.repeats.as_ref().and_then(|rep| rep.runs.iter().find(|r| r.index > 1 && r.stormed));
+            match later {
+                _ if crate::bench::stormed(&p.result) => Some(p.load.label()),
+                Some(r) => Some(format!("{}'s run {}", p.load.label(), r.index)),
+                None => None,
+            }
+        })
+        .collect();
     if stormed.is_empty() {
         return code;
     }
     goodput_core::tell!(
         "error: a failure storm stopped {} of {} point{} early ({}): every request failed there, so {} measured \
-         nothing; the points before are in the document (see each point's stop)",
+         nothing; what was measured before is in the document (see each point's stop, and its repeats)",
         stormed.len(),
         doc.points.len(),
         if doc.points.len() == 1 { "" } else { "s" },
         stormed.join(", "),
-        if stormed.len() == 1 { "that load" } else { "those loads" }
+        if stormed.len() == 1 { "that run" } else { "those runs" }
     );
     ExitCode::from(1)
 }

@@ -130,6 +130,55 @@ fn a_failure_storm_in_a_sweep_fails_it_and_skips_the_loads_above_it() {
     );
 }
 
+/// When the server answering `answers_for_a_while` took its first request.
+static FIRST_TAKEN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+
+/// Answers (a three-token stream, 50 ms late) for 14.5 s from the first
+/// request it takes, then closes every connection it takes.
+fn answers_for_a_while(sock: std::net::TcpStream) {
+    let mut r = BufReader::new(sock.try_clone().unwrap());
+    let mut sock = sock;
+    if crate::cmd::read_request(&mut r).is_empty()
+        || FIRST_TAKEN.get_or_init(Instant::now).elapsed() > Duration::from_millis(14_500)
+    {
+        return;
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let chunk = |t: &str| format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{t}\"}}}}]}}\n\n");
+    let body = [chunk("a"), chunk("b"), chunk("c"), "data: [DONE]\n\n".into()].concat();
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    let _ = sock.write_all(format!("{head}{body}").as_bytes());
+}
+
+/// `sweep --runs 2`: a storm in a point's second run fails the sweep (1)
+/// and is marked in the point's repeats block. The point's top level is
+/// its first run, which measured, and the sweep had exited 0. The server
+/// answers through the first run (14 s) and stops half a second after, so
+/// the second run's quiet stretch starts within its first second.
+#[test]
+fn a_failure_storm_in_a_later_run_of_a_sweep_point_fails_the_sweep() {
+    let url = listen(answers_for_a_while);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.json");
+    let o = goodput()
+        .args(["sweep", "--url", &url, "--model", "m", "--concurrency", "1", "--runs", "2", "--duration", "14s"])
+        .args(["--warmup", "0", "--no-metrics", "--progress", "none", "-o", out.to_str().unwrap()])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("a failure storm stopped run 2 of 2"), "{stderr}");
+    assert!(stderr.contains("error: a failure storm stopped 1 of 1 point early (concurrency 1's run 2)"), "{stderr}");
+    let doc = read_json(&out);
+    let point = &doc["points"][0]["result"];
+    assert!(point["stop"].is_null() || point["stop"]["reason"] != "failure_storm", "{}", point["stop"]);
+    assert!(point["summary"]["requests"]["completed"].as_u64().unwrap() > 0);
+    let runs = point["repeats"]["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(runs[0].get("stormed").is_none() && runs[1]["stormed"] == true, "{runs:?}");
+}
+
 #[test]
 fn a_refusal_s_retry_after_holds_its_user_back() {
     // Every request refused at once with `Retry-After: 1`.
