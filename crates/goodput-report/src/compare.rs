@@ -298,14 +298,23 @@ pub struct RunSlo {
     /// short of its target); empty when it passed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub misses: Vec<String>,
+    /// `true` when `compare --slo` judged the run again from its records,
+    /// by `spec`, rather than by the SLO it was saved with.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub judged_again: bool,
+    /// With `judged_again`: the SLO the run was saved with, as written;
+    /// absent where it was saved without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saved_spec: Option<String>,
 }
 
 impl RunSlo {
     fn of(r: &RunResult) -> RunSlo {
-        match &r.slo {
-            Some(s) => RunSlo { spec: Some(s.spec.clone()), pass: Some(s.pass), misses: s.misses() },
-            None => RunSlo { spec: None, pass: None, misses: Vec::new() },
-        }
+        let (spec, pass, misses) = match &r.slo {
+            Some(s) => (Some(s.spec.clone()), Some(s.pass), s.misses()),
+            None => (None, None, Vec::new()),
+        };
+        RunSlo { spec, pass, misses, judged_again: false, saved_spec: None }
     }
 
     /// The verdict as the tables show it: `pass`, `FAIL`, or `-` without an SLO.

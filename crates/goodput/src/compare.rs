@@ -33,10 +33,13 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
     }
     let labels = labels(&a.runs);
     let mut companions = Vec::new();
+    // The SLO each run was saved with, where --slo judges them again.
+    let mut saved: Vec<Option<String>> = Vec::new();
     for (i, p) in a.runs.iter().enumerate() {
         let mut run = goodput_report::read::read_json(p)?;
         companions.extend(goodput_report::read::peers::companions(p, &run));
         if let Some(slo) = &a.slo {
+            saved.push(run.slo.as_ref().map(|s| s.spec.clone()));
             runs.push((labels[i].clone(), judged_by(run, p, a.records.get(i), slo, &a)?));
             continue;
         }
@@ -81,7 +84,12 @@ pub fn compare(a: CompareArgs) -> Result<ExitCode> {
         None => Vec::new(),
     };
     let refs: Vec<(&str, &RunResult)> = runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
-    let c = goodput_report::compare(&refs, &rules);
+    let mut c = goodput_report::compare(&refs, &rules);
+    // The document says that its verdicts are --slo's, not the runs' own.
+    for (judged, was) in c.slo.iter_mut().zip(saved) {
+        judged.judged_again = true;
+        judged.saved_spec = was;
+    }
     let table = goodput_report::compare::render_terminal(&c);
     // With `-o -` standard output carries the document alone.
     if a.output.as_deref() == Some(Path::new("-")) {

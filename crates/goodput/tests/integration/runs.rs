@@ -558,9 +558,12 @@ fn compare_judges_every_run_again_by_one_slo() {
     let goodput_of = |v: &serde_json::Value| v["summary"]["goodput"]["requests_per_s"].clone();
     assert_eq!(good["values"], serde_json::json!([goodput_of(&ra), goodput_of(&rb)]), "{good}");
     assert!(good["changes"][1].is_number(), "{good}");
-    for (i, r) in [&ra, &rb].into_iter().enumerate() {
+    for (i, (r, was)) in [(&ra, "ttft<=10s"), (&rb, "ttft<=1ms")].into_iter().enumerate() {
         assert_eq!(c["slo"][i]["spec"], SPEC, "{}", c["slo"]);
         assert_eq!(c["slo"][i]["pass"], r["slo"]["pass"], "{}", c["slo"]);
+        // The document says its verdicts are --slo's, and what each run's own was.
+        assert_eq!(c["slo"][i]["judged_again"], true, "{}", c["slo"]);
+        assert_eq!(c["slo"][i]["saved_spec"], was, "{}", c["slo"]);
     }
     assert_eq!(c["verdicts"][0]["verdict"], "pass", "{}", c["verdicts"]);
     assert!(text.contains(&format!("SLO verdict of each run, by '{SPEC}':")), "{text}");
@@ -581,8 +584,11 @@ fn compare_judges_every_run_again_by_one_slo() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("reading the run's records from"));
     assert_eq!(read_json(&out)["rows"], c["rows"], "the same records, the same comparison");
     // Without --slo, each run keeps its own, and the note says so.
-    let o = goodput().arg("compare").arg(&a).arg(&b).output().unwrap();
+    let o = goodput().arg("compare").arg(&a).arg(&b).args(["-o"]).arg(&out).output().unwrap();
     assert!(String::from_utf8_lossy(&o.stdout).contains("judged by different SLOs"));
+    let own = read_json(&out)["slo"].clone();
+    assert!(own[0].get("judged_again").is_none() && own[1].get("saved_spec").is_none(), "{own}");
+    assert_eq!(own[1]["spec"], "ttft<=1ms", "{own}");
     // A bad SLO is refused by clap, naming the flag.
     let err = goodput().arg("compare").arg(&a).arg(&b).args(["--slo", "ttft<=fast"]).refusal();
     assert!(err.contains("--slo"), "{err}");
