@@ -845,6 +845,25 @@ mod tests {
         }
     }
 
+    /// A refusal's `Retry-After` date is read against its response's
+    /// `Date` where it came with one (the server's clock, an hour behind
+    /// here), and against this machine's clock where it did not.
+    #[test]
+    fn a_refusal_s_retry_after_date_is_read_against_its_date() {
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(1_764_592_722); // Mon, 01 Dec 2025 12:38:42 GMT
+        let mut rec = RequestRecord::new(1, Duration::ZERO, Duration::ZERO);
+        rec.outcome =
+            goodput_core::Outcome::Failed { kind: goodput_core::FailureKind::HttpStatus, message: "429".into() };
+        rec.http_status = Some(429);
+        rec.retry_after = Some("Mon, 01 Dec 2025 11:38:52 GMT".into());
+        assert_eq!(refusal_retry_after(&rec, now), Some(RetryAfter::Wait(Duration::ZERO)), "an hour past by ours");
+        rec.retry_after_date = Some("Mon, 01 Dec 2025 11:38:42 GMT".into());
+        assert_eq!(refusal_retry_after(&rec, now), Some(RetryAfter::Wait(Duration::from_secs(10))));
+        // A Date that cannot be read leaves this machine's clock.
+        rec.retry_after_date = Some("yesterday".into());
+        assert_eq!(refusal_retry_after(&rec, now), Some(RetryAfter::Wait(Duration::ZERO)));
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_closed_loop_user_waits_as_a_refusal_s_retry_after_asks() {
         // Every request refused after 10 ms with `Retry-After: 1`: one user

@@ -84,6 +84,11 @@ pub struct RequestRecord {
     /// The `Retry-After` a refused request came back with (429, 503), as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<String>,
+    /// The response's `Date` header, kept beside a `Retry-After` that is an
+    /// HTTP date: the date is read against the server's clock, not this
+    /// machine's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_date: Option<String>,
     /// Times the request was sent again because a pooled connection turned
     /// out dead before any byte of the response came.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -529,6 +534,7 @@ impl RequestRecord {
             counts: TokenCounts::default(),
             http_status: None,
             retry_after: None,
+            retry_after_date: None,
             retries: 0,
             finish_reason: None,
             read_lag_max: None,

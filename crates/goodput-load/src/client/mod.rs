@@ -378,7 +378,7 @@ impl Client {
         }
         // Every text of the server's that the record keeps: a server may
         // echo a secret into any of them (a key as the `finish_reason`).
-        let texts = [rec.finish_reason.as_mut(), rec.retry_after.as_mut()];
+        let texts = [rec.finish_reason.as_mut(), rec.retry_after.as_mut(), rec.retry_after_date.as_mut()];
         let message = match &mut rec.outcome {
             Outcome::Failed { message, .. } => Some(message),
             _ => None,
@@ -434,6 +434,12 @@ impl Client {
     fn on_head(&self, rec: &mut RequestRecord, head: ResponseHead) -> Result<BodyRead, Outcome> {
         rec.http_status = Some(head.status);
         rec.retry_after = head.retry_after.map(str::to_owned);
+        // A `Retry-After` date is read against the server's clock, where the
+        // response gives it (RFC 9110 §10.2.3): kept only beside one.
+        rec.retry_after_date = head
+            .date
+            .filter(|_| rec.retry_after.as_deref().is_some_and(|v| !v.trim().bytes().all(|b| b.is_ascii_digit())))
+            .map(str::to_owned);
         if self.server.get().is_none() {
             if let Some(s) = head.server {
                 let _ = self.server.set(self.secrets.redact(s).into_owned());

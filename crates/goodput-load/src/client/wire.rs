@@ -46,6 +46,8 @@ pub(crate) enum SendError {
 pub(crate) struct ResponseHead<'a> {
     pub status: u16,
     pub retry_after: Option<&'a str>,
+    /// The response's `Date` (the server's clock).
+    pub date: Option<&'a str>,
     pub server: Option<&'a str>,
     pub content_type: Option<&'a str>,
     pub content_encoding: Option<&'a str>,
@@ -281,6 +283,7 @@ impl WireResponse for ReqwestResponse {
         ResponseHead {
             status: self.resp.status().as_u16(),
             retry_after: header("retry-after"),
+            date: header("date"),
             server: header("server"),
             content_type: header("content-type"),
             content_encoding: header("content-encoding"),
@@ -378,6 +381,7 @@ impl WireResponse for Http1Response<'_> {
         ResponseHead {
             status: h.status,
             retry_after: h.retry_after.as_deref(),
+            date: h.date.as_deref(),
             server: h.server.as_deref(),
             content_type: h.content_type.as_deref(),
             content_encoding: h.content_encoding.as_deref(),

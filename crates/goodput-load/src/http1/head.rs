@@ -27,6 +27,9 @@ pub struct Head {
     pub content_type: Option<String>,
     pub content_encoding: Option<String>,
     pub retry_after: Option<String>,
+    /// The response's `Date`: the server's clock, that a `Retry-After`
+    /// date is read against.
+    pub date: Option<String>,
     /// Where a redirect points (never followed).
     pub location: Option<String>,
     pub(super) framing: Framing,
@@ -51,6 +54,7 @@ impl Head {
             content_type: None,
             content_encoding: None,
             retry_after: None,
+            date: None,
             location: None,
             framing: Framing::Close,
             keep_alive: false,
@@ -121,6 +125,7 @@ fn read_head(
             "content-type" => head.content_type = Some(v()),
             "content-encoding" => head.content_encoding = Some(v()),
             "retry-after" => head.retry_after = Some(v()),
+            "date" => head.date = Some(v()),
             "location" => head.location = Some(v()),
             "transfer-encoding" => chunked = v().to_ascii_lowercase().split(',').any(|e| e.trim() == "chunked"),
             "content-length" => {

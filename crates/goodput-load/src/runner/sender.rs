@@ -252,7 +252,11 @@ pub fn refusal_retry_after(rec: &RequestRecord, now: std::time::SystemTime) -> O
     if rec.outcome.is_success() || !matches!(rec.http_status, Some(429 | 503)) {
         return None;
     }
-    Some(read_retry_after(rec.retry_after.as_deref()?, now))
+    let value = rec.retry_after.as_deref()?;
+    // A date is read against the server's clock where the response gave
+    // it: the time between its `Date` and the `Retry-After`.
+    let server_now = rec.retry_after_date.as_deref().and_then(|d| httpdate::parse_http_date(d.trim()).ok());
+    Some(read_retry_after(value, server_now.unwrap_or(now)))
 }
 
 /// What a `Retry-After` asks (RFC 9110 §10.2.3).
@@ -267,10 +271,12 @@ pub enum RetryAfter {
 
 /// Reads a `Retry-After` at `now`: a number of seconds (digits only; one
 /// past any clock, 10^20, is a wait as long as the longest), or an HTTP
-/// date, the time from `now` until it (none once past). This machine's
-/// clock reads the date, so a server's clock minutes off gives no wait or
-/// the longest one, never more. Both are cut to [`MAX_RETRY_WAIT`]. A
-/// number past `u64` and a date had not been waited at all, without a word.
+/// date, the time from `now` until it (none once past). [`refusal_retry_after`]
+/// gives the response's own `Date` as `now` where it has one, so that a
+/// server's clock minutes off ours still asks the wait it meant; without
+/// one, this machine's clock reads the date. Both are cut to
+/// [`MAX_RETRY_WAIT`]. A number past `u64` and a date had not been waited
+/// at all, without a word.
 pub fn read_retry_after(value: &str, now: std::time::SystemTime) -> RetryAfter {
     let v = value.trim();
     if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {

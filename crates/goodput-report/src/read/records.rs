@@ -736,7 +736,8 @@ mod tests {
             chunks: 4,
         };
         r.http_status = Some(200);
-        r.retry_after = Some("2".into());
+        r.retry_after = Some("Mon, 01 Dec 2025 12:39:02 GMT".into());
+        r.retry_after_date = Some("Mon, 01 Dec 2025 12:38:42 GMT".into());
         r.retries = 1;
         r.finish_reason = Some("length".into());
         r.read_lag_max = Some(Duration::from_nanos(61_182));

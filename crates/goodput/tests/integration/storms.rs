@@ -204,6 +204,38 @@ fn a_refusal_s_retry_after_holds_its_user_back() {
     assert!(!warnings.contains("neither"), "{warnings}");
 }
 
+/// A `Retry-After` date is read against the response's `Date`, the
+/// server's clock: a server an hour behind this machine that asks for a
+/// second holds its user back a second. Read against this machine's clock,
+/// the date was an hour past, and nothing was waited.
+#[test]
+fn a_retry_after_date_is_read_against_the_server_s_clock() {
+    let url = listen(|sock| {
+        let behind = std::time::SystemTime::now() - Duration::from_secs(3600);
+        let date = httpdate::fmt_http_date(behind);
+        let after = httpdate::fmt_http_date(behind + Duration::from_secs(1));
+        refuse_with_retry_after(sock, &format!("{after}\r\ndate: {date}"))
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    let o = goodput()
+        .args(["bench", "--url", &url, "--model", "m", "-c", "1", "--duration", "2500ms", "--no-metrics"])
+        .args(["--progress", "none"])
+        .writing(&out, &rec)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let recs = records(&rec);
+    let mut sent: Vec<Duration> = recs.iter().map(|r| r.sent).collect();
+    sent.sort();
+    assert!(!sent.is_empty() && sent.len() <= 3, "a send a second at most: {sent:?}: {stderr}");
+    assert!(sent.windows(2).all(|w| w[1] - w[0] >= Duration::from_millis(900)), "{sent:?}");
+    assert!(recs.iter().all(|r| r.retry_after_date.as_deref().is_some_and(|d| d.ends_with("GMT"))), "the Date kept");
+    let warnings = read_json(&out)["warnings"].to_string();
+    assert!(!warnings.contains("neither"), "{warnings}");
+}
+
 /// A `Retry-After` that is neither seconds nor an HTTP date (`-5`) is not
 /// waited, and the run says so, naming it: it had been passed over without
 /// a word.

@@ -53,6 +53,7 @@ message goodput_record {
   required int64 counts_chunks;
   optional int64 http_status;
   optional binary retry_after (STRING);
+  optional binary retry_after_date (STRING);
   required int64 retries;
   optional binary finish_reason (STRING);
   optional int64 read_lag_max_ns;

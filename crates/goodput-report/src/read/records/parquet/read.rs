@@ -496,6 +496,7 @@ fn scalar_field(r: &mut RequestRecord, parts: &mut Parts, name: &str, v: Val) ->
         "counts_chunks" => r.counts.chunks = u()?,
         "http_status" => r.http_status = Some(n()? as u16),
         "retry_after" => r.retry_after = Some(s()?),
+        "retry_after_date" => r.retry_after_date = Some(s()?),
         "retries" => r.retries = u32_()?,
         "finish_reason" => r.finish_reason = Some(s()?),
         "read_lag_max_ns" => r.read_lag_max = Some(t()?),

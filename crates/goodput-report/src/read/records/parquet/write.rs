@@ -109,6 +109,7 @@ struct Columns {
     counts_chunks: Col<i64>,
     http_status: Col<i64>,
     retry_after: Col<ByteArray>,
+    retry_after_date: Col<ByteArray>,
     retries: Col<i64>,
     finish_reason: Col<ByteArray>,
     read_lag_max: Col<i64>,
@@ -174,6 +175,7 @@ impl Columns {
         self.counts_chunks.required(c.chunks as i64);
         self.http_status.optional(r.http_status.map(i64::from));
         self.retry_after.optional(opt_text(&r.retry_after));
+        self.retry_after_date.optional(opt_text(&r.retry_after_date));
         self.retries.required(i64::from(r.retries));
         self.finish_reason.optional(opt_text(&r.finish_reason));
         self.read_lag_max.optional(opt_ns(r.read_lag_max));
@@ -240,6 +242,7 @@ impl Columns {
             put::<Int64Type, W>(g, c)?;
         }
         put::<ByteArrayType, W>(g, &mut self.retry_after)?;
+        put::<ByteArrayType, W>(g, &mut self.retry_after_date)?;
         put::<Int64Type, W>(g, &mut self.retries)?;
         put::<ByteArrayType, W>(g, &mut self.finish_reason)?;
         put::<Int64Type, W>(g, &mut self.read_lag_max)?;
