@@ -1145,8 +1145,10 @@ pub fn render_terminal(c: &Comparison) -> String {
     let slo = slo_lines(c);
     if let Some((head, each)) = slo.split_first() {
         let _ = writeln!(o, "\n{}", escape::terminal(head));
+        // A failing run's misses in words can run long: broken at the
+        // narrow width, its continuation indented under it.
         for l in each {
-            let _ = writeln!(o, "  {}", escape::terminal(l));
+            o.push_str(&crate::terminal::wrap(&format!("  {}\n", escape::terminal(l)), crate::terminal::NARROW));
         }
     }
     if !c.answers.is_empty() {

@@ -567,6 +567,11 @@ fn compare_judges_every_run_again_by_one_slo() {
     }
     assert_eq!(c["verdicts"][0]["verdict"], "pass", "{}", c["verdicts"]);
     assert!(text.contains(&format!("SLO verdict of each run, by '{SPEC}':")), "{text}");
+    // A failing run's misses are broken at 80 columns (b's ran to 84).
+    let verdicts: Vec<&str> =
+        text.lines().skip_while(|l| !l.starts_with("SLO verdict of each run")).take_while(|l| !l.is_empty()).collect();
+    assert!(verdicts.iter().any(|l| l.contains("FAIL")), "{verdicts:?}");
+    assert!(verdicts.iter().all(|l| l.chars().count() <= 80), "{verdicts:#?}");
     let md = std::fs::read_to_string(&md).unwrap();
     assert!(md.contains("| SLO attainment |") && md.contains("| SLO verdict |"), "{md}");
 
