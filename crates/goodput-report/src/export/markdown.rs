@@ -238,9 +238,10 @@ fn slo_section(o: &mut String, r: &RunResult) {
         if let Some(g) = &s.goodput {
             let _ = write!(
                 o,
-                " · goodput {:.3} req/s, {:.1} tok/s · attainment {} ({} of {} good) · useful work {}",
+                " · goodput {:.3} req/s, {:.1} tok/s · {} {} ({} of {} good) · useful work {}",
                 g.requests_per_s,
                 g.output_tokens_per_s,
+                slo.goodput_share_label(),
                 format::value(Some(g.slo_attainment), Unit::Ratio),
                 g.good_requests,
                 g.judged_requests,

@@ -211,8 +211,9 @@ fn run_cards(o: &mut String, r: &RunResult) {
             "goodput",
             &format!("{:.3} <small>req/s</small>", g.requests_per_s),
             &format!(
-                "{:.1} tok/s · attainment {} · useful work {}",
+                "{:.1} tok/s · {} {} · useful work {}",
                 g.output_tokens_per_s,
+                r.slo.as_ref().map_or("attainment", |slo| slo.goodput_share_label()),
                 format::value(Some(g.slo_attainment), crate::metric::Unit::Ratio),
                 format::value(Some(g.useful_work), crate::metric::Unit::Ratio)
             ),
