@@ -1008,8 +1008,8 @@ fn missed_ttft_alone(r: &goodput_core::RunResult, slo: Option<&Slo>, attainment:
     let ttft = |m: SloMetric| m == SloMetric::Ttft;
     let objectives = rep.objectives.iter().filter(|o| !o.pass).all(|o| ttft(o.metric));
     let quality = rep.quality.iter().all(|q| q.pass) && rep.unscored.is_empty();
-    let share_short = r.summary.goodput.as_ref().is_some_and(|g| g.slo_attainment < attainment)
-        || rep.attainment.as_ref().is_some_and(|a| !a.pass);
+    // The share judged (the limits', [`meets_slo`]); objectives alone judge none.
+    let share_short = rep.attainment.as_ref().is_some_and(|a| a.measured < attainment || !a.pass);
     let limits = !share_short || (slo.limits.iter().all(|l| ttft(l.metric)) && slo.quality_limits.is_empty());
     objectives && quality && limits && r.summary.requests.failed == 0
 }

@@ -776,3 +776,34 @@ fn energy_and_the_input_price_can_be_compared_gated_and_exported() {
     let head = std::fs::read_to_string(&csv).unwrap();
     assert!(head.lines().next().unwrap().contains("usd_per_million_input_tokens"), "{head}");
 }
+
+/// A percentile objective is judged by its percentile in `bench`,
+/// `estimate` and a sweep alike: `ttft:p50` set between a load's p50 and
+/// its p90 TTFT is met there, alone and beside a lax per-request limit.
+/// Both had held it to 90% of the requests within the limit (a p50 judged
+/// as a p90): the sweep for objectives alone, every command beside a limit.
+#[test]
+fn a_p50_objective_between_the_p50_and_the_p90_is_met_in_a_sweep_and_an_estimate() {
+    let dir = tempfile::tempdir().unwrap();
+    let grid = ["sweep", "--estimate", "--concurrency", "32", "-n", "100", "--seed", "3", "--progress", "none"];
+    let first = dir.path().join("first.json");
+    goodput().args(grid).arg("-o").arg(&first).assert().success();
+    let ttft = &read_json(&first)["points"][0]["result"]["summary"]["ttft_ms"];
+    let (p50, p90) = (ttft["p50"].as_f64().unwrap(), ttft["p90"].as_f64().unwrap());
+    assert!(p90 > p50 + 1.0, "the fixture: a spread of TTFTs ({p50} and {p90} ms)");
+    let limit = format!("ttft:p50<={:.0}ms", (p50 + p90) / 2.0);
+    for slo in [limit.clone(), format!("ttft<=60s,{limit}")] {
+        let out = dir.path().join("judged.json");
+        goodput().args(grid).args(["--slo", &slo, "-o"]).arg(&out).assert().success();
+        let doc = read_json(&out);
+        let point = &doc["points"][0]["result"];
+        assert_eq!(point["slo"]["pass"], true, "{slo}: {}", point["slo"]);
+        assert!(point["summary"]["goodput"]["slo_attainment"].as_f64().unwrap() < 0.9, "{slo}: the fixture");
+        assert_eq!(doc["analysis"]["highest_load_meeting_slo"]["index"], 0, "{slo}: {}", doc["analysis"]);
+        let o = goodput()
+            .args(["estimate", "-q", "-c", "32", "-n", "100", "--seed", "3", "--slo", &slo, "--fail-on-slo"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{slo}: {}", String::from_utf8_lossy(&o.stderr));
+    }
+}
