@@ -35,9 +35,16 @@ pub struct Spec {
 }
 
 impl Spec {
-    /// Fresh rules for one run.
-    pub fn rules(&self) -> Arc<Rules> {
-        Arc::new(Rules { state: Mutex::new(State { watch: self.watch(), decided: None }) })
+    /// Fresh rules for one run of `plan`.
+    pub fn rules(&self, plan: &LoadPlan) -> Arc<Rules> {
+        Arc::new(Rules { state: Mutex::new(State { watch: self.watch_for(plan), decided: None }) })
+    }
+
+    /// The rules' watch for a run of `plan`, before its first record: one
+    /// that knows the requests its start sends together
+    /// ([`Watch::with_start_wave`]).
+    pub fn watch_for(&self, plan: &LoadPlan) -> Watch {
+        self.watch().with_start_wave(start_wave(plan))
     }
 
     /// The rules as the result's `config.stopping` gives them.
@@ -64,13 +71,27 @@ impl Spec {
     /// Why a run of `plan` whose rules never decided stopped: the limit
     /// that came first, with the figures over all of its `records`.
     pub fn capped(&self, plan: &LoadPlan, records: &[RequestRecord]) -> Stop {
-        let mut w = self.watch();
+        let mut w = self.watch_for(plan);
         let mut by_end: Vec<&RequestRecord> = records.iter().collect();
         by_end.sort_by_key(|r| r.end);
         for r in by_end {
             let _ = w.observe(r);
         }
         w.capped(&limit_of(plan, records).1)
+    }
+}
+
+/// The measured requests a run of `plan` sends together at its start: a
+/// closed loop's users, all at once without a ramp-up, less those the
+/// warm-up takes (none after a timed warm-up, which takes the start); none
+/// for an open loop (its sends are its schedule's).
+pub fn start_wave(plan: &LoadPlan) -> u64 {
+    let closed = plan.rate.is_none() && plan.trace.is_none();
+    match plan.concurrency {
+        Some(c) if closed && plan.ramp_up.is_zero() && plan.warmup_time.is_zero() => {
+            (c as u64).saturating_sub(plan.warmup)
+        }
+        _ => 0,
     }
 }
 

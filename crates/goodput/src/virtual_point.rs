@@ -594,7 +594,7 @@ pub fn run_virtual_until(
     let open_loop = plan.rate.is_some() || plan.trace.is_some();
     loop {
         let load = virtual_load(plan, workload, timed_warmup, server.prompts, server.memory_limit)?;
-        let run = simulate_until(server.engine, &load, until.map(|u| u.watch()))?;
+        let run = simulate_until(server.engine, &load, until.map(|u| u.watch_for(plan)))?;
         // The units (requests, or sessions) the timed warm-up took beyond
         // the counted warm-up.
         let warm: HashSet<u64> =

@@ -67,7 +67,7 @@ pub async fn run_point(
     let scraping = first_scrape.map(|f| f.begin(origin, p.start_at.is_some()));
     let progress = crate::progress::Progress::new(p.title, p.plan, &p.control);
     let view = crate::progress::LiveView::start(output.progress, output.quiet, progress.clone(), p.control.clone());
-    let rules = p.until.as_ref().map(|s| s.rules());
+    let rules = p.until.as_ref().map(|s| s.rules(p.plan));
     let until = rules.clone().map(|u| (u, p.control.stop.clone()));
     let sinks = Sinks { records: p.records, live: p.live, progress: Some(progress), until };
     let meter = crate::cpu::Meter::start();

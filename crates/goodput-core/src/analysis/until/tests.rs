@@ -280,3 +280,34 @@ fn the_interval_at_a_width_stop_keeps_its_coverage() {
     let coverage = f64::from(held) / trials as f64;
     assert!((0.93..=0.97).contains(&coverage), "{coverage}");
 }
+
+/// Sixteen users started at once: their first requests, prefilled as one
+/// wave, share a TTFT of 133 ms, and the rest take 25–40 ms. Without the
+/// wave known, the first look (50 requests) found the p90 among the tied
+/// sixteen, its interval [133, 133], and stopped "±0.0%" at 4 times the
+/// run's p90; with it, neither `--until` nor an objective is judged until
+/// 2 × 16 / 0.1 = 320 have completed, and the p90 stopped at is the run's.
+#[test]
+fn a_start_wave_of_tied_latencies_does_not_decide_a_tail_percentile() {
+    let ttft = |i: u64| if i < 16 { 133.0 } else { 25.0 + 15.0 * unit(11, i) };
+    let spec = until("ttft:p90±3%");
+    let blind = run(&mut Watch::new(Some(&spec), None, 0.95).unwrap(), 5000, ttft).unwrap();
+    assert_eq!(blind.at_requests, Some(FIRST_LOOK), "the defect's fixture: {}", blind.detail);
+    let mut w = Watch::new(Some(&spec), None, 0.95).unwrap().with_start_wave(16);
+    let stop = run(&mut w, 5000, ttft).unwrap();
+    assert!(stop.at_requests.unwrap() >= 320, "{stop:?}");
+    let p90: f64 = stop.detail.split("ttft:p90±3%: ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!((25.0..=40.0).contains(&p90), "{}", stop.detail);
+    // An objective alike: `ttft:p90<=100ms` is not decided missed by the wave.
+    let slo: Slo = "ttft:p90<=100ms".parse().unwrap();
+    let blind = run(&mut Watch::new(None, Some(&slo), 0.95).unwrap(), 5000, ttft).unwrap();
+    assert!(blind.detail.contains("missed"), "the defect's fixture: {}", blind.detail);
+    let mut w = Watch::new(None, Some(&slo), 0.95).unwrap().with_start_wave(16);
+    let stop = run(&mut w, 5000, ttft).unwrap();
+    assert!(stop.detail.contains("is met") && stop.at_requests.unwrap() >= 320, "{stop:?}");
+    // Before then, a look says why it waits.
+    let mut w = Watch::new(Some(&spec), None, 0.95).unwrap().with_start_wave(16);
+    assert!(run(&mut w, 100, ttft).is_none());
+    let words = w.capped("100 requests").detail;
+    assert!(words.contains("the 16 requests sent together at the start could decide a p90 until 320"), "{words}");
+}
