@@ -460,3 +460,24 @@ fn the_samples_a_percentile_needs_to_be_bounded() {
     assert_eq!(samples_to_bound(50.0, 0.95), Some(6));
     assert_eq!(samples_to_bound(100.0, 0.95), None);
 }
+
+/// A percentile's interval holds the percentile shown beside it: a p99 of
+/// three samples, linearly interpolated, lies below the largest, which the
+/// one-sided lower bound had been ([24.0709, —] beside 24.0632); so does a
+/// p99.9 of 80 at 80%.
+#[test]
+fn a_percentile_interval_holds_its_own_estimate() {
+    let three = [24.0, 24.05, 24.0709];
+    let est = crate::analysis::stats::percentile(&three, 99.0).unwrap();
+    let i = percentile_interval(&three, 99.0, 0.95);
+    assert!(i.lo.unwrap() <= est && est < 24.0709, "{i:?} beside {est}");
+    assert_eq!(i.hi, None, "three samples cannot bound a p99 from above");
+    let eighty: Vec<f64> = (0..80).map(|k| 50.0 + f64::from(k) * 0.05).collect();
+    let est = crate::analysis::stats::percentile(&eighty, 99.9).unwrap();
+    let i = percentile_interval(&eighty, 99.9, 0.8);
+    assert!(i.lo.unwrap() <= est, "{i:?} beside {est}");
+    // Where the bounds hold it already they are as they were.
+    let many: Vec<f64> = (0..1000).map(f64::from).collect();
+    let b = percentile_bounds(&many, 50.0, 0.95);
+    assert_eq!(percentile_interval(&many, 50.0, 0.95), b);
+}
