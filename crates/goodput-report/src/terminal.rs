@@ -549,6 +549,18 @@ pub(crate) fn limits_label(slo: &goodput_core::SloReport) -> String {
     slo.attainment_label()
 }
 
+/// The cost per million good output tokens, as the cost lines end with it:
+/// only where an SLO said which tokens are good (without one every token
+/// counted, and the figure, the cost per output token again, had been
+/// printed as if judged).
+pub(crate) fn good_cost(r: &RunResult, usd: String) -> String {
+    if r.slo.is_some() {
+        format!(" · {usd} per M good output tokens")
+    } else {
+        String::new()
+    }
+}
+
 fn cost_line(o: &mut String, r: &RunResult) {
     if let Some(c) = &r.cost {
         // Significant digits, as the Markdown has: a small price had read "$0.000".
@@ -567,14 +579,14 @@ fn cost_line(o: &mut String, r: &RunResult) {
         let per_session = c.usd_per_session.map(|_| format!(" · {} per session", usd(c.usd_per_session)));
         let _ = writeln!(
             o,
-            "\ncost (${}/GPU-hour × {}): {} per M output tokens · {} per M total · {} per request{} · {} per M good output tokens",
+            "\ncost (${}/GPU-hour × {}): {} per M output tokens · {} per M total · {} per request{}{}",
             crate::format::gpu_hour(c.gpu_hour_usd),
             c.gpus,
             usd(c.usd_per_million_output_tokens),
             usd(c.usd_per_million_total_tokens),
             usd(c.usd_per_request),
             per_session.unwrap_or_default(),
-            usd(c.usd_per_million_good_output_tokens)
+            good_cost(r, usd(c.usd_per_million_good_output_tokens))
         );
     }
 }

@@ -360,7 +360,12 @@ fn summary_fields(r: &RunResult, ps: &[f64]) -> Vec<(String, String)> {
     put("useful_work", csv_num(g.map(|g| g.useful_work)));
     put("good_requests", g.map(|g| g.good_requests.to_string()).unwrap_or_default());
     put("slo", csv_text(r.slo.as_ref().map_or("", |s| s.spec.as_str())));
-    put("slo_objectives_pass", opt_bool(r.slo.as_ref().map(|s| s.pass)));
+    // The whole verdict, and the percentile objectives' alone (empty where
+    // the SLO has none): the latter's column had held the whole verdict,
+    // `false` for an SLO of limits alone whose attainment fell short.
+    put("slo_pass", opt_bool(r.slo.as_ref().map(|s| s.pass)));
+    let objectives = r.slo.as_ref().filter(|s| !s.objectives.is_empty());
+    put("slo_objectives_pass", opt_bool(objectives.map(|s| s.objectives.iter().all(|o| o.pass))));
     let c = r.cost.as_ref();
     put("gpu_hour_usd", csv_num(c.map(|c| c.gpu_hour_usd)));
     put("gpus", c.map(|c| c.gpus.to_string()).unwrap_or_default());

@@ -408,14 +408,14 @@ fn cost(o: &mut String, r: &RunResult) {
         }
         let _ = writeln!(
             o,
-            "**Cost** (\\${}/GPU-hour × {}): {} per M output tokens · {} per M total · {} per request{} · {} per M good output tokens\n",
+            "**Cost** (\\${}/GPU-hour × {}): {} per M output tokens · {} per M total · {} per request{}{}\n",
             format::gpu_hour(c.gpu_hour_usd),
             c.gpus,
             usd(c.usd_per_million_output_tokens),
             usd(c.usd_per_million_total_tokens),
             usd(c.usd_per_request),
             c.usd_per_session.map(|v| format!(" · {} per session", usd(Some(v)))).unwrap_or_default(),
-            usd(c.usd_per_million_good_output_tokens)
+            crate::terminal::good_cost(r, usd(c.usd_per_million_good_output_tokens))
         );
     }
 }

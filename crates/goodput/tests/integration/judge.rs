@@ -663,6 +663,10 @@ fn embedded_runs_price_the_simulated_engine_s_gpus() {
     std::fs::write(dir.path().join("g.toml"), "gpus = 4\n").unwrap();
     let err = goodput().args(["bench", "-q", "-n", "2", "--config"]).arg(dir.path().join("g.toml")).refusal();
     assert!(err.contains("gpus = 4 in --config") && err.contains("--sim-tp"), "{err}");
+    // Sized by the flags bench has: --sim-pp it has not (it had been offered).
+    let err = goodput().args(["bench", "-q", "-n", "2", "--gpus", "4"]).refusal();
+    assert!(err.contains("(--sim-tp 1 × --sim-dp 1)") && err.contains("with --sim-tp and --sim-dp"), "{err}");
+    assert!(!err.contains("--sim-pp"), "{err}");
     assert_eq!(gpus("bench", &["--sim-profile", "fixed", "--sim-ttft", "5ms", "--sim-itl", "1ms"]), 1);
     assert_eq!(gpus("sweep", &["--concurrency", "1", "--sim-pd", "2:1"]), 3);
 }
@@ -806,4 +810,36 @@ fn a_p50_objective_between_the_p50_and_the_p90_is_met_in_a_sweep_and_an_estimate
             .unwrap();
         assert!(o.status.success(), "{slo}: {}", String::from_utf8_lossy(&o.stderr));
     }
+}
+
+/// The summary CSV's `slo_pass` is the whole verdict and
+/// `slo_objectives_pass` the percentile objectives' alone (empty without
+/// any): the latter had held the whole verdict, `false` for an SLO of
+/// limits alone whose attainment fell short. And the cost per million good
+/// output tokens is given only where an SLO says which are good.
+#[test]
+fn the_csv_tells_the_verdict_from_the_objectives_and_good_tokens_need_an_slo() {
+    let dir = tempfile::tempdir().unwrap();
+    let cell = |slo: &[&str], name: &str| {
+        let csv = dir.path().join(format!("csv{}", slo.len()));
+        let o = goodput()
+            .args(["estimate", "-n", "20", "-c", "2", "--gpu-hour-usd", "2", "--csv"])
+            .arg(&csv)
+            .args(slo)
+            .output()
+            .unwrap();
+        let text = std::fs::read_to_string(csv.join("summary.csv")).unwrap();
+        let mut lines = text.lines();
+        let (head, row) = (lines.next().unwrap(), lines.next().unwrap());
+        let at = head.split(',').position(|h| h == name).unwrap_or_else(|| panic!("{name} in {head}"));
+        (row.split(',').nth(at).unwrap().to_string(), String::from_utf8_lossy(&o.stdout).to_string())
+    };
+    let (pass, _) = cell(&["--slo", "ttft<=1ms"], "slo_pass");
+    let (objectives, stdout) = cell(&["--slo", "ttft<=1ms"], "slo_objectives_pass");
+    assert_eq!((pass.as_str(), objectives.as_str()), ("false", ""), "a limit alone, missed");
+    assert!(stdout.contains("per M good output tokens"), "{stdout}");
+    let (objectives, _) = cell(&["--slo", "ttft:p50<=60s"], "slo_objectives_pass");
+    assert_eq!(objectives, "true");
+    let (_, stdout) = cell(&[], "slo_pass");
+    assert!(stdout.contains("per M output tokens") && !stdout.contains("good output tokens"), "{stdout}");
 }

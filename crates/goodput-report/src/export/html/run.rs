@@ -199,7 +199,7 @@ fn run_cards(o: &mut String, r: &RunResult) {
             "E2E p50",
             &format!("{} <small>ms</small>", format::ms(s.e2e_ms.p(50.0))),
             &format!(
-                "p99 {} ms · {} from TTFT + TPOT×(n−1)",
+                "p99 {} ms · {} from TTFT + TPOT×(n − k_first)",
                 format::ms(s.e2e_ms.p(99.0)),
                 format::change(rt.latency_model.relative_deviation)
             ),
@@ -483,7 +483,7 @@ fn cost_row(o: &mut String, r: &RunResult) {
         let usd = |v: Option<f64>| v.map(format::usd).unwrap_or("-".into());
         let _ = write!(
             o,
-            "<tr><td>cost</td><td class=\"text\">${}/GPU-hour × {} = {}/hour · {} per M output tokens · {} per M total · {} per request{} · {} per M good output tokens</td></tr>",
+            "<tr><td>cost</td><td class=\"text\">${}/GPU-hour × {} = {}/hour · {} per M output tokens · {} per M total · {} per request{}{}</td></tr>",
             format::gpu_hour(c.gpu_hour_usd),
             c.gpus,
             format::usd(c.usd_per_hour),
@@ -491,7 +491,7 @@ fn cost_row(o: &mut String, r: &RunResult) {
             usd(c.usd_per_million_total_tokens),
             usd(c.usd_per_request),
             c.usd_per_session.map(|v| format!(" · {} per session", usd(Some(v)))).unwrap_or_default(),
-            usd(c.usd_per_million_good_output_tokens)
+            crate::terminal::good_cost(r, usd(c.usd_per_million_good_output_tokens))
         );
     }
 }
