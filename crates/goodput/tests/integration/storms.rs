@@ -84,6 +84,11 @@ fn answers_three_then_drops(sock: std::net::TcpStream) {
     if crate::cmd::read_request(&mut r).is_empty() || ANSWERED.fetch_add(1, Ordering::SeqCst) >= 3 {
         return;
     }
+    answer_three_tokens(&mut sock);
+}
+
+/// Writes a three-token stream, and closes the connection.
+fn answer_three_tokens(sock: &mut std::net::TcpStream) {
     let chunk = |t: &str| format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{t}\"}}}}]}}\n\n");
     let body = [chunk("a"), chunk("b"), chunk("c"), "data: [DONE]\n\n".into()].concat();
     let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
@@ -144,10 +149,7 @@ fn answers_for_a_while(sock: std::net::TcpStream) {
         return;
     }
     std::thread::sleep(Duration::from_millis(50));
-    let chunk = |t: &str| format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{t}\"}}}}]}}\n\n");
-    let body = [chunk("a"), chunk("b"), chunk("c"), "data: [DONE]\n\n".into()].concat();
-    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
-    let _ = sock.write_all(format!("{head}{body}").as_bytes());
+    answer_three_tokens(&mut sock);
 }
 
 /// `sweep --runs 2`: a storm in a point's second run fails the sweep (1)
