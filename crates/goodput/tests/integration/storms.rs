@@ -185,22 +185,11 @@ fn a_failure_storm_in_a_later_run_of_a_sweep_point_fails_the_sweep() {
 fn a_refusal_s_retry_after_holds_its_user_back() {
     // Every request refused at once with `Retry-After: 1`.
     let url = listen(|sock| refuse_with_retry_after(sock, "1"));
-    let dir = tempfile::tempdir().unwrap();
-    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
-    let o = goodput()
-        .args(["bench", "--url", &url, "--model", "m", "-c", "1", "--duration", "3500ms", "--no-metrics"])
-        .args(["--progress", "none"])
-        .writing(&out, &rec)
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    let mut sent: Vec<Duration> = records(&rec).iter().map(|r| r.sent).collect();
-    sent.sort();
+    let (recs, doc, stderr) = one_user_for(&url, "3500ms");
+    let sent = sends(&recs);
     assert!(sent.len() >= 2, "{sent:?}: {stderr}");
     assert!(sent.windows(2).all(|w| w[1] - w[0] >= Duration::from_secs(1)), "{sent:?}");
     assert!(sent.len() <= 4, "a send a second at most: {sent:?}");
-    let doc = read_json(&out);
     let warnings = doc["warnings"].to_string();
     assert!(warnings.contains("Retry-After") && warnings.contains("waited"), "{warnings}");
     assert!(!warnings.contains("neither"), "{warnings}");
@@ -218,24 +207,35 @@ fn a_retry_after_date_is_read_against_the_server_s_clock() {
         let after = httpdate::fmt_http_date(behind + Duration::from_secs(1));
         refuse_with_retry_after(sock, &format!("{after}\r\ndate: {date}"))
     });
+    let (recs, doc, stderr) = one_user_for(&url, "2500ms");
+    let sent = sends(&recs);
+    assert!(!sent.is_empty() && sent.len() <= 3, "a send a second at most: {sent:?}: {stderr}");
+    assert!(sent.windows(2).all(|w| w[1] - w[0] >= Duration::from_millis(900)), "{sent:?}");
+    assert!(recs.iter().all(|r| r.retry_after_date.as_deref().is_some_and(|d| d.ends_with("GMT"))), "the Date kept");
+    let warnings = doc["warnings"].to_string();
+    assert!(!warnings.contains("neither"), "{warnings}");
+}
+
+/// A bench of one user against `url` for `duration`: its records, its
+/// document and its stderr.
+fn one_user_for(url: &str, duration: &str) -> (Vec<goodput_core::RequestRecord>, serde_json::Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
     let o = goodput()
-        .args(["bench", "--url", &url, "--model", "m", "-c", "1", "--duration", "2500ms", "--no-metrics"])
+        .args(["bench", "--url", url, "--model", "m", "-c", "1", "--duration", duration, "--no-metrics"])
         .args(["--progress", "none"])
         .writing(&out, &rec)
         .timeout(Duration::from_secs(60))
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    let recs = records(&rec);
+    (records(&rec), read_json(&out), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// The records' send times, in order.
+fn sends(recs: &[goodput_core::RequestRecord]) -> Vec<Duration> {
     let mut sent: Vec<Duration> = recs.iter().map(|r| r.sent).collect();
     sent.sort();
-    assert!(!sent.is_empty() && sent.len() <= 3, "a send a second at most: {sent:?}: {stderr}");
-    assert!(sent.windows(2).all(|w| w[1] - w[0] >= Duration::from_millis(900)), "{sent:?}");
-    assert!(recs.iter().all(|r| r.retry_after_date.as_deref().is_some_and(|d| d.ends_with("GMT"))), "the Date kept");
-    let warnings = read_json(&out)["warnings"].to_string();
-    assert!(!warnings.contains("neither"), "{warnings}");
+    sent
 }
 
 /// A `Retry-After` that is neither seconds nor an HTTP date (`-5`) is not
