@@ -281,6 +281,9 @@ pub enum DiagnosisKind {
     /// A closed loop's users sent their requests in waves: each wave's
     /// prompts prefill together, and TTFT measures a wave.
     Lockstep,
+    /// The requests a closed loop's users sent together at the start,
+    /// slower than the rest, are the tail of the run's TTFT percentiles.
+    StartWave,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
