@@ -541,6 +541,39 @@ mod tests {
         assert_eq!(run.records[4].sent, first_end);
     }
 
+    /// What a live bench against `serve --speed S` meets (docs/simulator.md,
+    /// "At `--speed` S the client is not sped up"): a closed loop's users
+    /// send as answers end, on the engine's steps, so a request reaching the
+    /// engine later (here its front end longer by `d`, as S times a live
+    /// client's wall-clock turn is) either still makes the step it made, and
+    /// its TTFT does not move, or comes after that step began and waits it
+    /// out: TTFT moves by a whole step, not by `d`.
+    #[test]
+    fn a_closed_loop_s_requests_reaching_the_engine_later_wait_whole_steps() {
+        let ttft_with = |d_ms: f64| {
+            let mut cfg = h100_8b();
+            cfg.calibration.frontend_overhead_ms += d_ms;
+            let mut load = VirtualLoad::closed_loop(same(160, 256, 64), 8);
+            load.plan.ramp_up = Duration::from_millis(600);
+            let run = simulate(&cfg, &load).unwrap();
+            let ttft = mean_ms(run.records.iter().filter(|r| !r.warmup).filter_map(|r| r.ttft()));
+            let mut itl: Vec<f64> =
+                run.records.iter().flat_map(|r| r.chunk_gaps()).map(|g| g.as_secs_f64() * 1e3).collect();
+            itl.sort_by(f64::total_cmp);
+            (ttft, itl[itl.len() / 2])
+        };
+        let (base, step) = ttft_with(0.0);
+        let moved: Vec<f64> = [0.5, 1.0, 2.0, 4.0, 8.0].iter().map(|&d| ttft_with(d).0 - base).collect();
+        // Within the time left before the step, next to nothing moves (0.03
+        // and 0.05 ms: a few requests' neighbours)...
+        assert!(moved[..2].iter().all(|m| m.abs() < 0.1), "{moved:?} (step {step} ms)");
+        // ...and past it, a whole step (7.9 to 8.3 ms of 8.3), whatever the
+        // delay within a step.
+        for m in &moved[2..] {
+            assert!((m - step).abs() < 0.1 * step, "{moved:?} (step {step} ms)");
+        }
+    }
+
     #[test]
     fn open_loop_sends_on_schedule_and_a_cap_delays_sends() {
         let cfg = h100_8b();
