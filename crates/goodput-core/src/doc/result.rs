@@ -273,6 +273,11 @@ pub enum DiagnosisKind {
     /// goodput's simulated server fell behind its own timeline (a busy
     /// machine): the latencies carry that lateness, not the engine's.
     SimulatorLate,
+    /// goodput's simulated server ran at `--speed` above 1 under a closed
+    /// loop whose turn from an answer to the next request (client, network,
+    /// HTTP) is a sizeable part of a step: that turn is not sped up, so it
+    /// moves the loop's requests against the engine's steps.
+    SimulatorSpeed,
     /// A speculating server's acceptance, and how it moved with the batch.
     SpeculativeDecoding,
     /// A disaggregated deployment's KV-cache transfers and the prefill and

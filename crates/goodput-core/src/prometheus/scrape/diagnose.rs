@@ -130,6 +130,17 @@ pub fn cross_check(
             run.histograms.get(&HistogramSignal::Ttft),
             run.histograms.get(&HistogramSignal::Queue),
         );
+        // goodput's engine server at --speed S: the overhead is the wall
+        // clock's, S times as much of the engine's time.
+        let speed = window.gauges.get(&GaugeSignal::SimSpeed).and_then(|d| d.max).filter(|s| s.is_finite());
+        if let (Some(speed), Some(gap)) = (speed.filter(|&s| s > 1.0), c.ttft_gap_ms.filter(|&g| g > 0.0)) {
+            c.notes.push(format!(
+                "at --speed {speed} the server runs the engine {speed} times faster, the network and the client do \
+                 not: the {gap:.1} ms between the two TTFTs is {:.1} ms of the engine's time in the client's TTFT \
+                 multiplied by {speed}",
+                gap * speed
+            ));
+        }
     } else {
         c.server_ttft_mean_ms = run.histograms.get(&HistogramSignal::Ttft).and_then(|h| h.mean).map(|s| s * 1e3);
         e2e_gap(&mut c, records, run.histograms.get(&HistogramSignal::E2e));
@@ -732,6 +743,7 @@ pub fn diagnose(
     // not the prefills'.
     let simulator_behind = late.is_some();
     out.extend(late);
+    out.extend(window.and_then(|w| simulator_speed(records, summary, w, load)));
     let first_ok: &[&RequestRecord] = if load.unstreamed { &[] } else { &ok };
     out.extend(prefill_scaling(first_ok).map(told(DiagnosisKind::PrefillScaling)));
     if !simulator_behind {
@@ -1151,6 +1163,87 @@ fn simulator_late(w: &WindowSummary) -> Option<Diagnosis> {
              ms at p99 (goodput_sim_*_lateness_seconds){engine_time}, because the machine was busy (the simulator \
              shares its cores with the client or other work): TTFT and ITL carry that lateness, not the \
              engine's{of_ttft}; {fix}"
+        ),
+    })
+}
+
+/// The share of the engine's step (the median chunk gap) a closed loop's
+/// turn may take at `--speed` above 1 before it is told.
+const SIM_TURN_STEP_SHARE: f64 = 0.1;
+
+/// goodput's engine server at `--speed` S above 1, under a closed loop:
+/// the engine's time runs S times faster, the client's and the network's do
+/// not. Each turn of the loop, from an answer's last token to the user's
+/// next request reaching the server, takes its wall-clock time, S times as
+/// much of the engine's, where `goodput estimate` sends the instant an
+/// answer ends. A closed loop's users send as answers end, on the engine's
+/// steps, so the turn sets where in a step each request reaches the engine:
+/// one that reaches it after a step began waits that step out, and its TTFT
+/// is a whole step longer. Measured (docs/simulator.md, "At `--speed` S the
+/// client is not sped up"): 8 users of 256/64 tokens started over 0.6 s
+/// had a TTFT of 26.1 ms in `estimate`, 26.4–28.1 ms at `--speed 1`
+/// (mean, converted back) and 33.7–34.9 ms at `--speed 4`, a step more:
+/// the turn, about 0.7 ms on the wall clock, was 2.8 ms of the engine's at
+/// speed 4, past the 1.7 ms between those requests' arrival and the next
+/// step's start. The turn is estimated from the records and the server's
+/// TTFT: the client's median from an answer's end to its next send (a
+/// session's later turns, which wait a think time, left out), and the
+/// client's mean TTFT less the server's (the request's way in and the first
+/// token's way out). Told when it is a tenth of a step or more.
+fn simulator_speed(
+    records: &[RequestRecord],
+    summary: &Summary,
+    w: &WindowSummary,
+    load: ClientLoad,
+) -> Option<Diagnosis> {
+    let speed = w.gauges.get(&GaugeSignal::SimSpeed).and_then(|d| d.max).filter(|s| s.is_finite() && *s > 1.0)?;
+    // A closed loop (sessions too): an open loop's schedule sets its sends.
+    let users = load.concurrency_cap.filter(|&c| c >= 1 && load.schedule.is_none())?;
+    if load.unstreamed {
+        return None;
+    }
+    let step = summary.chunk_gap_ms.p(50.0).filter(|&s| s > 0.0)?;
+    // The client's turn: each send less the latest answer's end before it.
+    let mut ends: Vec<Duration> = records.iter().map(|r| r.end).collect();
+    ends.sort_unstable();
+    let mut turns: Vec<f64> = records
+        .iter()
+        .filter(|r| !r.warmup && r.session.is_none_or(|t| t.turn <= 1))
+        .filter_map(|r| {
+            let before = ends.partition_point(|&e| e <= r.sent);
+            (before > 0).then(|| (r.sent - ends[before - 1]).as_secs_f64() * 1e3)
+        })
+        .collect();
+    if turns.len() < users.max(10) {
+        return None;
+    }
+    turns.sort_unstable_by(f64::total_cmp);
+    let client = turns[turns.len() / 2];
+    let http = match (summary.ttft_ms.mean, mean_ms(w, HistogramSignal::Ttft)) {
+        (Some(cl), Some(sv)) => (cl - sv).max(0.0),
+        _ => 0.0,
+    };
+    let turn = client + http;
+    let share = turn / step;
+    if share < SIM_TURN_STEP_SHARE {
+        return None;
+    }
+    let engine_step = step * speed;
+    Some(Diagnosis {
+        kind: DiagnosisKind::SimulatorSpeed,
+        message: format!(
+            "at --speed {speed} the engine runs {speed} times faster, the client and the network do not: a turn of \
+             the closed loop, from an answer to its user's next request, took about {turn:.2} ms on the wall clock \
+             ({client:.2} ms in the client from an answer's end to its next send, {http:.2} ms of network and HTTP \
+             a request: the client's mean TTFT less the server's), {:.1} ms of the engine's time, {:.0}% of its \
+             step ({engine_step:.1} ms, the median chunk gap) where at --speed 1 it would be {:.0}%. goodput \
+             estimate sends the instant an answer ends; here each request reaches the engine that much later \
+             against its steps, and one that comes after a step began waits that step out: TTFT multiplied by \
+             {speed} can be a step or more above estimate's, with TPOT and throughput less moved. To compare \
+             with estimate, serve at --speed 1 (or so low that a turn is a small part of a step)",
+            turn * speed,
+            100.0 * share,
+            100.0 * share / speed,
         ),
     })
 }
@@ -2078,6 +2171,88 @@ mod tests {
         late(&mut w, None);
         let message = told(&w, DiagnosisKind::SimulatorLate).expect("15% of TTFT is told");
         assert!(!message.contains("engine's time") && message.contains("goodput serve on a machine"), "{message}");
+    }
+
+    /// A closed loop of `users` on a sped-up engine server, every time in
+    /// microseconds on the wall clock: each request's first chunk `ttft_us`
+    /// after its send, then a chunk every `step_us`, 16 in all; its user
+    /// sends again `turn_us` after its last. Users start a step apart.
+    fn sped_up_loop(users: u64, ttft_us: u64, step_us: u64, turn_us: u64) -> Vec<RequestRecord> {
+        let us = Duration::from_micros;
+        let each = ttft_us + 15 * step_us + turn_us;
+        (0..users * 12)
+            .map(|k| {
+                let sent = (k % users) * step_us + (k / users) * each;
+                let mut r = served(k, 0, 0);
+                r.sent = us(sent);
+                r.chunks = (0..16)
+                    .map(|i| crate::OutputChunk {
+                        t: us(sent + ttft_us + i * step_us),
+                        tokens: 1,
+                        channel: crate::Channel::Content,
+                    })
+                    .collect();
+                (r.end, r.output_tokens) = (us(sent + ttft_us + 15 * step_us), 16);
+                r
+            })
+            .collect()
+    }
+
+    /// The server's TTFT histogram over `count` requests, mean `mean_ms`,
+    /// and its `--speed` gauge.
+    fn sped_up(count: f64, mean_ms: f64, speed: Option<f64>) -> WindowSummary {
+        let mut w = ttft(count, mean_ms, mean_ms, (0.0, 1e6));
+        if let Some(s) = speed {
+            w.gauges.insert(GaugeSignal::SimSpeed, Distribution { mean: Some(s), max: Some(s), ..Default::default() });
+        }
+        w
+    }
+
+    #[test]
+    fn a_closed_loop_s_turn_on_a_sped_up_simulator_is_told_in_the_engine_s_time() {
+        // goodput serve --speed 4, 8 users: steps of 2.1 ms on the wall
+        // clock (8.4 ms of the engine's), a first token 8.0 ms after the
+        // send by the client and 7.6 ms after the request came by the
+        // server's histogram, and 0.15 ms in the client from an answer's
+        // end to the next send: a turn of 0.55 ms, 2.2 ms of the engine's.
+        let records = sped_up_loop(8, 8000, 2100, 150);
+        let summary = analyze(&records, &AnalysisOptions::default()).summary;
+        let n = records.len() as f64;
+        let told = |w: &WindowSummary, load: ClientLoad| {
+            diagnose(&records, &summary, Some(w), load)
+                .into_iter()
+                .find(|d| d.kind == DiagnosisKind::SimulatorSpeed)
+                .map(|d| d.message)
+        };
+        let m = told(&sped_up(n, 7.6, Some(4.0)), ClientLoad::closed(8)).expect("a turn of 26% of a step is told");
+        assert!(m.starts_with("at --speed 4 the engine runs 4 times faster"), "{m}");
+        assert!(m.contains("took about 0.55 ms on the wall clock (0.15 ms in the client"), "{m}");
+        assert!(m.contains("0.40 ms of network and HTTP a request"), "{m}");
+        assert!(m.contains("2.2 ms of the engine's time, 26% of its step (8.4 ms, the median chunk gap)"), "{m}");
+        assert!(m.contains("at --speed 1 it would be 7%") && m.contains("serve at --speed 1"), "{m}");
+        // At speed 1, or from a server that gives no speed (a real one),
+        // the turn is the deployment's own: nothing told.
+        assert_eq!(told(&sped_up(n, 7.6, Some(1.0)), ClientLoad::closed(8)), None);
+        assert_eq!(told(&sped_up(n, 7.6, None), ClientLoad::closed(8)), None);
+        // An open loop's schedule sets its sends, not the answers' ends.
+        assert_eq!(told(&sped_up(n, 7.6, Some(4.0)), ClientLoad::new(Some(8), Some(50.0), false)), None);
+        // A turn under a tenth of a step (steps of 8.4 ms on the wall
+        // clock, 2 ms of the engine's at --speed 4 where a step is 34 ms).
+        let slow = sped_up_loop(8, 30000, 8400, 150);
+        let slow_summary = analyze(&slow, &AnalysisOptions::default()).summary;
+        let w = sped_up(n, 29.6, Some(4.0));
+        let d = diagnose(&slow, &slow_summary, Some(&w), ClientLoad::closed(8));
+        assert!(!d.iter().any(|d| d.kind == DiagnosisKind::SimulatorSpeed), "{d:?}");
+        // The cross-check puts the 0.4 ms between the TTFTs in the
+        // engine's time.
+        let c = cross_check(&records, &summary, &sped_up(n, 7.6, Some(4.0)), None, ClientLoad::closed(8));
+        assert!(
+            c.notes.iter().any(|n| n.contains("the 0.4 ms between the two TTFTs is 1.6 ms of the engine's time")),
+            "{:?}",
+            c.notes
+        );
+        let c = cross_check(&records, &summary, &sped_up(n, 7.6, Some(1.0)), None, ClientLoad::closed(8));
+        assert!(!c.notes.iter().any(|n| n.contains("--speed")), "{:?}", c.notes);
     }
 
     /// A window whose TTFT and queue-time histograms have the means given,
