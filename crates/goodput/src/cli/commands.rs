@@ -251,7 +251,9 @@ pub struct ServeArgs {
     /// The name the server reports at /v1/models (default: the engine's model name, or goodput-fixed). Several, comma-separated, are served alike (as LoRA adapters beside a base model); any other name is refused with 404, as vLLM refuses it (the fixed profile with no name given answers to any).
     #[arg(long)]
     pub served_model_name: Option<String>,
-    /// Time scale of the engine: 2 runs twice as fast as the hardware would.
+    /// Time scale of the engine: 2 runs twice as fast as the hardware would. The client and the network are not
+    /// sped up: each wall-clock millisecond between an answer and the next request is 2 of the engine's, so a
+    /// closed loop's TTFT converted back can come out a step above estimate's (docs/simulator.md).
     #[arg(long, default_value_t = 1.0, value_parser = number("--speed", "a time scale", "2", Units::Times))]
     pub speed: f64,
     /// Fixed profile: request arrival to first output chunk.
