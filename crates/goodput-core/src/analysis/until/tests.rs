@@ -311,3 +311,16 @@ fn a_start_wave_of_tied_latencies_does_not_decide_a_tail_percentile() {
     let words = w.capped("100 requests").detail;
     assert!(words.contains("the 16 requests sent together at the start could decide a p90 until 320"), "{words}");
 }
+
+/// `--stop-on-slo` decides as the verdict judges: beside a limit, a p50
+/// objective by its p50, and the attainment by the limit alone. Six in ten
+/// requests within 300 ms, every one within 10 s: met (it had counted the
+/// objective's 300 ms in the attainment, 60% against 90%, and stopped the
+/// run as missed).
+#[test]
+fn stop_on_slo_counts_the_limits_alone_beside_objectives() {
+    let slo: Slo = "ttft<=10s,ttft:p50<=300ms".parse().unwrap();
+    let stop = run(&mut Watch::new(None, Some(&slo), 0.95).unwrap(), 5000, |i| if i % 10 < 6 { 100.0 } else { 900.0 })
+        .expect("decided");
+    assert!(stop.detail.contains("the SLO is met"), "{}", stop.detail);
+}
