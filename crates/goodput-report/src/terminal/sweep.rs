@@ -53,7 +53,15 @@ pub fn row(load: Load, origin: &str, r: &RunResult, judged: bool, attainment: f6
     let slo = if judged && s.requests.completed > 0 {
         let g = s.goodput.as_ref().map(|g| g.slo_attainment * 100.0).unwrap_or(0.0);
         let verdict = if meets_slo(r, attainment) == Some(true) { "meets" } else { "misses" };
-        format!("{verdict} ({g:.0}% good)")
+        // Beside objectives, the verdict's share is the limits' (goodput's,
+        // every threshold, had been shown beside a verdict it did not decide).
+        match r.slo.as_ref().filter(|s| !s.limits.is_empty() && !s.objectives.is_empty()) {
+            Some(slo) => {
+                let within = slo.attainment.as_ref().map_or(g, |a| a.measured * 100.0);
+                format!("{verdict} ({within:.0}% within limits, {g:.0}% good)")
+            }
+            None => format!("{verdict} ({g:.0}% good)"),
+        }
     } else {
         String::new()
     };
