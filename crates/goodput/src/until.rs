@@ -89,7 +89,9 @@ pub fn start_wave(plan: &LoadPlan) -> u64 {
     let closed = plan.rate.is_none() && plan.trace.is_none();
     match plan.concurrency {
         Some(c) if closed && plan.ramp_up.is_zero() && plan.warmup_time.is_zero() => {
-            (c as u64).saturating_sub(plan.warmup)
+            // A shard starts its share of the users (at most this many).
+            let users = plan.shard.map_or(c as u64, |s| (c as u64).div_ceil(u64::from(s.count).max(1)));
+            users.saturating_sub(plan.warmup)
         }
         _ => 0,
     }
