@@ -475,7 +475,21 @@ pub fn clustered_percentile_intervals(clusters: &[Vec<f64>], ps: &[f64], conf: f
             }
         }
     }
-    stats.into_iter().map(|s| bootstrap_bounds(s, conf)).collect()
+    // Each interval holds the percentile of all the samples, as
+    // [`percentile_interval`]'s does.
+    let mut all: Vec<f64> = clusters.iter().flatten().copied().collect();
+    all.sort_by(f64::total_cmp);
+    stats
+        .into_iter()
+        .zip(ps)
+        .map(|(s, &p)| {
+            let b = bootstrap_bounds(s, conf);
+            match percentile(&all, p).filter(|v| v.is_finite()) {
+                Some(e) => Interval { lo: b.lo.map(|l| l.min(e)), hi: b.hi.map(|h| h.max(e)) },
+                None => b,
+            }
+        })
+        .collect()
 }
 
 /// [`clustered_percentile_intervals`] of one percentile.

@@ -476,6 +476,14 @@ fn a_percentile_interval_holds_its_own_estimate() {
     let est = crate::analysis::stats::percentile(&eighty, 99.9).unwrap();
     let i = percentile_interval(&eighty, 99.9, 0.8);
     assert!(i.lo.unwrap() <= est, "{i:?} beside {est}");
+    // Sessions' intervals (resampled clusters) hold the pooled percentile too.
+    let clusters: Vec<Vec<f64>> = (0..6).map(|c| (0..3).map(|k| f64::from(10 * c + k)).collect()).collect();
+    let mut pooled: Vec<f64> = clusters.iter().flatten().copied().collect();
+    pooled.sort_by(f64::total_cmp);
+    for (i, p) in clustered_percentile_intervals(&clusters, &[50.0, 99.0], 0.95, 7).iter().zip([50.0, 99.0]) {
+        let est = crate::analysis::stats::percentile(&pooled, p).unwrap();
+        assert!(i.lo.is_none_or(|l| l <= est) && i.hi.is_none_or(|h| h >= est), "p{p}: {i:?} beside {est}");
+    }
     // Where the bounds hold it already they are as they were.
     let many: Vec<f64> = (0..1000).map(f64::from).collect();
     let b = percentile_bounds(&many, 50.0, 0.95);
