@@ -2,12 +2,13 @@
 //! ([`parse`]), the histogram arithmetic on them ([`histogram`]), engine
 //! metrics mapped to common signals ([`signals`]), and summaries over a run
 //! window ([`window`]), and the cross-check and diagnoses they support
-//! ([`diagnose`]). No I/O: the scraping loop that fetches `/metrics` and
-//! stamps each scrape on the run clock is the goodput binary's `scrape`. Here, so
-//! that every number of a run, the server's included, is recomputed from
+//! ([`diagnose`]); what a run keeps of each scrape, bounded ([`fold`]). No
+//! I/O: the scraping loop that fetches `/metrics` and stamps each scrape on
+//! the run clock is the goodput binary's `scrape`. Here, so that every number of a run, the server's included, is recomputed from
 //! what the result keeps (`report --window`, a merge of shards).
 
 pub mod diagnose;
+pub mod fold;
 pub mod histogram;
 pub mod parse;
 pub mod signals;
@@ -18,6 +19,7 @@ pub mod window;
 mod tests;
 
 pub use diagnose::{cross_check, diagnose, engine_kv_bound, ClientLoad, CrossCheck, FanOut, Schedule};
+pub use fold::{is_folded_series, is_series_cap_warning, Folded, Folder, SignalKey, MAX_SCRAPE_VALUES};
 pub use histogram::{histogram_quantile, Bucket, Histogram, MAX_HISTOGRAM_BOUNDS};
 pub use parse::{
     merge_endpoints, metric_lines, parse, parse_at_most, Family, Labels, MetricType, ParseError, ParseErrorKind,

@@ -739,7 +739,7 @@ pub fn series_label<'a>(series: &'a str, label: &str) -> Option<&'a str> {
 }
 
 /// A series' identity across scrapes: metric name and labels.
-fn series_id(metric: &str, labels: &Labels) -> String {
+pub(crate) fn series_id(metric: &str, labels: &Labels) -> String {
     if labels.is_empty() {
         return metric.to_string();
     }

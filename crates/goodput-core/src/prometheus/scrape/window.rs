@@ -285,7 +285,8 @@ fn counter_steps(points: &[(Duration, &Signals)], signal: CounterSignal) -> (Vec
 /// seen, how many were first seen after its first scrape (an exporter that
 /// failed it, a GPU reported late), how many were missing from its last.
 /// A total [since boot](CounterSignal::since_boot) counts nothing of such a
-/// series before it was seen, nor after.
+/// series before it was seen, nor after. Nothing is known of series a run
+/// kept [folded](super::fold::Folder): all zero then.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SeriesCoverage {
     pub series: usize,
@@ -306,6 +307,10 @@ pub fn series_coverage<'a>(
         s.counters.get(&signal).into_iter().flatten().map(|v| v.series.as_str()).collect()
     };
     let all: std::collections::HashSet<&str> = points.iter().flat_map(|(_, s)| names(s)).collect();
+    // Series summed as they were scraped are no longer told apart.
+    if all.iter().any(|n| super::fold::is_folded_series(n)) {
+        return SeriesCoverage::default();
+    }
     let (Some(first), Some(last)) = (points.first(), points.last()) else { return SeriesCoverage::default() };
     let (first, last) = (names(first.1), names(last.1));
     SeriesCoverage {
