@@ -95,7 +95,7 @@ impl FirstScrape {
             *t = t.saturating_sub(before);
         }
         if waited {
-            log.points.clear();
+            log.clear();
         }
         let stop = CancellationToken::new();
         let task = tokio::spawn(scraper.run(log, origin, waited, stop.clone()));
@@ -166,6 +166,8 @@ pub fn attach(
     records: &[RequestRecord],
     load: ClientLoad,
 ) {
+    // Signals of too many series, kept summed: said once.
+    let folded = log.folder.warning();
     let samples = log
         .points
         .into_iter()
@@ -178,6 +180,7 @@ pub fn attach(
         .collect::<Vec<_>>();
     // Histograms of too many bounds, kept without their buckets: said.
     result.warnings.extend(log.coarsened.values().map(|c| c.warning()));
+    result.warnings.extend(folded);
     let signals = ServerSignals {
         urls,
         interval_s: interval.as_secs_f64(),
