@@ -611,7 +611,7 @@ pub(crate) fn map(scrape: &Scrape, keep_unmapped: bool) -> Signals {
     let mut signals = Signals { sources: detect(scrape), ..Signals::default() };
 
     for (signal, combine, rules) in GAUGES {
-        let values = rules.iter().map(|rule| scalars(scrape, rule, &mut used)).find(|v| !v.is_empty());
+        let values = rules.iter().map(|rule| scalars(scrape, rule, false, &mut used)).find(|v| !v.is_empty());
         // A share above 1 (with a rounding's slack) is no share.
         let share = is_share(*signal);
         let values: Vec<f64> =
@@ -629,7 +629,7 @@ pub(crate) fn map(scrape: &Scrape, keep_unmapped: bool) -> Signals {
         }
     }
     for (signal, rules) in COUNTERS {
-        if let Some(series) = rules.iter().map(|rule| scalars(scrape, rule, &mut used)).find(|v| !v.is_empty()) {
+        if let Some(series) = rules.iter().map(|rule| scalars(scrape, rule, true, &mut used)).find(|v| !v.is_empty()) {
             signals.counters.insert(*signal, series);
         }
     }
@@ -657,8 +657,12 @@ pub(crate) fn map(scrape: &Scrape, keep_unmapped: bool) -> Signals {
     signals
 }
 
-/// The finite, scaled values a rule finds, marking the families read.
-fn scalars(scrape: &Scrape, rule: &Rule, used: &mut [bool]) -> Vec<SeriesValue> {
+/// The finite, scaled values a rule finds, marking the families read;
+/// each with its series' identity where `identified` (a counter's, whose
+/// increases are taken series by series), else with none (a gauge's, summed
+/// at once: 99,000 series of one had had their identities written out at
+/// every scrape, and dropped).
+fn scalars(scrape: &Scrape, rule: &Rule, identified: bool, used: &mut [bool]) -> Vec<SeriesValue> {
     let mut out = Vec::new();
     for metric in rule.metrics {
         let found_before = out.len();
@@ -672,7 +676,10 @@ fn scalars(scrape: &Scrape, rule: &Rule, used: &mut [bool]) -> Vec<SeriesValue> 
                     .samples
                     .iter()
                     .filter(|s| s.name == *metric && plausible(s.value) && rule.filter.keeps(&s.labels))
-                    .map(|s| SeriesValue { series: series_id(metric, &s.labels), value: s.value * rule.scale }),
+                    .map(|s| SeriesValue {
+                        series: if identified { series_id(metric, &s.labels) } else { String::new() },
+                        value: s.value * rule.scale,
+                    }),
             );
             used[i] |= out.len() > before;
         }
