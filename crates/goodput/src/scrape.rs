@@ -6,7 +6,8 @@
 //! The parsing and mapping are goodput-core's `prometheus::scrape`.
 
 use goodput_core::prometheus::scrape::{
-    merge_endpoints, metric_lines, parse_at_most, Coarsened, Folder, HistogramSignal, Signals, MAX_METRIC_LINES,
+    is_read, merge_endpoints, metric_lines, parse_keeping, Coarsened, Folder, HistogramSignal, Signals,
+    MAX_METRIC_LINES,
 };
 use goodput_load::client::error_chain;
 use std::collections::BTreeMap;
@@ -265,7 +266,10 @@ impl Scraper {
             .zip(bodies)
             .map(|((url, _), text)| {
                 let name = if several { goodput_core::util::redact::redact_url(url) } else { url.clone() };
-                (name, parse_at_most(&text, MAX_METRIC_LINES))
+                // Only the families a signal reads are kept: an endpoint
+                // of 99,000 other series had had each parsed into a sample
+                // at every scrape, to be dropped.
+                (name, parse_keeping(&text, MAX_METRIC_LINES, is_read))
             })
             .collect();
         let scrape = match several {

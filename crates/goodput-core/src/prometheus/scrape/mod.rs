@@ -22,11 +22,11 @@ pub use diagnose::{cross_check, diagnose, engine_kv_bound, ClientLoad, CrossChec
 pub use fold::{is_folded_series, is_series_cap_warning, Folded, Folder, SignalKey, MAX_SCRAPE_VALUES};
 pub use histogram::{histogram_quantile, Bucket, Histogram, MAX_HISTOGRAM_BOUNDS};
 pub use parse::{
-    merge_endpoints, metric_lines, parse, parse_at_most, Family, Labels, MetricType, ParseError, ParseErrorKind,
-    Sample, Scrape, ENDPOINT_LABEL, MAX_METRIC_LINES,
+    merge_endpoints, metric_lines, parse, parse_at_most, parse_keeping, Family, Labels, MetricType, ParseError,
+    ParseErrorKind, Sample, Scrape, ENDPOINT_LABEL, MAX_METRIC_LINES,
 };
 pub use signals::{
-    detect, is_histogram_cap_warning, Coarsened, CounterSignal, GaugeSignal, HistogramSignal, Signals, Source,
+    detect, is_histogram_cap_warning, is_read, Coarsened, CounterSignal, GaugeSignal, HistogramSignal, Signals, Source,
 };
 pub use window::{
     series_coverage, summarize, summarize_points, summarize_signals, CounterSummary, HistogramSummary, Series,

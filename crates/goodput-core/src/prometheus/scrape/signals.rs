@@ -75,6 +75,23 @@ impl Source {
     }
 }
 
+/// Whether the samples of a family of this name may be read by
+/// [`Signals::mapped`]: a family whose name begins a metric some signal
+/// reads (`x` of a counter's `x_total`), or that such a metric begins (an
+/// untyped `x_bucket`), and every known source's, whose samples without a
+/// number a scraper names. The families a scraper keeps of a server's text
+/// ([`parse_keeping`](super::parse::parse_keeping)).
+pub fn is_read(family: &str) -> bool {
+    let related = |m: &str| m.starts_with(family) || family.starts_with(m);
+    PREFIXES.iter().any(|(p, _)| related(p))
+        || GAUGES
+            .iter()
+            .flat_map(|g| g.2)
+            .chain(COUNTERS.iter().flat_map(|c| c.1))
+            .any(|r| r.metrics.iter().any(|m| related(m)))
+        || HISTOGRAMS.iter().flat_map(|h| h.1).any(|r| r.metrics.iter().any(|m| related(m)))
+}
+
 /// The sources present in a scrape, in [`Source`] order.
 pub fn detect(scrape: &Scrape) -> Vec<Source> {
     let mut found: Vec<Source> = scrape.families.iter().filter_map(|f| Source::of_metric(&f.name)).collect();

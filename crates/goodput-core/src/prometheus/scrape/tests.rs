@@ -341,3 +341,40 @@ fn a_disaggregated_deployment_counts_prompts_at_prefill_and_generation_at_decode
     let s = Signals::from_scrape(&clean(&plain));
     assert_counters(&s, &[(C::PromptTokens, 512.0), (C::GenerationTokens, 6.0)]);
 }
+
+/// Every engine's fixture maps the same parsed keeping only the families a
+/// signal reads (what a scraper parses) as parsed whole.
+#[test]
+fn the_families_a_signal_reads_are_all_kept() {
+    use super::parse::{parse_keeping, MAX_METRIC_LINES};
+    use super::signals::is_read;
+    let names = [
+        "vllm.prom",
+        "sglang.prom",
+        "tgi.prom",
+        "dcgm.prom",
+        "vllm-spec-decode-1.prom",
+        "sglang-spec-pd.prom",
+        "vllm-nixl-1.prom",
+        "triton-disagg-1.prom",
+    ];
+    let mut texts: Vec<String> = names.iter().map(|n| fixture(n)).collect();
+    texts.push(read("../goodput-load/tests/fixtures/llamacpp/metrics.prom"));
+    texts.push(fixture("vllm.prom") + &fixture("dcgm.prom"));
+    for text in &texts {
+        let (all, kept) = (parse(text), parse_keeping(text, MAX_METRIC_LINES, is_read));
+        assert_eq!(Signals::mapped(&kept), Signals::mapped(&all));
+        assert_eq!((kept.errors.len(), kept.families.len()), (all.errors.len(), all.families.len()));
+        // And fewer samples: those of the process, of Python, of the rest.
+        let samples = |s: &Scrape| s.families.iter().map(|f| f.samples.len()).sum::<usize>();
+        assert!(samples(&kept) <= samples(&all));
+    }
+    for name in ["vllm:num_requests_running", "vllm", "DCGM_FI_DEV_GPU_UTIL", "goodput_sim_speed", "nv_gpu_utilization"]
+    {
+        assert!(is_read(name), "{name}");
+    }
+    for name in ["process_cpu_seconds_total", "python_gc_objects_collected_total", "http_requests_total", "shard_depth"]
+    {
+        assert!(!is_read(name), "{name}");
+    }
+}

@@ -37,14 +37,63 @@ pub(super) enum LexError {
 
 /// `name{label="value",…} value [timestamp] [# exemplar]`.
 pub(super) fn parse_sample(line: &str) -> Result<Sample, LexError> {
+    let mut labels = Labels::new();
+    let (name, value, timestamp) =
+        lex_sample(line, |label, raw| match labels.insert(label.to_string(), unescape_label(raw)) {
+            Some(_) => Err(LexError::LabelTwice(label.to_string())),
+            None => Ok(()),
+        })?;
+    Ok(Sample { name: name.to_string(), labels, value, timestamp })
+}
+
+/// Checks a sample line as [`parse_sample`] reads it (the same errors),
+/// keeping nothing of it: its name, and a hash of its series (its name and
+/// its labels, in whatever order they came), which tells a repeated series
+/// but for one chance in 2^64 a pair.
+pub(super) fn check_sample(line: &str) -> Result<(&str, u64), LexError> {
+    use std::hash::{Hash, Hasher};
+    // The label names seen, to tell one given twice: on the stack for the
+    // usual few.
+    let (mut first, mut count, mut more): ([&str; 8], usize, Vec<&str>) = ([""; 8], 0, Vec::new());
+    let mut labels: u64 = 0;
+    let (name, _, _) = lex_sample(line, |label, raw| {
+        if first[..count.min(8)].contains(&label) || more.contains(&label) {
+            return Err(LexError::LabelTwice(label.to_string()));
+        }
+        match first.get_mut(count) {
+            Some(slot) => *slot = label,
+            None => more.push(label),
+        }
+        count += 1;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        label.hash(&mut h);
+        match raw.contains('\\') {
+            true => unescape_label(raw).hash(&mut h),
+            false => raw.hash(&mut h),
+        }
+        // Summed: the same labels in any order hash alike.
+        labels = labels.wrapping_add(h.finish());
+        Ok(())
+    })?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (name, labels).hash(&mut h);
+    Ok((name, h.finish()))
+}
+
+/// Reads a sample line: its name, value and timestamp, each label handed
+/// to `label` (its name, and its value as written, escapes and all), which
+/// may refuse it.
+fn lex_sample<'a>(
+    line: &'a str,
+    mut label: impl FnMut(&'a str, &'a str) -> Result<(), LexError>,
+) -> Result<(&'a str, f64, Option<f64>), LexError> {
     let b = line.as_bytes();
     let end = name_end(b, 0);
     if end == 0 {
         return Err(LexError::NoName);
     }
-    let name = line[..end].to_string();
+    let name = &line[..end];
     let mut i = skip_blank(b, end);
-    let mut labels = Labels::new();
     if b.get(i) == Some(&b'{') {
         i += 1;
         loop {
@@ -57,19 +106,17 @@ pub(super) fn parse_sample(line: &str) -> Result<Sample, LexError> {
             if label_end == i {
                 return Err(LexError::NoLabelName);
             }
-            let label = &line[i..label_end];
+            let name = &line[i..label_end];
             i = skip_blank(b, label_end);
             if b.get(i) != Some(&b'=') {
-                return Err(LexError::NoEquals(label.to_string()));
+                return Err(LexError::NoEquals(name.to_string()));
             }
             i = skip_blank(b, i + 1);
             if b.get(i) != Some(&b'"') {
-                return Err(LexError::NoQuote(label.to_string()));
+                return Err(LexError::NoQuote(name.to_string()));
             }
-            let (value, next) = label_value(line, i + 1)?;
-            if labels.insert(label.to_string(), value).is_some() {
-                return Err(LexError::LabelTwice(label.to_string()));
-            }
+            let (raw, next) = label_value(line, i + 1)?;
+            label(name, raw)?;
             i = skip_blank(b, next);
             match b.get(i) {
                 Some(b',') => i += 1,
@@ -96,32 +143,51 @@ pub(super) fn parse_sample(line: &str) -> Result<Sample, LexError> {
             return Err(LexError::AfterTimestamp(w.to_string()));
         }
     }
-    Ok(Sample { name, labels, value, timestamp })
+    Ok((name, value, timestamp))
 }
 
-/// Reads a label value from just after its opening quote; returns it with
-/// the index after the closing quote. `\\`, `\"` and `\n` are the format's
-/// escapes; any other backslash is kept as written, as lenient readers do.
-pub(super) fn label_value(line: &str, start: usize) -> Result<(String, usize), LexError> {
-    let mut out = String::new();
-    let mut chars = line[start..].char_indices();
-    while let Some((off, c)) = chars.next() {
+/// Finds a label value from just after its opening quote: the value as
+/// written (escapes and all), and the index after the closing quote. A
+/// backslash escapes the character after it, whatever it is.
+pub(super) fn label_value(line: &str, start: usize) -> Result<(&str, usize), LexError> {
+    let b = line.as_bytes();
+    let mut i = start;
+    while let Some(&c) = b.get(i) {
         match c {
-            '"' => return Ok((out, start + off + 1)),
-            '\\' => match chars.next() {
-                Some((_, 'n')) => out.push('\n'),
-                Some((_, '\\')) => out.push('\\'),
-                Some((_, '"')) => out.push('"'),
-                Some((_, other)) => {
-                    out.push('\\');
-                    out.push(other);
-                }
-                None => break,
-            },
-            c => out.push(c),
+            b'"' => return Ok((&line[start..i], i + 1)),
+            // The byte after may open a character of several: the bytes
+            // that go on with it are never a quote or a backslash.
+            b'\\' if i + 1 < b.len() => i += 2,
+            b'\\' => break,
+            _ => i += 1,
         }
     }
     Err(LexError::Unterminated)
+}
+
+/// A label value as written, unescaped: `\\`, `\"` and `\n` are the
+/// format's escapes; any other backslash is kept as written, as lenient
+/// readers do.
+pub(super) fn unescape_label(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('\\') => out.push('\\'),
+            Some('"') => out.push('"'),
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
 }
 
 pub(super) fn unescape_help(text: &str) -> String {
