@@ -48,35 +48,42 @@ pub(super) fn parse_sample(line: &str) -> Result<Sample, LexError> {
 
 /// Checks a sample line as [`parse_sample`] reads it (the same errors),
 /// keeping nothing of it: its name, and a hash of its series (its name and
-/// its labels, in whatever order they came), which tells a repeated series
-/// but for one chance in 2^64 a pair.
-pub(super) fn check_sample(line: &str) -> Result<(&str, u64), LexError> {
-    use std::hash::{Hash, Hasher};
-    // The label names seen, to tell one given twice: on the stack for the
-    // usual few.
-    let (mut first, mut count, mut more): ([&str; 8], usize, Vec<&str>) = ([""; 8], 0, Vec::new());
-    let mut labels: u64 = 0;
+/// its labels, in whatever order they came, hashed by `keys`), which tells
+/// a repeated series but for one chance in 2^64 a pair.
+pub(super) fn check_sample<'a>(line: &'a str, keys: &std::hash::RandomState) -> Result<(&'a str, u64), LexError> {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    // The labels, to tell one given twice and to hash them in name order:
+    // on the stack for the usual few.
+    let mut first: [(&str, &str); 8] = [("", ""); 8];
+    let (mut count, mut more): (usize, Vec<(&str, &str)>) = (0, Vec::new());
     let (name, _, _) = lex_sample(line, |label, raw| {
-        if first[..count.min(8)].contains(&label) || more.contains(&label) {
+        if first[..count.min(8)].iter().chain(&more).any(|l| l.0 == label) {
             return Err(LexError::LabelTwice(label.to_string()));
         }
         match first.get_mut(count) {
-            Some(slot) => *slot = label,
-            None => more.push(label),
+            Some(slot) => *slot = (label, raw),
+            None => more.push((label, raw)),
         }
         count += 1;
-        let mut h = std::collections::hash_map::DefaultHasher::new();
+        Ok(())
+    })?;
+    let labels = match count <= first.len() {
+        true => &mut first[..count],
+        false => {
+            more.extend_from_slice(&first);
+            &mut more[..]
+        }
+    };
+    labels.sort_unstable_by_key(|l| l.0);
+    let mut h = keys.build_hasher();
+    name.hash(&mut h);
+    for (label, raw) in labels.iter() {
         label.hash(&mut h);
         match raw.contains('\\') {
             true => unescape_label(raw).hash(&mut h),
             false => raw.hash(&mut h),
         }
-        // Summed: the same labels in any order hash alike.
-        labels = labels.wrapping_add(h.finish());
-        Ok(())
-    })?;
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    (name, labels).hash(&mut h);
+    }
     Ok((name, h.finish()))
 }
 

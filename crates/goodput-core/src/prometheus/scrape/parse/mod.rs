@@ -11,6 +11,7 @@ pub(crate) use super::values::{parse_float, prom_float};
 use lexer::{check_sample, name_end, parse_sample, split_word, unescape_help};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::BuildHasher;
 
 /// The `# TYPE` of a family; `untyped` when none was declared (OpenMetrics'
 /// `unknown` reads as untyped too).
@@ -260,9 +261,10 @@ pub fn parse_at_most(text: &str, limit: usize) -> Scrape {
 /// other families' sample lines are read and checked as [`parse`] reads
 /// them, but not kept. The families, and the errors (the same lines, the
 /// same words), are [`parse`]'s; the families not kept hold no samples.
-/// A repeated series of those is told by a 64-bit hash of it: two series
-/// of one that share one (a chance in 10^9 for a text of 100,000 lines)
-/// would be said to repeat, and no sample kept changes. A scraper that maps
+/// A repeated series of those is told by a 64-bit hash of it, keyed afresh
+/// for each parse: two series of one that share one (a chance in 10^9 for
+/// a text of 100,000 lines) would be said to repeat, and no sample kept
+/// changes. A scraper that maps
 /// a server's text to signals reads a few dozen of its families: 99,000
 /// lines of other gauges had been parsed into samples and labels, every
 /// 100 ms, to be dropped (a client core, and 230 MB held).
@@ -354,11 +356,16 @@ struct Open {
     index: usize,
     first_line: usize,
     typed: bool,
-    series: HashSet<(String, Labels)>,
+    /// Its series kept, by hash: each the index of the first sample of its
+    /// hash (cloning every sample's name and labels to tell a repeated one
+    /// had doubled what a parse held).
+    series: HashMap<u64, usize>,
     /// The series of a family whose samples are not kept, by hash.
     hashes: HashSet<u64>,
     /// Its samples read (kept or not).
     samples: usize,
+    /// Whether [`Parser::keeps`] takes its name (asked once, not a line).
+    named: bool,
 }
 
 #[derive(Default)]
@@ -375,6 +382,9 @@ struct Parser {
     /// The families whose samples are kept, by name ([`parse_keeping`]);
     /// `None`, all.
     keeps: Option<fn(&str) -> bool>,
+    /// Keys the series' hashes afresh for each parse: no text can be made
+    /// to collide them.
+    hasher: std::hash::RandomState,
 }
 
 impl Parser {
@@ -403,7 +413,7 @@ impl Parser {
                         Err(why) => self.error(n, ParseErrorKind::Malformed(why.to_string())),
                     }
                 } else {
-                    match check_sample(trimmed) {
+                    match check_sample(trimmed, &self.hasher) {
                         Ok((name, series)) => self.unkept_sample(n, trimmed, name, series),
                         Err(why) => self.error(n, ParseErrorKind::Malformed(why.to_string())),
                     }
@@ -497,25 +507,21 @@ impl Parser {
     }
 
     /// The open family, if a sample called `name` belongs to it.
-    fn open_owner(&self, name: &str) -> Option<&Family> {
-        let f = &self.families[self.open.as_ref()?.index];
-        f.kind.owns(&f.name, name).then_some(f)
-    }
-
-    /// Whether the samples of `family` are kept: all are without
-    /// [`Parser::keeps`], and a histogram's and a summary's always (they
-    /// are checked whole when the family closes).
-    fn keeps_family(&self, family: &Family) -> bool {
-        self.keeps.is_none_or(|keeps| keeps(&family.name))
-            || matches!(family.kind, MetricType::Histogram | MetricType::Summary)
+    fn open_owner(&self, name: &str) -> Option<(&Open, &Family)> {
+        let open = self.open.as_ref()?;
+        let f = &self.families[open.index];
+        f.kind.owns(&f.name, name).then_some((open, f))
     }
 
     /// Whether a sample called `name` would be kept, before it is read:
-    /// where it would land, what [`Parser::land`] does, decides.
+    /// where it would land, what [`Parser::land`] does, decides. A
+    /// family's samples are kept when [`Parser::keeps`] takes its name, and
+    /// a histogram's and a summary's always (they are checked whole when
+    /// the family closes).
     fn keeps_sample(&self, name: &str) -> bool {
         let Some(keeps) = self.keeps else { return true };
         match self.open_owner(name) {
-            Some(family) => self.keeps_family(family),
+            Some((open, family)) => open.named || matches!(family.kind, MetricType::Histogram | MetricType::Summary),
             // A family of its own name, untyped (or a repeated family's
             // later group, dropped, whichever way it is read).
             None => name.is_empty() || keeps(name),
@@ -550,13 +556,19 @@ impl Parser {
         let Some(open) = self.open.as_mut() else {
             return;
         };
-        if !open.series.insert((sample.name.clone(), sample.labels.clone())) {
+        let samples = &mut self.families[open.index].samples;
+        let hash = self.hasher.hash_one((&sample.name, &sample.labels));
+        let same = |s: &Sample| s.name == sample.name && s.labels == sample.labels;
+        // Two series of one hash (a chance in 2^64 a pair): all looked through.
+        let repeated = open.series.get(&hash).is_some_and(|&i| same(&samples[i]) || samples.iter().any(same));
+        if repeated {
             let id = format!("{}{:?}", sample.name, sample.labels);
             self.errors.push(ParseError { line: n, kind: ParseErrorKind::DuplicateSeries(id) });
             return;
         }
+        open.series.entry(hash).or_insert(samples.len());
         open.samples += 1;
-        self.families[open.index].samples.push(sample);
+        samples.push(sample);
     }
 
     /// A sample of a family whose samples are not kept, `line` checked
@@ -614,9 +626,10 @@ impl Parser {
             index,
             first_line: n,
             typed: false,
-            series: HashSet::new(),
+            series: HashMap::new(),
             hashes: HashSet::new(),
             samples: 0,
+            named: self.keeps.is_none_or(|keeps| keeps(name)),
         });
         self.skipping = None;
     }
