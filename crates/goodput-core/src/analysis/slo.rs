@@ -570,6 +570,18 @@ impl Slo {
     /// A request cancelled before any bound passed could still have met
     /// them all, so it is left out of the attainment; this one is not.
     pub fn certainly_missed(&self, r: &RequestRecord) -> bool {
+        self.missed_when_cancelled(r, true)
+    }
+
+    /// [`Slo::certainly_missed`] by a per-request limit, the objectives'
+    /// thresholds aside ([`Slo::meets_limits`]).
+    pub fn certainly_missed_a_limit(&self, r: &RequestRecord) -> bool {
+        self.missed_when_cancelled(r, false)
+    }
+
+    /// Whether cancelled `r` had certainly missed a limit, or with
+    /// `objectives` an objective's bound on each request too.
+    fn missed_when_cancelled(&self, r: &RequestRecord, objectives: bool) -> bool {
         let elapsed = r.end.saturating_sub(r.sent);
         let missed = |m: SloMetric, max: Duration| match m {
             SloMetric::Ttft => r.ttft().unwrap_or(elapsed) > max,
@@ -578,14 +590,24 @@ impl Slo {
         };
         matches!(r.outcome, Outcome::Cancelled)
             && (self.limits.iter().any(|l| missed(l.metric, l.max))
-                || self.objectives.iter().any(|o| missed(o.metric, o.max)))
+                || (objectives && self.objectives.iter().any(|o| missed(o.metric, o.max))))
     }
 
-    /// [`Slo::certainly_missed`] by a per-request limit, the objectives'
-    /// thresholds aside ([`Slo::meets_limits`]).
-    pub fn certainly_missed_a_limit(&self, r: &RequestRecord) -> bool {
-        let limits_only = Slo { objectives: Vec::new(), ..self.clone() };
-        limits_only.certainly_missed(r)
+    /// Whether the attainment held to the target counts the limits alone:
+    /// beside percentile objectives, each judged by its own percentile
+    /// ([`Slo::has_limits`]); else it counts every threshold, as goodput does.
+    pub fn attains_by_limits(&self) -> bool {
+        self.has_limits() && !self.objectives.is_empty()
+    }
+
+    /// Whether `r` counts as met in the attainment held to the target
+    /// ([`Slo::attains_by_limits`]).
+    pub fn attains(&self, r: &RequestRecord) -> bool {
+        if self.attains_by_limits() {
+            self.meets_limits(r)
+        } else {
+            self.is_good(r)
+        }
     }
 }
 
@@ -751,12 +773,19 @@ impl SloReport {
         }
     }
 
+    /// Whether the judged attainment counted the limits alone (limits and
+    /// percentile objectives both: [`Slo::attains_by_limits`]), where
+    /// goodput's share counts every threshold.
+    pub fn attains_by_limits(&self) -> bool {
+        !self.limits.is_empty() && !self.objectives.is_empty()
+    }
+
     /// What `summary.goodput.slo_attainment` is called beside the verdict:
     /// the attainment, or, where goodput counts objectives' thresholds the
     /// judged attainment does not (limits and objectives both), the share
     /// that met every threshold.
     pub fn goodput_share_label(&self) -> &'static str {
-        if !self.limits.is_empty() && !self.objectives.is_empty() {
+        if self.attains_by_limits() {
             "met every threshold"
         } else {
             "attainment"
@@ -902,8 +931,8 @@ pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, S
         let target = slo.attainment_target();
         // The limits alone where there are any ([`Slo::has_limits`]); an
         // SLO of objectives that names an attainment counts their thresholds.
-        let (good, judged) = if slo.has_limits() && !slo.objectives.is_empty() {
-            let good = judged.iter().filter(|r| unscored.is_empty() && slo.meets_limits(r)).count() as u64;
+        let (good, judged) = if slo.attains_by_limits() {
+            let good = judged.iter().filter(|r| unscored.is_empty() && slo.attains(r)).count() as u64;
             (good, (judged.len() + measured.iter().filter(|r| slo.certainly_missed_a_limit(r)).count()) as u64)
         } else {
             (goodput.good_requests, goodput.judged_requests)

@@ -455,12 +455,8 @@ impl Watch {
         if !matches!(r.outcome, Outcome::Cancelled) {
             if let Some(slo) = &self.slo {
                 self.judged += 1;
-                // What the verdict's attainment counts: the limits alone
-                // beside objectives (each judged by its percentile), else
-                // every threshold.
-                let counted =
-                    if slo.has_limits() && !slo.objectives.is_empty() { slo.meets_limits(r) } else { slo.is_good(r) };
-                self.good += u64::from(counted);
+                // What the verdict's attainment counts.
+                self.good += u64::from(slo.attains(r));
                 self.failed += u64::from(!r.outcome.is_success());
             }
             if r.outcome.is_success() {

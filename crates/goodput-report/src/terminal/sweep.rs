@@ -55,7 +55,7 @@ pub fn row(load: Load, origin: &str, r: &RunResult, judged: bool, attainment: f6
         let verdict = if meets_slo(r, attainment) == Some(true) { "meets" } else { "misses" };
         // Beside objectives, the verdict's share is the limits' (goodput's,
         // every threshold, had been shown beside a verdict it did not decide).
-        match r.slo.as_ref().filter(|s| !s.limits.is_empty() && !s.objectives.is_empty()) {
+        match r.slo.as_ref().filter(|s| s.attains_by_limits()) {
             Some(slo) => {
                 let within = slo.attainment.as_ref().map_or(g, |a| a.measured * 100.0);
                 format!("{verdict} ({within:.0}% within limits, {g:.0}% good)")
