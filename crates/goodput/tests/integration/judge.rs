@@ -848,4 +848,13 @@ fn the_csv_tells_the_verdict_from_the_objectives_and_good_tokens_need_an_slo() {
     assert_eq!(objectives, "true");
     let (_, stdout) = cell(&[], "slo_pass");
     assert!(stdout.contains("per M output tokens") && !stdout.contains("good output tokens"), "{stdout}");
+    // The HTML's cost card alike (it had said "per M good tokens").
+    let html = dir.path().join("run.html");
+    goodput()
+        .args(["estimate", "-q", "-n", "20", "-c", "2", "--gpu-hour-usd", "2", "--html"])
+        .arg(&html)
+        .assert()
+        .success();
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("GPU-hour") && !page.contains("per M good"), "the HTML names good tokens without an SLO");
 }

@@ -225,10 +225,13 @@ fn run_cards(o: &mut String, r: &RunResult) {
             "cost per M output tokens",
             &c.usd_per_million_output_tokens.map(format::usd).unwrap_or("-".into()),
             &format!(
-                "${:.2}/GPU-hour × {} · {} per M good tokens",
+                "${:.2}/GPU-hour × {}{}",
                 c.gpu_hour_usd,
                 c.gpus,
-                c.usd_per_million_good_output_tokens.map(format::usd).unwrap_or("-".into())
+                crate::terminal::good_cost(
+                    r,
+                    c.usd_per_million_good_output_tokens.map(format::usd).unwrap_or("-".into())
+                )
             ),
         );
     }
