@@ -18,8 +18,8 @@ pub async fn bench(a: BenchArgs) -> Result<ExitCode> {
     if a.runs.runs > 1 {
         return crate::runs::bench(a).await;
     }
-    let (result, recs) = run(&a, None).await?;
-    let code = output::finish_live(&result, &a.output, &a.judge, &recs)?;
+    let (mut result, recs) = run(&a, None).await?;
+    let code = output::finish_live(&mut result, &a.output, &a.judge, &recs)?;
     Ok(storm_exit(&result, code))
 }
 

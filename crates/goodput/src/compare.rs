@@ -153,7 +153,8 @@ fn judged_by(
     let judged = crate::report::analysed(run, &args).with_context(|| {
         format!(
             "--slo '{slo}' judges every run again from its records, and {} could not be (where a run's records \
-                 are not beside it, give --records once for each run, in the runs' order)",
+                 are neither where it names them nor beside it, give --records once for each run, in the runs' \
+                 order)",
             path.display()
         )
     })?;

@@ -29,8 +29,8 @@ pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
         return crate::runs::estimate(a, &cfg);
     }
     let wall = std::time::Instant::now();
-    let (result, records) = run(&a, &cfg)?;
-    finish(&a, &cfg, &result, &records, wall.elapsed())
+    let (mut result, records) = run(&a, &cfg)?;
+    finish(&a, &cfg, &mut result, &records, wall.elapsed())
 }
 
 /// Refuses a `--gpus`, or a `--config` file's `gpus`, other than the
@@ -142,7 +142,7 @@ pub fn run(a: &EstimateArgs, cfg: &EngineConfig) -> Result<(RunResult, Vec<Reque
 pub fn finish(
     a: &EstimateArgs,
     cfg: &EngineConfig,
-    result: &RunResult,
+    result: &mut RunResult,
     records: &[RequestRecord],
     wall: std::time::Duration,
 ) -> Result<ExitCode> {

@@ -68,17 +68,18 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode> {
     let (count, missing) = check_one_run(&shards, a.allow_partial)?;
     shards.sort_by_key(|s| s.run.shard.as_ref().map_or(0, |i| i.index));
     let merged = merged_run(&a, shards, count, missing)?;
-    let MergedRun { result, records } = merged;
+    let MergedRun { mut result, records } = merged;
     if let Some(p) = &a.records {
         goodput_report::read::records::write_records(p, &result.run_id, &records)?;
         goodput_core::tell!("records written to {}", p.display());
     }
-    let out = OutputArgs::rewriting(
+    let mut out = OutputArgs::rewriting(
         result.config.percentiles.clone().unwrap_or_default(),
         a.output.clone(),
         a.exports.clone(),
     );
-    output::finish(&result, &out, &a.judge, &records)
+    out.records = a.records.clone();
+    output::finish(&mut result, &out, &a.judge, &records)
 }
 
 /// A shard's result document, refused when it is not one.

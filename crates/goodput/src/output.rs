@@ -299,6 +299,54 @@ pub fn write_document<T: serde::Serialize>(path: &Path, doc: &T, kind: &str) -> 
     }
 }
 
+/// `target` as a path from the folder of the file `from` (both as named
+/// from the working folder): `../records/run.jsonl` for
+/// `runs/a.json` and `records/run.jsonl`. `None` where either cannot be
+/// made absolute. Made from the names alone (a link is not followed), as
+/// [`resolve_from`] reads it back.
+pub fn path_from(from: &Path, target: &Path) -> Option<String> {
+    use std::path::Component;
+    let dir = lexical(std::path::absolute(from).ok()?.parent()?);
+    let target = lexical(&std::path::absolute(target).ok()?);
+    let (a, b): (Vec<_>, Vec<_>) = (dir.components().collect(), target.components().collect());
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut rel = std::path::PathBuf::new();
+    for _ in common..a.len() {
+        rel.push(Component::ParentDir);
+    }
+    for c in &b[common..] {
+        rel.push(c);
+    }
+    rel.to_str().map(str::to_owned)
+}
+
+/// A path a document names (`config.records_file`, [`path_from`]) as
+/// named from the working folder: `rel` from the folder of `doc`.
+pub fn resolve_from(doc: &Path, rel: &str) -> std::path::PathBuf {
+    let dir = doc.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    lexical(&dir.join(rel))
+}
+
+/// `p` with each `..` taking the name before it away and each `.` dropped
+/// (by the names alone).
+fn lexical(p: &Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir if matches!(out.components().next_back(), Some(Component::Normal(_))) => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
 /// The exit status of a run or sweep cut short by Ctrl-C or SIGTERM (its
 /// documents written, marked `interrupted`): the shells' own for a Ctrl-C,
 /// so that CI can tell a run cut short from one that finished.
@@ -308,7 +356,7 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 /// [`EXIT_INTERRUPTED`] whatever else it would have exited with (a saved
 /// run read again by `report` or `merge` was not cut short now).
 pub fn finish_live(
-    result: &RunResult,
+    result: &mut RunResult,
     out: &OutputArgs,
     judge: &JudgeArgs,
     records: &[RequestRecord],
@@ -339,7 +387,18 @@ pub fn columns() -> usize {
 /// window was not a steady state.
 /// A file that could not be written is an error (exit 2) once the rest are
 /// written.
-pub fn finish(result: &RunResult, out: &OutputArgs, judge: &JudgeArgs, records: &[RequestRecord]) -> Result<ExitCode> {
+pub fn finish(
+    result: &mut RunResult,
+    out: &OutputArgs,
+    judge: &JudgeArgs,
+    records: &[RequestRecord],
+) -> Result<ExitCode> {
+    // The document names its records file, from its own folder, so that
+    // `report` finds it wherever both were written.
+    let doc = out.output.as_deref().filter(|p| *p != Path::new("-"));
+    let named = out.records.as_deref().filter(|p| *p != Path::new("-"));
+    result.config.records_file = doc.zip(named).and_then(|(d, r)| path_from(d, r));
+    let result = &*result;
     let summary = goodput_report::terminal::render_width(result, columns());
     // With `-o -` standard output carries the document alone.
     if out.output.as_deref() == Some(Path::new("-")) {
@@ -505,6 +564,26 @@ pub fn say(text: &str) {
 mod tests {
     use super::*;
     use serde_json::{json, Value};
+
+    #[test]
+    fn a_records_file_is_named_from_the_documents_folder_and_read_back_so() {
+        let cases = [
+            ("run.json", "run.jsonl", "run.jsonl"),
+            ("runs/a.json", "recs/r.jsonl", "../recs/r.jsonl"),
+            ("runs/x/a.json", "runs/r.parquet", "../r.parquet"),
+            ("a.json", "deep/er/r.jsonl", "deep/er/r.jsonl"),
+            ("./runs/../a.json", "r.jsonl", "r.jsonl"),
+        ];
+        for (doc, rec, named) in cases {
+            let rel = path_from(Path::new(doc), Path::new(rec)).unwrap();
+            assert_eq!(rel, named, "{doc} {rec}");
+            // Read back from the document's name, it is the file named at first.
+            let back = std::path::absolute(resolve_from(Path::new(doc), &rel)).unwrap();
+            assert_eq!(lexical(&back), lexical(&std::path::absolute(rec).unwrap()), "{doc} {rec}");
+        }
+        // Absolute names anywhere give a path from the one folder to the other.
+        assert_eq!(path_from(Path::new("/a/b/run.json"), Path::new("/c/r.jsonl")).unwrap(), "../../c/r.jsonl");
+    }
 
     #[test]
     fn a_document_that_cannot_be_written_is_saved_elsewhere_and_the_error_says_where() {

@@ -152,11 +152,17 @@ fn report_run(run: RunResult, a: &ReportArgs) -> Result<ExitCode> {
         a.exports.clone(),
     );
     out.quiet = a.quiet;
+    // The records file the saved document names, as named from here: a
+    // document written anew names it from its own folder.
+    let saved = run.config.records_file.as_deref().map(|r| output::resolve_from(&a.run, r));
     match analysed(run, a)? {
-        Reported::AsSaved(run) => output::finish(&run, &out, &a.judge, &[]),
-        Reported::Anew { result, records, percentiles } => {
-            let out = OutputArgs { percentiles: PercentileList(percentiles), ..out };
-            output::finish(&result, &out, &a.judge, &records)
+        Reported::AsSaved(mut run) => {
+            out.records = saved;
+            output::finish(&mut run, &out, &a.judge, &[])
+        }
+        Reported::Anew { mut result, records, percentiles, from } => {
+            let out = OutputArgs { percentiles: PercentileList(percentiles), records: from.or(saved), ..out };
+            output::finish(&mut result, &out, &a.judge, &records)
         }
     }
 }
@@ -168,7 +174,9 @@ pub enum Reported {
     AsSaved(RunResult),
     /// Analysed again from its `records` at `percentiles` (another SLO,
     /// percentiles, window or price).
-    Anew { result: RunResult, records: Vec<RequestRecord>, percentiles: Vec<f64> },
+    /// `from`: the records file they were read from (`None`: the
+    /// document's own).
+    Anew { result: RunResult, records: Vec<RequestRecord>, percentiles: Vec<f64>, from: Option<std::path::PathBuf> },
 }
 
 /// `run`, read from `a.run`, judged again as `a` asks: from its records
@@ -194,6 +202,7 @@ pub fn analysed(mut run: RunResult, a: &ReportArgs) -> Result<Reported> {
         || j.gpus.is_some();
     // A records file read only in part (its last line cut short), said in the result too.
     let mut cut_short = None;
+    let mut from = a.records.clone();
     let records = match (&a.records, &run.requests) {
         (Some(p), _) => {
             // Streamed: one line of the file at a time, and each record's chunks packed;
@@ -238,7 +247,7 @@ pub fn analysed(mut run: RunResult, a: &ReportArgs) -> Result<Reported> {
             let mut outputs = vec![("--output", a.output.as_deref())];
             outputs.extend(a.exports.outputs());
             let mut found = None;
-            for p in records_beside(&a.run) {
+            for p in records_beside(&a.run, run.config.records_file.as_deref()) {
                 output::distinct_files(&[("the records beside the result", p.as_path())], &outputs)?;
                 match goodput_report::read::records::read_counted_records(&p, &run, &a.run) {
                     Ok((records, cut)) => {
@@ -250,6 +259,7 @@ pub fn analysed(mut run: RunResult, a: &ReportArgs) -> Result<Reported> {
                         }
                         cut_short = cut;
                         found = Some(records);
+                        from = Some(p);
                         break;
                     }
                     Err(e) => eprintln!(
@@ -265,8 +275,12 @@ pub fn analysed(mut run: RunResult, a: &ReportArgs) -> Result<Reported> {
     };
     let Some(records) = records else {
         if rejudge {
+            // The file the document names, where it names one (moved or removed since).
+            let named = run.config.records_file.as_deref().map_or(String::new(), |r| {
+                format!("where it names it ({}) nor ", output::resolve_from(&a.run, r).display())
+            });
             bail!(
-                "{} holds no per-request records, nor is its records file beside it ({} or {}), and an SLO, \
+                "{} holds no per-request records, nor is its records file {named}beside it ({} or {}), and an SLO, \
                  attainment, percentiles, ratings or --window are drawn from them: pass --records FILE (written by \
                  --records), or save runs with --include-requests{}",
                 a.run.display(),
@@ -388,7 +402,7 @@ pub fn analysed(mut run: RunResult, a: &ReportArgs) -> Result<Reported> {
             a.run.display()
         );
     }
-    Ok(Reported::Anew { result, records, percentiles })
+    Ok(Reported::Anew { result, records, percentiles, from })
 }
 
 /// `run` priced anew (`--gpu-hour-usd`, `--gpus`, a config's price) from
@@ -449,8 +463,19 @@ fn check_references(run: &RunResult, records: &[RequestRecord], slo: Option<&goo
 /// the way `compare` hints to judge runs by one SLO, had said the run
 /// "holds no per-request records" with RUN.jsonl beside it. Whose records
 /// they are is checked as a --records file's are (by the run's id).
-fn records_beside(run: &std::path::Path) -> Vec<std::path::PathBuf> {
-    ["jsonl", "parquet"].into_iter().map(|e| run.with_extension(e)).filter(|p| p != run && p.is_file()).collect()
+/// The run's records files to try, in order: the one the document names
+/// (`named`, [`output::path_from`]), then `RUN.jsonl` and `RUN.parquet`
+/// beside it; those that are files.
+fn records_beside(run: &std::path::Path, named: Option<&str>) -> Vec<std::path::PathBuf> {
+    let named = named.map(|r| output::resolve_from(run, r));
+    let beside = ["jsonl", "parquet"].into_iter().map(|e| run.with_extension(e));
+    let mut found: Vec<std::path::PathBuf> = Vec::new();
+    for p in named.into_iter().chain(beside) {
+        if p != run && p.is_file() && !found.iter().any(|f| output::same_place(f, &p)) {
+            found.push(p);
+        }
+    }
+    found
 }
 
 /// A saved run's energy over its records analysed again, at their output

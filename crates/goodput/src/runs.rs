@@ -102,7 +102,7 @@ pub async fn bench(mut a: BenchArgs) -> Result<ExitCode> {
     let mut top = with_repeats(results, n, &seeds, a.runs.same_seed, a.judge.confidence, notes);
     top.warnings.extend(warm);
     let stopped = top.repeats.as_ref().is_some_and(|rep| rep.n < n || rep.runs.iter().any(|r| r.interrupted));
-    let code = output::finish(&top, &a.output, &a.judge, &first)?;
+    let code = output::finish(&mut top, &a.output, &a.judge, &first)?;
     if let Some(e) = failed {
         return Err(e.context("the document holds the runs made before it"));
     }
@@ -153,8 +153,8 @@ pub fn estimate(mut a: EstimateArgs, cfg: &EngineConfig) -> Result<ExitCode> {
                 .to_string(),
         );
     }
-    let top = with_repeats(results, n, &seeds, a.runs.same_seed, a.judge.confidence, notes);
-    crate::estimate::finish(&a, cfg, &top, &first, wall)
+    let mut top = with_repeats(results, n, &seeds, a.runs.same_seed, a.judge.confidence, notes);
+    crate::estimate::finish(&a, cfg, &mut top, &first, wall)
 }
 
 /// The first run with the `repeats` block of all of `results` added.

@@ -63,6 +63,11 @@ pub struct RunConfig {
     /// `raw` (BOS) (`estimate`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompts: Option<String>,
+    /// The per-request records file of the run (`--records`), as a path
+    /// from the folder of the document that holds it: `report` reads the
+    /// records there to judge the run again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub records_file: Option<String>,
     /// The `--window` a `report` re-analysed the run over.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub report_window: Option<String>,

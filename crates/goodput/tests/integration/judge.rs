@@ -106,12 +106,16 @@ fn a_limit_passes_only_when_enough_requests_meet_it() {
     assert_eq!(code, Some(0), "{text}");
     let err = goodput().arg("report").arg(&out).args(["--attainment", "1.5"]).refusal();
     assert!(err.contains("above 0 and at most 1"), "{err}");
+    // Its records moved from where the run wrote them, judging again is refused.
+    let away = dir.path().join("away.jsonl");
+    std::fs::rename(&rec, &away).unwrap();
     let err = goodput().arg("report").arg(&out).args(["--slo", "ttft<=1s", "--attainment", "0.95"]).refusal();
     assert!(err.contains("--records"), "re-judging needs the records: {err}");
-    // The run's records beside it by its name (run.jsonl) are read without
-    // --records, as compare's hint to judge runs by one SLO has it (report
-    // had said the run holds no records with them beside it).
-    std::fs::copy(&rec, dir.path().join("run.jsonl")).unwrap();
+    // The run's records beside it by its name (run.jsonl), where those it
+    // names are not, are read without --records, as compare's hint to judge
+    // runs by one SLO has it (report had said the run holds no records with
+    // them beside it).
+    std::fs::copy(&away, dir.path().join("run.jsonl")).unwrap();
     let o = goodput().arg("report").arg(&out).args(["--slo", "ttft<=200ms", "--fail-on-slo"]).output().unwrap();
     let (text, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert_eq!(o.status.code(), Some(3), "{err}");
@@ -119,7 +123,7 @@ fn a_limit_passes_only_when_enough_requests_meet_it() {
     assert!(err.contains("reading the run's records from") && err.contains("run.jsonl"), "{err}");
     // A file there that is not the run's (cut short) is passed over with a
     // warning, and a price alone never reads it: it had failed re-pricing.
-    let lines = std::fs::read_to_string(&rec).unwrap();
+    let lines = std::fs::read_to_string(&away).unwrap();
     std::fs::write(dir.path().join("run.jsonl"), lines.lines().take(5).collect::<Vec<_>>().join("\n")).unwrap();
     let o = goodput().arg("report").arg(&out).args(["--gpu-hour-usd", "3"]).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
@@ -706,6 +710,48 @@ fn report_judges_by_a_config_files_slo_and_refuses_it_without_records() {
     let o = goodput().arg("report").arg(p("run.json")).arg("--config").arg(p("strict.toml")).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("--records FILE"), "{err}");
+}
+
+/// A result names its `--records` file from its own folder, and `report`
+/// reads it there whatever the two are called and wherever it is run from
+/// (it had looked only for RUN.jsonl beside the result); a document
+/// `report` writes elsewhere names the same file from its own folder.
+#[test]
+fn report_finds_the_records_file_a_result_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    std::fs::create_dir_all(p("runs")).unwrap();
+    goodput()
+        .current_dir(dir.path())
+        .args(["estimate", "-q", "-c", "4", "-n", "20", "--input-tokens", "50", "--output-tokens", "20"])
+        .args(["-o", "runs/a.json", "--records", "recs/requests.jsonl"])
+        .assert()
+        .success();
+    assert_eq!(read_json(&p("runs/a.json"))["config"]["records_file"], "../recs/requests.jsonl");
+    // From another folder, re-judged by an SLO the records alone can answer.
+    let o = goodput()
+        .arg("report")
+        .arg(p("runs/a.json"))
+        .args(["--slo", "ttft<=60s", "--fail-on-slo", "-o"])
+        .arg(p("again/b.json"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("reading the run's records from") && err.contains("requests.jsonl"), "{err}");
+    let again = read_json(&p("again/b.json"));
+    assert_eq!(again["slo"]["pass"], true);
+    assert_eq!(again["config"]["records_file"], "../recs/requests.jsonl");
+    // The document report wrote finds them in turn.
+    let o = goodput().arg("report").arg(p("again/b.json")).args(["--slo", "ttft<=60s"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Moved away, the refusal names where the document says they were.
+    std::fs::rename(p("recs/requests.jsonl"), p("recs/moved.jsonl")).unwrap();
+    let err = goodput().arg("report").arg(p("runs/a.json")).args(["--slo", "ttft<=60s"]).refusal();
+    assert!(
+        err.contains("where it names it (") && err.contains("requests.jsonl") && err.contains("--records FILE"),
+        "{err}"
+    );
 }
 
 /// A price read back from a saved document is checked as the flag is: a

@@ -575,15 +575,22 @@ fn compare_judges_every_run_again_by_one_slo() {
     let md = std::fs::read_to_string(&md).unwrap();
     assert!(md.contains("| SLO attainment |") && md.contains("| SLO verdict |"), "{md}");
 
-    // The records beside each run by its name, where they are: b's are
-    // not, so it is refused, named, with where its records could come from.
+    // Without --records, the records each run names (b's by another name).
+    let o = goodput().arg("compare").arg(&a).arg(&b).args(["--slo", SPEC, "-o"]).arg(&out).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && err.contains("b-records.jsonl"), "{err}");
+    assert_eq!(read_json(&out)["rows"], c["rows"], "the same records, the same comparison");
+    // Moved away, b's are neither where it names them nor beside it: it is
+    // refused, named, with where its records could come from.
+    std::fs::rename(dir.path().join("b-records.jsonl"), dir.path().join("moved.jsonl")).unwrap();
     let err = goodput().arg("compare").arg(&a).arg(&b).args(["--slo", SPEC]).refusal();
     assert!(
         err.contains(&format!("--slo '{SPEC}' judges every run again from its records, and {}", b.display())),
         "{err}"
     );
     assert!(err.contains("give --records once for each run") && err.contains("b.jsonl"), "{err}");
-    std::fs::rename(dir.path().join("b-records.jsonl"), dir.path().join("b.jsonl")).unwrap();
+    assert!(err.contains("b-records.jsonl"), "{err}");
+    std::fs::rename(dir.path().join("moved.jsonl"), dir.path().join("b.jsonl")).unwrap();
     let o = goodput().arg("compare").arg(&a).arg(&b).args(["--slo", SPEC, "-o"]).arg(&out).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("reading the run's records from"));
