@@ -609,6 +609,19 @@ impl Slo {
             self.is_good(r)
         }
     }
+
+    /// Whether `r`, cancelled, counts as a miss in the attainment held to
+    /// the target beside the requests judged: one that had certainly
+    /// missed what [`Slo::attains`] counts (the limits alone beside
+    /// objectives, else every threshold). The verdict and `--stop-on-slo`
+    /// both count by it.
+    pub fn attainment_counts_cancelled(&self, r: &RequestRecord) -> bool {
+        if self.attains_by_limits() {
+            self.certainly_missed_a_limit(r)
+        } else {
+            self.certainly_missed(r)
+        }
+    }
 }
 
 /// `summary.goodput` of the result (docs/result.md).
@@ -933,7 +946,8 @@ pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, S
         // SLO of objectives that names an attainment counts their thresholds.
         let (good, judged) = if slo.attains_by_limits() {
             let good = judged.iter().filter(|r| unscored.is_empty() && slo.attains(r)).count() as u64;
-            (good, (judged.len() + measured.iter().filter(|r| slo.certainly_missed_a_limit(r)).count()) as u64)
+            let missed = measured.iter().filter(|r| slo.attainment_counts_cancelled(r)).count();
+            (good, (judged.len() + missed) as u64)
         } else {
             (goodput.good_requests, goodput.judged_requests)
         };

@@ -305,6 +305,9 @@ pub struct Watch {
     first_sent: Option<Duration>,
     last_end: Duration,
     ends: Vec<(Duration, bool, u64)>,
+    /// What the verdict's attainment counts: the judged requests (not
+    /// cancelled), and the cancelled ones that had certainly missed
+    /// ([`Slo::attainment_counts_cancelled`]); those good among them.
     judged: u64,
     good: u64,
     /// Judged requests that failed: samples of every SLO objective above
@@ -452,7 +455,14 @@ impl Watch {
         if rates {
             self.ends.push((r.end, r.outcome.is_success(), r.output_tokens));
         }
-        if !matches!(r.outcome, Outcome::Cancelled) {
+        if matches!(r.outcome, Outcome::Cancelled) {
+            // A miss the verdict counts: an overloaded run's requests
+            // cancelled past the TTFT limit had been left out, and the run
+            // stopped as met where the verdict missed.
+            if let Some(slo) = &self.slo {
+                self.judged += u64::from(slo.attainment_counts_cancelled(r));
+            }
+        } else {
             if let Some(slo) = &self.slo {
                 self.judged += 1;
                 // What the verdict's attainment counts.

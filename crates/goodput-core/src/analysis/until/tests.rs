@@ -324,3 +324,63 @@ fn stop_on_slo_counts_the_limits_alone_beside_objectives() {
         .expect("decided");
     assert!(stop.detail.contains("the SLO is met"), "{}", stop.detail);
 }
+
+/// Request `i` cancelled `after_ms` after it was sent, with no first token.
+fn cancelled(i: u64, after_ms: u64) -> RequestRecord {
+    let sent = Duration::from_millis(10 * i);
+    let mut r = RequestRecord::new(i, sent, sent);
+    r.end = sent + Duration::from_millis(after_ms);
+    r.outcome = Outcome::Cancelled;
+    r
+}
+
+/// `--stop-on-slo` counts a cancelled request as the verdict does: one
+/// that had waited past the TTFT limit with no first token is a miss of
+/// the attainment, one cancelled before any limit passed is left out. With
+/// every fast request followed by a cancelled one that waited 5 s against
+/// `ttft<=200ms` (half the requests certainly missed), the watch had left
+/// the cancelled out, seen 100%, and stopped the run as met where the
+/// verdict judged 50%.
+#[test]
+fn a_cancelled_request_that_certainly_missed_counts_against_the_attainment() {
+    let slo: Slo = "ttft<=200ms".parse().unwrap();
+    let mix = |i: u64| if i.is_multiple_of(2) { rec(i, 100.0) } else { cancelled(i, 5000) };
+    let mut w = Watch::new(None, Some(&slo), 0.95).unwrap();
+    let mut seen = Vec::new();
+    let stop = (0..5000u64)
+        .find_map(|i| {
+            seen.push(mix(i));
+            w.observe(seen.last().unwrap())
+        })
+        .expect("decided");
+    let (_, verdict) = crate::analysis::slo::judge(&seen, &slo, 1.0);
+    assert!(!verdict.pass, "the fixture: the verdict misses it");
+    assert!(stop.detail.starts_with("the SLO is missed"), "{}", stop.detail);
+    // Cancelled before the limit passed: left out by both, and met.
+    let early = |i: u64| if i.is_multiple_of(2) { rec(i, 100.0) } else { cancelled(i, 150) };
+    let mut w = Watch::new(None, Some(&slo), 0.95).unwrap();
+    let mut seen = Vec::new();
+    let stop = (0..5000u64)
+        .find_map(|i| {
+            seen.push(early(i));
+            w.observe(seen.last().unwrap())
+        })
+        .expect("decided");
+    assert!(crate::analysis::slo::judge(&seen, &slo, 1.0).1.pass);
+    assert!(stop.detail.starts_with("the SLO is met"), "{}", stop.detail);
+    // Beside an objective, the attainment counts the limits alone, and a
+    // cancelled request past the objective's threshold but within the
+    // limit is left out (the verdict's certainly_missed_a_limit).
+    let both: Slo = "ttft<=10s,ttft:p50<=300ms".parse().unwrap();
+    let within = |i: u64| if i.is_multiple_of(2) { rec(i, 100.0) } else { cancelled(i, 5000) };
+    let mut w = Watch::new(None, Some(&both), 0.95).unwrap();
+    let mut seen = Vec::new();
+    let stop = (0..5000u64)
+        .find_map(|i| {
+            seen.push(within(i));
+            w.observe(seen.last().unwrap())
+        })
+        .expect("decided");
+    assert!(crate::analysis::slo::judge(&seen, &both, 1.0).1.pass);
+    assert!(stop.detail.starts_with("the SLO is met"), "{}", stop.detail);
+}
