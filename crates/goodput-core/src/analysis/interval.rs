@@ -71,6 +71,16 @@ impl Interval {
     pub fn contains(&self, x: f64) -> bool {
         self.lo.is_none_or(|lo| lo <= x) && self.hi.is_none_or(|hi| x <= hi)
     }
+
+    /// The interval moved to hold `est` where a bound falls past it: wider,
+    /// and holding what it bounds at least as often. A side that is none
+    /// stays none.
+    pub fn holding(self, est: Option<f64>) -> Interval {
+        match est {
+            Some(e) => Interval { lo: self.lo.map(|l| l.min(e)), hi: self.hi.map(|h| h.max(e)) },
+            None => self,
+        }
+    }
 }
 
 /// The intervals of the throughput rates.
@@ -431,17 +441,14 @@ pub fn percentile_interval(sorted: &[f64], p: f64, conf: f64) -> Interval {
     let b = percentile_bounds(sorted, p, conf);
     let finite = |v: f64| v.is_finite().then_some(v);
     let est = crate::analysis::stats::percentile(sorted, p).filter(|v| v.is_finite());
-    let (lo, hi) = (b.lo.and_then(finite), b.hi.and_then(finite));
-    match est {
-        Some(e) => Interval { lo: lo.map(|l| l.min(e)), hi: hi.map(|h| h.max(e)) },
-        None => Interval { lo, hi },
-    }
+    Interval { lo: b.lo.and_then(finite), hi: b.hi.and_then(finite) }.holding(est)
 }
 
 /// [`percentile_interval`]'s order statistics as they are, an infinite one
 /// (a failure counted infinitely slow) kept: an SLO objective's bound that
 /// falls on one is missed, where a figure's interval calls that side
-/// unbounded.
+/// unbounded. Not moved to the estimate: [`percentile_objective_bounds`]
+/// is, for deciding a side.
 pub fn percentile_bounds(sorted: &[f64], p: f64, conf: f64) -> Interval {
     let n = sorted.len() as u64;
     if n == 0 {
@@ -449,6 +456,16 @@ pub fn percentile_bounds(sorted: &[f64], p: f64, conf: f64) -> Interval {
     }
     let (l, u, _) = percentile_ranks(n, p / 100.0, conf);
     Interval { lo: (l >= 1).then(|| sorted[l as usize - 1]), hi: (u <= n).then(|| sorted[u as usize - 1]) }
+}
+
+/// [`percentile_bounds`] moved to hold the percentile itself, an infinite
+/// one too ([`Interval::holding`]): what `--stop-on-slo` decides an
+/// objective's side on, so that a side it decides is the side of the
+/// estimate the verdict judges. At p99.99 of 50 samples the lower bound is
+/// the largest sample, past the estimate: a limit between them had been
+/// decided missed where the verdict passes.
+pub fn percentile_objective_bounds(sorted: &[f64], p: f64, conf: f64) -> Interval {
+    percentile_bounds(sorted, p, conf).holding(crate::analysis::stats::percentile(sorted, p))
 }
 
 /// The intervals of percentiles `ps` over samples grouped in clusters (a

@@ -8,7 +8,9 @@
 //! pure and has no clock: a live run's record sink feeds it each record as
 //! it completes, and says why the run stopped ([`Stop`]) in the result.
 
-use crate::analysis::interval::{percentile_bounds, percentile_interval, rate_interval, wilson, Interval, BATCHES};
+use crate::analysis::interval::{
+    percentile_interval, percentile_objective_bounds, rate_interval, wilson, Interval, BATCHES,
+};
 use crate::analysis::metrics::ms;
 use crate::analysis::slo::{parse_limit, Slo, SloMetric};
 use crate::analysis::stats::percentile;
@@ -575,10 +577,12 @@ impl Watch {
             // Each failure a sample above the limit, as the verdict takes it:
             // a bound among the failures is infinite (where a figure's
             // interval would call that side unbounded), which no limit meets.
+            // The bounds hold the estimate the verdict judges, so a side
+            // decided is the verdict's.
             let failures = (0..self.failed).map(|_| f64::INFINITY);
             let mut samples: Vec<f64> = self.samples_of(o.metric).iter().copied().chain(failures).collect();
             samples.sort_by(f64::total_cmp);
-            let i = percentile_bounds(&samples, o.percentile, conf);
+            let i = percentile_objective_bounds(&samples, o.percentile, conf);
             let limit = ms(o.max);
             let wave = self.wave_holds(o.percentile);
             let side = match (i.lo, i.hi) {

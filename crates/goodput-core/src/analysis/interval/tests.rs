@@ -489,3 +489,29 @@ fn a_percentile_interval_holds_its_own_estimate() {
     let b = percentile_bounds(&many, 50.0, 0.95);
     assert_eq!(percentile_interval(&many, 50.0, 0.95), b);
 }
+
+/// The bounds `--stop-on-slo` decides an objective's side on hold the
+/// estimate too, an infinite bound (a failure) kept: a p99.99 of 50
+/// samples has the largest for its lower bound, past the estimate the
+/// verdict judges, and had decided a limit between them missed.
+#[test]
+fn an_objectives_bounds_hold_the_estimate_and_keep_failures() {
+    let mut fifty: Vec<f64> = (0..49).map(|k| 100.0 + f64::from(k)).collect();
+    fifty.push(400.0);
+    let est = crate::analysis::stats::percentile(&fifty, 99.99).unwrap();
+    let raw = percentile_bounds(&fifty, 99.99, 0.975);
+    assert_eq!((raw.lo, raw.hi), (Some(400.0), None), "the fixture: the largest, past {est}");
+    let b = percentile_objective_bounds(&fifty, 99.99, 0.975);
+    assert_eq!((b.lo, b.hi), (Some(est), None));
+    assert_eq!(b, percentile_interval(&fifty, 99.99, 0.975));
+    // Failures as infinite samples: a bound among them stays infinite,
+    // where the figure's interval calls that side unbounded.
+    let mut failing: Vec<f64> = (0..20).map(f64::from).collect();
+    failing.extend([f64::INFINITY; 80]);
+    let b = percentile_objective_bounds(&failing, 50.0, 0.95);
+    assert_eq!((b.lo, b.hi), (Some(f64::INFINITY), Some(f64::INFINITY)));
+    assert_eq!(percentile_interval(&failing, 50.0, 0.95), Interval::NONE);
+    // An estimate among the failures moves a finite upper bound to it.
+    assert_eq!(Interval { lo: Some(1.0), hi: Some(2.0) }.holding(Some(f64::INFINITY)).hi, Some(f64::INFINITY));
+    assert_eq!(Interval { lo: Some(1.0), hi: None }.holding(Some(0.5)), Interval { lo: Some(0.5), hi: None });
+}

@@ -384,3 +384,25 @@ fn a_cancelled_request_that_certainly_missed_counts_against_the_attainment() {
     assert!(crate::analysis::slo::judge(&seen, &both, 1.0).1.pass);
     assert!(stop.detail.starts_with("the SLO is met"), "{}", stop.detail);
 }
+
+/// An extreme percentile's order-statistic bound can lie past the
+/// interpolated estimate the verdict judges: the lower bound of a p99.99
+/// of 50 samples is the largest. 49 requests of 100–148 ms and one of
+/// 400 ms give a p99.99 of 398.77 ms, which `ttft:p99.99<=399ms` passes;
+/// the watch had taken the bound 400 ms and stopped the run at its first
+/// look as missed. Its bounds now hold the estimate, and it does not.
+#[test]
+fn an_extreme_percentile_is_not_decided_missed_where_its_estimate_passes() {
+    let slo: Slo = "ttft:p99.99<=399ms".parse().unwrap();
+    let ttft = |i: u64| if i == 0 { 400.0 } else { 99.0 + i as f64 };
+    let seen: Vec<RequestRecord> = (0..FIRST_LOOK).map(|i| rec(i, ttft(i))).collect();
+    let (_, verdict) = crate::analysis::slo::judge(&seen, &slo, 1.0);
+    let measured = verdict.objectives[0].measured_ms.unwrap();
+    assert!(verdict.pass && (measured - 398.7652).abs() < 1e-6, "the fixture: {measured}");
+    let mut w = Watch::new(None, Some(&slo), 0.95).unwrap();
+    let stop = seen.iter().find_map(|r| w.observe(r));
+    assert!(stop.is_none(), "{stop:?}");
+    assert_eq!(w.looks(), 1);
+    let words = w.capped("50 requests").detail;
+    assert!(words.contains("ttft:p99.99<=399ms: [399, none] ms on both sides"), "{words}");
+}
