@@ -406,3 +406,72 @@ fn an_extreme_percentile_is_not_decided_missed_where_its_estimate_passes() {
     let words = w.capped("50 requests").detail;
     assert!(words.contains("ttft:p99.99<=399ms: [399, none] ms on both sides"), "{words}");
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+    /// Whenever `--stop-on-slo` decides, the verdict on the records it has
+    /// taken agrees, whatever the mix of successes, failures and requests
+    /// cancelled before or after a limit passed, and whatever the SLO's
+    /// limits, objectives (to p99.99) and attainment: the attainment's
+    /// Wilson interval holds its share, and an objective's bounds hold its
+    /// estimate, so a side decided is the verdict's. (Leaving out the
+    /// cancelled requests that had certainly missed, the watch had
+    /// disagreed within a few cases.)
+    #[test]
+    fn whenever_the_watch_decides_the_verdict_agrees(
+        draws in proptest::collection::vec((0u32..1000, 0u32..1000, 0u32..1000), 50..400),
+        (fail, cancel, fast) in (0u32..200, 0u32..700, 0u32..1000),
+        spec in 0usize..7,
+        limit in 50u64..2000,
+        p in proptest::sample::select(vec![50.0, 90.0, 99.0, 99.99]),
+    ) {
+        let spec = match spec {
+            0 => format!("ttft<={limit}ms"),
+            1 => format!("ttft:p{p}<={limit}ms"),
+            2 => format!("ttft<={}ms,ttft:p{p}<={limit}ms", limit * 2),
+            3 => format!("e2e<={limit}ms,attainment>=0.5"),
+            4 => format!("ttft:p{p}<={limit}ms,attainment>=0.6"),
+            5 => format!("ttft<={limit}ms,e2e:p{p}<={}ms", limit * 3 / 2),
+            _ => format!("e2e:p{p}<={limit}ms,ttft:p50<={}ms", limit / 2),
+        };
+        let slo: Slo = spec.parse().unwrap();
+        // A share `fast` (per mille) of the requests well within the
+        // limit, the rest anywhere up to thrice it; `fail` of them failed,
+        // `cancel` cancelled, half of those after their first token.
+        let recs: Vec<RequestRecord> = draws
+            .iter()
+            .enumerate()
+            .map(|(i, &(kind, speed, at))| {
+                let i = i as u64;
+                let t = if speed < fast { 1 + limit * u64::from(at) / 2000 } else { 1 + limit * 3 * u64::from(at) / 1000 };
+                if kind < fail {
+                    let mut r = rec(i, t as f64);
+                    r.outcome = Outcome::Failed {
+                        kind: crate::doc::record::FailureKind::Timeout,
+                        message: String::new(),
+                    };
+                    r
+                } else if kind < fail + cancel {
+                    let mut r = cancelled(i, t);
+                    if kind % 2 == 0 {
+                        let first = r.sent + Duration::from_millis(t / 2);
+                        r.chunks = vec![OutputChunk { t: first, tokens: 1, channel: Channel::Content }].into();
+                        r.output_tokens = 1;
+                    }
+                    r
+                } else {
+                    rec(i, t as f64)
+                }
+            })
+            .collect();
+        let mut w = Watch::new(None, Some(&slo), 0.95).unwrap();
+        for (k, r) in recs.iter().enumerate() {
+            if let Some(stop) = w.observe(r) {
+                let (_, verdict) = crate::analysis::slo::judge(&recs[..=k], &slo, 1.0);
+                let met = stop.detail.starts_with("the SLO is met");
+                proptest::prop_assert_eq!(met, verdict.pass, "{} after {}: {}; {:?}", spec, k + 1, stop.detail, verdict);
+            }
+        }
+    }
+}
