@@ -300,8 +300,12 @@ pub struct Watch {
     until: Vec<Target>,
     slo: Option<Slo>,
     confidence: f64,
-    /// Per latency metric the rules need, its successful measured samples (ms).
-    samples: Vec<(SloMetric, Vec<f64>)>,
+    /// Per latency metric the rules need, its successful measured samples
+    /// (ms): for an `--until` figure every one, as the run's figures take
+    /// them, and for an objective (`true`) those the verdict takes, none of
+    /// a TPOT or ITL term output that came all at once left unmeasured
+    /// ([`SloMetric::unmeasured`]).
+    samples: Vec<((SloMetric, bool), Vec<f64>)>,
     /// The earliest measured send and the latest end, and each measured
     /// record's end with its output tokens (rates).
     first_sent: Option<Duration>,
@@ -353,15 +357,15 @@ impl Watch {
         if until.is_empty() && slo.is_none() {
             return None;
         }
-        let metrics: Vec<SloMetric> = until
+        let metrics: Vec<(SloMetric, bool)> = until
             .iter()
             .filter_map(|t| match t.figure {
-                Figure::Percentile { metric, .. } => Some(metric),
+                Figure::Percentile { metric, .. } => Some((metric, false)),
                 _ => None,
             })
-            .chain(slo.iter().flat_map(|s| s.objectives.iter().map(|o| o.metric)))
+            .chain(slo.iter().flat_map(|s| s.objectives.iter().map(|o| (o.metric, true))))
             .collect();
-        let mut samples: Vec<(SloMetric, Vec<f64>)> = Vec::new();
+        let mut samples: Vec<((SloMetric, bool), Vec<f64>)> = Vec::new();
         for m in metrics {
             if !samples.iter().any(|(k, _)| *k == m) {
                 samples.push((m, Vec::new()));
@@ -472,7 +476,15 @@ impl Watch {
                 self.failed += u64::from(!r.outcome.is_success());
             }
             if r.outcome.is_success() {
-                for (m, v) in &mut self.samples {
+                for ((m, objective), v) in &mut self.samples {
+                    // An objective takes no sample of a term the answer did
+                    // not let be measured, as the verdict takes none: a
+                    // buffered stream's TPOTs of 0 had decided
+                    // `tpot:p90<=50ms` met where the verdict, with no
+                    // sample, fails it.
+                    if *objective && m.unmeasured(r) {
+                        continue;
+                    }
                     if let Some(d) = m.of(r) {
                         v.push(ms(d));
                     }
@@ -482,14 +494,16 @@ impl Watch {
         true
     }
 
-    fn samples_of(&self, m: SloMetric) -> &[f64] {
-        self.samples.iter().find(|(k, _)| *k == m).map_or(&[], |(_, v)| v.as_slice())
+    /// `m`'s samples for an `--until` figure, or with `objective` for an
+    /// SLO objective.
+    fn samples_of(&self, m: SloMetric, objective: bool) -> &[f64] {
+        self.samples.iter().find(|(k, _)| *k == (m, objective)).map_or(&[], |(_, v)| v.as_slice())
     }
 
     /// A figure's estimate and interval on what has completed so far.
     fn figure(&self, f: Figure, conf: f64) -> (Option<f64>, Interval) {
         match f {
-            Figure::Percentile { metric, p } => percentile_figure(self.samples_of(metric), p, conf),
+            Figure::Percentile { metric, p } => percentile_figure(self.samples_of(metric, false), p, conf),
             Figure::RequestsPerS | Figure::OutputTokensPerS => {
                 let Some(t0) = self.first_sent else { return (None, Interval::NONE) };
                 let dur = (self.last_end.saturating_sub(t0)).as_secs_f64();
@@ -580,7 +594,7 @@ impl Watch {
             // The bounds hold the estimate the verdict judges, so a side
             // decided is the verdict's.
             let failures = (0..self.failed).map(|_| f64::INFINITY);
-            let mut samples: Vec<f64> = self.samples_of(o.metric).iter().copied().chain(failures).collect();
+            let mut samples: Vec<f64> = self.samples_of(o.metric, true).iter().copied().chain(failures).collect();
             samples.sort_by(f64::total_cmp);
             let i = percentile_objective_bounds(&samples, o.percentile, conf);
             let limit = ms(o.max);

@@ -475,3 +475,30 @@ proptest::proptest! {
         }
     }
 }
+
+/// An objective takes no sample of a TPOT the answer did not let be
+/// measured, as the verdict takes none: answers of five tokens in one read
+/// (a buffering proxy) have a TPOT of 0, which had decided `tpot:p90<=50ms`
+/// met at the first look where the verdict, with nothing measured, fails
+/// it. An `--until` figure still takes them, as the run's figures do.
+#[test]
+fn an_objective_takes_no_sample_the_verdict_leaves_unmeasured() {
+    let buffered = |i: u64| {
+        let mut r = rec(i, 100.0);
+        let t = r.chunks.first().unwrap().t;
+        r.chunks = (0..5).map(|_| OutputChunk { t, tokens: 1, channel: Channel::Content }).collect();
+        r.output_tokens = 5;
+        r.shared_reads = 4;
+        r
+    };
+    let slo: Slo = "tpot:p90<=50ms".parse().unwrap();
+    let seen: Vec<RequestRecord> = (0..500).map(buffered).collect();
+    assert!(!crate::analysis::slo::judge(&seen, &slo, 1.0).1.pass, "the fixture: the verdict fails it");
+    let mut w = Watch::new(None, Some(&slo), 0.95).unwrap();
+    let stop = seen.iter().find_map(|r| w.observe(r));
+    assert!(stop.is_none(), "{stop:?}");
+    // The figure of `--until tpot:p90±5ms` is over every TPOT, the 0s too.
+    let mut w = Watch::new(Some(&until("tpot:p90±5ms")), Some(&slo), 0.95).unwrap();
+    let stop = seen.iter().find_map(|r| w.observe(r)).expect("decided");
+    assert_eq!(stop.reason, StopReason::UntilMet, "{}", stop.detail);
+}
