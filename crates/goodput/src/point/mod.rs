@@ -118,7 +118,26 @@ pub async fn run_point(
     client_cost::with_client_cost(&mut result, client_cost);
     client_cost::with_client_stalls(&mut result, &stalls, &recs);
     crate::signals::finish(scraping, &mut result, &recs, p.plan.client_load()).await;
+    result.warnings.extend(fewer_gpus_than_engines(&result));
     Ok((result, recs))
+}
+
+/// Said where the run was priced for fewer GPUs than the engines its
+/// server's metrics name (vLLM's `engine` label, a data-parallel rank
+/// each): the GPU count is `--gpus`, else 1, and an endpoint of four
+/// engines priced as one GPU had read four times too cheap, unsaid.
+fn fewer_gpus_than_engines(result: &RunResult) -> Option<String> {
+    let gpus = result.cost.as_ref()?.gpus;
+    let last = result.server_signals.as_ref()?.samples.last()?;
+    let engines = last.signals.engine_labels().len();
+    (engines > gpus as usize).then(|| {
+        format!(
+            "the server's metrics name {engines} engines (vLLM's engine label, one a data-parallel rank), and the \
+             cost counts {gpus} GPU{}: give --gpus with the GPUs behind the endpoint (at least {engines}) for a \
+             true cost per token",
+            if gpus == 1 { "" } else { "s" }
+        )
+    })
 }
 
 /// Where completed records go besides the run's own list.

@@ -1465,3 +1465,45 @@ fn the_final_scrape_waits_for_the_server_to_count_the_cancels() {
     let notes = v["server_signals"]["cross_check"]["notes"].to_string();
     assert!(notes.contains("aborts agree: the server ended 2 requests as aborted"), "{notes}");
 }
+
+/// A run priced for fewer GPUs than the engines its server's metrics name
+/// (vLLM's `engine` label) is told so, with the flag that prices it true;
+/// priced for as many, nothing is said (it had priced three data-parallel
+/// engines as one GPU without a word).
+#[test]
+fn a_cost_for_fewer_gpus_than_the_servers_engines_is_told() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let url = rt.block_on(async {
+        let mut cfg = EngineConfig::from_names("llama-3.1-8b", "h100-sxm", "bf16".parse().unwrap()).unwrap();
+        cfg.dp = 3;
+        let server = EngineServer::start(EngineServerConfig { speed: 4.0, ..EngineServerConfig::new(cfg) }).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(goodput_sim::server::serve(
+            listener,
+            goodput_sim::engine_server::app(server),
+            std::future::pending(),
+        ));
+        url
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let warnings = |gpus: &[&str]| {
+        let out = dir.path().join("run.json");
+        Command::cargo_bin("goodput")
+            .unwrap()
+            .args(["bench", "-q", "--url", &url, "-n", "12", "-c", "6", "--input-tokens", "32", "--output-tokens", "8"])
+            .args(["--metrics-interval", "100ms", "--gpu-hour-usd", "2"])
+            .args(gpus)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        v["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap().to_owned()).collect::<Vec<_>>()
+    };
+    let said = warnings(&[]);
+    let told = said.iter().find(|w| w.contains("engines")).unwrap_or_else(|| panic!("{said:?}"));
+    assert!(told.contains("name 3 engines") && told.contains("counts 1 GPU:") && told.contains("--gpus"), "{told}");
+    let said = warnings(&["--gpus", "3"]);
+    assert!(!said.iter().any(|w| w.contains("engines")), "{said:?}");
+}

@@ -598,6 +598,15 @@ impl Signals {
         map(scrape, true)
     }
 
+    /// The distinct values of the `engine` label over this scrape's counter
+    /// and histogram series: vLLM's engines (its data-parallel ranks behind
+    /// one endpoint, `engine="0"` …). Empty where no series kept says.
+    pub fn engine_labels(&self) -> std::collections::BTreeSet<String> {
+        let counters = self.counters.values().flatten().map(|s| s.series.as_str());
+        let histograms = self.histograms.values().flatten().map(|h| h.series.as_str());
+        counters.chain(histograms).filter_map(|id| label_in(id, "engine")).map(str::to_owned).collect()
+    }
+
     /// Maps one scrape without copying the samples no signal uses
     /// ([`Signals::unmapped`] left empty): what a scraper keeps of every
     /// scrape of a run, whose unmapped samples no one reads.
@@ -770,10 +779,45 @@ pub(crate) fn series_id(metric: &str, labels: &Labels) -> String {
     format!("{metric}{labels:?}")
 }
 
+/// The value of label `name` in a [`series_id`], where it has one and the
+/// value needed no escaping.
+fn label_in<'a>(id: &'a str, name: &str) -> Option<&'a str> {
+    let labels = &id[id.find('{')?..];
+    let key = format!("{name:?}: \"");
+    let at =
+        [format!("{{{key}"), format!(", {key}")].iter().find_map(|k| labels.find(k.as_str()).map(|i| i + k.len()))?;
+    let value = &labels[at..];
+    let value = &value[..value.find('"')?];
+    (!value.contains('\\')).then_some(value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::prometheus::scrape::parse::parse;
+
+    #[test]
+    fn the_engine_label_is_read_back_from_a_series_id() {
+        let labels =
+            |pairs: &[(&str, &str)]| -> Labels { pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() };
+        let id = series_id("vllm:x", &labels(&[("engine", "3"), ("model_name", "m")]));
+        assert_eq!(label_in(&id, "engine"), Some("3"));
+        assert_eq!(label_in(&id, "model_name"), Some("m"));
+        let id = series_id("vllm:x", &labels(&[("a", "1"), ("engine", "12")]));
+        assert_eq!(label_in(&id, "engine"), Some("12"));
+        // A value that holds the key's text is not the key.
+        let id = series_id("vllm:x", &labels(&[("a", "\"engine\": \"9")]));
+        assert_eq!(label_in(&id, "engine"), None);
+        assert_eq!(label_in("vllm:x", "engine"), None);
+        let s = signals(
+            "# TYPE vllm:time_to_first_token_seconds histogram\n\
+             vllm:time_to_first_token_seconds_bucket{engine=\"0\",le=\"+Inf\"} 1\n\
+             vllm:time_to_first_token_seconds_count{engine=\"0\"} 1\n\
+             vllm:time_to_first_token_seconds_bucket{engine=\"1\",le=\"+Inf\"} 2\n\
+             vllm:time_to_first_token_seconds_count{engine=\"1\"} 2\n",
+        );
+        assert_eq!(s.engine_labels().into_iter().collect::<Vec<_>>(), ["0", "1"]);
+    }
 
     fn signals(text: &str) -> Signals {
         let scrape = parse(text);
