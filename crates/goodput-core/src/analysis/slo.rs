@@ -729,6 +729,14 @@ pub struct AttainmentResult {
     pub judged_requests: u64,
     /// `measured >= target`, and at least one request judged.
     pub pass: bool,
+    /// True where the SLO has percentile objectives beside its limits and
+    /// `measured` counted the limits alone ([`Slo::attains_by_limits`]).
+    /// Absent otherwise, and in a document written before the limits were
+    /// counted alone: there, beside objectives, `measured` is the share
+    /// that met every threshold, as `summary.goodput.slo_attainment` is,
+    /// and the reports name it so.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub by_limits: bool,
 }
 
 /// The `slo` block of a result.
@@ -777,9 +785,11 @@ impl SloReport {
 
     /// What the attainment counts, in words: the limits where there are
     /// any ([`Slo::has_limits`]), or, for objectives with an attainment of
-    /// their own, every threshold.
+    /// their own, every threshold. Beside objectives in a document written
+    /// before the limits were counted alone (no `by_limits`), every
+    /// threshold too: that is what its share counted.
     pub fn attainment_label(&self) -> String {
-        if !self.limits.is_empty() {
+        if !self.limits.is_empty() && (self.objectives.is_empty() || self.attains_by_limits()) {
             self.limits.join(",")
         } else {
             format!("every threshold ({})", self.thresholds().join(", "))
@@ -788,9 +798,21 @@ impl SloReport {
 
     /// Whether the judged attainment counted the limits alone (limits and
     /// percentile objectives both: [`Slo::attains_by_limits`]), where
-    /// goodput's share counts every threshold.
+    /// goodput's share counts every threshold; as the attainment says
+    /// ([`AttainmentResult::by_limits`]), so a document written before,
+    /// whose share beside objectives counted every threshold, is false.
     pub fn attains_by_limits(&self) -> bool {
-        !self.limits.is_empty() && !self.objectives.is_empty()
+        !self.limits.is_empty() && !self.objectives.is_empty() && self.attainment.as_ref().is_some_and(|a| a.by_limits)
+    }
+
+    /// The limits' attainment the verdict held to its target, where it
+    /// counted them alone: the limits without objectives, or beside them
+    /// ([`SloReport::attains_by_limits`]). `None` for an SLO without
+    /// limits, and for a document written before the limits were counted
+    /// alone beside objectives (its share counted every threshold).
+    pub fn limits_attainment(&self) -> Option<f64> {
+        let a = self.attainment.as_ref()?;
+        (!self.limits.is_empty() && (self.objectives.is_empty() || a.by_limits)).then_some(a.measured)
     }
 
     /// What `summary.goodput.slo_attainment` is called beside the verdict:
@@ -958,6 +980,7 @@ pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, S
             good_requests: good,
             judged_requests: judged,
             pass: judged > 0 && share >= target,
+            by_limits: slo.attains_by_limits(),
         }
     });
     let report = SloReport {
@@ -1092,6 +1115,47 @@ mod tests {
         assert!(!own.pass, "1 of 2 within 200 ms is short of 90%");
         let (_, limits) = judge(&two, &"tpot<=50ms,ttft<=1s".parse().unwrap(), 1.0);
         assert_eq!(limits.attainment_label(), "tpot<=50ms,ttft<=1s");
+    }
+
+    /// The attainment says it counted the limits alone beside objectives
+    /// (`by_limits`), so a document written before, whose share there
+    /// counted every threshold as goodput's does, reads as what it is: the
+    /// share named by every threshold, goodput's as the attainment, and no
+    /// limits' attainment (its 60% had been named `ttft<=10s`, the limit
+    /// every request met).
+    #[test]
+    fn an_older_document_names_its_share_by_every_threshold() {
+        let recs: Vec<RequestRecord> = (0..10).map(|i| req(if i < 6 { 100 } else { 900 }, 10, 10)).collect();
+        let (_, rep) = judge(&recs, &"ttft<=10s,ttft:p50<=300ms".parse().unwrap(), 1.0);
+        let json = serde_json::to_value(&rep).unwrap();
+        assert_eq!(json["attainment"]["by_limits"], true);
+        assert!(rep.attains_by_limits());
+        assert_eq!(rep.limits_attainment(), Some(1.0));
+        // Limits alone: the share is the limits' and goodput's; no marker written.
+        let (_, limits) = judge(&recs, &"ttft<=10s".parse().unwrap(), 1.0);
+        assert!(serde_json::to_value(&limits).unwrap()["attainment"].get("by_limits").is_none());
+        assert!(!limits.attains_by_limits());
+        assert_eq!((limits.limits_attainment(), limits.goodput_share_label()), (Some(1.0), "attainment"));
+        // Objectives alone with a target: every threshold, no limits' share.
+        let (_, own) = judge(&recs, &"ttft:p50<=300ms,attainment>=0.5".parse().unwrap(), 1.0);
+        assert_eq!(own.limits_attainment(), None);
+        // The same SLO as saved before: its share counted every threshold.
+        let old: SloReport = serde_json::from_value(serde_json::json!({
+            "spec": "ttft<=10s,ttft:p50<=300ms",
+            "limits": ["ttft<=10s"],
+            "objectives": json["objectives"],
+            "attainment": {"target": 0.9, "measured": 0.6, "good_requests": 6, "judged_requests": 10, "pass": false},
+            "pass": false,
+        }))
+        .unwrap();
+        assert!(!old.attains_by_limits());
+        assert_eq!(old.attainment_label(), "every threshold (ttft<=10s, ttft<=300ms)");
+        assert_eq!(old.goodput_share_label(), "attainment");
+        assert_eq!(old.limits_attainment(), None);
+        assert_eq!(
+            old.misses(),
+            ["6 of 10 requests met every threshold (ttft<=10s, ttft<=300ms) (60.0%), short of the 90.0% target"]
+        );
     }
 
     /// A p99 met on two requests passes, and says it cannot be bounded.

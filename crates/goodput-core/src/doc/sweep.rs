@@ -649,6 +649,7 @@ mod tests {
             good_requests: 76,
             judged_requests: 100,
             pass: true,
+            by_limits: false,
         });
         let mut sw = SweepResult {
             schema: crate::SCHEMA.into(),
