@@ -97,7 +97,14 @@ pub struct RateIntervals {
 pub struct GoodputIntervals {
     pub requests_per_s: Interval,
     pub output_tokens_per_s: Interval,
+    /// Of `summary.goodput.slo_attainment`: the share that met every threshold.
     pub slo_attainment: Interval,
+    /// Of the limits' attainment the verdict held to its target
+    /// (`slo.attainment.measured`), where it counted the limits alone
+    /// beside percentile objectives; absent otherwise (it is then
+    /// `slo_attainment`'s share), and in documents written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits_attainment: Option<Interval>,
 }
 
 /// What the intervals took as independent.
@@ -534,7 +541,11 @@ pub fn wilson(good: u64, n: u64, conf: f64) -> Interval {
     let d = 1.0 + z * z / nf;
     let c = (ph + z * z / (2.0 * nf)) / d;
     let h = z * (ph * (1.0 - ph) / nf + z * z / (4.0 * nf * nf)).sqrt() / d;
-    Interval { lo: Some((c - h).max(0.0)), hi: Some((c + h).min(1.0)) }
+    // At 0% or 100% the side is the share itself, which rounding had left
+    // just short of it (100% of 400 requests: hi 0.9999999999999999).
+    let lo = if good == 0 { 0.0 } else { (c - h).max(0.0) };
+    let hi = if good >= n { 1.0 } else { (c + h).min(1.0) };
+    Interval { lo: Some(lo), hi: Some(hi) }
 }
 
 /// The interval of a rate by batch means: `events` are (seconds into the
@@ -653,28 +664,37 @@ pub fn intervals(
     let throughput = RateIntervals { requests_per_s: rate(&ok, false), output_tokens_per_s: rate(&ok, true) };
     let goodput = slo.map(|slo| {
         let good: Vec<&RequestRecord> = finished.iter().copied().filter(|r| slo.is_good(r)).collect();
-        let slo_attainment = if sessions {
-            attainment_by_sessions(&finished, slo, conf, &cluster_of)
-        } else {
-            wilson(good.len() as u64, finished.len() as u64, conf)
+        // A share of the finished requests that `met` counts, as Wilson's
+        // interval, or by whole sessions.
+        let share = |met: &dyn Fn(&RequestRecord) -> bool| {
+            if sessions {
+                attainment_by_sessions(&finished, met, conf, &cluster_of)
+            } else {
+                wilson(finished.iter().filter(|r| met(r)).count() as u64, finished.len() as u64, conf)
+            }
         };
-        GoodputIntervals { requests_per_s: rate(&good, false), output_tokens_per_s: rate(&good, true), slo_attainment }
+        GoodputIntervals {
+            requests_per_s: rate(&good, false),
+            output_tokens_per_s: rate(&good, true),
+            slo_attainment: share(&|r| slo.is_good(r)),
+            limits_attainment: slo.attains_by_limits().then(|| share(&|r| slo.attains(r))),
+        }
     });
     Intervals { confidence: conf, unit, latency, batches: BATCHES as u32, throughput, goodput }
 }
 
-/// Attainment's interval by resampling whole sessions: the share of good
-/// requests over the resampled sessions' requests.
+/// Attainment's interval by resampling whole sessions: the share of the
+/// requests `met` counts over the resampled sessions' requests.
 fn attainment_by_sessions(
     finished: &[&RequestRecord],
-    slo: &Slo,
+    met: &dyn Fn(&RequestRecord) -> bool,
     conf: f64,
     cluster_of: &dyn Fn(&RequestRecord) -> (u8, u64),
 ) -> Interval {
     let mut groups: BTreeMap<(u8, u64), (f64, f64)> = BTreeMap::new();
     for r in finished {
         let g = groups.entry(cluster_of(r)).or_default();
-        g.0 += f64::from(u8::from(slo.is_good(r)));
+        g.0 += f64::from(u8::from(met(r)));
         g.1 += 1.0;
     }
     let clusters: Vec<(f64, f64)> = groups.into_values().collect();

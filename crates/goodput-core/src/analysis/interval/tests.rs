@@ -312,6 +312,8 @@ fn attainment_intervals_cover_the_true_share_95_percent_of_the_time() {
     // Every request good: the upper bound is 1, the lower below it.
     let all = wilson(200, 200, 0.95);
     assert!(all.hi == Some(1.0) && all.lo.unwrap() < 0.99 && all.lo.unwrap() > 0.97, "{all:?}");
+    // Exactly 1 and 0 at the ends, where rounding had left 0.9999999999999999.
+    assert_eq!((wilson(400, 400, 0.95).hi, wilson(0, 400, 0.95).lo), (Some(1.0), Some(0.0)));
 }
 
 /// Rates by batch means: a stationary stream of completions (Poisson, at
@@ -435,6 +437,31 @@ fn a_run_carries_its_intervals_and_a_document_without_them_still_reads() {
     assert!(w(wide.intervals.as_ref().unwrap().percentile("ttft_ms", 50.0).unwrap()) > w(p50));
     let none = crate::analyze(&recs, &crate::AnalysisOptions { confidence: None, ..opts }).summary;
     assert_eq!(none.intervals, None);
+}
+
+/// Beside objectives the verdict holds the limits' share to its target,
+/// and that share has an interval of its own, by requests or by whole
+/// sessions, as goodput's every-threshold share has; an SLO of limits
+/// alone has none (its share is goodput's).
+#[test]
+fn the_limits_attainment_beside_objectives_has_its_own_interval() {
+    for sessions in [false, true] {
+        // Every TTFT within 10 s; 241 of 400 within 340 ms (60%).
+        let recs = run_records(400, sessions);
+        let slo: crate::Slo = "ttft<=10s,ttft:p50<=340ms".parse().unwrap();
+        let a = crate::analyze(&recs, &crate::AnalysisOptions { slo: Some(slo), ..Default::default() });
+        let (g, rep) = (a.summary.goodput.as_ref().unwrap(), a.slo.as_ref().unwrap());
+        assert_eq!((g.slo_attainment, rep.attainment.as_ref().unwrap().measured), (241.0 / 400.0, 1.0));
+        let iv = a.summary.intervals.as_ref().unwrap().goodput.as_ref().unwrap();
+        let limits = iv.limits_attainment.expect("the verdict's share has an interval");
+        assert!(limits.contains(1.0) && !limits.contains(g.slo_attainment), "{sessions}: {limits:?}");
+        assert!(iv.slo_attainment.contains(g.slo_attainment) && !iv.slo_attainment.contains(1.0), "{sessions}");
+        let alone = crate::analyze(
+            &recs,
+            &crate::AnalysisOptions { slo: Some("ttft<=10s".parse().unwrap()), ..Default::default() },
+        );
+        assert_eq!(alone.summary.intervals.unwrap().goodput.unwrap().limits_attainment, None);
+    }
 }
 
 #[test]
