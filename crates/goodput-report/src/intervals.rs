@@ -1,7 +1,8 @@
 //! A run's intervals (`summary.intervals`, docs/metrics.md "Intervals") as
 //! tables the formats share: a row per per-request distribution with a
 //! column per percentile, each cell `[low, high]`, and a row per rate and
-//! the attainment. A side the sample does not bound reads `—`.
+//! the attainment (beside objectives, the limits' the verdict used and
+//! goodput's, every threshold). A side the sample does not bound reads `—`.
 
 use crate::metric::Dist;
 use crate::metric::Unit;
@@ -106,7 +107,7 @@ pub fn rates(r: &RunResult) -> Option<Table> {
         marks: Vec::new(),
         note: None,
     };
-    let rows = vec![
+    let mut rows = vec![
         row(
             "requests/s",
             "requests_per_s",
@@ -135,8 +136,35 @@ pub fn rates(r: &RunResult) -> Option<Table> {
             g.map(|g| g.output_tokens_per_s).filter(|_| out.is_some()),
             gi.map(|g| &g.output_tokens_per_s),
         ),
-        row("attainment", "slo_attainment", Unit::Ratio, g.map(|g| g.slo_attainment), gi.map(|g| &g.slo_attainment)),
     ];
+    // Beside objectives the verdict holds the limits' share to its target:
+    // that is the attainment, and goodput's, every threshold, is named so
+    // (it had been the attainment beside a verdict it did not decide).
+    match r.slo.as_ref().filter(|slo| slo.attains_by_limits()) {
+        Some(slo) => {
+            rows.push(row(
+                "attainment (limits)",
+                "slo_limits_attainment",
+                Unit::Ratio,
+                slo.limits_attainment(),
+                gi.and_then(|g| g.limits_attainment.as_ref()),
+            ));
+            rows.push(row(
+                slo.goodput_share_label(),
+                "slo_attainment",
+                Unit::Ratio,
+                g.map(|g| g.slo_attainment),
+                gi.map(|g| &g.slo_attainment),
+            ));
+        }
+        None => rows.push(row(
+            "attainment",
+            "slo_attainment",
+            Unit::Ratio,
+            g.map(|g| g.slo_attainment),
+            gi.map(|g| &g.slo_attainment),
+        )),
+    }
     Some(Table {
         title: format!("{} intervals", level(iv)),
         label_align: Align::Left,

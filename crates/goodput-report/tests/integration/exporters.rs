@@ -1226,3 +1226,57 @@ fn terminal_summary_fits_80_columns() {
     let wide = terminal::render_width(&server_run(), 140);
     assert!(head(&wide).contains("std") && !wide.contains("on a wider terminal"), "{wide}");
 }
+
+/// The rows of a run's rates-and-shares intervals table: label, measured, interval.
+fn interval_rows(r: &RunResult) -> Vec<(String, String, String)> {
+    let t = goodput_report::intervals::rates(r).unwrap();
+    let t = t.at(goodput_report::table::Detail::Full);
+    t.rows
+        .iter()
+        .filter(|row| row.key.contains("attainment"))
+        .map(|row| {
+            let x = t.texts(row);
+            (row.label.clone(), x[0].clone(), x[1].clone())
+        })
+        .collect()
+}
+
+/// Beside an objective the verdict holds the limit's share to its target:
+/// the intervals table gives that share, with an interval of its own, as
+/// the attainment, and goodput's (every threshold) named so; it had given
+/// goodput's 60% alone as the attainment beside a verdict that 100% within
+/// the limit passed. An SLO of limits alone keeps its one row.
+#[test]
+fn a_mixed_slos_intervals_give_the_verdicts_share_and_goodputs() {
+    use goodput_report::metric::Unit;
+    let r = mixed_run(3);
+    let gi = r.summary.intervals.as_ref().unwrap().goodput.clone().unwrap();
+    let limits_iv = gi.limits_attainment.expect("the limits' share has an interval");
+    assert_eq!(limits_iv.hi, Some(1.0));
+    let iv = |i| goodput_report::intervals::text(i, Unit::Ratio);
+    assert_eq!(
+        interval_rows(&r),
+        [
+            ("attainment (limits)".to_string(), "100.00%".to_string(), iv(&limits_iv)),
+            ("met every threshold".to_string(), "60.00%".to_string(), iv(&gi.slo_attainment)),
+        ]
+    );
+    let md = text(&render_run(Format::Markdown, &r), "");
+    assert!(md.contains(&format!("| attainment \\(limits\\) | 100.00% | {} |", md_escape(&iv(&limits_iv)))), "{md}");
+    // Limits alone: one share, the attainment.
+    let alone = limits_alone(&r);
+    let g = alone.summary.intervals.as_ref().unwrap().goodput.clone().unwrap();
+    assert_eq!(g.limits_attainment, None);
+    assert_eq!(interval_rows(&alone), [("attainment".to_string(), "60.00%".to_string(), iv(&g.slo_attainment))]);
+}
+
+/// `r`'s requests judged by `ttft<=100ms` alone: the share that met every
+/// threshold is the limit's.
+fn limits_alone(r: &RunResult) -> RunResult {
+    run_of("llama-3.1-8b", Profile::default(), r.requests.clone().unwrap(), Some("ttft<=100ms"), true)
+}
+
+/// Markdown's escape of an interval's brackets.
+fn md_escape(s: &str) -> String {
+    s.replace('[', "\\[").replace(']', "\\]")
+}

@@ -196,6 +196,50 @@ pub fn adversarial_run() -> RunResult {
     r
 }
 
+/// An SLO whose limit every request of [`mixed_run`] meets, beside an
+/// objective whose threshold only some do.
+pub const MIXED_SLO: &str = "ttft<=10s,ttft:p50<=100ms";
+
+/// A run judged by [`MIXED_SLO`]: every request within its limit, and
+/// `within` of every 5 within its objective's threshold (the others get
+/// their first token 200 ms later). The verdict holds the limit's share
+/// (100%) to its target, and the p50 passes; goodput's share, every
+/// threshold, is `within` / 5.
+pub fn mixed_run(within: u64) -> RunResult {
+    let p = Profile::default();
+    let mut recs = records(p);
+    for r in recs.iter_mut().filter(|r| r.id % 5 >= within) {
+        let late = ns(200.0);
+        r.chunks = r.chunks.iter().map(|c| OutputChunk { t: c.t + late, ..c }).collect();
+        r.stream_end = r.stream_end.map(|t| t + late);
+        r.end += late;
+    }
+    run_of("llama-3.1-8b", p, recs, Some(MIXED_SLO), true)
+}
+
+/// [`mixed_run`] as a document saved before the limits were counted alone
+/// beside objectives: its attainment counted every threshold, as goodput's
+/// share does (and failed short of 90%), and it has no `by_limits` nor an
+/// interval of the limits' share.
+pub fn mixed_run_saved_before(within: u64) -> RunResult {
+    let mut r = mixed_run(within);
+    let g = r.summary.goodput.clone().unwrap();
+    let slo = r.slo.as_mut().unwrap();
+    let a = slo.attainment.as_mut().unwrap();
+    (a.measured, a.good_requests, a.judged_requests) = (g.slo_attainment, g.good_requests, g.judged_requests);
+    a.pass = a.measured >= a.target;
+    a.by_limits = false;
+    slo.pass = a.pass && slo.objectives.iter().all(|o| o.pass);
+    r.summary.intervals.as_mut().unwrap().goodput.as_mut().unwrap().limits_attainment = None;
+    // Read back as such a document reads.
+    let v = serde_json::to_value(&r).unwrap();
+    assert!(
+        v["slo"]["attainment"].get("by_limits").is_none()
+            && v["summary"]["intervals"]["goodput"].get("limits_attainment").is_none()
+    );
+    serde_json::from_value(v).unwrap()
+}
+
 /// The SLO of [`sweep`]: a per-request limit and an objective, on TTFT.
 pub const SWEEP_SLO: &str = "ttft<=200ms,ttft:p95<=250ms";
 
