@@ -366,6 +366,12 @@ fn summary_fields(r: &RunResult, ps: &[f64]) -> Vec<(String, String)> {
     put("slo_pass", opt_bool(r.slo.as_ref().map(|s| s.pass)));
     let objectives = r.slo.as_ref().filter(|s| !s.objectives.is_empty());
     put("slo_objectives_pass", opt_bool(objectives.map(|s| s.objectives.iter().all(|o| o.pass))));
+    // The limits' attainment the verdict held to its target: beside
+    // objectives not `slo_attainment`, which counts every threshold (the
+    // verdict's share had been in no column). Empty without limits, and
+    // for a document saved before the limits were counted alone beside
+    // objectives, whose verdict counted every threshold: `slo_attainment`.
+    put("slo_limits_attainment", csv_num(r.slo.as_ref().and_then(|s| s.limits_attainment())));
     let c = r.cost.as_ref();
     put("gpu_hour_usd", csv_num(c.map(|c| c.gpu_hour_usd)));
     put("gpus", c.map(|c| c.gpus.to_string()).unwrap_or_default());
@@ -425,16 +431,17 @@ fn summary_fields(r: &RunResult, ps: &[f64]) -> Vec<(String, String)> {
             put(&format!("{name}_{}", c.key), csv_num(v.num()));
         }
     }
-    intervals_fields(&mut put, s, ps);
+    intervals_fields(&mut put, r, ps);
     f
 }
 
 /// The intervals (`summary.intervals`), every column present whether the
 /// run has them or not: `confidence`, then `ttft_ms_p99_lo` and `_hi` for
-/// each per-request distribution and percentile, and each rate's.
-fn intervals_fields(put: &mut impl FnMut(&str, String), s: &goodput_core::Summary, ps: &[f64]) {
+/// each per-request distribution and percentile, and each rate's and
+/// share's.
+fn intervals_fields(put: &mut impl FnMut(&str, String), r: &RunResult, ps: &[f64]) {
     use goodput_core::analysis::interval::Interval;
-    let iv = s.intervals.as_ref();
+    let iv = r.summary.intervals.as_ref();
     put("confidence", csv_num(iv.map(|i| i.confidence)));
     let mut pair = |name: &str, i: Option<&Interval>| {
         put(&format!("{name}_lo"), csv_num(i.and_then(|i| i.lo)));
@@ -458,6 +465,13 @@ fn intervals_fields(put: &mut impl FnMut(&str, String), s: &goodput_core::Summar
     pair("goodput_requests_per_s", g.map(|g| &g.requests_per_s));
     pair("goodput_output_tokens_per_s", g.map(|g| &g.output_tokens_per_s));
     pair("slo_attainment", g.map(|g| &g.slo_attainment));
+    // Beside objectives, its own; of limits alone, goodput's share's.
+    let limits = match (g, r.slo.as_ref().and_then(|s| s.limits_attainment())) {
+        (Some(g), Some(_)) if r.slo.as_ref().is_some_and(|s| s.attains_by_limits()) => g.limits_attainment.as_ref(),
+        (Some(g), Some(_)) => Some(&g.slo_attainment),
+        _ => None,
+    };
+    pair("slo_limits_attainment", limits);
 }
 
 fn source(s: CountSource) -> String {

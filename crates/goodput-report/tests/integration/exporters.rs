@@ -1276,7 +1276,72 @@ fn limits_alone(r: &RunResult) -> RunResult {
     run_of("llama-3.1-8b", Profile::default(), r.requests.clone().unwrap(), Some("ttft<=100ms"), true)
 }
 
+/// `summary.csv` gives the limits' share the verdict held to its target
+/// (`slo_limits_attainment`, with `_lo` and `_hi`) beside goodput's
+/// (`slo_attainment`, every threshold): it had no column for the verdict's
+/// share. With limits alone the two columns agree.
+#[test]
+fn a_mixed_slos_summary_csv_gives_the_verdicts_share_beside_goodputs() {
+    let r = mixed_run(3);
+    let limits_iv = r.summary.intervals.as_ref().unwrap().goodput.as_ref().unwrap().limits_attainment.unwrap();
+    let rows = parse_csv(&text(&render_run(Format::Csv, &r), "summary.csv"));
+    let get = |name: &str| column(&rows, name)[0].to_string();
+    assert_eq!(
+        (get("slo_limits_attainment"), get("slo_attainment"), get("slo_pass")),
+        ("1".into(), "0.6".into(), "true".into())
+    );
+    assert_eq!(get("slo_limits_attainment_lo"), limits_iv.lo.unwrap().to_string());
+    assert_eq!(get("slo_limits_attainment_hi"), "1");
+    let rows = parse_csv(&text(&render_run(Format::Csv, &limits_alone(&r)), "summary.csv"));
+    let get = |name: &str| column(&rows, name)[0].to_string();
+    assert_eq!((get("slo_limits_attainment"), get("slo_attainment")), ("0.6".into(), "0.6".into()));
+    assert_eq!(get("slo_limits_attainment_lo"), get("slo_attainment_lo"));
+}
+
 /// Markdown's escape of an interval's brackets.
 fn md_escape(s: &str) -> String {
     s.replace('[', "\\[").replace(']', "\\]")
+}
+
+/// A document saved before the limits were counted alone beside
+/// objectives: its saved share counted every threshold, and every view
+/// names it so, as goodput's share (it had been named `ttft<=10s`, the
+/// limit every request met); it has no limits' share to give.
+#[test]
+fn a_document_saved_before_names_its_every_threshold_share_so() {
+    let old = mixed_run_saved_before(3);
+    let every = "every threshold (ttft<=10s, ttft<=100ms)";
+    let term = terminal::render_width(&old, 200);
+    assert!(term.contains("· attainment 60.0% ·"), "{term}");
+    assert!(!term.contains("met every threshold"), "{term}");
+    assert!(term.contains(&format!("{every} 36 of 60 good (60.0%, target 90.0%) FAIL")), "{term}");
+    let md = text(&render_run(Format::Markdown, &old), "");
+    assert!(md.contains("· attainment 60.00% (36 of 60 good) ·"), "{md}");
+    assert!(
+        md.contains(&format!(
+            "Requests meeting {}: 36 of 60 (60.00%), target 90.00%: ❌ fail",
+            every.replace('<', "&lt;").replace('(', "\\(").replace(')', "\\)")
+        )),
+        "{md}"
+    );
+    let html = text(&render_run(Format::Html, &old), "");
+    assert!(
+        html.contains(&format!("{} · 36 of 60 requests good (60.00%, target 90.00%)", escape::html(every))),
+        "{html}"
+    );
+    let iv = old.summary.intervals.as_ref().unwrap().goodput.clone().unwrap();
+    assert_eq!(
+        interval_rows(&old),
+        [(
+            "attainment".to_string(),
+            "60.00%".to_string(),
+            goodput_report::intervals::text(&iv.slo_attainment, goodput_report::metric::Unit::Ratio)
+        )]
+    );
+    let rows = parse_csv(&text(&render_run(Format::Csv, &old), "summary.csv"));
+    let get = |name: &str| column(&rows, name)[0].to_string();
+    assert_eq!(
+        (get("slo_limits_attainment"), get("slo_attainment"), get("slo_pass")),
+        ("".into(), "0.6".into(), "false".into())
+    );
 }
