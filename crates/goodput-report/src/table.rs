@@ -302,21 +302,33 @@ pub fn sweep_points(sw: &SweepResult) -> Table {
         |head: &str, key: &str, unit, align, detail| Column { head: head.into(), key: key.into(), unit, align, detail };
     let (l, r) = (Align::Left, Align::Right);
     let (h, f) = (Detail::Headline, Detail::Full);
-    let columns = vec![
-        col("origin", "origin", Unit::Plain, l, f),
-        col("req/s", "requests_per_s", Unit::RequestsPerS, r, h),
-        col("output tok/s", "output_tokens_per_s", Unit::TokensPerS, r, h),
-        col("TTFT p50 (ms)", "ttft_ms_p50", Unit::Ms, r, h),
-        col("TTFT p99 (ms)", "ttft_ms_p99", Unit::Ms, r, h),
-        col("TPOT p50 (ms)", "tpot_ms_p50", Unit::Ms, r, h),
-        col("E2E p99 (ms)", "e2e_ms_p99", Unit::Ms, r, h),
-        col("failed", "requests_failed", Unit::Count, r, h),
-        col("goodput tok/s", "goodput_output_tokens_per_s", Unit::TokensPerS, r, h),
-        col("attainment", "slo_attainment", Unit::Ratio, r, f),
-        col("SLO", "meets_slo", Unit::Plain, l, h),
-        col("$ per M", "usd_per_million_output_tokens", Unit::Usd, r, f),
-        col("steady", "steady", Unit::Plain, l, h),
-    ];
+    // Beside objectives a point's verdict holds the limits' share to its
+    // target: that is the attainment, and goodput's (every threshold) a
+    // column of its own, named so (it had stood as the attainment beside
+    // verdicts it did not decide).
+    let every = sw.points.iter().find_map(|p| p.result.slo.as_ref().filter(|s| s.attains_by_limits()));
+    let columns = [
+        Some(col("origin", "origin", Unit::Plain, l, f)),
+        Some(col("req/s", "requests_per_s", Unit::RequestsPerS, r, h)),
+        Some(col("output tok/s", "output_tokens_per_s", Unit::TokensPerS, r, h)),
+        Some(col("TTFT p50 (ms)", "ttft_ms_p50", Unit::Ms, r, h)),
+        Some(col("TTFT p99 (ms)", "ttft_ms_p99", Unit::Ms, r, h)),
+        Some(col("TPOT p50 (ms)", "tpot_ms_p50", Unit::Ms, r, h)),
+        Some(col("E2E p99 (ms)", "e2e_ms_p99", Unit::Ms, r, h)),
+        Some(col("failed", "requests_failed", Unit::Count, r, h)),
+        Some(col("goodput tok/s", "goodput_output_tokens_per_s", Unit::TokensPerS, r, h)),
+        Some(match every {
+            Some(_) => col("attainment (limits)", "slo_limits_attainment", Unit::Ratio, r, f),
+            None => col("attainment", "slo_attainment", Unit::Ratio, r, f),
+        }),
+        every.map(|slo| col(slo.goodput_share_label(), "slo_attainment", Unit::Ratio, r, f)),
+        Some(col("SLO", "meets_slo", Unit::Plain, l, h)),
+        Some(col("$ per M", "usd_per_million_output_tokens", Unit::Usd, r, f)),
+        Some(col("steady", "steady", Unit::Plain, l, h)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let a = &sw.analysis;
     let rows = sw
         .points
@@ -333,21 +345,28 @@ pub fn sweep_points(sw: &SweepResult) -> Table {
                 .map(|(_, m)| m)
                 .collect();
             let n = Cell::Num;
-            let cells = vec![
-                Cell::Text(p.origin.clone()),
-                n(Some(s.throughput.requests_per_s)),
-                n(Some(s.throughput.output_tokens_per_s)),
-                n(s.ttft_ms.p(50.0)),
-                n(s.ttft_ms.p(99.0)),
-                n(s.tpot_ms.p(50.0)),
-                n(s.e2e_ms.p(99.0)),
-                n(Some(s.requests.failed as f64)),
-                n(g.map(|g| g.output_tokens_per_s)),
-                n(g.map(|g| g.slo_attainment)),
-                slo_cell(sw.point_meets_slo(i), goodput_core::doc::sweep::steady(res)),
-                n(res.cost.as_ref().and_then(|c| c.usd_per_million_output_tokens)),
-                Cell::Verdict { pass: s.stability.as_ref().map(|st| st.steady), yes: "steady", no: "NOT STEADY" },
-            ];
+            let cells = [
+                Some(Cell::Text(p.origin.clone())),
+                Some(n(Some(s.throughput.requests_per_s))),
+                Some(n(Some(s.throughput.output_tokens_per_s))),
+                Some(n(s.ttft_ms.p(50.0))),
+                Some(n(s.ttft_ms.p(99.0))),
+                Some(n(s.tpot_ms.p(50.0))),
+                Some(n(s.e2e_ms.p(99.0))),
+                Some(n(Some(s.requests.failed as f64))),
+                Some(n(g.map(|g| g.output_tokens_per_s))),
+                Some(match every {
+                    Some(_) => n(res.slo.as_ref().and_then(|s| s.limits_attainment())),
+                    None => n(g.map(|g| g.slo_attainment)),
+                }),
+                every.map(|_| n(g.map(|g| g.slo_attainment))),
+                Some(slo_cell(sw.point_meets_slo(i), goodput_core::doc::sweep::steady(res))),
+                Some(n(res.cost.as_ref().and_then(|c| c.usd_per_million_output_tokens))),
+                Some(Cell::Verdict { pass: s.stability.as_ref().map(|st| st.steady), yes: "steady", no: "NOT STEADY" }),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
             // Why, for a row of its own: NOT STEADY alone says nothing of
             // what was measured (a backlog, a ramp) or what to change.
             let note = s

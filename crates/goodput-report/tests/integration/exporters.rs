@@ -482,7 +482,7 @@ fn sweep_points_are_one_table_that_html_and_markdown_show_at_their_levels() {
         assert_eq!(row.note.is_some(), i == 5, "{i}");
     }
     assert_eq!(t.rows[5].note.as_deref(), Some("NOT STEADY: a backlog"));
-    assert_eq!(t.rows[5].cells[12], Cell::Verdict { pass: Some(false), yes: "steady", no: "NOT STEADY" });
+    assert_eq!(t.rows[5].cells[13], Cell::Verdict { pass: Some(false), yes: "steady", no: "NOT STEADY" });
     let full = [
         "origin",
         "req/s",
@@ -493,7 +493,10 @@ fn sweep_points_are_one_table_that_html_and_markdown_show_at_their_levels() {
         "E2E p99 (ms)",
         "failed",
         "goodput tok/s",
-        "attainment",
+        // The sweep's SLO has an objective beside its limit: the limit's
+        // share the verdict used, then goodput's (every threshold).
+        "attainment (limits)",
+        "met every threshold",
         "SLO",
         "$ per M",
         "steady",
@@ -1344,4 +1347,48 @@ fn a_document_saved_before_names_its_every_threshold_share_so() {
         (get("slo_limits_attainment"), get("slo_attainment"), get("slo_pass")),
         ("".into(), "0.6".into(), "false".into())
     );
+}
+
+/// A sweep under an SLO with an objective beside its limit: the points'
+/// table gives each point's verdict share, the limit's, as its attainment,
+/// and goodput's (every threshold) in a column of its own named so; HTML
+/// shows both, and `points.csv` has `slo_limits_attainment` beside
+/// `slo_attainment`. A sweep of limits alone keeps its one column.
+#[test]
+fn a_mixed_slos_sweep_table_gives_the_verdicts_share_and_goodputs() {
+    use goodput_report::table::{sweep_points, Detail};
+    let mut sw = sweep();
+    sw.points.truncate(2);
+    sw.points[0].result = mixed_run(3);
+    sw.points[1].result = mixed_run(4);
+    sw.config.judge.slo = Some(MIXED_SLO.into());
+    sw.analysis = goodput_core::doc::sweep::analyze_sweep(&sw.points, 0.9);
+    let t = sweep_points(&sw).at(Detail::Full);
+    let heads = t.heads();
+    let at = |h: &str| heads.iter().position(|x| *x == h).unwrap_or_else(|| panic!("no {h}: {heads:?}"));
+    assert_eq!(at("met every threshold"), at("attainment (limits)") + 1);
+    assert!(!heads.contains(&"attainment"), "{heads:?}");
+    let cells: Vec<(String, String)> = t
+        .rows
+        .iter()
+        .map(|row| {
+            let x = t.texts(row);
+            (x[at("attainment (limits)")].clone(), x[at("met every threshold")].clone())
+        })
+        .collect();
+    assert_eq!(cells, [("100.00%".into(), "60.00%".into()), ("100.00%".into(), "80.00%".into())]);
+    let html = text(&Format::Html.exporter().render_sweep(&sw).unwrap(), "");
+    assert!(html.contains("<th>attainment (limits)</th><th>met every threshold</th><th>SLO</th>"), "{html}");
+    let rows = parse_csv(&text(&Format::Csv.exporter().render_sweep(&sw).unwrap(), "points.csv"));
+    assert_eq!(column(&rows, "slo_limits_attainment"), ["1", "1"]);
+    assert_eq!(column(&rows, "slo_attainment"), ["0.6", "0.8"]);
+    // Limits alone: the one attainment column, goodput's share.
+    for p in &mut sw.points {
+        p.result = limits_alone(&p.result);
+    }
+    let t = sweep_points(&sw).at(Detail::Full);
+    let heads = t.heads();
+    assert!(heads.contains(&"attainment") && !heads.iter().any(|h| h.contains("threshold") || h.contains("limits")));
+    let i = heads.iter().position(|h| *h == "attainment").unwrap();
+    assert_eq!(t.texts(&t.rows[1])[i], "80.00%");
 }

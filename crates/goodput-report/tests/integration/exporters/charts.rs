@@ -258,7 +258,7 @@ fn sweep_tables_say_why_a_point_is_not_steady() {
     // The reason on a line of its own, under its point's row.
     let (before, after) = table.split_once(r#"<tr class="why">"#).unwrap();
     assert!(before.rsplit("<tr>").next().unwrap().starts_with("<td>concurrency 32"), "{table}");
-    assert!(after.starts_with(&format!(r#"<td colspan="14" class="text">NOT STEADY: {WHY}</td></tr>"#)), "{after}");
+    assert!(after.starts_with(&format!(r#"<td colspan="15" class="text">NOT STEADY: {WHY}</td></tr>"#)), "{after}");
 }
 
 /// A stages run has a timeline: throughput, TTFT and requests in flight
