@@ -579,7 +579,7 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
     let no_output = runs.iter().any(|(_, r)| r.summary.no_output());
     let mut metrics: Vec<Metric> = Metric::main()
         .into_iter()
-        .filter(|m| runs.iter().any(|(_, r)| m.value(r).is_some()) || matches!(m, Metric::Dist(..)))
+        .filter(|m| m.shown_for(runs.iter().map(|(_, r)| *r)) || matches!(m, Metric::Dist(..)))
         .filter(|m| *m != input_price || no_output)
         .collect();
     for r in rules {
@@ -649,7 +649,7 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
             };
             Row {
                 metric: m,
-                label: m.label(),
+                label: m.label_beside(runs.iter().map(|(_, r)| *r)),
                 unit: m.unit(),
                 better,
                 values,

@@ -110,6 +110,14 @@ impl Dist {
     }
 }
 
+/// Whether `r`'s verdict held the limits' attainment to its target beside
+/// percentile objectives, where goodput's share counts every threshold
+/// ([`goodput_core::SloReport::attains_by_limits`]): then the two shares
+/// are shown apart.
+pub fn judged_by_limits(r: &RunResult) -> bool {
+    r.slo.as_ref().is_some_and(|s| s.attains_by_limits())
+}
+
 /// The run completed requests and none brought output: an embeddings or
 /// rerank run (`--api embeddings`, `rerank`), answered whole with input
 /// tokens only. Its output-side figures (TTFT, TPOT, output rates) are
@@ -311,10 +319,39 @@ impl Metric {
                 Scalar::GoodputRequestsPerS
                     | Scalar::GoodputOutputTokensPerS
                     | Scalar::SloAttainment
+                    | Scalar::SloLimitsAttainment
                     | Scalar::UsefulWork
                     | Scalar::UsdPerMillionGoodOutputTokens
             )
         )
+    }
+
+    /// Whether a table of `runs` shows the figure: the limits' attainment
+    /// only where some run's verdict counted the limits alone beside
+    /// percentile objectives ([`judged_by_limits`]); elsewhere it is
+    /// goodput's share again (limits alone) or none. Every other figure
+    /// where some run has it.
+    pub fn shown_for<'a>(&self, runs: impl IntoIterator<Item = &'a RunResult>) -> bool {
+        let mut runs = runs.into_iter();
+        match self {
+            Metric::Scalar(Scalar::SloLimitsAttainment) => runs.any(judged_by_limits),
+            _ => runs.any(|r| self.value(r).is_some()),
+        }
+    }
+
+    /// The figure's name beside `runs`: where a run's verdict counted its
+    /// limits alone beside percentile objectives ([`judged_by_limits`]),
+    /// goodput's share is named as the reports name it beside such a
+    /// verdict (`met every threshold`: [`goodput_core::SloReport::goodput_share_label`]),
+    /// and the attainment is the limits' row; else [`Metric::label`].
+    pub fn label_beside<'a>(&self, runs: impl IntoIterator<Item = &'a RunResult>) -> String {
+        let by_limits = || runs.into_iter().find_map(|r| r.slo.as_ref().filter(|s| s.attains_by_limits()));
+        match self {
+            Metric::Scalar(Scalar::SloAttainment) => {
+                by_limits().map_or_else(|| self.label(), |s| s.goodput_share_label().to_string())
+            }
+            _ => self.label(),
+        }
     }
 
     /// The headline metrics `compare` shows for every run.
@@ -336,7 +373,10 @@ impl Metric {
             Metric::Scalar(Scalar::GoodputRequestsPerS),
             Metric::Scalar(Scalar::GoodputOutputTokensPerS),
             // The share of requests that met the SLO: beside goodput, what a
-            // run under an SLO is judged by.
+            // run under an SLO is judged by. Beside objectives the verdict
+            // holds the limits' share to its target, and goodput's counts
+            // every threshold: both, then ([`Metric::shown_for`]).
+            Metric::Scalar(Scalar::SloLimitsAttainment),
             Metric::Scalar(Scalar::SloAttainment),
             Metric::Scalar(Scalar::ErrorRate),
             Metric::Scalar(Scalar::UsdPerMillionOutputTokens),

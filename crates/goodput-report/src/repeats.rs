@@ -17,7 +17,7 @@ pub fn figures() -> Vec<Metric> {
 /// The `repeats` block of `runs` (in order, the first the document's top
 /// level), made with `seeds`, at confidence `conf`.
 pub fn build(runs: &[RunResult], asked: u32, seeds: &[u64], same_seed: bool, conf: f64) -> Repeats {
-    let metrics: Vec<Metric> = figures().into_iter().filter(|m| runs.iter().any(|r| m.value(r).is_some())).collect();
+    let metrics: Vec<Metric> = figures().into_iter().filter(|m| m.shown_for(runs)).collect();
     let each: Vec<RepeatRun> = runs
         .iter()
         .enumerate()
@@ -122,8 +122,11 @@ fn metric(path: &str) -> Option<Metric> {
     path.parse().ok()
 }
 
-fn label(path: &str) -> String {
-    metric(path).map_or_else(|| path.to_string(), |m| m.label())
+/// The figure's name beside the run `r` ([`Metric::label_beside`]):
+/// goodput's share is `met every threshold` beside a verdict that counted
+/// the limits alone.
+fn label(path: &str, r: Option<&RunResult>) -> String {
+    metric(path).map_or_else(|| path.to_string(), |m| m.label_beside(r))
 }
 
 fn unit(path: &str) -> Unit {
@@ -162,7 +165,7 @@ pub fn spread(r: &RunResult) -> Option<Table> {
                 _ => "-".into(),
             };
             Row {
-                label: label(&s.figure),
+                label: label(&s.figure, Some(r)),
                 key: s.figure.clone(),
                 detail: Detail::Headline,
                 present: true,
@@ -194,7 +197,7 @@ pub fn runs(r: &RunResult) -> Option<Table> {
         .map(|s| {
             let u = unit(&s.figure);
             Row {
-                label: label(&s.figure),
+                label: label(&s.figure, Some(r)),
                 key: s.figure.clone(),
                 detail: Detail::Headline,
                 present: true,
@@ -221,7 +224,7 @@ const SWEEP_FIGURES: [&str; 5] =
 pub fn sweep_spread(sw: &goodput_core::doc::sweep::SweepResult) -> Option<Table> {
     let repeated: Vec<_> = sw.points.iter().filter_map(|p| Some((p, p.result.repeats.as_ref()?))).collect();
     let n = repeated.first()?.1.asked;
-    let columns = SWEEP_FIGURES.iter().map(|f| column(&label(f), f, Detail::Headline)).collect();
+    let columns = SWEEP_FIGURES.iter().map(|f| column(&label(f, None), f, Detail::Headline)).collect();
     let rows = repeated
         .iter()
         .map(|(p, rep)| Row {
@@ -280,7 +283,12 @@ pub fn line(rep: &Repeats) -> String {
     for figure in ["ttft_ms.p99", "throughput.output_tokens_per_s"] {
         if let Some(s) = rep.spread.iter().find(|s| s.figure == figure) {
             let u = unit(figure);
-            parts.push(format!("{} {} ± {}", label(figure), format::value(Some(s.mean), u), format::value(s.sd, u)));
+            parts.push(format!(
+                "{} {} ± {}",
+                label(figure, None),
+                format::value(Some(s.mean), u),
+                format::value(s.sd, u)
+            ));
         }
     }
     parts.extend(rep.notes.iter().cloned());

@@ -19,7 +19,8 @@
 //!   requests), no call is made.
 //! - A rate: Welch's t on the two runs' sub-window rates (the batch means
 //!   their intervals came from), with Welch–Satterthwaite's degrees of freedom.
-//! - Attainment: the two-proportion z test on good / judged requests.
+//! - Attainment: the two-proportion z test on good / judged requests
+//!   (goodput's, or those the verdict counted for the limits' attainment).
 //! - Any headline figure of two documents of `--runs N`, whose values a
 //!   comparison then reads as the means over their runs: Welch's t on the
 //!   runs' values, each run one draw (the run-to-run noise that one run's
@@ -113,7 +114,7 @@ pub fn test_in(m: &Metric, base: &RunResult, run: &RunResult, by_means: bool) ->
     let made = match kind {
         Kind::Percentile(d, p) => percentile(v0, v1, bi.percentile(d.key(), p), ri.percentile(d.key(), p), bi, ri),
         Kind::Rate => rate(v0, v1, rate_of(m, bi), rate_of(m, ri), bi, ri),
-        Kind::Proportion => proportion(base, run),
+        Kind::Proportion => proportion(m, base, run),
     };
     Some(match made {
         Ok(p) => Significance {
@@ -257,7 +258,7 @@ impl Kind {
                 | Scalar::GoodputRequestsPerS
                 | Scalar::GoodputOutputTokensPerS,
             ) => Some(Kind::Rate),
-            Metric::Scalar(Scalar::SloAttainment) => Some(Kind::Proportion),
+            Metric::Scalar(Scalar::SloAttainment | Scalar::SloLimitsAttainment) => Some(Kind::Proportion),
             _ => None,
         }
     }
@@ -344,9 +345,18 @@ fn rate(
     Ok(2.0 * (1.0 - t_cdf((v1 - v0).abs() / var.sqrt(), df)))
 }
 
-/// The pooled two-proportion z test on good / judged requests.
-fn proportion(base: &RunResult, run: &RunResult) -> Result<f64, String> {
-    let g = |r: &RunResult| r.summary.goodput.as_ref().map(|g| (g.good_requests as f64, g.judged_requests as f64));
+/// The pooled two-proportion z test on good / judged requests: goodput's,
+/// or, for the limits' attainment, those the verdict counted.
+fn proportion(m: &Metric, base: &RunResult, run: &RunResult) -> Result<f64, String> {
+    let g = |r: &RunResult| match m {
+        Metric::Scalar(Scalar::SloLimitsAttainment) => r
+            .slo
+            .as_ref()
+            .filter(|s| s.limits_attainment().is_some())
+            .and_then(|s| s.attainment.as_ref())
+            .map(|a| (a.good_requests as f64, a.judged_requests as f64)),
+        _ => r.summary.goodput.as_ref().map(|g| (g.good_requests as f64, g.judged_requests as f64)),
+    };
     let ((g0, n0), (g1, n1)) = (g(base).ok_or("the baseline was not judged")?, g(run).ok_or("the run was not judged")?);
     if n0 == 0.0 || n1 == 0.0 {
         return Err("cannot tell: a run judged no request".into());

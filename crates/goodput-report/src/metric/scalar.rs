@@ -14,7 +14,12 @@ pub enum Scalar {
     PeakOutputTokensPerS,
     GoodputRequestsPerS,
     GoodputOutputTokensPerS,
+    /// Goodput's share: the judged requests that met every threshold.
     SloAttainment,
+    /// The limits' attainment the verdict held to its target
+    /// (`slo.attainment.measured`), where it counted the limits alone:
+    /// [`goodput_core::SloReport::limits_attainment`].
+    SloLimitsAttainment,
     UsefulWork,
     Sent,
     Completed,
@@ -57,7 +62,7 @@ pub enum Scalar {
 }
 
 impl Scalar {
-    pub const ALL: [Scalar; 35] = [
+    pub const ALL: [Scalar; 36] = [
         Scalar::RequestsPerS,
         Scalar::InputTokensPerS,
         Scalar::OutputTokensPerS,
@@ -66,6 +71,7 @@ impl Scalar {
         Scalar::GoodputRequestsPerS,
         Scalar::GoodputOutputTokensPerS,
         Scalar::SloAttainment,
+        Scalar::SloLimitsAttainment,
         Scalar::UsefulWork,
         Scalar::Sent,
         Scalar::Completed,
@@ -107,6 +113,7 @@ impl Scalar {
             Scalar::GoodputRequestsPerS => "goodput.requests_per_s",
             Scalar::GoodputOutputTokensPerS => "goodput.output_tokens_per_s",
             Scalar::SloAttainment => "goodput.slo_attainment",
+            Scalar::SloLimitsAttainment => "slo.attainment.measured",
             Scalar::UsefulWork => "goodput.useful_work",
             Scalar::Sent => "requests.sent",
             Scalar::Completed => "requests.completed",
@@ -150,6 +157,7 @@ impl Scalar {
             Scalar::GoodputRequestsPerS => &["goodput", "goodput_requests_per_s"],
             Scalar::GoodputOutputTokensPerS => &["goodput_tokens_per_s", "goodput_output_tokens_per_s"],
             Scalar::SloAttainment => &["slo_attainment"],
+            Scalar::SloLimitsAttainment => &["slo_limits_attainment"],
             Scalar::UsefulWork => &["useful_work"],
             Scalar::UsdPerMillionOutputTokens => &["usd_per_million_output_tokens"],
             Scalar::UsdPerMillionTotalTokens => &["usd_per_million_total_tokens"],
@@ -178,6 +186,7 @@ impl Scalar {
             Scalar::GoodputRequestsPerS => "goodput req/s",
             Scalar::GoodputOutputTokensPerS => "goodput tok/s",
             Scalar::SloAttainment => "SLO attainment",
+            Scalar::SloLimitsAttainment => "SLO attainment (limits)",
             Scalar::UsefulWork => "useful work",
             Scalar::Sent => "requests sent",
             Scalar::Completed => "requests completed",
@@ -222,6 +231,7 @@ impl Scalar {
             Scalar::GoodputRequestsPerS => g.map(|g| g.requests_per_s),
             Scalar::GoodputOutputTokensPerS => g.map(|g| g.output_tokens_per_s),
             Scalar::SloAttainment => g.map(|g| g.slo_attainment),
+            Scalar::SloLimitsAttainment => r.slo.as_ref().and_then(|s| s.limits_attainment()),
             Scalar::UsefulWork => g.map(|g| g.useful_work),
             Scalar::Sent => Some(s.requests.sent as f64),
             Scalar::Completed => Some(s.requests.completed as f64),
@@ -270,6 +280,7 @@ impl Scalar {
             | Scalar::PeakOutputTokensPerS
             | Scalar::GoodputOutputTokensPerS => Unit::TokensPerS,
             Scalar::SloAttainment
+            | Scalar::SloLimitsAttainment
             | Scalar::UsefulWork
             | Scalar::ErrorRate
             | Scalar::QualityExact
@@ -303,6 +314,7 @@ impl Scalar {
             | Scalar::GoodputRequestsPerS
             | Scalar::GoodputOutputTokensPerS
             | Scalar::SloAttainment
+            | Scalar::SloLimitsAttainment
             | Scalar::UsefulWork
             | Scalar::Completed
             | Scalar::TimesReadingSpeed

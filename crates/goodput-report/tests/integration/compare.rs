@@ -30,6 +30,9 @@ fn table_holds_each_runs_values_and_the_change_against_the_first() {
             "throughput.requests_per_s",
             "goodput.requests_per_s",
             "goodput.output_tokens_per_s",
+            // The SLO has an objective beside its limit: the verdict's
+            // share (the limit's), then goodput's (every threshold).
+            "slo.attainment.measured",
             "goodput.slo_attainment",
             "error_rate",
             "cost.usd_per_million_output_tokens",
@@ -542,6 +545,9 @@ fn slo_row(c: &goodput_report::Comparison, path: &str) -> goodput_report::compar
 /// (the share of requests that met it), its goodput and its verdict, as
 /// each document says; the attainment's change is in percentage points
 /// (its relative change kept beside), and nothing says the SLOs differ.
+/// The SLO has an objective beside its limit: goodput's share (every
+/// threshold) is named so, the limit's the verdict used on a row of its
+/// own (the two are equal here: within 60 ms is within 70 ms).
 #[test]
 fn runs_under_one_slo_show_their_attainment_goodput_and_verdict() {
     let (a, b) = (run(), slower_run());
@@ -552,8 +558,13 @@ fn runs_under_one_slo_show_their_attainment_goodput_and_verdict() {
     assert!(gb.slo_attainment < ga.slo_attainment, "{} / {}", ga.slo_attainment, gb.slo_attainment);
     let c = compare(&[("a.json", &a), ("b.json", &b)], &[]);
     let att = slo_row(&c, "goodput.slo_attainment");
-    assert_eq!((att.label.as_str(), att.unit), ("SLO attainment", goodput_report::metric::Unit::Ratio));
+    assert_eq!((att.label.as_str(), att.unit), ("met every threshold", goodput_report::metric::Unit::Ratio));
     assert_eq!(att.values, [Some(ga.slo_attainment), Some(gb.slo_attainment)]);
+    let limits = slo_row(&c, "slo.attainment.measured");
+    assert_eq!(limits.label, "SLO attainment (limits)");
+    let measured = |s: &goodput_core::SloReport| s.attainment.as_ref().map(|a| a.measured);
+    assert_eq!(limits.values, [measured(sa), measured(sb)]);
+    assert_eq!(limits.values, att.values);
     let pp = (gb.slo_attainment - ga.slo_attainment) * 100.0;
     assert_eq!(att.changes_pp, [None, Some(pp)]);
     assert_eq!(att.changes[1], Some((gb.slo_attainment - ga.slo_attainment) / ga.slo_attainment));
@@ -572,7 +583,7 @@ fn runs_under_one_slo_show_their_attainment_goodput_and_verdict() {
     let cells = |name: &str| line(name).split_whitespace().map(String::from).collect::<Vec<_>>();
     let pct = |x: f64| format!("{:.2}%", x * 100.0);
     assert_eq!(
-        cells("SLO attainment")[2..],
+        cells("met every threshold")[3..],
         [pct(ga.slo_attainment), pct(gb.slo_attainment), format!("{pp:+.2}"), "pp".into(), "!*".into()],
         "{t}"
     );
@@ -582,7 +593,11 @@ fn runs_under_one_slo_show_their_attainment_goodput_and_verdict() {
     // The change column holds its widest cell: the verdict row's columns
     // line up with the attainment's.
     let end_of = |l: &str, v: &str| l.rfind(v).map(|i| i + v.len());
-    assert_eq!(end_of(line("SLO attainment"), &pct(gb.slo_attainment)), end_of(line("SLO verdict"), "FAIL"), "{t}");
+    assert_eq!(
+        end_of(line("met every threshold"), &pct(gb.slo_attainment)),
+        end_of(line("SLO verdict"), "FAIL"),
+        "{t}"
+    );
 }
 
 /// A run with no SLO beside one with: it has no attainment, goodput or
@@ -641,4 +656,64 @@ fn runs_not_judged_by_one_slo_are_told_so() {
     let c = compare(&[("a.json", &none), ("b.json", &none)], &[]);
     assert!(c.slo.is_empty() && c.note.is_none());
     assert!(!render_terminal(&c).contains("SLO verdict"));
+}
+
+/// Beside an objective the verdict holds the limit's share to its target,
+/// and goodput's share counts every threshold: each on a row of its own,
+/// `SLO attainment (limits)` and `met every threshold` (goodput's had been
+/// `SLO attainment`, 60% beside a verdict that 100% within the limit
+/// passed). A document saved before, whose share counted every threshold,
+/// has no limits' share (`-`: its 60% is not one), not a bogus change; an
+/// SLO of limits alone keeps its one `SLO attainment` row.
+#[test]
+fn a_mixed_slo_shows_the_verdicts_share_and_goodputs_apart() {
+    let (a, b) = (mixed_run(3), mixed_run(4));
+    for r in [&a, &b] {
+        assert!(r.slo.as_ref().unwrap().pass, "{:?}", r.slo.as_ref().unwrap().misses());
+    }
+    let c = compare(&[("a.json", &a), ("b.json", &b)], &parse_rules("slo_limits_attainment<-1pp").unwrap());
+    let limits = slo_row(&c, "slo.attainment.measured");
+    assert_eq!(limits.label, "SLO attainment (limits)");
+    assert_eq!((limits.values.clone(), limits.changes_pp.clone()), (vec![Some(1.0), Some(1.0)], vec![None, Some(0.0)]));
+    let every = slo_row(&c, "goodput.slo_attainment");
+    assert_eq!(every.label, "met every threshold");
+    assert_eq!(every.values, [Some(0.6), Some(0.8)]);
+    assert!((every.changes_pp[1].unwrap() - 20.0).abs() < 1e-9, "{:?}", every.changes_pp);
+    assert_eq!(c.verdicts[0].verdict, Verdict::Pass, "{:?}", c.verdicts[0]);
+    assert!(!c.rows.iter().any(|r| r.label == "SLO attainment"), "no row names goodput's share the attainment");
+    let t = render_terminal(&c);
+    let cells = |name: &str| {
+        let l = t.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name}: {t}"));
+        l[name.len()..].split_whitespace().map(String::from).collect::<Vec<_>>()
+    };
+    assert_eq!(cells("SLO attainment (limits)"), ["100.00%", "100.00%", "+0.00", "pp"], "{t}");
+    assert_eq!(cells("met every threshold"), ["60.00%", "80.00%", "+20.00", "pp", "+"], "{t}");
+    // The JSON keeps goodput's row as it was, the limits' row beside it.
+    let v = serde_json::to_value(&c).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let at = |m: &str| rows.iter().position(|r| r["metric"] == m).unwrap();
+    assert_eq!(at("slo.attainment.measured") + 1, at("goodput.slo_attainment"));
+    assert_eq!(rows[at("goodput.slo_attainment")]["values"], serde_json::json!([0.6, 0.8]));
+
+    // A baseline saved before: its share counted every threshold.
+    let old = mixed_run_saved_before(3);
+    let c = compare(&[("old.json", &old), ("b.json", &b)], &[]);
+    let limits = slo_row(&c, "slo.attainment.measured");
+    assert_eq!((limits.values.clone(), limits.changes[1]), (vec![None, Some(1.0)], None));
+    let every = slo_row(&c, "goodput.slo_attainment");
+    assert_eq!((every.label.as_str(), every.values.clone()), ("met every threshold", vec![Some(0.6), Some(0.8)]));
+    assert_eq!((c.slo[0].pass, c.slo[1].pass), (Some(false), Some(true)));
+    assert_eq!(
+        c.slo[0].misses,
+        ["36 of 60 requests met every threshold (ttft<=10s, ttft<=100ms) (60.0%), short of the 90.0% target"]
+    );
+    // Limits alone: one row, the attainment, as before.
+    let alone = |r: &goodput_core::RunResult| {
+        let p = Profile::default();
+        run_of("llama-3.1-8b", p, r.requests.clone().unwrap(), Some("ttft<=100ms"), false)
+    };
+    let c = compare(&[("a.json", &alone(&a)), ("b.json", &alone(&b))], &[]);
+    assert!(c.rows.iter().all(|r| r.metric.path() != "slo.attainment.measured"));
+    let att = slo_row(&c, "goodput.slo_attainment");
+    assert_eq!((att.label.as_str(), att.values.clone()), ("SLO attainment", vec![Some(0.6), Some(0.8)]));
 }

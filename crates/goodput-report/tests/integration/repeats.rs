@@ -75,3 +75,37 @@ fn identical_and_missing_runs_are_noted() {
     assert!(notes.contains("every run gave the same figures"), "{notes}");
     assert!(repeats::note(&rep).contains("all with seed 5"));
 }
+
+/// Runs under an SLO with an objective beside its limit: the block keeps
+/// the limits' share the verdicts used (`slo.attainment.measured`) beside
+/// goodput's, and the tables name them `SLO attainment (limits)` and `met
+/// every threshold` (goodput's every-threshold share had read `SLO
+/// attainment`); under limits alone the one share is kept once, as before.
+#[test]
+fn beside_objectives_the_verdicts_share_and_goodputs_are_kept_apart() {
+    let runs = [mixed_run(3), mixed_run(4)];
+    let rep = repeats::build(&runs, 2, &repeats::seeds(1, 2, false), false, 0.95);
+    let mut top = runs[0].clone();
+    top.repeats = Some(rep);
+    let t = repeats::runs(&top).unwrap();
+    let row = |label: &str| {
+        let r = t.rows.iter().find(|r| r.label == label).unwrap_or_else(|| panic!("no {label}"));
+        (r.key.clone(), t.texts(r))
+    };
+    assert_eq!(
+        row("SLO attainment (limits)"),
+        ("slo.attainment.measured".into(), vec!["100.00%".into(), "100.00%".into()])
+    );
+    assert_eq!(row("met every threshold"), ("goodput.slo_attainment".into(), vec!["60.00%".into(), "80.00%".into()]));
+    assert!(!t.rows.iter().any(|r| r.label == "SLO attainment"));
+    let alone: Vec<_> = runs
+        .iter()
+        .map(|r| run_of("llama-3.1-8b", Profile::default(), r.requests.clone().unwrap(), Some("ttft<=100ms"), false))
+        .collect();
+    let rep = repeats::build(&alone, 2, &repeats::seeds(1, 2, false), false, 0.95);
+    assert!(!rep.spread.iter().any(|s| s.figure == "slo.attainment.measured"), "{:?}", rep.spread);
+    let mut top = alone[0].clone();
+    top.repeats = Some(rep);
+    let labels: Vec<String> = repeats::spread(&top).unwrap().rows.iter().map(|r| r.label.clone()).collect();
+    assert!(labels.contains(&"SLO attainment".to_string()), "{labels:?}");
+}
