@@ -663,21 +663,32 @@ pub fn intervals(
     };
     let throughput = RateIntervals { requests_per_s: rate(&ok, false), output_tokens_per_s: rate(&ok, true) };
     let goodput = slo.map(|slo| {
-        let good: Vec<&RequestRecord> = finished.iter().copied().filter(|r| slo.is_good(r)).collect();
-        // A share of the finished requests that `met` counts, as Wilson's
-        // interval, or by whole sessions.
-        let share = |met: &dyn Fn(&RequestRecord) -> bool| {
+        // With a quality limit no request was scored by, none is good (as `judge` has it).
+        let scored = slo.unscored_limits(&finished).is_empty();
+        let good: Vec<&RequestRecord> = finished.iter().copied().filter(|r| scored && slo.is_good(r)).collect();
+        // A share, as `judge` takes it: of the finished requests that `met`
+        // counts, over them and the cancelled ones `missed` counts (each a
+        // miss), as Wilson's interval, or by whole sessions. The cancelled
+        // misses had been left out, and an interval of 100% beside a share
+        // they had brought to 50%.
+        let share = |met: &dyn Fn(&RequestRecord) -> bool, missed: &dyn Fn(&RequestRecord) -> bool| {
+            let cancelled_misses =
+                measured.iter().copied().filter(|r| matches!(r.outcome, Outcome::Cancelled) && missed(r));
+            let over: Vec<&RequestRecord> = finished.iter().copied().chain(cancelled_misses).collect();
+            let met = |r: &RequestRecord| scored && !matches!(r.outcome, Outcome::Cancelled) && met(r);
             if sessions {
-                attainment_by_sessions(&finished, met, conf, &cluster_of)
+                attainment_by_sessions(&over, &met, conf, &cluster_of)
             } else {
-                wilson(finished.iter().filter(|r| met(r)).count() as u64, finished.len() as u64, conf)
+                wilson(over.iter().filter(|r| met(r)).count() as u64, over.len() as u64, conf)
             }
         };
         GoodputIntervals {
             requests_per_s: rate(&good, false),
             output_tokens_per_s: rate(&good, true),
-            slo_attainment: share(&|r| slo.is_good(r)),
-            limits_attainment: slo.attains_by_limits().then(|| share(&|r| slo.attains(r))),
+            slo_attainment: share(&|r| slo.is_good(r), &|r| slo.certainly_missed(r)),
+            limits_attainment: slo
+                .attains_by_limits()
+                .then(|| share(&|r| slo.attains(r), &|r| slo.attainment_counts_cancelled(r))),
         }
     });
     Intervals { confidence: conf, unit, latency, batches: BATCHES as u32, throughput, goodput }

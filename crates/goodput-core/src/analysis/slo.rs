@@ -610,6 +610,15 @@ impl Slo {
         }
     }
 
+    /// The quality limits (`exact>=…` per request) that no request of
+    /// `judged` was scored by: with any, no request is good (`judge`).
+    pub fn unscored_limits(&self, judged: &[&RequestRecord]) -> Vec<String> {
+        let scored = |l: &QualityLimit| {
+            judged.iter().any(|r| r.quality.as_ref().is_some_and(|q| q.get(l.metric.as_str()).is_some()))
+        };
+        self.quality_limits.iter().filter(|l| !scored(l)).map(|l| l.to_string()).collect()
+    }
+
     /// Whether `r`, cancelled, counts as a miss in the attainment held to
     /// the target beside the requests judged: one that had certainly
     /// missed what [`Slo::attains`] counts (the limits alone beside
@@ -888,12 +897,7 @@ pub fn judge(records: &[RequestRecord], slo: &Slo, window_s: f64) -> (Goodput, S
     let measured: Vec<&RequestRecord> = records.iter().filter(|r| !r.warmup).collect();
     let judged: Vec<&RequestRecord> =
         measured.iter().copied().filter(|r| !matches!(r.outcome, Outcome::Cancelled)).collect();
-    let unscored: Vec<String> = slo
-        .quality_limits
-        .iter()
-        .filter(|l| !judged.iter().any(|r| r.quality.as_ref().is_some_and(|q| q.get(l.metric.as_str()).is_some())))
-        .map(|l| l.to_string())
-        .collect();
+    let unscored = slo.unscored_limits(&judged);
     // A limit no request was scored by judged none of them: none is good
     // (each had passed it, and a failed SLO had shown 100% attainment).
     let good: Vec<&RequestRecord> = judged.iter().copied().filter(|r| unscored.is_empty() && slo.is_good(r)).collect();

@@ -464,6 +464,35 @@ fn the_limits_attainment_beside_objectives_has_its_own_interval() {
     }
 }
 
+/// The attainment intervals count the cancelled requests that had
+/// certainly missed, as the shares do: 200 good requests and 200 cancelled
+/// 20 s into a TTFT limit of 10 s with no first token are 50%, and the
+/// interval had been 100% (over the finished requests alone).
+#[test]
+fn the_attainment_intervals_count_cancelled_misses_as_the_shares_do() {
+    for sessions in [false, true] {
+        let mut recs = run_records(400, sessions);
+        for r in recs.iter_mut().skip(200) {
+            r.chunks = Default::default();
+            r.output_tokens = 0;
+            r.end = r.sent + Duration::from_secs(20);
+            r.outcome = Outcome::Cancelled;
+        }
+        for spec in ["ttft<=10s", "ttft<=10s,ttft:p50<=10s"] {
+            let opts = crate::AnalysisOptions { slo: Some(spec.parse().unwrap()), ..Default::default() };
+            let a = crate::analyze(&recs, &opts);
+            let (g, rep) = (a.summary.goodput.as_ref().unwrap(), a.slo.as_ref().unwrap());
+            let limits = rep.attainment.as_ref().unwrap().measured;
+            assert_eq!((g.slo_attainment, limits), (0.5, 0.5), "{spec}");
+            let iv = a.summary.intervals.as_ref().unwrap().goodput.as_ref().unwrap();
+            assert!(iv.slo_attainment.contains(0.5) && !iv.slo_attainment.contains(1.0), "{spec}: {iv:?}");
+            if let Some(l) = iv.limits_attainment {
+                assert!(l.contains(0.5) && !l.contains(1.0), "{spec} {sessions}: {l:?}");
+            }
+        }
+    }
+}
+
 #[test]
 fn a_run_of_sessions_resamples_whole_sessions() {
     let recs = run_records(400, true);
