@@ -319,6 +319,10 @@ pub struct Watch {
     /// Judged requests that failed: samples of every SLO objective above
     /// its limit, as the verdict counts them.
     failed: u64,
+    /// Per per-request quality limit (the SLO's order), whether a judged
+    /// request was scored by it: until one is, the verdict counts no
+    /// request good.
+    limit_scored: Vec<bool>,
     measured: u64,
     next_look: u64,
     looks: u32,
@@ -371,11 +375,13 @@ impl Watch {
                 samples.push((m, Vec::new()));
             }
         }
+        let limit_scored = slo.iter().flat_map(|s| s.quality_limits.iter().map(|_| false)).collect();
         Some(Watch {
             until,
             slo,
             confidence,
             samples,
+            limit_scored,
             first_sent: None,
             last_end: Duration::ZERO,
             ends: Vec::new(),
@@ -474,6 +480,13 @@ impl Watch {
                 // What the verdict's attainment counts.
                 self.good += u64::from(slo.attains(r));
                 self.failed += u64::from(!r.outcome.is_success());
+                // A quality limit is scored by any judged request, as the
+                // verdict takes it.
+                if let Some(q) = &r.quality {
+                    for (l, scored) in slo.quality_limits.iter().zip(&mut self.limit_scored) {
+                        *scored |= q.get(l.metric.as_str()).is_some();
+                    }
+                }
             }
             if r.outcome.is_success() {
                 for ((m, objective), v) in &mut self.samples {
@@ -617,7 +630,26 @@ impl Watch {
                 (_, Some(hi)) if hi < target => Some(false),
                 _ => None,
             };
-            words.push(format!("attainment>={target}: {} {}", fmt_interval(&i), side_words(side)));
+            // A quality limit no judged request was scored by leaves the
+            // verdict no request good: not met until one is (a run whose
+            // answers had no score had stopped as met, at 100%, where the
+            // verdict fails it).
+            let unscored: Vec<String> = slo
+                .quality_limits
+                .iter()
+                .zip(&self.limit_scored)
+                .filter(|(_, scored)| !**scored)
+                .map(|(l, _)| l.to_string())
+                .collect();
+            let side = side.filter(|met| !met || unscored.is_empty());
+            let why = match unscored.is_empty() {
+                true => String::new(),
+                false => format!(
+                    " ({} scored no request yet, and the verdict counts none good until one is)",
+                    unscored.join(", ")
+                ),
+            };
+            words.push(format!("attainment>={target}: {} {}{why}", fmt_interval(&i), side_words(side)));
             sides.push(side);
         }
         let verdict = if sides.contains(&Some(false)) {

@@ -407,6 +407,50 @@ fn an_extreme_percentile_is_not_decided_missed_where_its_estimate_passes() {
     assert!(words.contains("ttft:p99.99<=399ms: [399, none] ms on both sides"), "{words}");
 }
 
+/// `r` with the scores a request of score `x` (0–1) has: an exact match
+/// where `right`, a ROUGE-L and a sentence chrF of `x` (1 where right),
+/// and BLEU statistics of 10 words, `x` of them matching.
+fn scored(mut r: RequestRecord, x: f64, right: bool) -> RequestRecord {
+    let graded = if right { 1.0 } else { x };
+    let correct = |k: u64| ((10 - k) as f64 * graded).round() as u64;
+    r.quality = Some(crate::quality::RequestQuality {
+        exact: Some(if right { 1.0 } else { 0.0 }),
+        rouge_l: Some(graded),
+        chrf: Some(100.0 * graded),
+        bleu_stats: Some([10, 10, correct(0), correct(1), correct(2), correct(3), 10, 9, 8, 7]),
+        ..Default::default()
+    });
+    r
+}
+
+/// Feeds `recs` until the watch decides: the decision, and the verdict on
+/// the records taken by then.
+fn decide(w: &mut Watch, slo: &Slo, recs: &[RequestRecord]) -> Option<(Stop, bool)> {
+    let (k, stop) = recs.iter().enumerate().find_map(|(k, r)| w.observe(r).map(|s| (k, s)))?;
+    Some((stop, crate::analysis::slo::judge(&recs[..=k], slo, 1.0).1.pass))
+}
+
+/// A per-request quality limit no request was scored by leaves the
+/// verdict no request good. The watch had counted each unscored request as
+/// within it and stopped the run as met at 100%; it now waits for a
+/// scored request, and decides as the verdict once answers are scored.
+#[test]
+fn a_quality_limit_no_request_was_scored_by_is_not_decided_met() {
+    let slo: Slo = "ttft:p95<=200ms,rouge_l>=0.5".parse().unwrap();
+    let unscored: Vec<RequestRecord> = (0..1000).map(|i| rec(i, 100.0)).collect();
+    assert!(!crate::analysis::slo::judge(&unscored, &slo, 1.0).1.pass, "the fixture: the verdict fails it");
+    let mut w = Watch::new(None, Some(&slo), 0.95).unwrap();
+    assert!(unscored.iter().find_map(|r| w.observe(r)).is_none());
+    let words = w.capped("1000 requests").detail;
+    assert!(words.contains("rouge_l>=0.5 scored no request yet"), "{words}");
+    // Scored from the 100th on: met once it is, as the verdict judges.
+    let later: Vec<RequestRecord> =
+        (0..5000).map(|i| if i < 100 { rec(i, 100.0) } else { scored(rec(i, 100.0), 0.9, false) }).collect();
+    let (stop, pass) = decide(&mut Watch::new(None, Some(&slo), 0.95).unwrap(), &slo, &later).expect("decided");
+    assert!(pass && stop.detail.starts_with("the SLO is met"), "{}", stop.detail);
+    assert!(stop.at_requests.unwrap() > 100, "{stop:?}");
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
 
