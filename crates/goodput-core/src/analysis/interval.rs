@@ -533,18 +533,26 @@ fn bootstrap_bounds(mut stats: Vec<f64>, conf: f64) -> Interval {
 
 /// Wilson's score interval for `good` of `n`.
 pub fn wilson(good: u64, n: u64, conf: f64) -> Interval {
+    wilson_share(if n == 0 { 0.0 } else { good as f64 / n as f64 }, n, conf)
+}
+
+/// Wilson's score interval for a share `ph` of `n`: a proportion, or the
+/// mean of `n` values each in [0, 1] (a ROUGE-L, a chrF over 100), whose
+/// variance is at most μ(1 − μ), a proportion's, so the interval is at
+/// least as wide as their own would be.
+pub fn wilson_share(ph: f64, n: u64, conf: f64) -> Interval {
     if n == 0 {
         return Interval::NONE;
     }
     let z = normal_quantile(0.5 + conf / 2.0);
-    let (nf, ph) = (n as f64, good as f64 / n as f64);
+    let nf = n as f64;
     let d = 1.0 + z * z / nf;
     let c = (ph + z * z / (2.0 * nf)) / d;
     let h = z * (ph * (1.0 - ph) / nf + z * z / (4.0 * nf * nf)).sqrt() / d;
     // At 0% or 100% the side is the share itself, which rounding had left
     // just short of it (100% of 400 requests: hi 0.9999999999999999).
-    let lo = if good == 0 { 0.0 } else { (c - h).max(0.0) };
-    let hi = if good >= n { 1.0 } else { (c + h).min(1.0) };
+    let lo = if ph <= 0.0 { 0.0 } else { (c - h).max(0.0) };
+    let hi = if ph >= 1.0 { 1.0 } else { (c + h).min(1.0) };
     Interval { lo: Some(lo), hi: Some(hi) }
 }
 

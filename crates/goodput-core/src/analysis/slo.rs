@@ -219,6 +219,23 @@ impl QualityMetric {
         matches!(self, QualityMetric::RougeL | QualityMetric::Chrf)
     }
 
+    /// A corpus score (BLEU, corpus chrF): a figure of the whole run's
+    /// pooled statistics, not a mean of per-request scores, so no interval
+    /// bounds it before the run ends.
+    pub fn is_corpus(self) -> bool {
+        matches!(self, QualityMetric::Bleu | QualityMetric::ChrfCorpus)
+    }
+
+    /// The most a request's score can be: 100 for sentence chrF, 1 for the
+    /// others (a share of 0–1); `None` for a corpus score, which no request has.
+    pub fn full_score(self) -> Option<f64> {
+        match self {
+            QualityMetric::Exact | QualityMetric::Number | QualityMetric::RougeL => Some(1.0),
+            QualityMetric::Chrf => Some(100.0),
+            QualityMetric::Bleu | QualityMetric::ChrfCorpus => None,
+        }
+    }
+
     /// The run's figure: a score's mean, or a corpus score.
     pub fn of_run(self, q: &crate::quality::QualityScores) -> Option<f64> {
         match self {

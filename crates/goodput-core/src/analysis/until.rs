@@ -2,14 +2,15 @@
 //! when the answer is known"): `--until` targets, each a figure whose
 //! interval must come within a half-width, and `--stop-on-slo`, which ends
 //! a run once every percentile objective's interval (and the attainment's,
-//! with per-request limits) lies wholly on one side of its limit. Both are
+//! with per-request limits, and each mean score's, with run-level quality
+//! objectives) lies wholly on one side of its limit. Both are
 //! checked on the completed measured records at looks spaced geometrically
 //! ([`FIRST_LOOK`], then every [`LOOK_GROWTH`] times as many). The rule is
 //! pure and has no clock: a live run's record sink feeds it each record as
 //! it completes, and says why the run stopped ([`Stop`]) in the result.
 
 use crate::analysis::interval::{
-    percentile_interval, percentile_objective_bounds, rate_interval, wilson, Interval, BATCHES,
+    percentile_interval, percentile_objective_bounds, rate_interval, wilson, wilson_share, Interval, BATCHES,
 };
 use crate::analysis::metrics::ms;
 use crate::analysis::slo::{parse_limit, Slo, SloMetric};
@@ -319,6 +320,12 @@ pub struct Watch {
     /// Judged requests that failed: samples of every SLO objective above
     /// its limit, as the verdict counts them.
     failed: u64,
+    /// Per run-level quality objective (the SLO's order), the scores the
+    /// verdict averages: each successful measured request's that carries
+    /// one, with its id (the verdict sums them in id order, and so does
+    /// the watch, to the bit); empty for a corpus score, which no request
+    /// has.
+    scores: Vec<Vec<(u64, f64)>>,
     /// Per per-request quality limit (the SLO's order), whether a judged
     /// request was scored by it: until one is, the verdict counts no
     /// request good.
@@ -357,7 +364,7 @@ impl Watch {
     /// nothing to watch.
     pub fn new(until: Option<&Until>, slo: Option<&Slo>, confidence: f64) -> Option<Watch> {
         let until: Vec<Target> = until.map(|u| u.targets.clone()).unwrap_or_default();
-        let slo = slo.filter(|s| !s.objectives.is_empty() || s.judges_attainment()).cloned();
+        let slo = slo.filter(|s| slo_decidable(s)).cloned();
         if until.is_empty() && slo.is_none() {
             return None;
         }
@@ -375,12 +382,14 @@ impl Watch {
                 samples.push((m, Vec::new()));
             }
         }
+        let scores = slo.iter().flat_map(|s| s.quality_objectives.iter().map(|_| Vec::new())).collect();
         let limit_scored = slo.iter().flat_map(|s| s.quality_limits.iter().map(|_| false)).collect();
         Some(Watch {
             until,
             slo,
             confidence,
             samples,
+            scores,
             limit_scored,
             first_sent: None,
             last_end: Duration::ZERO,
@@ -480,11 +489,19 @@ impl Watch {
                 // What the verdict's attainment counts.
                 self.good += u64::from(slo.attains(r));
                 self.failed += u64::from(!r.outcome.is_success());
-                // A quality limit is scored by any judged request, as the
-                // verdict takes it.
+                // The scores, as the verdict takes them: a quality limit is
+                // scored by any judged request, a run-level figure
+                // averages the successful ones.
                 if let Some(q) = &r.quality {
                     for (l, scored) in slo.quality_limits.iter().zip(&mut self.limit_scored) {
                         *scored |= q.get(l.metric.as_str()).is_some();
+                    }
+                    if r.outcome.is_success() {
+                        for (o, v) in slo.quality_objectives.iter().zip(&mut self.scores) {
+                            if let Some(x) = q.get(o.metric.as_str()) {
+                                v.push((r.id, x));
+                            }
+                        }
                     }
                 }
             }
@@ -593,8 +610,8 @@ impl Watch {
     }
 
     /// The SLO's verdict at this look: `Some(true)` when every objective
-    /// (and the attainment) is decided met, `Some(false)` when one is
-    /// decided missed; with the words for each.
+    /// (percentile and quality, and the attainment) is decided met,
+    /// `Some(false)` when one is decided missed; with the words for each.
     fn slo_status(&self) -> (Option<bool>, Vec<String>) {
         let Some(slo) = &self.slo else { return (None, Vec::new()) };
         let conf = decision_confidence(self.confidence, self.looks);
@@ -620,6 +637,35 @@ impl Watch {
             };
             let why = wave.map(|w| format!(" ({w})")).unwrap_or_default();
             words.push(format!("{o}: {} ms {}{why}", fmt_interval(&i), side_words(side)));
+            sides.push(side);
+        }
+        for (o, v) in slo.quality_objectives.iter().zip(&self.scores) {
+            // Judged as the verdict judges it (the watch had left these
+            // out, and stopped as met a run whose `exact>=0.9` the verdict
+            // failed at 0.8): a mean score by its interval, Wilson's over
+            // its share of the full score (a score in [0, 1] varies no
+            // more than a proportion does), moved to hold the mean the
+            // verdict judges. A corpus score has none, and never lets the
+            // SLO be decided met.
+            let (side, said) = match o.metric.full_score() {
+                None => (None, "a corpus score of the whole run, not judged before its end".to_string()),
+                Some(_) if v.is_empty() => (None, "no request scored yet".to_string()),
+                Some(full) => {
+                    let mut v = v.clone();
+                    v.sort_by_key(|s| s.0);
+                    let mean = v.iter().map(|s| s.1).sum::<f64>() / v.len() as f64;
+                    let share = wilson_share((mean / full).clamp(0.0, 1.0), v.len() as u64, conf);
+                    let i =
+                        Interval { lo: share.lo.map(|l| l * full), hi: share.hi.map(|h| h * full) }.holding(Some(mean));
+                    let side = match (i.lo, i.hi) {
+                        (Some(lo), _) if lo >= o.min => Some(true),
+                        (_, Some(hi)) if hi < o.min => Some(false),
+                        _ => None,
+                    };
+                    (side, format!("{} {} {}", fmt_value(Some(mean)), fmt_interval(&i), side_words(side)))
+                }
+            };
+            words.push(format!("{o}: {said}"));
             sides.push(side);
         }
         if slo.judges_attainment() {
@@ -735,6 +781,24 @@ impl Watch {
             looks: Some(self.looks),
         }
     }
+}
+
+/// Whether `--stop-on-slo` can decide anything of `slo` as the run goes: a
+/// percentile objective, the attainment of per-request limits, or a
+/// run-level mean score (`exact>=0.8`). An SLO of corpus scores alone
+/// (`bleu>=20`) it cannot.
+pub fn slo_decidable(slo: &Slo) -> bool {
+    !slo.objectives.is_empty()
+        || slo.judges_attainment()
+        || slo.quality_objectives.iter().any(|o| !o.metric.is_corpus())
+}
+
+/// The terms of `slo` that `--stop-on-slo` cannot judge before the run's
+/// end, as written: corpus scores (`bleu>=20`, `chrf_corpus>=50`), figures
+/// of the whole run's pooled statistics. With one, the rule never decides
+/// the SLO met (it may still decide it missed on another term).
+pub fn slo_undecidable_terms(slo: &Slo) -> Vec<String> {
+    slo.quality_objectives.iter().filter(|o| o.metric.is_corpus()).map(|o| o.to_string()).collect()
 }
 
 fn side_words(side: Option<bool>) -> &'static str {

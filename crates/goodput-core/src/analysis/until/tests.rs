@@ -251,8 +251,15 @@ fn the_looks_spend_at_most_the_error_rate_asked() {
 #[test]
 fn nothing_to_watch_is_no_watch() {
     assert!(Watch::new(None, None, 0.95).is_none());
-    let quality_only: Slo = "exact>=0.8".parse().unwrap();
-    assert!(Watch::new(None, Some(&quality_only), 0.95).is_none());
+    // A corpus score alone has no interval to judge as the run goes; a
+    // mean score has one.
+    for (spec, decidable) in [("bleu>=20", false), ("bleu>=20,chrf_corpus>=50", false), ("exact>=0.8", true)] {
+        let slo: Slo = spec.parse().unwrap();
+        assert_eq!(slo_decidable(&slo), decidable, "{spec}");
+        assert_eq!(Watch::new(None, Some(&slo), 0.95).is_some(), decidable, "{spec}");
+    }
+    let slo: Slo = "ttft:p95<=1s,bleu>=20,exact>=0.8,chrf_corpus>=50".parse().unwrap();
+    assert_eq!(slo_undecidable_terms(&slo), ["bleu>=20", "chrf_corpus>=50"]);
 }
 
 /// Stopping on the width costs the interval little of its level: over many
@@ -430,6 +437,34 @@ fn decide(w: &mut Watch, slo: &Slo, recs: &[RequestRecord]) -> Option<(Stop, boo
     Some((stop, crate::analysis::slo::judge(&recs[..=k], slo, 1.0).1.pass))
 }
 
+/// `--stop-on-slo` judges a run-level quality objective as the verdict
+/// does. Fast answers, one in five wrong: `exact>=0.9` measures 0.8 and
+/// fails, and the watch had left it out and stopped the run as met at its
+/// first look; it is now decided missed there. All right, it is met.
+#[test]
+fn a_run_level_quality_objective_is_decided_as_the_verdict_judges_it() {
+    let slo: Slo = "ttft:p95<=200ms,exact>=0.9".parse().unwrap();
+    let recs: Vec<RequestRecord> = (0..5000).map(|i| scored(rec(i, 100.0), 0.5, !i.is_multiple_of(5))).collect();
+    let (stop, pass) = decide(&mut Watch::new(None, Some(&slo), 0.95).unwrap(), &slo, &recs).expect("decided");
+    assert!(!pass, "the fixture: the verdict fails it");
+    assert!(stop.detail.starts_with("the SLO is missed"), "{}", stop.detail);
+    assert!(stop.detail.contains("exact>=0.9: 0.800 ["), "{}", stop.detail);
+    assert_eq!(stop.at_requests, Some(FIRST_LOOK));
+    let right: Vec<RequestRecord> = (0..5000).map(|i| scored(rec(i, 100.0), 0.5, true)).collect();
+    let (stop, pass) = decide(&mut Watch::new(None, Some(&slo), 0.95).unwrap(), &slo, &right).expect("decided");
+    assert!(pass && stop.detail.starts_with("the SLO is met"), "{}", stop.detail);
+    // A graded mean (chrF, of 0–100) alike: 60 against 70 is missed.
+    let chrf: Slo = "chrf:mean>=70".parse().unwrap();
+    let recs: Vec<RequestRecord> = (0..5000).map(|i| scored(rec(i, 100.0), 0.6, false)).collect();
+    let (stop, pass) = decide(&mut Watch::new(None, Some(&chrf), 0.95).unwrap(), &chrf, &recs).expect("decided");
+    assert!(!pass && stop.detail.starts_with("the SLO is missed"), "{}", stop.detail);
+    // No answer scored: undecided, and said so (the verdict fails it).
+    let mut w = Watch::new(None, Some(&slo), 0.95).unwrap();
+    assert!(run(&mut w, 1000, |_| 100.0).is_none());
+    let words = w.capped("1000 requests").detail;
+    assert!(words.contains("exact>=0.9: no request scored yet"), "{words}");
+}
+
 /// A per-request quality limit no request was scored by leaves the
 /// verdict no request good. The watch had counted each unscored request as
 /// within it and stopped the run as met at 100%; it now waits for a
@@ -451,17 +486,37 @@ fn a_quality_limit_no_request_was_scored_by_is_not_decided_met() {
     assert!(stop.at_requests.unwrap() > 100, "{stop:?}");
 }
 
+/// A corpus score has no interval before the run's end: the SLO is never
+/// decided met (the run says so at its cap), and is still decided missed
+/// by another term.
+#[test]
+fn a_corpus_score_keeps_the_slo_from_being_decided_met() {
+    let slo: Slo = "ttft:p95<=200ms,bleu>=20".parse().unwrap();
+    let fast: Vec<RequestRecord> = (0..2000).map(|i| scored(rec(i, 100.0), 0.9, true)).collect();
+    assert!(crate::analysis::slo::judge(&fast, &slo, 1.0).1.pass, "the fixture: the verdict passes it");
+    let mut w = Watch::new(None, Some(&slo), 0.95).unwrap();
+    assert!(fast.iter().find_map(|r| w.observe(r)).is_none());
+    let words = w.capped("2000 requests").detail;
+    assert!(words.contains("bleu>=20: a corpus score of the whole run, not judged before its end"), "{words}");
+    let slow: Vec<RequestRecord> = (0..2000).map(|i| scored(rec(i, 300.0), 0.9, true)).collect();
+    let (stop, pass) = decide(&mut Watch::new(None, Some(&slo), 0.95).unwrap(), &slo, &slow).expect("decided");
+    assert!(!pass && stop.detail.starts_with("the SLO is missed"), "{}", stop.detail);
+}
+
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
 
     /// Whenever `--stop-on-slo` decides, the verdict on the records it has
     /// taken agrees, whatever the mix of successes, failures and requests
-    /// cancelled before or after a limit passed, and whatever the SLO's
-    /// limits, objectives (to p99.99) and attainment: the attainment's
-    /// Wilson interval holds its share, and an objective's bounds hold its
-    /// estimate, so a side decided is the verdict's. (Leaving out the
+    /// cancelled before or after a limit passed, of answers scored or not,
+    /// and whatever the SLO's limits, objectives (to p99.99), attainment
+    /// and quality terms: the attainment's Wilson interval holds its
+    /// share, an objective's bounds hold its estimate, and a mean score's
+    /// its mean, so a side decided is the verdict's. (Leaving out the
     /// cancelled requests that had certainly missed, the watch had
-    /// disagreed within a few cases.)
+    /// disagreed within a few cases; leaving out the quality terms, within
+    /// a few more.) The quality's parameters come after the others, so a
+    /// case stored before them replays its first ones as it was.
     #[test]
     fn whenever_the_watch_decides_the_verdict_agrees(
         draws in proptest::collection::vec((0u32..1000, 0u32..1000, 0u32..1000), 50..400),
@@ -469,7 +524,19 @@ proptest::proptest! {
         spec in 0usize..7,
         limit in 50u64..2000,
         p in proptest::sample::select(vec![50.0, 90.0, 99.0, 99.99]),
+        (quality, score_seed) in (0usize..12, 0u64..1_000_000),
+        (scored_share, right, q) in (
+            proptest::sample::select(vec![0.0, 0.005, 0.3, 1.0]),
+            0.0..=1.0f64,
+            proptest::sample::select(vec![0.0, 0.3, 0.5, 0.8, 0.95, 1.0]),
+        ),
     ) {
+        // Half the cases the SLO's latency terms alone, as before; else
+        // quality terms beside them, or alone.
+        let spec = match (quality, spec) {
+            (0..=5, _) => spec,
+            (q, _) => q + 1,
+        };
         let spec = match spec {
             0 => format!("ttft<={limit}ms"),
             1 => format!("ttft:p{p}<={limit}ms"),
@@ -477,12 +544,35 @@ proptest::proptest! {
             3 => format!("e2e<={limit}ms,attainment>=0.5"),
             4 => format!("ttft:p{p}<={limit}ms,attainment>=0.6"),
             5 => format!("ttft<={limit}ms,e2e:p{p}<={}ms", limit * 3 / 2),
-            _ => format!("e2e:p{p}<={limit}ms,ttft:p50<={}ms", limit / 2),
+            6 => format!("e2e:p{p}<={limit}ms,ttft:p50<={}ms", limit / 2),
+            7 => format!("ttft<={limit}ms,exact>={q}"),
+            8 => format!("ttft:p{p}<={limit}ms,rouge_l>={q}"),
+            9 => format!("rouge_l:mean>={q},chrf>={}", q * 100.0),
+            10 => format!("e2e:p{p}<={limit}ms,bleu>={}", q * 100.0),
+            11 => format!("exact>={q},chrf:mean>={}", q * 90.0),
+            _ => format!("ttft<={limit}ms,ttft:p{p}<={}ms,number>={q},rouge_l>={q},attainment>=0.6", limit / 2),
         };
         let slo: Slo = spec.parse().unwrap();
         // A share `fast` (per mille) of the requests well within the
         // limit, the rest anywhere up to thrice it; `fail` of them failed,
         // `cancel` cancelled, half of those after their first token.
+        // A share `scored_share` of the requests scored, whatever their
+        // outcome (the verdict looks at the scores of the judged requests
+        // for a limit, and of the successful ones for a mean), `right` of
+        // those an exact match, the others' graded scores spread below 1.
+        let score = |r: RequestRecord| {
+            let (u, x) = (unit(score_seed, r.id), unit(score_seed + 1, r.id));
+            if u >= scored_share {
+                return r;
+            }
+            let even = r.id.is_multiple_of(2);
+            let mut r = scored(r, (x * 1000.0).round() / 1000.0, x < right);
+            // Every other one without a number in its reference.
+            if let Some(q) = r.quality.as_mut().filter(|_| even) {
+                q.number = q.exact;
+            }
+            r
+        };
         let recs: Vec<RequestRecord> = draws
             .iter()
             .enumerate()
@@ -508,6 +598,7 @@ proptest::proptest! {
                     rec(i, t as f64)
                 }
             })
+            .map(score)
             .collect();
         let mut w = Watch::new(None, Some(&slo), 0.95).unwrap();
         for (k, r) in recs.iter().enumerate() {
