@@ -7,7 +7,8 @@ use crate::cli::{ShapeArgs, UntilArgs};
 use anyhow::{bail, Result};
 use goodput_core::analysis::interval::DEFAULT_CONFIDENCE;
 use goodput_core::analysis::until::{
-    Stop, StopReason, StoppingConfig, Until, Watch, DEFAULT_CAP_DURATION, DEFAULT_CAP_REQUESTS,
+    slo_decidable, slo_undecidable_terms, Stop, StopReason, StoppingConfig, Until, Watch, DEFAULT_CAP_DURATION,
+    DEFAULT_CAP_REQUESTS,
 };
 use goodput_core::{AnalysisOptions, RequestRecord};
 use goodput_load::LoadPlan;
@@ -103,15 +104,44 @@ pub fn spec(a: &UntilArgs, opts: &AnalysisOptions) -> Result<Option<Spec>> {
     let until = if a.until.is_empty() { None } else { Some(Until::join(&a.until)?) };
     let slo = match (&opts.slo, a.stop_on_slo) {
         (_, false) => None,
-        (Some(s), true) if !s.objectives.is_empty() || s.judges_attainment() => Some(s),
+        (Some(s), true) if slo_decidable(s) => Some(s),
+        (Some(s), true) if !slo_undecidable_terms(s).is_empty() => bail!(
+            "--stop-on-slo cannot decide --slo {s} before the run's end: {} a corpus score of the whole run, with \
+             no interval to judge as it goes; add a term it can decide (a percentile objective, a per-request \
+             limit, or a mean score such as exact>=0.8), or drop --stop-on-slo",
+            is_are(&slo_undecidable_terms(s))
+        ),
         (_, true) => bail!(
             "--stop-on-slo needs a latency SLO to decide: give --slo with percentile objectives or per-request \
              limits, e.g. --slo 'ttft:p95<=200ms'"
         ),
     };
+    if let Some(s) = slo {
+        let undecidable = slo_undecidable_terms(s);
+        if !undecidable.is_empty() {
+            // Said once, though --runs and a sweep set the rules up again.
+            static ONCE: std::sync::Once = std::sync::Once::new();
+            ONCE.call_once(|| {
+                goodput_core::tell!(
+                    "note: --stop-on-slo: {} a corpus score of the whole run, not judged before its end, so the run \
+                     stops early only where another term is decided missed, never as met (the SLO is judged on every \
+                     request at the end)",
+                    is_are(&undecidable)
+                )
+            });
+        }
+    }
     let confidence = opts.confidence.unwrap_or(DEFAULT_CONFIDENCE);
     let config = StoppingConfig { until: until.as_ref().map(|u| u.to_string()), stop_on_slo: a.stop_on_slo };
     Ok(Watch::new(until.as_ref(), slo, confidence).map(|fresh| Spec { fresh, config }))
+}
+
+/// `bleu>=20 is` or `bleu>=20 and chrf_corpus>=50 are`.
+fn is_are(terms: &[String]) -> String {
+    match terms {
+        [one] => format!("{one} is"),
+        _ => format!("{} are each", terms.join(" and ")),
+    }
 }
 
 /// A run with stopping rules and neither --requests nor --duration runs

@@ -199,3 +199,62 @@ fn estimate_stops_in_virtual_time_sooner_on_a_quiet_engine() {
     assert_eq!(at(&quiet), 79, "{}", quiet["stop"]);
     assert!(at(&noisy) > 1000 && at(&noisy) < 5000, "{}", noisy["stop"]);
 }
+
+/// `--stop-on-slo` judges the SLO's quality terms as the verdict does:
+/// answers scored as each request completes, one in five wrong, fail
+/// `exact>=0.95`, and the run stops as missed (the rule had left the term
+/// out and stopped it as met on its TTFT alone). A corpus score has no
+/// interval before the run's end: the run says so at its start and at its
+/// cap, and an SLO of corpus scores alone is refused.
+#[test]
+fn stop_on_slo_judges_quality_terms_as_the_verdict_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("qa.jsonl");
+    let lines: Vec<String> = (0..100)
+        .map(|i| format!("{{\"prompt\": \"What is item {i}?\", \"reference\": \"It is the answer numbered {i}\"}}"))
+        .collect();
+    std::fs::write(&data, lines.join("\n")).unwrap();
+    let data = data.to_str().unwrap();
+    let (url, _, _server) = cmd::serve(&["--answers", data, "--fault-wrong-rate", "0.2", "--fault-seed", "4"]);
+    let (out, rec) = (dir.path().join("run.json"), dir.path().join("rec.jsonl"));
+    let bench = |slo: &str| {
+        let o = goodput()
+            .args(["bench", "-q", "--url", &url, "--dataset", data, "-c", "8", "--output-tokens", "64"])
+            .args(["--slo", slo, "--stop-on-slo"])
+            .writing(&out, &rec)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "{err}");
+        (read_json(&out), err)
+    };
+    let (v, _) = bench("ttft:p95<=10s,exact>=0.95");
+    let detail = v["stop"]["detail"].as_str().unwrap();
+    assert_eq!(v["stop"]["reason"], "slo_decided", "{}", v["stop"]);
+    assert!(detail.starts_with("the SLO is missed") && detail.contains("exact>=0.95: 0."), "{detail}");
+    assert_eq!(v["slo"]["pass"], false);
+    assert!(v["summary"]["requests"]["sent"].as_u64().unwrap() < 10_000, "{}", v["summary"]["requests"]);
+    // Every answer right but one in five: `exact>=0.5` is met.
+    let (v, _) = bench("ttft:p95<=10s,exact>=0.5");
+    assert!(v["stop"]["detail"].as_str().unwrap().starts_with("the SLO is met"), "{}", v["stop"]);
+    assert_eq!(v["slo"]["pass"], true);
+    // A corpus score: told at the start, never decided met, and said so at the cap.
+    let o = goodput()
+        .args(["bench", "-q", "--url", &url, "--dataset", data, "-c", "8", "-n", "120", "--output-tokens", "64"])
+        .args(["--slo", "ttft:p95<=10s,bleu>=20", "--stop-on-slo"])
+        .writing(&out, &rec)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("note: --stop-on-slo: bleu>=20 is a corpus score of the whole run"), "{err}");
+    let v = read_json(&out);
+    assert_eq!(v["stop"]["reason"], "cap", "{}", v["stop"]);
+    let detail = v["stop"]["detail"].as_str().unwrap();
+    assert!(detail.contains("bleu>=20: a corpus score of the whole run, not judged before its end"), "{detail}");
+    let e = goodput()
+        .args(["bench", "--url", "http://127.0.0.1:9", "-n", "5", "--dataset", data])
+        .args(["--slo", "bleu>=20", "--stop-on-slo"])
+        .refusal();
+    assert!(e.contains("--stop-on-slo cannot decide --slo bleu>=20 before the run's end"), "{e}");
+}
