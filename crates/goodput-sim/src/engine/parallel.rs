@@ -12,9 +12,15 @@
 //! so the model gives the group one scheduler, with the ranks' limits added
 //! (sequences, token budget, KV blocks) and its sequences spread evenly over
 //! the ranks, the step timed on the busiest rank's share; a prompt's chunk
-//! runs whole on one rank, so the busiest holds at least the largest. Each
-//! MoE layer dispatches every token to the GPUs of its top-k experts and
-//! combines the results back (two all-to-alls), and waits for
+//! runs whole on one rank, so the busiest holds at least the largest. Where
+//! the group has several ranks, each MoE layer dispatches every token to
+//! the GPUs of its top-k experts and combines the results back (two
+//! all-to-alls); with one rank (`--ep` = `--tp`) every GPU already holds
+//! every token after attention's all-reduce, runs its own experts on the
+//! tokens routed to them, and the tensor-parallel all-reduce after the MLP
+//! sums the results, as vLLM does (its all-to-all kernels run only with
+//! more than one data-parallel rank), so no all-to-all is charged. Each
+//! MoE layer waits for
 //! the busiest GPU: with tokens routed uniformly at random, a GPU's share of
 //! the assignments is binomial, and the expected largest of N such shares is
 //! the mean plus σ times the expected largest of N standard normals (Blom's
@@ -457,8 +463,10 @@ struct ExpertParallel {
     /// One GPU's peak · η_c and BW · η_w.
     gpu_compute_rate: f64,
     gpu_weight_rate: f64,
-    /// Two all-to-alls per MoE layer: their count, latency, and seconds per
-    /// token a rank sends.
+    /// Two all-to-alls per MoE layer where the group has more than one
+    /// rank (none with one: the tensor-parallel all-reduce combines the
+    /// experts' results): their count, latency, and seconds per token a
+    /// rank sends.
     a2a_calls: f64,
     a2a_latency: f64,
     a2a_s_per_token: f64,
@@ -502,7 +510,13 @@ impl Parallel {
                     expert_flops_per_token: 2.0 * k * m.expert_params_all_layers() as f64,
                     gpu_compute_rate: peak * c.eta_compute,
                     gpu_weight_rate: cfg.gpu.bandwidth_bytes_per_s() * c.eta_weights,
-                    a2a_calls: 2.0 * m.moe_layers() as f64,
+                    // vLLM's all-to-all kernels run only where EP spans
+                    // data-parallel ranks (`use_all2all_kernels`: DP > 1
+                    // with EP). With one rank (EP = TP) every GPU holds
+                    // every token after attention's all-reduce; the
+                    // all-reduce after the MLP, charged as TP's, sums
+                    // the experts' outputs.
+                    a2a_calls: if ranks > 1 { 2.0 * m.moe_layers() as f64 } else { 0.0 },
                     a2a_latency: lat,
                     // A rank's tokens are split over its TP GPUs, each sent to
                     // k experts, (EP − 1)/EP of them on another GPU.
@@ -860,6 +874,69 @@ mod tests {
         c.ep = 16;
         let wide = Roofline::new(&c).unwrap();
         assert!(wide.breakdown(&big).tensor_parallel.as_secs_f64() > comm(&big));
+    }
+
+    /// `--ep 8 --tp 8` is vLLM's `--tensor-parallel-size 8
+    /// --enable-expert-parallel`: one attention rank, every GPU holding
+    /// every token after attention's all-reduce, so no all-to-all (vLLM
+    /// runs its kernels only with DP > 1); the all-reduce after the MLP,
+    /// as TP's, combines the experts. Its communication is TP 8's, and with
+    /// every GPU given the mean share its step is TP 8's but for where the
+    /// experts lie. It had been charged 2 × 58 all-to-alls more: TPOT 7.89
+    /// ms at one user against TP 8's 6.14. EP across data-parallel ranks
+    /// still pays them.
+    #[test]
+    fn one_attention_rank_runs_no_all_to_all() {
+        let mut tp8 = cfg("deepseek-v3", "h200", Precision::Fp8);
+        tp8.tp = 8;
+        let mut tp_ep = tp8.clone();
+        tp_ep.ep = 8;
+        let (a, b) = (Roofline::new(&tp8).unwrap(), Roofline::new(&tp_ep).unwrap());
+        assert_eq!(b.parallel.as_ref().unwrap().ep.as_ref().unwrap().a2a_calls, 0.0);
+        let mut even = b.clone();
+        even.parallel.as_mut().unwrap().balanced();
+        let mut prefill = decodes(31, 2000);
+        prefill.add_prefill(0, 2048);
+        for batch in [decodes(1, 1000), decodes(64, 1000), decodes(512, 1000), prefill] {
+            let (x, y) = (a.breakdown(&batch), b.breakdown(&batch));
+            // The same all-reduces, nothing more.
+            let (tx, ty) = (x.tensor_parallel.as_secs_f64(), y.tensor_parallel.as_secs_f64());
+            assert!((ty / tx - 1.0).abs() < 1e-9, "{} seqs: {ty} against {tx}", batch.seqs);
+            let (sx, sy) = (a.step_time(&batch).as_secs_f64(), even.step_time(&batch).as_secs_f64());
+            // Equal where one side of the roofline bounds both the dense
+            // and the expert products (decodes of up to 64 sequences);
+            // else no faster, the expert path taking the roofline of each
+            // part in turn where TP's takes it of their sum (a prompt's
+            // dense products compute-bound, its experts' reads not).
+            let bound = if batch.seqs <= 64 && batch.prefills == 0 { 1e-9 } else { 0.15 };
+            assert!(sy >= sx * (1.0 - 1e-9) && sy <= sx * (1.0 + bound), "{} seqs: {sy} against {sx}", batch.seqs);
+        }
+        // In virtual time, at one user: TP 8's TPOT within 1 %.
+        let load = VirtualLoad::closed_loop(vec![VirtualRequest::new(1000, 64); 3], 1);
+        let (x, y) = (mean_tpot_ms(&simulate(&tp8, &load).unwrap()), mean_tpot_ms(&simulate(&tp_ep, &load).unwrap()));
+        assert!(y >= x && y < 1.01 * x, "TPOT {y:.3} ms against TP 8's {x:.3}");
+        // Over data-parallel ranks the tokens move: two all-to-alls a MoE
+        // layer, at least their latency each.
+        let mut dp = cfg("deepseek-v3", "h200", Precision::Fp8);
+        (dp.dp, dp.ep) = (8, 8);
+        let r = Roofline::new(&dp).unwrap();
+        assert_eq!(r.parallel.as_ref().unwrap().ep.as_ref().unwrap().a2a_calls, 2.0 * 58.0);
+        let floor = 2.0 * 58.0 * dp.calibration.allreduce_latency_us * 1e-6;
+        assert!(r.breakdown(&decodes(8, 1000)).tensor_parallel.as_secs_f64() >= floor);
+        // TP 8 over two ranks (EP 16, two boards of H200): theirs cross the
+        // network, dearer than EP 8 over eight ranks of one GPU.
+        let mut wide = cfg("deepseek-v3", "h200", Precision::Fp8);
+        (wide.tp, wide.dp, wide.ep) = (8, 2, 16);
+        let w = Roofline::new(&wide).unwrap();
+        let batch = decodes(256, 1000);
+        let a2a = |r: &Roofline, c: &EngineConfig| {
+            let mut plain = c.clone();
+            plain.ep = 1;
+            r.breakdown(&batch).tensor_parallel.as_secs_f64()
+                - Roofline::new(&plain).unwrap().breakdown(&decodes(256 / c.dp, 1000)).tensor_parallel.as_secs_f64()
+        };
+        assert!(a2a(&w, &wide) > a2a(&r, &dp), "{} against {}", a2a(&w, &wide), a2a(&r, &dp));
+        assert!(a2a(&r, &dp) >= floor);
     }
 
     #[test]
