@@ -445,7 +445,8 @@ pub struct PdSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decode_ep: Option<u32>,
     /// Where the link's figures came from: `node` (the GPUs' interconnect,
-    /// both pools in one node), `network` (a NIC per GPU) or `given`.
+    /// both pools in one NVLink domain: 8 GPUs, 72 on GB200), `network` (a
+    /// NIC per GPU) or `given`.
     pub kv_link: String,
     /// The link's bandwidth per GPU and direction, Gb/s.
     pub kv_link_gbps: f64,

@@ -5,6 +5,7 @@
 //! "Prefill/decode disaggregation").
 
 use super::config::EngineConfig;
+use super::roofline::nvlink_domain;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -37,14 +38,11 @@ pub struct Disaggregation {
     pub link_latency_us: Option<f64>,
 }
 
-/// GPUs in one node: pools that fit in one (`(P + D) · tp · pp · ranks ≤ 8`) move KV
-/// over the GPUs' own interconnect.
-pub const NODE_GPUS: u32 = 8;
 /// A GPU's network link across nodes, Gb/s: NVIDIA ConnectX-7, "up to 400Gb/s"
 /// InfiniBand NDR or Ethernet per port (ConnectX-7 datasheet), one per GPU
 /// as DGX/HGX H100 systems have them.
 pub const NETWORK_GBPS: f64 = 400.0;
-/// A transfer's fixed cost within a node and across nodes, µs. Assumptions
+/// A transfer's fixed cost within an NVLink domain and across nodes, µs. Assumptions
 /// of this model (an RDMA read's set-up and the completion notice), not
 /// measurements: `--kv-link-latency-us` sets it.
 pub const NVLINK_LATENCY_US: f64 = 10.0;
@@ -199,7 +197,8 @@ impl Disaggregation {
 /// Where the KV link's figures came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LinkKind {
-    /// The GPUs' own interconnect: every instance in one node.
+    /// The GPUs' own interconnect: every instance in one NVLink domain (an
+    /// 8-GPU board, a GB200 NVL72 rack).
     Node,
     /// A network NIC per GPU: the pools span nodes.
     Network,
@@ -232,10 +231,12 @@ pub struct KvLink {
 impl KvLink {
     /// `cfg`'s link, when it is disaggregated: `--kv-link-gbps` when given;
     /// else the GPU's interconnect (the catalog's NVLink, Infinity Fabric or
-    /// PCIe figure) when both pools fit in one node, else a 400 Gb/s NIC.
+    /// PCIe figure) when both pools fit in one NVLink domain (8 GPUs on a
+    /// board, 72 in a GB200 NVL72: the domain tensor and expert
+    /// parallelism use), else a 400 Gb/s NIC.
     pub fn new(cfg: &EngineConfig) -> Option<KvLink> {
         let pd = cfg.pd?;
-        let node = cfg.gpus() <= NODE_GPUS;
+        let node = cfg.gpus() <= nvlink_domain(&cfg.gpu);
         let (kind, gbps) = match pd.link_gbps {
             Some(g) => (LinkKind::Given, g),
             None if node => (LinkKind::Node, cfg.gpu.interconnect_gb_s * 8.0),
@@ -349,6 +350,39 @@ mod tests {
         let link = KvLink::new(&cfg).unwrap();
         assert_eq!((link.kind, link.kv_bytes_per_token_per_gpu), (LinkKind::Given, 65_536.0));
         assert!((link.transfer_time(1000).as_secs_f64() - 65_536_000.0 * 8.0 / 100e9).abs() < 1e-9);
+    }
+
+    /// A GB200 NVL72 rack is one NVLink domain of 72 GPUs, as tensor and
+    /// expert parallelism take it: pools within it move KV over NVLink
+    /// (900 GB/s a direction). The link had taken a node to be 8 GPUs on
+    /// every part: a prefill and a decode instance of TP 8 (16 GB200s)
+    /// went over a 400 Gb/s NIC, a 32,000-token prompt of the 405B in FP8
+    /// 41.4 ms, where NVLink takes 2.3. B200 boards still join 8.
+    #[test]
+    fn a_gb200_rack_moves_kv_over_nvlink() {
+        let mut cfg = EngineConfig::from_names("llama-3.1-405b", "gb200", Precision::Fp8).unwrap();
+        cfg.tp = 8;
+        cfg.pd = Some(Disaggregation::parse("1:1").unwrap());
+        assert_eq!(cfg.gpus(), 16);
+        let link = KvLink::new(&cfg).unwrap();
+        assert_eq!((link.kind, link.gbps, link.latency), (LinkKind::Node, 900.0 * 8.0, Duration::from_micros(10)));
+        let t = link.transfer_time(32_000).as_secs_f64();
+        assert!(t > 2.0e-3 && t < 2.6e-3, "{t}");
+        // 80 GPUs leave the rack.
+        cfg.pd = Some(Disaggregation::parse("5:5").unwrap());
+        assert_eq!(KvLink::new(&cfg).unwrap().kind, LinkKind::Network);
+        // B200s: 16 GPUs are two boards, the network's.
+        let mut b200 = cfg.clone();
+        b200.gpu = crate::engine::GpuSpec::lookup("b200").unwrap();
+        b200.pd = Some(Disaggregation::parse("1:1").unwrap());
+        let link = KvLink::new(&b200).unwrap();
+        assert_eq!((link.kind, link.gbps, link.latency), (LinkKind::Network, 400.0, Duration::from_micros(50)));
+        let t = link.transfer_time(32_000).as_secs_f64();
+        assert!(t > 40e-3 && t < 42e-3, "{t}");
+        // Given figures win on either.
+        cfg.pd = Some(Disaggregation { link_gbps: Some(400.0), link_latency_us: Some(50.0), ..b200.pd.unwrap() });
+        let link = KvLink::new(&cfg).unwrap();
+        assert_eq!((link.kind, link.gbps, link.latency), (LinkKind::Given, 400.0, Duration::from_micros(50)));
     }
 
     #[test]

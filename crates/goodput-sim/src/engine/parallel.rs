@@ -54,7 +54,7 @@ use goodput_core::doc::config::ep_ranks;
 /// A100, B200; the MI300X platform's Infinity Fabric alike), 72 in a GB200
 /// NVL72 rack. PCIe parts (H100 PCIe, L40S, L4) count 8 to a server, joined
 /// by PCIe (their `interconnect_gb_s`).
-pub(super) fn nvlink_domain(gpu: &GpuSpec) -> u32 {
+pub(crate) fn nvlink_domain(gpu: &GpuSpec) -> u32 {
     if gpu.name == "GB200" {
         72
     } else {
