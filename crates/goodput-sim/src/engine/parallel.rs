@@ -24,7 +24,10 @@
 //! the busiest GPU: with tokens routed uniformly at random, a GPU's share of
 //! the assignments is binomial, and the expected largest of N such shares is
 //! the mean plus σ times the expected largest of N standard normals (Blom's
-//! approximation).
+//! approximation). The expert weights a step reads are the busiest GPU's
+//! too: the expected largest number of distinct experts a batch's tokens
+//! touch on any one GPU ([`busiest_gpu_experts`]), not the mean (top-8 of
+//! 256 over 8 GPUs: 2.56 experts for one token against a mean of 1).
 //!
 //! **Pipeline parallelism** splits the layers over `--pp` stages. vLLM keeps
 //! `pp` micro-batches in flight: a step's batch is cut into
@@ -454,6 +457,11 @@ struct ExpertParallel {
     k: f64,
     /// 1 − k/E: the chance a token misses a given expert.
     miss: f64,
+    /// The expected largest number of distinct experts one GPU holds of
+    /// those a batch of B tokens touches, for B = 0, 1, … until it is
+    /// within 10⁻⁶ of all E / EP ([`busiest_gpu_experts`]); `None` past the
+    /// experts it is computed for, where the mean stands in.
+    busiest: Option<std::sync::Arc<[f64]>>,
     /// E / EP experts on each GPU.
     experts_per_gpu: f64,
     /// 2 · k · (one routed expert's parameters) · (MoE layers): the routed
@@ -506,6 +514,7 @@ impl Parallel {
                     ep,
                     k,
                     miss: 1.0 - k / moe.num_experts as f64,
+                    busiest: busiest_gpu_experts(moe.num_experts, moe.experts_per_token, cfg.ep).map(Into::into),
                     experts_per_gpu: moe.num_experts as f64 / ep,
                     expert_flops_per_token: 2.0 * k * m.expert_params_all_layers() as f64,
                     gpu_compute_rate: peak * c.eta_compute,
@@ -544,6 +553,27 @@ impl Parallel {
     pub(super) fn balanced(&mut self) {
         if let Some(ep) = &mut self.ep {
             ep.imbalance = false;
+        }
+    }
+
+    /// The distinct experts whose weights the busiest GPU reads for a
+    /// micro-batch of `tokens`: the expected largest number any one GPU
+    /// holds of those the tokens touch (interpolated between whole
+    /// numbers of tokens), or the mean, E / EP · (1 − (1 − k/E)^B), where
+    /// every GPU is given the mean share (tests) or E is past the table.
+    fn experts_read(ep: &ExpertParallel, tokens: f64) -> f64 {
+        let mean = ep.experts_per_gpu * (1.0 - ep.miss.powf(tokens));
+        let Some(table) = ep.busiest.as_deref().filter(|_| ep.imbalance) else {
+            return mean;
+        };
+        if tokens <= 0.0 {
+            return 0.0;
+        }
+        let i = tokens.floor() as usize;
+        match (table.get(i), table.get(i + 1)) {
+            (Some(&a), Some(&b)) => a + (b - a) * (tokens - i as f64),
+            // Past the table: every expert of the busiest GPU, to 10⁻⁶.
+            _ => ep.experts_per_gpu,
         }
     }
 
@@ -718,7 +748,8 @@ impl Parallel {
                 let assignments = group * ep.k;
                 let share = group / ep.ep * Self::imbalance(ep, assignments);
                 let expert_c = share * ep.expert_flops_per_token / ep.gpu_compute_rate;
-                let expert_m = ep.experts_per_gpu * (1.0 - ep.miss.powf(group)) * r.expert_bytes / ep.gpu_weight_rate;
+                // The busiest GPU's distinct experts, read once each.
+                let expert_m = Self::experts_read(ep, group) * r.expert_bytes / ep.gpu_weight_rate;
                 let a2a = ep.a2a_calls * (ep.a2a_latency + n * ep.a2a_s_per_token);
                 let gemm = dense_c.max(dense_m) + expert_c.max(expert_m);
                 (dense_c + expert_c, dense_m + expert_m, gemm, a2a, head(dense_c, dense_m))
@@ -740,6 +771,108 @@ impl Parallel {
         };
         (terms, head_s)
     }
+}
+
+/// Most experts [`busiest_gpu_experts`] computes for: past 1,000 the
+/// binomial weights its sums take fall below f64's range (2^-E).
+const BUSIEST_MAX_EXPERTS: u32 = 1000;
+
+/// The expected largest number of distinct experts any one of `gpus` GPUs
+/// holds among those a batch of B tokens touches, for B = 0, 1, …, each
+/// token choosing `k` of `experts` at random (uniform, without
+/// replacement; tokens independent), each GPU holding m = E / gpus of
+/// them. The table ends once it is within 10⁻⁶ of m; `None` for more than
+/// [`BUSIEST_MAX_EXPERTS`] experts, or a split that is not whole.
+///
+/// Exact under that routing. The touched set T is exchangeable over the
+/// experts, so given |T| = s it is a uniform s-subset, and
+/// E[max] = Σ_s P(|T| = s) · M(s):
+///
+/// - P(|T| = s) after B tokens is a Markov chain on s: a token adds n new
+///   experts with probability C(E − s, n) · C(s, k − n) / C(E, k).
+/// - M(s), the expected largest share of a uniform s-subset over the
+///   GPUs' equal groups, is Σ_{c<m} (1 − P(every GPU ≤ c | s)), where
+///   P(every GPU ≤ c | s) = [t^s] (Σ_{j≤c} C(m, j) t^j)^G / C(E, s). Both
+///   sides are scaled by 2^-E (binomial probabilities at ½) so that no
+///   term overflows.
+pub(super) fn busiest_gpu_experts(experts: u32, k: u32, gpus: u32) -> Option<Vec<f64>> {
+    if experts == 0
+        || experts > BUSIEST_MAX_EXPERTS
+        || gpus == 0
+        || !experts.is_multiple_of(gpus)
+        || k == 0
+        || k > experts
+    {
+        return None;
+    }
+    let (e, k, g) = (experts as usize, k as usize, gpus as usize);
+    let m = e / g;
+    // ln n! for n ≤ E, and the binomial probabilities at ½ of n trials.
+    let ln_fact: Vec<f64> = std::iter::once(0.0)
+        .chain((1..=e).scan(0.0, |acc, i| {
+            *acc += (i as f64).ln();
+            Some(*acc)
+        }))
+        .collect();
+    let ln_choose = |n: usize, r: usize| ln_fact[n] - ln_fact[r] - ln_fact[n - r];
+    let half = |n: usize, j: usize| (ln_choose(n, j) - n as f64 * std::f64::consts::LN_2).exp();
+    let whole: Vec<f64> = (0..=e).map(|s| half(e, s)).collect();
+    let group: Vec<f64> = (0..=m).map(|j| half(m, j)).collect();
+    // M(s): for each cap c below m, the chance some GPU holds more than c.
+    let mut most = vec![0.0; e + 1];
+    for c in 0..m {
+        let mut poly = vec![1.0];
+        for _ in 0..g {
+            let mut next = vec![0.0; poly.len() + c];
+            for (i, &a) in poly.iter().enumerate() {
+                for (j, &b) in group[..=c].iter().enumerate() {
+                    next[i + j] += a * b;
+                }
+            }
+            poly = next;
+        }
+        for (s, m_s) in most.iter_mut().enumerate() {
+            let within = poly.get(s).map_or(0.0, |&p| (p / whole[s]).min(1.0));
+            *m_s += 1.0 - within;
+        }
+    }
+    // The chain: a token's new experts n, from s touched.
+    let ln_all = ln_choose(e, k);
+    let step: Vec<f64> = (0..=e)
+        .flat_map(|s| {
+            (0..=k).map(move |n| {
+                if n > e - s || k - n > s {
+                    0.0
+                } else {
+                    (ln_choose(e - s, n) + ln_choose(s, k - n) - ln_all).exp()
+                }
+            })
+        })
+        .collect();
+    let mut touched = vec![0.0; e + 1];
+    touched[0] = 1.0;
+    let mut table = vec![0.0];
+    // Saturation comes within E · ln(E · 10⁶) / k tokens or so; the cap
+    // only bounds the work.
+    for _ in 0..100_000 {
+        let mut next = vec![0.0; e + 1];
+        for (s, &p) in touched.iter().enumerate() {
+            if p > 0.0 {
+                for (n, &q) in step[s * (k + 1)..(s + 1) * (k + 1)].iter().enumerate() {
+                    if q > 0.0 {
+                        next[s + n] += p * q;
+                    }
+                }
+            }
+        }
+        touched = next;
+        let value: f64 = touched.iter().zip(&most).map(|(p, m_s)| p * m_s).sum();
+        table.push(value.min(m as f64));
+        if m as f64 - value < 1e-6 {
+            break;
+        }
+    }
+    Some(table)
 }
 
 /// E[max of n standard normals] by Blom's approximation,
@@ -911,10 +1044,15 @@ mod tests {
             let bound = if batch.seqs <= 64 && batch.prefills == 0 { 1e-9 } else { 0.15 };
             assert!(sy >= sx * (1.0 - 1e-9) && sy <= sx * (1.0 + bound), "{} seqs: {sy} against {sx}", batch.seqs);
         }
-        // In virtual time, at one user: TP 8's TPOT within 1 %.
+        // In virtual time, at one user: TP 8's TPOT but for the busiest
+        // GPU's expert reads. A token's 8 experts are one a GPU on the
+        // mean, as TP 8 reads an eighth of each; the busiest GPU holds
+        // 2.56 of them on average (`busiest_gpu_experts`).
         let load = VirtualLoad::closed_loop(vec![VirtualRequest::new(1000, 64); 3], 1);
         let (x, y) = (mean_tpot_ms(&simulate(&tp8, &load).unwrap()), mean_tpot_ms(&simulate(&tp_ep, &load).unwrap()));
-        assert!(y >= x && y < 1.01 * x, "TPOT {y:.3} ms against TP 8's {x:.3}");
+        let ep = b.parallel.as_ref().unwrap().ep.as_ref().unwrap();
+        let extra = (super::Parallel::experts_read(ep, 1.0) - 1.0) * b.expert_bytes / ep.gpu_weight_rate * 1e3;
+        assert!(extra > 0.0 && ((y - x) / extra - 1.0).abs() < 0.02, "TPOT {y:.3} ms, TP 8's {x:.3}, reads {extra:.3}");
         // Over data-parallel ranks the tokens move: two all-to-alls a MoE
         // layer, at least their latency each.
         let mut dp = cfg("deepseek-v3", "h200", Precision::Fp8);
@@ -1021,6 +1159,58 @@ mod tests {
         assert!(few > 1.3 && many < 1.02 && many > 1.0, "{few} {many}");
         // Blom's value for the largest of 8 normals (exact: 1.424).
         assert!((ep.z_max - 1.424).abs() < 0.03, "{}", ep.z_max);
+    }
+
+    /// The busiest GPU's distinct experts against a Monte Carlo of the
+    /// same routing (tokens choosing k of E at random, E / EP a GPU), and
+    /// what that makes of one decode: top-8 of 256 over 8 GPUs puts 2.56
+    /// experts on the busiest GPU for one token, against a mean of 1.
+    #[test]
+    fn the_busiest_gpu_reads_more_experts_than_the_mean() {
+        use rand::{rngs::StdRng, SeedableRng};
+        let mut rng = StdRng::seed_from_u64(7);
+        for (e, k, g) in [(256u32, 8u32, 8u32), (128, 8, 8), (8, 2, 2), (256, 8, 16), (128, 8, 2)] {
+            let table = super::busiest_gpu_experts(e, k, g).unwrap();
+            let m = (e / g) as f64;
+            assert!(table.windows(2).all(|w| w[1] >= w[0] - 1e-12), "{e}/{k}/{g}: not monotone");
+            assert!(m - table.last().unwrap() < 1e-6 && table.len() < 1000, "{e}/{k}/{g}: {}", table.len());
+            for b in [1usize, 2, 4, 16, 64] {
+                let Some(&exact) = table.get(b) else { continue };
+                let mean = m * (1.0 - (1.0 - k as f64 / e as f64).powi(b as i32));
+                assert!(exact >= mean, "{e}/{k}/{g}, {b} tokens: {exact} under the mean {mean}");
+                let trials = 4000;
+                let mut sum = 0usize;
+                for _ in 0..trials {
+                    let mut touched = vec![false; e as usize];
+                    for _ in 0..b {
+                        for x in rand::seq::index::sample(&mut rng, e as usize, k as usize) {
+                            touched[x] = true;
+                        }
+                    }
+                    sum += touched.chunks(m as usize).map(|c| c.iter().filter(|&&t| t).count()).max().unwrap();
+                }
+                let mc = sum as f64 / trials as f64;
+                assert!((exact / mc - 1.0).abs() < 0.02, "{e}/{k}/{g}, {b} tokens: {exact:.3} against {mc:.3}");
+            }
+        }
+        let deepseek = super::busiest_gpu_experts(256, 8, 8).unwrap();
+        assert!((deepseek[1] - 2.564).abs() < 0.002, "{}", deepseek[1]);
+        assert!(super::busiest_gpu_experts(2048, 8, 8).is_none());
+        // One decode of Qwen3-30B-A3B on EP 8 (eight one-GPU ranks): the
+        // busiest GPU reads its 2.53 experts, not the mean's 1.
+        let mut c = cfg("qwen3-30b-a3b", "h100", Precision::Bf16);
+        (c.dp, c.ep) = (8, 8);
+        let real = Roofline::new(&c).unwrap();
+        let mut even = real.clone();
+        even.parallel.as_mut().unwrap().balanced();
+        let one = decodes(1, 1000);
+        let ep = real.parallel.as_ref().unwrap().ep.as_ref().unwrap();
+        let read = |r: &Roofline| r.breakdown(&one).gemm.as_secs_f64();
+        let extra = (super::Parallel::experts_read(ep, 1.0) - 1.0) * real.expert_bytes / ep.gpu_weight_rate;
+        assert!(((read(&real) - read(&even)) / extra - 1.0).abs() < 1e-4, "{} {} {extra}", read(&real), read(&even));
+        assert!((super::Parallel::experts_read(ep, 1.0) - 2.53).abs() < 0.01);
+        // A prefill's tokens touch every expert of every GPU: no more.
+        assert!((super::Parallel::experts_read(ep, 4096.0) - 16.0).abs() < 1e-6);
     }
 
     #[test]
