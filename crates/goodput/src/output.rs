@@ -302,12 +302,14 @@ pub fn write_document<T: serde::Serialize>(path: &Path, doc: &T, kind: &str) -> 
 /// `target` as a path from the folder of the file `from` (both as named
 /// from the working folder): `../records/run.jsonl` for
 /// `runs/a.json` and `records/run.jsonl`. `None` where either cannot be
-/// made absolute. Made from the names alone (a link is not followed), as
-/// [`resolve_from`] reads it back.
+/// made absolute. Between the places the links lead to where both exist
+/// (a folder `out` linked to `/data/runs` is `/data/runs`, whose `..` is
+/// `/data`, as [`resolve_from`]'s reading is resolved), else by the names.
 pub fn path_from(from: &Path, target: &Path) -> Option<String> {
     use std::path::Component;
-    let dir = lexical(std::path::absolute(from).ok()?.parent()?);
-    let target = lexical(&std::path::absolute(target).ok()?);
+    let real = |p: &Path| std::fs::canonicalize(p).ok().or_else(|| std::path::absolute(p).ok().map(|a| lexical(&a)));
+    let dir = real(std::path::absolute(from).ok()?.parent()?)?;
+    let target = real(target)?;
     let (a, b): (Vec<_>, Vec<_>) = (dir.components().collect(), target.components().collect());
     let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
     let mut rel = std::path::PathBuf::new();
@@ -321,10 +323,11 @@ pub fn path_from(from: &Path, target: &Path) -> Option<String> {
 }
 
 /// A path a document names (`config.records_file`, [`path_from`]) as
-/// named from the working folder: `rel` from the folder of `doc`.
+/// named from the working folder: `rel` from the folder of `doc`, its
+/// `..` left to the file system (which takes it from where a link leads).
 pub fn resolve_from(doc: &Path, rel: &str) -> std::path::PathBuf {
     let dir = doc.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    lexical(&dir.join(rel))
+    dir.join(rel)
 }
 
 /// `p` with each `..` taking the name before it away and each `.` dropped
@@ -583,6 +586,27 @@ mod tests {
         }
         // Absolute names anywhere give a path from the one folder to the other.
         assert_eq!(path_from(Path::new("/a/b/run.json"), Path::new("/c/r.jsonl")).unwrap(), "../../c/r.jsonl");
+    }
+
+    /// Through a linked folder the path is between the places the links
+    /// lead to, and reads back to the same file whichever name the
+    /// document is then given by (`out/..` had been taken as the working
+    /// folder, where the file system takes it as the link's parent).
+    #[test]
+    fn a_records_path_through_a_linked_folder_reads_back_by_either_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (data, work) = (tmp.path().join("data"), tmp.path().join("work"));
+        std::fs::create_dir_all(data.join("runs")).unwrap();
+        std::fs::create_dir_all(work.join("recs")).unwrap();
+        std::os::unix::fs::symlink(data.join("runs"), work.join("out")).unwrap();
+        let rec = work.join("recs/r.jsonl");
+        std::fs::write(&rec, "x").unwrap();
+        let rel = path_from(&work.join("out/a.json"), &rec).unwrap();
+        assert_eq!(rel, "../../work/recs/r.jsonl");
+        for doc in [work.join("out/a.json"), data.join("runs/a.json")] {
+            let back = resolve_from(&doc, &rel);
+            assert_eq!(std::fs::canonicalize(&back).unwrap(), std::fs::canonicalize(&rec).unwrap(), "{doc:?}");
+        }
     }
 
     #[test]

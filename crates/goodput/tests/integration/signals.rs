@@ -17,10 +17,18 @@ fn start(blocks: Option<u32>) -> (tokio::runtime::Runtime, String, Arc<EngineSer
 
 /// The engine, also serving `more` names (LoRA adapters beside its base model).
 fn start_serving(blocks: Option<u32>, more: &[&str]) -> (tokio::runtime::Runtime, String, Arc<EngineServer>) {
+    start_engine(|cfg| cfg.num_gpu_blocks_override = blocks, more)
+}
+
+/// Llama-3.1-8B on an H100 as `set` changes it, also serving `more` names.
+fn start_engine(
+    set: impl FnOnce(&mut EngineConfig),
+    more: &[&str],
+) -> (tokio::runtime::Runtime, String, Arc<EngineServer>) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (url, server) = rt.block_on(async {
         let mut cfg = EngineConfig::from_names("llama-3.1-8b", "h100-sxm", "bf16".parse().unwrap()).unwrap();
-        cfg.num_gpu_blocks_override = blocks;
+        set(&mut cfg);
         let more_model_names = more.iter().map(|m| m.to_string()).collect();
         let server =
             EngineServer::start(EngineServerConfig { speed: 4.0, more_model_names, ..EngineServerConfig::new(cfg) })
@@ -1472,20 +1480,7 @@ fn the_final_scrape_waits_for_the_server_to_count_the_cancels() {
 /// engines as one GPU without a word).
 #[test]
 fn a_cost_for_fewer_gpus_than_the_servers_engines_is_told() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let url = rt.block_on(async {
-        let mut cfg = EngineConfig::from_names("llama-3.1-8b", "h100-sxm", "bf16".parse().unwrap()).unwrap();
-        cfg.dp = 3;
-        let server = EngineServer::start(EngineServerConfig { speed: 4.0, ..EngineServerConfig::new(cfg) }).unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(goodput_sim::server::serve(
-            listener,
-            goodput_sim::engine_server::app(server),
-            std::future::pending(),
-        ));
-        url
-    });
+    let (_rt, url, _server) = start_engine(|cfg| cfg.dp = 3, &[]);
     let dir = tempfile::tempdir().unwrap();
     let warnings = |gpus: &[&str]| {
         let out = dir.path().join("run.json");
