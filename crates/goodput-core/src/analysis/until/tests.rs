@@ -351,44 +351,23 @@ fn cancelled(i: u64, after_ms: u64) -> RequestRecord {
 #[test]
 fn a_cancelled_request_that_certainly_missed_counts_against_the_attainment() {
     let slo: Slo = "ttft<=200ms".parse().unwrap();
-    let mix = |i: u64| if i.is_multiple_of(2) { rec(i, 100.0) } else { cancelled(i, 5000) };
-    let mut w = Watch::new(None, Some(&slo), 0.95).unwrap();
-    let mut seen = Vec::new();
-    let stop = (0..5000u64)
-        .find_map(|i| {
-            seen.push(mix(i));
-            w.observe(seen.last().unwrap())
-        })
-        .expect("decided");
-    let (_, verdict) = crate::analysis::slo::judge(&seen, &slo, 1.0);
-    assert!(!verdict.pass, "the fixture: the verdict misses it");
+    let decided = |slo: &Slo, mix: &dyn Fn(u64) -> RequestRecord| {
+        let recs: Vec<RequestRecord> = (0..5000u64).map(mix).collect();
+        decide(&mut Watch::new(None, Some(slo), 0.95).unwrap(), slo, &recs).expect("decided")
+    };
+    let (stop, pass) = decided(&slo, &|i| if i.is_multiple_of(2) { rec(i, 100.0) } else { cancelled(i, 5000) });
+    assert!(!pass, "the fixture: the verdict misses it");
     assert!(stop.detail.starts_with("the SLO is missed"), "{}", stop.detail);
     // Cancelled before the limit passed: left out by both, and met.
-    let early = |i: u64| if i.is_multiple_of(2) { rec(i, 100.0) } else { cancelled(i, 150) };
-    let mut w = Watch::new(None, Some(&slo), 0.95).unwrap();
-    let mut seen = Vec::new();
-    let stop = (0..5000u64)
-        .find_map(|i| {
-            seen.push(early(i));
-            w.observe(seen.last().unwrap())
-        })
-        .expect("decided");
-    assert!(crate::analysis::slo::judge(&seen, &slo, 1.0).1.pass);
+    let (stop, pass) = decided(&slo, &|i| if i.is_multiple_of(2) { rec(i, 100.0) } else { cancelled(i, 150) });
+    assert!(pass);
     assert!(stop.detail.starts_with("the SLO is met"), "{}", stop.detail);
     // Beside an objective, the attainment counts the limits alone, and a
     // cancelled request past the objective's threshold but within the
     // limit is left out (the verdict's certainly_missed_a_limit).
     let both: Slo = "ttft<=10s,ttft:p50<=300ms".parse().unwrap();
-    let within = |i: u64| if i.is_multiple_of(2) { rec(i, 100.0) } else { cancelled(i, 5000) };
-    let mut w = Watch::new(None, Some(&both), 0.95).unwrap();
-    let mut seen = Vec::new();
-    let stop = (0..5000u64)
-        .find_map(|i| {
-            seen.push(within(i));
-            w.observe(seen.last().unwrap())
-        })
-        .expect("decided");
-    assert!(crate::analysis::slo::judge(&seen, &both, 1.0).1.pass);
+    let (stop, pass) = decided(&both, &|i| if i.is_multiple_of(2) { rec(i, 100.0) } else { cancelled(i, 5000) });
+    assert!(pass);
     assert!(stop.detail.starts_with("the SLO is met"), "{}", stop.detail);
 }
 
