@@ -188,8 +188,10 @@ mod tests {
         go.send(()).unwrap();
         server.join().unwrap();
         let cost = meter.finish(&[]).unwrap();
-        // Every core busy over the window at most (other tests of this
-        // binary run beside it), and far from the server's 300 ms.
-        assert!(cost.cores <= cost.cpus as f64 + 0.1 && cost.cpu_s < 0.1, "{cost:?}");
+        // Far from the server's 300 ms (other tests of this binary run
+        // beside it, and their time is in the client's). No bound on the
+        // cores here: over this window of well under a millisecond, the
+        // clocks read a few µs apart made it 2.16 cores of 2 on CI.
+        assert!(cost.cpu_s < 0.1, "{cost:?}");
     }
 }
