@@ -46,18 +46,24 @@ impl Histogram {
         (self.count > 0.0).then(|| sum / self.count)
     }
 
+    /// Whether [`increase_since`](Histogram::increase_since) reads
+    /// `self` after `earlier` as a reset: a count or bucket went down, or
+    /// the bucket layout changed.
+    pub fn went_down_since(&self, earlier: &Histogram) -> bool {
+        let same_layout = self.buckets.len() == earlier.buckets.len()
+            && self.buckets.iter().zip(&earlier.buckets).all(|(a, b)| a.le == b.le);
+        !same_layout
+            || self.count < earlier.count
+            || self.buckets.iter().zip(&earlier.buckets).any(|(a, b)| a.count < b.count)
+    }
+
     /// The observations made between `earlier` and `self`. A count or bucket
     /// that went down means the server restarted in between (a counter
     /// reset), and then all of `self` is new, as Prometheus' `increase`
     /// assumes; a changed bucket layout is read the same way, since the two
     /// cannot be subtracted.
     pub fn increase_since(&self, earlier: &Histogram) -> Histogram {
-        let same_layout = self.buckets.len() == earlier.buckets.len()
-            && self.buckets.iter().zip(&earlier.buckets).all(|(a, b)| a.le == b.le);
-        let reset = !same_layout
-            || self.count < earlier.count
-            || self.buckets.iter().zip(&earlier.buckets).any(|(a, b)| a.count < b.count);
-        if reset {
+        if self.went_down_since(earlier) {
             return self.clone();
         }
         Histogram {
