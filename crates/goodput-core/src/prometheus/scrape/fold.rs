@@ -263,7 +263,7 @@ fn folded_id(signal: SignalKey, group: &str) -> String {
 /// The group a counter's series is summed in: its draft position for the
 /// accepted tokens by position (the positions a window reads: 0 to 255),
 /// else one for all.
-fn group(signal: CounterSignal, series: &str) -> String {
+pub(super) fn group(signal: CounterSignal, series: &str) -> String {
     if signal != CounterSignal::SpecAcceptedByPosition {
         return String::new();
     }

@@ -2,7 +2,8 @@
 //! ([`parse`]), the histogram arithmetic on them ([`histogram`]), engine
 //! metrics mapped to common signals ([`signals`]), and summaries over a run
 //! window ([`window`]), and the cross-check and diagnoses they support
-//! ([`diagnose`]); what a run keeps of each scrape, bounded ([`fold`]). No
+//! ([`diagnose`]); what a run keeps of each scrape, bounded ([`fold`]),
+//! and of its scrapes over time ([`thin`]). No
 //! I/O: the scraping loop that fetches `/metrics` and stamps each scrape on
 //! the run clock is the goodput binary's `scrape`. Here, so that every number of a run, the server's included, is recomputed from
 //! what the result keeps (`report --window`, a merge of shards).
@@ -12,6 +13,7 @@ pub mod fold;
 pub mod histogram;
 pub mod parse;
 pub mod signals;
+pub mod thin;
 pub mod values;
 pub mod window;
 
@@ -26,14 +28,25 @@ pub use parse::{
     ParseErrorKind, Sample, Scrape, ENDPOINT_LABEL, MAX_METRIC_LINES,
 };
 pub use signals::{
-    detect, is_histogram_cap_warning, is_read, Coarsened, CounterSignal, GaugeSignal, HistogramSignal, Signals, Source,
+    detect, is_histogram_cap_warning, is_read, Carried, Coarsened, CounterSignal, GaugeSignal, HistogramSignal,
+    Signals, Source,
 };
+pub use thin::{is_thinned_warning, Thinned, Thinner, MAX_RUN_VALUES};
 pub use window::{
     series_coverage, summarize, summarize_points, summarize_signals, CounterSummary, HistogramSummary, Series,
     SeriesCoverage, WindowSummary, GAUGE_PERCENTILES,
 };
 
 use crate::{Diagnosis, RequestRecord, Summary, Window};
+
+/// Whether `w` is one of a live run's warnings of what it kept of its
+/// scrapes (histograms of too many bounds coarsened, signals of too many
+/// series summed, a long run's scrapes thinned), which its samples do not
+/// say: a result drawn again from them (`report`, `merge`, a sweep's
+/// stages) carries it.
+pub fn is_kept_scrapes_warning(w: &str) -> bool {
+    is_histogram_cap_warning(w) || is_series_cap_warning(w) || is_thinned_warning(w)
+}
 #[cfg(feature = "schema")]
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -50,7 +63,8 @@ pub struct ServerSignals {
     /// The endpoints scraped, credentials masked.
     pub urls: Vec<String>,
     pub interval_s: f64,
-    /// Scrapes taken over the whole run.
+    /// Scrapes taken over the whole run (a long one keeps fewer in
+    /// `samples`: `thinned` says which).
     pub scrapes: usize,
     pub failed_scrapes: u64,
     /// Lines the parser could not read, over all scrapes.
@@ -62,11 +76,17 @@ pub struct ServerSignals {
     pub window: WindowSummary,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cross_check: Option<CrossCheck>,
-    /// Every scrape, mapped to signals and stamped on the run's clock.
-    /// Absent from documents of goodput before 0.1 (their signals are then
-    /// kept as saved).
+    /// Every scrape, mapped to signals and stamped on the run's clock; of a
+    /// long run, every `thinned.every`th. Absent from documents of goodput
+    /// before 0.1 (their signals are then kept as saved).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub samples: Vec<ScrapeSample>,
+    /// Where the run kept fewer scrapes than it took, to stay within the
+    /// values goodput keeps of a run's scrapes (4,000,000, `scrape::thin`):
+    /// absent where it kept them all (and from documents of goodput before
+    /// it thinned them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinned: Option<Thinned>,
 }
 
 /// One scrape of every endpoint, mapped.

@@ -556,6 +556,41 @@ pub struct Signals {
     #[serde(skip)]
     #[cfg_attr(feature = "schema", schemars(skip))]
     pub coarsened: Vec<Coarsened>,
+    /// What scrapes a long run dropped just before this one counted that
+    /// its values no longer show (goodput-core's `scrape::thin`): absent
+    /// from every scrape of a run that kept them all.
+    #[serde(skip_serializing_if = "Carried::is_empty")]
+    pub carried: Carried,
+}
+
+/// The increases since the kept scrape before that a kept scrape's values
+/// no longer show, where the scrapes between were dropped to keep a long
+/// run's scrapes bounded (`scrape::thin`): a series that went down
+/// between them (a restart) counts what it counted before it went down,
+/// which the kept values alone would not. A window that holds the kept
+/// scrape before counts them, as it would have counted the dropped scrapes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(default)]
+pub struct Carried {
+    /// Each counter's increase, as one series (one a draft position for
+    /// `spec_accepted_tokens_by_position`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<CounterSignal, Vec<SeriesValue>>,
+    /// The resets (a series seen to go down) the dropped scrapes showed and
+    /// the kept ones do not.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub resets: BTreeMap<CounterSignal, u32>,
+    /// Each histogram's observations, all series summed.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub histograms: BTreeMap<HistogramSignal, Histogram>,
+}
+
+impl Carried {
+    /// Nothing carried: the kept values say it all.
+    pub fn is_empty(&self) -> bool {
+        self.counters.is_empty() && self.resets.is_empty() && self.histograms.is_empty()
+    }
 }
 
 /// A histogram signal of one scrape with more distinct bounds than

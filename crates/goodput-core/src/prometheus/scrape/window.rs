@@ -251,7 +251,8 @@ pub fn summarize_points<'a>(
 /// the counter is a total [since boot](CounterSignal::since_boot) (a GPU's
 /// energy): then its first sample is its baseline, and a scrape where every
 /// series is new has no step. A series missing from a scrape keeps its last
-/// value.
+/// value. A scrape after the window's first adds what scrapes dropped
+/// before it carried into it ([`Carried`](super::signals::Carried)).
 fn counter_steps(points: &[(Duration, &Signals)], signal: CounterSignal) -> (Vec<Option<f64>>, u32) {
     let since_boot = signal.since_boot();
     let mut last: HashMap<&str, f64> = HashMap::new();
@@ -260,9 +261,18 @@ fn counter_steps(points: &[(Duration, &Signals)], signal: CounterSignal) -> (Vec
         .iter()
         .enumerate()
         .map(|(i, (_, s))| {
-            let series = s.counters.get(&signal)?;
+            let carried = s.carried.counters.get(&signal).filter(|_| i > 0);
+            let series = match (s.counters.get(&signal), carried) {
+                (None, None) => return None,
+                (series, _) => series.map_or(&[][..], Vec::as_slice),
+            };
             let mut increase = 0.0;
             let mut measured = !since_boot;
+            if let Some(carried) = carried {
+                increase += carried.iter().map(|v| v.value).sum::<f64>();
+                resets += s.carried.resets.get(&signal).copied().unwrap_or(0);
+                measured = true;
+            }
             for v in series {
                 match last.insert(v.series.as_str(), v.value) {
                     Some(prev) if v.value >= prev => increase += v.value - prev,
@@ -373,6 +383,12 @@ fn increase_by_label(points: &[(Duration, &Signals)], signal: CounterSignal, lab
     let mut last: HashMap<&str, f64> = HashMap::new();
     let mut out: BTreeMap<String, f64> = BTreeMap::new();
     for (i, (_, s)) in points.iter().enumerate() {
+        let carried = s.carried.counters.get(&signal).filter(|_| i > 0);
+        for v in carried.into_iter().flatten() {
+            if let Some(key) = super::signals::series_label(&v.series, label) {
+                *out.entry(key.to_string()).or_default() += v.value;
+            }
+        }
         for v in s.counters.get(&signal).into_iter().flatten() {
             let Some(key) = super::signals::series_label(&v.series, label) else { continue };
             let increase = match last.insert(v.series.as_str(), v.value) {
@@ -395,6 +411,9 @@ fn histogram_increase(points: &[(Duration, &Signals)], signal: HistogramSignal) 
     let mut last: HashMap<&str, &Histogram> = HashMap::new();
     let mut increases = Vec::new();
     for (i, (_, s)) in points.iter().enumerate() {
+        if let Some(carried) = s.carried.histograms.get(&signal).filter(|_| i > 0) {
+            increases.push(carried.clone());
+        }
         for h in s.histograms.get(&signal).into_iter().flatten() {
             let increase = match last.insert(h.series.as_str(), &h.histogram) {
                 Some(prev) => h.histogram.increase_since(prev),

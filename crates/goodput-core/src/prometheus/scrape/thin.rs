@@ -1,0 +1,550 @@
+//! A run's scrapes kept within a bound over time: past [`MAX_RUN_VALUES`]
+//! values kept in all, every other scrape is dropped, and again each time
+//! the run reaches it, so that a long run keeps every 2nd, 4th, 8th, …
+//! scrape of the whole run, evenly ([`Thinner`]). A run had kept every
+//! scrape: the embedded engine's 8 data-parallel ranks come to 932 values
+//! each, 67 KB held and 126 KB written, and a bench scraping them every
+//! 10 ms had held 2.3 GB after 5 minutes and written 3.8 GB.
+//!
+//! Counters and histogram buckets are cumulative, so a dropped scrape
+//! loses time resolution, not totals, but where a series went down (a
+//! restart) between the kept scrapes around it: what the dropped scrape
+//! read of it is then carried into the next kept one
+//! ([`Carried`](super::signals::Carried)), so that every window whose
+//! bounds are kept scrapes reads the same totals, rates, resets and
+//! quantiles as if every scrape had been kept (a rate over time is then
+//! one per kept scrape). A series missing from the next kept scrape is
+//! kept there at its last value, as a window reads a missing series, and a
+//! total since boot (a GPU's energy) first seen in a dropped scrape is
+//! kept in the scrape before at its first value, its baseline. Gauges are
+//! samples: a dropped scrape's are gone, and a window's distribution of a
+//! gauge is that of the kept ones, every 2ⁿth scrape.
+
+use super::fold::{group, MAX_SCRAPE_VALUES};
+use super::histogram::Histogram;
+use super::signals::{series_id, CounterSignal, HistogramSignal, SeriesHistogram, SeriesValue, Signals};
+use super::values::Labels;
+#[cfg(feature = "schema")]
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+/// The most values a run keeps of its scrapes in all (a gauge, a counter's
+/// series, a histogram's bucket count one each, and what a scrape carried
+/// for dropped ones): past it every other scrape is dropped. A value kept
+/// costs about 72 bytes held and 135 written (the 8 ranks' 932 values a
+/// scrape: 67 KB held, 126 KB of pretty JSON). At 4 million (some 290 MB
+/// held at most, half that after each halving, and 540 MB written) one
+/// rank of vLLM (100 to 200 values a scrape) keeps every scrape of 5 to
+/// 11 hours at the default 1 s interval, and the 8 ranks 71 minutes (7 at
+/// 100 ms); a run of 24 hours stays within the same bound, the 8 ranks'
+/// scrapes kept 26 to 32 s apart (every 256th at 100 ms, every 32nd at 1 s).
+pub const MAX_RUN_VALUES: usize = 4_000_000;
+
+/// The most counter and histogram values a kept scrape holds with the
+/// series it keeps for scrapes dropped beside it: twice what a scrape
+/// keeps of its own ([`MAX_SCRAPE_VALUES`]), or a quarter of a smaller
+/// budget ([`Thinner::with_budget`]), so that the first and last scrapes
+/// alone never pass it. Past it (a server that names
+/// new series at every scrape), a dropped scrape's series missing from the
+/// next kept one leave their increase in it, and one that comes back later
+/// counts from its value before the dropped scrape.
+const MAX_HELD_VALUES: usize = 2 * MAX_SCRAPE_VALUES;
+
+/// The label a carried increase's identity carries, beside a draft
+/// position's `position`.
+const CARRIED_LABEL: &str = "goodput_carried";
+
+/// How a result's warning of a run's thinned scrapes begins.
+pub const THINNED_WARNING: &str = "server metrics: a long run keeps fewer of its scrapes";
+
+/// Whether `w` is a [`Thinner::warning`]: a saved run's, carried when it
+/// is analysed again, as its samples say it only in `thinned`.
+pub fn is_thinned_warning(w: &str) -> bool {
+    w.starts_with(THINNED_WARNING)
+}
+
+/// How a run kept its scrapes, where it kept fewer than it took.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct Thinned {
+    /// Every `every`th scrape taken is kept (the first, and the last two,
+    /// too): they lie about `every × interval_s` apart.
+    pub every: u64,
+    /// When, on the run's clock, its scrapes first passed the values
+    /// goodput keeps of a run's (4,000,000).
+    pub since_s: f64,
+}
+
+/// The scrapes a halving goes through at each scrape taken, so that none
+/// stalls the scraping (or the client beside it): a halving of 4,300
+/// scrapes of an 8-rank engine at once had taken 0.2 s. A halving of
+/// MAX_RUN_VALUES is then done within some 70 scrapes, the values kept
+/// past the bound meanwhile a few scrapes' worth.
+const HALVING_STEP: usize = 64;
+
+/// Keeps a run's scrapes within [`MAX_RUN_VALUES`] values: each scrape
+/// taken has its place (its ordinal); past the bound, only those whose
+/// place is a multiple of 2ⁿ are kept, n one more each time the run
+/// reaches it again, and the first and the last two whatever their place
+/// (the last can be taken again, [`Thinner::popped`], and the one before
+/// it is where a dropped one's increases go). A dropped scrape's
+/// increases that the kept ones around it do not show are carried into
+/// the next one ([module](self)). A halving goes [`HALVING_STEP`] scrapes
+/// at a time, oldest first, at each scrape taken; the values kept pass the
+/// bound by an eighth at most (past it the halving is done at once), and
+/// [`Thinner::finish`] ends one still under way when the run ends.
+#[derive(Debug, Clone)]
+pub struct Thinner {
+    budget: usize,
+    /// [`MAX_HELD_VALUES`], or less for a small budget.
+    held: usize,
+    level: u32,
+    /// Each kept point's place and values, beside the points.
+    kept: Vec<Kept>,
+    total: usize,
+    taken: u64,
+    since: Option<Duration>,
+    /// A halving under way: the points before it are in step with the level.
+    halving: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Kept {
+    ordinal: u64,
+    values: usize,
+}
+
+impl Default for Thinner {
+    fn default() -> Self {
+        Thinner::with_budget(MAX_RUN_VALUES)
+    }
+}
+
+impl Thinner {
+    /// A thinner that keeps `budget` values (tests thin short runs).
+    pub fn with_budget(budget: usize) -> Thinner {
+        let held = MAX_HELD_VALUES.min(budget / 4);
+        Thinner { budget, held, level: 0, kept: Vec::new(), total: 0, taken: 0, since: None, halving: None }
+    }
+
+    /// Takes `points`' last, just pushed, and drops what the bound asks
+    /// of the others.
+    pub fn pushed(&mut self, points: &mut Vec<(Duration, Signals)>) {
+        debug_assert_eq!(self.kept.len() + 1, points.len(), "one point pushed");
+        let Some((t, last)) = points.last() else { return };
+        let (t, values) = (*t, values(last));
+        self.kept.push(Kept { ordinal: self.taken, values });
+        self.taken += 1;
+        self.total += values;
+        // The one before the last two is in step with the level, or
+        // dropped (where a halving has not reached it yet too).
+        let n = points.len();
+        if n >= 4 && !self.on_stride(self.kept[n - 3].ordinal) {
+            self.drop_at(points, n - 3);
+        }
+        loop {
+            if self.halving.is_none() {
+                if self.total <= self.budget || points.len() <= 3 || self.level >= 63 {
+                    return;
+                }
+                self.level += 1;
+                self.since.get_or_insert(t);
+                self.halving = Some(1);
+            }
+            let at_once = self.total > self.budget + self.budget / 8;
+            self.halve(points, if at_once { usize::MAX } else { HALVING_STEP });
+            if !at_once {
+                return;
+            }
+        }
+    }
+
+    /// Ends a halving under way: a run's scrapes all in step with the
+    /// level, as its warning says.
+    pub fn finish(&mut self, points: &mut Vec<(Duration, Signals)>) {
+        while self.halving.is_some() {
+            self.halve(points, usize::MAX);
+        }
+    }
+
+    /// The last point was taken off (to be taken again).
+    pub fn popped(&mut self) {
+        if let Some(k) = self.kept.pop() {
+            self.total -= k.values;
+            self.taken -= 1;
+        }
+    }
+
+    /// Every how many scrapes one is kept: 1 until the run first passed
+    /// the bound.
+    pub fn every(&self) -> u64 {
+        1 << self.level
+    }
+
+    /// The scrapes taken (those popped not counted).
+    pub fn taken(&self) -> u64 {
+        self.taken
+    }
+
+    /// The values the kept scrapes hold.
+    pub fn values(&self) -> usize {
+        self.total
+    }
+
+    /// How the run kept its scrapes, where it kept fewer than it took.
+    pub fn thinned(&self) -> Option<Thinned> {
+        let since = self.since?;
+        Some(Thinned { every: self.every(), since_s: since.as_secs_f64() })
+    }
+
+    /// The result's one warning of a run whose scrapes were thinned,
+    /// taken `interval` apart.
+    pub fn warning(&self, interval: Duration) -> Option<String> {
+        let since = self.since?;
+        let text = crate::util::duration_text;
+        Some(format!(
+            "{THINNED_WARNING}: its scrapes passed the {MAX_RUN_VALUES} values goodput keeps of a run's scrapes \
+             {} into it, and so every {}th scrape of the run is kept, about {} apart (--metrics-interval {}). \
+             Counters and histograms lose no increase (a dropped scrape's restarts are carried into the next \
+             kept one): every window's totals, rates and quantiles are read as before, its bounds widened to \
+             the kept scrapes around them, and a rate over time is one per kept scrape; a gauge's distribution \
+             is that of the kept scrapes alone",
+            text(since),
+            self.every(),
+            text(interval.saturating_mul(u32::try_from(self.every()).unwrap_or(u32::MAX))),
+            text(interval),
+        ))
+    }
+
+    fn on_stride(&self, ordinal: u64) -> bool {
+        ordinal.is_multiple_of(self.every())
+    }
+
+    /// Drops `points[i]` (neither the first nor one of the last two), carrying
+    /// what it read into the next.
+    fn drop_at(&mut self, points: &mut Vec<(Duration, Signals)>, i: usize) {
+        let (_, dropped) = points.remove(i);
+        let gone = self.kept.remove(i);
+        let (before, after) = points.split_at_mut(i);
+        merge(&mut before[i - 1].1, dropped, &mut after[0].1, self.held);
+        self.total -= gone.values;
+        self.retally(points, i - 1..=i);
+        if let Some(at) = self.halving.as_mut().filter(|at| **at > i) {
+            *at -= 1;
+        }
+    }
+
+    /// Takes the halving under way through `most` more points (never the
+    /// last two), each out of step with the level dropped into the next.
+    fn halve(&mut self, points: &mut Vec<(Duration, Signals)>, most: usize) {
+        let Some(at) = self.halving else { return };
+        let end = at.saturating_add(most).min(points.len().saturating_sub(2));
+        if end <= at {
+            self.halving = None;
+            return;
+        }
+        let segment: Vec<(Duration, Signals)> = points.drain(at..end).collect();
+        let places: Vec<Kept> = self.kept.drain(at..end).collect();
+        self.total -= places.iter().map(|k| k.values).sum::<usize>();
+        let (mut kept, mut kept_places) = (Vec::new(), Vec::new());
+        let mut pending: Option<Signals> = None;
+        for ((t, mut s), k) in segment.into_iter().zip(places) {
+            if let Some(dropped) = pending.take() {
+                let before = match kept.last_mut() {
+                    Some((_, before)) => before,
+                    None => &mut points[at - 1].1,
+                };
+                merge(before, dropped, &mut s, self.held);
+            }
+            if self.on_stride(k.ordinal) {
+                kept.push((t, s));
+                kept_places.push(Kept { values: 0, ..k });
+            } else {
+                pending = Some(s);
+            }
+        }
+        // The last one dropped goes into the first point past the segment.
+        if let Some(dropped) = pending {
+            let (head, tail) = points.split_at_mut(at);
+            let before = match kept.last_mut() {
+                Some((_, before)) => before,
+                None => &mut head[at - 1].1,
+            };
+            merge(before, dropped, &mut tail[0].1, self.held);
+        }
+        let n = kept.len();
+        points.splice(at..at, kept);
+        self.kept.splice(at..at, kept_places);
+        self.retally(points, at - 1..=at + n);
+        self.halving = (at + n + 2 < points.len()).then_some(at + n);
+    }
+
+    /// Counts the values of `points[range]` again after they changed.
+    fn retally(&mut self, points: &[(Duration, Signals)], range: std::ops::RangeInclusive<usize>) {
+        for j in range {
+            let now = values(&points[j].1);
+            let k = &mut self.kept[j];
+            self.total = self.total - k.values + now;
+            k.values = now;
+        }
+    }
+}
+
+/// The values `s` holds, as [`MAX_RUN_VALUES`] counts them.
+fn values(s: &Signals) -> usize {
+    let carried = &s.carried;
+    s.gauges.len()
+        + held_values(s)
+        + carried.counters.values().map(Vec::len).sum::<usize>()
+        + carried.histograms.values().map(|h| h.buckets.len() + 1).sum::<usize>()
+}
+
+/// The counter and histogram values `s` holds of its own series.
+fn held_values(s: &Signals) -> usize {
+    s.counters.values().map(Vec::len).sum::<usize>()
+        + s.histograms.values().flatten().map(|h| h.histogram.buckets.len() + 1).sum::<usize>()
+}
+
+/// Whether a window reads `v` after `prev` as a reset: it went down (or
+/// is no number).
+fn went_down(prev: f64, v: f64) -> bool {
+    v.partial_cmp(&prev).is_none_or(|o| o.is_lt())
+}
+
+/// A window's increase of a series from `prev` to `v`.
+fn increase(prev: f64, v: f64) -> f64 {
+    if went_down(prev, v) {
+        v
+    } else {
+        v - prev
+    }
+}
+
+/// What a window that held `before` and `after` read of a counter's series
+/// through the dropped scrape between them (`v1`), beyond what it reads
+/// from `v0` to `v2` (`None` where the series is missing): the increase,
+/// and the resets. Where the series is missing from `before`, a window
+/// that starts there reads it as new at the dropped scrape: all of `v1`
+/// (a total since boot: from it). Where it is missing from `after`, what
+/// the dropped scrape read of it.
+fn lost_counter(v0: Option<f64>, v1: f64, v2: Option<f64>, since_boot: bool) -> (f64, u32) {
+    match (v0, v2) {
+        (Some(v0), Some(v2)) => {
+            let (r01, r12, r02) = (went_down(v0, v1), went_down(v1, v2), went_down(v0, v2));
+            // The kept increase v2 − v0 where nothing went down, else v2;
+            // what the two steps read, less it.
+            let lost = match (r02, r01, r12) {
+                (true, _, true) => increase(v0, v1),
+                (true, _, false) => 0.0,
+                (false, r01, r12) => f64::from(u8::from(r01)) * v0 + f64::from(u8::from(r12)) * v1,
+            };
+            (lost, u32::from(r01) + u32::from(r12) - u32::from(r02))
+        }
+        (None, Some(v2)) => {
+            let r12 = went_down(v1, v2);
+            match since_boot {
+                // First seen at the dropped scrape, its baseline: the next
+                // step read from it, the kept one reads it as new.
+                true => (increase(v1, v2), u32::from(r12)),
+                false => (if r12 { v1 } else { 0.0 }, u32::from(r12)),
+            }
+        }
+        (Some(v0), None) => (increase(v0, v1), u32::from(went_down(v0, v1))),
+        (None, None) if since_boot => (0.0, 0),
+        (None, None) => (v1, 0),
+    }
+}
+
+/// [`lost_counter`] for a histogram's series (a changed bucket layout is
+/// read as a reset too): `None` for nothing.
+fn lost_histogram(h0: Option<&Histogram>, h1: &Histogram, h2: Option<&Histogram>) -> Option<Histogram> {
+    match (h0, h2) {
+        (Some(h0), Some(h2)) => {
+            let (r01, r12, r02) = (h1.went_down_since(h0), h2.went_down_since(h1), h2.went_down_since(h0));
+            match (r02, r01, r12) {
+                (true, _, true) => Some(h1.increase_since(h0)),
+                (true, _, false) | (false, false, false) => None,
+                (false, true, false) => Some(h0.clone()),
+                (false, false, true) => Some(h1.clone()),
+                (false, true, true) => Some(h0.merged(h1)),
+            }
+        }
+        (None, Some(h2)) => h2.went_down_since(h1).then(|| h1.clone()),
+        (Some(h0), None) => Some(h1.increase_since(h0)),
+        (None, None) => Some(h1.clone()),
+    }
+}
+
+/// A kept scrape's series of one signal, found by identity: where a
+/// dropped scrape's `k`th series is the kept one's `k`th (the usual case:
+/// an exposition lists its series in one order), at once; else by an
+/// index built the first time one is not (a halving of a few thousand
+/// scrapes of an 8-rank engine's 900 values had taken 0.4 s hashing them
+/// all).
+struct Lookup<'a, T> {
+    series: &'a [T],
+    id: fn(&T) -> &str,
+    index: Option<HashMap<&'a str, usize>>,
+}
+
+impl<'a, T> Lookup<'a, T> {
+    fn new(series: Option<&'a Vec<T>>, id: fn(&T) -> &str) -> Self {
+        Lookup { series: series.map_or(&[][..], Vec::as_slice), id, index: None }
+    }
+
+    fn get(&mut self, k: usize, id: &str) -> Option<&'a T> {
+        let (series, of) = (self.series, self.id);
+        if let Some(s) = series.get(k).filter(|s| of(s) == id) {
+            return Some(s);
+        }
+        let index = self.index.get_or_insert_with(|| series.iter().enumerate().map(|(i, s)| (of(s), i)).collect());
+        index.get(id).map(|&i| &series[i])
+    }
+}
+
+fn value_id(v: &SeriesValue) -> &str {
+    &v.series
+}
+
+fn histogram_id(h: &SeriesHistogram) -> &str {
+    &h.series
+}
+
+/// The identity of a counter's carried increase (of one draft position).
+fn carried_id(signal: CounterSignal, group: &str) -> String {
+    let mut labels = Labels::new();
+    labels.insert(CARRIED_LABEL.to_string(), "dropped scrapes".to_string());
+    if !group.is_empty() {
+        labels.insert("position".to_string(), group.to_string());
+    }
+    series_id(signal.name(), &labels)
+}
+
+/// Adds `increase` to `after`'s carried increase of `signal` in `group`.
+fn carry_counter(after: &mut Signals, signal: CounterSignal, group: &str, increase: f64) {
+    let id = carried_id(signal, group);
+    let carried = after.carried.counters.entry(signal).or_default();
+    match carried.iter_mut().find(|v| v.series == id) {
+        Some(v) => v.value += increase,
+        None => carried.push(SeriesValue { series: id, value: increase }),
+    }
+}
+
+fn carry_histogram(after: &mut Signals, signal: HistogramSignal, h: Histogram) {
+    let carried = &mut after.carried.histograms;
+    let sum = match carried.remove(&signal) {
+        Some(c) => c.merged(&h),
+        None => Histogram { labels: Labels::new(), ..h },
+    };
+    carried.insert(signal, sum);
+}
+
+/// Takes `dropped`, the scrape between `before` and `after`, out of the
+/// run: what a window that holds both read of it and no longer reads is
+/// carried into `after` (with what it carried itself), its series missing
+/// from `after` are kept there at their value, and a total since boot
+/// first seen in it is kept in `before` at its value (while each holds at
+/// most `held` values, [`MAX_HELD_VALUES`]); its sources are kept; its
+/// gauges are gone.
+fn merge(before: &mut Signals, dropped: Signals, after: &mut Signals, held: usize) {
+    let Signals { sources, counters, histograms, carried, .. } = dropped;
+    for s in sources {
+        if !after.sources.contains(&s) {
+            after.sources.push(s);
+        }
+    }
+    for (signal, series) in carried.counters {
+        for v in series {
+            let group = super::signals::series_label(&v.series, "position").unwrap_or_default().to_string();
+            carry_counter(after, signal, &group, v.value);
+        }
+    }
+    for (signal, n) in carried.resets {
+        *after.carried.resets.entry(signal).or_default() += n;
+    }
+    for (signal, h) in carried.histograms {
+        carry_histogram(after, signal, h);
+    }
+    let (mut room_before, mut room_after) =
+        (held.saturating_sub(held_values(before)), held.saturating_sub(held_values(after)));
+    for (signal, series) in counters {
+        let since_boot = signal.since_boot();
+        let (mut to_before, mut to_after) = (Vec::new(), Vec::new());
+        let mut lost: BTreeMap<String, f64> = BTreeMap::new();
+        let mut resets = 0;
+        {
+            let mut at_before = Lookup::new(before.counters.get(&signal), value_id);
+            let mut at_after = Lookup::new(after.counters.get(&signal), value_id);
+            for (k, v) in series.into_iter().enumerate() {
+                let mut v0 = at_before.get(k, &v.series).map(|v| v.value);
+                if v0.is_none() && since_boot && room_before > 0 {
+                    room_before -= 1;
+                    v0 = Some(v.value);
+                    to_before.push(v.clone());
+                }
+                let (v2, keep) = match at_after.get(k, &v.series) {
+                    Some(v2) => (Some(v2.value), false),
+                    None if room_after > 0 => {
+                        room_after -= 1;
+                        (Some(v.value), true)
+                    }
+                    None => (None, false),
+                };
+                let (increase, n) = lost_counter(v0, v.value, v2, since_boot);
+                resets += n;
+                if increase != 0.0 {
+                    *lost.entry(group(signal, &v.series)).or_default() += increase;
+                }
+                if keep {
+                    to_after.push(v);
+                }
+            }
+        }
+        if !to_before.is_empty() {
+            before.counters.entry(signal).or_default().extend(to_before);
+        }
+        if !to_after.is_empty() {
+            after.counters.entry(signal).or_default().extend(to_after);
+        }
+        for (g, increase) in lost {
+            carry_counter(after, signal, &g, increase);
+        }
+        if resets > 0 {
+            *after.carried.resets.entry(signal).or_default() += resets;
+        }
+    }
+    for (signal, series) in histograms {
+        let mut to_after: Vec<SeriesHistogram> = Vec::new();
+        let mut lost: Vec<Histogram> = Vec::new();
+        {
+            let mut at_before = Lookup::new(before.histograms.get(&signal), histogram_id);
+            let mut at_after = Lookup::new(after.histograms.get(&signal), histogram_id);
+            for (k, h) in series.into_iter().enumerate() {
+                let h0 = at_before.get(k, &h.series).map(|h| &h.histogram);
+                let values = h.histogram.buckets.len() + 1;
+                let kept = match at_after.get(k, &h.series) {
+                    Some(h2) => lost_histogram(h0, &h.histogram, Some(&h2.histogram)),
+                    None if room_after >= values => {
+                        room_after -= values;
+                        let lost = lost_histogram(h0, &h.histogram, Some(&h.histogram));
+                        to_after.push(h);
+                        lost
+                    }
+                    None => lost_histogram(h0, &h.histogram, None),
+                };
+                lost.extend(kept);
+            }
+        }
+        if !to_after.is_empty() {
+            after.histograms.entry(signal).or_default().extend(to_after);
+        }
+        if let Some(sum) = Histogram::sum_owned(lost) {
+            carry_histogram(after, signal, sum);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

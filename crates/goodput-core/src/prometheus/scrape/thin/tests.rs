@@ -1,0 +1,343 @@
+use super::*;
+use crate::prometheus::scrape::fold::Folder;
+use crate::prometheus::scrape::parse::parse;
+use crate::prometheus::scrape::signals::GaugeSignal;
+use crate::prometheus::scrape::window::{summarize_points, WindowSummary};
+
+fn signals(text: &str) -> Signals {
+    let scrape = parse(text);
+    assert!(scrape.errors.is_empty(), "{:?}", scrape.errors);
+    Signals::mapped(&scrape)
+}
+
+fn secs(i: u64) -> Duration {
+    Duration::from_secs(i)
+}
+
+/// `run` (scrape `i` at `i` s) kept as a run keeps it: folded past
+/// `per_scrape` values a scrape, thinned past `budget` in all.
+fn kept(run: &[Signals], per_scrape: usize, budget: usize) -> (Vec<(Duration, Signals)>, Thinner) {
+    let (mut folder, mut thinner) = (Folder::with_budget(per_scrape), Thinner::with_budget(budget));
+    let mut points: Vec<(Duration, Signals)> = Vec::new();
+    for (i, s) in run.iter().enumerate() {
+        let mut s = s.clone();
+        folder.fold(points.last().map(|p| &p.1), &mut s);
+        points.push((secs(i as u64), s));
+        thinner.pushed(&mut points);
+    }
+    thinner.finish(&mut points);
+    (points, thinner)
+}
+
+fn summary(points: &[(Duration, Signals)], from: Duration, to: Duration) -> WindowSummary {
+    summarize_points(points.iter().map(|(t, s)| (*t, s)), from, to)
+}
+
+fn whole(run: &[Signals]) -> Vec<(Duration, Signals)> {
+    run.iter().enumerate().map(|(i, s)| (secs(i as u64), s.clone())).collect()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// The figures a window of kept scrapes reads of its counters and
+/// histograms: those of every scrape between its bounds.
+#[track_caller]
+fn same_figures(all: &WindowSummary, kept: &WindowSummary) {
+    let what = format!("{:.0}..{:.0} s", all.window.start_s, all.window.end_s);
+    assert_eq!(all.counters.keys().collect::<Vec<_>>(), kept.counters.keys().collect::<Vec<_>>(), "{what}");
+    for (c, a) in &all.counters {
+        let k = &kept.counters[c];
+        assert!(close(a.delta, k.delta), "{what} {}: {} vs {}", c.name(), a.delta, k.delta);
+        assert_eq!(a.resets, k.resets, "{what} {}", c.name());
+        assert!(a.rate_per_s.zip(k.rate_per_s).is_none_or(|(a, b)| close(a, b)), "{what} {}", c.name());
+    }
+    assert_eq!(all.histograms.keys().collect::<Vec<_>>(), kept.histograms.keys().collect::<Vec<_>>(), "{what}");
+    for (h, a) in &all.histograms {
+        let k = &kept.histograms[h];
+        assert_eq!((a.count, a.p50, a.p90, a.p99), (k.count, k.p50, k.p90, k.p99), "{what} {}", h.name());
+        assert!(a.sum.zip(k.sum).is_none_or(|(a, b)| close(a, b)) && a.sum.is_some() == k.sum.is_some(), "{what}");
+    }
+    let ratio =
+        |a: Option<f64>, b: Option<f64>| a.zip(b).is_none_or(|(a, b)| close(a, b)) && a.is_some() == b.is_some();
+    assert!(ratio(all.prefix_cache_hit_rate, kept.prefix_cache_hit_rate), "{what}");
+    assert!(ratio(all.energy_per_output_token_joules, kept.energy_per_output_token_joules), "{what}");
+    let by_position = |w: &WindowSummary| w.spec_decode.as_ref().map(|s| s.acceptance_by_position.clone());
+    let (a, k) = (by_position(all).unwrap_or_default(), by_position(kept).unwrap_or_default());
+    assert!(a.len() == k.len() && a.iter().zip(&k).all(|(a, b)| close(*a, *b)), "{what}: {a:?} vs {k:?}");
+}
+
+/// Scrape `i` of a run of several series of each kind: series that
+/// restart (pod 1 at 21, pod 2 at 38 and again at 39, the succeeded
+/// requests at 45), one missing from scrapes 30 and 31, one first seen at
+/// 13, a GPU first seen at 11 (a total since boot), a histogram series
+/// that restarts with the pod, one first seen at 5 and missing at 30.
+fn scrape(i: u64) -> String {
+    let mut t = format!("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running {}\n", i % 5);
+    t += "# TYPE vllm:generation_tokens_total counter\n";
+    for pod in 0..5u64 {
+        let v = match pod {
+            1 if i >= 21 => (i - 21) * 2 + 1,
+            2 if i == 38 => 4,
+            2 if i >= 39 => i - 39,
+            3 if i == 30 || i == 31 => continue,
+            4 if i < 13 => continue,
+            _ => i * (pod + 1) * 10 + pod,
+        };
+        t += &format!("vllm:generation_tokens_total{{pod=\"{pod}\"}} {v}\n");
+    }
+    let succeeded = if i >= 45 { i - 45 } else { 1000 + i * 3 };
+    t += &format!("# TYPE vllm:request_success_total counter\nvllm:request_success_total {succeeded}\n");
+    t += &format!(
+        "# TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total {}\n\
+         # TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total {}\n",
+        i * 100,
+        i * i
+    );
+    let drafts = |pod: u64| if pod == 1 && i >= 21 { i - 21 } else { i + 7 };
+    t += "# TYPE vllm:spec_decode_num_drafts_total counter\n";
+    for pod in 0..2u64 {
+        t += &format!("vllm:spec_decode_num_drafts_total{{pod=\"{pod}\"}} {}\n", drafts(pod) * 10);
+    }
+    t += "# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter\n";
+    for pod in 0..2u64 {
+        let n = drafts(pod);
+        for pos in 0..3u64 {
+            t += &format!(
+                "vllm:spec_decode_num_accepted_tokens_per_pos_total{{pod=\"{pod}\",position=\"{pos}\"}} {}\n",
+                n * (3 - pos) * 2
+            );
+        }
+    }
+    t += "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n";
+    for gpu in 0..2u64 {
+        if gpu == 1 && i < 11 {
+            continue;
+        }
+        t += &format!(
+            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=\"{gpu}\"}} {}\n",
+            5e9 as u64 + i * 300_000 * (gpu + 1)
+        );
+    }
+    t += "# TYPE vllm:time_to_first_token_seconds histogram\n";
+    for pod in 0..3u64 {
+        if pod == 2 && (i < 5 || i == 30) {
+            continue;
+        }
+        let n = if pod == 1 && i >= 21 { i - 21 } else { i * (pod + 1) };
+        for (j, le) in ["0.1", "0.5", "1", "+Inf"].iter().enumerate() {
+            let c = n * (j as u64 + 1) + if j > 0 { n % 3 } else { 0 };
+            t += &format!("vllm:time_to_first_token_seconds_bucket{{pod=\"{pod}\",le=\"{le}\"}} {c}\n");
+        }
+        t += &format!("vllm:time_to_first_token_seconds_sum{{pod=\"{pod}\"}} {}\n", n as f64 * 0.37);
+        t += &format!("vllm:time_to_first_token_seconds_count{{pod=\"{pod}\"}} {}\n", n * 4 + n % 3);
+    }
+    t
+}
+
+/// Thinned to every 8th scrape, every window between kept scrapes reads
+/// the totals, resets, rates and quantiles of every scrape between them,
+/// the restarts between kept scrapes included; a rate over time is one per
+/// kept scrape, the rate over the scrapes since the one before.
+#[test]
+fn thinning_changes_no_window_s_figures() {
+    let run: Vec<Signals> = (0..64).map(|i| signals(&scrape(i))).collect();
+    let all = whole(&run);
+    let total: usize = run.iter().map(values).sum();
+    let (points, thinner) = kept(&run, MAX_SCRAPE_VALUES, total / 6);
+    assert_eq!(thinner.every(), 8, "{} values of {total}", thinner.values());
+    let at: Vec<u64> = points.iter().map(|(t, _)| t.as_secs()).collect();
+    assert_eq!(at, [0, 8, 16, 24, 32, 40, 48, 56, 62, 63]);
+    assert!(points.iter().any(|(_, s)| !s.carried.is_empty()), "the restarts were carried");
+    assert!(thinner.values() <= total / 6);
+    for (a, (from, _)) in points.iter().enumerate() {
+        for (to, _) in &points[a..] {
+            let (all, kept) = (summary(&all, *from, *to), summary(&points, *from, *to));
+            same_figures(&all, &kept);
+            assert_eq!(kept.scrapes, points.iter().filter(|(t, _)| (from..=to).contains(&t)).count());
+        }
+    }
+    // A rate over time: one per kept scrape, over the scrapes since the one before.
+    let w = summary(&points, secs(0), secs(63));
+    assert_eq!(w.series.t_s.len(), points.len());
+    for (c, rates) in &w.series.rates_per_s {
+        for (j, rate) in rates.iter().enumerate().skip(1) {
+            let (from, to) = (points[j - 1].0, points[j].0);
+            let step = summary(&all, from, to).counters.get(c).and_then(|s| s.rate_per_s);
+            assert!(step.zip(*rate).is_none_or(|(a, b)| close(a, b)), "{} at {to:?}: {step:?} vs {rate:?}", c.name());
+        }
+    }
+    // A gauge's samples are the kept scrapes' own.
+    for (t, s) in &points {
+        assert_eq!(s.gauges, run[t.as_secs() as usize].gauges);
+        assert_eq!(s.gauges.get(&GaugeSignal::RunningRequests), Some(&((t.as_secs() % 5) as f64)));
+    }
+}
+
+/// A series that restarts between two kept scrapes: the kept values alone
+/// (100, then 150) read 50 and no reset; the dropped scrape's 5 (the
+/// restart) is carried, so the window reads 5 + 145 and one reset.
+#[test]
+fn a_restart_between_kept_scrapes_counts_whole() {
+    let text = |v: u64| format!("# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total {v}\n");
+    let run: Vec<Signals> = [100, 5, 150, 160, 170].map(|v| signals(&text(v))).to_vec();
+    let mut points = whole(&run[..4]);
+    let mut thinner = Thinner::with_budget(usize::MAX);
+    thinner.kept = (0..4).map(|i| Kept { ordinal: i, values: 1 }).collect();
+    (thinner.taken, thinner.total) = (4, 4);
+    thinner.drop_at(&mut points, 1);
+    let w = summary(&points, secs(0), secs(3));
+    let tokens = &w.counters[&CounterSignal::GenerationTokens];
+    assert_eq!((tokens.delta, tokens.resets), (160.0, 1));
+    assert_eq!(points[1].1.carried.counters[&CounterSignal::GenerationTokens][0].value, 100.0);
+    // A window that starts at the kept scrape after the restart reads none of it.
+    assert_eq!(summary(&points, secs(2), secs(3)).counters[&CounterSignal::GenerationTokens].delta, 10.0);
+    assert_eq!(thinner.values(), 4, "three scrapes and one carried value");
+}
+
+/// A series missing from the kept scrape after a dropped one is kept there
+/// at its last value, as a window reads a missing series: a window that
+/// starts there reads it from that value when it comes back, where a run
+/// that kept every scrape reads it as new, all of it.
+#[test]
+fn a_series_missing_from_the_next_kept_scrape_is_kept_at_its_last_value() {
+    let text = |pods: &[(u64, u64)]| {
+        let mut t = String::from("# TYPE vllm:generation_tokens_total counter\n");
+        for (pod, v) in pods {
+            t += &format!("vllm:generation_tokens_total{{pod=\"{pod}\"}} {v}\n");
+        }
+        t
+    };
+    let run: Vec<Signals> =
+        [text(&[(0, 1), (1, 10)]), text(&[(0, 2), (1, 20)]), text(&[(0, 3)]), text(&[(0, 4), (1, 40)])]
+            .map(|t| signals(&t))
+            .to_vec();
+    let mut points = whole(&run);
+    let mut thinner = Thinner::with_budget(usize::MAX);
+    thinner.kept = (0..4).map(|i| Kept { ordinal: i, values: 2 }).collect();
+    (thinner.taken, thinner.total) = (4, 8);
+    thinner.drop_at(&mut points, 1);
+    let series: Vec<(&str, f64)> =
+        points[1].1.counters[&CounterSignal::GenerationTokens].iter().map(|v| (v.series.as_str(), v.value)).collect();
+    assert_eq!(
+        series,
+        [("vllm:generation_tokens_total{\"pod\": \"0\"}", 3.0), ("vllm:generation_tokens_total{\"pod\": \"1\"}", 20.0)]
+    );
+    let delta = |p: &[(Duration, Signals)], from| {
+        summary(p, secs(from), secs(3)).counters[&CounterSignal::GenerationTokens].delta
+    };
+    assert_eq!(delta(&points, 0), delta(&whole(&run), 0));
+    assert_eq!((delta(&whole(&run), 2), delta(&points, 2)), (41.0, 21.0));
+}
+
+/// However long the run, and whatever its server does (a series that goes
+/// down at every other scrape, as behind a balancer of two replicas; new
+/// series at every scrape), the kept values stay within the bound, and the
+/// whole run's totals and resets read as every scrape's.
+#[test]
+fn a_run_of_any_length_stays_within_the_bound() {
+    let text = |i: u64| {
+        let up = 1_000 + i * 7;
+        let replica = if i.is_multiple_of(2) { up } else { up / 3 };
+        format!(
+            "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{{pod=\"a\"}} {replica}\n\
+             vllm:generation_tokens_total{{pod=\"b\"}} {up}\nvllm:generation_tokens_total{{id=\"{i}\"}} {}\n\
+             # TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 1\n",
+            i % 13
+        )
+    };
+    let run: Vec<Signals> = (0..8_000).map(|i| signals(&text(i))).collect();
+    let budget = 1_000;
+    let (mut folder, mut thinner) = (Folder::default(), Thinner::with_budget(budget));
+    let mut points: Vec<(Duration, Signals)> = Vec::new();
+    let mut most = 0;
+    for (i, s) in run.iter().enumerate() {
+        let mut s = s.clone();
+        folder.fold(points.last().map(|p| &p.1), &mut s);
+        points.push((secs(i as u64), s));
+        thinner.pushed(&mut points);
+        // Past the bound by an eighth at most while a halving is under way.
+        assert!(thinner.values() <= budget + budget / 8, "{} values at scrape {i}", thinner.values());
+        if i % 97 == 0 {
+            assert_eq!(thinner.values(), points.iter().map(|(_, s)| values(s)).sum::<usize>());
+        }
+        most = most.max(points.len());
+    }
+    // Four values a scrape: as many as the bound holds.
+    assert!(most <= (budget + budget / 8) / 4 + 1, "{most} scrapes kept at most");
+    thinner.finish(&mut points);
+    assert!(thinner.every() >= 64, "every {}th kept", thinner.every());
+    let every = whole(&run);
+    let (all, kept) = (summary(&every, secs(0), secs(7_999)), summary(&points, secs(0), secs(7_999)));
+    let (a, k) = (&all.counters[&CounterSignal::GenerationTokens], &kept.counters[&CounterSignal::GenerationTokens]);
+    assert!(close(a.delta, k.delta) && a.resets == k.resets && a.resets > 3_900, "{a:?} vs {k:?}");
+    for (from, _) in points.iter().step_by(7) {
+        same_figures(&summary(&every, *from, secs(7_999)), &summary(&points, *from, secs(7_999)));
+    }
+}
+
+/// The last scrape taken again (a run's settling final scrape): kept as
+/// if the first had not been.
+#[test]
+fn the_last_scrape_can_be_taken_again() {
+    let run: Vec<Signals> = (0..40).map(|i| signals(&scrape(i))).collect();
+    let total: usize = run.iter().map(values).sum();
+    let (straight, _) = kept(&run, MAX_SCRAPE_VALUES, total / 4);
+    let (mut points, mut thinner) = kept(&run[..39], MAX_SCRAPE_VALUES, total / 4);
+    for wrong in [5, 39] {
+        points.push((secs(39), run[wrong].clone()));
+        thinner.pushed(&mut points);
+        points.pop();
+        thinner.popped();
+    }
+    points.push((secs(39), run[39].clone()));
+    thinner.pushed(&mut points);
+    thinner.finish(&mut points);
+    assert_eq!(thinner.taken(), 40);
+    // The same scrapes kept, reading the same figures (a halving went
+    // further at each scrape taken again).
+    let at = |p: &[(Duration, Signals)]| p.iter().map(|(t, _)| *t).collect::<Vec<_>>();
+    assert_eq!(at(&points), at(&straight));
+    for (a, (from, _)) in points.iter().enumerate() {
+        for (to, _) in &points[a..] {
+            same_figures(&summary(&straight, *from, *to), &summary(&points, *from, *to));
+        }
+    }
+    assert_eq!(points.last(), straight.last());
+}
+
+/// Within the bound every scrape is kept as it was, and nothing is said.
+#[test]
+fn a_run_within_the_bound_is_kept_whole() {
+    let run: Vec<Signals> = (0..64).map(|i| signals(&scrape(i))).collect();
+    let (points, thinner) = kept(&run, MAX_SCRAPE_VALUES, MAX_RUN_VALUES);
+    assert_eq!(points, whole(&run));
+    assert_eq!((thinner.every(), thinner.thinned(), thinner.warning(secs(1))), (1, None, None));
+}
+
+/// A thinned run says so once, with the spacing its scrapes were kept at
+/// and since when; what its scrapes carried is written and read back.
+#[test]
+fn a_thinned_run_says_its_resolution_and_keeps_what_was_carried() {
+    let run: Vec<Signals> = (0..64).map(|i| signals(&scrape(i))).collect();
+    let total: usize = run.iter().map(values).sum();
+    let (points, thinner) = kept(&run, MAX_SCRAPE_VALUES, total / 6);
+    let thinned = thinner.thinned().unwrap();
+    assert_eq!(thinned.every, 8);
+    assert!(thinned.since_s > 10.0 && thinned.since_s < 20.0, "{thinned:?}");
+    let said = thinner.warning(Duration::from_millis(200)).unwrap();
+    assert!(is_thinned_warning(&said), "{said}");
+    assert!(
+        said.contains("every 8th scrape of the run is kept, about 1.6 s apart (--metrics-interval 200 ms)"),
+        "{said}"
+    );
+    for (_, s) in &points {
+        let written = serde_json::to_string(s).unwrap();
+        let back: Signals = serde_json::from_str(&written).unwrap();
+        assert_eq!(back.carried, s.carried);
+    }
+    // A scrape of before the thinning, without `carried`, reads as one that carried nothing.
+    let old: Signals = serde_json::from_str(r#"{"sources":[],"gauges":{},"counters":{},"histograms":{}}"#).unwrap();
+    assert!(old.carried.is_empty());
+}
