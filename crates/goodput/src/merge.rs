@@ -387,10 +387,11 @@ fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u3
             if let Some(w) = scrapes_end_early(&signals, &result.window, &records) {
                 result.warnings.push(w);
             }
-            // Its histograms of too many bounds, and signals of too many
-            // series, which its samples hold coarsened, or summed.
-            use goodput_core::prometheus::scrape::{is_histogram_cap_warning, is_series_cap_warning};
-            let coarsened = s.run.warnings.iter().filter(|w| is_histogram_cap_warning(w) || is_series_cap_warning(w));
+            // Its histograms of too many bounds, signals of too many series,
+            // and scrapes thinned over a long run, which its samples hold
+            // coarsened, summed, or fewer.
+            use goodput_core::prometheus::scrape::is_kept_scrapes_warning;
+            let coarsened = s.run.warnings.iter().filter(|w| is_kept_scrapes_warning(w));
             result.warnings.extend(coarsened.cloned());
             attach_server_side(&mut result, ServerSide::Scraped(signals), &records, load);
             s.run.shard.as_ref().map(|i| i.index)

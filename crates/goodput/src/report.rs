@@ -370,11 +370,12 @@ pub fn analysed(mut run: RunResult, a: &ReportArgs) -> Result<Reported> {
                 .collect::<Vec<_>>(),
         );
     }
-    // The scrapes' histograms of too many bounds, and signals of too many
-    // series: the saved samples hold them without their buckets, or summed,
-    // and only the live run's words say why.
-    use goodput_core::prometheus::scrape::{is_histogram_cap_warning, is_series_cap_warning};
-    let coarsened = run.warnings.iter().filter(|w| is_histogram_cap_warning(w) || is_series_cap_warning(w));
+    // The scrapes' histograms of too many bounds, signals of too many
+    // series, and a long run's scrapes thinned: the saved samples hold them
+    // without their buckets, summed, or fewer, and only the live run's
+    // words say why.
+    use goodput_core::prometheus::scrape::is_kept_scrapes_warning;
+    let coarsened = run.warnings.iter().filter(|w| is_kept_scrapes_warning(w));
     let coarsened: Vec<String> = coarsened.filter(|w| !result.warnings.contains(w)).cloned().collect();
     result.warnings.extend(coarsened);
     if let Some(w) = &a.window {

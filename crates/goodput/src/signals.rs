@@ -166,8 +166,14 @@ pub fn attach(
     records: &[RequestRecord],
     load: ClientLoad,
 ) {
+    // A halving of a long run's scrapes still under way, ended.
+    let mut log = log;
+    log.thinner.finish(&mut log.points);
     // Signals of too many series, kept summed: said once.
     let folded = log.folder.warning();
+    // A long run's scrapes, kept every other one past a bound: said once.
+    let (thinned, thinned_warning) = (log.thinner.thinned(), log.thinner.warning(interval));
+    let taken = usize::try_from(log.thinner.taken()).unwrap_or(usize::MAX);
     let samples = log
         .points
         .into_iter()
@@ -181,10 +187,12 @@ pub fn attach(
     // Histograms of too many bounds, kept without their buckets: said.
     result.warnings.extend(log.coarsened.values().map(|c| c.warning()));
     result.warnings.extend(folded);
+    result.warnings.extend(thinned_warning);
     let signals = ServerSignals {
         urls,
         interval_s: interval.as_secs_f64(),
-        scrapes: samples.len(),
+        scrapes: taken,
+        thinned,
         failed_scrapes: log.failures,
         parse_errors: log.parse_errors,
         // A failed scrape's words may hold a URL's credentials or a server's echo of them.
