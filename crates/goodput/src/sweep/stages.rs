@@ -146,10 +146,20 @@ impl Sweep {
             };
             let signals = whole.server_signals.clone().filter(|s| !s.samples.is_empty());
             attach_server_side(&mut result, signals.into(), &stage, client);
+            result.warnings.extend(kept_scrapes_warnings(&whole));
             let point = if by_users { Load::Concurrency(load as u64) } else { Load::Rate(load) };
             let ttft = goodput_report::series::cdf_of_records(&stage, goodput_report::series::Latency::Ttft);
             self.record(point, "stage", result, Some(ttft))?;
         }
         Ok(())
     }
+}
+
+/// The whole run's warnings of what it kept of its scrapes (histograms
+/// coarsened, signals summed, scrapes thinned), which each stage's server
+/// signals are drawn from: its samples do not say them, and a stage had
+/// read a summed or thinned signal without a word.
+fn kept_scrapes_warnings(whole: &goodput_core::RunResult) -> Vec<String> {
+    use goodput_core::prometheus::scrape::is_kept_scrapes_warning;
+    whole.warnings.iter().filter(|w| is_kept_scrapes_warning(w)).cloned().collect()
 }

@@ -932,6 +932,43 @@ fn series_past_what_a_scrape_keeps_are_summed_and_named() {
     drop(ex);
 }
 
+/// `sweep --stages` against the `/metrics` of histograms of too many bounds
+/// and of too many series of a counter: every stage's result carries the
+/// whole run's warnings of both, once each, as a bench's does (the stages'
+/// server signals are drawn from the same scrapes, kept coarsened and
+/// summed), where they had carried neither.
+#[test]
+fn a_sweep_s_stages_carry_the_warnings_of_what_the_scrapes_kept() {
+    use goodput_core::prometheus::scrape::{is_histogram_cap_warning, is_series_cap_warning};
+    let ex = Exporter::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.json");
+    let o = Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["sweep", "-q", "--stages", "c=1/1s,c=2/1s", "--sim-profile", "fixed", "--sim-ttft", "5ms"])
+        .args(["--sim-itl", "2ms", "--input-tokens", "8", "--output-tokens", "16", "--metrics-interval", "200ms"])
+        .args(["--metrics-url", &format!("{}/wide/metrics", ex.url)])
+        .args(["--metrics-url", &format!("{}/many/metrics", ex.url), "-o"])
+        .arg(&out)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{said}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "{said}");
+    for p in points {
+        let warnings: Vec<&str> =
+            p["result"]["warnings"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        assert_eq!(warnings.iter().filter(|w| is_series_cap_warning(w)).count(), 1, "{warnings:#?}");
+        // The wide endpoint's two histograms of too many bounds.
+        assert_eq!(warnings.iter().filter(|w| is_histogram_cap_warning(w)).count(), 2, "{warnings:#?}");
+        assert!(p["result"]["server_signals"]["samples"].as_array().is_some_and(|s| !s.is_empty()));
+    }
+    drop(ex);
+}
+
 /// `monitor` of the same `/metrics`: each histogram's warning said once,
 /// every interval's line written and recorded; and Ctrl-C ends a watch of
 /// it, its record holding the lines it printed (a probe of 1,500 series of
