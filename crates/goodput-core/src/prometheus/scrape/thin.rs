@@ -19,6 +19,16 @@
 //! kept in the scrape before at its first value, its baseline. Gauges are
 //! samples: a dropped scrape's are gone, and a window's distribution of a
 //! gauge is that of the kept ones, every 2ⁿth scrape.
+//!
+//! What reads otherwise than every scrape would, between kept scrapes: a
+//! window that starts at a kept scrape where a series was kept at its last
+//! value reads it from that value when it comes back (every scrape kept,
+//! as new: all of it); a series seen before, missing from the kept scrape
+//! before a dropped one, back in it and restarting before the next kept
+//! one counts its value before the gap once more; and a GPU's energy
+//! series first seen in a dropped scrape is seen from the kept one before,
+//! so it is not told as late (its energy counts from its first value all
+//! the same).
 
 use super::fold::{group, MAX_SCRAPE_VALUES};
 use super::histogram::Histogram;
