@@ -216,13 +216,13 @@ impl Thinner {
         let text = crate::util::duration_text;
         Some(format!(
             "{THINNED_WARNING}: its scrapes passed the {MAX_RUN_VALUES} values goodput keeps of a run's scrapes \
-             {} into it, and so every {}th scrape of the run is kept, about {} apart (--metrics-interval {}). \
+             {} into it, and so every {} scrape of the run is kept, about {} apart (--metrics-interval {}). \
              Counters and histograms lose no increase (a dropped scrape's restarts are carried into the next \
              kept one): every window's totals, rates and quantiles are read as before, its bounds widened to \
              the kept scrapes around them, and a rate over time is one per kept scrape; a gauge's distribution \
              is that of the kept scrapes alone",
             text(since),
-            self.every(),
+            ordinal(self.every()),
             text(interval.saturating_mul(u32::try_from(self.every()).unwrap_or(u32::MAX))),
             text(interval),
         ))
@@ -300,6 +300,18 @@ impl Thinner {
             k.values = now;
         }
     }
+}
+
+/// `n` in words of order: 2nd, 4th, 32nd, 512th.
+fn ordinal(n: u64) -> String {
+    let suffix = match (n % 100, n % 10) {
+        (11..=13, _) => "th",
+        (_, 1) => "st",
+        (_, 2) => "nd",
+        (_, 3) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 /// The values `s` holds, as [`MAX_RUN_VALUES`] counts them.

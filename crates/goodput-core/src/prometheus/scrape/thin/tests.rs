@@ -332,6 +332,8 @@ fn a_thinned_run_says_its_resolution_and_keeps_what_was_carried() {
         said.contains("every 8th scrape of the run is kept, about 1.6 s apart (--metrics-interval 200 ms)"),
         "{said}"
     );
+    let orders: Vec<String> = [2, 4, 32, 512, 8192].map(ordinal).to_vec();
+    assert_eq!(orders, ["2nd", "4th", "32nd", "512th", "8192nd"]);
     for (_, s) in &points {
         let written = serde_json::to_string(s).unwrap();
         let back: Signals = serde_json::from_str(&written).unwrap();
