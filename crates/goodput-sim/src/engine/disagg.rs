@@ -5,7 +5,7 @@
 //! "Prefill/decode disaggregation").
 
 use super::config::EngineConfig;
-use super::roofline::nvlink_domain;
+use super::roofline::{network_bytes_per_s, nvlink_domain};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -38,10 +38,6 @@ pub struct Disaggregation {
     pub link_latency_us: Option<f64>,
 }
 
-/// A GPU's network link across nodes, Gb/s: NVIDIA ConnectX-7, "up to 400Gb/s"
-/// InfiniBand NDR or Ethernet per port (ConnectX-7 datasheet), one per GPU
-/// as DGX/HGX H100 systems have them.
-pub const NETWORK_GBPS: f64 = 400.0;
 /// A transfer's fixed cost within an NVLink domain and across nodes, µs. Assumptions
 /// of this model (an RDMA read's set-up and the completion notice), not
 /// measurements: `--kv-link-latency-us` sets it.
@@ -233,14 +229,16 @@ impl KvLink {
     /// else the GPU's interconnect (the catalog's NVLink, Infinity Fabric or
     /// PCIe figure) when both pools fit in one NVLink domain (8 GPUs on a
     /// board, 72 in a GB200 NVL72: the domain tensor and expert
-    /// parallelism use), else a 400 Gb/s NIC.
+    /// parallelism use), else the GPU's NIC: 400 Gb/s (ConnectX-7, one per
+    /// GPU on DGX/HGX H100, H200 and B200 boards), 200 Gb/s on the A100 and
+    /// the PCIe parts, as expert and tensor parallelism across nodes take it.
     pub fn new(cfg: &EngineConfig) -> Option<KvLink> {
         let pd = cfg.pd?;
         let node = cfg.gpus() <= nvlink_domain(&cfg.gpu);
         let (kind, gbps) = match pd.link_gbps {
             Some(g) => (LinkKind::Given, g),
             None if node => (LinkKind::Node, cfg.gpu.interconnect_gb_s * 8.0),
-            None => (LinkKind::Network, NETWORK_GBPS),
+            None => (LinkKind::Network, network_bytes_per_s(&cfg.gpu) * 8.0 / 1e9),
         };
         let default_latency = if node { NVLINK_LATENCY_US } else { NETWORK_LATENCY_US };
         let latency_us = pd.link_latency_us.unwrap_or(default_latency);
@@ -383,6 +381,25 @@ mod tests {
         cfg.pd = Some(Disaggregation { link_gbps: Some(400.0), link_latency_us: Some(50.0), ..b200.pd.unwrap() });
         let link = KvLink::new(&cfg).unwrap();
         assert_eq!((link.kind, link.gbps, link.latency), (LinkKind::Given, 400.0, Duration::from_micros(50)));
+    }
+
+    /// Across nodes the KV crosses each GPU's own NIC, the one tensor and
+    /// expert parallelism across nodes take: 200 Gb/s on the A100 (DGX
+    /// A100's ConnectX-6) and the PCIe parts. The link had been a fixed
+    /// 400 Gb/s on every part, so an A100's transfers came out in half
+    /// their time.
+    #[test]
+    fn the_network_link_is_the_gpu_s_own_nic() {
+        let mut cfg = EngineConfig::from_names("llama-3.1-8b", "a100", Precision::Bf16).unwrap();
+        cfg.pd = Some(Disaggregation::parse("4:5").unwrap());
+        let link = KvLink::new(&cfg).unwrap();
+        assert_eq!((link.kind, link.gbps), (LinkKind::Network, 200.0));
+        // 1,000 tokens of 131,072 bytes at 25 GB/s: 5.24 ms, and 50 µs.
+        let t = link.transfer_time(1000).as_secs_f64();
+        assert!((t - (50e-6 + 131_072_000.0 / 25e9)).abs() < 1e-9, "{t}");
+        // The same pools of H100s keep ConnectX-7's 400 Gb/s.
+        cfg.gpu = crate::engine::GpuSpec::lookup("h100").unwrap();
+        assert_eq!(KvLink::new(&cfg).unwrap().gbps, 400.0);
     }
 
     #[test]

@@ -69,7 +69,7 @@ pub(crate) fn nvlink_domain(gpu: &GpuSpec) -> u32 {
 /// per GPU (ConnectX-7, as in the DGX H100, H200 and B200 datasheets; the
 /// MI300X platform alike), 200 Gb/s on the A100 (DGX A100: ConnectX-6 HDR)
 /// and on the PCIe parts (an assumption: no reference server).
-pub(super) fn network_bytes_per_s(gpu: &GpuSpec) -> f64 {
+pub(crate) fn network_bytes_per_s(gpu: &GpuSpec) -> f64 {
     match gpu.name.as_str() {
         "A100 80GB" | "H100 PCIe" | "L40S" | "L4" => 25e9,
         _ => 50e9,

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 #[path = "parallel.rs"]
 mod parallel;
-pub(crate) use parallel::nvlink_domain;
+pub(crate) use parallel::{network_bytes_per_s, nvlink_domain};
 
 /// How much KV cache the engine holds, and where the memory went.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

@@ -542,7 +542,7 @@ pub struct EngineHwArgs {
     /// Prefill/decode disaggregation: P prefill and D decode instances (P:D, e.g. 1:1), each on --tp GPUs, the KV cache crossing from one to the other (not with --dp). Either pool may name its own TP or EP: 4xTP1:1xTP4 is four prefill instances of one GPU and one decode instance of four; 1xEP8:1xEP16 gives a mixture of experts' decode instance a wider expert-parallel group.
     #[arg(long, value_name = "P:D", help_heading = "Simulated engine")]
     pub pd: Option<String>,
-    /// With --pd: the KV link's bandwidth per GPU, Gb/s (default: the GPU's NVLink when both pools fit in one NVLink domain, 8 GPUs or a GB200 NVL72's 72, else a 400 Gb/s NIC).
+    /// With --pd: the KV link's bandwidth per GPU, Gb/s (default: the GPU's NVLink when both pools fit in one NVLink domain, 8 GPUs or a GB200 NVL72's 72, else the GPU's NIC: 400 Gb/s, 200 on A100 and PCIe parts).
     #[arg(long, value_parser = number("--kv-link-gbps", "a bandwidth in Gb/s", "400", Units::GbPerSecond), help_heading = "Simulated engine")]
     pub kv_link_gbps: Option<f64>,
     /// With --pd: a KV transfer's fixed cost, µs (default: 10 within an NVLink domain, 50 across nodes).
