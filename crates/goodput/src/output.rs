@@ -289,11 +289,35 @@ fn check_folder(dir: &Path, flag: &str) -> Result<()> {
 /// folder went away) the document is saved in the temporary folder instead
 /// and the error says where, so that a finished run is never lost.
 pub fn write_document<T: serde::Serialize>(path: &Path, doc: &T, kind: &str) -> Result<()> {
+    write_or_rescue(path, doc, kind, |_| None)
+}
+
+/// [`write_document`] for a run's result, whose records file is named from
+/// the document's own folder: a result saved in the temporary folder names
+/// it from there, so that `report` on the saved copy finds it.
+fn write_result(path: &Path, result: &RunResult) -> Result<()> {
+    write_or_rescue(path, result, "result", |rescue| {
+        let named = result.config.records_file.as_deref()?;
+        let mut moved = result.clone();
+        moved.config.records_file = path_from(rescue, &resolve_from(path, named));
+        Some(moved)
+    })
+}
+
+/// Writes `doc` to `path`, else to the temporary folder: as `moved` makes
+/// it for the place it is saved, where it names files from its own folder.
+fn write_or_rescue<T: serde::Serialize>(
+    path: &Path,
+    doc: &T,
+    kind: &str,
+    moved: impl FnOnce(&Path) -> Option<T>,
+) -> Result<()> {
     let Err(e) = goodput_report::write_json(path, doc) else {
         return Ok(());
     };
     let rescue = std::env::temp_dir().join(format!("goodput-{kind}-{}-{}.json", unix_now() as u64, std::process::id()));
-    match goodput_report::write_json(&rescue, doc) {
+    let moved = moved(&rescue);
+    match goodput_report::write_json(&rescue, moved.as_ref().unwrap_or(doc)) {
         Ok(()) => bail!("cannot write {} ({e}); the {kind} was saved to {} instead", path.display(), rescue.display()),
         Err(_) => Err(e).with_context(|| format!("cannot write {}", path.display())),
     }
@@ -411,7 +435,7 @@ pub fn finish(
     }
     let mut unwritten = Vec::new();
     if let Some(p) = &out.output {
-        match write_document(p, result, "result") {
+        match write_result(p, result) {
             Ok(()) if !out.quiet && p != Path::new("-") => goodput_core::tell!("result written to {}", p.display()),
             Ok(()) => {}
             Err(e) => unwritten.push(e),
@@ -624,6 +648,46 @@ mod tests {
         let ok = dir.path().join("run.json");
         write_document(&ok, &doc, "result").unwrap();
         assert_eq!(serde_json::from_slice::<Value>(&std::fs::read(&ok).unwrap()).unwrap(), doc);
+    }
+
+    /// A result saved in the temporary folder names its records from
+    /// there: it had named them from the folder it could not be written to,
+    /// so `report` on the saved copy looked for them beside it.
+    #[test]
+    fn a_rescued_result_names_its_records_from_where_it_was_saved() {
+        let dir = tempfile::tempdir().unwrap();
+        let rec = dir.path().join("recs/a.jsonl");
+        std::fs::create_dir_all(rec.parent().unwrap()).unwrap();
+        std::fs::write(&rec, "x").unwrap();
+        let gone = dir.path().join("removed/runs/a.json");
+        use goodput_core::analysis::assemble::{assemble, Assembly};
+        let a = Assembly {
+            tool: crate::common::tool(),
+            kind: "bench",
+            run_id: "r".into(),
+            started_unix_s: 0.0,
+            interrupted: false,
+            config: Default::default(),
+            target: Default::default(),
+            include_requests: false,
+        };
+        let mut result = assemble(a, &[], &Default::default());
+        result.config.records_file = path_from(&gone, &rec);
+        assert_eq!(result.config.records_file.as_deref(), Some("../../recs/a.jsonl"));
+        let err = format!("{:#}", write_result(&gone, &result).unwrap_err());
+        let saved = err.split("saved to ").nth(1).and_then(|s| s.strip_suffix(" instead")).expect(&err);
+        let back: RunResult = serde_json::from_slice(&std::fs::read(saved).unwrap()).unwrap();
+        std::fs::remove_file(saved).unwrap();
+        let named = back.config.records_file.expect("the saved copy names its records");
+        let found = resolve_from(Path::new(saved), &named);
+        assert_eq!(std::fs::canonicalize(found).unwrap(), std::fs::canonicalize(&rec).unwrap(), "{named}");
+        // Written where it was asked, it is written as it was.
+        let ok = dir.path().join("runs/a.json");
+        std::fs::create_dir_all(ok.parent().unwrap()).unwrap();
+        result.config.records_file = path_from(&ok, &rec);
+        write_result(&ok, &result).unwrap();
+        let back: RunResult = serde_json::from_slice(&std::fs::read(&ok).unwrap()).unwrap();
+        assert_eq!(back.config.records_file.as_deref(), Some("../recs/a.jsonl"));
     }
 
     #[cfg(target_os = "linux")]
