@@ -431,7 +431,14 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         notes,
         extra: Extra::new(),
     };
+    let ties = tie_equal_curves(&mut doc);
     analyze_frontier(&mut doc);
+    for (i, j, why) in ties {
+        doc.configs[i].dominated = Some(format!(
+            "its points are those of {}, figure for figure at every load: {why} made no difference here (drawn once)",
+            doc.configs[j].id
+        ));
+    }
     // A batch limit that only cuts a curve short has its points in the
     // curve of the widest limit: said so, rather than simulated again.
     for (i, (_, prefix_of)) in configs.iter().enumerate() {
@@ -2236,6 +2243,51 @@ fn steady_output_rate(
         return Err(false);
     }
     Ok(tokens as f64 / (to - from).as_secs_f64())
+}
+
+/// Configurations that ran whose curves are another's, point for point
+/// (the same GPUs at the same price, every figure equal): a chunked-prefill
+/// budget that never bound, as 2,048 and 8,192 tokens a step gave
+/// Qwen3-30B-A3B's prompts of 1,024 tokens, had put two rows of the same
+/// figures on the frontier. Each keeps its first one's points; the later
+/// ones name it in `points_of` and give theirs up. Returns each tie (the
+/// later, the first, the settings in which they differ), for its line.
+fn tie_equal_curves(doc: &mut FrontierResult) -> Vec<(usize, usize, String)> {
+    let mut ties = Vec::new();
+    for i in 0..doc.configs.len() {
+        let c = &doc.configs[i];
+        if c.status != ConfigStatus::Ok || c.points.is_empty() || c.points_of.is_some() {
+            continue;
+        }
+        let first = (0..i).find(|&j| {
+            let o = &doc.configs[j];
+            o.status == ConfigStatus::Ok
+                && o.points_of.is_none()
+                && o.gpus == c.gpus
+                && o.gpu == c.gpu
+                && o.gpu_hour_usd == c.gpu_hour_usd
+                && o.points == c.points
+                && o.extra == c.extra
+        });
+        let Some(j) = first else { continue };
+        let o = &doc.configs[j];
+        let differ: Vec<String> = c
+            .params
+            .iter()
+            .filter(|(k, v)| o.params.get(*k) != Some(*v))
+            .map(|(k, v)| match o.params.get(k) {
+                Some(w) => format!("{k} {v} (against {w})"),
+                None => format!("{k} {v}"),
+            })
+            .collect();
+        let why = if differ.is_empty() { "its settings".to_string() } else { differ.join(", ") };
+        let id = o.id.clone();
+        let c = &mut doc.configs[i];
+        c.points_of = Some(id);
+        c.points.clear();
+        ties.push((i, j, why));
+    }
+    ties
 }
 
 #[cfg(test)]

@@ -91,7 +91,8 @@ pub struct FrontierConfig {
     pub exited_during: Option<Load>,
     /// A configuration that ran no point of its own because its points are
     /// another's (`goodput plan`: a batch limit that only cuts a wider
-    /// limit's curve short): that configuration's id. Its `points` are
+    /// limit's curve short, or a curve the same as an earlier one's, point
+    /// for point): that configuration's id. Its `points` are
     /// then empty and its `dominated` says which of the other's it shares.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub points_of: Option<String>,

@@ -343,13 +343,16 @@ fn plan_replays_a_trace_against_whole_configurations_and_their_routers() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("trace.jsonl");
     // 60 requests over 5.9 s: 1,024-token prompts, the first 512 shared
-    // by one of four conversations, 16 tokens out.
+    // by one of three conversations, 16 tokens out. (Of four, round-robin
+    // over two replicas sends each conversation where prefix-aware does,
+    // and the two curves are one: the later then shares the first's
+    // points, a_budget_that_never_binds_shares_the_first_budget_s_points.)
     let lines: Vec<String> = (0..60)
         .map(|i| {
             format!(
                 r#"{{"timestamp": {:.1}, "input_tokens": 1024, "output_tokens": 16, "prefix_id": {}, "prefix_tokens": 512}}"#,
                 i as f64 * 0.1,
-                i % 4
+                i % 3
             )
         })
         .collect();
@@ -1635,4 +1638,37 @@ fn a_gpu_without_a_price_beside_priced_ones_is_named() {
     let doc = read_json(&out);
     assert!(!doc["notes"].to_string().contains("no price per GPU-hour"), "{}", doc["notes"]);
     assert!(doc["best"]["reason"].to_string().contains("per dollar"), "{}", doc["best"]);
+}
+
+/// Two token budgets that never bind (prompts of 128 tokens, a few users)
+/// run the same steps: the later curve is the first's, point for point.
+/// It is drawn once, named in `points_of`, and its line says which setting
+/// made no difference; both had been on the frontier with the same figures.
+#[test]
+fn a_budget_that_never_binds_shares_the_first_budget_s_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("plan.json");
+    let o = goodput()
+        .args(["plan", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--tp", "1", "--gpus", "1", "--pp", "1"])
+        .args(["--precision", "bf16", "--max-num-batched-tokens", "2048,8192", "--concurrency", "1,4"])
+        .args(["--input-tokens", "128", "--output-tokens", "16", "--requests-per-user", "2", "--jobs", "1", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{text}");
+    let doc = read_json(&out);
+    assert_valid(&doc, "FrontierResult", "plan with tied budgets");
+    let configs = doc["configs"].as_array().unwrap();
+    assert_eq!(configs.len(), 2, "{doc:#}");
+    let (first, later) = (&configs[0], &configs[1]);
+    assert_eq!(first["params"]["max_num_batched_tokens"], "2048");
+    assert_eq!(first["points"].as_array().unwrap().len(), 2, "{first:#}");
+    assert_eq!(later["points_of"], first["id"], "{later:#}");
+    assert!(later["points"].as_array().unwrap().is_empty(), "{later:#}");
+    let why = later["dominated"].as_str().unwrap();
+    assert!(why.contains("max_num_batched_tokens 8192 (against 2048) made no difference"), "{why}");
+    // Every point on the frontier is the first configuration's.
+    assert!(doc["frontier"].as_array().unwrap().iter().all(|p| p["config"] == 0), "{:#}", doc["frontier"]);
+    assert!(text.contains("1 ran, 1 share its points"), "{text}");
 }
