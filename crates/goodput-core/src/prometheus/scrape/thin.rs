@@ -28,7 +28,10 @@
 //! one counts its value before the gap once more; and a GPU's energy
 //! series first seen in a dropped scrape is seen from the kept one before,
 //! so it is not told as late (its energy counts from its first value all
-//! the same).
+//! the same); one seen before, missing from a kept scrape (its exporter
+//! failed it) and back in a dropped one, is not: a window that ends there
+//! had read the energy of after it, and one that starts there reads it
+//! from the next kept scrape, told late.
 
 use super::fold::{group, MAX_SCRAPE_VALUES};
 use super::histogram::Histogram;
@@ -118,6 +121,11 @@ pub struct Thinner {
     since: Option<Duration>,
     /// A halving under way: the points before it are in step with the level.
     halving: Option<usize>,
+    /// The place of the scrape each series of a total since boot was first
+    /// seen at (at most [`MAX_HELD_VALUES`] of them): a dropped scrape's
+    /// series missing from the kept one before is kept there only where it
+    /// was first seen after it ([`merge`]).
+    first_seen: HashMap<String, u64>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -136,7 +144,17 @@ impl Thinner {
     /// A thinner that keeps `budget` values (tests thin short runs).
     pub fn with_budget(budget: usize) -> Thinner {
         let held = MAX_HELD_VALUES.min(budget / 4);
-        Thinner { budget, held, level: 0, kept: Vec::new(), total: 0, taken: 0, since: None, halving: None }
+        Thinner {
+            budget,
+            held,
+            level: 0,
+            kept: Vec::new(),
+            total: 0,
+            taken: 0,
+            since: None,
+            halving: None,
+            first_seen: HashMap::new(),
+        }
     }
 
     /// Takes `points`' last, just pushed, and drops what the bound asks
@@ -145,6 +163,17 @@ impl Thinner {
         debug_assert_eq!(self.kept.len() + 1, points.len(), "one point pushed");
         let Some((t, last)) = points.last() else { return };
         let (t, values) = (*t, values(last));
+        for (signal, series) in &last.counters {
+            if !signal.since_boot() {
+                continue;
+            }
+            for v in series {
+                if self.first_seen.len() >= MAX_HELD_VALUES {
+                    break;
+                }
+                self.first_seen.entry(v.series.clone()).or_insert(self.taken);
+            }
+        }
         self.kept.push(Kept { ordinal: self.taken, values });
         self.taken += 1;
         self.total += values;
@@ -184,6 +213,7 @@ impl Thinner {
         if let Some(k) = self.kept.pop() {
             self.total -= k.values;
             self.taken -= 1;
+            self.first_seen.retain(|_, at| *at < k.ordinal);
         }
     }
 
@@ -228,6 +258,13 @@ impl Thinner {
         ))
     }
 
+    /// Whether a series of a total since boot was seen at or before the
+    /// scrape of place `ordinal` (one the record has no room for is taken
+    /// as new).
+    fn seen_by(&self, ordinal: u64) -> impl Fn(&str) -> bool + '_ {
+        move |series| self.first_seen.get(series).is_some_and(|&at| at <= ordinal)
+    }
+
     fn on_stride(&self, ordinal: u64) -> bool {
         ordinal.is_multiple_of(self.every())
     }
@@ -238,7 +275,7 @@ impl Thinner {
         let (_, dropped) = points.remove(i);
         let gone = self.kept.remove(i);
         let (before, after) = points.split_at_mut(i);
-        merge(&mut before[i - 1].1, dropped, &mut after[0].1, self.held);
+        merge(&mut before[i - 1].1, dropped, &mut after[0].1, self.held, &self.seen_by(self.kept[i - 1].ordinal));
         self.total -= gone.values;
         self.retally(points, i - 1..=i);
         if let Some(at) = self.halving.as_mut().filter(|at| **at > i) {
@@ -258,15 +295,16 @@ impl Thinner {
         let segment: Vec<(Duration, Signals)> = points.drain(at..end).collect();
         let places: Vec<Kept> = self.kept.drain(at..end).collect();
         self.total -= places.iter().map(|k| k.values).sum::<usize>();
-        let (mut kept, mut kept_places) = (Vec::new(), Vec::new());
+        let (mut kept, mut kept_places): (Vec<(Duration, Signals)>, Vec<Kept>) = (Vec::new(), Vec::new());
         let mut pending: Option<Signals> = None;
+        let ordinal_before = self.kept[at - 1].ordinal;
         for ((t, mut s), k) in segment.into_iter().zip(places) {
             if let Some(dropped) = pending.take() {
-                let before = match kept.last_mut() {
-                    Some((_, before)) => before,
-                    None => &mut points[at - 1].1,
+                let (before, ordinal) = match (kept.last_mut(), kept_places.last()) {
+                    (Some((_, before)), Some(k)) => (before, k.ordinal),
+                    _ => (&mut points[at - 1].1, ordinal_before),
                 };
-                merge(before, dropped, &mut s, self.held);
+                merge(before, dropped, &mut s, self.held, &self.seen_by(ordinal));
             }
             if self.on_stride(k.ordinal) {
                 kept.push((t, s));
@@ -278,11 +316,11 @@ impl Thinner {
         // The last one dropped goes into the first point past the segment.
         if let Some(dropped) = pending {
             let (head, tail) = points.split_at_mut(at);
-            let before = match kept.last_mut() {
-                Some((_, before)) => before,
-                None => &mut head[at - 1].1,
+            let (before, ordinal) = match (kept.last_mut(), kept_places.last()) {
+                (Some((_, before)), Some(k)) => (before, k.ordinal),
+                _ => (&mut head[at - 1].1, ordinal_before),
             };
-            merge(before, dropped, &mut tail[0].1, self.held);
+            merge(before, dropped, &mut tail[0].1, self.held, &self.seen_by(ordinal));
         }
         let n = kept.len();
         points.splice(at..at, kept);
@@ -469,8 +507,12 @@ fn carry_histogram(after: &mut Signals, signal: HistogramSignal, h: Histogram) {
 /// from `after` are kept there at their value, and a total since boot
 /// first seen in it is kept in `before` at its value (while each holds at
 /// most `held` values, [`MAX_HELD_VALUES`]); its sources are kept; its
-/// gauges are gone.
-fn merge(before: &mut Signals, dropped: Signals, after: &mut Signals, held: usize) {
+/// gauges are gone. `seen` says whether a total since boot's series was
+/// seen by `before`: one missing from it then (an exporter that failed
+/// that scrape) is not kept there, where a window that ends at `before`
+/// would read what it counted after it; a window reads it from its last
+/// value before, as every scrape.
+fn merge(before: &mut Signals, dropped: Signals, after: &mut Signals, held: usize, seen: &dyn Fn(&str) -> bool) {
     let Signals { sources, counters, histograms, carried, .. } = dropped;
     for s in sources {
         if !after.sources.contains(&s) {
@@ -501,7 +543,9 @@ fn merge(before: &mut Signals, dropped: Signals, after: &mut Signals, held: usiz
             let mut at_after = Lookup::new(after.counters.get(&signal), value_id);
             for (k, v) in series.into_iter().enumerate() {
                 let mut v0 = at_before.get(k, &v.series).map(|v| v.value);
-                if v0.is_none() && since_boot && room_before > 0 {
+                // Seen before, missing from `before` alone: read on from its last value.
+                let known = since_boot && v0.is_none() && seen(&v.series);
+                if v0.is_none() && since_boot && !known && room_before > 0 {
                     room_before -= 1;
                     v0 = Some(v.value);
                     to_before.push(v.clone());
@@ -514,7 +558,12 @@ fn merge(before: &mut Signals, dropped: Signals, after: &mut Signals, held: usiz
                     }
                     None => (None, false),
                 };
-                let (increase, n) = lost_counter(v0, v.value, v2, since_boot);
+                let (increase, n) = match (known, v2) {
+                    // Its last value lies in a scrape before: what it counted
+                    // since is not known here, and never its total since boot.
+                    (true, None) => (0.0, 0),
+                    _ => lost_counter(v0, v.value, v2, since_boot && !known),
+                };
                 resets += n;
                 if increase != 0.0 {
                     *lost.entry(group(signal, &v.series)).or_default() += increase;

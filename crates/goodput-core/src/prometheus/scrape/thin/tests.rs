@@ -343,3 +343,74 @@ fn a_thinned_run_says_its_resolution_and_keeps_what_was_carried() {
     let old: Signals = serde_json::from_str(r#"{"sources":[],"gauges":{},"counters":{},"histograms":{}}"#).unwrap();
     assert!(old.carried.is_empty());
 }
+
+/// Points `run` at 0, 1, … s, all kept, for a test to drop some by hand.
+fn by_hand(run: &[Signals]) -> (Vec<(Duration, Signals)>, Thinner) {
+    let mut points = Vec::new();
+    let mut thinner = Thinner::with_budget(usize::MAX);
+    for (i, s) in run.iter().enumerate() {
+        points.push((secs(i as u64), s.clone()));
+        thinner.pushed(&mut points);
+    }
+    (points, thinner)
+}
+
+/// A GPU's energy series missing from one kept scrape (its exporter failed
+/// that scrape) and back in the dropped one after it: a window that ends at
+/// the kept scrape reads no energy of the GPU after it (it had read the
+/// dropped scrape's, 500 J counted after the window), and the whole run
+/// reads the same energy as every scrape.
+#[test]
+fn an_energy_series_missing_from_a_kept_scrape_is_not_read_past_it() {
+    let text = |gpus: &[(u64, u64)]| {
+        let mut t = String::from("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n");
+        for (gpu, mj) in gpus {
+            t += &format!("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=\"{gpu}\"}} {mj}\n");
+        }
+        t
+    };
+    let run: Vec<Signals> = [
+        text(&[(0, 100_000), (1, 1_000_000)]),
+        text(&[(0, 110_000)]),
+        text(&[(0, 120_000), (1, 1_500_000)]),
+        text(&[(0, 130_000), (1, 1_600_000)]),
+    ]
+    .map(|t| signals(&t))
+    .to_vec();
+    let (mut points, mut thinner) = by_hand(&run);
+    thinner.drop_at(&mut points, 2);
+    let energy = |p: &[(Duration, Signals)], from, to| {
+        summary(p, secs(from), secs(to)).counters[&CounterSignal::GpuEnergy].delta
+    };
+    assert_eq!(energy(&points, 0, 1), energy(&whole(&run), 0, 1), "a window that ends at the gap");
+    assert_eq!(energy(&points, 0, 3), energy(&whole(&run), 0, 3), "the whole run");
+    assert!(!points[1].1.counters[&CounterSignal::GpuEnergy].iter().any(|v| v.series.contains("\"1\"")));
+}
+
+/// A GPU first seen at a dropped scrape is still kept in the scrape
+/// before at its first value, its baseline.
+#[test]
+fn an_energy_series_first_seen_in_a_dropped_scrape_has_its_baseline_before() {
+    let text = |gpus: &[(u64, u64)]| {
+        let mut t = String::from("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n");
+        for (gpu, mj) in gpus {
+            t += &format!("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=\"{gpu}\"}} {mj}\n");
+        }
+        t
+    };
+    let run: Vec<Signals> = [
+        text(&[(0, 100_000)]),
+        text(&[(0, 110_000)]),
+        text(&[(0, 120_000), (1, 1_500_000)]),
+        text(&[(0, 130_000), (1, 1_600_000)]),
+    ]
+    .map(|t| signals(&t))
+    .to_vec();
+    let (mut points, mut thinner) = by_hand(&run);
+    thinner.drop_at(&mut points, 2);
+    for from in [0, 1] {
+        let w = |p: &[(Duration, Signals)]| summary(p, secs(from), secs(3)).counters[&CounterSignal::GpuEnergy].delta;
+        assert_eq!(w(&points), w(&whole(&run)));
+    }
+    assert_eq!(points[1].1.counters[&CounterSignal::GpuEnergy].len(), 2, "the baseline, kept before");
+}
