@@ -31,10 +31,13 @@
 //! the same); one seen before, missing from a kept scrape (its exporter
 //! failed it) and back in a dropped one, is not: a window that ends there
 //! had read the energy of after it, and one that starts there reads it
-//! from the next kept scrape, told late.
+//! from the next kept scrape, told late. A histogram whose bucket bounds
+//! change at every scrape carries what dropped scrapes observed with at
+//! most [`MAX_HISTOGRAM_BOUNDS`] bounds ([`within_bounds`]): its counts are
+//! the same, its quantiles coarser.
 
 use super::fold::{group, MAX_SCRAPE_VALUES};
-use super::histogram::Histogram;
+use super::histogram::{Histogram, MAX_HISTOGRAM_BOUNDS};
 use super::signals::{series_id, CounterSignal, HistogramSignal, SeriesHistogram, SeriesValue, Signals};
 use super::values::Labels;
 #[cfg(feature = "schema")]
@@ -498,7 +501,26 @@ fn carry_histogram(after: &mut Signals, signal: HistogramSignal, h: Histogram) {
         Some(c) => c.merged(&h),
         None => Histogram { labels: Labels::new(), ..h },
     };
-    carried.insert(signal, sum);
+    carried.insert(signal, within_bounds(sum));
+}
+
+/// `h` with at most [`MAX_HISTOGRAM_BOUNDS`] bounds: past them (dropped
+/// scrapes of a server whose bucket bounds change at every scrape, each
+/// carried with its own, their union grown with the run and past the
+/// bound of what a run keeps), every other bound is dropped, the `+Inf`
+/// one kept, until they fit. A cumulative histogram's other buckets are
+/// the same without them: only the quantiles inside the merged buckets
+/// are coarser.
+fn within_bounds(mut h: Histogram) -> Histogram {
+    while h.buckets.len() > MAX_HISTOGRAM_BOUNDS {
+        let last = h.buckets.len() - 1;
+        let mut k = 0;
+        h.buckets.retain(|_| {
+            k += 1;
+            (last + 1 - k).is_multiple_of(2)
+        });
+    }
+    h
 }
 
 /// Takes `dropped`, the scrape between `before` and `after`, out of the

@@ -414,3 +414,39 @@ fn an_energy_series_first_seen_in_a_dropped_scrape_has_its_baseline_before() {
     }
     assert_eq!(points[1].1.counters[&CounterSignal::GpuEnergy].len(), 2, "the baseline, kept before");
 }
+
+/// A histogram whose bucket bounds change at every scrape (a hostile
+/// server): each dropped scrape's observations are carried with its own
+/// bounds, and their union had grown with the run, past the bound (32,000
+/// values of a bound of 2,000, the run's scrapes halved down to three);
+/// carried with at most MAX_HISTOGRAM_BOUNDS bounds, the run stays within
+/// it and keeps its counts.
+#[test]
+fn new_bucket_bounds_at_every_scrape_stay_within_the_bound() {
+    use crate::prometheus::scrape::histogram::Bucket;
+    let budget = 40_000;
+    let mut thinner = Thinner::with_budget(budget);
+    let (mut points, mut run) = (Vec::new(), Vec::new());
+    let mut most = 0;
+    for i in 0..6_000u64 {
+        let mut buckets: Vec<Bucket> =
+            (0..8).map(|b| Bucket { le: (i * 8 + b) as f64 * 1e-3 + 1e-4, count: (i * 10 + b) as f64 }).collect();
+        buckets.push(Bucket { le: f64::INFINITY, count: (i * 10 + 8) as f64 });
+        let count = buckets[8].count;
+        let h = Histogram { labels: Labels::new(), buckets, count, sum: Some(count) };
+        let mut s = Signals::default();
+        s.histograms.insert(HistogramSignal::Ttft, vec![SeriesHistogram { series: "ttft".into(), histogram: h }]);
+        run.push(s.clone());
+        points.push((secs(i), s));
+        thinner.pushed(&mut points);
+        most = most.max(thinner.values());
+    }
+    thinner.finish(&mut points);
+    assert!(most <= budget + budget / 8, "{most} values kept at most, of a bound of {budget}");
+    assert!(points.len() > 30, "{} scrapes kept", points.len());
+    for h in points.iter().filter_map(|(_, s)| s.carried.histograms.get(&HistogramSignal::Ttft)) {
+        assert!(h.buckets.len() <= MAX_HISTOGRAM_BOUNDS && h.buckets.last().unwrap().le == f64::INFINITY);
+    }
+    let count = |p: &[(Duration, Signals)]| summary(p, secs(0), secs(5_999)).histograms[&HistogramSignal::Ttft].count;
+    assert_eq!(count(&points), count(&whole(&run)));
+}
