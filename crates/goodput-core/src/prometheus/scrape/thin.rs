@@ -548,7 +548,8 @@ fn merge(before: &mut Signals, dropped: Signals, after: &mut Signals, held: usiz
         }
     }
     for (signal, n) in carried.resets {
-        *after.carried.resets.entry(signal).or_default() += n;
+        let r = after.carried.resets.entry(signal).or_default();
+        *r = r.saturating_add(n);
     }
     for (signal, h) in carried.histograms {
         carry_histogram(after, signal, h);
@@ -586,7 +587,7 @@ fn merge(before: &mut Signals, dropped: Signals, after: &mut Signals, held: usiz
                     (true, None) => (0.0, 0),
                     _ => lost_counter(v0, v.value, v2, since_boot && !known),
                 };
-                resets += n;
+                resets = u32::saturating_add(resets, n);
                 if increase != 0.0 {
                     *lost.entry(group(signal, &v.series)).or_default() += increase;
                 }
@@ -605,7 +606,8 @@ fn merge(before: &mut Signals, dropped: Signals, after: &mut Signals, held: usiz
             carry_counter(after, signal, &g, increase);
         }
         if resets > 0 {
-            *after.carried.resets.entry(signal).or_default() += resets;
+            let r = after.carried.resets.entry(signal).or_default();
+            *r = r.saturating_add(resets);
         }
     }
     for (signal, series) in histograms {

@@ -256,7 +256,7 @@ pub fn summarize_points<'a>(
 fn counter_steps(points: &[(Duration, &Signals)], signal: CounterSignal) -> (Vec<Option<f64>>, u32) {
     let since_boot = signal.since_boot();
     let mut last: HashMap<&str, f64> = HashMap::new();
-    let mut resets = 0;
+    let mut resets: u32 = 0;
     let steps = points
         .iter()
         .enumerate()
@@ -270,7 +270,7 @@ fn counter_steps(points: &[(Duration, &Signals)], signal: CounterSignal) -> (Vec
             let mut measured = !since_boot;
             if let Some(carried) = carried {
                 increase += carried.iter().map(|v| v.value).sum::<f64>();
-                resets += s.carried.resets.get(&signal).copied().unwrap_or(0);
+                resets = resets.saturating_add(s.carried.resets.get(&signal).copied().unwrap_or(0));
                 measured = true;
             }
             for v in series {
@@ -278,7 +278,7 @@ fn counter_steps(points: &[(Duration, &Signals)], signal: CounterSignal) -> (Vec
                     Some(prev) if v.value >= prev => increase += v.value - prev,
                     Some(_) => {
                         increase += v.value;
-                        resets += 1;
+                        resets = resets.saturating_add(1);
                     }
                     None if i == 0 || since_boot => continue,
                     None => increase += v.value,

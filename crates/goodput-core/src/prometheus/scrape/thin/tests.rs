@@ -450,3 +450,22 @@ fn new_bucket_bounds_at_every_scrape_stay_within_the_bound() {
     let count = |p: &[(Duration, Signals)]| summary(p, secs(0), secs(5_999)).histograms[&HistogramSignal::Ttft].count;
     assert_eq!(count(&points), count(&whole(&run)));
 }
+
+/// A saved result's samples are read as written: resets carried past a
+/// u32 together (a hostile or edited document) are counted up to its
+/// most, where `report` had panicked (debug) or wrapped them to a few.
+#[test]
+fn carried_resets_past_a_u32_are_counted_to_its_most() {
+    let sample = |v: u64| -> Signals {
+        serde_json::from_str(&format!(
+            r#"{{"counters":{{"generation_tokens":[{{"series":"g","value":{v}}}]}},
+                "carried":{{"counters":{{"generation_tokens":[{{"series":"c","value":1}}]}},
+                "resets":{{"generation_tokens":4294967295}}}}}}"#
+        ))
+        .unwrap()
+    };
+    let points =
+        [sample(1), sample(2), sample(3)].into_iter().enumerate().map(|(i, s)| (secs(i as u64), s)).collect::<Vec<_>>();
+    let w = summary(&points, secs(0), secs(2));
+    assert_eq!(w.counters[&CounterSignal::GenerationTokens].resets, u32::MAX);
+}
