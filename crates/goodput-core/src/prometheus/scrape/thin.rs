@@ -48,7 +48,8 @@ use std::time::Duration;
 
 /// The most values a run keeps of its scrapes in all (a gauge, a counter's
 /// series, a histogram's bucket count one each, and what a scrape carried
-/// for dropped ones): past it every other scrape is dropped. A value kept
+/// for dropped ones; a series' identity one more for each [`ID_BYTES`] it
+/// holds): past it every other scrape is dropped. A value kept
 /// costs about 72 bytes held and 135 written (the 8 ranks' 932 values a
 /// scrape: 67 KB held, 126 KB of pretty JSON). At 4 million (some 290 MB
 /// held at most, half that after each halving, and 540 MB written) one
@@ -360,14 +361,33 @@ fn values(s: &Signals) -> usize {
     let carried = &s.carried;
     s.gauges.len()
         + held_values(s)
-        + carried.counters.values().map(Vec::len).sum::<usize>()
+        + carried.counters.values().flatten().map(|v| counter_values(&v.series)).sum::<usize>()
         + carried.histograms.values().map(|h| h.buckets.len() + 1).sum::<usize>()
 }
 
 /// The counter and histogram values `s` holds of its own series.
 fn held_values(s: &Signals) -> usize {
-    s.counters.values().map(Vec::len).sum::<usize>()
-        + s.histograms.values().flatten().map(|h| h.histogram.buckets.len() + 1).sum::<usize>()
+    s.counters.values().flatten().map(|v| counter_values(&v.series)).sum::<usize>()
+        + s.histograms.values().flatten().map(histogram_values).sum::<usize>()
+}
+
+/// The bytes of a series' identity (its labels) counted as one value more:
+/// an engine's are shorter, and count one value a series; a server's of
+/// longer labels (a scrape may hold 64 MiB) count what they hold, where
+/// each had counted one, so that a run of 64 KiB labels had held 256 GB
+/// of them within the bound.
+const ID_BYTES: usize = 256;
+
+/// What a counter's series of identity `id` counts.
+fn counter_values(id: &str) -> usize {
+    1 + id.len() / ID_BYTES
+}
+
+/// What a histogram's series counts: its buckets, its count, and its
+/// identity and labels.
+fn histogram_values(h: &SeriesHistogram) -> usize {
+    let labels: usize = h.histogram.labels.iter().map(|(k, v)| k.len() + v.len()).sum();
+    h.histogram.buckets.len() + 1 + (h.series.len() + labels) / ID_BYTES
 }
 
 /// Whether a window reads `v` after `prev` as a reset: it went down (or
@@ -568,15 +588,16 @@ fn merge(before: &mut Signals, dropped: Signals, after: &mut Signals, held: usiz
                 let mut v0 = at_before.get(k, &v.series).map(|v| v.value);
                 // Seen before, missing from `before` alone: read on from its last value.
                 let known = since_boot && v0.is_none() && seen(&v.series);
-                if v0.is_none() && since_boot && !known && room_before > 0 {
-                    room_before -= 1;
+                if v0.is_none() && since_boot && !known && room_before >= counter_values(&v.series) {
+                    room_before -= counter_values(&v.series);
                     v0 = Some(v.value);
                     to_before.push(v.clone());
                 }
+                let cost = counter_values(&v.series);
                 let (v2, keep) = match at_after.get(k, &v.series) {
                     Some(v2) => (Some(v2.value), false),
-                    None if room_after > 0 => {
-                        room_after -= 1;
+                    None if room_after >= cost => {
+                        room_after -= cost;
                         (Some(v.value), true)
                     }
                     None => (None, false),
@@ -618,7 +639,7 @@ fn merge(before: &mut Signals, dropped: Signals, after: &mut Signals, held: usiz
             let mut at_after = Lookup::new(after.histograms.get(&signal), histogram_id);
             for (k, h) in series.into_iter().enumerate() {
                 let h0 = at_before.get(k, &h.series).map(|h| &h.histogram);
-                let values = h.histogram.buckets.len() + 1;
+                let values = histogram_values(&h);
                 let kept = match at_after.get(k, &h.series) {
                     Some(h2) => lost_histogram(h0, &h.histogram, Some(&h2.histogram)),
                     None if room_after >= values => {

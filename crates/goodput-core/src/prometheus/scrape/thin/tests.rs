@@ -469,3 +469,42 @@ fn carried_resets_past_a_u32_are_counted_to_its_most() {
     let w = summary(&points, secs(0), secs(2));
     assert_eq!(w.counters[&CounterSignal::GenerationTokens].resets, u32::MAX);
 }
+
+/// A server whose series carry long labels (64 KiB here; a scrape may be
+/// 64 MiB): the bound counts what their identities hold, so that a run
+/// keeps its scrapes within it in bytes too. Each had counted one value,
+/// so that a run held 4,000,000 of them (256 GB) before dropping one.
+#[test]
+fn long_series_identities_count_within_the_bound() {
+    let label = "x".repeat(64 * 1024);
+    let text = |i: u64| {
+        format!(
+            "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{{pod=\"{label}\"}} {i}\n\
+             # TYPE vllm:time_to_first_token_seconds histogram\n\
+             vllm:time_to_first_token_seconds_bucket{{pod=\"{label}\",le=\"+Inf\"}} {i}\n\
+             vllm:time_to_first_token_seconds_count{{pod=\"{label}\"}} {i}\n"
+        )
+    };
+    let mut thinner = Thinner::with_budget(MAX_RUN_VALUES / 100);
+    let mut points = Vec::new();
+    let mut held = 0;
+    for i in 0..400 {
+        points.push((secs(i), signals(&text(i))));
+        thinner.pushed(&mut points);
+        held = points
+            .iter()
+            .map(|(_, s)| {
+                s.counters.values().flatten().map(|v| v.series.len()).sum::<usize>()
+                    + s.histograms
+                        .values()
+                        .flatten()
+                        .map(|h| h.series.len() + h.histogram.labels.values().map(String::len).sum::<usize>())
+                        .sum::<usize>()
+            })
+            .sum::<usize>()
+            .max(held);
+    }
+    // 290 MB for MAX_RUN_VALUES; a hundredth of it, with room for the identities' own bytes.
+    assert!(held <= 4 * 2_900_000 * 256 / 72, "{held} bytes of identities held, {} values counted", thinner.values());
+    assert!(thinner.every() > 1);
+}
