@@ -144,7 +144,10 @@ impl Sweep {
             } else {
                 ClientLoad::new(Some(self.args.max_concurrency as usize), Some(load), false)
             };
-            let signals = whole.server_signals.clone().filter(|s| !s.samples.is_empty());
+            // The scrapes of the stage's window alone: each stage had held
+            // and written the whole run's.
+            let signals =
+                whole.server_signals.as_ref().filter(|s| !s.samples.is_empty()).map(|s| s.cut_to(&result.window));
             attach_server_side(&mut result, signals.into(), &stage, client);
             result.warnings.extend(kept_scrapes_warnings(&whole));
             let point = if by_users { Load::Concurrency(load as u64) } else { Load::Rate(load) };

@@ -1539,3 +1539,88 @@ fn a_cost_for_fewer_gpus_than_the_servers_engines_is_told() {
     let said = warnings(&["--gpus", "3"]);
     assert!(!said.iter().any(|w| w.contains("engines")), "{said:?}");
 }
+
+/// `sweep --stages` against the engine's `/metrics`: each stage keeps only
+/// the scrapes its window reads (from the last at or before its start to
+/// the first at or after its end), where each had held and written the
+/// whole run's; its server signals are those of the whole run's scrapes
+/// over its window (every stage's scrapes together are the whole run's,
+/// from the first stage's to the last's), and `report` of a stage's
+/// document draws the same figures again.
+#[test]
+fn a_sweep_s_stages_keep_only_their_own_scrapes() {
+    use goodput_core::prometheus::scrape::{summarize_points, ScrapeSample};
+    let (_rt, url, _server) = start(None);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep.json");
+    let o = Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["sweep", "-q", "--stages", "c=1/1s,c=2/1s,c=4/1s,c=2/1s", "--url", &url])
+        .args(["--input-tokens", "32", "--output-tokens", "16", "--metrics-interval", "50ms", "-o"])
+        .arg(&out)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{said}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 4, "{said}");
+    let samples = |p: &Value| -> Vec<ScrapeSample> {
+        serde_json::from_value(p["result"]["server_signals"]["samples"].clone()).unwrap()
+    };
+    // The whole run's scrapes, from the first stage's first to the last's last.
+    let mut whole: Vec<ScrapeSample> = points.iter().flat_map(samples).collect();
+    whole.sort_by_key(|s| s.t);
+    whole.dedup_by_key(|s| s.t);
+    let taken = points[0]["result"]["server_signals"]["scrapes"].as_u64().unwrap() as usize;
+    assert!(whole.len() <= taken && whole.len() + 4 >= taken, "{} of {taken}", whole.len());
+    let at = |s: &[ScrapeSample]| s.iter().map(|x| x.t).collect::<Vec<_>>();
+    for (i, p) in points.iter().enumerate() {
+        let (r, sig) = (&p["result"], &p["result"]["server_signals"]);
+        let own = samples(p);
+        let w: goodput_core::Window = serde_json::from_value(r["window"].clone()).unwrap();
+        assert_eq!(sig["cut"], r["window"], "stage {i}");
+        assert_eq!(sig["scrapes"].as_u64(), Some(taken as u64), "the whole run's count, stage {i}");
+        assert!(own.len() * 2 < whole.len(), "stage {i}: {} of the run's {}", own.len(), whole.len());
+        // Its window's bracket of the whole run's scrapes, and nothing else.
+        let (t1, t2) = (goodput_core::clamped_secs(w.start_s), goodput_core::clamped_secs(w.end_s));
+        let before = whole.iter().map(|s| s.t).filter(|&t| t <= t1).max().unwrap_or(t1);
+        let after = whole.iter().map(|s| s.t).filter(|&t| t >= t2).min().unwrap_or(t2);
+        let bracket: Vec<&ScrapeSample> = whole.iter().filter(|s| (before..=after).contains(&s.t)).collect();
+        assert_eq!(at(&own), bracket.iter().map(|s| s.t).collect::<Vec<_>>(), "stage {i}");
+        let of_whole = summarize_points(whole.iter().map(|s| (s.t, &s.signals)), before, after);
+        let saved: goodput_core::prometheus::scrape::WindowSummary =
+            serde_json::from_value(sig["window"].clone()).unwrap();
+        let json = |x: &goodput_core::prometheus::scrape::WindowSummary| serde_json::to_value(x).unwrap();
+        assert!(same_json(&json(&saved), &json(&of_whole)), "stage {i}: {} vs {}", json(&saved), json(&of_whole));
+        let tokens = &sig["window"]["counters"]["generation_tokens"]["delta"];
+        assert!(tokens.as_f64().is_some_and(|d| d > 0.0), "stage {i}: {tokens}");
+        // report draws the same figures from the stage's document.
+        let doc = dir.path().join(format!("stage{i}.json"));
+        std::fs::write(&doc, serde_json::to_string(r).unwrap()).unwrap();
+        let again = dir.path().join(format!("again{i}.json"));
+        Command::cargo_bin("goodput").unwrap().arg("report").arg(&doc).arg("-o").arg(&again).assert().success();
+        let a: Value = serde_json::from_str(&std::fs::read_to_string(&again).unwrap()).unwrap();
+        for field in ["window", "cross_check", "cut"] {
+            assert_eq!(a["server_signals"][field], sig[field], "stage {i}: {field}");
+        }
+        assert_eq!(a["diagnosis"], r["diagnosis"], "stage {i}");
+    }
+}
+
+/// `a` and `b` alike, their numbers within a part in 10¹²: a document's
+/// floats read back may differ from those written in their last digit.
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+            (x - y).abs() <= 1e-12 * x.abs().max(y.abs()).max(1.0)
+        }
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
+        }
+        _ => a == b,
+    }
+}

@@ -255,8 +255,8 @@ pub fn cross_check(
     let failed = records.iter().filter(|r| r.outcome.failure_kind().is_some()).count() as u64;
     if counts.is_none() {
         c.notes.push(
-            "counts are not compared over --window: the server's counters over the stretch include requests sent \
-             before it and still running, and cannot be split by request"
+            "counts are not compared over --window or a sweep's stage: the server's counters over a stretch of the \
+             run include requests sent before it and still running, and cannot be split by request"
                 .into(),
         );
     }

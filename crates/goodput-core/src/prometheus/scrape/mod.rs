@@ -77,7 +77,8 @@ pub struct ServerSignals {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cross_check: Option<CrossCheck>,
     /// Every scrape, mapped to signals and stamped on the run's clock; of a
-    /// long run, every `thinned.every`th. Absent from documents of goodput
+    /// long run, every `thinned.every`th; of a sweep's stage, those of its
+    /// window alone (`cut`). Absent from documents of goodput
     /// before 0.1 (their signals are then kept as saved).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub samples: Vec<ScrapeSample>,
@@ -87,6 +88,15 @@ pub struct ServerSignals {
     /// it thinned them).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thinned: Option<Thinned>,
+    /// Where `samples` hold a stretch of the run (a sweep's stage), not the
+    /// whole of it: the window they were cut to, from the last scrape at or
+    /// before its start to the first at or after its end
+    /// ([`ServerSignals::cut_to`]). `scrapes`, `thinned` and the
+    /// failed scrapes stay the whole run's; the cross-check then sets no
+    /// count of the server's over the whole run against the client's, as
+    /// of `report --window`. Absent where they hold the whole run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut: Option<Window>,
 }
 
 /// One scrape of every endpoint, mapped.
@@ -121,13 +131,12 @@ impl ServerSignals {
         if self.samples.is_empty() {
             return diagnose(records, summary, None, load);
         }
-        let (t1, t2) = (crate::clamped_secs(window.start_s), crate::clamped_secs(window.end_s));
-        let times = || self.samples.iter().map(|s| s.t);
-        let before = times().filter(|&t| t <= t1).max().unwrap_or(t1);
-        let after = times().filter(|&t| t >= t2).min().unwrap_or(t2);
+        // Scrapes cut to a stretch of the run hold no whole run either.
+        let windowed = windowed || self.cut.is_some();
+        let (before, after) = self.bracket(window);
         let points = || self.samples.iter().map(|s| (s.t, &s.signals));
         let inside = summarize_points(points(), before, after);
-        let last = times().max().unwrap_or_default();
+        let last = self.samples.iter().map(|s| s.t).max().unwrap_or_default();
         // A stretch of the run (report --window) has no whole run to count against.
         let whole = (!windowed).then(|| summarize_points(points(), Duration::ZERO, last));
         self.cross_check = Some(cross_check(records, summary, &inside, whole.as_ref(), load));
@@ -135,6 +144,64 @@ impl ServerSignals {
         self.engine = inside.engine;
         self.window = inside;
         diagnosis
+    }
+
+    /// The scrapes that bracket `window`, which [`analyse`] summarises it
+    /// between: the last at or before its start, the first at or after its
+    /// end (the window's own bound on a side where there is none).
+    ///
+    /// [`analyse`]: ServerSignals::analyse
+    fn bracket(&self, window: &Window) -> (Duration, Duration) {
+        let (t1, t2) = (crate::clamped_secs(window.start_s), crate::clamped_secs(window.end_s));
+        let times = || self.samples.iter().map(|s| s.t);
+        let before = times().filter(|&t| t <= t1).max().unwrap_or(t1);
+        let after = times().filter(|&t| t >= t2).min().unwrap_or(t2);
+        (before, after)
+    }
+
+    /// These signals with only the scrapes that [`analyse`] reads of
+    /// `window`: from the last at or before its start to the first at or
+    /// after its end (and those within a microsecond outside them, which
+    /// [`coverage`] reads of bounds that went through f64 seconds). Its
+    /// summary, energy and coverage, and those of any window within it
+    /// (`report --window`), read as of every scrape: a kept scrape's carried
+    /// increases are read only with the kept scrape before it, and the first
+    /// one kept is each window's first. A stretch of a run (a sweep's stage)
+    /// keeps its own scrapes, not the whole run's, and says so in `cut`:
+    /// `scrapes`, `thinned` and the failed scrapes stay the whole run's, and
+    /// [`analyse`] then counts nothing over the whole run (it is not there).
+    /// Only the kept scrapes are copied.
+    ///
+    /// [`analyse`]: ServerSignals::analyse
+    /// [`coverage`]: ServerSignals::coverage
+    pub fn cut_to(&self, window: &Window) -> ServerSignals {
+        let mut cut = self.without_samples();
+        if !self.samples.is_empty() {
+            let (before, after) = self.bracket(window);
+            let slack = Duration::from_micros(1);
+            let (from, to) = (before.saturating_sub(slack), after.saturating_add(slack));
+            cut.samples = self.samples.iter().filter(|s| (from..=to).contains(&s.t)).cloned().collect();
+            cut.cut = Some(*window);
+        }
+        cut
+    }
+
+    /// A copy of all but the samples.
+    fn without_samples(&self) -> ServerSignals {
+        ServerSignals {
+            urls: self.urls.clone(),
+            interval_s: self.interval_s,
+            scrapes: self.scrapes,
+            failed_scrapes: self.failed_scrapes,
+            parse_errors: self.parse_errors,
+            last_error: self.last_error.clone(),
+            engine: self.engine,
+            window: self.window.clone(),
+            cross_check: self.cross_check.clone(),
+            samples: Vec::new(),
+            thinned: self.thinned,
+            cut: self.cut,
+        }
     }
 
     /// How `signal`'s series covered the scrapes of the window [`analyse`]

@@ -508,3 +508,89 @@ fn long_series_identities_count_within_the_bound() {
     assert!(held <= 4 * 2_900_000 * 256 / 72, "{held} bytes of identities held, {} values counted", thinner.values());
     assert!(thinner.every() > 1);
 }
+
+/// A sweep's stage keeps only the scrapes its window reads
+/// ([`ServerSignals::cut_to`]): from the last at or before its start to the
+/// first at or after its end. Of the thinned run above (kept at 0, 8, …,
+/// 56, 62, 63, here 5 s later, the restarts carried into 24, 40 and 48),
+/// each window's summary, diagnosis, cross-check and energy coverage read
+/// of the cut as of the whole run's scrapes: windows whose edges are kept
+/// scrapes, between them, starting at a kept scrape that carries a restart
+/// (read only with the scrape before, which the cut leaves out, as the
+/// whole run's window does), holding restarts, before the first scrape
+/// and after the last.
+#[test]
+fn a_stage_s_cut_of_the_scrapes_reads_as_the_whole_run_s() {
+    use crate::prometheus::scrape::{ClientLoad, ScrapeSample, ServerSignals};
+    use crate::{analyze, AnalysisOptions};
+    let run: Vec<Signals> = (0..64).map(|i| signals(&scrape(i))).collect();
+    let total: usize = run.iter().map(values).sum();
+    let (points, thinner) = kept(&run, MAX_SCRAPE_VALUES, total / 6);
+    let shift = secs(5);
+    let samples: Vec<ScrapeSample> =
+        points.into_iter().map(|(t, signals)| ScrapeSample { t: t + shift, signals }).collect();
+    let at: Vec<u64> = samples.iter().map(|s| s.t.as_secs()).collect();
+    assert_eq!(at, [5, 13, 21, 29, 37, 45, 53, 61, 67, 68]);
+    let carries = |t: u64| !samples.iter().find(|s| s.t == secs(t)).unwrap().signals.carried.is_empty();
+    assert!(carries(29) && carries(45) && carries(53), "the restarts at 21, 38-39 and 45 are carried");
+    let whole = ServerSignals { samples, scrapes: 64, thinned: thinner.thinned(), ..ServerSignals::default() };
+    let client = analyze(&[], &AnalysisOptions::default()).summary;
+    let load = ClientLoad::closed(2);
+    let window = |from: f64, to: f64| crate::Window { start_s: from, end_s: to, duration_s: to - from };
+    for (from, to, want) in [
+        // Edges at kept scrapes, a restart carried into 29 and 45 inside.
+        (21.0, 45.0, &[21, 29, 37, 45][..]),
+        // Edges between kept scrapes: widened to those around them.
+        (25.0, 50.0, &[21, 29, 37, 45, 53]),
+        // From the kept scrape that carries pod 1's restart: not read.
+        (29.0, 33.0, &[29, 37]),
+        // Within one interval between kept scrapes.
+        (30.0, 31.0, &[29, 37]),
+        // Before the first scrape, and from before it.
+        (1.0, 3.0, &[5]),
+        (1.0, 22.0, &[5, 13, 21, 29]),
+        // After the last, and to past it.
+        (70.0, 80.0, &[68]),
+        (58.0, 80.0, &[53, 61, 67, 68]),
+        // The whole run.
+        (0.0, 68.0, &[5, 13, 21, 29, 37, 45, 53, 61, 67, 68]),
+    ] {
+        let w = window(from, to);
+        let cut = whole.cut_to(&w);
+        let kept: Vec<u64> = cut.samples.iter().map(|s| s.t.as_secs()).collect();
+        assert_eq!(kept, want, "{from}..{to}");
+        assert_eq!((cut.scrapes, cut.thinned, cut.cut), (64, whole.thinned, Some(w)), "the whole run's, and the cut");
+        // The whole run's scrapes analysed as a stretch of it (a cut holds
+        // no whole run to count against), and the cut analysed again from
+        // its own document.
+        let (mut of_whole, mut of_cut) = (whole.clone(), cut.clone());
+        let d_whole = of_whole.analyse(&[], &client, &w, load, true);
+        let d_cut = of_cut.analyse(&[], &client, &w, load, false);
+        assert_eq!(of_whole.window, of_cut.window, "{from}..{to}");
+        assert_eq!(of_whole.cross_check, of_cut.cross_check, "{from}..{to}");
+        assert_eq!((d_whole, of_whole.engine), (d_cut, of_cut.engine), "{from}..{to}");
+        assert_eq!(of_whole.coverage(CounterSignal::GpuEnergy), of_cut.coverage(CounterSignal::GpuEnergy));
+        let doc: ServerSignals = serde_json::from_str(&serde_json::to_string(&of_cut).unwrap()).unwrap();
+        assert_eq!((doc.cut, doc.samples.len()), (Some(w), want.len()), "a stage's document says its cut");
+        // Any window within the stage's (report --window) reads alike.
+        for (a, b) in [(from, (from + to) / 2.0), ((from + to) / 2.0, to)] {
+            let (mut x, mut y) = (whole.clone(), cut.clone());
+            x.analyse(&[], &client, &window(a, b), load, true);
+            y.analyse(&[], &client, &window(a, b), load, true);
+            assert_eq!(x.window, y.window, "{a}..{b} within {from}..{to}");
+        }
+    }
+    // The restarts inside a stage: counted as of every scrape.
+    let stage = whole.cut_to(&window(21.0, 45.0));
+    let w = summary_of(&stage, 21, 45);
+    let all = summary(&self::whole(&run), secs(16), secs(40));
+    same_figures(&all, &w);
+    assert!(w.counters[&CounterSignal::GenerationTokens].resets >= 3, "{:?}", w.counters);
+    // Nothing scraped, nothing cut.
+    let none = ServerSignals::default().cut_to(&window(0.0, 1.0));
+    assert_eq!((none.samples.len(), none.cut), (0, None));
+}
+
+fn summary_of(s: &crate::prometheus::scrape::ServerSignals, from: u64, to: u64) -> WindowSummary {
+    summarize_points(s.samples.iter().map(|x| (x.t, &x.signals)), secs(from), secs(to))
+}
