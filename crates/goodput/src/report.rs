@@ -553,6 +553,25 @@ fn stalls_again(
     }
 }
 
+/// The warning for a window that reaches past the stretch of the run a
+/// sweep's stage kept the scrapes of (`cut`): the server's figures are
+/// then over that stretch alone.
+fn past_the_cut(
+    signals: &goodput_core::prometheus::scrape::ServerSignals,
+    window: &goodput_core::Window,
+) -> Option<String> {
+    let cut = signals.cut?;
+    let slack = 1e-6;
+    (window.start_s < cut.start_s - slack || window.end_s > cut.end_s + slack).then(|| {
+        format!(
+            "the window {:.1}s..{:.1}s reaches past the {:.1}s..{:.1}s this document kept the server's scrapes of \
+             (a sweep's stage keeps its own): the server's signals, their cross-checks and the diagnosis cover that \
+             stretch alone",
+            window.start_s, window.end_s, cut.start_s, cut.end_s
+        )
+    })
+}
+
 /// The warning for a `--window` that runs past the run's sending: the
 /// analysis covers only the stretch that held requests, and says so.
 fn window_past_the_run(w: &goodput_core::TimeSlice, sent_s: &[f64]) -> Option<String> {
@@ -587,7 +606,10 @@ fn recompute_server_side(run: RunResult, result: &mut RunResult, records: &[Requ
     let load = goodput_core::prometheus::scrape::ClientLoad::of(run.config.load.as_ref());
     let imported = goodput_report::read::peers::import_info(&run).is_some();
     let side = match run.server_signals {
-        Some(signals) if !signals.samples.is_empty() => ServerSide::Scraped(signals),
+        Some(signals) if !signals.samples.is_empty() => {
+            result.warnings.extend(past_the_cut(&signals, &result.window));
+            ServerSide::Scraped(signals)
+        }
         // A document from before the scrapes were kept: as saved.
         Some(saved) => {
             if windowed {
@@ -603,4 +625,28 @@ fn recompute_server_side(run: RunResult, result: &mut RunResult, records: &[Requ
         None => ServerSide::Unscraped,
     };
     attach_server_side(result, side, records, load);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use goodput_core::prometheus::scrape::ServerSignals;
+    use goodput_core::Window;
+
+    /// A window within the stretch a stage kept its scrapes of reads them
+    /// all; one past it on either side is told that the server's figures
+    /// cover the stretch alone. A document of the whole run has no stretch.
+    #[test]
+    fn a_window_past_a_stage_s_scrapes_is_told_so() {
+        let w = |a: f64, b: f64| Window { start_s: a, end_s: b, duration_s: b - a };
+        let mut signals = ServerSignals::default();
+        assert_eq!(past_the_cut(&signals, &w(0.0, 100.0)), None);
+        signals.cut = Some(w(10.0, 20.0));
+        assert_eq!(past_the_cut(&signals, &w(10.0, 20.0)), None);
+        assert_eq!(past_the_cut(&signals, &w(12.0, 18.0)), None);
+        for (a, b) in [(5.0, 20.0), (10.0, 25.0)] {
+            let told = past_the_cut(&signals, &w(a, b)).unwrap();
+            assert!(told.contains("reaches past the 10.0s..20.0s") && told.contains("that stretch alone"), "{told}");
+        }
+    }
 }
