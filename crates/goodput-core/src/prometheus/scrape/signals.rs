@@ -567,8 +567,10 @@ pub struct Signals {
 /// no longer show, where the scrapes between were dropped to keep a long
 /// run's scrapes bounded (`scrape::thin`): a series that went down
 /// between them (a restart) counts what it counted before it went down,
-/// which the kept values alone would not. A window that holds the kept
-/// scrape before counts them, as it would have counted the dropped scrapes.
+/// which the kept values alone would not; a counter's series missing from
+/// one of the two kept scrapes keeps its first or last value in the
+/// dropped ones. A window that holds the kept scrape before reads them,
+/// as it would have read the dropped scrapes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default)]
@@ -584,12 +586,29 @@ pub struct Carried {
     /// Each histogram's observations, all series summed.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub histograms: BTreeMap<HistogramSignal, Histogram>,
+    /// A counter's series missing from the kept scrape before and seen in
+    /// a dropped one: the first value it took there, which a window reads
+    /// before the rest as it would have read that scrape (from the series'
+    /// last value in the window, a reset where lower, or as new).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub first: BTreeMap<CounterSignal, Vec<SeriesValue>>,
+    /// A counter's series missing from this scrape and seen in a dropped
+    /// one before it: the last value it took there, which a window holds
+    /// it at after this scrape (its increase up to it is carried). This
+    /// scrape does not show it: a window that starts here reads it as new
+    /// when it comes back, and one that ends here counts it gone.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub last: BTreeMap<CounterSignal, Vec<SeriesValue>>,
 }
 
 impl Carried {
     /// Nothing carried: the kept values say it all.
     pub fn is_empty(&self) -> bool {
-        self.counters.is_empty() && self.resets.is_empty() && self.histograms.is_empty()
+        self.counters.is_empty()
+            && self.resets.is_empty()
+            && self.histograms.is_empty()
+            && self.first.is_empty()
+            && self.last.is_empty()
     }
 }
 

@@ -13,32 +13,39 @@
 //! ([`Carried`](super::signals::Carried)), so that every window whose
 //! bounds are kept scrapes reads the same totals, rates, resets and
 //! quantiles as if every scrape had been kept (a rate over time is then
-//! one per kept scrape). A series missing from the next kept scrape is
-//! kept there at its last value, as a window reads a missing series, and a
-//! total since boot (a GPU's energy) first seen in a dropped scrape is
-//! kept in the scrape before at its first value, its baseline. Gauges are
-//! samples: a dropped scrape's are gone, and a window's distribution of a
-//! gauge is that of the kept ones, every 2ⁿth scrape.
+//! one per kept scrape). A counter's series missing from the kept scrape
+//! before a dropped one and seen in it carries its first value there
+//! (`first`), which a window reads as it would have read the dropped
+//! scrape: from the series' last value before (a reset where lower; a
+//! total since boot, a GPU's energy, from its baseline), or as new where
+//! the window holds none; one missing from the next kept scrape is held at
+//! its last value (`last`) without that scrape showing it, so a window
+//! that ends there counts it gone and one that starts there reads it as
+//! new when it comes back, as every scrape does; and a GPU first seen in
+//! a dropped scrape is told late. Gauges are samples: a dropped scrape's
+//! are gone, and a window's distribution of a gauge is that of the kept
+//! ones, every 2ⁿth scrape.
 //!
 //! What reads otherwise than every scrape would, between kept scrapes: a
-//! window that starts at a kept scrape where a series was kept at its last
-//! value reads it from that value when it comes back (every scrape kept,
-//! as new: all of it); a series seen before, missing from the kept scrape
-//! before a dropped one, back in it and restarting before the next kept
-//! one counts its value before the gap once more; and a GPU's energy
-//! series first seen in a dropped scrape is seen from the kept one before,
-//! so it is not told as late (its energy counts from its first value all
-//! the same); one seen before, missing from a kept scrape (its exporter
-//! failed it) and back in a dropped one, is not: a window that ends there
-//! had read the energy of after it, and one that starts there reads it
-//! from the next kept scrape, told late. A histogram whose bucket bounds
-//! change at every scrape carries what dropped scrapes observed with at
-//! most [`MAX_HISTOGRAM_BOUNDS`] bounds ([`within_bounds`]): its counts are
-//! the same, its quantiles coarser.
+//! histogram's series missing from the kept scrape before a dropped one,
+//! back in it and going down (a restart) before the next kept one, is read
+//! by a window that holds an earlier scrape where it was as new at the
+//! dropped scrape (as a window that starts at the kept scrape reads it):
+//! its observations before the gap count once more where it went down
+//! after the dropped scrape, and those before it less where it went down
+//! before; one missing from the next kept scrape is kept there at its last
+//! value, and a window that starts there reads it from that value when it
+//! comes back (every scrape kept: as new, all of it). A kept scrape holds
+//! what it carries of series within [`MAX_HELD_VALUES`] values; past it
+//! (a server that names new series at every scrape) they read as
+//! [`MAX_HELD_VALUES`] says. A histogram whose bucket bounds change at
+//! every scrape carries what dropped scrapes observed with at most
+//! [`MAX_HISTOGRAM_BOUNDS`] bounds ([`within_bounds`]): its counts are the
+//! same, its quantiles coarser.
 
 use super::fold::{group, MAX_SCRAPE_VALUES};
 use super::histogram::{Histogram, MAX_HISTOGRAM_BOUNDS};
-use super::signals::{series_id, CounterSignal, HistogramSignal, SeriesHistogram, SeriesValue, Signals};
+use super::signals::{series_id, Carried, CounterSignal, HistogramSignal, SeriesHistogram, SeriesValue, Signals};
 use super::values::Labels;
 #[cfg(feature = "schema")]
 use schemars::JsonSchema;
@@ -60,13 +67,15 @@ use std::time::Duration;
 pub const MAX_RUN_VALUES: usize = 4_000_000;
 
 /// The most counter and histogram values a kept scrape holds with the
-/// series it keeps for scrapes dropped beside it: twice what a scrape
-/// keeps of its own ([`MAX_SCRAPE_VALUES`]), or a quarter of a smaller
-/// budget ([`Thinner::with_budget`]), so that the first and last scrapes
-/// alone never pass it. Past it (a server that names
-/// new series at every scrape), a dropped scrape's series missing from the
-/// next kept one leave their increase in it, and one that comes back later
-/// counts from its value before the dropped scrape.
+/// series it keeps or carries for scrapes dropped beside it: twice what a
+/// scrape keeps of its own ([`MAX_SCRAPE_VALUES`]), or a quarter of a
+/// smaller budget ([`Thinner::with_budget`]), so that the first and last
+/// scrapes alone never pass it. Past it (a server that names new series
+/// at every scrape), a dropped scrape's series missing from the next kept
+/// one leave their increase in it, and one that comes back later counts
+/// from its value before the dropped scrape; a counter's series missing
+/// from the kept scrape before is read as new at the dropped scrape, also
+/// by a window that holds its value before the gap.
 const MAX_HELD_VALUES: usize = 2 * MAX_SCRAPE_VALUES;
 
 /// The label a carried increase's identity carries, beside a draft
@@ -125,11 +134,6 @@ pub struct Thinner {
     since: Option<Duration>,
     /// A halving under way: the points before it are in step with the level.
     halving: Option<usize>,
-    /// The place of the scrape each series of a total since boot was first
-    /// seen at (at most [`MAX_HELD_VALUES`] of them): a dropped scrape's
-    /// series missing from the kept one before is kept there only where it
-    /// was first seen after it ([`merge`]).
-    first_seen: HashMap<String, u64>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -148,17 +152,7 @@ impl Thinner {
     /// A thinner that keeps `budget` values (tests thin short runs).
     pub fn with_budget(budget: usize) -> Thinner {
         let held = MAX_HELD_VALUES.min(budget / 4);
-        Thinner {
-            budget,
-            held,
-            level: 0,
-            kept: Vec::new(),
-            total: 0,
-            taken: 0,
-            since: None,
-            halving: None,
-            first_seen: HashMap::new(),
-        }
+        Thinner { budget, held, level: 0, kept: Vec::new(), total: 0, taken: 0, since: None, halving: None }
     }
 
     /// Takes `points`' last, just pushed, and drops what the bound asks
@@ -167,17 +161,6 @@ impl Thinner {
         debug_assert_eq!(self.kept.len() + 1, points.len(), "one point pushed");
         let Some((t, last)) = points.last() else { return };
         let (t, values) = (*t, values(last));
-        for (signal, series) in &last.counters {
-            if !signal.since_boot() {
-                continue;
-            }
-            for v in series {
-                if self.first_seen.len() >= MAX_HELD_VALUES {
-                    break;
-                }
-                self.first_seen.entry(v.series.clone()).or_insert(self.taken);
-            }
-        }
         self.kept.push(Kept { ordinal: self.taken, values });
         self.taken += 1;
         self.total += values;
@@ -217,7 +200,6 @@ impl Thinner {
         if let Some(k) = self.kept.pop() {
             self.total -= k.values;
             self.taken -= 1;
-            self.first_seen.retain(|_, at| *at < k.ordinal);
         }
     }
 
@@ -251,22 +233,19 @@ impl Thinner {
         Some(format!(
             "{THINNED_WARNING}: its scrapes passed the {MAX_RUN_VALUES} values goodput keeps of a run's scrapes \
              {} into it, and so every {} scrape of the run is kept, about {} apart (--metrics-interval {}). \
-             Counters and histograms lose no increase (a dropped scrape's restarts are carried into the next \
-             kept one): every window's totals, rates and quantiles are read as before, its bounds widened to \
-             the kept scrapes around them, and a rate over time is one per kept scrape; a gauge's distribution \
+             Counters and histograms lose no increase (a dropped scrape's restarts, and the values of series \
+             missing from a kept scrape, are carried into the next kept one): every window's totals, rates, \
+             resets and GPUs missing or late are read as before, its bounds widened to the kept scrapes around \
+             them, and a rate over time is one per kept scrape, but for a histogram's series missing from a kept \
+             scrape: back in a dropped one after it and restarting before the next kept one, it is read as new \
+             there (its count before the gap counted once more, or less), and missing from the next kept one, a \
+             window that starts there reads it from its last value when it comes back; a gauge's distribution \
              is that of the kept scrapes alone",
             text(since),
             ordinal(self.every()),
             text(interval.saturating_mul(u32::try_from(self.every()).unwrap_or(u32::MAX))),
             text(interval),
         ))
-    }
-
-    /// Whether a series of a total since boot was seen at or before the
-    /// scrape of place `ordinal` (one the record has no room for is taken
-    /// as new).
-    fn seen_by(&self, ordinal: u64) -> impl Fn(&str) -> bool + '_ {
-        move |series| self.first_seen.get(series).is_some_and(|&at| at <= ordinal)
     }
 
     fn on_stride(&self, ordinal: u64) -> bool {
@@ -279,7 +258,7 @@ impl Thinner {
         let (_, dropped) = points.remove(i);
         let gone = self.kept.remove(i);
         let (before, after) = points.split_at_mut(i);
-        merge(&mut before[i - 1].1, dropped, &mut after[0].1, self.held, &self.seen_by(self.kept[i - 1].ordinal));
+        merge(&before[i - 1].1, dropped, &mut after[0].1, self.held);
         self.total -= gone.values;
         self.retally(points, i - 1..=i);
         if let Some(at) = self.halving.as_mut().filter(|at| **at > i) {
@@ -301,14 +280,13 @@ impl Thinner {
         self.total -= places.iter().map(|k| k.values).sum::<usize>();
         let (mut kept, mut kept_places): (Vec<(Duration, Signals)>, Vec<Kept>) = (Vec::new(), Vec::new());
         let mut pending: Option<Signals> = None;
-        let ordinal_before = self.kept[at - 1].ordinal;
         for ((t, mut s), k) in segment.into_iter().zip(places) {
             if let Some(dropped) = pending.take() {
-                let (before, ordinal) = match (kept.last_mut(), kept_places.last()) {
-                    (Some((_, before)), Some(k)) => (before, k.ordinal),
-                    _ => (&mut points[at - 1].1, ordinal_before),
+                let before = match kept.last() {
+                    Some((_, before)) => before,
+                    None => &points[at - 1].1,
                 };
-                merge(before, dropped, &mut s, self.held, &self.seen_by(ordinal));
+                merge(before, dropped, &mut s, self.held);
             }
             if self.on_stride(k.ordinal) {
                 kept.push((t, s));
@@ -320,11 +298,11 @@ impl Thinner {
         // The last one dropped goes into the first point past the segment.
         if let Some(dropped) = pending {
             let (head, tail) = points.split_at_mut(at);
-            let (before, ordinal) = match (kept.last_mut(), kept_places.last()) {
-                (Some((_, before)), Some(k)) => (before, k.ordinal),
-                _ => (&mut head[at - 1].1, ordinal_before),
+            let before = match kept.last() {
+                Some((_, before)) => before,
+                None => &head[at - 1].1,
             };
-            merge(before, dropped, &mut tail[0].1, self.held, &self.seen_by(ordinal));
+            merge(before, dropped, &mut tail[0].1, self.held);
         }
         let n = kept.len();
         points.splice(at..at, kept);
@@ -365,10 +343,17 @@ fn values(s: &Signals) -> usize {
         + carried.histograms.values().map(|h| h.buckets.len() + 1).sum::<usize>()
 }
 
+/// The series values a scrape carries for dropped ones (first and last).
+fn carried_values(s: &Signals) -> usize {
+    let carried = &s.carried;
+    carried.first.values().chain(carried.last.values()).flatten().map(|v| counter_values(&v.series)).sum()
+}
+
 /// The counter and histogram values `s` holds of its own series.
 fn held_values(s: &Signals) -> usize {
     s.counters.values().flatten().map(|v| counter_values(&v.series)).sum::<usize>()
         + s.histograms.values().flatten().map(histogram_values).sum::<usize>()
+        + carried_values(s)
 }
 
 /// The bytes of a series' identity (its labels) counted as one value more:
@@ -405,43 +390,12 @@ fn increase(prev: f64, v: f64) -> f64 {
     }
 }
 
-/// What a window that held `before` and `after` read of a counter's series
-/// through the dropped scrape between them (`v1`), beyond what it reads
-/// from `v0` to `v2` (`None` where the series is missing): the increase,
-/// and the resets. Where the series is missing from `before`, a window
-/// that starts there reads it as new at the dropped scrape: all of `v1`
-/// (a total since boot: from it). Where it is missing from `after`, what
-/// the dropped scrape read of it.
-fn lost_counter(v0: Option<f64>, v1: f64, v2: Option<f64>, since_boot: bool) -> (f64, u32) {
-    match (v0, v2) {
-        (Some(v0), Some(v2)) => {
-            let (r01, r12, r02) = (went_down(v0, v1), went_down(v1, v2), went_down(v0, v2));
-            // The kept increase v2 − v0 where nothing went down, else v2;
-            // what the two steps read, less it.
-            let lost = match (r02, r01, r12) {
-                (true, _, true) => increase(v0, v1),
-                (true, _, false) => 0.0,
-                (false, r01, r12) => f64::from(u8::from(r01)) * v0 + f64::from(u8::from(r12)) * v1,
-            };
-            (lost, u32::from(r01) + u32::from(r12) - u32::from(r02))
-        }
-        (None, Some(v2)) => {
-            let r12 = went_down(v1, v2);
-            match since_boot {
-                // First seen at the dropped scrape, its baseline: the next
-                // step read from it, the kept one reads it as new.
-                true => (increase(v1, v2), u32::from(r12)),
-                false => (if r12 { v1 } else { 0.0 }, u32::from(r12)),
-            }
-        }
-        (Some(v0), None) => (increase(v0, v1), u32::from(went_down(v0, v1))),
-        (None, None) if since_boot => (0.0, 0),
-        (None, None) => (v1, 0),
-    }
-}
-
-/// [`lost_counter`] for a histogram's series (a changed bucket layout is
-/// read as a reset too): `None` for nothing.
+/// What a window that held `before` and `after` read of a histogram's series
+/// through the dropped scrape between them (`h1`), beyond what it reads
+/// from `h0` to `h2` (`None` where the series is missing; a changed
+/// bucket layout is read as a reset too): `None` for nothing. Where it is
+/// missing from `before`, as a window that starts there reads it: new at
+/// the dropped scrape.
 fn lost_histogram(h0: Option<&Histogram>, h1: &Histogram, h2: Option<&Histogram>) -> Option<Histogram> {
     match (h0, h2) {
         (Some(h0), Some(h2)) => {
@@ -543,92 +497,257 @@ fn within_bounds(mut h: Histogram) -> Histogram {
     h
 }
 
+/// What a window reads of a counter's series at a scrape, in order
+/// ([`read_through`]).
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    /// A value read from the series' last one: an increase, a reset where
+    /// lower, or new.
+    Step(f64),
+    /// A value the series is held at, its increase up to it carried.
+    Hold(f64),
+}
+
+/// What a merge keeps of one series ([`read_through`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Read {
+    /// Its first value, to be read as a sample (`Carried::first`).
+    first: Option<f64>,
+    /// The value it is held at (`Carried::last`).
+    last: Option<f64>,
+    increase: f64,
+    resets: u32,
+    /// Read a step from a value before: a step the window has, where its
+    /// increase is none too.
+    stepped: bool,
+}
+
+/// What the kept scrape after a dropped one keeps of a counter's series
+/// that a window read through them (`ops`, the dropped scrape's and then
+/// what the kept one carried) after its value `u0` in the kept scrape
+/// before (`None`: missing there), up to its own value `v2` there (`None`:
+/// missing): where it was missing before, the first value it took, read by
+/// the window from its last value (a window that starts before reads a
+/// step, one that starts at the kept scrape reads it as new), and, where
+/// the window's last value of it before `v2` is none it would hold, the
+/// value to hold it at; the increase and resets beyond those, the same for
+/// every window. `room(had)` says whether one value more fits (`had`: it
+/// replaces one); where none does, a series missing before is read as new
+/// (a window that starts before reads it once more from its value there),
+/// and one missing after is held at its value before.
+fn read_through(
+    u0: Option<f64>,
+    ops: &[Op],
+    v2: Option<f64>,
+    since_boot: bool,
+    room: &mut dyn FnMut(bool) -> bool,
+    had: (bool, bool),
+) -> Read {
+    // `state`: the series' value as every scrape reads it; `anchor`: as
+    // the window will read it from what is kept.
+    let (mut state, mut anchor) = (u0, u0);
+    let mut read = Read::default();
+    let mut resets: i64 = 0;
+    for op in ops {
+        match *op {
+            Op::Step(x) => {
+                match state {
+                    Some(prev) => {
+                        read.increase += increase(prev, x);
+                        resets += i64::from(went_down(prev, x));
+                        read.stepped = true;
+                    }
+                    None if room(had.0) => {
+                        read.first = Some(x);
+                        anchor = Some(x);
+                    }
+                    None if since_boot => {}
+                    None => read.increase += x,
+                }
+                state = Some(x);
+            }
+            Op::Hold(x) => {
+                if room(had.1 || read.last.is_some()) {
+                    read.last = Some(x);
+                    anchor = Some(x);
+                }
+                state = Some(x);
+            }
+        }
+    }
+    match (state, v2) {
+        (Some(st), Some(v2)) => {
+            read.increase += increase(st, v2);
+            resets += i64::from(went_down(st, v2));
+            match anchor {
+                Some(a) => {
+                    read.increase -= increase(a, v2);
+                    resets -= i64::from(went_down(a, v2));
+                }
+                None if since_boot => {}
+                None => read.increase -= v2,
+            }
+        }
+        (Some(_), None) if state != anchor && room(had.1 || read.last.is_some()) => read.last = state,
+        _ => {}
+    }
+    // Never below nothing: only a series held short of room reads less.
+    read.increase = read.increase.max(0.0);
+    read.resets = u32::try_from(resets.max(0)).unwrap_or(u32::MAX);
+    read
+}
+
+/// A signal's carried first or last values of its series, by identity.
+#[derive(Debug, Default)]
+struct Values {
+    list: Vec<(String, Option<f64>)>,
+    index: HashMap<String, usize>,
+}
+
+impl Values {
+    fn of(values: Option<Vec<SeriesValue>>) -> Values {
+        let mut out = Values::default();
+        for v in values.into_iter().flatten() {
+            out.set(&v.series, Some(v.value));
+        }
+        out
+    }
+
+    fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    fn ids(&self) -> impl Iterator<Item = &str> {
+        self.list.iter().filter(|(_, v)| v.is_some()).map(|(id, _)| id.as_str())
+    }
+
+    fn get(&self, id: &str) -> Option<f64> {
+        self.index.get(id).and_then(|&i| self.list[i].1)
+    }
+
+    fn has(&self, id: &str) -> bool {
+        self.get(id).is_some()
+    }
+
+    fn set(&mut self, id: &str, value: Option<f64>) {
+        match (self.index.get(id), value) {
+            (Some(&i), _) => self.list[i].1 = value,
+            (None, Some(_)) => {
+                self.index.insert(id.to_string(), self.list.len());
+                self.list.push((id.to_string(), value));
+            }
+            (None, None) => {}
+        }
+    }
+
+    fn put(self, map: &mut BTreeMap<CounterSignal, Vec<SeriesValue>>, signal: CounterSignal) {
+        let values: Vec<SeriesValue> =
+            self.list.into_iter().filter_map(|(series, v)| Some(SeriesValue { series, value: v? })).collect();
+        if !values.is_empty() {
+            map.insert(signal, values);
+        }
+    }
+}
+
 /// Takes `dropped`, the scrape between `before` and `after`, out of the
 /// run: what a window that holds both read of it and no longer reads is
-/// carried into `after` (with what it carried itself), its series missing
-/// from `after` are kept there at their value, and a total since boot
-/// first seen in it is kept in `before` at its value (while each holds at
-/// most `held` values, [`MAX_HELD_VALUES`]); its sources are kept; its
-/// gauges are gone. `seen` says whether a total since boot's series was
-/// seen by `before`: one missing from it then (an exporter that failed
-/// that scrape) is not kept there, where a window that ends at `before`
-/// would read what it counted after it; a window reads it from its last
-/// value before, as every scrape.
-fn merge(before: &mut Signals, dropped: Signals, after: &mut Signals, held: usize, seen: &dyn Fn(&str) -> bool) {
+/// carried into `after` (with what it carried itself): a counter's series
+/// by [`read_through`], its first value where `before` lacks it and its
+/// last where `after` does; a histogram's series missing from `after`
+/// kept there at its value (while `after` holds at most `held` values,
+/// [`MAX_HELD_VALUES`]); its sources are kept; its gauges are gone.
+fn merge(before: &Signals, dropped: Signals, after: &mut Signals, held: usize) {
     let Signals { sources, counters, histograms, carried, .. } = dropped;
+    let Carried {
+        counters: carried_counters,
+        resets: carried_resets,
+        histograms: carried_histograms,
+        mut first,
+        mut last,
+    } = carried;
     for s in sources {
         if !after.sources.contains(&s) {
             after.sources.push(s);
         }
     }
-    for (signal, series) in carried.counters {
+    for (signal, series) in carried_counters {
         for v in series {
             let group = super::signals::series_label(&v.series, "position").unwrap_or_default().to_string();
             carry_counter(after, signal, &group, v.value);
         }
     }
-    for (signal, n) in carried.resets {
+    for (signal, n) in carried_resets {
         let r = after.carried.resets.entry(signal).or_default();
         *r = r.saturating_add(n);
     }
-    for (signal, h) in carried.histograms {
+    for (signal, h) in carried_histograms {
         carry_histogram(after, signal, h);
     }
-    let (mut room_before, mut room_after) =
-        (held.saturating_sub(held_values(before)), held.saturating_sub(held_values(after)));
-    for (signal, series) in counters {
+    let mut room_after = held.saturating_sub(held_values(after));
+    let mut signals: Vec<CounterSignal> = counters.keys().chain(first.keys()).chain(last.keys()).copied().collect();
+    signals.sort();
+    signals.dedup();
+    for signal in signals {
         let since_boot = signal.since_boot();
-        let (mut to_before, mut to_after) = (Vec::new(), Vec::new());
+        // The dropped scrape's series: its own values, then those it carried.
+        let own = counters.get(&signal).map_or(&[][..], Vec::as_slice);
+        let (d_first, d_last) = (Values::of(first.remove(&signal)), Values::of(last.remove(&signal)));
+        let mut ids: Vec<&str> = own.iter().map(|v| v.series.as_str()).collect();
+        if !d_first.is_empty() || !d_last.is_empty() {
+            let mut seen: std::collections::HashSet<&str> = ids.iter().copied().collect();
+            ids.extend(d_first.ids().chain(d_last.ids()).filter(|id| seen.insert(id)));
+        }
+        let (mut a_first, mut a_last) =
+            (Values::of(after.carried.first.remove(&signal)), Values::of(after.carried.last.remove(&signal)));
         let mut lost: BTreeMap<String, f64> = BTreeMap::new();
-        let mut resets = 0;
+        let mut resets: u64 = 0;
         {
             let mut at_before = Lookup::new(before.counters.get(&signal), value_id);
             let mut at_after = Lookup::new(after.counters.get(&signal), value_id);
-            for (k, v) in series.into_iter().enumerate() {
-                let mut v0 = at_before.get(k, &v.series).map(|v| v.value);
-                // Seen before, missing from `before` alone: read on from its last value.
-                let known = since_boot && v0.is_none() && seen(&v.series);
-                if v0.is_none() && since_boot && !known && room_before >= counter_values(&v.series) {
-                    room_before -= counter_values(&v.series);
-                    v0 = Some(v.value);
-                    to_before.push(v.clone());
+            for (k, id) in ids.into_iter().enumerate() {
+                let v1 = own.get(k).filter(|v| v.series == id).map(|v| v.value);
+                let u0 = at_before.get(k, id).map(|v| v.value);
+                let v2 = at_after.get(k, id).map(|v| v.value);
+                // What a window reads of it between `before` and `after`, in order.
+                let steps = [
+                    d_first.get(id).map(Op::Step),
+                    d_last.get(id).map(Op::Hold),
+                    v1.map(Op::Step),
+                    a_first.get(id).map(Op::Step),
+                    a_last.get(id).map(Op::Hold),
+                ];
+                let (mut ops, mut n) = ([Op::Hold(0.0); 5], 0);
+                for op in steps.into_iter().flatten() {
+                    ops[n] = op;
+                    n += 1;
                 }
-                let cost = counter_values(&v.series);
-                let (v2, keep) = match at_after.get(k, &v.series) {
-                    Some(v2) => (Some(v2.value), false),
-                    None if room_after >= cost => {
+                let cost = counter_values(id);
+                let mut room = |had: bool| {
+                    let fits = had || room_after >= cost;
+                    if fits && !had {
                         room_after -= cost;
-                        (Some(v.value), true)
                     }
-                    None => (None, false),
+                    fits
                 };
-                let (increase, n) = match (known, v2) {
-                    // Its last value lies in a scrape before: what it counted
-                    // since is not known here, and never its total since boot.
-                    (true, None) => (0.0, 0),
-                    _ => lost_counter(v0, v.value, v2, since_boot && !known),
-                };
-                resets = u32::saturating_add(resets, n);
-                if increase != 0.0 {
-                    *lost.entry(group(signal, &v.series)).or_default() += increase;
-                }
-                if keep {
-                    to_after.push(v);
+                let read = read_through(u0, &ops[..n], v2, since_boot, &mut room, (a_first.has(id), a_last.has(id)));
+                a_first.set(id, read.first);
+                a_last.set(id, read.last);
+                resets = resets.saturating_add(u64::from(read.resets));
+                // A step of none carried too where `after` has none of
+                // the series: the window reads a step there.
+                if read.increase != 0.0 || (read.stepped && v2.is_none()) {
+                    *lost.entry(group(signal, id)).or_default() += read.increase;
                 }
             }
         }
-        if !to_before.is_empty() {
-            before.counters.entry(signal).or_default().extend(to_before);
-        }
-        if !to_after.is_empty() {
-            after.counters.entry(signal).or_default().extend(to_after);
-        }
+        a_first.put(&mut after.carried.first, signal);
+        a_last.put(&mut after.carried.last, signal);
         for (g, increase) in lost {
             carry_counter(after, signal, &g, increase);
         }
         if resets > 0 {
             let r = after.carried.resets.entry(signal).or_default();
-            *r = r.saturating_add(resets);
+            *r = r.saturating_add(u32::try_from(resets).unwrap_or(u32::MAX));
         }
     }
     for (signal, series) in histograms {

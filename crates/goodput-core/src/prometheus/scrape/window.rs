@@ -6,7 +6,7 @@
 
 use super::histogram::Histogram;
 use super::parse::Scrape;
-use super::signals::{map, CounterSignal, GaugeSignal, HistogramSignal, Signals, Source};
+use super::signals::{map, CounterSignal, GaugeSignal, HistogramSignal, SeriesValue, Signals, Source};
 use crate::{Distribution, Window};
 #[cfg(feature = "schema")]
 use schemars::JsonSchema;
@@ -251,8 +251,11 @@ pub fn summarize_points<'a>(
 /// the counter is a total [since boot](CounterSignal::since_boot) (a GPU's
 /// energy): then its first sample is its baseline, and a scrape where every
 /// series is new has no step. A series missing from a scrape keeps its last
-/// value. A scrape after the window's first adds what scrapes dropped
-/// before it carried into it ([`Carried`](super::signals::Carried)).
+/// value. A scrape after the window's first reads what scrapes dropped
+/// before it carried into it ([`Carried`](super::signals::Carried)): the
+/// first values of series missing from the scrape before (read as a
+/// sample), then the last values of series missing from it (held), then
+/// the increases carried, then its own values.
 fn counter_steps(points: &[(Duration, &Signals)], signal: CounterSignal) -> (Vec<Option<f64>>, u32) {
     let since_boot = signal.since_boot();
     let mut last: HashMap<&str, f64> = HashMap::new();
@@ -261,20 +264,21 @@ fn counter_steps(points: &[(Duration, &Signals)], signal: CounterSignal) -> (Vec
         .iter()
         .enumerate()
         .map(|(i, (_, s))| {
-            let carried = s.carried.counters.get(&signal).filter(|_| i > 0);
-            let series = match (s.counters.get(&signal), carried) {
-                (None, None) => return None,
-                (series, _) => series.map_or(&[][..], Vec::as_slice),
-            };
+            let (carried, first, held) = carried_of(s, signal, i);
+            if !s.counters.contains_key(&signal) && carried.is_none() && first.is_empty() && held.is_empty() {
+                return None;
+            }
+            let series = s.counters.get(&signal).map_or(&[][..], Vec::as_slice);
             let mut increase = 0.0;
             let mut measured = !since_boot;
-            if let Some(carried) = carried {
-                increase += carried.iter().map(|v| v.value).sum::<f64>();
-                resets = resets.saturating_add(s.carried.resets.get(&signal).copied().unwrap_or(0));
-                measured = true;
-            }
-            for v in series {
-                match last.insert(v.series.as_str(), v.value) {
+            for (k, v) in first.iter().chain(held).chain(series).enumerate() {
+                let prev = last.insert(v.series.as_str(), v.value);
+                if (first.len()..first.len() + held.len()).contains(&k) {
+                    // Held: its increase up to it is carried.
+                    measured |= prev.is_some();
+                    continue;
+                }
+                match prev {
                     Some(prev) if v.value >= prev => increase += v.value - prev,
                     Some(_) => {
                         increase += v.value;
@@ -285,10 +289,34 @@ fn counter_steps(points: &[(Duration, &Signals)], signal: CounterSignal) -> (Vec
                 }
                 measured = true;
             }
+            if let Some(carried) = carried {
+                increase += carried.iter().map(|v| v.value).sum::<f64>();
+                measured = true;
+            }
+            if i > 0 {
+                resets = resets.saturating_add(s.carried.resets.get(&signal).copied().unwrap_or(0));
+            }
             (i > 0 && measured).then_some(increase)
         })
         .collect();
     (steps, resets)
+}
+
+/// What scrape `i` of a window carried of `signal`: the increases, the
+/// first values and the last values ([`counter_steps`]); nothing for the
+/// window's first scrape.
+fn carried_of(
+    s: &Signals,
+    signal: CounterSignal,
+    i: usize,
+) -> (Option<&Vec<SeriesValue>>, &[SeriesValue], &[SeriesValue]) {
+    if i == 0 {
+        return (None, &[], &[]);
+    }
+    let c = &s.carried;
+    let first = c.first.get(&signal).map_or(&[][..], Vec::as_slice);
+    let last = c.last.get(&signal).map_or(&[][..], Vec::as_slice);
+    (c.counters.get(&signal), first, last)
 }
 
 /// How the series of one counter covered a window's scrapes: how many were
@@ -316,7 +344,13 @@ pub fn series_coverage<'a>(
     let names = |s: &'a Signals| -> std::collections::HashSet<&'a str> {
         s.counters.get(&signal).into_iter().flatten().map(|v| v.series.as_str()).collect()
     };
-    let all: std::collections::HashSet<&str> = points.iter().flat_map(|(_, s)| names(s)).collect();
+    // A series seen in a dropped scrape inside the window (carried first
+    // or last values) was seen, though no kept scrape shows it.
+    let carried = points.iter().enumerate().flat_map(|(i, (_, s))| {
+        let (_, first, held) = carried_of(s, signal, i);
+        first.iter().chain(held).map(|v| v.series.as_str())
+    });
+    let all: std::collections::HashSet<&str> = points.iter().flat_map(|(_, s)| names(s)).chain(carried).collect();
     // Series summed as they were scraped are no longer told apart.
     if all.iter().any(|n| super::fold::is_folded_series(n)) {
         return SeriesCoverage::default();
@@ -383,15 +417,21 @@ fn increase_by_label(points: &[(Duration, &Signals)], signal: CounterSignal, lab
     let mut last: HashMap<&str, f64> = HashMap::new();
     let mut out: BTreeMap<String, f64> = BTreeMap::new();
     for (i, (_, s)) in points.iter().enumerate() {
-        let carried = s.carried.counters.get(&signal).filter(|_| i > 0);
+        let (carried, first, held) = carried_of(s, signal, i);
         for v in carried.into_iter().flatten() {
             if let Some(key) = super::signals::series_label(&v.series, label) {
                 *out.entry(key.to_string()).or_default() += v.value;
             }
         }
-        for v in s.counters.get(&signal).into_iter().flatten() {
+        let own = s.counters.get(&signal).map_or(&[][..], Vec::as_slice);
+        // The first values, then the held ones, then the scrape's own.
+        for (k, v) in first.iter().chain(held).chain(own).enumerate() {
+            let prev = last.insert(v.series.as_str(), v.value);
+            if (first.len()..first.len() + held.len()).contains(&k) {
+                continue;
+            }
             let Some(key) = super::signals::series_label(&v.series, label) else { continue };
-            let increase = match last.insert(v.series.as_str(), v.value) {
+            let increase = match prev {
                 Some(prev) if v.value >= prev => v.value - prev,
                 Some(_) => v.value,
                 None if i == 0 => 0.0,

@@ -2,7 +2,7 @@ use super::*;
 use crate::prometheus::scrape::fold::Folder;
 use crate::prometheus::scrape::parse::parse;
 use crate::prometheus::scrape::signals::GaugeSignal;
-use crate::prometheus::scrape::window::{summarize_points, WindowSummary};
+use crate::prometheus::scrape::window::{series_coverage, summarize_points, SeriesCoverage, WindowSummary};
 
 fn signals(text: &str) -> Signals {
     let scrape = parse(text);
@@ -196,12 +196,14 @@ fn a_restart_between_kept_scrapes_counts_whole() {
     assert_eq!(thinner.values(), 4, "three scrapes and one carried value");
 }
 
-/// A series missing from the kept scrape after a dropped one is kept there
-/// at its last value, as a window reads a missing series: a window that
-/// starts there reads it from that value when it comes back, where a run
-/// that kept every scrape reads it as new, all of it.
+/// A series missing from the kept scrape after a dropped one is held
+/// there at its last value (`carried.last`), as a window reads a missing
+/// series, without the scrape showing it: a window that starts there reads
+/// it as new when it comes back, all of it (41), as every scrape does; it
+/// had been kept among the scrape's own values, and such a window had
+/// read it from that value (21).
 #[test]
-fn a_series_missing_from_the_next_kept_scrape_is_kept_at_its_last_value() {
+fn a_series_missing_from_the_next_kept_scrape_is_held_at_its_last_value() {
     let text = |pods: &[(u64, u64)]| {
         let mut t = String::from("# TYPE vllm:generation_tokens_total counter\n");
         for (pod, v) in pods {
@@ -218,17 +220,16 @@ fn a_series_missing_from_the_next_kept_scrape_is_kept_at_its_last_value() {
     thinner.kept = (0..4).map(|i| Kept { ordinal: i, values: 2 }).collect();
     (thinner.taken, thinner.total) = (4, 8);
     thinner.drop_at(&mut points, 1);
-    let series: Vec<(&str, f64)> =
-        points[1].1.counters[&CounterSignal::GenerationTokens].iter().map(|v| (v.series.as_str(), v.value)).collect();
-    assert_eq!(
-        series,
-        [("vllm:generation_tokens_total{\"pod\": \"0\"}", 3.0), ("vllm:generation_tokens_total{\"pod\": \"1\"}", 20.0)]
-    );
+    let ids = |v: &[SeriesValue]| v.iter().map(|v| (v.series.clone(), v.value)).collect::<Vec<_>>();
+    let pod = |p: u64| format!("vllm:generation_tokens_total{{\"pod\": \"{p}\"}}");
+    assert_eq!(ids(&points[1].1.counters[&CounterSignal::GenerationTokens]), [(pod(0), 3.0)]);
+    assert_eq!(ids(&points[1].1.carried.last[&CounterSignal::GenerationTokens]), [(pod(1), 20.0)]);
     let delta = |p: &[(Duration, Signals)], from| {
         summary(p, secs(from), secs(3)).counters[&CounterSignal::GenerationTokens].delta
     };
     assert_eq!(delta(&points, 0), delta(&whole(&run), 0));
-    assert_eq!((delta(&whole(&run), 2), delta(&points, 2)), (41.0, 21.0));
+    assert_eq!((delta(&whole(&run), 2), delta(&points, 2)), (41.0, 41.0));
+    assert_eq!(thinner.values(), points.iter().map(|(_, s)| values(s)).sum::<usize>());
 }
 
 /// However long the run, and whatever its server does (a series that goes
@@ -387,10 +388,12 @@ fn an_energy_series_missing_from_a_kept_scrape_is_not_read_past_it() {
     assert!(!points[1].1.counters[&CounterSignal::GpuEnergy].iter().any(|v| v.series.contains("\"1\"")));
 }
 
-/// A GPU first seen at a dropped scrape is still kept in the scrape
-/// before at its first value, its baseline.
+/// A GPU first seen at a dropped scrape: its first value, its baseline,
+/// is carried into the next kept scrape (`carried.first`), read by a window
+/// that starts before as every scrape reads it, and told late; it had been
+/// kept in the kept scrape before at that value, not told late.
 #[test]
-fn an_energy_series_first_seen_in_a_dropped_scrape_has_its_baseline_before() {
+fn an_energy_series_first_seen_in_a_dropped_scrape_counts_from_its_first_value() {
     let text = |gpus: &[(u64, u64)]| {
         let mut t = String::from("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n");
         for (gpu, mj) in gpus {
@@ -411,8 +414,11 @@ fn an_energy_series_first_seen_in_a_dropped_scrape_has_its_baseline_before() {
     for from in [0, 1] {
         let w = |p: &[(Duration, Signals)]| summary(p, secs(from), secs(3)).counters[&CounterSignal::GpuEnergy].delta;
         assert_eq!(w(&points), w(&whole(&run)));
+        assert_eq!(energy_coverage(&points, from, 3), energy_coverage(&whole(&run), from, 3));
     }
-    assert_eq!(points[1].1.counters[&CounterSignal::GpuEnergy].len(), 2, "the baseline, kept before");
+    assert_eq!(energy_coverage(&points, 1, 3), SeriesCoverage { series: 2, late: 1, gone: 0 });
+    assert_eq!(points[1].1.counters[&CounterSignal::GpuEnergy].len(), 1, "nothing kept before");
+    assert_eq!(points[2].1.carried.first[&CounterSignal::GpuEnergy][0].value, 1_500.0);
 }
 
 /// A histogram whose bucket bounds change at every scrape (a hostile
@@ -593,4 +599,193 @@ fn a_stage_s_cut_of_the_scrapes_reads_as_the_whole_run_s() {
 
 fn summary_of(s: &crate::prometheus::scrape::ServerSignals, from: u64, to: u64) -> WindowSummary {
     summarize_points(s.samples.iter().map(|x| (x.t, &x.signals)), secs(from), secs(to))
+}
+
+/// A counter's text of series `(labels, value)`, those `None` missing.
+fn counter_text(metric: &str, series: &[(&str, Option<u64>)]) -> String {
+    let mut t = format!("# TYPE {metric} counter\n");
+    for (labels, v) in series {
+        if let Some(v) = v {
+            t += &format!("{metric}{{{labels}}} {v}\n");
+        }
+    }
+    t
+}
+
+/// The energy series' coverage of a window.
+fn energy_coverage(points: &[(Duration, Signals)], from: u64, to: u64) -> SeriesCoverage {
+    series_coverage(points.iter().map(|(t, s)| (*t, s)), secs(from), secs(to), CounterSignal::GpuEnergy)
+}
+
+/// A series missing from kept scrape A (1), back in the dropped scrape B
+/// (2) after it, which goes down before the next kept scrape C (3): every
+/// scrape reads 50 → 60 → 5 over P..C as 15 tokens and 1 reset; the kept
+/// scrapes had read 65 and 2 (B's 60 carried for a window that starts at
+/// A, where it is new, and C's 5 read again as a reset from P's 50). In
+/// the other variant (50 → 5 → 60, the restart before B) 60 and 1, where
+/// they had read 10 and 0. A window that starts at A reads as every
+/// scrape does too: B's value as new.
+#[test]
+fn a_series_missing_before_a_dropped_scrape_that_restarts_reads_every_scrape_s_figures() {
+    let tokens = |p| counter_text("vllm:generation_tokens_total", &[("pod=\"0\"", Some(1_000)), ("pod=\"1\"", p)]);
+    for (b, c, every) in [(60, 5, (15.0, 1)), (5, 60, (60.0, 1))] {
+        let run: Vec<Signals> = [Some(50), None, Some(b), Some(c)].map(|p| signals(&tokens(p))).to_vec();
+        let (mut points, mut thinner) = by_hand(&run);
+        thinner.drop_at(&mut points, 2);
+        let read = |p: &[(Duration, Signals)], from| {
+            let c = &summary(p, secs(from), secs(3)).counters[&CounterSignal::GenerationTokens];
+            (c.delta, c.resets)
+        };
+        assert_eq!(read(&whole(&run), 0), every, "every scrape, {b} then {c}");
+        assert_eq!(read(&points, 0), every, "the kept scrapes, {b} then {c}");
+        assert_eq!(read(&points, 1), read(&whole(&run), 1), "from A, {b} then {c}");
+    }
+}
+
+/// A GPU's energy series that stops being reported in a dropped scrape
+/// (gone from the window's last kept one) is told gone, 1 of 2, as every
+/// scrape tells it: it had been kept in the next kept scrape at its last
+/// value, and read 0 of 2 gone, the result's warning that the energy is
+/// low lost. One first seen in a dropped scrape is told late, as every
+/// scrape tells it (it had been kept in the kept scrape before as its
+/// baseline, not late); both count the same energy.
+#[test]
+fn an_energy_series_gone_or_late_in_a_dropped_scrape_is_told_so() {
+    let energy = |g0: u64, g1: Option<u64>| {
+        counter_text("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", &[("gpu=\"0\"", Some(g0)), ("gpu=\"1\"", g1)])
+    };
+    let gone: Vec<Signals> = [
+        energy(100_000, Some(1_000_000)),
+        energy(110_000, Some(1_100_000)),
+        energy(120_000, None),
+        energy(130_000, None),
+    ]
+    .map(|t| signals(&t))
+    .to_vec();
+    let late: Vec<Signals> = [
+        energy(100_000, None),
+        energy(110_000, Some(1_100_000)),
+        energy(120_000, Some(1_200_000)),
+        energy(130_000, None),
+    ]
+    .map(|t| signals(&t))
+    .to_vec();
+    for (run, told) in
+        [(gone, SeriesCoverage { series: 2, late: 0, gone: 1 }), (late, SeriesCoverage { series: 2, late: 1, gone: 0 })]
+    {
+        let (mut points, mut thinner) = by_hand(&run);
+        thinner.drop_at(&mut points, 1);
+        assert_eq!(energy_coverage(&whole(&run), 0, 2), told);
+        assert_eq!(energy_coverage(&points, 0, 2), told);
+        for (from, to) in [(0, 2), (0, 3), (2, 3)] {
+            assert_eq!(energy_coverage(&points, from, to), energy_coverage(&whole(&run), from, to), "{from}..{to}");
+            let joules =
+                |p: &[(Duration, Signals)]| summary(p, secs(from), secs(to)).counters[&CounterSignal::GpuEnergy].delta;
+            assert_eq!(joules(&points), joules(&whole(&run)), "{from}..{to}");
+        }
+    }
+}
+
+/// A small random number generator (xorshift), for runs of random series.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// Runs of random series (each scrape: missing, gone down, or up; tokens
+/// and GPU energy, a total since boot), thinned by the run's own halvings
+/// to every 2nd to 16th scrape: every window between kept scrapes reads
+/// the increases, resets, rates and the energy series' coverage (series,
+/// late, gone) of every scrape between them.
+#[test]
+fn random_series_read_every_scrape_s_figures_in_every_window() {
+    for seed in 1..=60u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let (pods, gpus) = (1 + rng.below(4) as usize, 1 + rng.below(3) as usize);
+        let (missing, down) = (1 + rng.below(5), rng.below(4));
+        let mut value: Vec<u64> = vec![0; pods + gpus];
+        let n = 100 + rng.below(200);
+        let run: Vec<Signals> = (0..n)
+            .map(|_| {
+                let mut shown: Vec<Option<u64>> = Vec::new();
+                for v in value.iter_mut() {
+                    match rng.below(10) {
+                        r if r < missing => shown.push(None),
+                        r if r < missing + down => {
+                            *v = rng.below(30);
+                            shown.push(Some(*v));
+                        }
+                        _ => {
+                            *v += rng.below(40);
+                            shown.push(Some(*v));
+                        }
+                    }
+                }
+                let labels: Vec<String> = (0..pods)
+                    .map(|p| format!("pod=\"{p}\""))
+                    .chain((0..gpus).map(|g| format!("gpu=\"{g}\"")))
+                    .collect();
+                let series: Vec<(&str, Option<u64>)> = labels.iter().map(String::as_str).zip(shown).collect();
+                let text = counter_text("vllm:generation_tokens_total", &series[..pods])
+                    + &counter_text("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", &series[pods..]);
+                signals(&text)
+            })
+            .collect();
+        let all = whole(&run);
+        let total: usize = run.iter().map(values).sum();
+        // Room for what a kept scrape carries of its series (a run's is 20,000 values).
+        let budget = (total / (2 + rng.below(30) as usize)).max(160);
+        let (points, thinner) = kept(&run, MAX_SCRAPE_VALUES, budget);
+        assert!(
+            thinner.every() > 1 && points.len() > 4,
+            "seed {seed}: {n} scrapes, {total} values, {:?}",
+            points.len()
+        );
+        for (a, (from, _)) in points.iter().enumerate() {
+            for (to, _) in &points[a..] {
+                let what = format!("seed {seed}, every {}, {from:?}..{to:?}", thinner.every());
+                let (w_all, w_kept) = (summary(&all, *from, *to), summary(&points, *from, *to));
+                let (a, k) = (&w_all.counters, &w_kept.counters);
+                if a.keys().collect::<Vec<_>>() != k.keys().collect::<Vec<_>>() {
+                    for (t, s) in &all[from.as_secs() as usize..=to.as_secs() as usize] {
+                        eprintln!(
+                            "{t:?} {:?}",
+                            s.counters
+                                .get(&CounterSignal::GenerationTokens)
+                                .map(|v| v.iter().map(|v| (v.series.clone(), v.value)).collect::<Vec<_>>())
+                        );
+                    }
+                    for (t, s) in points.iter().filter(|(t, _)| (from..=to).contains(&t)) {
+                        eprintln!("KEPT {t:?} {:?} {:?}", s.counters.get(&CounterSignal::GenerationTokens), s.carried);
+                    }
+                }
+                assert_eq!(a.keys().collect::<Vec<_>>(), k.keys().collect::<Vec<_>>(), "{what}");
+                for (c, a) in a {
+                    let k = &k[c];
+                    assert!(close(a.delta, k.delta) && a.resets == k.resets, "{what} {}: {a:?} vs {k:?}", c.name());
+                }
+                let (f, t) = (from.as_secs(), to.as_secs());
+                assert_eq!(energy_coverage(&points, f, t), energy_coverage(&all, f, t), "{what}");
+            }
+        }
+        // A rate over time: one per kept scrape, what every scrape read
+        // of the whole run since the kept one before (each 1 s apart).
+        let (w_all, w) = (summary(&all, secs(0), secs(n - 1)), summary(&points, secs(0), secs(n - 1)));
+        for (c, rates) in &w.series.rates_per_s {
+            let every = &w_all.series.rates_per_s[c];
+            for (j, rate) in rates.iter().enumerate().skip(1) {
+                let (from, to) = (points[j - 1].0.as_secs() as usize, points[j].0.as_secs() as usize);
+                let steps: Vec<f64> = every[from + 1..=to].iter().flatten().copied().collect();
+                let dt = (to - from) as f64;
+                let read = (!steps.is_empty()).then(|| steps.iter().sum::<f64>() / dt);
+                assert!(read.zip(*rate).is_none_or(|(a, b)| close(a, b)), "seed {seed} {} at {to}", c.name());
+            }
+        }
+    }
 }
