@@ -356,6 +356,15 @@ fn by_hand(run: &[Signals]) -> (Vec<(Duration, Signals)>, Thinner) {
     (points, thinner)
 }
 
+/// DCGM's energy counter of `(gpu, mJ)` series, as its exporter writes it.
+fn energy_text(gpus: &[(u64, u64)]) -> String {
+    let mut t = String::from("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n");
+    for (gpu, mj) in gpus {
+        t += &format!("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=\"{gpu}\"}} {mj}\n");
+    }
+    t
+}
+
 /// A GPU's energy series missing from one kept scrape (its exporter failed
 /// that scrape) and back in the dropped one after it: a window that ends at
 /// the kept scrape reads no energy of the GPU after it (it had read the
@@ -363,18 +372,11 @@ fn by_hand(run: &[Signals]) -> (Vec<(Duration, Signals)>, Thinner) {
 /// reads the same energy as every scrape.
 #[test]
 fn an_energy_series_missing_from_a_kept_scrape_is_not_read_past_it() {
-    let text = |gpus: &[(u64, u64)]| {
-        let mut t = String::from("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n");
-        for (gpu, mj) in gpus {
-            t += &format!("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=\"{gpu}\"}} {mj}\n");
-        }
-        t
-    };
     let run: Vec<Signals> = [
-        text(&[(0, 100_000), (1, 1_000_000)]),
-        text(&[(0, 110_000)]),
-        text(&[(0, 120_000), (1, 1_500_000)]),
-        text(&[(0, 130_000), (1, 1_600_000)]),
+        energy_text(&[(0, 100_000), (1, 1_000_000)]),
+        energy_text(&[(0, 110_000)]),
+        energy_text(&[(0, 120_000), (1, 1_500_000)]),
+        energy_text(&[(0, 130_000), (1, 1_600_000)]),
     ]
     .map(|t| signals(&t))
     .to_vec();
@@ -394,18 +396,11 @@ fn an_energy_series_missing_from_a_kept_scrape_is_not_read_past_it() {
 /// kept in the kept scrape before at that value, not told late.
 #[test]
 fn an_energy_series_first_seen_in_a_dropped_scrape_counts_from_its_first_value() {
-    let text = |gpus: &[(u64, u64)]| {
-        let mut t = String::from("# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n");
-        for (gpu, mj) in gpus {
-            t += &format!("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=\"{gpu}\"}} {mj}\n");
-        }
-        t
-    };
     let run: Vec<Signals> = [
-        text(&[(0, 100_000)]),
-        text(&[(0, 110_000)]),
-        text(&[(0, 120_000), (1, 1_500_000)]),
-        text(&[(0, 130_000), (1, 1_600_000)]),
+        energy_text(&[(0, 100_000)]),
+        energy_text(&[(0, 110_000)]),
+        energy_text(&[(0, 120_000), (1, 1_500_000)]),
+        energy_text(&[(0, 130_000), (1, 1_600_000)]),
     ]
     .map(|t| signals(&t))
     .to_vec();
