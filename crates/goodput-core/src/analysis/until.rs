@@ -609,12 +609,23 @@ impl Watch {
             .collect()
     }
 
+    /// The confidence each of `slo`'s terms is judged at, at this look: the
+    /// look's error rate ([`decision_confidence`]) split evenly over the
+    /// terms (percentile objectives, quality means, the attainment), so
+    /// that the chance any look calls any term's wrong side is at most
+    /// α. Each term had been judged at the look's whole rate, so an SLO of
+    /// m terms could be decided wrongly up to m times as often.
+    fn term_confidence(&self, slo: &Slo) -> f64 {
+        let terms = slo.objectives.len() + slo.quality_objectives.len() + usize::from(slo.judges_attainment());
+        1.0 - (1.0 - decision_confidence(self.confidence, self.looks)) / terms.max(1) as f64
+    }
+
     /// The SLO's verdict at this look: `Some(true)` when every objective
     /// (percentile and quality, and the attainment) is decided met,
     /// `Some(false)` when one is decided missed; with the words for each.
     fn slo_status(&self) -> (Option<bool>, Vec<String>) {
         let Some(slo) = &self.slo else { return (None, Vec::new()) };
-        let conf = decision_confidence(self.confidence, self.looks);
+        let conf = self.term_confidence(slo);
         let mut words = Vec::new();
         let mut sides = Vec::new();
         for o in &slo.objectives {
@@ -722,7 +733,7 @@ impl Watch {
             }
         }
         if let (Some(verdict), words) = self.slo_status() {
-            let conf = decision_confidence(self.confidence, self.looks);
+            let conf = self.slo.as_ref().map_or(self.confidence, |slo| self.term_confidence(slo));
             return Some(stop(
                 StopReason::SloDecided,
                 format!(

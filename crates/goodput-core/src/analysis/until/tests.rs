@@ -427,8 +427,10 @@ fn a_run_level_quality_objective_is_decided_as_the_verdict_judges_it() {
     let (stop, pass) = decide(&mut Watch::new(None, Some(&slo), 0.95).unwrap(), &slo, &recs).expect("decided");
     assert!(!pass, "the fixture: the verdict fails it");
     assert!(stop.detail.starts_with("the SLO is missed"), "{}", stop.detail);
-    assert!(stop.detail.contains("exact>=0.9: 0.800 ["), "{}", stop.detail);
-    assert_eq!(stop.at_requests, Some(FIRST_LOOK));
+    assert!(stop.detail.contains("exact>=0.9: 0.7") && stop.detail.contains("wholly beyond"), "{}", stop.detail);
+    // Early: at the fourth look (99 requests), its two terms judged at
+    // half the look's error rate each (at the whole rate, the first).
+    assert!(stop.at_requests.unwrap() <= 2 * FIRST_LOOK, "{stop:?}");
     let right: Vec<RequestRecord> = (0..5000).map(|i| scored(rec(i, 100.0), 0.5, true)).collect();
     let (stop, pass) = decide(&mut Watch::new(None, Some(&slo), 0.95).unwrap(), &slo, &right).expect("decided");
     assert!(pass && stop.detail.starts_with("the SLO is met"), "{}", stop.detail);
@@ -442,6 +444,23 @@ fn a_run_level_quality_objective_is_decided_as_the_verdict_judges_it() {
     assert!(run(&mut w, 1000, |_| 100.0).is_none());
     let words = w.capped("1000 requests").detail;
     assert!(words.contains("exact>=0.9: no request scored yet"), "{words}");
+}
+
+/// The look's error rate is split over the SLO's terms: each of m terms
+/// is judged at 1 − α/(m·k(k+1)) at the k-th look, so that the chance any
+/// look calls any term's wrong side is at most α. One term is judged at
+/// the look's whole rate, as before.
+#[test]
+fn the_look_s_error_rate_is_split_over_the_slo_s_terms() {
+    let recs: Vec<RequestRecord> = (0..5000).map(|i| rec(i, 100.0 + (i % 10) as f64)).collect();
+    for (spec, terms) in [("ttft:p95<=200ms", 1.0), ("ttft:p95<=200ms,ttft:p50<=200ms,e2e:p90<=10s", 3.0)] {
+        let slo: Slo = spec.parse().unwrap();
+        let (stop, pass) = decide(&mut Watch::new(None, Some(&slo), 0.95).unwrap(), &slo, &recs).expect("decided");
+        assert!(pass && stop.detail.starts_with("the SLO is met"), "{}", stop.detail);
+        let k = f64::from(stop.looks.unwrap());
+        let conf = 1.0 - 0.05 / (k * (k + 1.0)) / terms;
+        assert!(stop.detail.contains(&format!("at {:.4}% confidence", conf * 100.0)), "{spec}: {}", stop.detail);
+    }
 }
 
 /// A per-request quality limit no request was scored by leaves the
