@@ -143,8 +143,12 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// Every sleep completes, none before its deadline (the causal bound a
+    /// client's measure rests on). How late is the machine's: a bound of
+    /// 50 ms failed CI once (66 ms, the suite's other tests busy on both
+    /// cores), so how close it fires is not asserted here.
     #[tokio::test]
-    async fn fires_in_order_and_close_to_the_deadline() {
+    async fn every_sleep_completes_and_none_early() {
         let start = tokio::time::Instant::now();
         let mut handles = Vec::new();
         for i in (1..=20u64).rev() {
@@ -153,15 +157,43 @@ mod tests {
                 sleep_until(due).await;
                 let now = tokio::time::Instant::now();
                 assert!(now >= due, "fired {:?} early", due - now);
-                now - due
             }));
         }
         for h in handles {
-            let late = h.await.unwrap();
-            // Generous bound: the test machine is shared; the point is that it fired.
-            assert!(late < Duration::from_millis(50), "late by {late:?}");
+            h.await.unwrap();
         }
         // Past deadlines complete at once.
         sleep_until(start).await;
+    }
+
+    /// The timer fires its entries in the order of their deadlines,
+    /// whatever the order they were registered in and however late the
+    /// thread wakes: at any moment those fired are the earliest ones. The
+    /// flags are read from the latest deadline back, so one seen set has
+    /// every earlier one's store before it (each set with Release, in
+    /// order, by the one thread).
+    #[test]
+    fn entries_fire_in_the_order_of_their_deadlines() {
+        let base = Instant::now();
+        let new = || Arc::new(Shared { fired: AtomicBool::new(false), waker: AtomicWaker::new() });
+        let mut entries: Vec<(u64, Arc<Shared>)> = (1..=20u64).rev().map(|i| (i, new())).collect();
+        for (i, s) in &entries {
+            timer().register(base + Duration::from_millis(2 * i), s.clone());
+        }
+        entries.sort_by_key(|e| e.0);
+        let give_up = Instant::now() + Duration::from_secs(60);
+        loop {
+            let mut later_fired = false;
+            for (i, s) in entries.iter().rev() {
+                let fired = s.fired.load(Ordering::Acquire);
+                assert!(fired || !later_fired, "the entry due at {} ms had not fired when a later one had", 2 * i);
+                later_fired |= fired;
+            }
+            if entries.iter().all(|e| e.1.fired.load(Ordering::Acquire)) {
+                break;
+            }
+            assert!(Instant::now() < give_up, "not every entry fired within 60 s");
+            std::thread::sleep(Duration::from_micros(200));
+        }
     }
 }
