@@ -382,11 +382,8 @@ fn an_energy_series_missing_from_a_kept_scrape_is_not_read_past_it() {
     .to_vec();
     let (mut points, mut thinner) = by_hand(&run);
     thinner.drop_at(&mut points, 2);
-    let energy = |p: &[(Duration, Signals)], from, to| {
-        summary(p, secs(from), secs(to)).counters[&CounterSignal::GpuEnergy].delta
-    };
-    assert_eq!(energy(&points, 0, 1), energy(&whole(&run), 0, 1), "a window that ends at the gap");
-    assert_eq!(energy(&points, 0, 3), energy(&whole(&run), 0, 3), "the whole run");
+    assert_eq!(energy_delta(&points, 0, 1), energy_delta(&whole(&run), 0, 1), "a window that ends at the gap");
+    assert_eq!(energy_delta(&points, 0, 3), energy_delta(&whole(&run), 0, 3), "the whole run");
     assert!(!points[1].1.counters[&CounterSignal::GpuEnergy].iter().any(|v| v.series.contains("\"1\"")));
 }
 
@@ -407,8 +404,7 @@ fn an_energy_series_first_seen_in_a_dropped_scrape_counts_from_its_first_value()
     let (mut points, mut thinner) = by_hand(&run);
     thinner.drop_at(&mut points, 2);
     for from in [0, 1] {
-        let w = |p: &[(Duration, Signals)]| summary(p, secs(from), secs(3)).counters[&CounterSignal::GpuEnergy].delta;
-        assert_eq!(w(&points), w(&whole(&run)));
+        assert_eq!(energy_delta(&points, from, 3), energy_delta(&whole(&run), from, 3));
         assert_eq!(energy_coverage(&points, from, 3), energy_coverage(&whole(&run), from, 3));
     }
     assert_eq!(energy_coverage(&points, 1, 3), SeriesCoverage { series: 2, late: 1, gone: 0 });
@@ -607,6 +603,11 @@ fn counter_text(metric: &str, series: &[(&str, Option<u64>)]) -> String {
     t
 }
 
+/// The GPUs' energy counted over a window.
+fn energy_delta(points: &[(Duration, Signals)], from: u64, to: u64) -> f64 {
+    summary(points, secs(from), secs(to)).counters[&CounterSignal::GpuEnergy].delta
+}
+
 /// The energy series' coverage of a window.
 fn energy_coverage(points: &[(Duration, Signals)], from: u64, to: u64) -> SeriesCoverage {
     series_coverage(points.iter().map(|(t, s)| (*t, s)), secs(from), secs(to), CounterSignal::GpuEnergy)
@@ -674,9 +675,7 @@ fn an_energy_series_gone_or_late_in_a_dropped_scrape_is_told_so() {
         assert_eq!(energy_coverage(&points, 0, 2), told);
         for (from, to) in [(0, 2), (0, 3), (2, 3)] {
             assert_eq!(energy_coverage(&points, from, to), energy_coverage(&whole(&run), from, to), "{from}..{to}");
-            let joules =
-                |p: &[(Duration, Signals)]| summary(p, secs(from), secs(to)).counters[&CounterSignal::GpuEnergy].delta;
-            assert_eq!(joules(&points), joules(&whole(&run)), "{from}..{to}");
+            assert_eq!(energy_delta(&points, from, to), energy_delta(&whole(&run), from, to), "{from}..{to}");
         }
     }
 }
