@@ -119,12 +119,16 @@ fn write_file_atomic_with(
     }
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
-        buffered(&mut f)?;
-        f.sync_all()
-    });
-    let res = written.and_then(|_| std::fs::rename(&tmp, path));
+    // Each write its own temporary name (two threads of one process
+    // writing the same path had shared one, and one's rename failed), made
+    // anew (O_EXCL): a file or link left under the name is not written
+    // through.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
+    // What is left under the name is not this write's to remove.
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+    let res = buffered(&mut f).and_then(|_| f.sync_all()).and_then(|_| std::fs::rename(&tmp, path));
     if res.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
@@ -234,6 +238,25 @@ mod tests {
             write_json(&path, &doc).unwrap();
             assert_eq!(mode(&path), mode(&made));
         }
+    }
+
+    /// Threads of one process writing one path at once: each write
+    /// succeeds, the file is one of them whole, and nothing is left beside
+    /// it. They had shared a temporary name, and all but one failed.
+    #[test]
+    fn writes_of_one_path_at_once_each_succeed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.json");
+        let docs: Vec<serde_json::Value> = (0..8).map(|i| json!({"n": i, "pad": "x".repeat(1 << 16)})).collect();
+        std::thread::scope(|s| {
+            for doc in &docs {
+                let path = &path;
+                s.spawn(move || write_json(path, doc).unwrap());
+            }
+        });
+        let back: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert!(docs.contains(&back));
+        assert!(leftovers(dir.path()).is_empty(), "{:?}", leftovers(dir.path()));
     }
 
     #[test]

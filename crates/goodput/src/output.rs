@@ -278,10 +278,13 @@ fn check_folder(dir: &Path, flag: &str) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| {
         format!("cannot create the folder {} for {flag}; pick a folder you can write to", dir.display())
     })?;
-    let probe = dir.join(format!(".goodput-probe-{}", std::process::id()));
-    std::fs::File::create(&probe)
+    // A file made anew under a name no one else holds, and removed when
+    // dropped: a fixed name left there (or planted, a link to another file)
+    // had been opened and truncated.
+    tempfile::Builder::new()
+        .prefix(".goodput-probe-")
+        .tempfile_in(dir)
         .with_context(|| format!("cannot write in {} for {flag}; pick a folder you can write to", dir.display()))?;
-    let _ = std::fs::remove_file(&probe);
     Ok(())
 }
 
@@ -315,12 +318,42 @@ fn write_or_rescue<T: serde::Serialize>(
     let Err(e) = goodput_report::write_json(path, doc) else {
         return Ok(());
     };
-    let rescue = std::env::temp_dir().join(format!("goodput-{kind}-{}-{}.json", unix_now() as u64, std::process::id()));
-    let moved = moved(&rescue);
-    match goodput_report::write_json(&rescue, moved.as_ref().unwrap_or(doc)) {
-        Ok(()) => bail!("cannot write {} ({e}); the {kind} was saved to {} instead", path.display(), rescue.display()),
+    match rescue(doc, kind, moved) {
+        Ok(rescue) => {
+            bail!("cannot write {} ({e}); the {kind} was saved to {} instead", path.display(), rescue.display())
+        }
         Err(_) => Err(e).with_context(|| format!("cannot write {}", path.display())),
     }
+}
+
+/// Writes `doc` (or what `moved` makes of it for its place) to a file of
+/// its own in the temporary folder: its path. The file is created anew
+/// under a name no one else holds (`tempfile`, O_EXCL), so that two rescues
+/// in one second of one process (a sweep's stages, tests on threads) do not
+/// write over each other, and a name planted there beforehand, a link
+/// included, is passed by rather than followed.
+fn rescue<T: serde::Serialize>(
+    doc: &T,
+    kind: &str,
+    moved: impl FnOnce(&Path) -> Option<T>,
+) -> Result<std::path::PathBuf> {
+    use std::io::Write;
+    let mut file = tempfile::Builder::new()
+        .prefix(&format!("goodput-{kind}-{}-", unix_now() as u64))
+        .suffix(".json")
+        .tempfile()?;
+    let moved = moved(file.path());
+    {
+        let mut w = std::io::BufWriter::new(file.as_file_mut());
+        serde_json::to_writer_pretty(&mut w, moved.as_ref().unwrap_or(doc))?;
+        w.write_all(b"\n")?;
+        w.flush()?;
+    }
+    file.as_file().sync_all()?;
+    // Kept: the rescue is what the user reads next. Dropped on an error
+    // above, it is removed.
+    let (_, path) = file.keep()?;
+    Ok(path)
 }
 
 /// `target` as a path from the folder of the file `from` (both as named
@@ -708,6 +741,38 @@ mod tests {
         let mut whole = serde_json::to_vec_pretty(&doc).unwrap();
         whole.push(b'\n');
         assert!(bytes == whole, "the rescued document is not the one written whole");
+    }
+
+    /// Rescues at once from threads of one process, within one second:
+    /// each is saved whole to a file of its own. They had shared a name
+    /// (the kind, the second, the process), and all but one failed or were
+    /// written over.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn rescues_at_once_each_keep_their_own_document() {
+        if !Path::new("/dev/full").exists() {
+            return;
+        }
+        let saved: Vec<(usize, String)> = std::thread::scope(|s| {
+            let each: Vec<_> = (0..8)
+                .map(|i| {
+                    s.spawn(move || {
+                        let doc = json!({"schema": "goodput/v1", "n": i, "pad": "x".repeat(1 << 16)});
+                        let err = format!("{:#}", write_document(Path::new("/dev/full"), &doc, "result").unwrap_err());
+                        let saved = err.split("saved to ").nth(1).and_then(|s| s.strip_suffix(" instead"));
+                        (i, saved.unwrap_or_else(|| panic!("not rescued: {err}")).to_owned())
+                    })
+                })
+                .collect();
+            each.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let names: std::collections::BTreeSet<_> = saved.iter().map(|(_, p)| p.clone()).collect();
+        assert_eq!(names.len(), saved.len(), "{saved:?}");
+        for (i, path) in saved {
+            let back: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            std::fs::remove_file(&path).unwrap();
+            assert_eq!(back["n"], i, "{path}");
+        }
     }
 
     /// A document that fails partway through its serialization.
