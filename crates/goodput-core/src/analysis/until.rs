@@ -609,23 +609,59 @@ impl Watch {
             .collect()
     }
 
-    /// The confidence each of `slo`'s terms is judged at, at this look: the
-    /// look's error rate ([`decision_confidence`]) split evenly over the
-    /// terms (percentile objectives, quality means, the attainment), so
-    /// that the chance any look calls any term's wrong side is at most
-    /// α. Each term had been judged at the look's whole rate, so an SLO of
-    /// m terms could be decided wrongly up to m times as often.
-    fn term_confidence(&self, slo: &Slo) -> f64 {
+    /// The confidences `slo`'s terms are judged at, at this look: `(met,
+    /// missed)`. The SLO is met when every term is (an intersection–union
+    /// test, Berger 1982): were one term truly missed, calling the SLO met
+    /// needs that term called met, whose chance is at most the look's error
+    /// rate ([`decision_confidence`]), so each term's met side is judged at
+    /// the look's whole rate. The SLO is missed when any term is: that
+    /// chance adds up over the terms, so the missed side is judged at the
+    /// look's rate split evenly over the terms (percentile objectives,
+    /// quality means, the attainment). Either way the chance that any look
+    /// calls the SLO's wrong side is at most α. (Split on both sides, as
+    /// it had been, an SLO of several terms took longer to be called met
+    /// than its guarantee needs; judged at the whole rate on both, an SLO
+    /// of m terms could be called missed wrongly up to m times as often.
+    /// Holm's step-down would change nothing here: one term decided missed
+    /// decides the SLO, and Holm's first step is this split.)
+    fn term_confidences(&self, slo: &Slo) -> (f64, f64) {
         let terms = slo.objectives.len() + slo.quality_objectives.len() + usize::from(slo.judges_attainment());
-        1.0 - (1.0 - decision_confidence(self.confidence, self.looks)) / terms.max(1) as f64
+        let look = decision_confidence(self.confidence, self.looks);
+        (look, 1.0 - (1.0 - look) / terms.max(1) as f64)
     }
 
     /// The SLO's verdict at this look: `Some(true)` when every objective
     /// (percentile and quality, and the attainment) is decided met,
-    /// `Some(false)` when one is decided missed; with the words for each.
+    /// `Some(false)` when one is decided missed; with the words for each,
+    /// at the confidence of the side it was decided on (an undecided
+    /// term's at the missed side's, the wider).
     fn slo_status(&self) -> (Option<bool>, Vec<String>) {
         let Some(slo) = &self.slo else { return (None, Vec::new()) };
-        let conf = self.term_confidence(slo);
+        let (met, missed) = self.term_confidences(slo);
+        let at_met = self.slo_terms(slo, met);
+        let at_missed = if missed == met { at_met.clone() } else { self.slo_terms(slo, missed) };
+        let (sides, words): (Vec<Option<bool>>, Vec<String>) = at_met
+            .into_iter()
+            .zip(at_missed)
+            .map(|((side, said), (other, other_said))| match (side, other) {
+                (Some(true), _) => (Some(true), said),
+                (_, Some(false)) => (Some(false), other_said),
+                _ => (None, other_said),
+            })
+            .unzip();
+        let verdict = if sides.contains(&Some(false)) {
+            Some(false)
+        } else if sides.iter().all(|s| *s == Some(true)) {
+            Some(true)
+        } else {
+            None
+        };
+        (verdict, words)
+    }
+
+    /// Each of `slo`'s terms judged at `conf`: the side its interval lies
+    /// on, if wholly, and its words.
+    fn slo_terms(&self, slo: &Slo, conf: f64) -> Vec<(Option<bool>, String)> {
         let mut words = Vec::new();
         let mut sides = Vec::new();
         for o in &slo.objectives {
@@ -709,14 +745,7 @@ impl Watch {
             words.push(format!("attainment>={target}: {} {}{why}", fmt_interval(&i), side_words(side)));
             sides.push(side);
         }
-        let verdict = if sides.contains(&Some(false)) {
-            Some(false)
-        } else if sides.iter().all(|s| *s == Some(true)) {
-            Some(true)
-        } else {
-            None
-        };
-        (verdict, words)
+        sides.into_iter().zip(words).collect()
     }
 
     /// The decision at this look, if any.
@@ -733,14 +762,21 @@ impl Watch {
             }
         }
         if let (Some(verdict), words) = self.slo_status() {
-            let conf = self.slo.as_ref().map_or(self.confidence, |slo| self.term_confidence(slo));
+            let (met, missed) =
+                self.slo.as_ref().map_or((self.confidence, self.confidence), |slo| self.term_confidences(slo));
+            let at = match verdict {
+                true if met != missed => format!("each term at {:.4}% confidence", met * 100.0),
+                false if met != missed => {
+                    format!("at {:.4}% confidence, the look's error rate split over its terms", missed * 100.0)
+                }
+                _ => format!("at {:.4}% confidence", met * 100.0),
+            };
             return Some(stop(
                 StopReason::SloDecided,
                 format!(
-                    "the SLO is {} (look {}, at {:.4}% confidence): {}",
+                    "the SLO is {} (look {}, {at}): {}",
                     if verdict { "met" } else { "missed" },
                     self.looks,
-                    conf * 100.0,
                     words.join("; ")
                 ),
             ));
