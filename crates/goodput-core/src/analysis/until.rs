@@ -285,6 +285,20 @@ pub struct StoppingConfig {
     pub stop_on_slo: bool,
 }
 
+/// One SLO term judged by `judge` (its side, if wholly on one, and its
+/// words) at the confidences `(met, missed)` ([`Watch::term_confidences`]):
+/// met where its interval at `met` says so, missed where its interval at
+/// `missed` does, else undecided; the words of the side decided, an
+/// undecided term's at `missed` (the wider).
+fn two_sided((met, missed): (f64, f64), judge: impl Fn(f64) -> (Option<bool>, String)) -> (Option<bool>, String) {
+    let at_met = judge(met);
+    if at_met.0 == Some(true) {
+        return at_met;
+    }
+    let (side, words) = if missed == met { at_met } else { judge(missed) };
+    (side.filter(|met| !met), words)
+}
+
 /// The confidence of `--stop-on-slo`'s k-th look (from 1) when the run's
 /// intervals are at `conf`: the error rate 1 − conf spent over the looks,
 /// α/(k(k+1)) at the k-th, so that the chance any look calls the wrong side
@@ -637,18 +651,8 @@ impl Watch {
     /// term's at the missed side's, the wider).
     fn slo_status(&self) -> (Option<bool>, Vec<String>) {
         let Some(slo) = &self.slo else { return (None, Vec::new()) };
-        let (met, missed) = self.term_confidences(slo);
-        let at_met = self.slo_terms(slo, met);
-        let at_missed = if missed == met { at_met.clone() } else { self.slo_terms(slo, missed) };
-        let (sides, words): (Vec<Option<bool>>, Vec<String>) = at_met
-            .into_iter()
-            .zip(at_missed)
-            .map(|((side, said), (other, other_said))| match (side, other) {
-                (Some(true), _) => (Some(true), said),
-                (_, Some(false)) => (Some(false), other_said),
-                _ => (None, other_said),
-            })
-            .unzip();
+        let (sides, words): (Vec<Option<bool>>, Vec<String>) =
+            self.slo_terms(slo, self.term_confidences(slo)).into_iter().unzip();
         let verdict = if sides.contains(&Some(false)) {
             Some(false)
         } else if sides.iter().all(|s| *s == Some(true)) {
@@ -659,11 +663,12 @@ impl Watch {
         (verdict, words)
     }
 
-    /// Each of `slo`'s terms judged at `conf`: the side its interval lies
-    /// on, if wholly, and its words.
-    fn slo_terms(&self, slo: &Slo, conf: f64) -> Vec<(Option<bool>, String)> {
-        let mut words = Vec::new();
-        let mut sides = Vec::new();
+    /// Each of `slo`'s terms judged at the confidences `(met, missed)`
+    /// ([`Watch::term_confidences`]): the side its interval lies on, if
+    /// wholly, and its words ([`two_sided`]). What a term's interval is
+    /// drawn from (its samples sorted, its scores' mean) is made once.
+    fn slo_terms(&self, slo: &Slo, confs: (f64, f64)) -> Vec<(Option<bool>, String)> {
+        let mut terms = Vec::new();
         for o in &slo.objectives {
             // Each failure a sample above the limit, as the verdict takes it:
             // a bound among the failures is infinite (where a figure's
@@ -673,18 +678,19 @@ impl Watch {
             let failures = (0..self.failed).map(|_| f64::INFINITY);
             let mut samples: Vec<f64> = self.samples_of(o.metric, true).iter().copied().chain(failures).collect();
             samples.sort_by(f64::total_cmp);
-            let i = percentile_objective_bounds(&samples, o.percentile, conf);
             let limit = ms(o.max);
             let wave = self.wave_holds(o.percentile);
-            let side = match (i.lo, i.hi) {
-                _ if wave.is_some() => None,
-                (_, Some(hi)) if hi <= limit => Some(true),
-                (Some(lo), _) if lo > limit => Some(false),
-                _ => None,
-            };
-            let why = wave.map(|w| format!(" ({w})")).unwrap_or_default();
-            words.push(format!("{o}: {} ms {}{why}", fmt_interval(&i), side_words(side)));
-            sides.push(side);
+            let why = wave.as_ref().map(|w| format!(" ({w})")).unwrap_or_default();
+            terms.push(two_sided(confs, |conf| {
+                let i = percentile_objective_bounds(&samples, o.percentile, conf);
+                let side = match (i.lo, i.hi) {
+                    _ if wave.is_some() => None,
+                    (_, Some(hi)) if hi <= limit => Some(true),
+                    (Some(lo), _) if lo > limit => Some(false),
+                    _ => None,
+                };
+                (side, format!("{o}: {} ms {}{why}", fmt_interval(&i), side_words(side)))
+            }));
         }
         for (o, v) in slo.quality_objectives.iter().zip(&self.scores) {
             // Judged as the verdict judges it (the watch had left these
@@ -701,28 +707,23 @@ impl Watch {
                     let mut v = v.clone();
                     v.sort_by_key(|s| s.0);
                     let mean = v.iter().map(|s| s.1).sum::<f64>() / v.len() as f64;
-                    let share = wilson_share((mean / full).clamp(0.0, 1.0), v.len() as u64, conf);
-                    let i =
-                        Interval { lo: share.lo.map(|l| l * full), hi: share.hi.map(|h| h * full) }.holding(Some(mean));
-                    let side = match (i.lo, i.hi) {
-                        (Some(lo), _) if lo >= o.min => Some(true),
-                        (_, Some(hi)) if hi < o.min => Some(false),
-                        _ => None,
-                    };
-                    (side, format!("{} {} {}", fmt_value(Some(mean)), fmt_interval(&i), side_words(side)))
+                    two_sided(confs, |conf| {
+                        let share = wilson_share((mean / full).clamp(0.0, 1.0), v.len() as u64, conf);
+                        let i = Interval { lo: share.lo.map(|l| l * full), hi: share.hi.map(|h| h * full) }
+                            .holding(Some(mean));
+                        let side = match (i.lo, i.hi) {
+                            (Some(lo), _) if lo >= o.min => Some(true),
+                            (_, Some(hi)) if hi < o.min => Some(false),
+                            _ => None,
+                        };
+                        (side, format!("{} {} {}", fmt_value(Some(mean)), fmt_interval(&i), side_words(side)))
+                    })
                 }
             };
-            words.push(format!("{o}: {said}"));
-            sides.push(side);
+            terms.push((side, format!("{o}: {said}")));
         }
         if slo.judges_attainment() {
             let target = slo.attainment_target();
-            let i = wilson(self.good, self.judged, conf);
-            let side = match (i.lo, i.hi) {
-                (Some(lo), _) if lo >= target => Some(true),
-                (_, Some(hi)) if hi < target => Some(false),
-                _ => None,
-            };
             // A quality limit no judged request was scored by leaves the
             // verdict no request good: not met until one is (a run whose
             // answers had no score had stopped as met, at 100%, where the
@@ -734,7 +735,6 @@ impl Watch {
                 .filter(|(_, scored)| !**scored)
                 .map(|(l, _)| l.to_string())
                 .collect();
-            let side = side.filter(|met| !met || unscored.is_empty());
             let why = match unscored.is_empty() {
                 true => String::new(),
                 false => format!(
@@ -742,10 +742,18 @@ impl Watch {
                     unscored.join(", ")
                 ),
             };
-            words.push(format!("attainment>={target}: {} {}{why}", fmt_interval(&i), side_words(side)));
-            sides.push(side);
+            terms.push(two_sided(confs, |conf| {
+                let i = wilson(self.good, self.judged, conf);
+                let side = match (i.lo, i.hi) {
+                    (Some(lo), _) if lo >= target => Some(true),
+                    (_, Some(hi)) if hi < target => Some(false),
+                    _ => None,
+                };
+                let side = side.filter(|met| !met || unscored.is_empty());
+                (side, format!("attainment>={target}: {} {}{why}", fmt_interval(&i), side_words(side)))
+            }));
         }
-        sides.into_iter().zip(words).collect()
+        terms
     }
 
     /// The decision at this look, if any.
