@@ -537,7 +537,7 @@ struct Read {
 /// and one missing after is held at its value before.
 fn read_through(
     u0: Option<f64>,
-    ops: &[Op],
+    ops: impl IntoIterator<Item = Op>,
     v2: Option<f64>,
     since_boot: bool,
     room: &mut dyn FnMut(bool) -> bool,
@@ -549,7 +549,7 @@ fn read_through(
     let mut read = Read::default();
     let mut resets: i64 = 0;
     for op in ops {
-        match *op {
+        match op {
             Op::Step(x) => {
                 match state {
                     Some(prev) => {
@@ -716,11 +716,6 @@ fn merge(before: &Signals, dropped: Signals, after: &mut Signals, held: usize) {
                     a_first.get(id).map(Op::Step),
                     a_last.get(id).map(Op::Hold),
                 ];
-                let (mut ops, mut n) = ([Op::Hold(0.0); 5], 0);
-                for op in steps.into_iter().flatten() {
-                    ops[n] = op;
-                    n += 1;
-                }
                 let cost = counter_values(id);
                 let mut room = |had: bool| {
                     let fits = had || room_after >= cost;
@@ -729,7 +724,8 @@ fn merge(before: &Signals, dropped: Signals, after: &mut Signals, held: usize) {
                     }
                     fits
                 };
-                let read = read_through(u0, &ops[..n], v2, since_boot, &mut room, (a_first.has(id), a_last.has(id)));
+                let ops = steps.into_iter().flatten();
+                let read = read_through(u0, ops, v2, since_boot, &mut room, (a_first.has(id), a_last.has(id)));
                 a_first.set(id, read.first);
                 a_last.set(id, read.last);
                 resets = resets.saturating_add(u64::from(read.resets));

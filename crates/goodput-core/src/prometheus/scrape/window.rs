@@ -271,9 +271,9 @@ fn counter_steps(points: &[(Duration, &Signals)], signal: CounterSignal) -> (Vec
             let series = s.counters.get(&signal).map_or(&[][..], Vec::as_slice);
             let mut increase = 0.0;
             let mut measured = !since_boot;
-            for (k, v) in first.iter().chain(held).chain(series).enumerate() {
+            for (v, is_held) in read_order(first, held, series) {
                 let prev = last.insert(v.series.as_str(), v.value);
-                if (first.len()..first.len() + held.len()).contains(&k) {
+                if is_held {
                     // Held: its increase up to it is carried.
                     measured |= prev.is_some();
                     continue;
@@ -317,6 +317,19 @@ fn carried_of(
     let first = c.first.get(&signal).map_or(&[][..], Vec::as_slice);
     let last = c.last.get(&signal).map_or(&[][..], Vec::as_slice);
     (c.counters.get(&signal), first, last)
+}
+
+/// A scrape's values of one counter in the order a window reads them:
+/// the first values carried (read as samples), the last values carried
+/// (held, `true`: the increase up to each is carried), then its own
+/// ([`carried_of`]).
+fn read_order<'a>(
+    first: &'a [SeriesValue],
+    held: &'a [SeriesValue],
+    own: &'a [SeriesValue],
+) -> impl Iterator<Item = (&'a SeriesValue, bool)> {
+    let sample = |v| (v, false);
+    first.iter().map(sample).chain(held.iter().map(|v| (v, true))).chain(own.iter().map(sample))
 }
 
 /// How the series of one counter covered a window's scrapes: how many were
@@ -424,10 +437,9 @@ fn increase_by_label(points: &[(Duration, &Signals)], signal: CounterSignal, lab
             }
         }
         let own = s.counters.get(&signal).map_or(&[][..], Vec::as_slice);
-        // The first values, then the held ones, then the scrape's own.
-        for (k, v) in first.iter().chain(held).chain(own).enumerate() {
+        for (v, is_held) in read_order(first, held, own) {
             let prev = last.insert(v.series.as_str(), v.value);
-            if (first.len()..first.len() + held.len()).contains(&k) {
+            if is_held {
                 continue;
             }
             let Some(key) = super::signals::series_label(&v.series, label) else { continue };
