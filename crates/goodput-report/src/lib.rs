@@ -50,10 +50,7 @@ use std::path::Path;
 /// document. The JSON is streamed into the file as it is serialized, never
 /// held whole in memory: a run's records can run to gigabytes of it.
 pub fn write_json<T: Serialize>(path: &Path, result: &T) -> std::io::Result<()> {
-    let json = |w: &mut dyn Write| {
-        serde_json::to_writer_pretty(&mut *w, result).map_err(json_error)?;
-        w.write_all(b"\n")
-    };
+    let json = |w: &mut dyn Write| write_json_to(w, result);
     if writes_in_place(path) {
         // What is written in place (standard output, a FIFO) cannot be
         // taken back: a document that cannot be serialized fails here,
@@ -62,6 +59,13 @@ pub fn write_json<T: Serialize>(path: &Path, result: &T) -> std::io::Result<()> 
         serde_json::to_writer(std::io::sink(), result).map_err(json_error)?;
     }
     write_file_atomic_with(path, json)
+}
+
+/// `result` as [`write_json`] writes it (pretty JSON and a final newline),
+/// into `w`, unbuffered.
+pub fn write_json_to<T: Serialize>(w: &mut dyn Write, result: &T) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *w, result).map_err(json_error)?;
+    w.write_all(b"\n")
 }
 
 /// serde_json's error as an I/O error: a write's own error as it was (a

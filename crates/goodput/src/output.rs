@@ -345,8 +345,7 @@ fn rescue<T: serde::Serialize>(
     let moved = moved(file.path());
     {
         let mut w = std::io::BufWriter::new(file.as_file_mut());
-        serde_json::to_writer_pretty(&mut w, moved.as_ref().unwrap_or(doc))?;
-        w.write_all(b"\n")?;
+        goodput_report::write_json_to(&mut w, moved.as_ref().unwrap_or(doc))?;
         w.flush()?;
     }
     file.as_file().sync_all()?;
