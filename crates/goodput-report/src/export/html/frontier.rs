@@ -43,7 +43,7 @@ fn gpu_slot(k: usize) -> usize {
 
 /// A frontier as a page.
 pub fn frontier_page(doc: &FrontierResult) -> Result<String, ExportError> {
-    let (data, _) = embed(doc, || doc)?;
+    let (data, _) = embed(doc, || doc, |d| d)?;
     let mut o = String::new();
     let title = match doc.model.as_str() {
         "" => format!("{} frontier", doc.source.as_str()),

@@ -74,29 +74,83 @@ fn page(kind: &str, title: &str, body: &str, data: &str) -> String {
     o
 }
 
-/// The document as JSON for the page; when it would be too large, `lean`'s
-/// instead (the document without its per-request records), and a note
-/// saying so.
-fn embed<T: Serialize, L: Serialize>(doc: &T, lean: impl FnOnce() -> L) -> Result<(String, bool), ExportError> {
-    embed_within(doc, EMBED_LIMIT_BYTES, lean)
+/// What the page's embedded document leaves out of the one it shows, to
+/// stay within [`EMBED_LIMIT_BYTES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Embedded {
+    Whole,
+    /// The per-request records.
+    WithoutRecords,
+    /// The records and the server's scrapes (`server_signals.samples`); the
+    /// signals' window summary and the charts drawn from them stay.
+    WithoutRecordsOrScrapes,
 }
 
-fn embed_within<T: Serialize, L: Serialize>(
+impl Embedded {
+    /// The page's note on what the embedded document leaves out, if anything.
+    fn note(self) -> Option<String> {
+        let what = match self {
+            Embedded::Whole => return None,
+            Embedded::WithoutRecords => "per-request records",
+            Embedded::WithoutRecordsOrScrapes => {
+                "per-request records and the server's scrapes, server_signals.samples,"
+            }
+        };
+        Some(format!(
+            r#"<p class="note">The embedded document leaves out {what} (over {} MiB); the JSON result holds them.</p>"#,
+            EMBED_LIMIT_BYTES >> 20
+        ))
+    }
+}
+
+/// The document as JSON for the page; when it would be too large, `lean`'s
+/// instead (the document without its per-request records), and when that
+/// too would be, `leaner`'s of it (without the server's scrapes as well).
+fn embed<T: Serialize, L: Serialize, M: Serialize>(
+    doc: &T,
+    lean: impl FnOnce() -> L,
+    leaner: impl FnOnce(L) -> M,
+) -> Result<(String, Embedded), ExportError> {
+    embed_within(doc, EMBED_LIMIT_BYTES, lean, leaner)
+}
+
+fn embed_within<T: Serialize, L: Serialize, M: Serialize>(
     doc: &T,
     limit: usize,
     lean: impl FnOnce() -> L,
-) -> Result<(String, bool), ExportError> {
-    // Measure before building: a long run's records can run to hundreds of MB.
-    let mut size = ByteCount(0);
-    serde_json::to_writer(&mut size, doc)?;
-    if size.0 <= limit {
-        return Ok((serde_json::to_string(doc)?, false));
+    leaner: impl FnOnce(L) -> M,
+) -> Result<(String, Embedded), ExportError> {
+    // Measure before building: a long run's records, or its scrapes, can
+    // run to hundreds of MB.
+    if serialized_len(doc)? <= limit {
+        return Ok((serde_json::to_string(doc)?, Embedded::Whole));
     }
     // The document without its records, never a tree of them. It goes
     // through a `Value`, as the page has always embedded a stripped
     // document: its maps order their keys by name.
-    let v = serde_json::to_value(lean())?;
-    Ok((serde_json::to_string(&v)?, true))
+    let lean = lean();
+    if serialized_len(&lean)? <= limit {
+        let v = serde_json::to_value(&lean)?;
+        return Ok((serde_json::to_string(&v)?, Embedded::WithoutRecords));
+    }
+    // Embedded whatever its size now: what is left is the run's summary,
+    // configuration and the signals' window, small beside what was cut.
+    let v = serde_json::to_value(leaner(lean))?;
+    Ok((serde_json::to_string(&v)?, Embedded::WithoutRecordsOrScrapes))
+}
+
+fn serialized_len<T: Serialize>(doc: &T) -> Result<usize, ExportError> {
+    let mut size = ByteCount(0);
+    serde_json::to_writer(&mut size, doc)?;
+    Ok(size.0)
+}
+
+/// `r` without the server's scrapes, for the embedded document.
+fn without_scrapes(mut r: RunResult) -> RunResult {
+    if let Some(s) = r.server_signals.as_mut() {
+        s.samples = Vec::new();
+    }
+    r
 }
 
 /// `r` without its per-request records, for the embedded document: the
@@ -385,19 +439,12 @@ fn charts(o: &mut String, charts: &[Chart]) {
     o.push_str("</div>");
 }
 
-fn config_section(o: &mut String, config: &serde_json::Value, stripped: bool) -> Result<(), ExportError> {
+fn config_section(o: &mut String, config: &serde_json::Value, embedded: Embedded) -> Result<(), ExportError> {
     let _ = write!(
         o,
         r#"<section><h2>Configuration</h2><pre class="config">{}</pre>{}</section>"#,
         html(&serde_json::to_string_pretty(config)?),
-        if stripped {
-            format!(
-                r#"<p class="note">The embedded document leaves out per-request records (over {} MiB); the JSON result holds them.</p>"#,
-                EMBED_LIMIT_BYTES >> 20
-            )
-        } else {
-            String::new()
-        }
+        embedded.note().unwrap_or_default()
     );
     Ok(())
 }
@@ -498,11 +545,12 @@ pub(super) mod tests {
     fn an_oversized_document_is_embedded_without_its_records() {
         let (r, _) = run(40, true);
         let whole = serde_json::to_string(&r).unwrap();
-        let (small, stripped) = embed_within(&r, whole.len(), || without_records(&r)).unwrap();
-        assert!(!stripped);
+        let embed = |limit| embed_within(&r, limit, || without_records(&r), without_scrapes).unwrap();
+        let (small, embedded) = embed(whole.len());
+        assert_eq!(embedded, Embedded::Whole);
         assert_eq!(small, whole);
-        let (text, stripped) = embed_within(&r, whole.len() - 1, || without_records(&r)).unwrap();
-        assert!(stripped && !text.contains(r#""requests":["#), "{text}");
+        let (text, embedded) = embed(whole.len() - 1);
+        assert!(embedded == Embedded::WithoutRecords && !text.contains(r#""requests":["#), "{text}");
         let before = stripped_as_before(&r, |v| {
             v.as_object_mut().unwrap().remove("requests").unwrap();
         });
@@ -511,6 +559,42 @@ pub(super) mod tests {
         let mut back: RunResult = serde_json::from_str(&text).unwrap();
         back.requests = r.requests.clone();
         assert_eq!(back, r);
+    }
+
+    /// A run whose scrapes alone pass the limit is embedded without them
+    /// too, the rest of its signals kept, and the page says so.
+    #[test]
+    fn a_run_too_large_without_its_records_is_embedded_without_its_scrapes() {
+        use goodput_core::prometheus::scrape::{GaugeSignal, ScrapeSample, ServerSignals, Signals};
+        let (mut r, _) = run(40, true);
+        let samples: Vec<ScrapeSample> = (0..200)
+            .map(|k| {
+                let mut signals = Signals::default();
+                signals.gauges.insert(GaugeSignal::RunningRequests, k as f64);
+                ScrapeSample { t: Duration::from_millis(100 * k), signals }
+            })
+            .collect();
+        r.server_signals =
+            Some(ServerSignals { scrapes: samples.len(), interval_s: 0.1, samples, ..Default::default() });
+        let lean = serde_json::to_string(&without_records(&r)).unwrap();
+        let embed = |limit| embed_within(&r, limit, || without_records(&r), without_scrapes).unwrap();
+        assert_eq!(embed(lean.len()).1, Embedded::WithoutRecords);
+        let (text, embedded) = embed(lean.len() - 1);
+        assert_eq!(embedded, Embedded::WithoutRecordsOrScrapes);
+        assert!(text.len() < lean.len() / 2, "{} of {}", text.len(), lean.len());
+        let back: RunResult = serde_json::from_str(&text).unwrap();
+        let (got, want) = (back.server_signals.unwrap(), r.server_signals.as_ref().unwrap());
+        assert!(got.samples.is_empty() && back.requests.is_none());
+        assert_eq!(ServerSignals { samples: want.samples.clone(), ..got }, *want);
+        assert_eq!(back.summary, r.summary);
+        let note = embedded.note().unwrap();
+        assert!(
+            note.contains(
+                "leaves out per-request records and the server's scrapes, server_signals.samples, (over 16 MiB)"
+            ),
+            "{note}"
+        );
+        assert_eq!(Embedded::Whole.note(), None);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::fmt::Write;
 const OWN_COLOURS: usize = 5;
 
 pub fn overlay_page(c: &FrontierComparison) -> Result<String, ExportError> {
-    let (data, _) = embed(c, || c)?;
+    let (data, _) = embed(c, || c, |c| c)?;
     let mut o = String::new();
     let title = format!("predicted against measured · {}", c.measured.model);
     let lines = vec![

@@ -4,7 +4,7 @@ use super::sections::{by_model, diagnosis, failures, quality, sessions, vllm_vie
 use super::signals::{engine_section, server_section};
 use super::{
     card, cdf_chart_of, charts, config_section, embed, footer, header, page, rated_tag, slo_guides, slo_of, table,
-    target_line, title_of, without_records, FROM_PERCENTILES,
+    target_line, title_of, without_records, without_scrapes, FROM_PERCENTILES,
 };
 use crate::escape::html;
 use crate::export::ExportError;
@@ -27,7 +27,7 @@ pub fn run_page(r: &RunResult) -> Result<String, ExportError> {
 /// memory). The page's embedded document stays the one given: the records
 /// draw, borrowed, they are not copied in.
 pub fn run_page_with(r: &RunResult, records: Option<&[RequestRecord]>) -> Result<String, ExportError> {
-    let (data, stripped) = embed(r, || without_records(r))?;
+    let (data, embedded) = embed(r, || without_records(r), without_scrapes)?;
     // The records that draw: the document's own, else those given.
     let recs = match records {
         Some(recs) if r.requests.is_none() && !recs.is_empty() => Some(recs),
@@ -67,7 +67,7 @@ pub fn run_page_with(r: &RunResult, records: Option<&[RequestRecord]>) -> Result
     diagnosis(&mut o, r);
     run_cards(&mut o, r);
     run_body(&mut o, r, recs);
-    config_section(&mut o, &serde_json::to_value(&r.config)?, stripped)?;
+    config_section(&mut o, &serde_json::to_value(&r.config)?, embedded)?;
     o.push_str("</main>");
     footer(&mut o, &r.tool, &r.schema);
     Ok(page("run", &format!("goodput {} · {}", r.kind, r.target.model), &o, &data))

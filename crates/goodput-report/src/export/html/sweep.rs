@@ -2,7 +2,7 @@
 
 use super::{
     card, cdf_chart_of, charts, config_section, counted, embed, footer, header, page, slo_guides, slo_metric, slo_of,
-    target_line, title_of, without_records, FROM_PERCENTILES,
+    target_line, title_of, without_records, without_scrapes, FROM_PERCENTILES,
 };
 use crate::escape::html;
 use crate::export::ExportError;
@@ -29,7 +29,7 @@ pub fn sweep_page(sw: &SweepResult) -> Result<String, ExportError> {
 /// (`held`) where the document holds none. The page embeds the document
 /// as given.
 pub fn sweep_page_with(sw: &SweepResult, held: Option<&SweepSeries>) -> Result<String, ExportError> {
-    let (data, stripped) = embed(sw, || without_point_records(sw))?;
+    let (data, embedded) = embed(sw, || without_point_records(sw), without_point_scrapes)?;
     let mut o = String::new();
     sweep_header(&mut o, sw);
     o.push_str("</header><main><section class=\"cards\">");
@@ -43,7 +43,7 @@ pub fn sweep_page_with(sw: &SweepResult, held: Option<&SweepSeries>) -> Result<S
     sweep_charts(&mut o, sw, held);
     points_table(&mut o, sw);
     repeats_table(&mut o, sw);
-    config_section(&mut o, &serde_json::to_value(&sw.config)?, stripped)?;
+    config_section(&mut o, &serde_json::to_value(&sw.config)?, embedded)?;
     o.push_str("</main>");
     footer(&mut o, &sw.tool, &sw.schema);
     Ok(page("sweep", &format!("goodput sweep · {}", sw.target.model), &o, &data))
@@ -72,6 +72,12 @@ fn without_point_records(sw: &SweepResult) -> SweepResult {
             .collect(),
         analysis: analysis.clone(),
     }
+}
+
+/// `sw` without its points' scrapes, for the embedded document.
+fn without_point_scrapes(mut sw: SweepResult) -> SweepResult {
+    sw.points = sw.points.into_iter().map(|p| SweepPoint { result: without_scrapes(p.result), ..p }).collect();
+    sw
 }
 
 /// The header's lines and the recommendation's pill.
@@ -843,8 +849,10 @@ mod tests {
             .collect();
         let sw = sweep_of(points, true);
         let whole = serde_json::to_string(&sw).unwrap();
-        let (text, stripped) = super::super::embed_within(&sw, whole.len() - 1, || without_point_records(&sw)).unwrap();
-        assert!(stripped);
+        let (text, embedded) =
+            super::super::embed_within(&sw, whole.len() - 1, || without_point_records(&sw), without_point_scrapes)
+                .unwrap();
+        assert_eq!(embedded, super::super::Embedded::WithoutRecords);
         let mut v = serde_json::to_value(&sw).unwrap();
         for p in v["points"].as_array_mut().unwrap() {
             p["result"].as_object_mut().unwrap().remove("requests");
