@@ -10,8 +10,10 @@
 //!   percentile by Mood's quantile test at that percentile, which asks
 //!   whether more of one run's requests lie beyond the pooled percentile,
 //!   so a change confined to the tail is seen there and not at the median.
-//!   A percentile a run's sample does not bound keeps the interval test,
-//!   which declines to call it.
+//!   Fisher's exact test holds its level at any size, so this is made where
+//!   a run's interval does not bound the percentile too; where too few
+//!   values lie above the pooled percentile for any split of them to reach
+//!   the level, no call is made.
 //! - A percentile otherwise: the difference of the two percentiles over its standard
 //!   error, each run's standard error read from its order-statistic
 //!   interval on the side that faces the other run (half-width / z), and
@@ -133,19 +135,15 @@ pub fn test_in(m: &Metric, base: &RunResult, run: &RunResult, by_means: bool) ->
 /// The test of the `p`-th percentile of `d` on the two runs' per-request
 /// values (Mann–Whitney U for the median, Mood's quantile test at `p`
 /// otherwise), where both carry their records, neither ran sessions (whose
-/// requests are not independent), each has [`MIN_SAMPLES`] values or more,
-/// and each run's sample bounds its `p`-th percentile on both sides: a
-/// percentile the sample cannot bound (a p99 of 30 requests) stays one no
-/// test can call.
+/// requests are not independent) and each has [`MIN_SAMPLES`] values or
+/// more. Mood's test holds its level at any size (Fisher's exact test), so
+/// it is made where a run's interval does not bound the percentile too (a
+/// p95 of 60 requests); where no split of the values above the pooled
+/// percentile could reach the level (a p99 of 30 requests a run: one value
+/// above it), it says it cannot tell, as the interval test would.
 fn on_records(d: Dist, p: f64, base: &RunResult, run: &RunResult) -> Option<Significance> {
     let sessions = |r: &RunResult| r.summary.sessions.is_some();
     if sessions(base) || sessions(run) {
-        return None;
-    }
-    let unbounded = |r: &RunResult| {
-        r.summary.intervals.as_ref().and_then(|iv| iv.percentile(d.key(), p)).is_some_and(|i| !i.bounded())
-    };
-    if unbounded(base) || unbounded(run) {
         return None;
     }
     let x = samples(d.key(), base.requests.as_deref()?)?;
@@ -160,7 +158,23 @@ fn on_records(d: Dist, p: f64, base: &RunResult, run: &RunResult) -> Option<Sign
         (MANN_WHITNEY, t.p, format!("U = {}", t.u))
     } else {
         let t = quantile_test(&x, &y, p / 100.0)?;
-        (MOOD_QUANTILE, t.p, format!("{} and {} above the pooled p{} of {:.2} ms", t.above.0, t.above.1, p, t.split))
+        let above = format!("{} and {} above the pooled p{} of {:.2} ms", t.above.0, t.above.1, p, t.split);
+        if t.least_p >= alpha {
+            return Some(Significance {
+                test: MOOD_QUANTILE.into(),
+                p_value: None,
+                alpha,
+                call: Call::CannotTell,
+                reason: format!(
+                    "cannot tell: too few requests for the p{p} ({above}, {} and {} requests): all of them in one run \
+                     would give p = {}, not under {alpha}",
+                    x.len(),
+                    y.len(),
+                    p_text(t.least_p)
+                ),
+            });
+        }
+        (MOOD_QUANTILE, t.p, above)
     };
     let different = p_value < alpha;
     Some(Significance {

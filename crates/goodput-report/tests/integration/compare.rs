@@ -355,8 +355,8 @@ fn without_records_on_both_sides_the_interval_test_stays() {
 }
 
 /// From 30 requests with records: the median is tested on the requests,
-/// but a p99 the runs cannot bound stays one no test calls, and its `!`
-/// gate is unjudged, as without records.
+/// but of a p99 nothing lies above the pooled p99, so no test can call it,
+/// and its `!` gate is unjudged, as without records.
 #[test]
 fn with_records_an_unbounded_percentile_is_still_not_called() {
     use goodput_report::compare::{significance::MANN_WHITNEY, Call};
@@ -366,6 +366,32 @@ fn with_records_an_unbounded_percentile_is_still_not_called() {
     let s = call_of(&c, "ttft_ms.p99");
     assert_eq!((s.call, s.p_value), (Call::CannotTell, None), "{s:?}");
     assert_eq!(c.verdicts[0].verdict, Verdict::Unjudged, "{:?}", c.verdicts[0]);
+}
+
+/// From 60 requests a run cannot bound its p95 from above, but Mood's test
+/// on the records holds its level at any size: a run whose requests are all
+/// slower is called different at the p95 (its six requests above the
+/// pooled p95 all in the slower run), where the interval test could not
+/// tell; the same server again is not.
+#[test]
+fn with_records_a_p95_of_sixty_requests_is_tested_on_them() {
+    use goodput_report::compare::{significance::MOOD_QUANTILE, Call};
+    let base = server_run_with_records(60, 50.0, 1);
+    let p95 = |r: &goodput_core::RunResult| *r.summary.intervals.as_ref().unwrap().percentile("ttft_ms", 95.0).unwrap();
+    assert!(!p95(&base).bounded(), "{:?}", p95(&base));
+    let metric = parse_rules("ttft_ms.p95>+5%!").unwrap().remove(0).metric;
+    let slower = server_run_with_records(60, 150.0, 2);
+    let s = goodput_report::compare::significance::test(&metric, &base, &slower).unwrap();
+    assert_eq!((s.test.as_str(), s.call), (MOOD_QUANTILE, Call::Different), "{s:?}");
+    assert!(s.reason.contains("0 and 6 above the pooled p95"), "{}", s.reason);
+    let mut without = (base.clone(), slower.clone());
+    without.0.requests = None;
+    without.1.requests = None;
+    let s = goodput_report::compare::significance::test(&metric, &without.0, &without.1).unwrap();
+    assert_eq!(s.call, Call::CannotTell, "{s:?}");
+    let same = server_run_with_records(60, 50.0, 2);
+    let s = goodput_report::compare::significance::test(&metric, &base, &same).unwrap();
+    assert_eq!((s.test.as_str(), s.call), (MOOD_QUANTILE, Call::NotShown), "{s:?}");
 }
 
 /// Several `!` rules on one run: their p-values are adjusted together by
