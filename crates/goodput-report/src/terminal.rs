@@ -357,6 +357,32 @@ fn repeats_block(o: &mut String, r: &RunResult) {
     o.push('\n');
 }
 
+/// The output tokens that failed and cancelled requests streamed, which
+/// the rates leave out, where they are 5% or more of all the run's
+/// streamed output (a timed run that cut long answers at its end reads a
+/// rate below what the server made): how many, and the rate with them.
+fn uncounted_output(r: &RunResult) -> Option<String> {
+    let (tok, n) = (&r.summary.tokens, &r.summary.requests);
+    let left = tok.output_all.checked_sub(tok.output).filter(|&k| k > 0)?;
+    if (left as f64) < 0.05 * tok.output_all as f64 || crate::metric::no_output(&r.summary) {
+        return None;
+    }
+    let whose = match (n.cancelled, n.failed) {
+        (0, f) => format!("{f} failed"),
+        (c, 0) => format!("{c} cancelled"),
+        (c, f) => format!("{c} cancelled and {f} failed"),
+    };
+    let with = if r.window.duration_s > 0.0 {
+        format!("; with them, {:.1} output tok/s", tok.output_all as f64 / r.window.duration_s)
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "{left:>12}   output tokens of the {whose} requests ({:.0}% of all streamed), left out of the rates{with}",
+        100.0 * left as f64 / tok.output_all as f64
+    ))
+}
+
 fn throughput(o: &mut String, r: &RunResult) {
     let s = &r.summary;
     let th = &s.throughput;
@@ -396,6 +422,9 @@ fn throughput(o: &mut String, r: &RunResult) {
             sources(&tok.output_sources),
             sources(&tok.input_sources)
         );
+    }
+    if let Some(line) = uncounted_output(r) {
+        let _ = writeln!(o, "  not counted     {line}");
     }
     // Bursts are news only where some chunk carried more than one token.
     if let Some(c) = tok.per_chunk.as_ref().filter(|c| c.max > 1) {

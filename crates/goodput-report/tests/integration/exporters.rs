@@ -1394,3 +1394,38 @@ fn a_mixed_slos_sweep_table_gives_the_verdicts_share_and_goodputs() {
     let i = heads.iter().position(|h| *h == "attainment").unwrap();
     assert_eq!(t.texts(&t.rows[1])[i], "80.00%");
 }
+
+/// A run whose cancelled requests streamed 5% or more of its output says
+/// under `tokens` how many the rates left out, and the rate with them; one
+/// whose cancelled requests streamed less says nothing.
+#[test]
+fn terminal_says_what_output_the_rates_left_out() {
+    use goodput_core::Outcome;
+    let p = Profile { requests: 100, concurrency: 8, seed: 4, ..Profile::default() };
+    let cut = |k: usize| {
+        let mut recs = records(p);
+        let n = recs.len();
+        for r in recs.iter_mut().skip(n - k) {
+            r.outcome = Outcome::Cancelled;
+        }
+        let left: u64 = recs.iter().skip(n - k).map(|r| r.output_tokens).sum();
+        (run_of("m", p, recs, None, false), left)
+    };
+    let (r, left) = cut(8);
+    let tok = &r.summary.tokens;
+    assert_eq!((r.summary.requests.cancelled, tok.output_all - tok.output), (8, left));
+    let text = terminal::render_width(&r, 400);
+    let line = text.lines().find(|l| l.starts_with("  not counted")).unwrap_or_else(|| panic!("{text}"));
+    let share = 100.0 * left as f64 / tok.output_all as f64;
+    let rate = tok.output_all as f64 / r.window.duration_s;
+    for want in [
+        format!(" {left}   output tokens of the 8 cancelled requests ({share:.0}% of all streamed)"),
+        format!("with them, {rate:.1} output tok/s"),
+    ] {
+        assert!(line.contains(&want), "{line} lacks {want}");
+    }
+    assert!(rate > r.summary.throughput.output_tokens_per_s);
+    let (r, left) = cut(1);
+    assert!((left as f64) < 0.05 * r.summary.tokens.output_all as f64);
+    assert!(!terminal::render_width(&r, 400).contains("not counted"));
+}
