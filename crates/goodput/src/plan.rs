@@ -1764,6 +1764,10 @@ impl Search<'_> {
         let work: Vec<(usize, &Vec<Candidate>)> =
             groups.iter().enumerate().filter(|(_, g)| g.iter().all(|c| c.max_num_seqs == widest(c))).collect();
         let next = Mutex::new(0usize);
+        // Configurations simulated so far, of those to simulate: each line
+        // of progress counts them, for a search that runs minutes.
+        let total: usize = work.iter().map(|(_, g)| g.len()).sum();
+        let simulated = std::sync::atomic::AtomicUsize::new(0);
         let done: Mutex<Vec<(usize, Vec<FrontierConfig>)>> = Mutex::new(Vec::new());
         std::thread::scope(|s| {
             for _ in 0..jobs.min(work.len()).max(1) {
@@ -1782,7 +1786,8 @@ impl Search<'_> {
                     let out = self.run_group(group);
                     if !self.args.quiet {
                         for c in &out {
-                            goodput_core::tell!("{}: {}", c.id, plural(c.points.len(), "point"));
+                            let k = simulated.fetch_add(1, Ordering::SeqCst) + 1;
+                            goodput_core::tell!("[{k}/{total}] {}: {}", c.id, plural(c.points.len(), "point"));
                         }
                     }
                     done.lock().expect("no thread panics holding it").push((gi, out));
