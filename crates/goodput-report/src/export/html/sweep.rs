@@ -860,4 +860,40 @@ mod tests {
         assert_eq!(text, serde_json::to_string(&v).unwrap());
         assert!(sw.points[0].result.requests.is_some() && !text.contains(r#""requests":["#));
     }
+
+    /// A sweep whose points' scrapes alone pass the limit is embedded
+    /// without them too, every point's other signals kept.
+    #[test]
+    fn a_sweep_too_large_without_its_records_is_embedded_without_its_scrapes() {
+        use goodput_core::prometheus::scrape::{GaugeSignal, ScrapeSample, ServerSignals, Signals};
+        let points: Vec<SweepPoint> = [1, 2]
+            .into_iter()
+            .map(|c| {
+                let mut result = run(20 * c, true).0;
+                let samples: Vec<ScrapeSample> = (0..100)
+                    .map(|k| {
+                        let mut signals = Signals::default();
+                        signals.gauges.insert(GaugeSignal::RunningRequests, k as f64);
+                        ScrapeSample { t: std::time::Duration::from_millis(100 * k), signals }
+                    })
+                    .collect();
+                result.server_signals =
+                    Some(ServerSignals { scrapes: 100, interval_s: 0.1, samples, ..Default::default() });
+                SweepPoint { load: Load::Concurrency(c), origin: "grid".into(), result }
+            })
+            .collect();
+        let sw = sweep_of(points, true);
+        let lean = serde_json::to_string(&without_point_records(&sw)).unwrap();
+        let (text, embedded) =
+            super::super::embed_within(&sw, lean.len() - 1, || without_point_records(&sw), without_point_scrapes)
+                .unwrap();
+        assert_eq!(embedded, super::super::Embedded::WithoutRecordsOrScrapes);
+        let back: SweepResult = serde_json::from_str(&text).unwrap();
+        for (got, want) in back.points.iter().zip(&sw.points) {
+            let (g, w) = (got.result.server_signals.as_ref().unwrap(), want.result.server_signals.as_ref().unwrap());
+            assert!(g.samples.is_empty() && !w.samples.is_empty() && got.result.requests.is_none());
+            assert_eq!((g.scrapes, &g.window), (w.scrapes, &w.window));
+            assert_eq!(got.result.summary, want.result.summary);
+        }
+    }
 }
