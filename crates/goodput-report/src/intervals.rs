@@ -180,9 +180,17 @@ pub fn has_unbounded(r: &RunResult, detail: Detail) -> bool {
     })
 }
 
-/// What the intervals assume, in a sentence.
-pub fn assumption(iv: &Intervals) -> String {
+/// What the intervals of `r` assume, in a sentence; where its users moved
+/// in lockstep (the diagnosis says so), that its requests were not
+/// independent, beside the figures that took them so (docs/metrics.md,
+/// "Users in lockstep break it most").
+pub fn assumption(r: &RunResult, iv: &Intervals) -> String {
+    let lockstep = r.diagnosis.iter().any(|d| d.kind == goodput_core::DiagnosisKind::Lockstep);
     let unit = match iv.unit {
+        Independent::Requests if lockstep => {
+            "requests taken as independent, which these, sent in waves, were not: the percentiles' intervals can be \
+             far too narrow (see the diagnosis; --runs N gives the spread from run to run)"
+        }
         Independent::Requests => "requests taken as independent",
         Independent::Sessions => "whole sessions resampled (a session's requests are not independent)",
     };

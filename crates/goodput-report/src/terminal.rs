@@ -323,7 +323,7 @@ fn intervals_block(o: &mut String, r: &RunResult, width: usize) {
     if crate::intervals::has_unbounded(r, Detail::Headline) {
         let _ = writeln!(o, "  ({})", crate::intervals::UNBOUNDED);
     }
-    let _ = writeln!(o, "  ({})", crate::intervals::assumption(iv));
+    let _ = writeln!(o, "  ({})", crate::intervals::assumption(r, iv));
     o.push('\n');
 }
 

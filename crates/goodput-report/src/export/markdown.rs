@@ -141,7 +141,7 @@ fn intervals(o: &mut String, r: &RunResult) {
         table(o, &t.at(Detail::Headline));
         o.push('\n');
     }
-    let mut note = crate::intervals::assumption(iv);
+    let mut note = crate::intervals::assumption(r, iv);
     if crate::intervals::has_unbounded(r, Detail::Headline) {
         note = format!("{note}. {}", crate::intervals::UNBOUNDED);
     }

@@ -1429,3 +1429,28 @@ fn terminal_says_what_output_the_rates_left_out() {
     assert!((left as f64) < 0.05 * r.summary.tokens.output_all as f64);
     assert!(!terminal::render_width(&r, 400).contains("not counted"));
 }
+
+/// Where the users moved in lockstep, the intervals' note says the
+/// requests were not independent, in the terminal, Markdown and HTML; a
+/// run without waves keeps the plain note.
+#[test]
+fn intervals_of_a_lockstep_run_say_its_requests_were_not_independent() {
+    use goodput_core::{doc::result::Diagnosis, DiagnosisKind};
+    let p = Profile { requests: 100, concurrency: 8, seed: 4, ..Profile::default() };
+    let mut r = run_of("m", p, records(p), None, false);
+    let said = "which these, sent in waves, were not: the percentiles";
+    let texts = |r: &RunResult| {
+        [
+            terminal::render_width(r, 400),
+            text(&render_run(Format::Markdown, r), "summary.md"),
+            text(&render_run(Format::Html, r), "report.html"),
+        ]
+    };
+    for t in texts(&r) {
+        assert!(t.contains("requests taken as independent") && !t.contains(said), "{t}");
+    }
+    r.diagnosis.push(Diagnosis { kind: DiagnosisKind::Lockstep, message: "the 8 users moved in lockstep".into() });
+    for t in texts(&r) {
+        assert!(t.contains(said), "{t}");
+    }
+}

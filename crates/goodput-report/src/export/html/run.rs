@@ -273,7 +273,7 @@ fn intervals(o: &mut String, r: &RunResult) {
     if let Some(t) = crate::intervals::rates(r) {
         table(o, &t.at(Detail::Full), Some("intervals"));
     }
-    let mut note = crate::intervals::assumption(iv);
+    let mut note = crate::intervals::assumption(r, iv);
     if crate::intervals::has_unbounded(r, Detail::Full) {
         note = format!("{note}. {}", crate::intervals::UNBOUNDED);
     }
