@@ -1454,3 +1454,29 @@ fn intervals_of_a_lockstep_run_say_its_requests_were_not_independent() {
         assert!(t.contains(said), "{t}");
     }
 }
+
+/// A run that `--until` or `--stop-on-slo` stopped early while its users
+/// moved in lockstep says the stop may have come too soon; a run without
+/// waves, or one stopped at its cap, does not.
+#[test]
+fn an_early_stop_of_a_lockstep_run_says_it_may_have_come_too_soon() {
+    use goodput_core::analysis::until::{Stop, StopReason};
+    use goodput_core::{doc::result::Diagnosis, DiagnosisKind};
+    let p = Profile { requests: 100, concurrency: 8, seed: 4, ..Profile::default() };
+    let mut r = run_of("m", p, records(p), None, false);
+    let said = "it may have stopped too soon; start the users apart, or repeat it with --runs N";
+    let stop =
+        |reason| Some(Stop { reason, detail: "ttft_ms.p50 ±5%".into(), at_requests: Some(100), looks: Some(3) });
+    r.stop = stop(StopReason::UntilMet);
+    let plain = goodput_report::format::stop_text(&r).unwrap();
+    assert!(plain.starts_with("until_met after 100 requests (3 looks): ttft_ms.p50 ±5%") && !plain.contains(said));
+    r.diagnosis.push(Diagnosis { kind: DiagnosisKind::Lockstep, message: "the 8 users moved in lockstep".into() });
+    for reason in [StopReason::UntilMet, StopReason::SloDecided] {
+        r.stop = stop(reason);
+        let t = goodput_report::format::stop_text(&r).unwrap();
+        assert!(t.contains(said), "{t}");
+        assert!(terminal::render_width(&r, 400).contains(said));
+    }
+    r.stop = stop(StopReason::Cap);
+    assert!(!goodput_report::format::stop_text(&r).unwrap().contains(said));
+}
