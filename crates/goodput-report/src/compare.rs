@@ -547,6 +547,30 @@ fn warm_cache_note(runs: &[(&str, &RunResult)], by_means: bool) -> Option<String
     ))
 }
 
+/// The note for runs whose users moved in lockstep (their diagnosis says
+/// so), where the comparison reads single runs: the percentiles' tests take
+/// the requests as independent, and a wave's are not (docs/metrics.md,
+/// "Users in lockstep break it most"). Documents of `--runs N` compared by
+/// their means are tested on their runs, each one draw, and need none.
+fn lockstep_note(runs: &[(&str, &RunResult)], by_means: bool) -> Option<String> {
+    if by_means {
+        return None;
+    }
+    let lockstep = |r: &RunResult| r.diagnosis.iter().any(|d| d.kind == goodput_core::DiagnosisKind::Lockstep);
+    let each: Vec<String> = runs.iter().filter(|(_, r)| lockstep(r)).map(|(l, _)| l.to_string()).collect();
+    let their = match each.len() {
+        0 => return None,
+        1 => "its",
+        _ => "their",
+    };
+    Some(format!(
+        "the users of {} moved in lockstep (as {their} diagnosis says): the tests of {their} percentiles take the \
+         requests as independent, which a wave's are not, so a change marked * there may be how the waves fell, not \
+         the server; compare documents of --runs N (each run is then one draw), or start the users apart",
+        listed(&each)
+    ))
+}
+
 /// `a`, `a and b`, `a, b and c`.
 fn listed(items: &[String]) -> String {
     match items.split_last() {
@@ -600,6 +624,7 @@ pub fn compare(runs: &[(&str, &RunResult)], rules: &[Rule]) -> Comparison {
         workload_note(&differences),
         slo_note(runs),
         warm_cache_note(runs, by_means),
+        lockstep_note(runs, by_means),
         kinds,
         sources_note(runs),
         interrupted_note(runs),

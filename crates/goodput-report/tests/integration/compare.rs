@@ -743,3 +743,21 @@ fn a_mixed_slo_shows_the_verdicts_share_and_goodputs_apart() {
     let att = slo_row(&c, "goodput.slo_attainment");
     assert_eq!((att.label.as_str(), att.values.clone()), ("SLO attainment", vec![Some(0.6), Some(0.8)]));
 }
+
+/// Runs whose users moved in lockstep are named in the comparison's note:
+/// the tests of their percentiles take requests as independent, which a
+/// wave's are not. Runs without waves get no such note.
+#[test]
+fn runs_in_lockstep_are_told_in_the_comparison_s_note() {
+    use goodput_core::{doc::result::Diagnosis, DiagnosisKind};
+    let (a, mut b) = (server_run_with_records(200, 50.0, 1), server_run_with_records(200, 50.0, 2));
+    let said =
+        "moved in lockstep (as its diagnosis says): the tests of its percentiles take the requests as independent";
+    let c = compare(&[("a", &a), ("b", &b)], &[]);
+    assert!(!c.note.as_deref().unwrap_or_default().contains("lockstep"), "{:?}", c.note);
+    b.diagnosis.push(Diagnosis { kind: DiagnosisKind::Lockstep, message: "the 8 users moved in lockstep".into() });
+    let c = compare(&[("a", &a), ("b", &b)], &[]);
+    let note = c.note.clone().unwrap_or_default();
+    assert!(note.contains(&format!("the users of b {said}")), "{note}");
+    assert!(render_terminal(&c).contains("the users of b moved in lockstep"), "{}", render_terminal(&c));
+}
