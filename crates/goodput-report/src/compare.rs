@@ -547,17 +547,17 @@ fn warm_cache_note(runs: &[(&str, &RunResult)], by_means: bool) -> Option<String
     ))
 }
 
-/// The note for runs whose users moved in lockstep (their diagnosis says
-/// so), where the comparison reads single runs: the percentiles' tests take
-/// the requests as independent, and a wave's are not (docs/metrics.md,
-/// "Users in lockstep break it most"). Documents of `--runs N` compared by
-/// their means are tested on their runs, each one draw, and need none.
+/// The note for runs whose users moved in lockstep
+/// ([`crate::intervals::in_lockstep`]), where the comparison reads single
+/// runs: the percentiles' tests take the requests as independent, and a
+/// wave's are not. Documents of `--runs N` compared by their means are
+/// tested on their runs, each one draw, and need none.
 fn lockstep_note(runs: &[(&str, &RunResult)], by_means: bool) -> Option<String> {
     if by_means {
         return None;
     }
-    let lockstep = |r: &RunResult| r.diagnosis.iter().any(|d| d.kind == goodput_core::DiagnosisKind::Lockstep);
-    let each: Vec<String> = runs.iter().filter(|(_, r)| lockstep(r)).map(|(l, _)| l.to_string()).collect();
+    let each: Vec<String> =
+        runs.iter().filter(|(_, r)| crate::intervals::in_lockstep(r)).map(|(l, _)| l.to_string()).collect();
     let their = match each.len() {
         0 => return None,
         1 => "its",

@@ -353,10 +353,8 @@ pub fn stop_text(r: &goodput_core::RunResult) -> Option<String> {
         t.push_str(": ");
         t.push_str(&s.detail);
     }
-    // Decided early on intervals a lockstep run does not bear out
-    // (docs/metrics.md, "Users in lockstep break it most").
-    let lockstep = r.diagnosis.iter().any(|d| d.kind == goodput_core::DiagnosisKind::Lockstep);
-    if lockstep && matches!(s.reason, StopReason::UntilMet | StopReason::SloDecided) {
+    // Decided early on intervals a lockstep run does not bear out.
+    if crate::intervals::in_lockstep(r) && matches!(s.reason, StopReason::UntilMet | StopReason::SloDecided) {
         t.push_str(
             " (decided on intervals that take the requests as independent, which this run's waves were not: it may \
              have stopped too soon; start the users apart, or repeat it with --runs N)",

@@ -180,14 +180,20 @@ pub fn has_unbounded(r: &RunResult, detail: Detail) -> bool {
     })
 }
 
+/// Whether `r`'s users moved in lockstep (its diagnosis says so): its
+/// requests, sent in waves, were not independent, as its percentiles'
+/// intervals, the stop they decided and compare's tests on its records take
+/// them (docs/metrics.md, "Users in lockstep break it most").
+pub fn in_lockstep(r: &RunResult) -> bool {
+    r.diagnosis.iter().any(|d| d.kind == goodput_core::DiagnosisKind::Lockstep)
+}
+
 /// What the intervals of `r` assume, in a sentence; where its users moved
-/// in lockstep (the diagnosis says so), that its requests were not
-/// independent, beside the figures that took them so (docs/metrics.md,
-/// "Users in lockstep break it most").
+/// in lockstep ([`in_lockstep`]), that its requests were not independent,
+/// beside the figures that took them so.
 pub fn assumption(r: &RunResult, iv: &Intervals) -> String {
-    let lockstep = r.diagnosis.iter().any(|d| d.kind == goodput_core::DiagnosisKind::Lockstep);
     let unit = match iv.unit {
-        Independent::Requests if lockstep => {
+        Independent::Requests if in_lockstep(r) => {
             "requests taken as independent, which these, sent in waves, were not: the percentiles' intervals can be \
              far too narrow (see the diagnosis; --runs N gives the spread from run to run)"
         }
