@@ -356,8 +356,8 @@ pub fn stop_text(r: &goodput_core::RunResult) -> Option<String> {
     // Decided early on intervals a lockstep run does not bear out.
     if crate::intervals::in_lockstep(r) && matches!(s.reason, StopReason::UntilMet | StopReason::SloDecided) {
         t.push_str(
-            " (decided on intervals that take the requests as independent, which this run's waves were not: it may \
-             have stopped too soon; start the users apart, or repeat it with --runs N)",
+            " (decided on intervals of requests sent in waves, which batch means widen only where they see it: it \
+             may have stopped too soon; start the users apart, or repeat it with --runs N)",
         );
     }
     Some(t)

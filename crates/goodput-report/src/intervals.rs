@@ -181,26 +181,53 @@ pub fn has_unbounded(r: &RunResult, detail: Detail) -> bool {
 }
 
 /// Whether `r`'s users moved in lockstep (its diagnosis says so): its
-/// requests, sent in waves, were not independent, as its percentiles'
-/// intervals, the stop they decided and compare's tests on its records take
-/// them (docs/metrics.md, "Users in lockstep break it most").
+/// requests, sent in waves, were not independent, which its percentiles'
+/// intervals and the stop they decided see only where batch means can,
+/// and compare's tests on its records do not (docs/metrics.md, "Users in lockstep broke it most").
 pub fn in_lockstep(r: &RunResult) -> bool {
     r.diagnosis.iter().any(|d| d.kind == goodput_core::DiagnosisKind::Lockstep)
 }
 
-/// What the intervals of `r` assume, in a sentence; where its users moved
-/// in lockstep ([`in_lockstep`]), that its requests were not independent,
-/// beside the figures that took them so.
+/// What the intervals of `r` assume, in a sentence: requests taken as
+/// independent, except the percentiles widened where neighbouring requests
+/// were found to depend on each other ([`widened`]); where its users moved
+/// in lockstep ([`in_lockstep`]), that its requests were not independent.
 pub fn assumption(r: &RunResult, iv: &Intervals) -> String {
     let unit = match iv.unit {
-        Independent::Requests if in_lockstep(r) => {
-            "requests taken as independent, which these, sent in waves, were not: the percentiles' intervals can be \
-             far too narrow (see the diagnosis; --runs N gives the spread from run to run)"
+        Independent::Requests => {
+            let mut unit = "requests taken as independent".to_string();
+            if let Some(w) = widened(iv) {
+                unit += &format!(", except {w}");
+            }
+            if in_lockstep(r) {
+                unit += if iv.dependence.is_empty() {
+                    ", which these, sent in waves, were not: the percentiles' intervals can be far too narrow (see \
+                     the diagnosis; --runs N gives the spread from run to run)"
+                } else {
+                    "; these were sent in waves (see the diagnosis), and a tail with too few requests beyond it to \
+                     tell is still taken as independent (--runs N gives the spread from run to run)"
+                };
+            }
+            unit
         }
-        Independent::Requests => "requests taken as independent",
-        Independent::Sessions => "whole sessions resampled (a session's requests are not independent)",
+        Independent::Sessions => "whole sessions resampled (a session's requests are not independent)".into(),
     };
     format!("{unit}; rates by batch means over {} sub-windows; none for ITL", iv.batches)
+}
+
+/// The percentiles whose intervals were widened for the dependence between
+/// neighbouring requests, in words: how many, and the most widened with
+/// its factor (`summary.intervals.dependence`). None where none was.
+pub fn widened(iv: &Intervals) -> Option<String> {
+    let all = iv.dependence.iter().flat_map(|(k, row)| row.iter().map(move |(p, f)| (k.as_str(), p.as_str(), *f)));
+    let (key, p, f) = all.max_by(|a, b| a.2.total_cmp(&b.2))?;
+    let n: usize = iv.dependence.values().map(|row| row.len()).sum();
+    let name = Dist::ALL.iter().find(|d| d.key() == key).map_or(key, |d| d.label());
+    let s = if n == 1 { "" } else { "s" };
+    Some(format!(
+        "{n} percentile{s} widened where neighbouring requests depended on each other (batch means in the order \
+         they ended; most, {name} {p}, as {f:.1}× fewer requests)"
+    ))
 }
 
 /// The sentence for a `—`.

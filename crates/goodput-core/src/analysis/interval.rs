@@ -135,6 +135,15 @@ pub struct Intervals {
     /// per-request figures: ITL and chunk gaps are many samples of one
     /// request each, not independent, and have none.
     pub latency: BTreeMap<String, BTreeMap<String, Interval>>,
+    /// Per distribution path, per percentile key, where requests taken one
+    /// by one were found to depend on their neighbours (in the order they
+    /// ended: requests sent in waves, a drifting server), how many times
+    /// the count below the percentile varied as much as independent
+    /// requests' would (Student's t on the batches folded in): its interval
+    /// in `latency` is that of this many times fewer requests. Absent for
+    /// a percentile taken as independent, and in documents written before.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub dependence: BTreeMap<String, BTreeMap<String, f64>>,
     /// Sub-windows of the rates' batch means.
     pub batches: u32,
     pub throughput: RateIntervals,
@@ -451,6 +460,119 @@ pub fn percentile_interval(sorted: &[f64], p: f64, conf: f64) -> Interval {
     Interval { lo: b.lo.and_then(finite), hi: b.hi.and_then(finite) }.holding(est)
 }
 
+/// Fewest samples a batch of [`dependence`] holds: below [`BATCHES`] × this
+/// the samples are taken as independent, as before.
+pub const DEPENDENCE_MIN_BATCH: usize = 5;
+
+/// How much more the count of samples at or below `est` varies, over
+/// `in_order` (the samples in the order the run took them), than it would
+/// for independent samples: the variance of that count by batch means
+/// ([`BATCHES`] runs of consecutive samples, as the rates' sub-windows),
+/// over the binomial `n p̂ (1 − p̂)`. Near 1 for independent samples (a
+/// χ² of nine degrees over nine); in lockstep, where a wave's requests share
+/// one TTFT, the number of requests a wave holds or more. None where it
+/// cannot be told: fewer than [`DEPENDENCE_MIN_BATCH`] samples a batch, or
+/// fewer than [`BATCHES`] on one side of `est` (a p99 of under 1,000).
+pub fn dependence(in_order: &[f64], est: f64) -> Option<(f64, usize)> {
+    let n = in_order.len();
+    if n < BATCHES * DEPENDENCE_MIN_BATCH {
+        return None;
+    }
+    let b = dependence_batches(n);
+    // A sample equal to `est` counts half (mid-rank): ties, a wave's
+    // requests that share one value, would otherwise put every sample on
+    // one side of a percentile that falls on them.
+    let below = |v: &f64| match v.total_cmp(&est) {
+        std::cmp::Ordering::Less => 1.0,
+        std::cmp::Ordering::Equal => 0.5,
+        std::cmp::Ordering::Greater => 0.0,
+    };
+    let k = in_order.iter().map(below).sum::<f64>();
+    // Fewer than one sample a batch (of ten) on a side: too few to tell
+    // how they cluster (one alone gives a factor near 1 wherever it falls).
+    if k.min(n as f64 - k) < BATCHES as f64 {
+        return None;
+    }
+    let p = k / n as f64;
+    // Batch j holds samples [j n / B, (j + 1) n / B): sizes differ by one at most.
+    let ss: f64 = (0..b)
+        .map(|j| {
+            let batch = &in_order[j * n / b..(j + 1) * n / b];
+            let m = batch.len() as f64;
+            let mean = batch.iter().map(below).sum::<f64>() / m;
+            m * (mean - p) * (mean - p)
+        })
+        .sum();
+    Some((ss / (b as f64 - 1.0) / (p * (1.0 - p)), b))
+}
+
+/// The factor [`dependence`] over `b` batches of independent samples
+/// exceeds one time in a hundred: it is then a χ² of `b − 1` degrees over
+/// `b − 1`, whose 99th percentile this is (Wilson and Hilferty's cube
+/// root, within 0.5% from nine degrees up: 2.41 for nine, 1.69 for 29).
+/// One in a hundred, not one in twenty: a run has some thirty
+/// percentiles, and at one in twenty one or two of them were widened in a
+/// run of independent requests.
+pub fn dependence_threshold(b: usize) -> f64 {
+    let nu = b as f64 - 1.0;
+    let c = 2.0 / (9.0 * nu);
+    (1.0 - c + normal_quantile(0.99) * c.sqrt()).powi(3)
+}
+
+/// Batches of [`dependence`] over `n` samples: √n / 2, at least
+/// [`BATCHES`] and at most 30.
+pub fn dependence_batches(n: usize) -> usize {
+    ((n as f64).sqrt() / 2.0).round().clamp(BATCHES as f64, 30.0) as usize
+}
+
+/// [`percentile_interval`] of samples that need not be independent:
+/// `in_order` as the run took them, `sorted` the same sorted. Where
+/// [`dependence`] finds the count below the percentile varying `τ` times
+/// as much as independent samples' would, beyond [`dependence_threshold`],
+/// the ranks are those of `n / τ` independent samples (the effective
+/// sample size; τ with Student's t on the batches folded in), carried
+/// over to the `n` at the same fractions: wider, about `√τ` times near
+/// the middle. Otherwise exactly [`percentile_interval`]. The factor is
+/// returned beside it where it widened the interval.
+pub fn percentile_interval_dependent(in_order: &[f64], sorted: &[f64], p: f64, conf: f64) -> (Interval, Option<f64>) {
+    let (b, tau) = dependent_bounds(in_order, sorted, p, conf);
+    let finite = |v: f64| v.is_finite().then_some(v);
+    let est = crate::analysis::stats::percentile(sorted, p).filter(|v| v.is_finite());
+    (Interval { lo: b.lo.and_then(finite), hi: b.hi.and_then(finite) }.holding(est), tau)
+}
+
+/// [`percentile_objective_bounds`] of samples that need not be
+/// independent, as [`percentile_interval_dependent`] widens them.
+pub fn percentile_objective_bounds_dependent(in_order: &[f64], sorted: &[f64], p: f64, conf: f64) -> Interval {
+    dependent_bounds(in_order, sorted, p, conf).0.holding(crate::analysis::stats::percentile(sorted, p))
+}
+
+/// [`percentile_bounds`] at the effective sample size, and the factor where
+/// it is below `n`.
+fn dependent_bounds(in_order: &[f64], sorted: &[f64], p: f64, conf: f64) -> (Interval, Option<f64>) {
+    let n = sorted.len() as u64;
+    let est = crate::analysis::stats::percentile(sorted, p);
+    // Widened only where the factor is beyond what independent samples'
+    // would give one time in a hundred, and then by it with Student's t on the
+    // batches (their few degrees of freedom) in place of the normal's z.
+    let k = |b: usize| (t_quantile(0.5 + conf / 2.0, b as f64 - 1.0) / normal_quantile(0.5 + conf / 2.0)).powi(2);
+    let tau = est
+        .and_then(|e| dependence(in_order, e))
+        .filter(|&(t, b)| t > dependence_threshold(b))
+        .map(|(t, b)| t * k(b))
+        .filter(|&t| t > 1.0);
+    let Some(tau) = tau else { return (percentile_bounds(sorted, p, conf), None) };
+    let n_eff = ((n as f64 / tau).floor() as u64).max(1);
+    let (l, u, _) = percentile_ranks(n_eff, p / 100.0, conf);
+    // Rank k of n_eff sits at the fraction k / (n_eff + 1) of the sample;
+    // the rank at that fraction of n, rounded outward.
+    let scale = (n + 1) as f64 / (n_eff + 1) as f64;
+    let at = |k: u64| sorted[k as usize - 1];
+    let lo = (l >= 1).then(|| at(((l as f64 * scale).floor() as u64).clamp(1, n)));
+    let hi = (u <= n_eff).then(|| at(((u as f64 * scale).ceil() as u64).clamp(1, n)));
+    (Interval { lo, hi }, Some(tau))
+}
+
 /// [`percentile_interval`]'s order statistics as they are, an infinite one
 /// (a failure counted infinitely slow) kept: an SLO objective's bound that
 /// falls on one is missed, where a figure's interval calls that side
@@ -627,8 +749,10 @@ pub fn intervals(
     let finished: Vec<&RequestRecord> =
         measured.iter().copied().filter(|r| !matches!(r.outcome, Outcome::Cancelled)).collect();
     let mut latency = BTreeMap::new();
+    let mut dependence = BTreeMap::new();
     let mut add = |key: &str, of: &dyn Fn(&RequestRecord) -> Option<f64>, over: &[&RequestRecord]| {
         let mut row = BTreeMap::new();
+        let mut factors = BTreeMap::new();
         if sessions {
             let mut groups: BTreeMap<(u8, u64), Vec<f64>> = BTreeMap::new();
             for r in over {
@@ -642,13 +766,25 @@ pub fn intervals(
                 row.insert(percentile_key(p), i);
             }
         } else {
-            let mut v: Vec<f64> = over.iter().filter_map(|r| of(r)).collect();
+            // In the order the requests ended, as `--until`'s watch takes
+            // them, for the dependence between neighbours.
+            let mut by_end: Vec<&RequestRecord> = over.to_vec();
+            by_end.sort_by_key(|r| (r.end, r.id));
+            let in_order: Vec<f64> = by_end.iter().filter_map(|r| of(r)).collect();
+            let mut v = in_order.clone();
             crate::analysis::stats::sort_total(&mut v);
             for &p in ps {
-                row.insert(percentile_key(p), percentile_interval(&v, p, conf));
+                let (iv, factor) = percentile_interval_dependent(&in_order, &v, p, conf);
+                row.insert(percentile_key(p), iv);
+                if let Some(f) = factor {
+                    factors.insert(percentile_key(p), f);
+                }
             }
         }
         latency.insert(key.to_string(), row);
+        if !factors.is_empty() {
+            dependence.insert(key.to_string(), factors);
+        }
     };
     for (key, f) in PER_REQUEST {
         add(key, &|r| f(r).map(ms), &ok);
@@ -699,7 +835,7 @@ pub fn intervals(
                 .then(|| share(&|r| slo.attains(r), &|r| slo.attainment_counts_cancelled(r))),
         }
     });
-    Intervals { confidence: conf, unit, latency, batches: BATCHES as u32, throughput, goodput }
+    Intervals { confidence: conf, unit, latency, dependence, batches: BATCHES as u32, throughput, goodput }
 }
 
 /// Attainment's interval by resampling whole sessions: the share of the

@@ -10,7 +10,8 @@
 //! it completes, and says why the run stopped ([`Stop`]) in the result.
 
 use crate::analysis::interval::{
-    percentile_interval, percentile_objective_bounds, rate_interval, wilson, wilson_share, Interval, BATCHES,
+    percentile_interval_dependent, percentile_objective_bounds_dependent, rate_interval, wilson, wilson_share,
+    Interval, BATCHES,
 };
 use crate::analysis::metrics::ms;
 use crate::analysis::slo::{parse_limit, Slo, SloMetric};
@@ -352,11 +353,13 @@ pub struct Watch {
     start_wave: u64,
 }
 
-/// A latency percentile's interval and estimate over `samples`.
+/// A latency percentile's interval and estimate over `samples`, in the
+/// order they completed: widened where neighbours depend on each other, as
+/// the summary's is ([`percentile_interval_dependent`]).
 fn percentile_figure(samples: &[f64], p: f64, conf: f64) -> (Option<f64>, Interval) {
     let mut s = samples.to_vec();
     s.sort_by(f64::total_cmp);
-    (percentile(&s, p), percentile_interval(&s, p, conf))
+    (percentile(&s, p), percentile_interval_dependent(samples, &s, p, conf).0)
 }
 
 fn fmt_value(v: Option<f64>) -> String {
@@ -675,14 +678,17 @@ impl Watch {
             // interval would call that side unbounded), which no limit meets.
             // The bounds hold the estimate the verdict judges, so a side
             // decided is the verdict's.
+            // The dependence between neighbours is read on the successes in
+            // the order they completed (a failure's place is not kept).
             let failures = (0..self.failed).map(|_| f64::INFINITY);
-            let mut samples: Vec<f64> = self.samples_of(o.metric, true).iter().copied().chain(failures).collect();
+            let in_order = self.samples_of(o.metric, true);
+            let mut samples: Vec<f64> = in_order.iter().copied().chain(failures).collect();
             samples.sort_by(f64::total_cmp);
             let limit = ms(o.max);
             let wave = self.wave_holds(o.percentile);
             let why = wave.as_ref().map(|w| format!(" ({w})")).unwrap_or_default();
             terms.push(two_sided(confs, |conf| {
-                let i = percentile_objective_bounds(&samples, o.percentile, conf);
+                let i = percentile_objective_bounds_dependent(in_order, &samples, o.percentile, conf);
                 let side = match (i.lo, i.hi) {
                     _ if wave.is_some() => None,
                     (_, Some(hi)) if hi <= limit => Some(true),

@@ -1430,15 +1430,22 @@ fn terminal_says_what_output_the_rates_left_out() {
     assert!(!terminal::render_width(&r, 400).contains("not counted"));
 }
 
-/// Where the users moved in lockstep, the intervals' note says the
-/// requests were not independent, in the terminal, Markdown and HTML; a
-/// run without waves keeps the plain note.
+/// The intervals' note says which percentiles were widened for the
+/// dependence between neighbouring requests, and where the users moved in
+/// lockstep that the requests were not independent, in the terminal,
+/// Markdown and HTML; a run with neither keeps the plain note.
 #[test]
 fn intervals_of_a_lockstep_run_say_its_requests_were_not_independent() {
     use goodput_core::{doc::result::Diagnosis, DiagnosisKind};
     let p = Profile { requests: 100, concurrency: 8, seed: 4, ..Profile::default() };
     let mut r = run_of("m", p, records(p), None, false);
-    let said = "which these, sent in waves, were not: the percentiles";
+    let iv = |r: &mut RunResult| r.summary.intervals.as_mut().unwrap().dependence.clear();
+    iv(&mut r);
+    let unseen = "which these, sent in waves, were not: the percentiles";
+    // Markdown escapes the brackets between these.
+    let widened = "except 1 percentile widened where neighbouring requests depended on each other";
+    let most = "most, TTFT p50, as 6.5× fewer requests";
+    let seen = "these were sent in waves";
     let texts = |r: &RunResult| {
         [
             terminal::render_width(r, 400),
@@ -1446,13 +1453,28 @@ fn intervals_of_a_lockstep_run_say_its_requests_were_not_independent() {
             text(&render_run(Format::Html, r), "report.html"),
         ]
     };
-    for t in texts(&r) {
-        assert!(t.contains("requests taken as independent") && !t.contains(said), "{t}");
-    }
+    let says = |r: &RunResult, has: &[&str], lacks: &[&str]| {
+        for t in texts(r) {
+            for h in has {
+                assert!(t.contains(h), "lacks {h}: {t}");
+            }
+            for l in lacks {
+                assert!(!t.contains(l), "has {l}: {t}");
+            }
+        }
+    };
+    says(&r, &["requests taken as independent; rates by batch means"], &[unseen, widened, seen]);
+    let widen = |r: &mut RunResult| {
+        let row = [("p50".to_string(), 6.5)].into_iter().collect();
+        r.summary.intervals.as_mut().unwrap().dependence.insert("ttft_ms".into(), row);
+    };
+    let mut w = r.clone();
+    widen(&mut w);
+    says(&w, &[widened, most], &[unseen, seen]);
     r.diagnosis.push(Diagnosis { kind: DiagnosisKind::Lockstep, message: "the 8 users moved in lockstep".into() });
-    for t in texts(&r) {
-        assert!(t.contains(said), "{t}");
-    }
+    says(&r, &[unseen], &[widened, seen]);
+    widen(&mut r);
+    says(&r, &[widened, most, seen], &[unseen]);
 }
 
 /// A run that `--until` or `--stop-on-slo` stopped early while its users

@@ -72,8 +72,13 @@ fn a_quiet_server_s_answer_is_known_sooner_than_a_noisy_one_s() {
 #[test]
 fn the_slo_s_verdict_ends_a_run_on_whichever_side_it_falls() {
     let (_rt, url) = server(Duration::ZERO);
-    let (met, recs, _) = until_run(&url, &["--slo", "ttft:p95<=200ms", "--stop-on-slo"]);
-    assert_eq!(met["stop"]["reason"], "slo_decided");
+    // The users start over one request's time: sent together, the 64 move
+    // in lockstep against this fixed-timing server, the p95's few waves
+    // beyond it are a few draws, and its widened interval has no upper
+    // bound by the 5,000th request (the p95 is 55 ms; the run ends at its
+    // cap undecided, as it should).
+    let (met, recs, _) = until_run(&url, &["--slo", "ttft:p95<=200ms", "--stop-on-slo", "--ramp-up", "60ms"]);
+    assert_eq!(met["stop"]["reason"], "slo_decided", "{}", met["stop"]);
     assert!(met["stop"]["detail"].as_str().unwrap().starts_with("the SLO is met"), "{}", met["stop"]);
     assert!(recs.len() < 5000);
     assert_eq!(met["slo"]["pass"], true);
