@@ -215,18 +215,22 @@ pub fn assumption(r: &RunResult, iv: &Intervals) -> String {
     format!("{unit}; rates by batch means over {} sub-windows; none for ITL", iv.batches)
 }
 
-/// The percentiles whose intervals were widened for the dependence between
-/// neighbouring requests, in words: how many, and the most widened with
-/// its factor (`summary.intervals.dependence`). None where none was.
+/// The intervals widened for the dependence between neighbouring requests
+/// (percentiles', attainments'), in words: how many, and the most widened
+/// with its factor (`summary.intervals.dependence`). None where none was.
 pub fn widened(iv: &Intervals) -> Option<String> {
     let all = iv.dependence.iter().flat_map(|(k, row)| row.iter().map(move |(p, f)| (k.as_str(), p.as_str(), *f)));
     let (key, p, f) = all.max_by(|a, b| a.2.total_cmp(&b.2))?;
     let n: usize = iv.dependence.values().map(|row| row.len()).sum();
-    let name = Dist::ALL.iter().find(|d| d.key() == key).map_or(key, |d| d.label());
+    let name = match (key, p) {
+        ("goodput", "limits_attainment") => "the limits' attainment".to_string(),
+        ("goodput", _) => "the SLO attainment".to_string(),
+        _ => format!("{} {p}", Dist::ALL.iter().find(|d| d.key() == key).map_or(key, |d| d.label())),
+    };
     let s = if n == 1 { "" } else { "s" };
     Some(format!(
-        "{n} percentile{s} widened where neighbouring requests depended on each other (batch means in the order \
-         they ended; most, {name} {p}, as {f:.1}× fewer requests)"
+        "{n} interval{s} widened where neighbouring requests depended on each other (batch means in the order \
+         they ended; most, {name}, as {f:.1}× fewer requests)"
     ))
 }
 

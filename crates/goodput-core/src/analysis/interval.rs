@@ -140,8 +140,10 @@ pub struct Intervals {
     /// ended: requests sent in waves, a drifting server), how many times
     /// the count below the percentile varied as much as independent
     /// requests' would (Student's t on the batches folded in): its interval
-    /// in `latency` is that of this many times fewer requests. Absent for
-    /// a percentile taken as independent, and in documents written before.
+    /// in `latency` is that of this many times fewer requests. Under
+    /// `goodput`, `slo_attainment` and `limits_attainment` alike for the
+    /// attainments' intervals. Absent for a figure taken as independent,
+    /// and in documents written before.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub dependence: BTreeMap<String, BTreeMap<String, f64>>,
     /// Sub-windows of the rates' batch means.
@@ -547,21 +549,44 @@ pub fn percentile_objective_bounds_dependent(in_order: &[f64], sorted: &[f64], p
     dependent_bounds(in_order, sorted, p, conf).0.holding(crate::analysis::stats::percentile(sorted, p))
 }
 
+/// How many times fewer independent samples `in_order` is worth for the
+/// share at or below `est` ([`dependence`]'s τ′), where it is worth fewer:
+/// only where the factor is beyond what independent samples would give
+/// one time in a hundred ([`dependence_threshold`]), and then by it with
+/// Student's t on the batches (their few degrees of freedom) in place of
+/// the normal's z.
+fn widening(in_order: &[f64], est: f64, conf: f64) -> Option<f64> {
+    let k = |b: usize| (t_quantile(0.5 + conf / 2.0, b as f64 - 1.0) / normal_quantile(0.5 + conf / 2.0)).powi(2);
+    dependence(in_order, est).filter(|&(t, b)| t > dependence_threshold(b)).map(|(t, b)| t * k(b)).filter(|&t| t > 1.0)
+}
+
+/// Wilson's interval of the share of `met` among requests that need not be
+/// independent, in the order they ended: where neighbours were found to
+/// depend on each other ([`dependence`], as a percentile's), the share's
+/// interval over `n / τ′` requests, returned with τ′; otherwise
+/// [`wilson`]'s exactly.
+pub fn wilson_dependent(met_in_order: &[bool], conf: f64) -> (Interval, Option<f64>) {
+    let n = met_in_order.len() as u64;
+    let good = met_in_order.iter().filter(|&&m| m).count() as u64;
+    // A miss is 1 and a met request 0: the share at or below ½ is the met share.
+    let v: Vec<f64> = met_in_order.iter().map(|&m| if m { 0.0 } else { 1.0 }).collect();
+    match widening(&v, 0.5, conf) {
+        Some(tau) => {
+            let n_eff = ((n as f64 / tau).floor() as u64).max(1);
+            (wilson_share(good as f64 / n as f64, n_eff, conf), Some(tau))
+        }
+        None => (wilson(good, n, conf), None),
+    }
+}
+
 /// [`percentile_bounds`] at the effective sample size, and the factor where
 /// it is below `n`.
 fn dependent_bounds(in_order: &[f64], sorted: &[f64], p: f64, conf: f64) -> (Interval, Option<f64>) {
     let n = sorted.len() as u64;
     let est = crate::analysis::stats::percentile(sorted, p);
-    // Widened only where the factor is beyond what independent samples'
-    // would give one time in a hundred, and then by it with Student's t on the
-    // batches (their few degrees of freedom) in place of the normal's z.
-    let k = |b: usize| (t_quantile(0.5 + conf / 2.0, b as f64 - 1.0) / normal_quantile(0.5 + conf / 2.0)).powi(2);
-    let tau = est
-        .and_then(|e| dependence(in_order, e))
-        .filter(|&(t, b)| t > dependence_threshold(b))
-        .map(|(t, b)| t * k(b))
-        .filter(|&t| t > 1.0);
-    let Some(tau) = tau else { return (percentile_bounds(sorted, p, conf), None) };
+    let Some(tau) = est.and_then(|e| widening(in_order, e, conf)) else {
+        return (percentile_bounds(sorted, p, conf), None);
+    };
     let n_eff = ((n as f64 / tau).floor() as u64).max(1);
     let (l, u, _) = percentile_ranks(n_eff, p / 100.0, conf);
     // Rank k of n_eff sits at the fraction k / (n_eff + 1) of the sample;
@@ -745,9 +770,13 @@ pub fn intervals(
         Some(s) => (0u8, s.id),
         None => (1u8, r.id),
     };
-    let ok: Vec<&RequestRecord> = measured.iter().copied().filter(|r| r.outcome.is_success()).collect();
+    // In the order the requests ended, as `--until`'s watch takes them, for
+    // the dependence between neighbours (sorted once for every figure).
+    let mut by_end: Vec<&RequestRecord> = measured.to_vec();
+    by_end.sort_by_key(|r| (r.end, r.id));
+    let ok: Vec<&RequestRecord> = by_end.iter().copied().filter(|r| r.outcome.is_success()).collect();
     let finished: Vec<&RequestRecord> =
-        measured.iter().copied().filter(|r| !matches!(r.outcome, Outcome::Cancelled)).collect();
+        by_end.iter().copied().filter(|r| !matches!(r.outcome, Outcome::Cancelled)).collect();
     let mut latency = BTreeMap::new();
     let mut dependence = BTreeMap::new();
     let mut add = |key: &str, of: &dyn Fn(&RequestRecord) -> Option<f64>, over: &[&RequestRecord]| {
@@ -766,11 +795,8 @@ pub fn intervals(
                 row.insert(percentile_key(p), i);
             }
         } else {
-            // In the order the requests ended, as `--until`'s watch takes
-            // them, for the dependence between neighbours.
-            let mut by_end: Vec<&RequestRecord> = over.to_vec();
-            by_end.sort_by_key(|r| (r.end, r.id));
-            let in_order: Vec<f64> = by_end.iter().filter_map(|r| of(r)).collect();
+            // `over` is in the order the requests ended.
+            let in_order: Vec<f64> = over.iter().filter_map(|r| of(r)).collect();
             let mut v = in_order.clone();
             crate::analysis::stats::sort_total(&mut v);
             for &p in ps {
@@ -821,18 +847,31 @@ pub fn intervals(
             let over: Vec<&RequestRecord> = finished.iter().copied().chain(cancelled_misses).collect();
             let met = |r: &RequestRecord| scored && !matches!(r.outcome, Outcome::Cancelled) && met(r);
             if sessions {
-                attainment_by_sessions(&over, &met, conf, &cluster_of)
+                (attainment_by_sessions(&over, &met, conf, &cluster_of), None)
             } else {
-                wilson(over.iter().filter(|r| met(r)).count() as u64, over.len() as u64, conf)
+                // In the order they ended, for the dependence between neighbours.
+                let mut by_end = over;
+                by_end.sort_by_key(|r| (r.end, r.id));
+                let in_order: Vec<bool> = by_end.iter().map(|r| met(r)).collect();
+                wilson_dependent(&in_order, conf)
             }
         };
+        let (slo_attainment, every) = share(&|r| slo.is_good(r), &|r| slo.certainly_missed(r));
+        let limits =
+            slo.attains_by_limits().then(|| share(&|r| slo.attains(r), &|r| slo.attainment_counts_cancelled(r)));
+        let factors: BTreeMap<String, f64> =
+            [("slo_attainment", every), ("limits_attainment", limits.and_then(|l| l.1))]
+                .into_iter()
+                .filter_map(|(k, f)| Some((k.to_string(), f?)))
+                .collect();
+        if !factors.is_empty() {
+            dependence.insert("goodput".to_string(), factors);
+        }
         GoodputIntervals {
             requests_per_s: rate(&good, false),
             output_tokens_per_s: rate(&good, true),
-            slo_attainment: share(&|r| slo.is_good(r), &|r| slo.certainly_missed(r)),
-            limits_attainment: slo
-                .attains_by_limits()
-                .then(|| share(&|r| slo.attains(r), &|r| slo.attainment_counts_cancelled(r))),
+            slo_attainment,
+            limits_attainment: limits.map(|l| l.0),
         }
     });
     Intervals { confidence: conf, unit, latency, dependence, batches: BATCHES as u32, throughput, goodput }

@@ -10,8 +10,8 @@
 //! it completes, and says why the run stopped ([`Stop`]) in the result.
 
 use crate::analysis::interval::{
-    percentile_interval_dependent, percentile_objective_bounds_dependent, rate_interval, wilson, wilson_share,
-    Interval, BATCHES,
+    percentile_interval_dependent, percentile_objective_bounds_dependent, rate_interval, wilson_dependent,
+    wilson_share, Interval, BATCHES,
 };
 use crate::analysis::metrics::ms;
 use crate::analysis::slo::{parse_limit, Slo, SloMetric};
@@ -332,6 +332,9 @@ pub struct Watch {
     /// ([`Slo::attainment_counts_cancelled`]); those good among them.
     judged: u64,
     good: u64,
+    /// Whether each request the attainment counts attained it, in the
+    /// order they completed (the dependence between neighbours).
+    attains: Vec<bool>,
     /// Judged requests that failed: samples of every SLO objective above
     /// its limit, as the verdict counts them.
     failed: u64,
@@ -413,6 +416,7 @@ impl Watch {
             ends: Vec::new(),
             judged: 0,
             good: 0,
+            attains: Vec::new(),
             failed: 0,
             measured: 0,
             next_look: FIRST_LOOK,
@@ -498,13 +502,18 @@ impl Watch {
             // cancelled past the TTFT limit had been left out, and the run
             // stopped as met where the verdict missed.
             if let Some(slo) = &self.slo {
-                self.judged += u64::from(slo.attainment_counts_cancelled(r));
+                if slo.attainment_counts_cancelled(r) {
+                    self.judged += 1;
+                    self.attains.push(false);
+                }
             }
         } else {
             if let Some(slo) = &self.slo {
                 self.judged += 1;
                 // What the verdict's attainment counts.
-                self.good += u64::from(slo.attains(r));
+                let attains = slo.attains(r);
+                self.good += u64::from(attains);
+                self.attains.push(attains);
                 self.failed += u64::from(!r.outcome.is_success());
                 // The scores, as the verdict takes them: a quality limit is
                 // scored by any judged request, a run-level figure
@@ -749,7 +758,9 @@ impl Watch {
                 ),
             };
             terms.push(two_sided(confs, |conf| {
-                let i = wilson(self.good, self.judged, conf);
+                // Widened where neighbours depend on each other, as the
+                // summary's attainment interval is.
+                let i = wilson_dependent(&self.attains, conf).0;
                 let side = match (i.lo, i.hi) {
                     (Some(lo), _) if lo >= target => Some(true),
                     (_, Some(hi)) if hi < target => Some(false),

@@ -1443,7 +1443,7 @@ fn intervals_of_a_lockstep_run_say_its_requests_were_not_independent() {
     iv(&mut r);
     let unseen = "which these, sent in waves, were not: the percentiles";
     // Markdown escapes the brackets between these.
-    let widened = "except 1 percentile widened where neighbouring requests depended on each other";
+    let widened = "except 1 interval widened where neighbouring requests depended on each other";
     let most = "most, TTFT p50, as 6.5× fewer requests";
     let seen = "these were sent in waves";
     let texts = |r: &RunResult| {

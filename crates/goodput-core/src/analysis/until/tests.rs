@@ -681,3 +681,23 @@ fn an_objective_takes_no_sample_the_verdict_leaves_unmeasured() {
     let stop = seen.iter().find_map(|r| w.observe(r)).expect("decided");
     assert_eq!(stop.reason, StopReason::UntilMet, "{}", stop.detail);
 }
+
+/// The attainment is decided on an interval widened where the requests
+/// that met the SLO came in runs, as the summary's is: half the requests
+/// within 100 ms, against `attainment>=0.6`. At random, it is decided
+/// missed at the first look (50 requests); in runs of ten, whose factor
+/// is about ten, at 380, and the verdict is the same.
+#[test]
+fn an_attainment_met_in_runs_is_decided_later_than_one_met_at_random() {
+    let slo: Slo = "ttft<=100ms,attainment>=0.6".parse().unwrap();
+    let in_runs = |i: u64| if (i / 10).is_multiple_of(2) { 50.0 } else { 500.0 };
+    let at_random = |i: u64| if unit(5, i) < 0.5 { 50.0 } else { 500.0 };
+    let stop = |ttft: &dyn Fn(u64) -> f64| {
+        let s = run(&mut Watch::new(None, Some(&slo), 0.95).unwrap(), 100_000, ttft).expect("decided");
+        assert!(s.detail.starts_with("the SLO is missed"), "{}", s.detail);
+        s.at_requests.unwrap()
+    };
+    let (runs, random) = (stop(&in_runs), stop(&at_random));
+    assert!(random < 1000 && runs > 3 * random, "in runs {runs}, at random {random}");
+    eprintln!("in runs {runs}, at random {random}");
+}
