@@ -27,6 +27,11 @@
 //!   comparison then reads as the means over their runs: Welch's t on the
 //!   runs' values, each run one draw (the run-to-run noise that one run's
 //!   intervals cannot see).
+//! - Where a run's requests depended on their neighbours at a figure (its
+//!   interval widened, `intervals.dependence`): a percentile is tested on
+//!   the widened intervals and not on the records, whose tests take the
+//!   requests as independent; an attainment counts that run's requests as
+//!   `n / τ′`. The reason says so.
 
 use super::rank::{mann_whitney, quantile_test, samples, MIN_SAMPLES};
 use crate::metric::{Dist, Metric, Scalar, Stat};
@@ -91,9 +96,15 @@ pub fn test_in(m: &Metric, base: &RunResult, run: &RunResult, by_means: bool) ->
         }
     }
     let kind = Kind::of(m)?;
+    // Where a run's requests depended on their neighbours at this figure
+    // (its interval was widened), the tests on records, which take them as
+    // independent, step aside for the widened intervals; said in the reason.
+    let dependent = dependent_runs(&kind, m, base, run);
     if let Kind::Percentile(d, p) = kind {
-        if let Some(s) = on_records(d, p, base, run) {
-            return Some(s);
+        if dependent.is_none() {
+            if let Some(s) = on_records(d, p, base, run) {
+                return Some(s);
+            }
         }
     }
     let (bi, ri) = match (base.summary.intervals.as_ref(), run.summary.intervals.as_ref()) {
@@ -118,18 +129,54 @@ pub fn test_in(m: &Metric, base: &RunResult, run: &RunResult, by_means: bool) ->
         Kind::Rate => rate(v0, v1, rate_of(m, bi), rate_of(m, ri), bi, ri),
         Kind::Proportion => proportion(m, base, run),
     };
+    let widened = dependent
+        .map(|who| format!(" ({who} requests depended on their neighbours: on the widened intervals)"))
+        .unwrap_or_default();
     Some(match made {
         Ok(p) => Significance {
             test: kind.name().into(),
             p_value: Some(p),
             alpha,
             call: if p < alpha { Call::Different } else { Call::NotShown },
-            reason: format!("p = {} {} {alpha}", p_text(p), if p < alpha { "<" } else { "≥" }),
+            reason: format!("p = {} {} {alpha}{widened}", p_text(p), if p < alpha { "<" } else { "≥" }),
         },
-        Err(why) => {
-            Significance { test: kind.name().into(), p_value: None, alpha, call: Call::CannotTell, reason: why }
-        }
+        Err(why) => Significance {
+            test: kind.name().into(),
+            p_value: None,
+            alpha,
+            call: Call::CannotTell,
+            reason: format!("{why}{widened}"),
+        },
     })
+}
+
+/// The dependence factor of `r` at the figure `kind` names, where its
+/// interval was widened for it (`summary.intervals.dependence`).
+fn dependence_of(kind: &Kind, m: Option<&Metric>, r: &RunResult) -> Option<f64> {
+    let dep = &r.summary.intervals.as_ref()?.dependence;
+    match kind {
+        Kind::Percentile(d, p) => dep.get(d.key())?.get(&goodput_core::analysis::stats::percentile_key(*p)).copied(),
+        Kind::Proportion => {
+            let key = match m {
+                Some(Metric::Scalar(Scalar::SloLimitsAttainment)) => "limits_attainment",
+                _ => "slo_attainment",
+            };
+            dep.get("goodput")?.get(key).copied()
+        }
+        Kind::Rate => None,
+    }
+}
+
+/// Whose requests depended on their neighbours at the figure `m` (`the
+/// baseline's`, `the run's`, `both runs'`), where either's interval was
+/// widened for it.
+fn dependent_runs(kind: &Kind, m: &Metric, base: &RunResult, run: &RunResult) -> Option<&'static str> {
+    match (dependence_of(kind, Some(m), base).is_some(), dependence_of(kind, Some(m), run).is_some()) {
+        (true, true) => Some("both runs'"),
+        (true, false) => Some("the baseline's"),
+        (false, true) => Some("the run's"),
+        (false, false) => None,
+    }
 }
 
 /// The test of the `p`-th percentile of `d` on the two runs' per-request
@@ -375,6 +422,13 @@ fn proportion(m: &Metric, base: &RunResult, run: &RunResult) -> Result<f64, Stri
     if n0 == 0.0 || n1 == 0.0 {
         return Err("cannot tell: a run judged no request".into());
     }
+    // Where a run's requests met the SLO in runs of their neighbours, its
+    // share counts as `n / τ′` requests, as its widened interval does.
+    let effective = |r: &RunResult, g: f64, n: f64| match dependence_of(&Kind::Proportion, Some(m), r) {
+        Some(tau) => (g / tau, n / tau),
+        None => (g, n),
+    };
+    let ((g0, n0), (g1, n1)) = (effective(base, g0, n0), effective(run, g1, n1));
     let pooled = (g0 + g1) / (n0 + n1);
     let se = (pooled * (1.0 - pooled) * (1.0 / n0 + 1.0 / n1)).sqrt();
     let d = g1 / n1 - g0 / n0;

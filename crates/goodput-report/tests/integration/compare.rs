@@ -761,3 +761,41 @@ fn runs_in_lockstep_are_told_in_the_comparison_s_note() {
     assert!(note.contains(&format!("the users of b {said}")), "{note}");
     assert!(render_terminal(&c).contains("the users of b moved in lockstep"), "{}", render_terminal(&c));
 }
+
+/// Where a run's requests depended on their neighbours at a figure (its
+/// interval widened, `intervals.dependence`), compare tests that figure
+/// on the widened intervals, not on the records (whose tests take the
+/// requests as independent), and says so; the attainment's test counts
+/// that run's requests as `n / τ′`, and its p grows.
+#[test]
+fn a_figure_whose_requests_depended_on_their_neighbours_is_tested_on_the_widened_intervals() {
+    use goodput_report::compare::significance::MANN_WHITNEY;
+    let base = server_run_with_records(500, 50.0, 1);
+    let slower = server_run_with_records(500, 55.0, 2);
+    let plain = compare(&[("a", &base), ("b", &slower)], &[]);
+    assert_eq!(call_of(&plain, "ttft_ms.p50").test, MANN_WHITNEY);
+    let att = |c: &goodput_report::Comparison| call_of(c, "goodput.slo_attainment");
+    assert_eq!(att(&plain).test, "two-proportion z");
+    // The baseline's TTFT p50 and attainment as if its requests had come
+    // in waves of ten.
+    let mut waves = base.clone();
+    let iv = waves.summary.intervals.as_mut().unwrap();
+    iv.dependence.insert("ttft_ms".into(), [("p50".to_string(), 10.0)].into_iter().collect());
+    iv.dependence.insert("goodput".into(), [("slo_attainment".to_string(), 10.0)].into_iter().collect());
+    let c = compare(&[("a", &waves), ("b", &slower)], &[]);
+    let s = call_of(&c, "ttft_ms.p50");
+    assert_eq!(s.test, "difference of percentiles", "{s:?}");
+    assert!(
+        s.reason.contains("(the baseline's requests depended on their neighbours: on the widened intervals)"),
+        "{s:?}"
+    );
+    // The other percentiles, not widened, stay on the records.
+    assert_eq!(call_of(&c, "e2e_ms.p50").test, MANN_WHITNEY);
+    let (before, after) = (att(&plain), att(&c));
+    assert!(after.reason.contains("the baseline's requests depended"), "{after:?}");
+    assert!(after.p_value.unwrap() > before.p_value.unwrap(), "{before:?} → {after:?}");
+    let mut both = slower.clone();
+    both.summary.intervals.as_mut().unwrap().dependence = waves.summary.intervals.as_ref().unwrap().dependence.clone();
+    let s = call_of(&compare(&[("a", &waves), ("b", &both)], &[]), "ttft_ms.p50");
+    assert!(s.reason.contains("(both runs' requests depended"), "{s:?}");
+}

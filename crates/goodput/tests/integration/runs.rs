@@ -227,7 +227,7 @@ fn sweep_repeats_each_point() {
 /// compare reads both runs' records (--records) and tests their TTFT on
 /// the requests themselves: two estimates of one setting with different
 /// seeds are called the same, and the same load at a higher concurrency
-/// different.
+/// different (on its widened interval: its users moved in waves).
 #[test]
 fn compare_with_records_tests_the_requests() {
     let dir = tempfile::tempdir().unwrap();
@@ -266,12 +266,14 @@ fn compare_with_records_tests_the_requests() {
     assert_eq!(s["test"], "Mann–Whitney U on per-request values", "{s}");
     assert_eq!(s["call"], "not_shown", "{s}");
     assert_eq!(code, Some(0), "{}", same["verdicts"]);
+    // The 32 users of the busy run, sent together, move in waves: its
+    // TTFTs depend on their neighbours and its p50's interval was widened,
+    // so the median is tested on the widened intervals, not on the records
+    // (whose tests take the requests as independent), and still called.
     let (code, worse) = cmp(&a, &busy);
     let s = row(&worse);
-    assert_eq!(
-        (s["test"].as_str(), s["call"].as_str()),
-        (Some("Mann–Whitney U on per-request values"), Some("different"))
-    );
+    assert_eq!((s["test"].as_str(), s["call"].as_str()), (Some("difference of percentiles"), Some("different")), "{s}");
+    assert!(s["reason"].as_str().unwrap().contains("(the run's requests depended on their neighbours"), "{s}");
     assert_eq!(code, Some(1), "{}", worse["verdicts"]);
 }
 
