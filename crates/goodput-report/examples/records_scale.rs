@@ -100,18 +100,26 @@ fn main() {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     // The summary of run.json comes from the first records only: the
     // benchmark times `report` recomputing it from the file, not this.
+    // Its request counts are the file's, which `report` checks the file
+    // against (a file of another length is refused as cut short).
     let mut head = Vec::new();
+    let (mut completed, mut failed) = (0u64, 0u64);
     {
         let mut f = RecordFile::create(&records_path, &run_id).expect("the records file");
         for i in 0..n {
             let r = record(i, &mut rng);
             f.write(&r);
+            if r.outcome.is_success() {
+                completed += 1;
+            } else {
+                failed += 1;
+            }
             if i < 1000 {
                 head.push(r);
             }
         }
     }
-    let result = assemble(
+    let mut result = assemble(
         Assembly {
             tool: Tool { name: "goodput".into(), version: env!("CARGO_PKG_VERSION").into(), commit: None },
             kind: "bench",
@@ -130,6 +138,8 @@ fn main() {
         &head,
         &AnalysisOptions::default(),
     );
+    let counts = &mut result.summary.requests;
+    (counts.sent, counts.completed, counts.failed) = (n, completed, failed);
     let json = serde_json::to_string_pretty(&result).expect("the result");
     std::fs::write(dir.join("run.json"), json).expect("run.json");
     let bytes = std::fs::metadata(&records_path).expect("the records file").len();
