@@ -456,7 +456,13 @@ pub fn samples_to_bound(p: f64, conf: f64) -> Option<u64> {
 /// interval had left out its own figure. Moved to it, a bound is wider,
 /// and holds at least as often.
 pub fn percentile_interval(sorted: &[f64], p: f64, conf: f64) -> Interval {
-    let b = percentile_bounds(sorted, p, conf);
+    shown(percentile_bounds(sorted, p, conf), sorted, p)
+}
+
+/// A percentile's bounds `b` as its interval is shown: an infinite side
+/// (a failure counted infinitely slow) unbounded, and moved to hold the
+/// percentile of `sorted` ([`percentile_interval`]).
+fn shown(b: Interval, sorted: &[f64], p: f64) -> Interval {
     let finite = |v: f64| v.is_finite().then_some(v);
     let est = crate::analysis::stats::percentile(sorted, p).filter(|v| v.is_finite());
     Interval { lo: b.lo.and_then(finite), hi: b.hi.and_then(finite) }.holding(est)
@@ -489,22 +495,22 @@ pub fn dependence(in_order: &[f64], est: f64) -> Option<(f64, usize)> {
         std::cmp::Ordering::Equal => 0.5,
         std::cmp::Ordering::Greater => 0.0,
     };
-    let k = in_order.iter().map(below).sum::<f64>();
+    // Batch j holds samples [j n / B, (j + 1) n / B): sizes differ by one
+    // at most. Each batch's size and count at or below `est`.
+    let batches: Vec<(f64, f64)> = (0..b)
+        .map(|j| {
+            let batch = &in_order[j * n / b..(j + 1) * n / b];
+            (batch.len() as f64, batch.iter().map(below).sum::<f64>())
+        })
+        .collect();
+    let k: f64 = batches.iter().map(|&(_, c)| c).sum();
     // Fewer than one sample a batch (of ten) on a side: too few to tell
     // how they cluster (one alone gives a factor near 1 wherever it falls).
     if k.min(n as f64 - k) < BATCHES as f64 {
         return None;
     }
     let p = k / n as f64;
-    // Batch j holds samples [j n / B, (j + 1) n / B): sizes differ by one at most.
-    let ss: f64 = (0..b)
-        .map(|j| {
-            let batch = &in_order[j * n / b..(j + 1) * n / b];
-            let m = batch.len() as f64;
-            let mean = batch.iter().map(below).sum::<f64>() / m;
-            m * (mean - p) * (mean - p)
-        })
-        .sum();
+    let ss: f64 = batches.iter().map(|&(m, c)| m * (c / m - p) * (c / m - p)).sum();
     Some((ss / (b as f64 - 1.0) / (p * (1.0 - p)), b))
 }
 
@@ -538,9 +544,7 @@ pub fn dependence_batches(n: usize) -> usize {
 /// returned beside it where it widened the interval.
 pub fn percentile_interval_dependent(in_order: &[f64], sorted: &[f64], p: f64, conf: f64) -> (Interval, Option<f64>) {
     let (b, tau) = dependent_bounds(in_order, sorted, p, conf);
-    let finite = |v: f64| v.is_finite().then_some(v);
-    let est = crate::analysis::stats::percentile(sorted, p).filter(|v| v.is_finite());
-    (Interval { lo: b.lo.and_then(finite), hi: b.hi.and_then(finite) }.holding(est), tau)
+    (shown(b, sorted, p), tau)
 }
 
 /// [`percentile_objective_bounds`] of samples that need not be
@@ -842,17 +846,14 @@ pub fn intervals(
         // misses had been left out, and an interval of 100% beside a share
         // they had brought to 50%.
         let share = |met: &dyn Fn(&RequestRecord) -> bool, missed: &dyn Fn(&RequestRecord) -> bool| {
-            let cancelled_misses =
-                measured.iter().copied().filter(|r| matches!(r.outcome, Outcome::Cancelled) && missed(r));
-            let over: Vec<&RequestRecord> = finished.iter().copied().chain(cancelled_misses).collect();
+            // In the order they ended (`by_end`), for the dependence between neighbours.
+            let over: Vec<&RequestRecord> =
+                by_end.iter().copied().filter(|r| !matches!(r.outcome, Outcome::Cancelled) || missed(r)).collect();
             let met = |r: &RequestRecord| scored && !matches!(r.outcome, Outcome::Cancelled) && met(r);
             if sessions {
                 (attainment_by_sessions(&over, &met, conf, &cluster_of), None)
             } else {
-                // In the order they ended, for the dependence between neighbours.
-                let mut by_end = over;
-                by_end.sort_by_key(|r| (r.end, r.id));
-                let in_order: Vec<bool> = by_end.iter().map(|r| met(r)).collect();
+                let in_order: Vec<bool> = over.iter().map(|r| met(r)).collect();
                 wilson_dependent(&in_order, conf)
             }
         };

@@ -327,13 +327,10 @@ pub struct Watch {
     first_sent: Option<Duration>,
     last_end: Duration,
     ends: Vec<(Duration, bool, u64)>,
-    /// What the verdict's attainment counts: the judged requests (not
-    /// cancelled), and the cancelled ones that had certainly missed
-    /// ([`Slo::attainment_counts_cancelled`]); those good among them.
-    judged: u64,
-    good: u64,
-    /// Whether each request the attainment counts attained it, in the
-    /// order they completed (the dependence between neighbours).
+    /// What the verdict's attainment counts, in the order they completed
+    /// (the dependence between neighbours): each judged request (not
+    /// cancelled), whether it attained it, and each cancelled one that had
+    /// certainly missed ([`Slo::attainment_counts_cancelled`]), a miss.
     attains: Vec<bool>,
     /// Judged requests that failed: samples of every SLO objective above
     /// its limit, as the verdict counts them.
@@ -414,8 +411,6 @@ impl Watch {
             first_sent: None,
             last_end: Duration::ZERO,
             ends: Vec::new(),
-            judged: 0,
-            good: 0,
             attains: Vec::new(),
             failed: 0,
             measured: 0,
@@ -503,17 +498,13 @@ impl Watch {
             // stopped as met where the verdict missed.
             if let Some(slo) = &self.slo {
                 if slo.attainment_counts_cancelled(r) {
-                    self.judged += 1;
                     self.attains.push(false);
                 }
             }
         } else {
             if let Some(slo) = &self.slo {
-                self.judged += 1;
                 // What the verdict's attainment counts.
-                let attains = slo.attains(r);
-                self.good += u64::from(attains);
-                self.attains.push(attains);
+                self.attains.push(slo.attains(r));
                 self.failed += u64::from(!r.outcome.is_success());
                 // The scores, as the verdict takes them: a quality limit is
                 // scored by any judged request, a run-level figure

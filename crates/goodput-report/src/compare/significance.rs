@@ -152,13 +152,13 @@ pub fn test_in(m: &Metric, base: &RunResult, run: &RunResult, by_means: bool) ->
 
 /// The dependence factor of `r` at the figure `kind` names, where its
 /// interval was widened for it (`summary.intervals.dependence`).
-fn dependence_of(kind: &Kind, m: Option<&Metric>, r: &RunResult) -> Option<f64> {
+fn dependence_of(kind: &Kind, m: &Metric, r: &RunResult) -> Option<f64> {
     let dep = &r.summary.intervals.as_ref()?.dependence;
     match kind {
         Kind::Percentile(d, p) => dep.get(d.key())?.get(&goodput_core::analysis::stats::percentile_key(*p)).copied(),
         Kind::Proportion => {
             let key = match m {
-                Some(Metric::Scalar(Scalar::SloLimitsAttainment)) => "limits_attainment",
+                Metric::Scalar(Scalar::SloLimitsAttainment) => "limits_attainment",
                 _ => "slo_attainment",
             };
             dep.get("goodput")?.get(key).copied()
@@ -171,7 +171,7 @@ fn dependence_of(kind: &Kind, m: Option<&Metric>, r: &RunResult) -> Option<f64> 
 /// baseline's`, `the run's`, `both runs'`), where either's interval was
 /// widened for it.
 fn dependent_runs(kind: &Kind, m: &Metric, base: &RunResult, run: &RunResult) -> Option<&'static str> {
-    match (dependence_of(kind, Some(m), base).is_some(), dependence_of(kind, Some(m), run).is_some()) {
+    match (dependence_of(kind, m, base).is_some(), dependence_of(kind, m, run).is_some()) {
         (true, true) => Some("both runs'"),
         (true, false) => Some("the baseline's"),
         (false, true) => Some("the run's"),
@@ -424,7 +424,7 @@ fn proportion(m: &Metric, base: &RunResult, run: &RunResult) -> Result<f64, Stri
     }
     // Where a run's requests met the SLO in runs of their neighbours, its
     // share counts as `n / τ′` requests, as its widened interval does.
-    let effective = |r: &RunResult, g: f64, n: f64| match dependence_of(&Kind::Proportion, Some(m), r) {
+    let effective = |r: &RunResult, g: f64, n: f64| match dependence_of(&Kind::Proportion, m, r) {
         Some(tau) => (g / tau, n / tau),
         None => (g, n),
     };
