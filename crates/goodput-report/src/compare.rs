@@ -565,8 +565,8 @@ fn lockstep_note(runs: &[(&str, &RunResult)], by_means: bool) -> Option<String> 
     };
     Some(format!(
         "the users of {} moved in lockstep (as {their} diagnosis says): the tests of {their} percentiles take the \
-         requests as independent wherever batch means did not see the waves and widen the intervals (a tail with \
-         few requests beyond it), which a wave's are not, so a change marked * there may be how the waves fell, not \
+         requests as independent wherever batch means did not see the waves and widen the intervals, which a \
+         wave's are not, so a change marked * there may be how the waves fell, not \
          the server; compare documents of --runs N (each run is then one draw), or start the users apart",
         listed(&each)
     ))

@@ -204,8 +204,8 @@ pub fn assumption(r: &RunResult, iv: &Intervals) -> String {
                     ", which these, sent in waves, were not: the percentiles' intervals can be far too narrow (see \
                      the diagnosis; --runs N gives the spread from run to run)"
                 } else {
-                    "; these were sent in waves (see the diagnosis), and a tail with too few requests beyond it to \
-                     tell is still taken as independent (--runs N gives the spread from run to run)"
+                    "; these were sent in waves (see the diagnosis): a tail with too few requests beyond it to tell \
+                     takes the median's factor, and --runs N gives the spread from run to run"
                 };
             }
             unit

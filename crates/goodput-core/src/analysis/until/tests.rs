@@ -303,10 +303,16 @@ fn the_interval_at_a_width_stop_keeps_its_coverage() {
 fn a_start_wave_of_tied_latencies_does_not_decide_a_tail_percentile() {
     let ttft = |i: u64| if i < 16 { 133.0 } else { 25.0 + 15.0 * unit(11, i) };
     let spec = until("ttft:p90±3%");
-    // Without the wave known: the batch means cannot see it either, five
-    // requests above a p90 of fifty being too few to tell how they cluster.
+    // Without the wave known the batch means see it only for a look: five
+    // requests above a p90 of fifty are too few to tell how they cluster,
+    // and the median's factor, which the p90 takes then, widens it at the
+    // first look (fifty) and no longer at the second (63).
     let blind = run(&mut Watch::new(Some(&spec), None, 0.95).unwrap(), 5000, ttft).unwrap();
-    assert_eq!(blind.at_requests, Some(FIRST_LOOK), "the defect's fixture: {}", blind.detail);
+    assert!(
+        blind.at_requests.unwrap() < 100 && blind.detail.contains("133 ms"),
+        "the defect's fixture: {}",
+        blind.detail
+    );
     let mut w = Watch::new(Some(&spec), None, 0.95).unwrap().with_start_wave(16);
     let stop = run(&mut w, 5000, ttft).unwrap();
     assert!(stop.at_requests.unwrap() >= 320, "{stop:?}");

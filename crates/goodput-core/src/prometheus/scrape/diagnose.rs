@@ -958,8 +958,8 @@ fn lockstep(ok: &[&RequestRecord], summary: &Summary, load: ClientLoad) -> Optio
              {joined_by_chance}, in bursts of {wave:.1} sends, a send's on average{between}. Alike \
              requests sent together end together when the server runs them in one batch, and go again together: \
              each wave's prompts prefill together, so TTFT{ttft} is a wave's, not a lone arrival's. A wave's \
-             requests are not independent: the percentile intervals are widened where batch means see it, but a \
-             tail with few requests beyond it is not, and --runs N gives the spread from run to run. To measure \
+             requests are not independent: the percentile intervals are widened where batch means see it (a tail \
+             with few requests beyond it as its median), and --runs N gives the spread from run to run. To measure \
              arrivals apart, {fix}",
             100.0 * share,
             window * 1e3,
