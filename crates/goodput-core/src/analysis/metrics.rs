@@ -130,7 +130,7 @@ impl RequestMetrics for RequestRecord {
     }
 
     fn itl_max(&self) -> Option<Duration> {
-        self.chunks.pairs().map(|(a, b)| b.t.saturating_sub(a.t)).max()
+        self.chunks.max_gap()
     }
 
     fn client_queue(&self) -> Duration {
