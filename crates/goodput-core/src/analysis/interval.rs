@@ -32,7 +32,7 @@
 //!   bootstrap) rather than take requests one by one.
 
 use crate::analysis::metrics::{ms, RequestMetrics};
-use crate::analysis::slo::Slo;
+use crate::analysis::slo::{Slo, SloMetric};
 use crate::analysis::stats::{percentile, percentile_key};
 use crate::doc::record::{Outcome, RequestRecord};
 #[cfg(feature = "schema")]
@@ -143,7 +143,8 @@ pub struct Intervals {
     /// in `latency` is that of this many times fewer requests. A tail with
     /// too few requests beyond it to tell its own has the median's. Under
     /// `goodput`, `slo_attainment` and `limits_attainment` alike for the
-    /// attainments' intervals. Absent for a figure taken as independent,
+    /// attainments' intervals (too few misses to tell: the largest median
+    /// factor of the latencies the SLO judges). Absent for a figure taken as independent,
     /// and in documents written before.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub dependence: BTreeMap<String, BTreeMap<String, f64>>,
@@ -591,13 +592,29 @@ fn tail_widening(in_order: &[f64], sorted: &[f64], est: f64, conf: f64) -> Optio
 /// independent, in the order they ended: where neighbours were found to
 /// depend on each other ([`dependence`], as a percentile's), the share's
 /// interval over `n / τ′` requests, returned with τ′; otherwise
-/// [`wilson`]'s exactly.
-pub fn wilson_dependent(met_in_order: &[bool], conf: f64) -> (Interval, Option<f64>) {
+/// [`wilson`]'s exactly. Where too few requests missed (or met) to tell,
+/// as a tail with too few beyond it ([`tail_widening`]), the largest
+/// factor at the median of `alike`, the latencies the SLO's terms judge
+/// (each in the same order): a request meets a limit as its latency lies
+/// below it, and in waves a wave's latencies and verdicts are shared alike.
+pub fn wilson_dependent(met_in_order: &[bool], alike: &[&[f64]], conf: f64) -> (Interval, Option<f64>) {
     let n = met_in_order.len() as u64;
     let good = met_in_order.iter().filter(|&&m| m).count() as u64;
     // A miss is 1 and a met request 0: the share at or below ½ is the met share.
     let v: Vec<f64> = met_in_order.iter().map(|&m| if m { 0.0 } else { 1.0 }).collect();
-    match widening(&v, 0.5, conf) {
+    let median_widening = |x: &[f64]| {
+        let mut sorted = x.to_vec();
+        crate::analysis::stats::sort_total(&mut sorted);
+        widening(x, crate::analysis::stats::percentile(&sorted, 50.0)?, conf)
+    };
+    let tau = match dependence(&v, 0.5) {
+        Some(d) => widened_by(d, conf),
+        None if v.len() >= BATCHES * DEPENDENCE_MIN_BATCH => {
+            alike.iter().filter_map(|x| median_widening(x)).max_by(f64::total_cmp)
+        }
+        None => None,
+    };
+    match tau {
         Some(tau) => {
             let n_eff = ((n as f64 / tau).floor() as u64).max(1);
             (wilson_share(good as f64 / n as f64, n_eff, conf), Some(tau))
@@ -862,6 +879,17 @@ pub fn intervals(
     let goodput = slo.map(|slo| {
         // With a quality limit no request was scored by, none is good (as `judge` has it).
         let scored = slo.unscored_limits(&finished).is_empty();
+        // The latencies the SLO's terms judge, over the successes in the
+        // order they ended: where too few requests missed to tell how they
+        // cluster, the attainment takes the largest of their medians' factors.
+        let mut judged: Vec<SloMetric> = Vec::new();
+        for m in slo.limits.iter().map(|l| l.metric).chain(slo.objectives.iter().map(|o| o.metric)) {
+            if !judged.contains(&m) {
+                judged.push(m);
+            }
+        }
+        let alike: Vec<Vec<f64>> = judged.iter().map(|m| ok.iter().filter_map(|r| m.of(r)).map(ms).collect()).collect();
+        let alike: Vec<&[f64]> = alike.iter().map(Vec::as_slice).collect();
         let good: Vec<&RequestRecord> = finished.iter().copied().filter(|r| scored && slo.is_good(r)).collect();
         // A share, as `judge` takes it: of the finished requests that `met`
         // counts, over them and the cancelled ones `missed` counts (each a
@@ -877,7 +905,7 @@ pub fn intervals(
                 (attainment_by_sessions(&over, &met, conf, &cluster_of), None)
             } else {
                 let in_order: Vec<bool> = over.iter().map(|r| met(r)).collect();
-                wilson_dependent(&in_order, conf)
+                wilson_dependent(&in_order, &alike, conf)
             }
         };
         let (slo_attainment, every) = share(&|r| slo.is_good(r), &|r| slo.certainly_missed(r));

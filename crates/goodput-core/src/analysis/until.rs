@@ -392,6 +392,9 @@ impl Watch {
                 _ => None,
             })
             .chain(slo.iter().flat_map(|s| s.objectives.iter().map(|o| (o.metric, true))))
+            // The limits' latencies, for the attainment where too few
+            // requests missed to tell how they cluster ([`wilson_dependent`]).
+            .chain(slo.iter().flat_map(|s| s.limits.iter().map(|l| (l.metric, false))))
             .collect();
         let mut samples: Vec<((SloMetric, bool), Vec<f64>)> = Vec::new();
         for m in metrics {
@@ -730,6 +733,13 @@ impl Watch {
         }
         if slo.judges_attainment() {
             let target = slo.attainment_target();
+            // The latencies the terms judge, as the summary's attainment reads them.
+            let alike: Vec<&[f64]> = slo
+                .limits
+                .iter()
+                .map(|l| self.samples_of(l.metric, false))
+                .chain(slo.objectives.iter().map(|o| self.samples_of(o.metric, true)))
+                .collect();
             // A quality limit no judged request was scored by leaves the
             // verdict no request good: not met until one is (a run whose
             // answers had no score had stopped as met, at 100%, where the
@@ -751,7 +761,7 @@ impl Watch {
             terms.push(two_sided(confs, |conf| {
                 // Widened where neighbours depend on each other, as the
                 // summary's attainment interval is.
-                let i = wilson_dependent(&self.attains, conf).0;
+                let i = wilson_dependent(&self.attains, &alike, conf).0;
                 let side = match (i.lo, i.hi) {
                     (Some(lo), _) if lo >= target => Some(true),
                     (_, Some(hi)) if hi < target => Some(false),

@@ -502,6 +502,37 @@ fn the_limits_attainment_beside_objectives_has_its_own_interval() {
 /// independent ones keep Wilson's interval nearly always. A run whose
 /// TTFT climbs (the first 241 of 400 within 340 ms, then none) says its
 /// factor under `goodput`.
+/// An attainment near 100% in waves of eight (a wave's TTFT shared, one
+/// wave in a hundred past the limit): its misses, a wave or none, are too
+/// few to tell how they cluster, and it takes the factor at the median of
+/// the TTFTs the limit judges. Taken as independent, a run of 400 with no
+/// miss bounded the share above 99%, and one wave missed below it: Wilson's
+/// interval held the true 99% in none of 600 samples; widened so, in 96.5%.
+/// Independent requests' TTFTs leave it as Wilson's nearly always (99.2%).
+#[test]
+fn an_attainment_with_too_few_misses_to_tell_takes_its_latencies_median_factor() {
+    let mut d = Draws::new(0xa77b);
+    let quantile = KNOWN[1].1;
+    let (trials, truth, limit) = (600u32, 0.99, quantile(0.99));
+    let (mut plain, mut widened, mut same) = (0u32, 0u32, 0u32);
+    for _ in 0..trials {
+        let ttft: Vec<f64> = (0..50).flat_map(|_| std::iter::repeat_n(quantile(d.u()), 8)).collect();
+        let met: Vec<bool> = ttft.iter().map(|&t| t <= limit).collect();
+        let good = met.iter().filter(|&&m| m).count() as u64;
+        plain += u32::from(wilson(good, 400, 0.95).contains(truth));
+        widened += u32::from(wilson_dependent(&met, &[&ttft], 0.95).0.contains(truth));
+        let ttft: Vec<f64> = (0..400).map(|_| quantile(d.u())).collect();
+        let met: Vec<bool> = ttft.iter().map(|&t| t <= limit).collect();
+        let good = met.iter().filter(|&&m| m).count() as u64;
+        same += u32::from(wilson_dependent(&met, &[&ttft], 0.95) == (wilson(good, 400, 0.95), None));
+    }
+    let share = |k: u32| f64::from(k) / f64::from(trials);
+    let says = format!("a wave's misses: {} → {}; independent unchanged {}", share(plain), share(widened), share(same));
+    assert!(share(plain) < 0.6 && share(widened) >= 0.95, "{says}");
+    assert!(share(same) >= 0.97, "{says}");
+    eprintln!("{says}");
+}
+
 #[test]
 fn an_attainment_met_in_waves_is_widened_and_an_independent_one_is_not() {
     let mut d = Draws::new(0xa77a);
@@ -511,10 +542,10 @@ fn an_attainment_met_in_waves_is_widened_and_an_independent_one_is_not() {
         let waves: Vec<bool> = (0..40).flat_map(|_| std::iter::repeat_n(d.u() < truth, 10)).collect();
         let good = waves.iter().filter(|&&m| m).count() as u64;
         plain += u32::from(wilson(good, 400, 0.95).contains(truth));
-        widened += u32::from(wilson_dependent(&waves, 0.95).0.contains(truth));
+        widened += u32::from(wilson_dependent(&waves, &[], 0.95).0.contains(truth));
         let apart: Vec<bool> = (0..400).map(|_| d.u() < truth).collect();
         let good = apart.iter().filter(|&&m| m).count() as u64;
-        same += u32::from(wilson_dependent(&apart, 0.95) == (wilson(good, 400, 0.95), None));
+        same += u32::from(wilson_dependent(&apart, &[], 0.95) == (wilson(good, 400, 0.95), None));
     }
     let share = |k: u32| f64::from(k) / f64::from(trials);
     let says = format!("waves: {} → {}; independent unchanged {}", share(plain), share(widened), share(same));
