@@ -307,9 +307,13 @@ impl BlockPool {
     /// Registers a full block under its prefix hash. When another block
     /// already holds that prefix, the first stays the cached one.
     pub fn register(&mut self, block: u32, hash: u64) {
-        if self.hash[block as usize].is_none() && !self.cached.contains_key(&hash) {
-            self.cached.insert(hash, block);
-            self.hash[block as usize] = Some(hash);
+        // One probe of the table, not two (a lookup, then the insert): the
+        // table holds every cached block, and a probe of it is a cache miss.
+        if self.hash[block as usize].is_none() {
+            if let std::collections::hash_map::Entry::Vacant(v) = self.cached.entry(hash) {
+                v.insert(block);
+                self.hash[block as usize] = Some(hash);
+            }
         }
     }
 
