@@ -5,7 +5,7 @@
 //! dollar with its own frontier); the best point; the frontiers' tables; why
 //! each other configuration lost, and the failed ones with their logs.
 
-use super::{card, charts, counted, embed, footer, header, page};
+use super::{card, charts, counted, footer, header, page};
 use crate::escape::html;
 use crate::export::ExportError;
 use crate::svg::{Chart, Mark, Series, Style};
@@ -43,7 +43,8 @@ fn gpu_slot(k: usize) -> usize {
 
 /// A frontier as a page.
 pub fn frontier_page(doc: &FrontierResult) -> Result<String, ExportError> {
-    let (data, _) = embed(doc, || doc, |d| d)?;
+    // Whole, whatever its size: a frontier has no records to leave out.
+    let data = serde_json::to_string(doc)?;
     let mut o = String::new();
     let title = match doc.model.as_str() {
         "" => format!("{} frontier", doc.source.as_str()),

@@ -120,10 +120,12 @@ fn embed_within<T: Serialize, L: Serialize, M: Serialize>(
     lean: impl FnOnce() -> L,
     leaner: impl FnOnce(L) -> M,
 ) -> Result<(String, Embedded), ExportError> {
-    // Measure before building: a long run's records, or its scrapes, can
-    // run to hundreds of MB.
-    if serialized_len(doc)? <= limit {
-        return Ok((serde_json::to_string(doc)?, Embedded::Whole));
+    // Written once, up to the limit: a long run's records, or its scrapes,
+    // can run to hundreds of MB, and are never held whole (the whole case,
+    // every page under the limit, had been written twice: measured, then
+    // written).
+    if let Some(text) = json_within(doc, limit)? {
+        return Ok((text, Embedded::Whole));
     }
     // The document without its records, never a tree of them. It goes
     // through a `Value`, as the page has always embedded a stripped
@@ -137,6 +139,39 @@ fn embed_within<T: Serialize, L: Serialize, M: Serialize>(
     // configuration and the signals' window, small beside what was cut.
     let v = serde_json::to_value(leaner(lean))?;
     Ok((serde_json::to_string(&v)?, Embedded::WithoutRecordsOrScrapes))
+}
+
+/// `doc` as JSON where it takes at most `limit` bytes; None where it takes
+/// more, written no further than the limit.
+fn json_within<T: Serialize>(doc: &T, limit: usize) -> Result<Option<String>, ExportError> {
+    let mut out = Capped { bytes: Vec::new(), limit, over: false };
+    match serde_json::to_writer(&mut out, doc) {
+        Ok(()) => Ok(Some(String::from_utf8(out.bytes).expect("serde_json writes UTF-8"))),
+        Err(_) if out.over => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A buffer that refuses to grow past `limit` bytes, saying so in `over`.
+struct Capped {
+    bytes: Vec<u8>,
+    limit: usize,
+    over: bool,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.bytes.len() + buf.len() > self.limit {
+            self.over = true;
+            return Err(std::io::Error::other("past the embedding limit"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn serialized_len<T: Serialize>(doc: &T) -> Result<usize, ExportError> {

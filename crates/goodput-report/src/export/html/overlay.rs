@@ -4,7 +4,7 @@
 //! same colour), both Pareto frontiers, then the per-point errors, the
 //! medians per configuration and overall, and what is on one side only.
 
-use super::{card, charts, embed, footer, header, page};
+use super::{card, charts, footer, header, page};
 use crate::escape::html;
 use crate::export::ExportError;
 use crate::svg::{Chart, Series, Style};
@@ -16,7 +16,8 @@ use std::fmt::Write;
 const OWN_COLOURS: usize = 5;
 
 pub fn overlay_page(c: &FrontierComparison) -> Result<String, ExportError> {
-    let (data, _) = embed(c, || c, |c| c)?;
+    // Whole, whatever its size: the two frontiers have no records to leave out.
+    let data = serde_json::to_string(c)?;
     let mut o = String::new();
     let title = format!("predicted against measured · {}", c.measured.model);
     let lines = vec![
