@@ -383,7 +383,9 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
     // Every gap between chunks, sorted once for both views that take them
     // (the summary's and vLLM's ITL); on a long run, tens of millions.
     let mut gaps: Vec<f64> = Vec::with_capacity(ok.iter().map(|r| r.chunks.len().saturating_sub(1)).sum());
-    gaps.extend(ok.iter().flat_map(|r| r.chunks.pairs().map(|(a, b)| ms(b.t.saturating_sub(a.t)))));
+    for r in &ok {
+        gaps.extend(r.chunks.gaps_ns().map(|g| ms(Duration::from_nanos(g))));
+    }
     crate::analysis::stats::sort_total(&mut gaps);
     // Where every chunk after a first carries one token, the ITL samples
     // are the gaps themselves.
