@@ -584,8 +584,14 @@ fn widened_by((t, b): (f64, usize), conf: f64) -> Option<f64> {
 fn tail_widening(in_order: &[f64], sorted: &[f64], est: f64, conf: f64) -> Option<f64> {
     match dependence(in_order, est) {
         Some(d) => widened_by(d, conf),
-        None => widening(in_order, crate::analysis::stats::percentile(sorted, 50.0)?, conf),
+        None => median_widening(in_order, sorted, conf),
     }
+}
+
+/// [`widening`] at the median of `sorted`, `in_order` sorted: what a tail,
+/// or an attainment, too thin to tell its own takes.
+fn median_widening(in_order: &[f64], sorted: &[f64], conf: f64) -> Option<f64> {
+    widening(in_order, crate::analysis::stats::percentile(sorted, 50.0)?, conf)
 }
 
 /// Wilson's interval of the share of `met` among requests that need not be
@@ -602,16 +608,16 @@ pub fn wilson_dependent(met_in_order: &[bool], alike: &[&[f64]], conf: f64) -> (
     let good = met_in_order.iter().filter(|&&m| m).count() as u64;
     // A miss is 1 and a met request 0: the share at or below ½ is the met share.
     let v: Vec<f64> = met_in_order.iter().map(|&m| if m { 0.0 } else { 1.0 }).collect();
-    let median_widening = |x: &[f64]| {
-        let mut sorted = x.to_vec();
-        crate::analysis::stats::sort_total(&mut sorted);
-        widening(x, crate::analysis::stats::percentile(&sorted, 50.0)?, conf)
-    };
     let tau = match dependence(&v, 0.5) {
         Some(d) => widened_by(d, conf),
-        None if v.len() >= BATCHES * DEPENDENCE_MIN_BATCH => {
-            alike.iter().filter_map(|x| median_widening(x)).max_by(f64::total_cmp)
-        }
+        None if v.len() >= BATCHES * DEPENDENCE_MIN_BATCH => alike
+            .iter()
+            .filter_map(|&x| {
+                let mut sorted = x.to_vec();
+                crate::analysis::stats::sort_total(&mut sorted);
+                median_widening(x, &sorted, conf)
+            })
+            .max_by(f64::total_cmp),
         None => None,
     };
     match tau {

@@ -223,19 +223,13 @@ impl Chunks {
         if n >= self.len() {
             return;
         }
+        self.max_gap = self.gaps_ns().take(n.saturating_sub(1)).max().unwrap_or(0);
         let mut it = self.iter();
-        let (mut last, mut max_gap) = (None::<OutputChunk>, 0);
-        for c in it.by_ref().take(n) {
-            if let Some(l) = last {
-                max_gap = max_gap.max(nanos(c.t.saturating_sub(l.t)));
-            }
-            last = Some(c);
-        }
+        let last = it.by_ref().take(n).last();
         let at = it.at;
         self.packed.truncate(at);
         self.len = n as u32;
         self.last = last;
-        self.max_gap = max_gap;
     }
 
     pub fn iter(&self) -> Iter<'_> {
