@@ -1371,7 +1371,7 @@ mod tests {
             .iter()
             .map(|a| {
                 let mut r = req(100, 10, 3);
-                r.quality = (!a.is_empty()).then(|| crate::quality::score(a, &refs, &[]).unwrap());
+                r.quality = (!a.is_empty()).then(|| Box::new(crate::quality::score(a, &refs, &[]).unwrap()));
                 r
             })
             .collect();
@@ -1388,7 +1388,7 @@ mod tests {
             .iter()
             .map(|a| {
                 let mut r = req(100, 10, 3);
-                r.quality = crate::quality::score(a, &refs, &[crate::quality::scoring::Scorer::Exact]);
+                r.quality = crate::quality::score(a, &refs, &[crate::quality::scoring::Scorer::Exact]).map(Box::new);
                 r
             })
             .collect();

@@ -117,7 +117,7 @@ mod tests {
                 r.outcome = Outcome::Success;
                 r.prompt_hash = Some(format!("p{}", i % 50));
                 r.output_hash = Some(crate::util::hash::text_hash(a));
-                r.quality = crate::quality::score(a, &["right".to_string()], &[]);
+                r.quality = crate::quality::score(a, &["right".to_string()], &[]).map(Box::new);
                 r
             })
             .collect()

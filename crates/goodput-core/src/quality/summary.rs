@@ -136,7 +136,7 @@ pub fn scores_of(records: &[&RequestRecord]) -> QualityScores {
     // records file holds them as they completed), so resamples repeat.
     let mut ok: Vec<&&RequestRecord> = records.iter().filter(|r| r.outcome.is_success()).collect();
     ok.sort_by_key(|r| r.id);
-    let scored: Vec<&crate::quality::RequestQuality> = ok.iter().filter_map(|r| r.quality.as_ref()).collect();
+    let scored: Vec<&crate::quality::RequestQuality> = ok.iter().filter_map(|r| r.quality.as_deref()).collect();
     let mean = |f: &dyn Fn(&crate::quality::RequestQuality) -> Option<f64>, seed| {
         mean_with_ci(&scored.iter().filter_map(|q| f(q)).collect::<Vec<_>>(), seed)
     };
@@ -319,7 +319,7 @@ mod tests {
         let mut r = RequestRecord::new(id, Duration::ZERO, Duration::ZERO);
         r.outcome = Outcome::Success;
         let refs: Vec<String> = refs.iter().map(|s| s.to_string()).collect();
-        r.quality = score(out, &refs, &[]);
+        r.quality = score(out, &refs, &[]).map(Box::new);
         r
     }
 

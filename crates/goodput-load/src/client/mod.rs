@@ -412,7 +412,8 @@ impl Client {
                 rec.quality = tokio::task::spawn_blocking(move || goodput_core::quality::score(&a, &refs, &scorers))
                     .await
                     .ok()
-                    .flatten();
+                    .flatten()
+                    .map(Box::new);
             }
             if item.repeat.is_some() {
                 rec.output_words = Some(goodput_core::util::hash::word_hashes(answer));

@@ -506,7 +506,22 @@ pub fn read_counted_records(
     run: &goodput_core::RunResult,
     result: &Path,
 ) -> Result<(Vec<RequestRecord>, Option<String>), RecordsError> {
+    let q = &run.summary.requests;
+    let expected = q.sent.saturating_add(q.warmup);
+    let counted = run.config.report_window.is_none();
     let mut out = Vec::new();
+    // Room for the records the result counts, no more than the file's bytes
+    // could hold (a record's line is longer than 64 bytes; a compressed
+    // Parquet record may be shorter, and the vector then grows): grown by
+    // doubling, the vector had reserved up to twice the run's records
+    // (300,000 records: 524,288 places), and held the old places beside
+    // the new while it moved them.
+    if counted {
+        let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+        let room = usize::try_from(expected.min(bytes / 64)).unwrap_or(0);
+        // A reservation the allocator refuses is only a lost hint.
+        let _ = out.try_reserve_exact(room);
+    }
     let mut ids = UniqueIds::default();
     let mut reader = RecordsReader::open(path)?;
     while let Some(r) = reader.next() {
@@ -516,10 +531,7 @@ pub fn read_counted_records(
         out.push(r);
     }
     let cut = reader.cut_short();
-    let q = &run.summary.requests;
-    let expected = q.sent.saturating_add(q.warmup);
     let held = out.len() as u64;
-    let counted = run.config.report_window.is_none();
     match cut {
         Some(cut) if counted && held != expected => Ok((
             out,
@@ -753,12 +765,12 @@ mod tests {
             1 => Outcome::Failed { kind: FailureKind::MidStreamError, message: "boom, \"quoted\"\nline".into() },
             _ => Outcome::Cancelled,
         };
-        r.quality = Some(RequestQuality {
+        r.quality = Some(Box::new(RequestQuality {
             exact: Some(1.0),
             rouge_l: Some(0.123456789012345),
             bleu_stats: Some([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]),
             ..RequestQuality::default()
-        });
+        }));
         r.prompt_hash = Some("0123456789abcdef".into());
         r.output_hash = Some("fedcba9876543210".into());
         r.repeat = Some(1);

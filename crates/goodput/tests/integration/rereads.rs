@@ -142,6 +142,13 @@ fn a_records_file_must_hold_every_request_its_run_sent() {
         .arg(p("half.jsonl"))
         .refusal();
     assert!(err.contains("holds 2 records"), "{err}");
+    // A result that claims a quadrillion requests: refused by count, having
+    // reserved no more room than the file's bytes could fill.
+    let mut huge = read_json(&out);
+    huge["summary"]["requests"]["sent"] = serde_json::json!(1_000_000_000_000_000u64);
+    std::fs::write(p("huge.json"), huge.to_string()).unwrap();
+    let err = goodput().arg("report").arg(p("huge.json")).arg("--records").arg(&rec).refusal();
+    assert!(err.contains("holds 4 records, where") && err.contains("says 1000000000000000 requests"), "{err}");
     // Cut mid-line: read up to the cut, and said in the document.
     std::fs::write(p("cut.jsonl"), &text[..text.len() - 40]).unwrap();
     goodput()

@@ -413,13 +413,13 @@ fn an_extreme_percentile_is_not_decided_missed_where_its_estimate_passes() {
 fn scored(mut r: RequestRecord, x: f64, right: bool) -> RequestRecord {
     let graded = if right { 1.0 } else { x };
     let correct = |k: u64| ((10 - k) as f64 * graded).round() as u64;
-    r.quality = Some(crate::quality::RequestQuality {
+    r.quality = Some(Box::new(crate::quality::RequestQuality {
         exact: Some(if right { 1.0 } else { 0.0 }),
         rouge_l: Some(graded),
         chrf: Some(100.0 * graded),
         bleu_stats: Some([10, 10, correct(0), correct(1), correct(2), correct(3), 10, 9, 8, 7]),
         ..Default::default()
-    });
+    }));
     r
 }
 
