@@ -480,7 +480,16 @@ pub fn read_records(path: &Path) -> Result<Vec<RequestRecord>, RecordsError> {
 /// first record of another run (see [`check_records_belong`]), or the
 /// second of one request ([`UniqueIds`]).
 pub fn read_run_records(path: &Path, run_id: &str) -> Result<Vec<RequestRecord>, RecordsError> {
-    let mut out = Vec::new();
+    Ok(read_belonging(path, run_id, Vec::new())?.0)
+}
+
+/// [`read_run_records`]' reading, into `out` (which may have room
+/// reserved), and what [`RecordsReader::cut_short`] says of the file.
+fn read_belonging(
+    path: &Path,
+    run_id: &str,
+    mut out: Vec<RequestRecord>,
+) -> Result<(Vec<RequestRecord>, Option<String>), RecordsError> {
     let mut ids = UniqueIds::default();
     let mut reader = RecordsReader::open(path)?;
     while let Some(r) = reader.next() {
@@ -489,7 +498,7 @@ pub fn read_run_records(path: &Path, run_id: &str) -> Result<Vec<RequestRecord>,
         ids.check(r.id, reader.position(), path)?;
         out.push(r);
     }
-    Ok(out)
+    Ok((out, reader.cut_short()))
 }
 
 /// The records of `run` (its result, read from `result`) in `path`, read as
@@ -522,15 +531,7 @@ pub fn read_counted_records(
         // A reservation the allocator refuses is only a lost hint.
         let _ = out.try_reserve_exact(room);
     }
-    let mut ids = UniqueIds::default();
-    let mut reader = RecordsReader::open(path)?;
-    while let Some(r) = reader.next() {
-        let r = r?;
-        check_records_belong(std::slice::from_ref(&r), &run.run_id, path)?;
-        ids.check(r.id, reader.position(), path)?;
-        out.push(r);
-    }
-    let cut = reader.cut_short();
+    let (out, cut) = read_belonging(path, &run.run_id, out)?;
     let held = out.len() as u64;
     match cut {
         Some(cut) if counted && held != expected => Ok((
