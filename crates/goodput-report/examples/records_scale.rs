@@ -10,6 +10,11 @@
 //! cargo run --release -p goodput-report --example records_scale -- 300000 /tmp/scale run.jsonl
 //! goodput report /tmp/scale/run.json --records /tmp/scale/run.jsonl
 //! ```
+//!
+//! A fourth argument, `I/N`, writes shard I (from 0) of a run of N shards
+//! for `goodput merge` (bench/merge_scale.sh): its requests are numbered
+//! I, I + N, I + 2N, …, and the result (named after the records file:
+//! `s0.jsonl` beside `s0.json`) carries the shard block `merge` reads.
 
 use goodput_core::analysis::assemble::{assemble, Assembly};
 use goodput_core::{
@@ -39,11 +44,12 @@ impl Rng {
 
 const TOKENS: u64 = 64;
 
-fn record(i: u64, rng: &mut Rng) -> RequestRecord {
+/// Request `i` of this file, numbered `id`.
+fn record(i: u64, id: u64, rng: &mut Rng) -> RequestRecord {
     let ns = Duration::from_nanos;
     let scheduled = 1_000_000 + i * 10_000_000;
     let sent = scheduled + rng.range(20_000, 200_000);
-    let mut r = RequestRecord::new(i, ns(scheduled), ns(sent));
+    let mut r = RequestRecord::new(id, ns(scheduled), ns(sent));
     r.input_tokens = rng.range(200, 400);
     r.input_tokens_source = CountSource::Usage;
     r.counts = TokenCounts {
@@ -89,15 +95,22 @@ fn record(i: u64, rng: &mut Rng) -> RequestRecord {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(n), Some(dir), Some(file)) = (args.first(), args.get(1), args.get(2)) else {
-        eprintln!("usage: records_scale N DIR RECORDS_FILE_NAME (e.g. 300000 /tmp/scale run.jsonl)");
+        eprintln!("usage: records_scale N DIR RECORDS_FILE_NAME [I/N] (e.g. 300000 /tmp/scale run.jsonl)");
         std::process::exit(2);
     };
     let n: u64 = n.parse().expect("N: a number of records");
+    let shard: Option<(u32, u32)> = args.get(3).map(|s| {
+        let (i, c) = s.split_once('/').expect("the shard: I/N");
+        (i.parse().expect("I: a number"), c.parse().expect("N: a number"))
+    });
     let dir = PathBuf::from(dir);
     std::fs::create_dir_all(&dir).expect("the output folder");
-    let run_id = format!("{:x}-bench", 0x18eb_4dca_cdad_46d5u64);
+    let mut run_id = format!("{:x}-bench", 0x18eb_4dca_cdad_46d5u64);
+    if let Some((i, _)) = shard {
+        run_id.push_str(&format!("-s{i}"));
+    }
     let records_path = dir.join(file);
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ u64::from(shard.map_or(0, |s| s.0)));
     // The summary of run.json comes from the first records only: the
     // benchmark times `report` recomputing it from the file, not this.
     // Its request counts are the file's, which `report` checks the file
@@ -107,7 +120,8 @@ fn main() {
     {
         let mut f = RecordFile::create(&records_path, &run_id).expect("the records file");
         for i in 0..n {
-            let r = record(i, &mut rng);
+            let id = shard.map_or(i, |(s, c)| i * u64::from(c) + u64::from(s));
+            let r = record(i, id, &mut rng);
             f.write(&r);
             if r.outcome.is_success() {
                 completed += 1;
@@ -140,8 +154,16 @@ fn main() {
     );
     let counts = &mut result.summary.requests;
     (counts.sent, counts.completed, counts.failed) = (n, completed, failed);
+    result.shard = shard.map(|(index, count)| goodput_core::doc::shard::ShardInfo {
+        run: "records-scale".into(),
+        index,
+        count,
+        start_at_unix_s: None,
+        records: Some(records_path.display().to_string()),
+    });
     let json = serde_json::to_string_pretty(&result).expect("the result");
-    std::fs::write(dir.join("run.json"), json).expect("run.json");
+    let stem = file.split('.').next().unwrap_or("run");
+    std::fs::write(dir.join(format!("{stem}.json")), json).expect("the result file");
     let bytes = std::fs::metadata(&records_path).expect("the records file").len();
     println!("{n} records, {bytes} bytes, {:.0} bytes a record: {}", bytes as f64 / n as f64, records_path.display());
 }

@@ -501,6 +501,19 @@ fn read_belonging(
     Ok((out, reader.cut_short()))
 }
 
+/// Places to reserve for the `expected` records a result counts in the
+/// records file `path`: no more than the file's bytes could hold (a
+/// record's line is longer than 64 bytes; a compressed Parquet record may
+/// be shorter, and the vector then grows), so that a damaged count cannot
+/// ask for more memory than the file's size. Grown by doubling, a vector
+/// of the records had reserved up to twice the run's (300,000 records:
+/// 524,288 places), and held the old places beside the new while it
+/// moved them.
+pub fn room_for(path: &Path, expected: u64) -> usize {
+    let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+    usize::try_from(expected.min(bytes / 64)).unwrap_or(0)
+}
+
 /// The records of `run` (its result, read from `result`) in `path`, read as
 /// [`read_run_records`] reads them and counted against the requests the
 /// result says were sent, measured and warm-up, as `merge` counts a shard's:
@@ -519,17 +532,9 @@ pub fn read_counted_records(
     let expected = q.sent.saturating_add(q.warmup);
     let counted = run.config.report_window.is_none();
     let mut out = Vec::new();
-    // Room for the records the result counts, no more than the file's bytes
-    // could hold (a record's line is longer than 64 bytes; a compressed
-    // Parquet record may be shorter, and the vector then grows): grown by
-    // doubling, the vector had reserved up to twice the run's records
-    // (300,000 records: 524,288 places), and held the old places beside
-    // the new while it moved them.
     if counted {
-        let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
-        let room = usize::try_from(expected.min(bytes / 64)).unwrap_or(0);
         // A reservation the allocator refuses is only a lost hint.
-        let _ = out.try_reserve_exact(room);
+        let _ = out.try_reserve_exact(room_for(path, expected));
     }
     let (out, cut) = read_belonging(path, &run.run_id, out)?;
     let held = out.len() as u64;
