@@ -17,18 +17,10 @@ cd "$(dirname "$0")/.."
 N=${1:-300000}
 RUNS=${2:-5}
 EXT=${3:-jsonl}
-cargo build --release -q --bin goodput -p goodput --example records_scale -p goodput-report
-BIN=${BIN:-target/release/goodput}
-TMP=${KEEP:-$(mktemp -d)}
-[ -n "${KEEP:-}" ] || trap 'rm -rf "$TMP"' EXIT
+# shellcheck source=bench/timed_runs.sh
+. bench/timed_runs.sh
+records_setup
 target/release/examples/records_scale "$N" "$TMP" "run.$EXT"
-for i in $(seq "$RUNS"); do
-  /usr/bin/time -v -o "$TMP/time.$i" "$BIN" report "$TMP/run.json" --records "$TMP/run.$EXT" ${REPORT_ARGS:-} >/dev/null
-  wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, p, ":"); s = 0; for (k = 1; k <= n; k++) s = s * 60 + p[k]; print s}' "$TMP/time.$i")
-  rss=$(awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' "$TMP/time.$i")
-  cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {print s}' "$TMP/time.$i")
-  echo "run $i: ${wall} s, ${cpu} s of CPU, ${rss} MB resident"
-  echo "$wall $rss $cpu" >>"$TMP/all"
-done
-median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-echo "median of $RUNS: $(cut -d' ' -f1 "$TMP/all" | median) s, $(cut -d' ' -f3 "$TMP/all" | median) s of CPU, $(cut -d' ' -f2 "$TMP/all" | median) MB resident, $N records"
+# shellcheck disable=SC2086 # REPORT_ARGS is split into flags on purpose
+timed_runs "$RUNS" "$TMP" "$BIN" report "$TMP/run.json" --records "$TMP/run.$EXT" ${REPORT_ARGS:-}
+medians "$N records"
