@@ -25,4 +25,4 @@ for s in $(seq 0 $((SHARDS - 1))); do
   results+=("$TMP/s$s.json")
 done
 timed_runs "$RUNS" "$TMP" "$BIN" merge "${results[@]}" -o "$TMP/merged.json" --records "$TMP/merged.$EXT" --quiet
-medians "$SHARDS shards of $N records"
+medians "$TMP" "$SHARDS shards of $N records"

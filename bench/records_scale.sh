@@ -23,4 +23,4 @@ records_setup
 target/release/examples/records_scale "$N" "$TMP" "run.$EXT"
 # shellcheck disable=SC2086 # REPORT_ARGS is split into flags on purpose
 timed_runs "$RUNS" "$TMP" "$BIN" report "$TMP/run.json" --records "$TMP/run.$EXT" ${REPORT_ARGS:-}
-medians "$N records"
+medians "$TMP" "$N records"

@@ -2,7 +2,7 @@
 # merge_scale.sh): `timed_runs RUNS DIR COMMAND...` runs COMMAND (its
 # standard output dropped) RUNS times under /usr/bin/time -v, prints each
 # run's wall time, CPU time (user + system) and peak resident memory, and
-# keeps them in DIR/all; `medians WHAT` prints their medians, WHAT after.
+# keeps them in DIR/all; `medians DIR WHAT` prints their medians, WHAT after.
 # `records_setup` builds the binary and the records_scale example, and sets
 # BIN (the goodput binary timed, unless given) and TMP (KEEP, or a folder
 # removed on exit).
@@ -24,12 +24,11 @@ timed_runs() {
     echo "run $i: ${wall} s, ${cpu} s of CPU, ${rss} MB resident"
     echo "$wall $rss $cpu" >>"$dir/all"
   done
-  TIMED_RUNS=$runs TIMED_DIR=$dir
 }
 
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 medians() {
-  local all=$TIMED_DIR/all
-  echo "median of $TIMED_RUNS: $(cut -d' ' -f1 "$all" | median) s, $(cut -d' ' -f3 "$all" | median) s of CPU, $(cut -d' ' -f2 "$all" | median) MB resident, $1"
+  local all=$1/all
+  echo "median of $(wc -l <"$all"): $(cut -d' ' -f1 "$all" | median) s, $(cut -d' ' -f3 "$all" | median) s of CPU, $(cut -d' ' -f2 "$all" | median) MB resident, $2"
 }

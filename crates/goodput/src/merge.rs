@@ -244,7 +244,8 @@ impl ShardRecords {
         use goodput_report::read::records::{check_records_belong, RecordsReader};
         let before = out.len();
         // Made only when a record is late: it had been formatted for every
-        // record (with the reservation below, a fifth of a merge's CPU).
+        // record (with the reservation below, an eighth to a fifth of a
+        // merge's CPU).
         let late = |id: u64| {
             anyhow!(
                 "{} (shard started at {} s since the Unix epoch) puts request {} {} s after the merged clock's start, \
@@ -314,13 +315,9 @@ fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u3
     let mut records = Vec::new();
     // Room for the records the shards count, as `report` reserves a run's
     // (`room_for`); a reservation the allocator refuses is only a lost hint.
-    let room = shards.iter().map(|s| {
-        let q = &s.run.summary.requests;
-        let expected = q.sent.saturating_add(q.warmup);
-        match &s.records {
-            ShardRecords::Held(recs) => recs.len().min(usize::try_from(expected).unwrap_or(usize::MAX)),
-            ShardRecords::File(path) => goodput_report::read::records::room_for(path, expected),
-        }
+    let room = shards.iter().map(|s| match &s.records {
+        ShardRecords::Held(recs) => recs.len(),
+        ShardRecords::File(path) => goodput_report::read::records::room_for(path, s.run.summary.requests.recorded()),
     });
     let _ = records.try_reserve_exact(room.fold(0usize, usize::saturating_add));
     let mut seen = SeenIds::default();
@@ -330,7 +327,7 @@ fn merged_run(a: &MergeArgs, mut shards: Vec<Shard>, count: u32, missing: Vec<u3
         // A records file cut at a line's end had been merged as it was,
         // its missing requests dropped without a word.
         let counted = &s.run.summary.requests;
-        let expected = counted.sent.saturating_add(counted.warmup);
+        let expected = counted.recorded();
         if requests != expected {
             bail!(
                 "{} holds {requests} records, where its shard's result {} says {expected} requests were sent ({} \

@@ -216,7 +216,7 @@ pub fn analysed(mut run: RunResult, a: &ReportArgs) -> Result<Reported> {
             // (as a --records file is): an edited or cut document had been recomputed from what it
             // still held (`requests: []` read as a run of none), where `compare` read its summary.
             let q = &run.summary.requests;
-            let expected = q.sent.saturating_add(q.warmup);
+            let expected = q.recorded();
             let held = r.len() as u64;
             if run.config.report_window.is_none() && held != expected {
                 let what = format!(

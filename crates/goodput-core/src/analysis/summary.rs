@@ -210,6 +210,14 @@ pub struct RequestCounts {
     pub warmup: u64,
 }
 
+impl RequestCounts {
+    /// The requests a run's records hold: one a request sent, measured or
+    /// warm-up (what `report` and `merge` count a records file against).
+    pub fn recorded(&self) -> u64 {
+        self.sent.saturating_add(self.warmup)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct Throughput {

@@ -529,7 +529,7 @@ pub fn read_counted_records(
     result: &Path,
 ) -> Result<(Vec<RequestRecord>, Option<String>), RecordsError> {
     let q = &run.summary.requests;
-    let expected = q.sent.saturating_add(q.warmup);
+    let expected = q.recorded();
     let counted = run.config.report_window.is_none();
     let mut out = Vec::new();
     if counted {
