@@ -29,7 +29,7 @@
 //! SLO at many users.
 
 use crate::cli::{PlanArgs, WarmupArg, MAX_GPUS};
-use crate::virtual_point::{estimate_result, prompt_kind, VirtualServer};
+use crate::virtual_point::{estimate_result, prompt_kind, VirtualServer, SPEC_ACCEPTANCE, SPEC_DRAFT_COST};
 use crate::{common, output, setup};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::analysis::slo::{SloMetric, DEFAULT_ATTAINMENT};
@@ -43,7 +43,7 @@ use goodput_load::trace::TraceEntry;
 use goodput_load::{LoadPlan, Workload};
 use goodput_sim::engine::{
     kv_capacity, BatchShape, Disaggregation, EngineConfig, GpuSpec, KvCacheDtype, ModelSpec, Precision, PromptKind,
-    Roofline, RouterPolicy,
+    Roofline, RouterPolicy, SpecDecoding,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -102,6 +102,9 @@ struct Candidate {
     /// The router in front of the replicas (with `--trace` alone: a closed
     /// loop simulates one replica).
     router: RouterPolicy,
+    /// Speculative decoding's draft tokens a step (0: none), at
+    /// `--spec-acceptance` and `--spec-draft-cost`.
+    spec: u32,
 }
 
 /// A unit's prefill and decode pools: P and D instances, and a pool's own
@@ -766,6 +769,12 @@ fn check_args(a: &PlanArgs) -> Result<()> {
     if a.shape.turns.is_some() || a.shape.cancel_rate.is_some() {
         bail!("--turns and --cancel-rate belong to bench, estimate and sweep: plan sends single requests, each to its end");
     }
+    if a.spec_tokens.0.iter().all(|&k| k == 0) && (a.spec_acceptance.is_some() || a.spec_draft_cost.is_some()) {
+        bail!(
+            "--spec-acceptance and --spec-draft-cost describe speculative decoding, which --spec-tokens turns on: \
+             add --spec-tokens (0,3 plans without and with three draft tokens a step), or drop them"
+        );
+    }
     if a.attainment.is_some() && a.slo.is_none() {
         bail!("--attainment is the share of requests that must meet the SLO: give the SLO too (--slo 'tpot<=50ms')");
     }
@@ -843,6 +852,9 @@ fn id_of(search: &Search, c: &Candidate) -> String {
     id.push_str(&format!(" {} mbt{}", c.precision, c.max_num_batched_tokens));
     if search.several_seqs {
         id.push_str(&format!(" seqs{}", c.max_num_seqs));
+    }
+    if c.spec > 0 {
+        id.push_str(&format!(" spec{}", c.spec));
     }
     // A unit not in lowest terms (`--pd 2:2`) is another deployment than
     // the lowest terms' units of the same pools (`1:1` twice): its ratio
@@ -1035,7 +1047,18 @@ impl Search<'_> {
         cfg.max_num_seqs = Some(c.max_num_seqs);
         cfg.max_num_batched_tokens = c.max_num_batched_tokens;
         cfg.pd = c.pd.map(|pd| pd.disaggregation());
+        cfg.spec = (c.spec > 0).then(|| self.spec(c.spec));
         cfg
+    }
+
+    /// Speculative decoding of `tokens` drafts a step, at the plan's
+    /// acceptance and draft cost.
+    fn spec(&self, tokens: u32) -> SpecDecoding {
+        SpecDecoding {
+            tokens,
+            acceptance: self.args.spec_acceptance.unwrap_or(SPEC_ACCEPTANCE),
+            draft_cost: self.args.spec_draft_cost.unwrap_or(SPEC_DRAFT_COST),
+        }
     }
 
     /// Refuses a `--pd` ratio that names a pool's EP the model cannot take:
@@ -1156,6 +1179,16 @@ impl Search<'_> {
             eps = vec![1];
         }
         self.check_pool_eps(&ratios)?;
+        if let Some(&k) = a.spec_tokens.0.iter().find(|&&k| k > 0) {
+            let sd = self.spec(k);
+            notes.push(format!(
+                "speculative decoding (spec): each draft token accepted with chance {} when the ones before it were, \
+                 the drafter costing {} of a step per draft token; these are assumptions, not measurements: real \
+                 acceptance depends on the prompts and the drafter (a live server's, as bench reports it in \
+                 spec_decode.acceptance_by_position, can be given with --spec-acceptance)",
+                sd.acceptance, sd.draft_cost
+            ));
+        }
         notes.extend(self.unplaceable(&tps, &pps, &eps));
         let auto_pd = a.pd.as_deref().is_some_and(|s| s.trim().eq_ignore_ascii_case("auto"));
         let lengths = mean_lengths(&self.workload);
@@ -1261,8 +1294,15 @@ impl Search<'_> {
                                         if router != routers[0] {
                                             cs.retain(|c| c.engines() > 1);
                                         }
-                                        counted += cs.len();
-                                        group.extend(cs.into_iter().map(|c| Candidate { router: routed, ..c }));
+                                        // Each draft length of --spec-tokens.
+                                        counted += cs.len() * a.spec_tokens.0.len();
+                                        for &spec in &a.spec_tokens.0 {
+                                            group.extend(cs.iter().map(|c| Candidate {
+                                                router: routed,
+                                                spec,
+                                                ..c.clone()
+                                            }));
+                                        }
                                         // Past the cap a search runs for hours and
                                         // holds gigabytes (1,000 × 1,000 batch
                                         // limits had): refused before it starts.
@@ -1271,7 +1311,8 @@ impl Search<'_> {
                                                 "these lists make more than {MAX_CONFIGURATIONS} configurations, \
                                                  the most one plan searches: shorten them (--gpu, --precision, \
                                                  --tp, --pp, --ep, --pd, --max-num-seqs, \
-                                                 --max-num-batched-tokens), e.g. powers of two of the batch limits"
+                                                 --max-num-batched-tokens, --spec-tokens), e.g. powers of two of \
+                                                 the batch limits"
                                             );
                                         }
                                     }
@@ -1673,6 +1714,7 @@ impl Search<'_> {
             max_num_batched_tokens: 8192,
             pd: None,
             router: RouterPolicy::LeastLoaded,
+            spec: 0,
         }
     }
 
@@ -1847,6 +1889,12 @@ impl Search<'_> {
             if v > 1 {
                 params.insert(k.into(), v.to_string());
             }
+        }
+        if c.spec > 0 {
+            let sd = self.spec(c.spec);
+            params.insert("spec_tokens".into(), sd.tokens.to_string());
+            params.insert("spec_acceptance".into(), sd.acceptance.to_string());
+            params.insert("spec_draft_cost".into(), sd.draft_cost.to_string());
         }
         FrontierConfig::new(
             id_of(self, c),
@@ -2338,6 +2386,7 @@ mod tests {
             max_num_batched_tokens: 2048,
             pd: Some(pd),
             router: RouterPolicy::LeastLoaded,
+            spec: 0,
         }
     }
 

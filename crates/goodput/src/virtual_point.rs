@@ -96,8 +96,8 @@ pub fn quantization_note(flag: &str, model: &ModelSpec) -> Option<String> {
 }
 
 /// `--spec-acceptance` and `--spec-draft-cost` where not given.
-const SPEC_ACCEPTANCE: f64 = 0.7;
-const SPEC_DRAFT_COST: f64 = 0.05;
+pub(crate) const SPEC_ACCEPTANCE: f64 = 0.7;
+pub(crate) const SPEC_DRAFT_COST: f64 = 0.05;
 
 /// The engine configuration the flags describe: the model (a catalog name
 /// or a Hugging Face config.json) on the hardware and limits of `hw`, the

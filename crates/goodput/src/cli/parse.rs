@@ -405,6 +405,10 @@ pub fn parse_list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CountList(pub Vec<u64>);
 
+/// `plan --spec-tokens`: draft lengths, 0 for none.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpecTokens(pub Vec<u32>);
+
 /// A list of rates.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RateList(pub Vec<f64>);
@@ -476,6 +480,22 @@ pub fn parse_counts(s: &str) -> Result<CountList, String> {
         return Err(format!("'{s}' names {d} twice: give each once"));
     }
     Ok(CountList(v))
+}
+
+/// `plan --spec-tokens`: draft lengths to try, 0 for none (`0,3`), each
+/// at most the engine's [`goodput_sim::engine::MAX_SPEC_TOKENS`].
+pub fn parse_spec_tokens(s: &str) -> Result<SpecTokens, String> {
+    let v: Vec<u64> = parse_list(s)?;
+    let most = goodput_sim::engine::MAX_SPEC_TOKENS;
+    if let Some(k) = v.iter().find(|&&k| k > u64::from(most)) {
+        return Err(format!(
+            "{k} draft tokens: at most {most} (vLLM's num_speculative_tokens; 3 to 5 is usual), or 0 for none"
+        ));
+    }
+    if let Some(d) = first_repeat(&v) {
+        return Err(format!("'{s}' names {d} twice: give each once"));
+    }
+    Ok(SpecTokens(v.into_iter().map(|k| k as u32).collect()))
 }
 
 pub fn parse_rates(s: &str) -> Result<RateList, String> {

@@ -1,7 +1,9 @@
 //! `goodput plan`'s arguments.
 
 use super::groups::{ExportArgs, ShapeArgs, WorkloadArgs, DEFAULT_ENGINE_MODEL};
-use super::parse::{number, parse_attainment, parse_counts, parse_slo, CountList, Units};
+use super::parse::{
+    number, parse_attainment, parse_counts, parse_slo, parse_spec_tokens, CountList, SpecTokens, Units,
+};
 use clap::Args;
 use goodput_core::Slo;
 use goodput_load::trace::TraceFormat;
@@ -149,6 +151,15 @@ pub struct PlanArgs {
     /// Prefill/decode disaggregation ratios to search beside colocated serving: a list of P:D (P prefill and D decode instances, each on --tp GPUs, the unit replicated to fill --gpus; either pool may name its own TP, 4xTP1:1xTP4, searched as given), or auto (every P:D in lowest terms with P + D ≤ 5, less those the workload would leave far out of balance).
     #[arg(long, value_name = "auto|P:D,...")]
     pub pd: Option<String>,
+    /// Speculative decoding's draft lengths to try, 0 for none (vLLM's num_speculative_tokens): 0,3 runs each configuration without and with three draft tokens a step. Drafts speed one user's stream and cost compute that a large batch pays for.
+    #[arg(long, value_parser = parse_spec_tokens, default_value = "0")]
+    pub spec_tokens: SpecTokens,
+    /// With --spec-tokens: the first draft position's acceptance, each later one accepted with this chance when the ones before it were (as estimate --spec-acceptance; take it from a live server's spec_decode.acceptance_by_position[0]) [default: 0.7].
+    #[arg(long, value_parser = number("--spec-acceptance", "an acceptance from 0 to 1", "0.7", Units::Share))]
+    pub spec_acceptance: Option<f64>,
+    /// With --spec-tokens: the drafter's time per draft token as a share of the verifying step's (an EAGLE or MTP head: a few percent; n-gram lookup: 0) [default: 0.05].
+    #[arg(long, value_parser = number("--spec-draft-cost", "a share of a step's time", "0.05", Units::Share))]
+    pub spec_draft_cost: Option<f64>,
     /// Share of GPU memory the engine may use.
     #[arg(long, default_value_t = 0.9, value_parser = number("--gpu-memory-utilization", "a share of GPU memory", "0.9", Units::Share))]
     pub gpu_memory_utilization: f64,

@@ -234,6 +234,72 @@ fn plan_refuses_what_it_cannot_search() {
     assert!(err.contains("--tp 4294967298"), "{err}");
 }
 
+/// `--spec-tokens 0,3` plans each configuration without and with three
+/// draft tokens a step. Drafts win where decoding reads weights for few
+/// sequences: at one user the drafting configuration is faster a user and
+/// holds that end of the frontier; at a full batch, at a middling
+/// acceptance, the verified drafts' compute costs more than the steps they
+/// save, and the plain configuration carries more tokens a GPU. Each is
+/// named and described in its id and params, and the note says the
+/// acceptance is an assumption.
+#[test]
+fn speculative_decoding_is_searched_and_wins_the_fast_end_of_the_frontier() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("spec.json");
+    let o = goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-70b", "--gpu", "h100=2.5", "--gpus", "2", "--tp", "2"])
+        .args(["--pp", "1", "--precision", "fp8", "--max-num-batched-tokens", "8192", "--concurrency", "1,128"])
+        .args(["--spec-tokens", "0,3", "--spec-acceptance", "0.5", "--spec-draft-cost", "0.1"])
+        .args(["--input-tokens", "1024", "--output-tokens", "256", "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let doc = read_json(&out);
+    assert_valid(&doc, "FrontierResult", "plan --spec-tokens");
+    let configs = doc["configs"].as_array().unwrap();
+    let ids: Vec<&str> = configs.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["h100-sxm tp2x1 fp8 mbt8192", "h100-sxm tp2x1 fp8 mbt8192 spec3"]);
+    let (plain, spec) = (&configs[0], &configs[1]);
+    assert!(plain["params"].get("spec_tokens").is_none(), "{}", plain["params"]);
+    assert_eq!(spec["params"]["spec_tokens"], "3");
+    assert_eq!(spec["params"]["spec_acceptance"], "0.5");
+    assert_eq!(spec["params"]["spec_draft_cost"], "0.1");
+    let at = |c: &Value, users: u64| {
+        let p = c["points"].as_array().unwrap().iter().find(|p| p["load"]["value"] == users).unwrap();
+        xy(p).unwrap()
+    };
+    // One user: drafts make each step yield 1.875 tokens on average, so
+    // well over a third faster; 128 users: the plain engine ahead per GPU.
+    let (one_plain, one_spec) = (at(plain, 1), at(spec, 1));
+    assert!(one_spec.0 > 1.3 * one_plain.0, "{one_plain:?} {one_spec:?}");
+    let (full_plain, full_spec) = (at(plain, 128), at(spec, 128));
+    assert!(full_plain.1 > full_spec.1, "{full_plain:?} {full_spec:?}");
+    // The frontier holds both: the drafting one's single user, the plain
+    // one's full batch.
+    let on: Vec<(&str, &Value)> = doc["frontier"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                ids[r["config"].as_u64().unwrap() as usize],
+                &configs[r["config"].as_u64().unwrap() as usize]["points"][r["point"].as_u64().unwrap() as usize]
+                    ["load"]["value"],
+            )
+        })
+        .collect();
+    assert!(on.contains(&(ids[1], &Value::from(1))) && on.contains(&(ids[0], &Value::from(128))), "{on:?}");
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("accepted with chance 0.5") && notes.contains("assumptions, not measurements"), "{notes}");
+    // The acceptance without any draft is refused, not ignored; a draft
+    // length past the engine's is named.
+    let err = goodput().args(["plan", "--gpu", "h100", "--spec-acceptance", "0.6"]).refusal();
+    assert!(err.contains("which --spec-tokens turns on"), "{err}");
+    let err = goodput().args(["plan", "--gpu", "h100", "--spec-tokens", "0,17"]).refusal();
+    assert!(err.contains("17 draft tokens: at most 16"), "{err}");
+}
+
 #[test]
 fn plan_runs_a_precision_once_and_says_when_no_pool_fits() {
     let run = |extra: &[&str]| {
