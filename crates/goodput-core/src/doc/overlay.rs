@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 /// The simulator's knobs a configuration's settings map onto, as `goodput
 /// plan` names them in its documents' `params`.
-pub const KNOBS: [&str; 11] = [
+pub const KNOBS: [&str; 12] = [
     "gpu",
     "tp",
     "dp",
@@ -28,13 +28,14 @@ pub const KNOBS: [&str; 11] = [
     "pp",
     "pd",
     "scheduler",
+    "spec_tokens",
 ];
 
 /// Each knob's other names: the servers' flags for it (vLLM's
 /// `tensor_parallel_size`, `quantization`; SGLang's `tp_size`,
 /// `max_running_requests`, `chunked_prefill_size`; llama.cpp's `np`
 /// (parallel slots) and `b` (batch size in tokens)) and short forms.
-pub const KNOB_ALIASES: [(&str, &[&str]); 11] = [
+pub const KNOB_ALIASES: [(&str, &[&str]); 12] = [
     ("gpu", &["gpu_type"]),
     ("tp", &["tensor_parallel_size", "tp_size"]),
     ("dp", &["data_parallel_size", "dp_size"]),
@@ -46,7 +47,19 @@ pub const KNOB_ALIASES: [(&str, &[&str]); 11] = [
     ("pp", &["pipeline_parallel_size", "pp_size"]),
     ("pd", &["pd_ratio", "disaggregation"]),
     ("scheduler", &["scheduler_policy"]),
+    ("spec_tokens", &["num_speculative_tokens", "spec"]),
 ];
+
+/// The value a knob has where a configuration's settings leave it out: `goodput
+/// plan` names `pp`, `ep` and `spec_tokens` only where they are on, so a
+/// grid's `pp=1` or `spec_tokens=0` is a plan's configuration without them.
+fn absent_value(knob: &str) -> Option<&'static str> {
+    match knob {
+        "pp" | "ep" => Some("1"),
+        "spec_tokens" => Some("0"),
+        _ => None,
+    }
+}
 
 /// The simulator's knob a server setting (a grid parameter) names, when it
 /// names one: the knob's own name or one of [`KNOB_ALIASES`]. Case, leading
@@ -354,7 +367,7 @@ fn partner(pred: &FrontierResult, m: &FrontierConfig) -> Partner {
                 Some(pv) => same_value(k, pv, v),
                 // The GPU as the catalog names it, when the plan's --gpu name differs.
                 None if *k == "gpu" => pred.configs[i].gpu.as_deref().is_some_and(|g| same_value(k, g, v)),
-                None => false,
+                None => absent_value(k).is_some_and(|d| same_value(k, d, v)),
             })
         })
         .collect();

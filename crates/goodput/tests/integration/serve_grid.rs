@@ -1132,6 +1132,75 @@ fn a_grid_of_disaggregation_ratios_and_schedulers_is_predicted_and_paired() {
     assert!(!dir.path().join("started").exists(), "no server started");
 }
 
+/// `spec_tokens` (vLLM's `num_speculative_tokens`) is a knob too: a grid
+/// of draft lengths is predicted in virtual time, the sweep's
+/// `--spec-acceptance` describing the configurations that draft (not
+/// refused for the one that does not), and paired with the measured
+/// servers; `compare` pairs plan's `spec3` with the measured
+/// `spec_tokens=3` and plan's configuration without drafts with
+/// `spec_tokens=0`, which plan leaves out of its params.
+#[test]
+fn a_grid_of_draft_lengths_is_predicted_and_paired_with_plan_s() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("frontier.json");
+    let workload = ["--input-tokens", "256", "--output-tokens", "16"];
+    let o = goodput()
+        .args(["sweep", "--estimate", "--serve-cmd"])
+        .arg(format!(
+            "sh -c {} {{port}}",
+            shlex::try_quote(&serve_script("--speed 1 --max-num-batched-tokens 8192 --spec-tokens {spec_tokens}"))
+                .unwrap()
+        ))
+        .args(["--serve-grid", "spec_tokens=0,3", "--spec-acceptance", "0.7", "--max-num-batched-tokens", "8192"])
+        .args(["--concurrency", "1", "-n", "4", "--progress", "none"])
+        .args(workload)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let predicted = read_json(&dir.path().join("frontier.predicted.json"));
+    let tpot: Vec<f64> = configs(&predicted)
+        .iter()
+        .map(|c| {
+            assert_eq!(c["status"], "ok", "{c}");
+            c["points"][0]["tpot_ms"].as_f64().unwrap()
+        })
+        .collect();
+    assert!(tpot[1] < 0.8 * tpot[0], "three drafts at 0.7 shorten one user's TPOT: {tpot:?}");
+    // So do the measured servers', which draft as the template tells them.
+    let measured: Vec<f64> =
+        configs(&read_json(&out)).iter().map(|c| c["points"][0]["tpot_ms"].as_f64().unwrap()).collect();
+    assert!(measured[1] < measured[0], "{measured:?}");
+    let (_, pairs) = compared(&read_json(&dir.path().join("frontier.compare.json")));
+    assert_eq!(
+        pairs,
+        [("spec_tokens=0".into(), "spec_tokens=0".into()), ("spec_tokens=3".into(), "spec_tokens=3".into())]
+    );
+    let plan = dir.path().join("plan.json");
+    let o = goodput()
+        .args(["plan", "--gpu", "h100", "--gpus", "1", "--tp", "1", "--precision", "bf16", "--spec-tokens", "0,3"])
+        .args(["--max-num-batched-tokens", "8192", "--concurrency", "1,2", "--requests-per-user", "2", "-q"])
+        .args(workload)
+        .arg("-o")
+        .arg(&plan)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let both = dir.path().join("both.json");
+    let o = goodput().arg("compare").arg(&out).arg(&plan).arg("-o").arg(&both).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (_, pairs) = compared(&read_json(&both));
+    assert_eq!(
+        pairs,
+        [
+            ("spec_tokens=0".into(), "h100-sxm tp1x1 bf16 mbt8192".into()),
+            ("spec_tokens=3".into(), "h100-sxm tp1x1 bf16 mbt8192 spec3".into())
+        ]
+    );
+}
+
 /// The settings a measured frontier keeps for `--resume` hold its template
 /// with its credentials masked, as the "starting:" line shows it: a value
 /// named as one (`SERVER_KEY=…`, `HF_TOKEN=…`, a server's own secret) and

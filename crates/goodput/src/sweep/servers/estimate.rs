@@ -36,6 +36,15 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
             if numeric && !v.trim().parse::<u32>().is_ok_and(|n| n > 0) {
                 bail!("--estimate: {k}={v} in {} is not a positive whole number ({knob})", p.id());
             }
+            if knob == "spec_tokens"
+                && !v.trim().parse::<u32>().is_ok_and(|n| n <= goodput_sim::engine::MAX_SPEC_TOKENS)
+            {
+                bail!(
+                    "--estimate: {k}={v} in {} is not a count of draft tokens from 0 (none) to {}",
+                    p.id(),
+                    goodput_sim::engine::MAX_SPEC_TOKENS
+                );
+            }
             if knob == "pd" {
                 goodput_sim::engine::Disaggregation::parse(v.trim())
                     .map_err(|e| anyhow::anyhow!("--estimate: {k}={v} in {}: {e}", p.id()))?;
@@ -164,6 +173,14 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
             Some("max_num_batched_tokens") => args.hw.max_num_batched_tokens = Some(n()?),
             Some("pd") => args.hw.pd = Some(v.to_string()),
             Some("scheduler") => args.hw.scheduler = v.to_string(),
+            // The sweep's --spec-acceptance and --spec-draft-cost describe
+            // the drafts of the configurations that have them.
+            Some("spec_tokens") => {
+                args.hw.spec_tokens = n()?;
+                if args.hw.spec_tokens == 0 {
+                    (args.hw.spec_acceptance, args.hw.spec_draft_cost) = (None, None);
+                }
+            }
             _ => {}
         }
     }
