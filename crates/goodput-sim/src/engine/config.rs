@@ -103,6 +103,34 @@ pub struct SpecDecoding {
 /// The most draft tokens a step may carry.
 pub const MAX_SPEC_TOKENS: u32 = 16;
 
+impl SpecDecoding {
+    /// Refuses a draft length outside 1..=[`MAX_SPEC_TOKENS`], and an
+    /// acceptance or draft cost outside [0, 1] (NaN among them), naming the
+    /// flag that set it.
+    pub fn check(&self) -> Result<(), String> {
+        if self.tokens == 0 || self.tokens > MAX_SPEC_TOKENS {
+            return Err(format!(
+                "--spec-tokens {} must lie in 1..={MAX_SPEC_TOKENS}, or be 0 for none (vLLM's num_speculative_tokens; 3 \
+                 to 5 is usual)",
+                self.tokens
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.acceptance) {
+            return Err(format!(
+                "--spec-acceptance {} must lie in [0, 1]: the chance that a draft token is accepted",
+                self.acceptance
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.draft_cost) {
+            return Err(format!(
+                "--spec-draft-cost {} must lie in [0, 1]: a draft token's time as a share of the verifying step's",
+                self.draft_cost
+            ));
+        }
+        Ok(())
+    }
+}
+
 fn one() -> u32 {
     1
 }
@@ -296,25 +324,7 @@ impl EngineConfig {
             return bad(format!("--block-size {} must lie in 1..=1024 (vLLM uses 16)", self.block_size));
         }
         if let Some(sd) = &self.spec {
-            if sd.tokens == 0 || sd.tokens > MAX_SPEC_TOKENS {
-                return bad(format!(
-                    "--spec-tokens {} must lie in 1..={MAX_SPEC_TOKENS}, or be 0 for none (vLLM's num_speculative_tokens; 3 \
-                     to 5 is usual)",
-                    sd.tokens
-                ));
-            }
-            if !(0.0..=1.0).contains(&sd.acceptance) {
-                return bad(format!(
-                    "--spec-acceptance {} must lie in [0, 1]: the chance that a draft token is accepted",
-                    sd.acceptance
-                ));
-            }
-            if !(0.0..=1.0).contains(&sd.draft_cost) {
-                return bad(format!(
-                    "--spec-draft-cost {} must lie in [0, 1]: a draft token's time as a share of the verifying step's",
-                    sd.draft_cost
-                ));
-            }
+            sd.check().map_err(Error::InvalidConfig)?;
         }
         if let Some(pd) = &self.pd {
             pd.check().map_err(Error::InvalidConfig)?;

@@ -232,6 +232,20 @@ fn plan_refuses_what_it_cannot_search() {
     assert!(err.contains("--ep 4294967295: more GPUs than the most a plan may take (--gpus at most 4096)"), "{err}");
     let err = goodput().args(["plan", "--gpu", "h100", "--tp", "1,4294967298"]).refusal();
     assert!(err.contains("--tp 4294967298"), "{err}");
+    // A draft acceptance or cost outside [0, 1] is the flag's error, before
+    // the search: it had run every configuration, failed each drafting one,
+    // and written an empty frontier.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("plan.json");
+    for (flag, value) in [("--spec-acceptance", "1.5"), ("--spec-draft-cost", "nan")] {
+        let err = goodput()
+            .args(["plan", "--gpu", "h100", "--gpus", "1", "--spec-tokens", "0,3", flag, value, "-o"])
+            .arg(&out)
+            .refusal();
+        assert!(err.contains(&format!("{flag} ")) && err.contains("must lie in [0, 1]"), "{err}");
+        assert!(!err.contains("no configuration completed"), "{err}");
+        assert!(!out.exists(), "nothing written");
+    }
 }
 
 /// `--spec-tokens 0,3` plans each configuration without and with three

@@ -1087,6 +1087,19 @@ fn an_estimate_of_a_parameter_without_a_knob_is_refused() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("temperature maps onto no knob") && err.contains("max_num_seqs"), "{err}");
     assert!(!dir.path().join("started").exists(), "no server started");
+    // A draft acceptance outside [0, 1] where the grid drafts: refused
+    // before the servers run (it had failed only the drafting
+    // configuration's prediction, after every server was measured).
+    let o = goodput()
+        .args(["sweep", "--estimate", "--serve-cmd", "sh -c 'echo started > started' {port} {spec_tokens}"])
+        .args(["--serve-grid", "spec_tokens=0,3", "--spec-acceptance", "1.5", "--concurrency", "1", "-o"])
+        .arg(dir.path().join("f.json"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("--spec-acceptance 1.5 must lie in [0, 1]"), "{err}");
+    assert!(!dir.path().join("started").exists(), "no server started");
 }
 
 /// `pd` and `scheduler` are knobs of the simulator too: a grid of

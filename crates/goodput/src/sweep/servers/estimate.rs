@@ -9,6 +9,7 @@
 use super::grid::Params;
 use super::points::frontier_point;
 use crate::cli::{SweepArgs, DEFAULT_ENGINE_MODEL};
+use crate::virtual_point::{SPEC_ACCEPTANCE, SPEC_DRAFT_COST};
 use anyhow::{bail, Context, Result};
 use goodput_core::doc::frontier::{analyze_frontier, ConfigStatus, FrontierConfig, FrontierResult, FrontierSource};
 use goodput_core::doc::overlay::{is_bookkeeping, knob_of, knobs_and_aliases};
@@ -50,6 +51,29 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
                     .map_err(|e| anyhow::anyhow!("--estimate: {k}={v} in {}: {e}", p.id()))?;
             }
         }
+    }
+    Ok(())
+}
+
+/// The sweep's `--spec-acceptance` and `--spec-draft-cost`, where a
+/// configuration drafts: checked before any server starts, not as each
+/// drafting configuration's failed prediction after the servers ran.
+pub fn check_drafts(a: &SweepArgs, grid: &[Params]) -> Result<()> {
+    let drafts = grid
+        .iter()
+        .flat_map(|p| &p.0)
+        .filter(|(k, _)| knob_of(k) == Some("spec_tokens"))
+        .filter_map(|(_, v)| v.trim().parse::<u32>().ok())
+        .chain([a.hw.spec_tokens])
+        .find(|&k| k > 0);
+    if let Some(tokens) = drafts {
+        goodput_sim::engine::SpecDecoding {
+            tokens,
+            acceptance: a.hw.spec_acceptance.unwrap_or(SPEC_ACCEPTANCE),
+            draft_cost: a.hw.spec_draft_cost.unwrap_or(SPEC_DRAFT_COST),
+        }
+        .check()
+        .map_err(|e| anyhow::anyhow!("--estimate: {e}"))?;
     }
     Ok(())
 }

@@ -523,6 +523,7 @@ fn check(a: &SweepArgs, grid: &[Params]) -> Result<()> {
     }
     if a.estimate {
         estimate::check_grid(grid)?;
+        estimate::check_drafts(a, grid)?;
     }
     if a.serve.serve_ready_timeout.is_zero() {
         bail!("--serve-ready-timeout must be longer than zero");
