@@ -1102,6 +1102,37 @@ fn an_estimate_of_a_parameter_without_a_knob_is_refused() {
     assert!(!dir.path().join("started").exists(), "no server started");
 }
 
+/// A grid none of whose configurations can be predicted (an engine flag out
+/// of range fails each) has nothing to compare the servers with: refused
+/// after the predictions, before any server starts, the predicted document
+/// keeping each configuration's error (every server had run, for minutes,
+/// and the comparison paired nothing).
+#[test]
+fn an_estimate_that_predicts_nothing_starts_no_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = goodput()
+        .args(["sweep", "--estimate", "--serve-cmd", "sh -c 'echo started > started' {port} {tp}"])
+        .args(["--serve-grid", "tp=1,2", "--gpu-memory-utilization", "1.5", "--concurrency", "1", "-n", "2", "-o"])
+        .arg(dir.path().join("f.json"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains("no configuration of the grid could be predicted (tp=1: ")
+            && err.contains("--gpu-memory-utilization 1.5 must lie in (0, 1]")
+            && err.contains("so no server was started"),
+        "{err}"
+    );
+    assert!(!dir.path().join("started").exists(), "no server started");
+    let predicted = read_json(&dir.path().join("f.predicted.json"));
+    let errors: Vec<&str> = configs(&predicted).iter().map(|c| c["error"].as_str().unwrap()).collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors.iter().all(|e| e.contains("--gpu-memory-utilization")), "{errors:?}");
+    assert!(!dir.path().join("f.json").exists(), "no measured frontier");
+}
+
 /// `pd` and `scheduler` are knobs of the simulator too: a grid of
 /// disaggregation ratios (and schedulers) is predicted in virtual time,
 /// each configuration counting both pools' GPUs, and set beside the

@@ -314,6 +314,16 @@ pub async fn predict(
     if !a.output.quiet {
         goodput_core::tell!("predicted frontier (virtual time) written to {}", p.display());
     }
+    // Nothing to compare the servers with: refused before their minutes (a
+    // flag out of range had failed every prediction, and every server ran).
+    if let Some(first) = doc.configs.first().filter(|_| doc.configs.iter().all(|c| c.status == ConfigStatus::Failed)) {
+        bail!(
+            "--estimate: no configuration of the grid could be predicted ({}: {}), so no server was started: fix \
+             the engine flags, or drop --estimate to measure the servers alone",
+            first.id,
+            first.error.as_deref().unwrap_or("-")
+        );
+    }
     Ok(Some(doc))
 }
 
