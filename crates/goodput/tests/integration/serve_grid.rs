@@ -1076,30 +1076,37 @@ fn a_predicted_frontier_is_set_beside_the_measured_one() {
 #[test]
 fn an_estimate_of_a_parameter_without_a_knob_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let o = goodput()
-        .args(["sweep", "--estimate", "--serve-cmd", "sh -c 'echo started > started' {port} {temperature}"])
-        .args(["--serve-grid", "temperature=0,1", "--concurrency", "1", "-o"])
-        .arg(dir.path().join("f.json"))
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let (code, err) = refused_before_any_server(dir.path(), "temperature", &["--serve-grid", "temperature=0,1"]);
+    assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("temperature maps onto no knob") && err.contains("max_num_seqs"), "{err}");
-    assert!(!dir.path().join("started").exists(), "no server started");
     // A draft acceptance outside [0, 1] where the grid drafts: refused
     // before the servers run (it had failed only the drafting
     // configuration's prediction, after every server was measured).
+    let (_, err) = refused_before_any_server(
+        dir.path(),
+        "spec_tokens",
+        &["--serve-grid", "spec_tokens=0,3", "--spec-acceptance", "1.5"],
+    );
+    assert!(err.contains("--spec-acceptance 1.5 must lie in [0, 1]"), "{err}");
+}
+
+/// `sweep --estimate` of a template that would leave a file `started` in
+/// `dir`, its one parameter `param`, with `args`: its exit code and its
+/// words, once it is known to have failed with no server started.
+fn refused_before_any_server(dir: &Path, param: &str, args: &[&str]) -> (Option<i32>, String) {
     let o = goodput()
-        .args(["sweep", "--estimate", "--serve-cmd", "sh -c 'echo started > started' {port} {spec_tokens}"])
-        .args(["--serve-grid", "spec_tokens=0,3", "--spec-acceptance", "1.5", "--concurrency", "1", "-o"])
-        .arg(dir.path().join("f.json"))
-        .current_dir(dir.path())
+        .args(["sweep", "--estimate", "--serve-cmd"])
+        .arg(format!("sh -c 'echo started > started' {{port}} {{{param}}}"))
+        .args(args)
+        .args(["--concurrency", "1", "-n", "2", "-o"])
+        .arg(dir.join("f.json"))
+        .current_dir(dir)
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success() && err.contains("--spec-acceptance 1.5 must lie in [0, 1]"), "{err}");
-    assert!(!dir.path().join("started").exists(), "no server started");
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!o.status.success(), "{err}");
+    assert!(!dir.join("started").exists(), "no server started: {err}");
+    (o.status.code(), err)
 }
 
 /// A grid none of whose configurations can be predicted (an engine flag out
@@ -1110,22 +1117,14 @@ fn an_estimate_of_a_parameter_without_a_knob_is_refused() {
 #[test]
 fn an_estimate_that_predicts_nothing_starts_no_server() {
     let dir = tempfile::tempdir().unwrap();
-    let o = goodput()
-        .args(["sweep", "--estimate", "--serve-cmd", "sh -c 'echo started > started' {port} {tp}"])
-        .args(["--serve-grid", "tp=1,2", "--gpu-memory-utilization", "1.5", "--concurrency", "1", "-n", "2", "-o"])
-        .arg(dir.path().join("f.json"))
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success(), "{err}");
+    let (_, err) =
+        refused_before_any_server(dir.path(), "tp", &["--serve-grid", "tp=1,2", "--gpu-memory-utilization", "1.5"]);
     assert!(
         err.contains("no configuration of the grid could be predicted (tp=1: ")
             && err.contains("--gpu-memory-utilization 1.5 must lie in (0, 1]")
             && err.contains("so no server was started"),
         "{err}"
     );
-    assert!(!dir.path().join("started").exists(), "no server started");
     let predicted = read_json(&dir.path().join("f.predicted.json"));
     let errors: Vec<&str> = configs(&predicted).iter().map(|c| c["error"].as_str().unwrap()).collect();
     assert_eq!(errors.len(), 2, "{errors:?}");
@@ -1164,16 +1163,8 @@ fn a_grid_of_disaggregation_ratios_and_schedulers_is_predicted_and_paired() {
     let (_, pairs) = compared(&read_json(&dir.path().join("frontier.compare.json")));
     assert_eq!(pairs.len(), 2, "{pairs:?}");
     // A ratio that is not P:D is refused before any server starts.
-    let o = goodput()
-        .args(["sweep", "--estimate", "--serve-cmd", "sh -c 'echo started > started' {port} {pd}"])
-        .args(["--serve-grid", "pd=1-1", "--concurrency", "1", "-o"])
-        .arg(dir.path().join("f.json"))
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success() && err.contains("P:D"), "{err}");
-    assert!(!dir.path().join("started").exists(), "no server started");
+    let (_, err) = refused_before_any_server(dir.path(), "pd", &["--serve-grid", "pd=1-1"]);
+    assert!(err.contains("P:D"), "{err}");
 }
 
 /// `spec_tokens` (vLLM's `num_speculative_tokens`) is a knob too: a grid
