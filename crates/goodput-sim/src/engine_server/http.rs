@@ -252,6 +252,7 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
         half: n_out / 2,
         fault,
         stall: None,
+        flushed: false,
         prompt_tokens,
         usage: req.include_usage(),
         done: false,

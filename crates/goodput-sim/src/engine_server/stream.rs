@@ -28,6 +28,8 @@ pub(super) struct TokenStream {
     pub(super) half: u32,
     pub(super) fault: Fault,
     pub(super) stall: Option<Sleep>,
+    /// A disconnect's turn to write out the chunks before it was given.
+    pub(super) flushed: bool,
     pub(super) prompt_tokens: u64,
     /// The client asked for usage (or the protocol always sends it).
     pub(super) usage: bool,
@@ -87,6 +89,17 @@ impl Stream for TokenStream {
                     this.done = true;
                     let ev = this.writer.error_event("injected fault: the engine failed mid-stream");
                     return Poll::Ready(Some(Ok(ev)));
+                }
+                // The chunks before the break reach the client first, as the
+                // fixed profile flushes them before it shuts the socket: the
+                // connection drops what it holds unwritten when the body
+                // fails, so the break waits one turn of its task, in which it
+                // writes them out (a late stream's chunks, sent back to back
+                // with the break, had been lost: 2 of 5 arrived).
+                Fault::Disconnect if !this.flushed => {
+                    this.flushed = true;
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
                 }
                 Fault::Disconnect => {
                     this.done = true;
