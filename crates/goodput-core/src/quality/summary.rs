@@ -243,6 +243,8 @@ fn banded_distance(a: &[u32], b: &[u32], k: usize) -> usize {
         let lo = i.saturating_sub(k).max(1);
         let hi = (i + k).min(n);
         row[lo - 1] = if lo == 1 { i } else { FAR };
+        #[cfg(test)]
+        tests::CELLS.with(|c| c.set(c.get() + (hi + 1).saturating_sub(lo) as u64));
         for j in lo..=hi {
             let sub = prev[j - 1] + usize::from(a[j - 1] != *y);
             row[j] = sub.min(prev[j] + 1).min(row[j - 1] + 1);
@@ -428,29 +430,49 @@ mod tests {
         assert_eq!(similarity(&[], &[]), 1.0);
     }
 
+    thread_local! {
+        /// The cells [`banded_distance`] filled on this thread.
+        pub(super) static CELLS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
     /// Two 200,000-word answers (`--repeat` of a long answer) are compared
     /// in bounded work: the full table had taken 40 s of CPU for one pair.
+    /// The work is counted in cells, which any machine fills alike (a bound
+    /// of 10 s of wall time had failed at 17.6 s on two busy cores, eight
+    /// tests at a time, at opt-level 0).
     #[test]
     fn long_answers_are_compared_in_bounded_time() {
         let n = 200_000u32;
         let a: Vec<u32> = (0..n).map(|i| i % 50).collect();
-        let started = std::time::Instant::now();
-        assert_eq!(similarity(&a, &a.clone()), 1.0);
+        // The band's doublings, each within EDIT_CELLS, then the capped table.
+        let most = (2 * EDIT_CELLS + EDIT_CAPPED_WORDS * (2 * EDIT_CAPPED_WORDS + 1)) as u64;
+        // Each pair's distance and the cells it took, within the bound.
+        let cells = |f: &dyn Fn() -> usize| {
+            CELLS.with(|c| c.set(0));
+            let d = f();
+            let filled = CELLS.with(|c| c.get());
+            assert!(filled <= most, "{filled} cells for one pair, past {most}");
+            (d, filled)
+        };
+        assert_eq!(cells(&|| usize::from(similarity(&a, &a.clone()) == 1.0)), (1, 0), "equal: no table");
         let mut one = a.clone();
         one[n as usize / 2] = 999;
-        assert_eq!(edit_distance(&a, &one), 1);
+        let (d, filled) = cells(&|| edit_distance(&a, &one));
+        assert_eq!((d, filled), (1, 1), "one word apart: its common start and end set aside, one cell");
         let mut few = a.clone();
         few.remove(10);
         few.insert(150_000, 7);
         few[190_000] = 998;
-        assert_eq!(edit_distance(&a, &few), 3);
+        let (d, filled) = cells(&|| edit_distance(&a, &few));
+        assert!(d == 3 && filled > 0, "{d} {filled}");
         // Different throughout: a bound, never below the distance.
         let other: Vec<u32> = (0..n).map(|i| 100 + i % 7).collect();
-        assert_eq!(edit_distance(&a, &other), n as usize);
+        let (d, filled) = cells(&|| edit_distance(&a, &other));
+        assert!(d == n as usize && filled > 0, "{d} {filled}");
         let shifted: Vec<u32> = (0..n + 5000).map(|i| (i * 7 + 3) % 50).collect();
-        let d = edit_distance(&a, &shifted);
-        assert!((5000..=(n as usize + 5000)).contains(&d), "{d}");
-        let took = started.elapsed();
-        assert!(took < std::time::Duration::from_secs(10), "{took:?}");
+        let (d, filled) = cells(&|| edit_distance(&a, &shifted));
+        assert!((5000..=(n as usize + 5000)).contains(&d) && filled > 0, "{d} {filled}");
+        // Under a hundredth of the full table of that pair (200,001 × 205,001 cells).
+        assert!(most * 100 < u64::from(n + 1) * u64::from(n + 5001), "{most}");
     }
 }
