@@ -1004,15 +1004,7 @@ fn a_predicted_frontier_is_set_beside_the_measured_one() {
     // plan's frontier against the measured one: batch limits 16 and 32 (16
     // is a prefix of 32's curve, not simulated again), loads 1, 2, 4, ….
     let plan = dir.path().join("plan.json");
-    let o = goodput()
-        .args(["plan", "--gpu", "h100", "--gpus", "1", "--tp", "1", "--precision", "bf16"])
-        .args(["--max-num-seqs", "16,32", "--max-num-batched-tokens", "8192", "--requests-per-user", "3", "-q"])
-        .args(workload)
-        .arg("-o")
-        .arg(&plan)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    plan_on_one_h100(&["--max-num-seqs", "16,32", "--requests-per-user", "3"], &workload, &plan);
     let (both, csv, md, doc) = (
         dir.path().join("both.html"),
         dir.path().join("both.csv"),
@@ -1088,6 +1080,21 @@ fn an_estimate_of_a_parameter_without_a_knob_is_refused() {
         &["--serve-grid", "spec_tokens=0,3", "--spec-acceptance", "1.5"],
     );
     assert!(err.contains("--spec-acceptance 1.5 must lie in [0, 1]"), "{err}");
+}
+
+/// `plan` on one H100 at TP1 in BF16 with an 8,192-token budget and `more`
+/// flags, for `workload`, its frontier written to `out`.
+fn plan_on_one_h100(more: &[&str], workload: &[&str], out: &Path) {
+    let o = goodput()
+        .args(["plan", "-q", "--gpu", "h100", "--gpus", "1", "--tp", "1", "--precision", "bf16"])
+        .args(["--max-num-batched-tokens", "8192"])
+        .args(more)
+        .args(workload)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 /// `sweep --estimate` of a template that would leave a file `started` in
@@ -1214,15 +1221,7 @@ fn a_grid_of_draft_lengths_is_predicted_and_paired_with_plan_s() {
         [("spec_tokens=0".into(), "spec_tokens=0".into()), ("spec_tokens=3".into(), "spec_tokens=3".into())]
     );
     let plan = dir.path().join("plan.json");
-    let o = goodput()
-        .args(["plan", "--gpu", "h100", "--gpus", "1", "--tp", "1", "--precision", "bf16", "--spec-tokens", "0,3"])
-        .args(["--max-num-batched-tokens", "8192", "--concurrency", "1,2", "--requests-per-user", "2", "-q"])
-        .args(workload)
-        .arg("-o")
-        .arg(&plan)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    plan_on_one_h100(&["--spec-tokens", "0,3", "--concurrency", "1,2", "--requests-per-user", "2"], &workload, &plan);
     let both = dir.path().join("both.json");
     let o = goodput().arg("compare").arg(&out).arg(&plan).arg("-o").arg(&both).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
