@@ -29,7 +29,7 @@
 //! SLO at many users.
 
 use crate::cli::{PlanArgs, WarmupArg, MAX_GPUS};
-use crate::virtual_point::{estimate_result, prompt_kind, VirtualServer, SPEC_ACCEPTANCE, SPEC_DRAFT_COST};
+use crate::virtual_point::{estimate_result, prompt_kind, spec_decoding, VirtualServer};
 use crate::{common, output, setup};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::analysis::slo::{SloMetric, DEFAULT_ATTAINMENT};
@@ -759,16 +759,6 @@ fn plan_trace(a: &PlanArgs, t: &setup::LoadedTrace, path: &Path) -> Result<PlanT
     Ok(PlanTrace { entries: t.entries.to_vec(), file: path.display().to_string(), speeds, routers })
 }
 
-/// Speculative decoding of `tokens` drafts a step, at `--spec-acceptance`
-/// and `--spec-draft-cost` (or their defaults).
-fn spec_decoding(a: &PlanArgs, tokens: u32) -> SpecDecoding {
-    SpecDecoding {
-        tokens,
-        acceptance: a.spec_acceptance.unwrap_or(SPEC_ACCEPTANCE),
-        draft_cost: a.spec_draft_cost.unwrap_or(SPEC_DRAFT_COST),
-    }
-}
-
 fn check_args(a: &PlanArgs) -> Result<()> {
     if a.trace.is_some() && a.concurrency.is_some() {
         bail!("--concurrency sets closed loops of users; with --trace the load is the trace replayed at --trace-speed");
@@ -787,7 +777,7 @@ fn check_args(a: &PlanArgs) -> Result<()> {
     }
     // Refused here, before any configuration runs, not as each one's failure.
     if let Some(&tokens) = a.spec_tokens.0.iter().find(|&&k| k > 0) {
-        spec_decoding(a, tokens).check().map_err(|e| anyhow!(e))?;
+        spec_decoding(tokens, a.spec_acceptance, a.spec_draft_cost).check().map_err(|e| anyhow!(e))?;
     }
     if a.attainment.is_some() && a.slo.is_none() {
         bail!("--attainment is the share of requests that must meet the SLO: give the SLO too (--slo 'tpot<=50ms')");
@@ -1068,7 +1058,7 @@ impl Search<'_> {
     /// Speculative decoding of `tokens` drafts a step, at the plan's
     /// acceptance and draft cost.
     fn spec(&self, tokens: u32) -> SpecDecoding {
-        spec_decoding(self.args, tokens)
+        spec_decoding(tokens, self.args.spec_acceptance, self.args.spec_draft_cost)
     }
 
     /// Refuses a `--pd` ratio that names a pool's EP the model cannot take:

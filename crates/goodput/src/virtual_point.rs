@@ -96,8 +96,23 @@ pub fn quantization_note(flag: &str, model: &ModelSpec) -> Option<String> {
 }
 
 /// `--spec-acceptance` and `--spec-draft-cost` where not given.
-pub(crate) const SPEC_ACCEPTANCE: f64 = 0.7;
-pub(crate) const SPEC_DRAFT_COST: f64 = 0.05;
+const SPEC_ACCEPTANCE: f64 = 0.7;
+const SPEC_DRAFT_COST: f64 = 0.05;
+
+/// Speculative decoding of `tokens` drafts a step at the given
+/// `--spec-acceptance` and `--spec-draft-cost`, or their defaults: as
+/// `estimate`, `sweep --estimate` and `plan` each set it.
+pub(crate) fn spec_decoding(
+    tokens: u32,
+    acceptance: Option<f64>,
+    draft_cost: Option<f64>,
+) -> goodput_sim::engine::SpecDecoding {
+    goodput_sim::engine::SpecDecoding {
+        tokens,
+        acceptance: acceptance.unwrap_or(SPEC_ACCEPTANCE),
+        draft_cost: draft_cost.unwrap_or(SPEC_DRAFT_COST),
+    }
+}
 
 /// The engine configuration the flags describe: the model (a catalog name
 /// or a Hugging Face config.json) on the hardware and limits of `hw`, the
@@ -147,11 +162,7 @@ impl TryFrom<&EngineArgs> for EngineConfig {
                  on: add --spec-tokens, or drop them"
             );
         }
-        cfg.spec = (e.spec_tokens > 0).then_some(goodput_sim::engine::SpecDecoding {
-            tokens: e.spec_tokens,
-            acceptance: e.spec_acceptance.unwrap_or(SPEC_ACCEPTANCE),
-            draft_cost: e.spec_draft_cost.unwrap_or(SPEC_DRAFT_COST),
-        });
+        cfg.spec = (e.spec_tokens > 0).then(|| spec_decoding(e.spec_tokens, e.spec_acceptance, e.spec_draft_cost));
         cfg.pd = match &e.pd {
             Some(text) => Some(goodput_sim::engine::Disaggregation {
                 link_gbps: e.kv_link_gbps,

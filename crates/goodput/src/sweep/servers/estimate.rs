@@ -9,7 +9,7 @@
 use super::grid::Params;
 use super::points::frontier_point;
 use crate::cli::{SweepArgs, DEFAULT_ENGINE_MODEL};
-use crate::virtual_point::{SPEC_ACCEPTANCE, SPEC_DRAFT_COST};
+use crate::virtual_point::spec_decoding;
 use anyhow::{bail, Context, Result};
 use goodput_core::doc::frontier::{analyze_frontier, ConfigStatus, FrontierConfig, FrontierResult, FrontierSource};
 use goodput_core::doc::overlay::{is_bookkeeping, knob_of, knobs_and_aliases};
@@ -67,13 +67,9 @@ pub fn check_drafts(a: &SweepArgs, grid: &[Params]) -> Result<()> {
         .chain([a.hw.spec_tokens])
         .find(|&k| k > 0);
     if let Some(tokens) = drafts {
-        goodput_sim::engine::SpecDecoding {
-            tokens,
-            acceptance: a.hw.spec_acceptance.unwrap_or(SPEC_ACCEPTANCE),
-            draft_cost: a.hw.spec_draft_cost.unwrap_or(SPEC_DRAFT_COST),
-        }
-        .check()
-        .map_err(|e| anyhow::anyhow!("--estimate: {e}"))?;
+        spec_decoding(tokens, a.hw.spec_acceptance, a.hw.spec_draft_cost)
+            .check()
+            .map_err(|e| anyhow::anyhow!("--estimate: {e}"))?;
     }
     Ok(())
 }
