@@ -82,12 +82,19 @@ fn server_signals_equal_the_engines_counters_over_the_window() {
     let cc = &sig["cross_check"];
     assert_eq!(cc["server_generation_tokens"].as_f64().unwrap(), cc["client_output_tokens"].as_f64().unwrap());
     assert_eq!(cc["server_requests_succeeded"].as_f64().unwrap(), 36.0);
-    // The same requests on both sides: the TTFT gap is the means' (exact),
-    // and what it leaves to the network and client is small and positive.
+    // The same requests on both sides: the TTFT gap is the means' (exact).
+    // Each request reaches the server after the client sends it and its
+    // first token reaches the client after the server sends it, so the gap
+    // is never negative and the server's TTFT is part of the client's. How
+    // large the network and client's share is depends on how busy the
+    // machine is (CI's two cores, eight tests at a time, once made it half
+    // the client's mean), so no bound is put on it.
     assert_eq!(cc["ttft_gap_basis"], "mean", "{cc}");
     let gap = cc["ttft_gap_ms"].as_f64().unwrap();
     let client = cc["client_ttft_mean_ms"].as_f64().unwrap();
-    assert!(gap >= 0.0 && gap < 0.5 * client, "gap {gap} ms of a client mean {client} ms: {cc}");
+    let server_ttft = cc["server_ttft_mean_ms"].as_f64().unwrap();
+    assert!(gap >= 0.0 && server_ttft > 0.0, "gap {gap} ms of a client mean {client} ms: {cc}");
+    assert!((gap - (client - server_ttft)).abs() < 1e-6, "the gap is the means' difference: {cc}");
     // The engine's queue-time histogram splits the server's TTFT: the small
     // cache keeps requests waiting.
     let queue = cc["server_queue_mean_ms"].as_f64().unwrap();
