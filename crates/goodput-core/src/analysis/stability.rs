@@ -745,9 +745,10 @@ fn figure(slope: f64) -> String {
 }
 
 fn median(v: impl Iterator<Item = f64>) -> Option<f64> {
+    // By selection, not a sort: Theil–Sen's median is of up to 79,800
+    // slopes, and sorting them was a twentieth of a `plan`'s time.
     let mut v: Vec<f64> = v.filter(|x| x.is_finite()).collect();
-    v.sort_by(f64::total_cmp);
-    crate::analysis::stats::percentile(&v, 50.0)
+    crate::analysis::stats::percentile_of(&mut v, 50.0)
 }
 
 #[cfg(test)]

@@ -299,14 +299,17 @@ impl ChunkTokens {
     /// when there are none. Held as counts per size, so a run's millions of
     /// chunks cost a few entries.
     pub fn of<'a>(records: impl Iterator<Item = &'a RequestRecord>) -> Option<ChunkTokens> {
-        let mut sizes: BTreeMap<u64, u64> = BTreeMap::new();
-        use crate::ChunkTokenSource::{Even, WholeBody};
-        // Neither a spread nor a whole body (`--no-stream`) measured a chunk.
-        for r in records.filter(|r| !matches!(r.chunk_tokens_source, Even | WholeBody)) {
-            for c in r.chunks.iter().filter(|c| c.tokens > 0) {
-                *sizes.entry(u64::from(c.tokens)).or_default() += 1;
+        let mut sizes = ChunkSizes::default();
+        for r in records.filter(|r| sizes_measured(r)) {
+            for c in r.chunks.iter() {
+                sizes.add(c.tokens);
             }
         }
+        ChunkTokens::from_sizes(sizes.into_map())
+    }
+
+    /// From chunks counted per size (chunks of no token left out).
+    fn from_sizes(sizes: BTreeMap<u64, u64>) -> Option<ChunkTokens> {
         let chunks: u64 = sizes.values().sum();
         if chunks == 0 {
             return None;
@@ -332,6 +335,96 @@ impl ChunkTokens {
             multi_token_share: sizes.range(2..).map(|(_, &n)| n).sum::<u64>() as f64 / chunks as f64,
         })
     }
+}
+
+/// Whether a record's chunk sizes were measured: neither a spread nor a
+/// whole body (`--no-stream`) measured a chunk.
+fn sizes_measured(r: &RequestRecord) -> bool {
+    use crate::ChunkTokenSource::{Even, WholeBody};
+    !matches!(r.chunk_tokens_source, Even | WholeBody)
+}
+
+/// Chunks counted per size: the small sizes nearly every chunk has in an
+/// array, the rest in a map.
+struct ChunkSizes {
+    small: [u64; 64],
+    large: BTreeMap<u64, u64>,
+}
+
+impl Default for ChunkSizes {
+    fn default() -> ChunkSizes {
+        ChunkSizes { small: [0; 64], large: BTreeMap::new() }
+    }
+}
+
+impl ChunkSizes {
+    fn add(&mut self, tokens: u32) {
+        match self.small.get_mut(tokens as usize) {
+            Some(n) => *n += 1,
+            None => *self.large.entry(u64::from(tokens)).or_default() += 1,
+        }
+    }
+
+    /// Chunks of no token are not counted.
+    fn into_map(self) -> BTreeMap<u64, u64> {
+        let mut sizes = self.large;
+        sizes.extend((1..).zip(&self.small[1..]).filter(|&(_, &n)| n > 0).map(|(k, &n)| (k, n)));
+        sizes
+    }
+}
+
+/// What one walk over the successful requests' chunks gives: every gap
+/// between neighbouring chunks (in ms), whether every chunk after a
+/// request's first carries one token, the chunks' sizes where they were
+/// measured, and the output tokens of each whole second of the window from
+/// T1 (`full` of them). A point of `plan` had decoded the packed chunks four
+/// times for these.
+struct ChunkWalk {
+    gaps: Vec<f64>,
+    single_after_first: bool,
+    sizes: BTreeMap<u64, u64>,
+    buckets: std::collections::HashMap<u64, u64>,
+}
+
+fn walk_chunks(ok: &[&RequestRecord], t1: Duration, full: u64) -> ChunkWalk {
+    let mut gaps: Vec<f64> = Vec::with_capacity(ok.iter().map(|r| r.chunks.len().saturating_sub(1)).sum());
+    let (mut single_after_first, mut sizes) = (true, ChunkSizes::default());
+    // Only the buckets that hold a chunk: a record's time read from a
+    // damaged file can put T2 years after T1, and a bucket a second for
+    // all of them would not fit in memory.
+    let mut buckets: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    // A request's chunks mostly fall in one bucket after another: each run
+    // of chunks in one bucket is summed before the map is touched.
+    let mut add = |i: Option<u64>, n: u64| {
+        if let Some(i) = i.filter(|&i| i < full) {
+            let b = buckets.entry(i).or_default();
+            *b = b.saturating_add(n);
+        }
+    };
+    for r in ok {
+        let measured = sizes_measured(r);
+        let (mut prev, mut at, mut n) = (None::<Duration>, None, 0u64);
+        for c in r.chunks.iter() {
+            if let Some(p) = prev {
+                gaps.push(ms(c.t.saturating_sub(p)));
+                single_after_first &= c.tokens == 1;
+            }
+            prev = Some(c.t);
+            if measured {
+                sizes.add(c.tokens);
+            }
+            if full > 0 {
+                let i = c.t.checked_sub(t1).map(|d| d.as_secs());
+                if i != at {
+                    add(at, n);
+                    (at, n) = (i, 0);
+                }
+                n = n.saturating_add(u64::from(c.tokens));
+            }
+        }
+        add(at, n);
+    }
+    ChunkWalk { gaps, single_after_first, sizes: sizes.into_map(), buckets }
 }
 
 /// Prompt tokens the server counted beyond those the workload intended, per
@@ -390,14 +483,12 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
 
     // Every gap between chunks, sorted once for both views that take them
     // (the summary's and vLLM's ITL); on a long run, tens of millions.
-    let mut gaps: Vec<f64> = Vec::with_capacity(ok.iter().map(|r| r.chunks.len().saturating_sub(1)).sum());
-    for r in &ok {
-        gaps.extend(r.chunks.gaps_ns().map(|g| ms(Duration::from_nanos(g))));
-    }
+    let walk = walk_chunks(&ok, t1, t2.saturating_sub(t1).as_secs());
+    let mut gaps = walk.gaps;
     crate::analysis::stats::sort_total(&mut gaps);
     // Where every chunk after a first carries one token, the ITL samples
     // are the gaps themselves.
-    let itl_ms = if ok.iter().all(|r| r.chunks.iter().skip(1).all(|c| c.tokens == 1)) {
+    let itl_ms = if walk.single_after_first {
         Distribution::from_sorted(&gaps, ps)
     } else {
         // One buffer of a pair a gap, sized once (a growing one had
@@ -408,8 +499,8 @@ pub fn analyze(records: &[RequestRecord], opts: &AnalysisOptions) -> Analysis {
     };
 
     let counts = request_counts(records, &measured);
-    let tokens = token_totals(&measured, &ok);
-    let throughput = throughput(&counts, &tokens, &ok, t1, t2, dur);
+    let tokens = token_totals(&measured, &ok, walk.sizes);
+    let throughput = throughput(&counts, &tokens, &ok, t1, t2, dur, walk.buckets);
 
     let summary = Summary {
         ttft_ms: dist(&|r| r.ttft()),
@@ -525,7 +616,7 @@ fn request_counts(records: &[RequestRecord], measured: &[&RequestRecord]) -> Req
 }
 
 /// Token totals over the successful requests, and where their counts came from.
-fn token_totals(measured: &[&RequestRecord], ok: &[&RequestRecord]) -> TokenTotals {
+fn token_totals(measured: &[&RequestRecord], ok: &[&RequestRecord], sizes: BTreeMap<u64, u64>) -> TokenTotals {
     let mut tokens = TokenTotals {
         input: crate::analysis::stats::total(ok.iter().map(|r| r.input_tokens)),
         output: crate::analysis::stats::total(ok.iter().map(|r| r.output_tokens)),
@@ -549,7 +640,7 @@ fn token_totals(measured: &[&RequestRecord], ok: &[&RequestRecord]) -> TokenTota
     for r in ok.iter().filter(|r| !r.chunks.is_empty()) {
         *tokens.chunk_sources.entry(r.chunk_tokens_source.to_string()).or_default() += 1;
     }
-    tokens.per_chunk = ChunkTokens::of(ok.iter().copied());
+    tokens.per_chunk = ChunkTokens::from_sizes(sizes);
     // A usage not taken (fewer than the chunks: `usage_short`) is no count
     // the tokenizer's is held to.
     let both = || {
@@ -571,6 +662,7 @@ fn throughput(
     t1: Duration,
     t2: Duration,
     dur: f64,
+    buckets: std::collections::HashMap<u64, u64>,
 ) -> Throughput {
     let per_s = |x: f64| if dur > 0.0 { x / dur } else { 0.0 };
     let output_tokens_per_s = per_s(tokens.output as f64);
@@ -583,7 +675,7 @@ fn throughput(
         // The whole buckets leave out the window's last part second: a run
         // of 1.45 s whose answers came mostly after its first second had
         // shown a peak of 384 tokens/s beside a mean of 441.
-        peak_output_tokens_per_s: peak_rate(ok, t1, t2).max(output_tokens_per_s),
+        peak_output_tokens_per_s: peak_rate(ok, t1, t2, buckets).max(output_tokens_per_s),
     }
 }
 
@@ -623,38 +715,14 @@ fn window_of(measured: &[&RequestRecord]) -> (Duration, Duration) {
     (t1, t2.max(t1))
 }
 
-/// Peak output tokens/s over whole 1 s buckets starting at T1; over the whole
-/// window when it is shorter than a second.
-fn peak_rate(ok: &[&RequestRecord], t1: Duration, t2: Duration) -> f64 {
+/// Peak output tokens/s over whole 1 s buckets starting at T1 (`buckets`,
+/// from `walk_chunks`); over the whole window when it is shorter than a
+/// second.
+fn peak_rate(ok: &[&RequestRecord], t1: Duration, t2: Duration, buckets: std::collections::HashMap<u64, u64>) -> f64 {
     let dur = t2.saturating_sub(t1);
-    let full = dur.as_secs() as usize;
-    if full == 0 {
+    if dur.as_secs() == 0 {
         let total = crate::analysis::stats::total(ok.iter().map(|r| r.output_tokens));
         return if dur.is_zero() { 0.0 } else { total as f64 / dur.as_secs_f64() };
-    }
-    // Only the buckets that hold a chunk: a record's time read from a
-    // damaged file can put T2 years after T1, and a bucket a second for
-    // all of them would not fit in memory.
-    let mut buckets: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
-    // A request's chunks mostly fall in one bucket after another: each run
-    // of chunks in one bucket is summed before the map is touched.
-    let mut add = |i: Option<u64>, n: u64| {
-        if let Some(i) = i.filter(|&i| i < full as u64) {
-            let b = buckets.entry(i).or_default();
-            *b = b.saturating_add(n);
-        }
-    };
-    for r in ok {
-        let (mut at, mut n) = (None, 0u64);
-        for c in r.chunks.iter() {
-            let i = c.t.checked_sub(t1).map(|d| d.as_secs());
-            if i != at {
-                add(at, n);
-                (at, n) = (i, 0);
-            }
-            n = n.saturating_add(u64::from(c.tokens));
-        }
-        add(at, n);
     }
     buckets.into_values().max().unwrap_or(0) as f64
 }

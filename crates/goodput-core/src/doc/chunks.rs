@@ -90,8 +90,14 @@ fn channel_of(code: u64) -> Channel {
     }
 }
 
+/// `t` in ns, `u64::MAX` past it; in 64-bit arithmetic (`as_nanos` is a
+/// 128-bit product, paid on every chunk pushed).
+#[inline]
 fn nanos(t: Duration) -> u64 {
-    u64::try_from(t.as_nanos()).unwrap_or(u64::MAX)
+    t.as_secs()
+        .checked_mul(1_000_000_000)
+        .and_then(|ns| ns.checked_add(u64::from(t.subsec_nanos())))
+        .unwrap_or(u64::MAX)
 }
 
 /// `v` as LEB128: its bytes are the first `.1` of the array.
@@ -162,11 +168,14 @@ impl Chunks {
     }
 
     pub fn push(&mut self, c: OutputChunk) {
-        let prev = self.last.map_or(0, |l| nanos(l.t));
-        put_varint(&mut self.packed, zigzag(nanos(c.t).wrapping_sub(prev) as i64));
+        let (now, prev) = (nanos(c.t), self.last.map_or(0, |l| nanos(l.t)));
+        put_varint(&mut self.packed, zigzag(now.wrapping_sub(prev) as i64));
         put_varint(&mut self.packed, (u64::from(c.tokens) << 2) | channel_code(c.channel));
         if let Some(l) = self.last {
-            self.max_gap = self.max_gap.max(nanos(c.t.saturating_sub(l.t)));
+            // Below u64::MAX ns both times are exact, and the gap is their
+            // difference (0 where the last came later).
+            let gap = if now < u64::MAX { now.saturating_sub(prev) } else { nanos(c.t.saturating_sub(l.t)) };
+            self.max_gap = self.max_gap.max(gap);
         }
         self.len += 1;
         self.last = Some(c);

@@ -518,7 +518,11 @@ impl<'a> VirtualRun<'a> {
         }
         // Later turns never sent (their session was cut, or the run ended
         // first) leave no record.
-        let records: Vec<RequestRecord> = records.into_iter().flatten().collect();
+        // Sized once: a flattened iterator gives no lower bound, and growing
+        // a vector of records copied it and faulted in twice its pages.
+        let mut kept = Vec::with_capacity(records.iter().filter(|r| r.is_some()).count());
+        kept.extend(records.into_iter().flatten());
+        let records: Vec<RequestRecord> = kept;
         let ran_out = self.dispatcher.ran_out();
         let makespan = records.iter().map(|r| r.end).max().unwrap_or_default();
         let engines = &self.engines;
