@@ -1113,9 +1113,14 @@ impl Engine {
             return;
         }
         let r = &mut self.slots[slot as usize];
+        let mut full = target / self.cfg.block_size;
+        // Every full block registered already (most steps of a decode, which
+        // fill a block once in `block_size` tokens): nothing to hash.
+        if full <= r.num_registered {
+            return;
+        }
         let prompt = r.prompt.block_hashes();
         let base = prompt.len() as u32;
-        let mut full = target / self.cfg.block_size;
         // Blocks the output filled, hashed as vLLM V1 hashes every full block.
         while base + (r.output_hashes.len() as u32) < full {
             let j = base + r.output_hashes.len() as u32;
