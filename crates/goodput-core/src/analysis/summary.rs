@@ -970,6 +970,16 @@ mod tests {
     }
 
     #[test]
+    fn chunk_sizes_past_the_array_and_of_no_token_are_counted_as_such() {
+        let mut sizes = ChunkSizes::default();
+        for tokens in [0, 1, 3, 63, 64, 100, 100, u32::MAX, 0] {
+            sizes.add(tokens);
+        }
+        let want: BTreeMap<u64, u64> = [(1, 1), (3, 1), (63, 1), (64, 1), (100, 2), (u64::from(u32::MAX), 1)].into();
+        assert_eq!(sizes.into_map(), want);
+    }
+
+    #[test]
     fn tokens_per_chunk_are_counted_over_measured_chunks_only() {
         // A speculating server's bursts: 1, 3, 3, 4 tokens a chunk, counted
         // by the server's continuous usage; and a request whose counts were
@@ -990,8 +1000,12 @@ mod tests {
         let c = ChunkTokens::of(recs.iter()).unwrap();
         assert_eq!((c.chunks, c.p50, c.p90, c.p99, c.max), (8, 3, 4, 4, 4));
         assert!((c.mean - 11.0 / 4.0).abs() < 1e-12 && (c.multi_token_share - 0.75).abs() < 1e-12, "{c:?}");
+        // The summary counts them in its one walk of the chunks: the same.
+        let a = analyze(&recs, &AnalysisOptions::default());
+        assert_eq!(a.summary.tokens.per_chunk.as_ref(), Some(&c));
         // Only evenly spread counts: no distribution.
         assert_eq!(ChunkTokens::of(recs[2..].iter()), None);
+        assert_eq!(analyze(&recs[2..], &AnalysisOptions::default()).summary.tokens.per_chunk, None);
     }
 
     #[test]
