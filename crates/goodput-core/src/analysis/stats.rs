@@ -6,6 +6,13 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
+/// The sum of token counts, saturating at `u64::MAX` rather than wrapping:
+/// a server may claim any count (2^64−1 tokens, twice, once summed to
+/// 18446744073709551614), and a total past the largest is the largest.
+pub fn total(counts: impl IntoIterator<Item = u64>) -> u64 {
+    counts.into_iter().fold(0u64, u64::saturating_add)
+}
+
 /// The `p`-th percentile (0..=100) of sorted `samples`, interpolating linearly
 /// between closest ranks as numpy's default does. `None` when empty. An
 /// infinite sample (a failure in the error-adjusted view) yields `+∞` once the
@@ -19,13 +26,6 @@ use std::fmt;
 /// assert_eq!(percentile(&s, 100.0), Some(4.0));
 /// assert!((percentile(&s, 90.0).unwrap() - 3.7).abs() < 1e-12);
 /// ```
-/// The sum of token counts, saturating at `u64::MAX` rather than wrapping:
-/// a server may claim any count (2^64−1 tokens, twice, once summed to
-/// 18446744073709551614), and a total past the largest is the largest.
-pub fn total(counts: impl IntoIterator<Item = u64>) -> u64 {
-    counts.into_iter().fold(0u64, u64::saturating_add)
-}
-
 pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     let (rank, lo, hi) = rank_of(sorted.len(), p)?;
     between(sorted[lo], sorted[hi], rank, lo, hi)
@@ -94,22 +94,30 @@ pub struct Distribution {
     pub percentiles: Vec<(f64, Option<f64>)>,
 }
 
-/// Two sorted samples as one sorted sample, in one pass.
-pub fn merge_sorted(a: &[f64], b: &[f64]) -> Vec<f64> {
-    let mut out = Vec::with_capacity(a.len() + b.len());
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        if b[j].total_cmp(&a[i]).is_lt() {
-            out.push(b[j]);
-            j += 1;
-        } else {
-            out.push(a[i]);
-            i += 1;
+/// The mean and population variance of `n` samples, summed in their
+/// order (as [`Distribution::from_sorted`] sums a sorted sample's).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Moments {
+    pub mean: f64,
+    pub var: f64,
+}
+
+impl Moments {
+    /// Of the samples `at(0)` … `at(n − 1)`; both 0 when there are none.
+    pub fn of(n: usize, at: impl Fn(usize) -> f64) -> Moments {
+        if n == 0 {
+            return Moments { mean: 0.0, var: 0.0 };
         }
+        let mean = (0..n).map(&at).sum::<f64>() / n as f64;
+        let var = (0..n)
+            .map(|i| {
+                let x = at(i);
+                (x - mean) * (x - mean)
+            })
+            .sum::<f64>()
+            / n as f64;
+        Moments { mean, var }
     }
-    out.extend_from_slice(&a[i..]);
-    out.extend_from_slice(&b[j..]);
-    out
 }
 
 impl Distribution {
@@ -123,14 +131,24 @@ impl Distribution {
     }
 
     pub fn from_sorted(sorted: &[f64], percentiles: &[f64]) -> Self {
-        let n = sorted.len();
-        let ps = percentiles.iter().map(|&p| (p, percentile(sorted, p))).collect();
+        let at = |i: usize| sorted[i];
+        Self::from_sorted_by(sorted.len(), at, percentiles, Moments::of(sorted.len(), at))
+    }
+
+    /// [`Distribution::from_sorted`] of `n` sorted samples read by index
+    /// (`at(i)`, in order), their [`Moments`] given: a sample held in
+    /// another form (the ITL's gaps as whole nanoseconds) is summarised
+    /// without a copy of it as floats, and its moments are summed once
+    /// for the views that share it.
+    pub fn from_sorted_by(n: usize, at: impl Fn(usize) -> f64, percentiles: &[f64], m: Moments) -> Self {
+        let ps = percentiles
+            .iter()
+            .map(|&p| (p, rank_of(n, p).and_then(|(rank, lo, hi)| between(at(lo), at(hi), rank, lo, hi))))
+            .collect();
         if n == 0 {
             return Distribution::of(0, ps, [0.0; 4]);
         }
-        let mean = sorted.iter().sum::<f64>() / n as f64;
-        let var = sorted.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64;
-        Distribution::of(n as u64, ps, [mean, var, sorted[0], sorted[n - 1]])
+        Distribution::of(n as u64, ps, [m.mean, m.var, at(0), at(n - 1)])
     }
 
     /// `count` samples' percentiles and `[mean, variance, min, max]`, an
@@ -311,15 +329,6 @@ impl<'de> Deserialize<'de> for Distribution {
 mod tests {
     use super::*;
 
-    #[test]
-    fn merge_sorted_is_the_sorted_union() {
-        let (a, b) = ([1.0, 2.0, 2.0, 9.0], [0.5, 2.0, 10.0]);
-        let mut both = [a.as_slice(), b.as_slice()].concat();
-        both.sort_by(f64::total_cmp);
-        assert_eq!(merge_sorted(&a, &b), both);
-        assert_eq!(merge_sorted(&[], &b), b);
-        assert_eq!(merge_sorted(&a, &[]), a);
-    }
     use proptest::prelude::*;
 
     /// An independent oracle: numpy's "linear" method written from its

@@ -54,8 +54,15 @@ pub struct VllmCompat {
     pub other_percentiles: BTreeMap<String, Option<f64>>,
 }
 
-/// vLLM's figures; `gaps` every gap vLLM's ITL has in `ok`, sorted.
-pub(super) fn vllm_compat(ok: &[&RequestRecord], s: &Summary, ps: &[f64], dur: f64, gaps: &[f64]) -> VllmCompat {
+/// vLLM's figures; `itl` the distribution of every gap vLLM's ITL has in
+/// `ok`, at the percentiles given.
+pub(super) fn vllm_compat(
+    ok: &[&RequestRecord],
+    s: &Summary,
+    ps: &[f64],
+    dur: f64,
+    itl: impl FnOnce(&[f64]) -> Distribution,
+) -> VllmCompat {
     let ps_all: Vec<f64> = {
         let mut v = ps.to_vec();
         for p in [50.0, 99.0] {
@@ -71,7 +78,7 @@ pub(super) fn vllm_compat(ok: &[&RequestRecord], s: &Summary, ps: &[f64], dur: f
     };
     let ttft = from(&|r| r.ttft_vllm().into_iter().collect());
     let tpot = from(&|r| r.tpot_vllm().into_iter().collect());
-    let itl = Distribution::from_sorted(gaps, &ps_all);
+    let itl = itl(&ps_all);
     let e2el = from(&|r| r.e2e_vllm().into_iter().collect());
     let per_s = |x: f64| if dur > 0.0 { x / dur } else { 0.0 };
     let mut other = BTreeMap::new();
