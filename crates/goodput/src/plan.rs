@@ -490,6 +490,11 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         None => {}
     }
     let simulated = simulated_points(&doc);
+    // The frontier's TTFT column and a TTFT limit's verdicts are the
+    // engine's least certain figures: said beside them.
+    if simulated > 0 {
+        doc.notes.push(goodput_sim::engine::accuracy::NIM_CLOSED_LOOP_HELD_OUT.ttft_note());
+    }
     if interrupted {
         doc.notes.push(format!(
             "the plan was interrupted: {} of the {searched} configurations searched {} in the document (those whose \

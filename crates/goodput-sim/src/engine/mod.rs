@@ -9,6 +9,7 @@
 //! aborted during the sleep take effect at the next step, as they would in
 //! a real engine whose step is already on the GPU.
 
+pub mod accuracy;
 mod calibration;
 mod catalog;
 mod config;

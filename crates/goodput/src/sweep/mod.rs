@@ -441,6 +441,12 @@ impl Sweep {
     /// as a finished sweep of fewer points.
     fn analysis(&self) -> goodput_core::doc::sweep::SweepAnalysis {
         let mut a = analyze_sweep(&self.points, self.attainment());
+        // Predicted points under load: their TTFT is the engine's least
+        // certain figure, said beside them as `estimate` says it.
+        let loaded = |p: &SweepPoint| p.result.summary.in_flight.mean >= crate::estimate::LOADED_IN_FLIGHT;
+        if self.config.estimate && self.points.iter().any(loaded) {
+            a.notes.push(goodput_sim::engine::accuracy::NIM_CLOSED_LOOP_HELD_OUT.ttft_note());
+        }
         if let Some((at, _)) = self.not_run.first() {
             let what: Vec<&str> = self.not_run.iter().map(|(_, w)| w.as_str()).collect();
             a.notes.insert(

@@ -69,6 +69,8 @@ fn plan_writes_a_valid_undominated_frontier_and_report_renders_it() {
     unique.sort_unstable();
     unique.dedup();
     assert_eq!(unique.len(), notes.len(), "{notes:#?}");
+    // The engine's held-out TTFT error is said beside the TTFT column.
+    assert!(notes.iter().any(|n| n.starts_with("accuracy: TTFT under load reads low")), "{notes:#?}");
 
     let all = points(&doc);
     assert!(all.len() >= 8, "too few points: {doc}");

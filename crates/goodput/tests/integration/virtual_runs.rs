@@ -139,3 +139,39 @@ fn model_configs_are_read_as_their_authors_meant() {
         assert!(err.contains("is a symbolic link that leads to no file"), "{err}");
     }
 }
+
+/// An estimate under load says beside its figures that its TTFT reads low
+/// (the engine's held-out error on NIM's closed loops), and how to check it;
+/// one user at a time, whose TTFT the engine's checks found close, does
+/// not. A sweep of predicted points under load says it in its notes.
+#[test]
+fn an_estimate_under_load_says_its_ttft_reads_low_and_one_user_alone_does_not() {
+    let note = "accuracy: TTFT under load reads low";
+    let run = |users: &str| {
+        let o = goodput()
+            .args(["estimate", "-c", users, "-n", "40", "--input-tokens", "256", "--output-tokens", "16"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "{err}");
+        err
+    };
+    let loaded = run("16");
+    assert!(
+        loaded.contains(note) && loaded.contains("below every one") && loaded.contains("bench or sweep"),
+        "{loaded}"
+    );
+    let alone = run("1");
+    assert!(!alone.contains(note), "{alone}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.json");
+    let o = goodput()
+        .args(["sweep", "--estimate", "-q", "--concurrency", "1,16", "-n", "40"])
+        .args(["--input-tokens", "256", "--output-tokens", "16", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let notes = read_json(&out)["analysis"]["notes"].to_string();
+    assert!(notes.contains(note), "{notes}");
+}
