@@ -128,6 +128,9 @@ fn plan_writes_a_valid_undominated_frontier_and_report_renders_it() {
     assert_eq!(csv.lines().count(), 1 + all.len(), "a row per point:\n{csv}");
     let html = std::fs::read_to_string(&html).unwrap();
     assert!(html.contains(r#"data-report="frontier""#) && html.contains(r#"data-chart="frontier""#));
+    // The TTFT tile points to the accuracy note, which the notes hold.
+    assert!(html.contains("p90 · predicted, and under load it reads low (Notes)"), "the TTFT tile's caveat");
+    assert!(html.contains("<li>accuracy: TTFT under load reads low."), "the accuracy note");
     // The legend names each thing once (a ring at a configuration's point is
     // told by its label on the chart, not by a second entry of the curve's
     // name), and the best's configuration has one ring, the best's.

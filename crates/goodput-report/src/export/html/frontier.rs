@@ -136,7 +136,14 @@ fn best_cards(o: &mut String, doc: &FrontierResult) {
     card(o, "best configuration", &html(&c.id), &html(&p.load.label()));
     card(o, "output tok/s per GPU", &grouped(Some(p.output_tokens_per_s_per_gpu)), &counted(c.gpus.into(), "GPU"));
     card(o, "tok/s per user", &fmt(p.tokens_per_s_per_user, 1), &format!("TPOT {} ms", fmt(p.tpot_ms, 1)));
-    card(o, "TTFT", &format!("{} ms", grouped(p.ttft_ms)), &format!("p{}", doc.percentile));
+    // A predicted TTFT whose accuracy the notes give is pointed to them
+    // where it is read first.
+    let caveat = if doc.notes.iter().any(|n| n.starts_with("accuracy: TTFT under load")) {
+        " · predicted, and under load it reads low (Notes)"
+    } else {
+        ""
+    };
+    card(o, "TTFT", &format!("{} ms", grouped(p.ttft_ms)), &format!("p{}{caveat}", doc.percentile));
     if let Some(u) = p.usd_per_million_output_tokens {
         card(o, "$ per M output tokens", &crate::format::usd(u), "");
     }
