@@ -170,7 +170,15 @@ pub fn finish(
     // low on every held-out closed loop of NIM's tables): said beside it,
     // where requests overlapped as much as the rows it was checked on.
     if !a.output.quiet && result.summary.in_flight.mean >= LOADED_IN_FLIGHT {
-        goodput_core::tell!("note: {}", goodput_sim::engine::accuracy::NIM_CLOSED_LOOP_HELD_OUT.ttft_note());
+        use goodput_sim::engine::accuracy::{ttft_note, Start};
+        let start = if a.load.rate.is_some() || a.load.trace.is_some() {
+            Start::Schedule
+        } else if a.load.shape.ramp_up.is_some() {
+            Start::Apart
+        } else {
+            Start::Together
+        };
+        goodput_core::tell!("note: {}", ttft_note(start));
     }
     if !a.output.quiet {
         let simulated = result.engine.as_ref().map_or(0.0, |e| e.makespan_s);

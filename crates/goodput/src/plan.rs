@@ -493,7 +493,8 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     // The frontier's TTFT column and a TTFT limit's verdicts are the
     // engine's least certain figures: said beside them.
     if simulated > 0 {
-        doc.notes.push(goodput_sim::engine::accuracy::NIM_CLOSED_LOOP_HELD_OUT.ttft_note());
+        use goodput_sim::engine::accuracy::{ttft_note, Start};
+        doc.notes.push(ttft_note(if search.trace.is_some() { Start::Schedule } else { Start::Apart }));
     }
     if interrupted {
         doc.notes.push(format!(

@@ -443,9 +443,16 @@ impl Sweep {
         let mut a = analyze_sweep(&self.points, self.attainment());
         // Predicted points under load: their TTFT is the engine's least
         // certain figure, said beside them as `estimate` says it.
-        let loaded = |p: &SweepPoint| p.result.summary.in_flight.mean >= crate::estimate::LOADED_IN_FLIGHT;
-        if self.config.estimate && self.points.iter().any(loaded) {
-            a.notes.push(goodput_sim::engine::accuracy::NIM_CLOSED_LOOP_HELD_OUT.ttft_note());
+        // A sweep's closed loops start their users together; its rates
+        // send on a schedule.
+        let loaded = |p: &&SweepPoint| p.result.summary.in_flight.mean >= crate::estimate::LOADED_IN_FLIGHT;
+        if self.config.estimate {
+            use goodput_sim::engine::accuracy::{ttft_note, Start};
+            let mut loaded = self.points.iter().filter(loaded).peekable();
+            if loaded.peek().is_some() {
+                let closed = loaded.any(|p| matches!(p.load, Load::Concurrency(_)));
+                a.notes.push(ttft_note(if closed { Start::Together } else { Start::Schedule }));
+            }
         }
         if let Some((at, _)) = self.not_run.first() {
             let what: Vec<&str> = self.not_run.iter().map(|(_, w)| w.as_str()).collect();

@@ -70,7 +70,8 @@ fn plan_writes_a_valid_undominated_frontier_and_report_renders_it() {
     unique.dedup();
     assert_eq!(unique.len(), notes.len(), "{notes:#?}");
     // The engine's held-out TTFT error is said beside the TTFT column.
-    assert!(notes.iter().any(|n| n.starts_with("accuracy: TTFT under load reads low")), "{notes:#?}");
+    let accuracy = notes.iter().find(|n| n.starts_with("accuracy: TTFT under load")).expect("an accuracy note");
+    assert!(accuracy.contains("started apart (as here) was below every one"), "{accuracy}");
 
     let all = points(&doc);
     assert!(all.len() >= 8, "too few points: {doc}");
@@ -129,8 +130,11 @@ fn plan_writes_a_valid_undominated_frontier_and_report_renders_it() {
     let html = std::fs::read_to_string(&html).unwrap();
     assert!(html.contains(r#"data-report="frontier""#) && html.contains(r#"data-chart="frontier""#));
     // The TTFT tile points to the accuracy note, which the notes hold.
-    assert!(html.contains("p90 · predicted, and under load it reads low (Notes)"), "the TTFT tile's caveat");
-    assert!(html.contains("<li>accuracy: TTFT under load reads low."), "the accuracy note");
+    assert!(
+        html.contains("p90 · predicted: under load the engine's least certain figure (Notes)"),
+        "the TTFT tile's caveat"
+    );
+    assert!(html.contains("<li>accuracy: TTFT under load is the engine"), "the accuracy note");
     // The legend names each thing once (a ring at a configuration's point is
     // told by its label on the chart, not by a second entry of the curve's
     // name), and the best's configuration has one ring, the best's.

@@ -140,28 +140,38 @@ fn model_configs_are_read_as_their_authors_meant() {
     }
 }
 
-/// An estimate under load says beside its figures that its TTFT reads low
-/// (the engine's held-out error on NIM's closed loops), and how to check it;
-/// one user at a time, whose TTFT the engine's checks found close, does
-/// not. A sweep of predicted points under load says it in its notes.
+/// An estimate under load says beside its figures how far the engine's
+/// TTFT was from NIM's held-out closed loops, marking the start its users
+/// made (together by default, apart with --ramp-up, neither on a
+/// schedule), and how to check it; one user at a time, whose TTFT the
+/// engine's checks found close, says nothing. A sweep of predicted points
+/// under load says it in its notes.
 #[test]
-fn an_estimate_under_load_says_its_ttft_reads_low_and_one_user_alone_does_not() {
-    let note = "accuracy: TTFT under load reads low";
-    let run = |users: &str| {
+fn an_estimate_under_load_says_how_far_its_ttft_was_and_one_user_alone_does_not() {
+    let note = "accuracy: TTFT under load is the engine's least certain figure";
+    let run = |load: &[&str]| {
         let o = goodput()
-            .args(["estimate", "-c", users, "-n", "40", "--input-tokens", "256", "--output-tokens", "16"])
+            .arg("estimate")
+            .args(load)
+            .args(["-n", "40", "--input-tokens", "256", "--output-tokens", "16"])
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
         assert!(o.status.success(), "{err}");
         err
     };
-    let loaded = run("16");
+    let together = run(&["-c", "16"]);
     assert!(
-        loaded.contains(note) && loaded.contains("below every one") && loaded.contains("bench or sweep"),
-        "{loaded}"
+        together.contains(note)
+            && together.contains("sent together (as here), ")
+            && together.contains("bench or sweep"),
+        "{together}"
     );
-    let alone = run("1");
+    let apart = run(&["-c", "16", "--ramp-up", "1s"]);
+    assert!(apart.contains("started apart (as here) was below every one"), "{apart}");
+    let schedule = run(&["--rate", "inf", "-c", "16"]);
+    assert!(schedule.contains("on a schedule, which is neither") && !schedule.contains("(as here)"), "{schedule}");
+    let alone = run(&["-c", "1"]);
     assert!(!alone.contains(note), "{alone}");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("s.json");
@@ -173,5 +183,5 @@ fn an_estimate_under_load_says_its_ttft_reads_low_and_one_user_alone_does_not() 
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let notes = read_json(&out)["analysis"]["notes"].to_string();
-    assert!(notes.contains(note), "{notes}");
+    assert!(notes.contains(note) && notes.contains("sent together (as here)"), "{notes}");
 }

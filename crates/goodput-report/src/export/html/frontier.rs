@@ -139,7 +139,7 @@ fn best_cards(o: &mut String, doc: &FrontierResult) {
     // A predicted TTFT whose accuracy the notes give is pointed to them
     // where it is read first.
     let caveat = if doc.notes.iter().any(|n| n.starts_with("accuracy: TTFT under load")) {
-        " · predicted, and under load it reads low (Notes)"
+        " · predicted: under load the engine's least certain figure (Notes)"
     } else {
         ""
     };
