@@ -27,8 +27,13 @@ pub fn total(counts: impl IntoIterator<Item = u64>) -> u64 {
 /// assert!((percentile(&s, 90.0).unwrap() - 3.7).abs() < 1e-12);
 /// ```
 pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
-    let (rank, lo, hi) = rank_of(sorted.len(), p)?;
-    between(sorted[lo], sorted[hi], rank, lo, hi)
+    percentile_by(sorted.len(), |i| sorted[i], p)
+}
+
+/// [`percentile`] of `n` sorted samples read by index (`at(i)`, in order).
+fn percentile_by(n: usize, at: impl Fn(usize) -> f64, p: f64) -> Option<f64> {
+    let (rank, lo, hi) = rank_of(n, p)?;
+    between(at(lo), at(hi), rank, lo, hi)
 }
 
 /// Sorts `v` in [`f64::total_cmp`]'s order, as `sort_unstable_by(total_cmp)`
@@ -141,10 +146,7 @@ impl Distribution {
     /// without a copy of it as floats, and its moments are summed once
     /// for the views that share it.
     pub fn from_sorted_by(n: usize, at: impl Fn(usize) -> f64, percentiles: &[f64], m: Moments) -> Self {
-        let ps = percentiles
-            .iter()
-            .map(|&p| (p, rank_of(n, p).and_then(|(rank, lo, hi)| between(at(lo), at(hi), rank, lo, hi))))
-            .collect();
+        let ps = percentiles.iter().map(|&p| (p, percentile_by(n, &at, p))).collect();
         if n == 0 {
             return Distribution::of(0, ps, [0.0; 4]);
         }

@@ -18,6 +18,11 @@ use serde::{Deserialize, Serialize};
 /// Two are equal when they hold the same pairs, in whatever order.
 pub type ParamMap = indexmap::IndexMap<String, String>;
 
+/// How the note on a prediction's TTFT accuracy begins (`goodput-sim`'s
+/// `accuracy::ttft_note`): the HTML's TTFT tile points to it when the
+/// notes hold it.
+pub const TTFT_ACCURACY_NOTE: &str = "accuracy: TTFT under load";
+
 /// Where a frontier's points come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]

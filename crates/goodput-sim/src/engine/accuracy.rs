@@ -11,6 +11,8 @@
 //! `cargo test --release -p goodput-sim --lib -- --ignored quoted_accuracy`;
 //! a fast one holds docs/simulator.md's shipped row to them.
 
+use goodput_core::doc::frontier::TTFT_ACCURACY_NOTE;
+
 /// Median |error| per metric (percent) over one set of reference rows.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Accuracy {
@@ -70,7 +72,7 @@ pub fn ttft_note(start: Start) -> String {
     let mark = |s: Start| if s == start { " (as here)" } else { "" };
     let schedule = if start == Start::Schedule { " This run sent on a schedule, which is neither." } else { "" };
     format!(
-        "accuracy: TTFT under load is the engine's least certain figure. Checked against NVIDIA's published NIM \
+        "{TTFT_ACCURACY_NOTE} is the engine's least certain figure. Checked against NVIDIA's published NIM \
          measurements it was not calibrated on ({} closed loops of 5 users or more), its mean TTFT with the users \
          started apart{} was {}; with them sent together{}, {}.{schedule} ITL and output throughput were within \
          {:.1} % and {:.1} % (apart), {:.1} % and {:.1} % (together). A TTFT limit met here can be missed on a \

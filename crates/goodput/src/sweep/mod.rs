@@ -445,14 +445,11 @@ impl Sweep {
         // certain figure, said beside them as `estimate` says it.
         // A sweep's closed loops start their users together; its rates
         // send on a schedule.
-        let loaded = |p: &&SweepPoint| p.result.summary.in_flight.mean >= crate::estimate::LOADED_IN_FLIGHT;
-        if self.config.estimate {
+        let loaded = |p: &SweepPoint| p.result.summary.in_flight.mean >= crate::estimate::LOADED_IN_FLIGHT;
+        if self.config.estimate && self.points.iter().any(loaded) {
             use goodput_sim::engine::accuracy::{ttft_note, Start};
-            let mut loaded = self.points.iter().filter(loaded).peekable();
-            if loaded.peek().is_some() {
-                let closed = loaded.any(|p| matches!(p.load, Load::Concurrency(_)));
-                a.notes.push(ttft_note(if closed { Start::Together } else { Start::Schedule }));
-            }
+            let closed = self.points.iter().any(|p| loaded(p) && matches!(p.load, Load::Concurrency(_)));
+            a.notes.push(ttft_note(if closed { Start::Together } else { Start::Schedule }));
         }
         if let Some((at, _)) = self.not_run.first() {
             let what: Vec<&str> = self.not_run.iter().map(|(_, w)| w.as_str()).collect();

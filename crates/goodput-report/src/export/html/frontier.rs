@@ -138,7 +138,7 @@ fn best_cards(o: &mut String, doc: &FrontierResult) {
     card(o, "tok/s per user", &fmt(p.tokens_per_s_per_user, 1), &format!("TPOT {} ms", fmt(p.tpot_ms, 1)));
     // A predicted TTFT whose accuracy the notes give is pointed to them
     // where it is read first.
-    let caveat = if doc.notes.iter().any(|n| n.starts_with("accuracy: TTFT under load")) {
+    let caveat = if doc.notes.iter().any(|n| n.starts_with(goodput_core::doc::frontier::TTFT_ACCURACY_NOTE)) {
         " · predicted: under load the engine's least certain figure (Notes)"
     } else {
         ""
