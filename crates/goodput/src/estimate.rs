@@ -152,35 +152,23 @@ pub fn finish(
             f.write(r);
         }
     }
+    // What the figures can be trusted for goes in the document's engine
+    // block (its JSON, Markdown and HTML), and on standard error after the
+    // report.
+    let notes = engine_notes(a, cfg, result);
+    if let Some(e) = result.engine.as_mut() {
+        e.notes = notes.clone();
+    }
     let code = output::finish(result, &a.output, &a.judge, records)?;
     if let Some(e) = &result.engine {
         let mut lines = goodput_report::terminal::engine_lines(e);
         lines.extend(e.spec_decode.as_ref().map(spec_line));
         crate::output::say(&goodput_report::terminal::wrap(&lines, output::columns()));
     }
-    if !a.output.quiet && !goodput_sim::engine::Calibration::is_calibrated(cfg.gpu.family) {
-        goodput_core::tell!(
-            "note: {} ({}) is uncalibrated: it runs on Hopper's constants, which no public measurement of this \
-             family has checked (docs/simulator.md, \"Calibration\"); expect larger errors",
-            cfg.gpu.name,
-            cfg.gpu.family.as_str()
-        );
-    }
-    // Under load the engine's TTFT is its least certain figure (it read
-    // low on every held-out closed loop of NIM's tables): said beside it,
-    // where requests overlapped as much as the rows it was checked on.
-    if !a.output.quiet && result.summary.in_flight.mean >= LOADED_IN_FLIGHT {
-        use goodput_sim::engine::accuracy::{ttft_note, Start};
-        let start = if a.load.rate.is_some() || a.load.trace.is_some() {
-            Start::Schedule
-        } else if a.load.shape.ramp_up.is_some() {
-            Start::Apart
-        } else {
-            Start::Together
-        };
-        goodput_core::tell!("note: {}", ttft_note(start));
-    }
     if !a.output.quiet {
+        for n in &notes {
+            goodput_core::tell!("note: {n}");
+        }
         let simulated = result.engine.as_ref().map_or(0.0, |e| e.makespan_s);
         goodput_core::tell!(
             "simulated {:.1} s in {:.3} s of wall time ({:.0}× real time)",
@@ -190,6 +178,35 @@ pub fn finish(
         );
     }
     Ok(code)
+}
+
+/// What a reader of the estimate should know about how far its figures
+/// hold: the GPU's family is uncalibrated, and under load (as the reference
+/// rows' closed loops were: a mean of `LOADED_IN_FLIGHT` in flight or more)
+/// the engine's TTFT is its least certain figure, with the held-out error
+/// that applies to how the requests started.
+fn engine_notes(a: &EstimateArgs, cfg: &EngineConfig, result: &RunResult) -> Vec<String> {
+    let mut notes = Vec::new();
+    if !goodput_sim::engine::Calibration::is_calibrated(cfg.gpu.family) {
+        notes.push(format!(
+            "{} ({}) is uncalibrated: it runs on Hopper's constants, which no public measurement of this family has \
+             checked (docs/simulator.md, \"Calibration\"); expect larger errors",
+            cfg.gpu.name,
+            cfg.gpu.family.as_str()
+        ));
+    }
+    if result.summary.in_flight.mean >= LOADED_IN_FLIGHT {
+        use goodput_sim::engine::accuracy::{ttft_note, Start};
+        let start = if a.load.rate.is_some() || a.load.trace.is_some() {
+            Start::Schedule
+        } else if a.load.shape.ramp_up.is_some() {
+            Start::Apart
+        } else {
+            Start::Together
+        };
+        notes.push(ttft_note(start));
+    }
+    notes
 }
 
 /// The mean requests in flight from which an estimate is under load as the

@@ -583,6 +583,7 @@ pub fn engine_view(cfg: &EngineConfig, v: &EngineView) -> SimulatedEngine {
         } else {
             Vec::new()
         },
+        notes: Vec::new(),
     }
 }
 

@@ -55,6 +55,12 @@ pub struct SimulatedEngine {
     /// replica (the figures above are then its own).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub replicas: Vec<ReplicaShare>,
+    /// How far these figures can be trusted, in words: the GPU's family
+    /// uncalibrated, and, where requests overlapped as in the public
+    /// measurements it was checked on, the TTFT's error there
+    /// (docs/simulator.md, "Said where the engine's figures are shown").
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// The simulated engine's speculative decoding over the whole run (warm-up

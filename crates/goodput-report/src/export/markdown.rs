@@ -509,6 +509,12 @@ fn simulated_engine(o: &mut String, r: &RunResult) {
     let Some(e) = engine::of(r) else { return };
     let _ = writeln!(o, "\n**Engine (simulated)** {}\n", md(&e.config_line()));
     figures_table(o, "engine (simulated)", &e.figures());
+    if !e.notes.is_empty() {
+        o.push('\n');
+    }
+    for n in &e.notes {
+        let _ = writeln!(o, "- note: {}", md(n));
+    }
 }
 
 fn point_line(p: &Option<PointRef>) -> String {

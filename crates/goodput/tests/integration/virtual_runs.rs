@@ -143,37 +143,63 @@ fn model_configs_are_read_as_their_authors_meant() {
 /// An estimate under load says beside its figures how far the engine's
 /// TTFT was from NIM's held-out closed loops, marking the start its users
 /// made (together by default, apart with --ramp-up, neither on a
-/// schedule), and how to check it; one user at a time, whose TTFT the
-/// engine's checks found close, says nothing. A sweep of predicted points
-/// under load says it in its notes.
+/// schedule), and how to check it, on standard error and in its saved
+/// documents (the JSON's engine block, the Markdown and the HTML); one user
+/// at a time, whose TTFT the engine's checks found close, says nothing. A
+/// sweep of predicted points under load says it in its notes.
 #[test]
 fn an_estimate_under_load_says_how_far_its_ttft_was_and_one_user_alone_does_not() {
     let note = "accuracy: TTFT under load is the engine's least certain figure";
+    let dir = tempfile::tempdir().unwrap();
+    // Standard error, the JSON's engine notes, the Markdown and the HTML.
     let run = |load: &[&str]| {
+        let p = |f: &str| dir.path().join(f);
         let o = goodput()
             .arg("estimate")
             .args(load)
-            .args(["-n", "40", "--input-tokens", "256", "--output-tokens", "16"])
+            .args(["-n", "40", "--input-tokens", "256", "--output-tokens", "16", "-o"])
+            .arg(p("e.json"))
+            .arg("--markdown")
+            .arg(p("e.md"))
+            .arg("--html")
+            .arg(p("e.html"))
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
         assert!(o.status.success(), "{err}");
-        err
+        let json = read_json(&p("e.json"))["engine"]["notes"].clone();
+        let read = |f: &str| std::fs::read_to_string(p(f)).unwrap();
+        (err, json, read("e.md"), read("e.html"))
     };
-    let together = run(&["-c", "16"]);
+    let (together, json, md, html) = run(&["-c", "16"]);
     assert!(
         together.contains(note)
             && together.contains("sent together (as here), ")
             && together.contains("bench or sweep"),
         "{together}"
     );
-    let apart = run(&["-c", "16", "--ramp-up", "1s"]);
+    assert_eq!(json.as_array().map_or(0, |a| a.len()), 1, "{json}");
+    let saved = json[0].as_str().unwrap();
+    assert!(together.contains(&format!("note: {saved}")), "{together}");
+    assert!(md.contains("- note: accuracy: TTFT under load") && md.contains(r"sent together \(as here\)"), "{md}");
+    assert!(html.contains("<p class=\"note\">Note: accuracy: TTFT under load"), "{html}");
+    let (apart, json, ..) = run(&["-c", "16", "--ramp-up", "1s"]);
     assert!(apart.contains("started apart (as here) was below every one"), "{apart}");
-    let schedule = run(&["--rate", "inf", "-c", "16"]);
+    assert!(json[0].as_str().is_some_and(|n| n.contains("started apart (as here)")), "{json}");
+    let (schedule, ..) = run(&["--rate", "inf", "-c", "16"]);
     assert!(schedule.contains("on a schedule, which is neither") && !schedule.contains("(as here)"), "{schedule}");
-    let alone = run(&["-c", "1"]);
+    let (alone, json, md, html) = run(&["-c", "1"]);
     assert!(!alone.contains(note), "{alone}");
-    let dir = tempfile::tempdir().unwrap();
+    assert!(json.is_null() && !md.contains(note) && !html.contains("accuracy: TTFT"), "{json}");
+    // An uncalibrated family is said in the same places, under load or not.
+    let (amd, json, md, _) = run(&["-c", "1", "--gpu", "mi300x"]);
+    let uncalibrated = "MI300X (cdna3) is uncalibrated: it runs on Hopper's constants";
+    assert!(amd.contains(&format!("note: {uncalibrated}")), "{amd}");
+    assert!(
+        json[0].as_str().is_some_and(|n| n.starts_with(uncalibrated)) && json.as_array().unwrap().len() == 1,
+        "{json}"
+    );
+    assert!(md.contains("- note: MI300X \\(cdna3\\) is uncalibrated"), "{md}");
     let out = dir.path().join("s.json");
     let o = goodput()
         .args(["sweep", "--estimate", "-q", "--concurrency", "1,16", "-n", "40"])

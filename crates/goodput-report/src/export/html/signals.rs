@@ -188,6 +188,9 @@ pub(super) fn engine_section(o: &mut String, r: &RunResult) {
         let _ = write!(o, r#"<p class="sub">{}</p>"#, html(&line));
     }
     figure_cards(o, &e.figures());
+    for n in &e.notes {
+        let _ = write!(o, r#"<p class="note">Note: {}</p>"#, html(n));
+    }
     let mut kv = series_chart(
         "engine-kv-time",
         "KV-cache use (simulated engine)",
