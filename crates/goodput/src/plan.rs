@@ -80,6 +80,48 @@ const MIN_REQUESTS_PER_USER: u64 = 4;
 /// its rate to be one ([`steady_output_rate`]).
 const MIN_STEADY_COMPLETIONS_PER_USER: u64 = 2;
 
+/// The GPUs searched whose family no public measurement has calibrated
+/// (the engine runs them on Hopper's constants): a note for each, and the
+/// best point's reason says so when it is one of theirs. Their points are
+/// drawn beside calibrated GPUs' as if as sure, and a frontier across the
+/// two had read as a finding.
+fn uncalibrated_notes(doc: &mut FrontierResult) -> Vec<String> {
+    let mut names: Vec<(String, String, usize)> = Vec::new();
+    for c in doc.configs.iter().filter(|c| c.status == ConfigStatus::Ok) {
+        let Some(spec) = c.gpu.as_deref().and_then(|n| GpuSpec::lookup(n).ok()) else { continue };
+        if goodput_sim::engine::Calibration::is_calibrated(spec.family) {
+            continue;
+        }
+        match names.iter_mut().find(|(n, ..)| *n == spec.name) {
+            Some((.., count)) => *count += 1,
+            None => names.push((spec.name.clone(), spec.family.as_str().to_string(), 1)),
+        }
+    }
+    let best_gpu = doc.best.as_ref().and_then(|b| doc.configs.get(b.at.config)).and_then(|c| c.gpu.as_deref());
+    let best_gpu = best_gpu.and_then(|n| GpuSpec::lookup(n).ok()).map(|s| s.name);
+    if let Some((name, family, _)) = names.iter().find(|(n, ..)| Some(n) == best_gpu.as_ref()) {
+        if let Some(b) = doc.best.as_mut() {
+            b.reason.push_str(&format!(
+                "; on {name}, whose family ({family}) is uncalibrated: measure it before choosing it (notes)"
+            ));
+        }
+    }
+    let ok = doc.configs.iter().filter(|c| c.status == ConfigStatus::Ok).count();
+    let others = ok > names.iter().map(|(.., n)| n).sum::<usize>();
+    names
+        .into_iter()
+        .map(|(name, family, count)| {
+            format!(
+                "{name} ({family}) is uncalibrated: its {} run on Hopper's constants, which no public measurement of \
+                 this family has checked (docs/simulator.md, \"Not calibrated (yet)\"), so its points{} can be far \
+                 off; measure it (bench or sweep) before choosing it",
+                plural(count, "configuration"),
+                if others { ", and how they stand against the other GPUs'," } else { "" }
+            )
+        })
+        .collect()
+}
+
 /// One configuration to simulate, before it runs.
 #[derive(Debug, Clone)]
 struct Candidate {
@@ -496,6 +538,8 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         use goodput_sim::engine::accuracy::{ttft_note, Start};
         doc.notes.push(ttft_note(if search.trace.is_some() { Start::Schedule } else { Start::Apart }));
     }
+    let uncalibrated = uncalibrated_notes(&mut doc);
+    doc.notes.extend(uncalibrated);
     if interrupted {
         doc.notes.push(format!(
             "the plan was interrupted: {} of the {searched} configurations searched {} in the document (those whose \

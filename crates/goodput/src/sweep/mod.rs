@@ -451,6 +451,11 @@ impl Sweep {
             let closed = self.points.iter().any(|p| loaded(p) && matches!(p.load, Load::Concurrency(_)));
             a.notes.push(ttft_note(if closed { Start::Together } else { Start::Schedule }));
         }
+        // An uncalibrated GPU family, said as `estimate` says it.
+        let engine = self.points.iter().find_map(|p| p.result.engine.as_ref()).map(|e| &e.config);
+        if let Some(c) = engine.filter(|c| self.config.estimate && c.calibrated == Some(false)) {
+            a.notes.push(crate::estimate::uncalibrated_note(&c.gpu, &c.gpu_family));
+        }
         if let Some((at, _)) = self.not_run.first() {
             let what: Vec<&str> = self.not_run.iter().map(|(_, w)| w.as_str()).collect();
             a.notes.insert(

@@ -348,6 +348,33 @@ fn plan_runs_a_precision_once_and_says_when_no_pool_fits() {
     assert!(pd.contains("--pd 5:5: no ratio fit the budget of 8 GPUs"), "{pd}");
 }
 
+/// A GPU whose family no public measurement calibrated (MI300X, on
+/// Hopper's constants) is said in the notes, with how it stands against
+/// the calibrated GPUs, and on the best point when it wins; a plan of
+/// calibrated GPUs alone says nothing of it.
+#[test]
+fn a_plan_says_which_gpus_are_uncalibrated_and_when_the_best_is_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // Priced to win: a tenth of the H100's hour.
+    let doc = plan(dir.path(), "mixed.json", &["mi300x=0.5", "h100=5"], 1, &[]);
+    let notes: Vec<&str> = doc["notes"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    let said: Vec<&&str> = notes.iter().filter(|n| n.contains("uncalibrated")).collect();
+    assert_eq!(said.len(), 1, "{notes:?}");
+    assert!(
+        said[0].starts_with("MI300X (cdna3) is uncalibrated: its ")
+            && said[0].contains("Hopper's constants")
+            && said[0].contains("how they stand against the other GPUs'"),
+        "{}",
+        said[0]
+    );
+    let best = &doc["best"];
+    let at = best["at"]["config"].as_u64().unwrap() as usize;
+    assert_eq!(doc["configs"][at]["gpu"], "MI300X", "{best}");
+    assert!(best["reason"].as_str().unwrap().contains("on MI300X, whose family (cdna3) is uncalibrated"), "{best}");
+    let calibrated = plan(dir.path(), "h100.json", &["h100=5"], 1, &[]);
+    assert!(!calibrated.to_string().contains("uncalibrated"), "{calibrated}");
+}
+
 /// The first configuration's error of a plan of one H100 at FP8 with
 /// `args`, which fails (the plan, with nothing run, exits 1 and still
 /// writes its document).

@@ -210,4 +210,14 @@ fn an_estimate_under_load_says_how_far_its_ttft_was_and_one_user_alone_does_not(
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let notes = read_json(&out)["analysis"]["notes"].to_string();
     assert!(notes.contains(note) && notes.contains("sent together (as here)"), "{notes}");
+    assert!(!notes.contains("uncalibrated"), "{notes}");
+    // An uncalibrated family is said in a sweep's notes as an estimate says it.
+    let o = goodput()
+        .args(["sweep", "--estimate", "-q", "--gpu", "mi300x", "--concurrency", "1", "-n", "4", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let notes = read_json(&out)["analysis"]["notes"].to_string();
+    assert!(notes.contains(uncalibrated) && !notes.contains(note), "{notes}");
 }
