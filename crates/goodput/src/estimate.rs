@@ -188,7 +188,7 @@ pub fn finish(
 fn engine_notes(a: &EstimateArgs, cfg: &EngineConfig, result: &RunResult) -> Vec<String> {
     let mut notes = Vec::new();
     if !goodput_sim::engine::Calibration::is_calibrated(cfg.gpu.family) {
-        notes.push(uncalibrated_note(&cfg.gpu.name, cfg.gpu.family.as_str()));
+        notes.push(goodput_sim::engine::accuracy::uncalibrated_note(&cfg.gpu.name, cfg.gpu.family));
     }
     if result.summary.in_flight.mean >= LOADED_IN_FLIGHT {
         use goodput_sim::engine::accuracy::{ttft_note, Start};
@@ -202,15 +202,6 @@ fn engine_notes(a: &EstimateArgs, cfg: &EngineConfig, result: &RunResult) -> Vec
         notes.push(ttft_note(start));
     }
     notes
-}
-
-/// An estimate's (or a sweep's predicted points') GPU whose family no
-/// public measurement has calibrated, in words.
-pub(crate) fn uncalibrated_note(gpu: &str, family: &str) -> String {
-    format!(
-        "{gpu} ({family}) is uncalibrated: it runs on Hopper's constants, which no public measurement of this family \
-         has checked (docs/simulator.md, \"Calibration\"); expect larger errors"
-    )
 }
 
 /// The mean requests in flight from which an estimate is under load as the

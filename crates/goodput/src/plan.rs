@@ -86,7 +86,7 @@ const MIN_STEADY_COMPLETIONS_PER_USER: u64 = 2;
 /// drawn beside calibrated GPUs' as if as sure, and a frontier across the
 /// two had read as a finding.
 fn uncalibrated_notes(doc: &mut FrontierResult) -> Vec<String> {
-    let mut names: Vec<(String, String, usize)> = Vec::new();
+    let mut names: Vec<(String, goodput_sim::engine::GpuFamily, usize)> = Vec::new();
     for c in doc.configs.iter().filter(|c| c.status == ConfigStatus::Ok) {
         let Some(spec) = c.gpu.as_deref().and_then(|n| GpuSpec::lookup(n).ok()) else { continue };
         if goodput_sim::engine::Calibration::is_calibrated(spec.family) {
@@ -94,7 +94,7 @@ fn uncalibrated_notes(doc: &mut FrontierResult) -> Vec<String> {
         }
         match names.iter_mut().find(|(n, ..)| *n == spec.name) {
             Some((.., count)) => *count += 1,
-            None => names.push((spec.name.clone(), spec.family.as_str().to_string(), 1)),
+            None => names.push((spec.name.clone(), spec.family, 1)),
         }
     }
     let best_gpu = doc.best.as_ref().and_then(|b| doc.configs.get(b.at.config)).and_then(|c| c.gpu.as_deref());
@@ -111,12 +111,11 @@ fn uncalibrated_notes(doc: &mut FrontierResult) -> Vec<String> {
     names
         .into_iter()
         .map(|(name, family, count)| {
+            let how = if others { ", and how they stand against the other GPUs'," } else { "" };
             format!(
-                "{name} ({family}) is uncalibrated: its {} run on Hopper's constants, which no public measurement of \
-                 this family has checked (docs/simulator.md, \"Not calibrated (yet)\"), so its points{} can be far \
-                 off; measure it (bench or sweep) before choosing it",
+                "{}. Its {} share that: its points{how} can be far off; measure it (bench or sweep) before choosing it",
+                goodput_sim::engine::accuracy::uncalibrated_note(&name, family),
                 plural(count, "configuration"),
-                if others { ", and how they stand against the other GPUs'," } else { "" }
             )
         })
         .collect()

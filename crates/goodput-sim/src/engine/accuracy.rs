@@ -11,6 +11,7 @@
 //! `cargo test --release -p goodput-sim --lib -- --ignored quoted_accuracy`;
 //! a fast one holds docs/simulator.md's shipped row to them.
 
+use super::catalog::GpuFamily;
 use goodput_core::doc::frontier::TTFT_ACCURACY_NOTE;
 
 /// Median |error| per metric (percent) over one set of reference rows.
@@ -38,6 +39,62 @@ pub const NIM_HELD_OUT_APART: Accuracy =
 /// without `--ramp-up`).
 pub const NIM_HELD_OUT_TOGETHER: Accuracy =
     Accuracy { rows: 19, ttft_mean_pct: 63.1, ttft_below: 8, itl_mean_pct: 8.0, output_tps_pct: 6.9 };
+
+/// The one public table of an uncalibrated family that the engine was
+/// checked against: `data/validation/oci-mi300x.csv`, Oracle's vLLM runs of
+/// Llama-3.1-405B FP8 on eight MI300X (October 2024; docs/simulator.md,
+/// "MI300X: one public table, checked, not fitted"). Nothing was fitted to
+/// it: CDNA3 runs on Hopper's constants.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FamilyCheck {
+    /// The batch-latency rows (vLLM's latency benchmark, batches of 1 to
+    /// 256): the least and most negative error, percent (the engine's
+    /// latency below the measurement).
+    pub latency_rows: usize,
+    pub latency_short_pct: (f64, f64),
+    /// The offline-throughput rows: the engine's output tokens/s over the
+    /// measured, least and most.
+    pub throughput_rows: usize,
+    pub throughput_ratio: (f64, f64),
+}
+
+/// CDNA3 (MI300X) against Oracle's 2024 table.
+pub const CDNA3_OCI_2024: FamilyCheck = FamilyCheck {
+    latency_rows: 9,
+    latency_short_pct: (19.7, 49.4),
+    throughput_rows: 2,
+    throughput_ratio: (2.02, 2.14),
+};
+
+/// What a prediction on a GPU whose family no public measurement calibrated
+/// should say: it runs on Hopper's constants, and, for CDNA3, how far the one
+/// public table checked found it.
+pub fn uncalibrated_note(gpu: &str, family: GpuFamily) -> String {
+    match family {
+        GpuFamily::Cdna3 => {
+            let c = CDNA3_OCI_2024;
+            format!(
+                "{gpu} ({}) is uncalibrated: it runs on Hopper's constants, not fitted to this family. On the one \
+                 public table of it checked (vLLM on eight MI300X, Llama-3.1-405B FP8, October 2024), the engine's \
+                 batch latency was {:.0} to {:.0} % short of the {} measurements and its offline throughput {:.1} \
+                 to {:.1} times the {} measured: expect its figures to flatter this GPU (docs/simulator.md, \
+                 \"Not calibrated (yet)\")",
+                family.as_str(),
+                c.latency_short_pct.0,
+                c.latency_short_pct.1,
+                c.latency_rows,
+                c.throughput_ratio.0,
+                c.throughput_ratio.1,
+                c.throughput_rows,
+            )
+        }
+        _ => format!(
+            "{gpu} ({}) is uncalibrated: it runs on Hopper's constants, which no public measurement of this family \
+             has checked (docs/simulator.md, \"Not calibrated (yet)\"); expect larger errors",
+            family.as_str()
+        ),
+    }
+}
 
 /// How a prediction's requests started, to say which check applies to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +167,62 @@ mod tests {
         assert!(!schedule.contains("(as here)") && schedule.contains("on a schedule, which is neither"), "{schedule}");
         let high = Accuracy { ttft_below: 0, ..NIM_HELD_OUT_TOGETHER };
         assert_eq!(high.where_ttft(), "above every one, 63 % high at the median");
+    }
+
+    #[test]
+    fn an_uncalibrated_family_is_said_with_the_one_check_it_has() {
+        let amd = uncalibrated_note("MI300X", GpuFamily::Cdna3);
+        assert!(amd.starts_with("MI300X (cdna3) is uncalibrated: it runs on Hopper's constants"), "{amd}");
+        assert!(
+            amd.contains("batch latency was 20 to 49 % short of the 9 measurements")
+                && amd.contains("offline throughput 2.0 to 2.1 times the 2 measured"),
+            "{amd}"
+        );
+        let ampere = uncalibrated_note("A100 80GB", GpuFamily::Ampere);
+        assert!(
+            ampere.contains("which no public measurement of this family has checked") && !ampere.contains("MI300X")
+        );
+    }
+
+    /// docs/simulator.md's MI300X table gives the figures the note quotes.
+    #[test]
+    fn docs_give_the_quoted_mi300x_figures() {
+        // The prose wraps where it likes.
+        let doc = include_str!("../../../../docs/simulator.md").split_whitespace().collect::<Vec<_>>().join(" ");
+        let c = CDNA3_OCI_2024;
+        let line = format!(
+            "batch latency {:.1} to {:.1} % short ({} rows), offline throughput {:.2} to {:.2} times ({} rows)",
+            c.latency_short_pct.0,
+            c.latency_short_pct.1,
+            c.latency_rows,
+            c.throughput_ratio.0,
+            c.throughput_ratio.1,
+            c.throughput_rows
+        );
+        assert!(doc.contains(&line), "docs/simulator.md has no line {line}");
+    }
+
+    /// The MI300X check recomputed from its table (seconds in release).
+    #[test]
+    #[ignore]
+    fn quoted_accuracy_of_the_mi300x_table_is_the_validators() {
+        let rows = parse_csv(include_str!("../../../../data/validation/oci-mi300x.csv")).unwrap();
+        let report = validate(&rows, &ValidationOptions::default()).unwrap();
+        let of = |metric: Metric| -> Vec<f64> {
+            let mut v: Vec<f64> =
+                report.predictions.iter().filter(|p| p.row.metric == metric).map(|p| p.rel_error).collect();
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let (latency, throughput) = (of(Metric::E2eMsMean), of(Metric::OutputTokensPerS));
+        let round = |x: f64, d: f64| (x * d).round() / d;
+        let got = FamilyCheck {
+            latency_rows: latency.len(),
+            latency_short_pct: (round(-latency[latency.len() - 1] * 100.0, 10.0), round(-latency[0] * 100.0, 10.0)),
+            throughput_rows: throughput.len(),
+            throughput_ratio: (round(1.0 + throughput[0], 100.0), round(1.0 + throughput[throughput.len() - 1], 100.0)),
+        };
+        assert_eq!(got, CDNA3_OCI_2024, "the engine moved; quote its new figures (and docs/simulator.md's)");
     }
 
     /// docs/simulator.md's shipped held-out rows give the figures the
