@@ -156,6 +156,14 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
             if a.load.shape.seed.drawn { " (drawn: --seed repeats it)" } else { "" }
         );
     }
+    // The embedded engine's GPU on another family's constants: its figures
+    // are a prediction that flatters or wrongs that GPU, said and kept.
+    if target.embedded && a.sim.sim_profile == ProfileArg::Engine {
+        if let Some(w) = crate::serve::uncalibrated_warning(&a.sim.sim_gpu) {
+            goodput_core::tell!("warning: {w}");
+            warnings.push(w);
+        }
+    }
     let interrupt = match parent {
         Some(p) => p.child(),
         None => Interrupt::install("the run", a.target.grace),

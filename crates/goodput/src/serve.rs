@@ -166,6 +166,15 @@ fn bind_error(host: &str, port: u16, e: std::io::Error) -> anyhow::Error {
     anyhow::anyhow!("cannot bind {host}:{port} ({hint}): {e}")
 }
 
+/// What a simulated engine on `gpu` should say when the GPU's family is
+/// uncalibrated (it runs on Hopper's constants); `None` for a calibrated one
+/// or a name the catalog does not know (refused elsewhere).
+pub(crate) fn uncalibrated_warning(gpu: &str) -> Option<String> {
+    let spec = goodput_sim::engine::GpuSpec::lookup(gpu).ok()?;
+    (!goodput_sim::engine::Calibration::is_calibrated(spec.family))
+        .then(|| goodput_sim::engine::accuracy::uncalibrated_note(&spec.name, spec.family))
+}
+
 /// The simulated engine's app, a line saying what it serves, and its live status.
 fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, StatusFn, LiveFn)> {
     if a.write_log.is_some() {
@@ -174,6 +183,12 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
     crate::virtual_point::refuse_unused_sizes(&a.hw, a.given.has("tp"), a.given.has("ep"))?;
     let engine = crate::cli::EngineArgs { engine_model: a.model.clone(), hw: a.hw.clone() };
     let cfg = goodput_sim::engine::EngineConfig::try_from(&engine)?;
+    if !goodput_sim::engine::Calibration::is_calibrated(cfg.gpu.family) {
+        goodput_core::tell!(
+            "note: {}",
+            goodput_sim::engine::accuracy::uncalibrated_note(&cfg.gpu.name, cfg.gpu.family)
+        );
+    }
     let server = engine_server(cfg, served, a.speed, a.default_max_tokens, faults(&a.faults)?)?;
     let c = server.config();
     let replicas = match (c.engine.pd, goodput_sim::engine::KvLink::new(&c.engine)) {
@@ -333,4 +348,15 @@ fn routes_line() -> String {
         generation.join(" "),
         pooling.join(" ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_an_uncalibrated_family_is_warned_about() {
+        let amd = super::uncalibrated_warning("mi300x").unwrap();
+        assert!(amd.starts_with("MI300X (cdna3) is uncalibrated"), "{amd}");
+        assert!(super::uncalibrated_warning("h100").is_none() && super::uncalibrated_warning("b200").is_none());
+        assert!(super::uncalibrated_warning("no-such-gpu").is_none());
+    }
 }

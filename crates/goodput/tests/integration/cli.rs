@@ -140,6 +140,46 @@ fn native_apis_measure_the_embedded_engine() {
 /// `goodput serve` (the real binary, on a free port) speaks every API bench
 /// does, and names its model where each API looks for it: /v1/models,
 /// Ollama's /api/tags, TGI's /info.
+/// A simulated engine on a GPU of an uncalibrated family (run on Hopper's
+/// constants) says so: bench's embedded engine in its warnings, on standard
+/// error and in the document; serve as it starts. A calibrated GPU says
+/// nothing of it.
+#[test]
+fn an_uncalibrated_gpu_is_said_by_bench_and_serve() {
+    use crate::cmd::Kill;
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let bench = |gpu: &str| {
+        let out = dir.path().join(format!("{gpu}.json"));
+        goodput()
+            .args(["bench", "-q", "-n", "2", "-c", "1", "--output-tokens", "4", "--sim-gpu", gpu, "-o"])
+            .arg(&out)
+            .assert()
+            .success();
+        read_json(&out)["warnings"].to_string()
+    };
+    let amd = bench("mi300x");
+    assert!(amd.contains("MI300X (cdna3) is uncalibrated: it runs on Hopper's constants"), "{amd}");
+    assert!(!bench("h100").contains("uncalibrated"));
+    let bin = assert_cmd::cargo::cargo_bin("goodput");
+    let mut child = std::process::Command::new(bin)
+        .args(["serve", "--port", "0", "--profile", "engine", "--gpu", "a100"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let _guard = Kill(child);
+    let before: Vec<String> = std::io::BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .take_while(|l| !l.starts_with("listening on "))
+        .collect();
+    assert!(
+        before.iter().any(|l| l.starts_with("note: A100 80GB (ampere) is uncalibrated: it runs on Hopper's constants")),
+        "{before:?}"
+    );
+}
+
 #[test]
 fn goodput_serve_answers_every_api() {
     use crate::cmd::Kill;
