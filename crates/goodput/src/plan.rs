@@ -29,7 +29,7 @@
 //! SLO at many users.
 
 use crate::cli::{PlanArgs, WarmupArg, MAX_GPUS};
-use crate::virtual_point::{estimate_result, prompt_kind, spec_decoding, VirtualServer};
+use crate::virtual_point::{estimate_result, estimate_result_streamed, prompt_kind, spec_decoding, VirtualServer};
 use crate::{common, output, setup};
 use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::analysis::slo::{SloMetric, DEFAULT_ATTAINMENT};
@@ -1087,6 +1087,17 @@ fn missed_ttft_alone(r: &goodput_core::RunResult, slo: Option<&Slo>, attainment:
 }
 
 impl Search<'_> {
+    /// Whether a point's records may keep their first and last chunks only
+    /// ([`VirtualServer::ends_only`]): a point reads TTFT, TPOT, E2E,
+    /// counts and the tokens' times (its steady rate), and no ITL, unless
+    /// the SLO judges one (`itl_max`).
+    fn ends_only(&self) -> bool {
+        let itl = |m: SloMetric| m == SloMetric::ItlMax;
+        self.opts.slo.as_ref().is_none_or(|slo| {
+            !slo.limits.iter().any(|l| itl(l.metric)) && !slo.objectives.iter().any(|o| itl(o.metric))
+        })
+    }
+
     /// The engine of one replica of `c`.
     fn engine(&self, c: &Candidate) -> EngineConfig {
         let mut cfg = EngineConfig::new(self.model.clone(), c.gpu.clone(), c.precision);
@@ -2040,7 +2051,12 @@ impl Search<'_> {
         }
         let cfg = self.engine(c);
         cfg.validate()?;
-        let server = VirtualServer { engine: &cfg, prompts: self.prompts, memory_limit: self.memory_limit };
+        let server = VirtualServer {
+            engine: &cfg,
+            prompts: self.prompts,
+            memory_limit: self.memory_limit,
+            ends_only: self.ends_only(),
+        };
         let loads = self.loads(c);
         if let (true, Some(given)) = (loads.is_empty(), &self.args.concurrency) {
             let given: Vec<String> = given.0.iter().map(u64::to_string).collect();
@@ -2065,8 +2081,8 @@ impl Search<'_> {
                     .with_context(|| format!("{} users per replica, their pilot", users))?;
                 plan.warmup_time = plan.warmup_time.max(plan.ramp_up);
             }
-            let run = estimate_result(server, &plan, &workload, self.workload_config.clone(), &self.opts, false);
-            let (result, records) = match (run, self.args.shape.ramp_up) {
+            let run = estimate_result_streamed(server, &plan, &workload, self.workload_config.clone(), &self.opts);
+            let (result, run) = match (run, self.args.shape.ramp_up) {
                 (Ok(r), _) => r,
                 // What is due during the ramp-up is warm-up, each user sending
                 // throughout: a ramp-up far longer than a request sends far
@@ -2082,7 +2098,7 @@ impl Search<'_> {
                 ),
                 (Err(e), _) => return Err(e.context(format!("{users} users per replica"))),
             };
-            let steady = steady_output_rate(&records, plan.ramp_up, users);
+            let steady = steady_output_rate(&run, plan.ramp_up, users);
             let mut point = self.point(c, users, &result, steady.ok());
             // Too few completions with every user in: no rate to give.
             point.steady = steady.is_err_and(|unmeasured| unmeasured).then_some(false);
@@ -2114,7 +2130,12 @@ impl Search<'_> {
             }
         }
         cfg.validate()?;
-        let server = VirtualServer { engine: &cfg, prompts: self.prompts, memory_limit: self.memory_limit };
+        let server = VirtualServer {
+            engine: &cfg,
+            prompts: self.prompts,
+            memory_limit: self.memory_limit,
+            ends_only: self.ends_only(),
+        };
         let span = t.entries.iter().map(|e| e.at).max().unwrap_or_default();
         // The default speeds go on doubling while the curve is within the
         // SLO and rising (it had stopped at 16× unsaturated, and the best
@@ -2320,11 +2341,8 @@ fn point_requests(n: Option<u64>, users: u64, per_user: u64) -> u64 {
 /// window that short measures a step's burst, not a rate (one request at
 /// 512 users had given 20 times the GPU's peak); `Err(false)` when nothing
 /// streamed in it.
-fn steady_output_rate(
-    records: &[goodput_core::RequestRecord],
-    joined: std::time::Duration,
-    users: u64,
-) -> Result<f64, bool> {
+fn steady_output_rate(run: &goodput_sim::engine::SimRun, joined: std::time::Duration, users: u64) -> Result<f64, bool> {
+    let records = &run.records;
     let first = records.iter().map(|r| r.sent).min().ok_or(false)?;
     let from = joined.max(first);
     let to = records.iter().map(|r| r.sent).max().ok_or(false)?;
@@ -2335,12 +2353,14 @@ fn steady_output_rate(
     if completed < users.saturating_mul(MIN_STEADY_COMPLETIONS_PER_USER) {
         return Err(true);
     }
-    let tokens: u64 = records
-        .iter()
-        .flat_map(|r| r.chunks.iter())
-        .filter(|ch| ch.t > from && ch.t <= to)
-        .map(|ch| u64::from(ch.tokens))
-        .sum();
+    let within = |t: std::time::Duration| t > from && t <= to;
+    // Records that keep their first and last chunks only give the tokens'
+    // times apart (`streamed`); the sums are the same.
+    let tokens: u64 = if run.streamed.is_empty() {
+        records.iter().flat_map(|r| r.chunks.iter()).filter(|ch| within(ch.t)).map(|ch| u64::from(ch.tokens)).sum()
+    } else {
+        run.streamed.iter().filter(|s| within(s.0)).map(|s| s.1).sum()
+    };
     if tokens == 0 {
         return Err(false);
     }

@@ -534,6 +534,7 @@ pub fn virtual_load(
         seed: plan.seed,
         prompts,
         prefix_blocks,
+        ends_only: false,
     })
 }
 
@@ -605,7 +606,8 @@ pub fn run_virtual_until(
     let mut timed_warmup = 0;
     let open_loop = plan.rate.is_some() || plan.trace.is_some();
     loop {
-        let load = virtual_load(plan, workload, timed_warmup, server.prompts, server.memory_limit)?;
+        let mut load = virtual_load(plan, workload, timed_warmup, server.prompts, server.memory_limit)?;
+        load.ends_only = server.ends_only;
         let run = simulate_until(server.engine, &load, until.map(|u| u.watch_for(plan)))?;
         // The units (requests, or sessions) the timed warm-up took beyond
         // the counted warm-up.
@@ -712,12 +714,16 @@ pub struct VirtualServer<'a> {
     /// The memory one run may hold: [`VIRTUAL_MEMORY_LIMIT`], or its share
     /// when several runs go at once (`plan`'s jobs).
     pub memory_limit: u64,
+    /// Records keep their first and last chunks only, the tokens' times
+    /// kept apart ([`VirtualLoad::ends_only`]): for a caller that reads no
+    /// ITL or chunk gap.
+    pub ends_only: bool,
 }
 
 impl<'a> VirtualServer<'a> {
     /// A server whose runs go one at a time.
     pub fn new(engine: &'a EngineConfig, prompts: PromptKind) -> VirtualServer<'a> {
-        VirtualServer { engine, prompts, memory_limit: VIRTUAL_MEMORY_LIMIT }
+        VirtualServer { engine, prompts, memory_limit: VIRTUAL_MEMORY_LIMIT, ends_only: false }
     }
 }
 
@@ -754,6 +760,32 @@ pub fn estimate_result_until(
     include_requests: bool,
     until: Option<&crate::until::Spec>,
 ) -> Result<(RunResult, Vec<RequestRecord>)> {
+    estimate_run(server, plan, workload, workload_config, opts, include_requests, until)
+        .map(|(r, run)| (r, run.records))
+}
+
+/// [`estimate_result`] with the run it was made from: with
+/// `server.ends_only`, its `streamed` tokens' times stand for the chunks
+/// the records no longer keep.
+pub fn estimate_result_streamed(
+    server: VirtualServer,
+    plan: &LoadPlan,
+    workload: &Workload,
+    workload_config: WorkloadConfig,
+    opts: &AnalysisOptions,
+) -> Result<(RunResult, SimRun)> {
+    estimate_run(server, plan, workload, workload_config, opts, false, None)
+}
+
+fn estimate_run(
+    server: VirtualServer,
+    plan: &LoadPlan,
+    workload: &Workload,
+    workload_config: WorkloadConfig,
+    opts: &AnalysisOptions,
+    include_requests: bool,
+    until: Option<&crate::until::Spec>,
+) -> Result<(RunResult, SimRun)> {
     let started_unix_s = common::unix_now();
     let cfg = server.engine;
     let run = run_virtual_until(server, plan, workload, until)?;
@@ -789,7 +821,7 @@ pub fn estimate_result_until(
     result.energy = Some(energy_of(cfg, &run.engine, result.summary.throughput.output_tokens_per_s));
     // The diagnoses read from records alone hold in virtual time too.
     attach_server_side(&mut result, ServerSide::Unscraped, &run.records, plan.client_load());
-    Ok((result, run.records))
+    Ok((result, run))
 }
 
 #[cfg(test)]

@@ -93,6 +93,13 @@ pub struct VirtualLoad {
     /// Request i's prompt opens with these blocks, when given (a trace's
     /// prefix blocks, Mooncake's `hash_ids`): empty, or one entry a request.
     pub prefix_blocks: Vec<Option<PrefixBlocks>>,
+    /// Keep each record's first and last output chunk only, the tokens
+    /// between folded into the last, and give every token's time in
+    /// [`SimRun::streamed`] instead: TTFT, TPOT, E2E and every count are as
+    /// they would be, chunk gaps and ITL are not. For callers that read
+    /// neither (`plan` without an ITL objective), where recording and
+    /// reading each token's chunk was a third of the time.
+    pub ends_only: bool,
 }
 
 /// A prompt made of blocks, each `(id, tokens)` in order: a block ending in
@@ -310,6 +317,10 @@ pub struct SimRun {
     pub ran_out: bool,
     /// The stopping rules' decision, when they were given and decided.
     pub stop: Option<goodput_core::analysis::until::Stop>,
+    /// With [`VirtualLoad::ends_only`]: the output tokens streamed to the
+    /// clients at each time, in time order (those at one time summed): what
+    /// the records' every chunk would have held. Empty otherwise.
+    pub streamed: Vec<(Duration, u64)>,
 }
 
 /// Runs `load` against an engine built from `cfg`, in virtual time. A request
@@ -781,6 +792,44 @@ mod tests {
             let run = simulate(&cfg, &load).unwrap();
             assert!(run.records.iter().all(|r| r.input_tokens == 300 + extra), "{kind:?}");
         }
+    }
+
+    /// Records that keep their first and last chunks only give every
+    /// figure but the chunk gaps as the full ones do: the same TTFT, TPOT,
+    /// E2E, counts and outcome (a request given up on, and one cut by the
+    /// run's end, with what they had received), and `streamed` sums the
+    /// tokens the full chunks held at each time.
+    #[test]
+    fn records_of_their_ends_only_keep_every_figure_but_the_gaps() {
+        use goodput_core::analysis::metrics::RequestMetrics;
+        let mut requests = same(40, 256, 64);
+        requests[3].give_up_after = Some(Duration::from_millis(120));
+        requests[5].output_tokens = 1;
+        let mut load = VirtualLoad::open_loop(requests, constant_rate(40, 20.0));
+        load.plan.duration = Some(Duration::from_millis(1500));
+        load.plan.grace = Some(Duration::ZERO);
+        let full = simulate(&h100_8b(), &load).unwrap();
+        let ends = simulate(&h100_8b(), &VirtualLoad { ends_only: true, ..load }).unwrap();
+        assert!(full.streamed.is_empty() && !ends.streamed.is_empty());
+        assert_eq!(full.records.len(), ends.records.len());
+        let cut = full.records.iter().filter(|r| r.outcome == Outcome::Cancelled).count();
+        assert!(cut >= 2 && full.records.iter().any(|r| r.abandoned), "a give-up and the run's cut: {cut}");
+        for (f, e) in full.records.iter().zip(&ends.records) {
+            assert!(e.chunks.len() <= 2, "{}", e.id);
+            assert_eq!(
+                (f.ttft(), f.tpot(), f.end, f.output_tokens, f.counts.chunks, &f.outcome, f.abandoned),
+                (e.ttft(), e.tpot(), e.end, e.output_tokens, e.counts.chunks, &e.outcome, e.abandoned),
+                "request {}",
+                f.id
+            );
+            let sum = |r: &RequestRecord| r.chunks.iter().map(|c| u64::from(c.tokens)).sum::<u64>();
+            assert_eq!(sum(f), sum(e), "request {}", f.id);
+        }
+        let mut by_time = std::collections::BTreeMap::<Duration, u64>::new();
+        for c in full.records.iter().flat_map(|r| r.chunks.iter()) {
+            *by_time.entry(c.t).or_default() += u64::from(c.tokens);
+        }
+        assert_eq!(by_time.into_iter().collect::<Vec<_>>(), ends.streamed);
     }
 
     #[test]

@@ -60,6 +60,11 @@ pub(super) struct VirtualRun<'a> {
     /// The stopping rules, fed each request as it completes, and their decision.
     pub(super) watch: Option<goodput_core::analysis::until::Watch>,
     decided: Option<goodput_core::analysis::until::Stop>,
+    /// With `load.ends_only`, each request's tokens since its first chunk
+    /// not yet in a chunk: (tokens, the events they came in, the last one's
+    /// time); and every token's time ([`SimRun::streamed`]).
+    held: Vec<(u32, u32, Duration)>,
+    streamed: Vec<(Duration, u64)>,
 }
 
 impl<'a> VirtualRun<'a> {
@@ -120,12 +125,15 @@ impl<'a> VirtualRun<'a> {
             cut_at_end: Vec::new(),
             watch: None,
             decided: None,
+            held: if load.ends_only { vec![(0, 0, Duration::ZERO); n] } else { Vec::new() },
+            streamed: Vec::new(),
         })
     }
 
     fn send(&mut self, i: usize, scheduled: Duration, sent: Duration) {
         let mut record = RequestRecord::new(i as u64, scheduled, sent);
-        record.chunks.reserve_exact(self.load.requests[i].output_tokens as usize);
+        let chunks = if self.load.ends_only { 2 } else { self.load.requests[i].output_tokens as usize };
+        record.chunks.reserve_exact(chunks);
         record.warmup = self.warm[self.unit_of[i] as usize];
         self.records[i] = Some(record);
         let chosen = self.load.requests[i].give_up_after.map(|after| (sent + after, true));
@@ -176,13 +184,19 @@ impl<'a> VirtualRun<'a> {
                 self.cut_at_end.push(i);
             }
             let request = &self.load.requests[i];
+            // What it had received: the tokens held back, as one chunk at the last one's time.
+            let mut unkept = 0;
+            if let Some(h) = self.held.get_mut(i).map(std::mem::take).filter(|h| h.1 > 0) {
+                record.chunks.push(OutputChunk { t: h.2, tokens: h.0, channel: Channel::Content });
+                unkept = h.1 as usize - 1;
+            }
             record.abandoned = true;
             record.end = at;
             record.session = request.turn.map(|t| SessionTurn { id: t.session, turn: t.turn, turns: t.turns });
             record.counts.intended_prompt = Some(request.input_tokens as u64);
             record.counts.requested_completion = Some(request.output_tokens as u64);
-            record.counts.chunks = record.chunks.len() as u64;
-            record.output_tokens = record.chunks.len() as u64;
+            record.counts.chunks = (record.chunks.len() + unkept) as u64;
+            record.output_tokens = record.counts.chunks;
             record.output_tokens_source = CountSource::Chunks;
             record.input_tokens = request.input_tokens as u64;
             record.http_status = Some(200);
@@ -430,7 +444,22 @@ impl<'a> VirtualRun<'a> {
             } else {
                 now
             };
-            record.chunks.push(OutputChunk { t: now, tokens: ev.tokens, channel: Channel::Content });
+            let (mut tokens, mut unkept) = (ev.tokens, 0);
+            if load.ends_only {
+                match self.streamed.last_mut() {
+                    Some(last) if last.0 == now => last.1 += u64::from(ev.tokens),
+                    _ => self.streamed.push((now, u64::from(ev.tokens))),
+                }
+                let h = &mut self.held[i];
+                if !ev.first && !ev.finished {
+                    *h = (h.0 + ev.tokens, h.1 + 1, now);
+                    continue;
+                }
+                // The last chunk holds the tokens since the first.
+                let h = std::mem::take(h);
+                (tokens, unkept) = (tokens + h.0, h.1);
+            }
+            record.chunks.push(OutputChunk { t: now, tokens, channel: Channel::Content });
             if ev.first {
                 record.first_byte = Some(now);
             }
@@ -441,6 +470,7 @@ impl<'a> VirtualRun<'a> {
                 }
                 let request = &load.requests[i];
                 finish(record, request, load.prompts.extra(cfg.chat_template, request), now);
+                record.counts.chunks += u64::from(unkept);
                 if let (Some(w), None) = (self.watch.as_mut(), &self.decided) {
                     self.decided = w.observe(record);
                 }
@@ -534,6 +564,7 @@ impl<'a> VirtualRun<'a> {
             self.pd.as_ref().map_or((0, 0, 0.0), |pd| (pd.prefill, pd.count, pd.seconds));
         let generation_tokens = engines[prefill..].iter().map(|e| e.stats().generation_tokens).sum();
         SimRun {
+            streamed: self.streamed,
             records,
             engine: EngineView {
                 steps: stats.steps,
