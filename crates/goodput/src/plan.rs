@@ -1086,16 +1086,20 @@ fn missed_ttft_alone(r: &goodput_core::RunResult, slo: Option<&Slo>, attainment:
     objectives && quality && limits && r.summary.requests.failed == 0
 }
 
+/// Whether `slo` judges a figure of every chunk (an ITL: `itl_max`), which
+/// records of their ends alone cannot give.
+fn judges_chunks(slo: Option<&Slo>) -> bool {
+    let itl = |m: SloMetric| m == SloMetric::ItlMax;
+    slo.is_some_and(|slo| slo.limits.iter().any(|l| itl(l.metric)) || slo.objectives.iter().any(|o| itl(o.metric)))
+}
+
 impl Search<'_> {
     /// Whether a point's records may keep their first and last chunks only
     /// ([`VirtualServer::ends_only`]): a point reads TTFT, TPOT, E2E,
     /// counts and the tokens' times (its steady rate), and no ITL, unless
     /// the SLO judges one (`itl_max`).
     fn ends_only(&self) -> bool {
-        let itl = |m: SloMetric| m == SloMetric::ItlMax;
-        self.opts.slo.as_ref().is_none_or(|slo| {
-            !slo.limits.iter().any(|l| itl(l.metric)) && !slo.objectives.iter().any(|o| itl(o.metric))
-        })
+        !judges_chunks(self.opts.slo.as_ref())
     }
 
     /// The engine of one replica of `c`.
@@ -2415,6 +2419,16 @@ fn tie_equal_curves(doc: &mut FrontierResult) -> Vec<(usize, usize, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Records of their ends serve every SLO but one that judges an ITL,
+    /// as a limit or as an objective.
+    #[test]
+    fn only_an_itl_term_needs_every_chunk() {
+        let judges = |s: &str| judges_chunks(Some(&s.parse::<Slo>().unwrap()));
+        assert!(!judges_chunks(None));
+        assert!(!judges("ttft<=2s,tpot<=50ms,e2e<=10s") && !judges("ttft:p95<=2s,tpot:p99<=40ms"));
+        assert!(judges("itl_max<=500ms") && judges("ttft<=2s,itl_max:p95<=500ms"));
+    }
 
     /// A point at `users` of `tok_s` output tokens a second that met the
     /// SLO or not.
