@@ -378,7 +378,10 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         percentiles.push(percentile);
     }
     let attainment = slo.as_ref().map_or(DEFAULT_ATTAINMENT, |s| s.attainment_target());
-    let opts = AnalysisOptions { percentiles, slo, ..AnalysisOptions::default() };
+    // No intervals: a point shows estimates and verdicts alone, and the
+    // intervals on every percentile of every point had been a tenth of a
+    // plan's time.
+    let opts = AnalysisOptions { percentiles, slo, confidence: None, ..AnalysisOptions::default() };
     let mut inputs = a.workload.inputs();
     inputs.extend(output::named_file("--model", &a.model));
     let mut outputs = vec![("--output", a.output.as_deref())];
