@@ -2088,7 +2088,8 @@ impl Search<'_> {
                     .with_context(|| format!("{} users per replica, their pilot", users))?;
                 plan.warmup_time = plan.warmup_time.max(plan.ramp_up);
             }
-            let run = estimate_result_streamed(server, &plan, &workload, self.workload_config.clone(), &self.opts);
+            let config = self.workload_config.clone();
+            let run = estimate_result_streamed(server, &plan, &workload, config, &self.opts, false, None);
             let (result, run) = match (run, self.args.shape.ramp_up) {
                 (Ok(r), _) => r,
                 // What is due during the ramp-up is warm-up, each user sending

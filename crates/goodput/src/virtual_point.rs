@@ -760,24 +760,14 @@ pub fn estimate_result_until(
     include_requests: bool,
     until: Option<&crate::until::Spec>,
 ) -> Result<(RunResult, Vec<RequestRecord>)> {
-    estimate_run(server, plan, workload, workload_config, opts, include_requests, until)
+    estimate_result_streamed(server, plan, workload, workload_config, opts, include_requests, until)
         .map(|(r, run)| (r, run.records))
 }
 
-/// [`estimate_result`] with the run it was made from: with
+/// [`estimate_result_until`] with the run it was made from: with
 /// `server.ends_only`, its `streamed` tokens' times stand for the chunks
 /// the records no longer keep.
 pub fn estimate_result_streamed(
-    server: VirtualServer,
-    plan: &LoadPlan,
-    workload: &Workload,
-    workload_config: WorkloadConfig,
-    opts: &AnalysisOptions,
-) -> Result<(RunResult, SimRun)> {
-    estimate_run(server, plan, workload, workload_config, opts, false, None)
-}
-
-fn estimate_run(
     server: VirtualServer,
     plan: &LoadPlan,
     workload: &Workload,
