@@ -187,9 +187,7 @@ pub fn finish(
 /// that applies to how the requests started.
 fn engine_notes(a: &EstimateArgs, cfg: &EngineConfig, result: &RunResult) -> Vec<String> {
     let mut notes = Vec::new();
-    if !goodput_sim::engine::Calibration::is_calibrated(cfg.gpu.family) {
-        notes.push(goodput_sim::engine::accuracy::uncalibrated_note(&cfg.gpu.name, cfg.gpu.family));
-    }
+    notes.extend(goodput_sim::engine::accuracy::uncalibrated_note(&cfg.gpu));
     if result.summary.in_flight.mean >= LOADED_IN_FLIGHT {
         use goodput_sim::engine::accuracy::{ttft_note, Start};
         let start = if a.load.rate.is_some() || a.load.trace.is_some() {

@@ -86,23 +86,22 @@ const MIN_STEADY_COMPLETIONS_PER_USER: u64 = 2;
 /// drawn beside calibrated GPUs' as if as sure, and a frontier across the
 /// two had read as a finding.
 fn uncalibrated_notes(doc: &mut FrontierResult) -> Vec<String> {
-    let mut names: Vec<(String, goodput_sim::engine::GpuFamily, usize)> = Vec::new();
+    // Each such GPU once, its note, and its configurations.
+    let mut names: Vec<(GpuSpec, String, usize)> = Vec::new();
     for c in doc.configs.iter().filter(|c| c.status == ConfigStatus::Ok) {
         let Some(spec) = c.gpu.as_deref().and_then(|n| GpuSpec::lookup(n).ok()) else { continue };
-        if goodput_sim::engine::Calibration::is_calibrated(spec.family) {
-            continue;
-        }
-        match names.iter_mut().find(|(n, ..)| *n == spec.name) {
+        match names.iter_mut().find(|(s, ..)| s.name == spec.name) {
             Some((.., count)) => *count += 1,
-            None => names.push((spec.name.clone(), spec.family, 1)),
+            None => names.extend(goodput_sim::engine::accuracy::uncalibrated_note(&spec).map(|n| (spec, n, 1))),
         }
     }
     let best_gpu = doc.best.as_ref().and_then(|b| doc.configs.get(b.at.config)).and_then(|c| c.gpu.as_deref());
     let best_gpu = best_gpu.and_then(|n| GpuSpec::lookup(n).ok()).map(|s| s.name);
-    if let Some((name, family, _)) = names.iter().find(|(n, ..)| Some(n) == best_gpu.as_ref()) {
+    if let Some((spec, ..)) = names.iter().find(|(s, ..)| Some(&s.name) == best_gpu.as_ref()) {
         if let Some(b) = doc.best.as_mut() {
             b.reason.push_str(&format!(
-                "; on {name}, whose family ({family}) is uncalibrated: measure it before choosing it (notes)"
+                "; on {}, whose family ({}) is uncalibrated: measure it before choosing it (notes)",
+                spec.name, spec.family
             ));
         }
     }
@@ -110,11 +109,11 @@ fn uncalibrated_notes(doc: &mut FrontierResult) -> Vec<String> {
     let others = ok > names.iter().map(|(.., n)| n).sum::<usize>();
     names
         .into_iter()
-        .map(|(name, family, count)| {
+        .map(|(_, note, count)| {
             let how = if others { ", and how they stand against the other GPUs'," } else { "" };
             format!(
-                "{}. Its {} share that: its points{how} can be far off; measure it (bench or sweep) before choosing it",
-                goodput_sim::engine::accuracy::uncalibrated_note(&name, family),
+                "{note}. Its {} share that: its points{how} can be far off; measure it (bench or sweep) before choosing \
+                 it",
                 plural(count, "configuration"),
             )
         })

@@ -170,9 +170,7 @@ fn bind_error(host: &str, port: u16, e: std::io::Error) -> anyhow::Error {
 /// uncalibrated (it runs on Hopper's constants); `None` for a calibrated one
 /// or a name the catalog does not know (refused elsewhere).
 pub(crate) fn uncalibrated_warning(gpu: &str) -> Option<String> {
-    let spec = goodput_sim::engine::GpuSpec::lookup(gpu).ok()?;
-    (!goodput_sim::engine::Calibration::is_calibrated(spec.family))
-        .then(|| goodput_sim::engine::accuracy::uncalibrated_note(&spec.name, spec.family))
+    goodput_sim::engine::accuracy::uncalibrated_note(&goodput_sim::engine::GpuSpec::lookup(gpu).ok()?)
 }
 
 /// The simulated engine's app, a line saying what it serves, and its live status.
@@ -183,11 +181,8 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
     crate::virtual_point::refuse_unused_sizes(&a.hw, a.given.has("tp"), a.given.has("ep"))?;
     let engine = crate::cli::EngineArgs { engine_model: a.model.clone(), hw: a.hw.clone() };
     let cfg = goodput_sim::engine::EngineConfig::try_from(&engine)?;
-    if !goodput_sim::engine::Calibration::is_calibrated(cfg.gpu.family) {
-        goodput_core::tell!(
-            "note: {}",
-            goodput_sim::engine::accuracy::uncalibrated_note(&cfg.gpu.name, cfg.gpu.family)
-        );
+    if let Some(note) = goodput_sim::engine::accuracy::uncalibrated_note(&cfg.gpu) {
+        goodput_core::tell!("note: {note}");
     }
     let server = engine_server(cfg, served, a.speed, a.default_max_tokens, faults(&a.faults)?)?;
     let c = server.config();

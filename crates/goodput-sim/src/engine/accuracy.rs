@@ -11,7 +11,7 @@
 //! `cargo test --release -p goodput-sim --lib -- --ignored quoted_accuracy`;
 //! a fast one holds docs/simulator.md's shipped row to them.
 
-use super::catalog::GpuFamily;
+use super::catalog::{GpuFamily, GpuSpec};
 use goodput_core::doc::frontier::TTFT_ACCURACY_NOTE;
 
 /// Median |error| per metric (percent) over one set of reference rows.
@@ -72,10 +72,17 @@ pub const CDNA3_OCI_2024: FamilyCheck = FamilyCheck {
 pub const CDNA3_AMD_2025: FamilyCheck =
     FamilyCheck { latency_rows: 3, latency_error_pct: (-7.5, 6.7), throughput_rows: 4, throughput_ratio: (1.65, 1.84) };
 
-/// What a prediction on a GPU whose family no public measurement calibrated
-/// should say: it runs on Hopper's constants, and, for CDNA3, how far the
-/// public tables checked found it.
-pub fn uncalibrated_note(gpu: &str, family: GpuFamily) -> String {
+/// What a prediction on `gpu` should say when its family is uncalibrated
+/// (none for Hopper and Blackwell): it runs on Hopper's constants, and, for
+/// CDNA3, how far the public tables checked found it.
+pub fn uncalibrated_note(gpu: &GpuSpec) -> Option<String> {
+    if super::Calibration::is_calibrated(gpu.family) {
+        return None;
+    }
+    Some(family_note(&gpu.name, gpu.family))
+}
+
+fn family_note(gpu: &str, family: GpuFamily) -> String {
     match family {
         GpuFamily::Cdna3 => {
             let (old, new) = (CDNA3_OCI_2024, CDNA3_AMD_2025);
@@ -181,7 +188,9 @@ mod tests {
 
     #[test]
     fn an_uncalibrated_family_is_said_with_the_checks_it_has() {
-        let amd = uncalibrated_note("MI300X", GpuFamily::Cdna3);
+        let spec = |n: &str| GpuSpec::lookup(n).unwrap();
+        assert!(uncalibrated_note(&spec("h100")).is_none() && uncalibrated_note(&spec("b200")).is_none());
+        let amd = uncalibrated_note(&spec("mi300x")).unwrap();
         assert!(amd.starts_with("MI300X (cdna3) is uncalibrated: it runs on Hopper's constants"), "{amd}");
         assert!(
             amd.contains("throughput at large batches was 1.65 to 1.84 times the measured (4 rows, 2025)")
@@ -189,7 +198,7 @@ mod tests {
                 && amd.contains("latency at batches of 1 to 4 was -8 to +7 % (3 rows, 2025)"),
             "{amd}"
         );
-        let ampere = uncalibrated_note("A100 80GB", GpuFamily::Ampere);
+        let ampere = uncalibrated_note(&spec("a100")).unwrap();
         assert!(
             ampere.contains("which no public measurement of this family has checked") && !ampere.contains("MI300X")
         );

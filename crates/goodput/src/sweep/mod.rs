@@ -453,11 +453,8 @@ impl Sweep {
         }
         // An uncalibrated GPU family, said as `estimate` says it.
         let engine = self.points.iter().find_map(|p| p.result.engine.as_ref()).map(|e| &e.config);
-        if let Some(c) = engine.filter(|c| self.config.estimate && c.calibrated == Some(false)) {
-            let family = goodput_sim::engine::GpuFamily::ALL.into_iter().find(|f| f.as_str() == c.gpu_family);
-            if let Some(family) = family {
-                a.notes.push(goodput_sim::engine::accuracy::uncalibrated_note(&c.gpu, family));
-            }
+        if let Some(c) = engine.filter(|_| self.config.estimate) {
+            a.notes.extend(crate::serve::uncalibrated_warning(&c.gpu));
         }
         if let Some((at, _)) = self.not_run.first() {
             let what: Vec<&str> = self.not_run.iter().map(|(_, w)| w.as_str()).collect();
