@@ -137,9 +137,6 @@ fn native_apis_measure_the_embedded_engine() {
     }
 }
 
-/// `goodput serve` (the real binary, on a free port) speaks every API bench
-/// does, and names its model where each API looks for it: /v1/models,
-/// Ollama's /api/tags, TGI's /info.
 /// A simulated engine on a GPU of an uncalibrated family (run on Hopper's
 /// constants) says so: bench's embedded engine in its warnings, on standard
 /// error and in the document; serve as it starts. A calibrated GPU says
@@ -180,6 +177,9 @@ fn an_uncalibrated_gpu_is_said_by_bench_and_serve() {
     );
 }
 
+/// `goodput serve` (the real binary, on a free port) speaks every API bench
+/// does, and names its model where each API looks for it: /v1/models,
+/// Ollama's /api/tags, TGI's /info.
 #[test]
 fn goodput_serve_answers_every_api() {
     use crate::cmd::Kill;
