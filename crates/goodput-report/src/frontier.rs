@@ -4,7 +4,7 @@
 //! the chart (tokens/s per user against output tokens/s per GPU).
 
 use crate::escape::{csv_num, csv_text, terminal as esc};
-use goodput_core::doc::frontier::{ConfigStatus, FrontierPoint, FrontierResult, PointId};
+use goodput_core::doc::frontier::{ConfigStatus, FrontierPoint, FrontierResult, FrontierSource, PointId};
 use std::collections::HashSet;
 use std::fmt::Write;
 
@@ -100,12 +100,15 @@ pub fn terminal(doc: &FrontierResult) -> String {
         // A point not steady gives its window's rate: marked on its row, not
         // only in a note below the table (its row had read as any other).
         let unsteady = if p.steady == Some(false) { "  (not steady)" } else { "" };
+        // A GPU the engine has no constants of its own for: its row had
+        // read as sure as the others' (the notes alone said it).
+        let uncalibrated = if doc.uncalibrated(c) { "  (uncalibrated GPU)" } else { "" };
         if priced {
             o.push_str(&format!("{:<6}", front(&id)));
         }
         let _ = writeln!(
             o,
-            "{:<width$}  {:<16} {:>10} {:>10} {:>9} {:>8} {:>10} {:>6} {:>8} {:>8} {:>11}{best}{unsteady}",
+            "{:<width$}  {:<16} {:>10} {:>10} {:>9} {:>8} {:>10} {:>6} {:>8} {:>8} {:>11}{best}{unsteady}{uncalibrated}",
             esc(&c.id),
             p.load.label(),
             num(Some(p.output_tokens_per_s_per_gpu), 0),
@@ -154,9 +157,10 @@ pub fn terminal(doc: &FrontierResult) -> String {
 }
 
 /// The CSV columns, in order.
-pub const CSV_COLUMNS: [&str; 25] = [
+pub const CSV_COLUMNS: [&str; 26] = [
     "config",
     "gpu",
+    "gpu_calibrated",
     "gpus",
     "gpu_hour_usd",
     "params",
@@ -186,7 +190,10 @@ pub const CSV_COLUMNS: [&str; 25] = [
 /// configuration that has none, a failed one's with its error in `note`);
 /// `params` as `name=value` pairs joined by `;`. `status` is `ok`,
 /// `failed`, or `shares_points` for one whose points are another's;
-/// `on_frontier_per_usd` is empty when some configuration has no price.
+/// `on_frontier_per_usd` is empty when some configuration has no price;
+/// `gpu_calibrated` is `false` on a predicted configuration whose GPU's
+/// family the engine has no constants of its own for, `true` on the
+/// other predicted ones, and empty on a measured one.
 pub fn csv(doc: &FrontierResult) -> String {
     let on: HashSet<PointId> = doc.frontier.iter().copied().collect();
     let on_usd: HashSet<PointId> = doc.frontier_per_usd.iter().copied().collect();
@@ -208,6 +215,10 @@ pub fn csv(doc: &FrontierResult) -> String {
         let head = [
             csv_text(&c.id),
             csv_text(c.gpu.as_deref().unwrap_or("")),
+            match doc.source {
+                FrontierSource::Predicted => (!doc.uncalibrated(c)).to_string(),
+                FrontierSource::Measured => String::new(),
+            },
             c.gpus.to_string(),
             csv_num(c.gpu_hour_usd),
             csv_text(&params),
@@ -349,6 +360,7 @@ mod tests {
             frontier_per_usd: Vec::new(),
             best: None,
             notes: Vec::new(),
+            uncalibrated_gpus: Vec::new(),
             extra: Extra::new(),
         };
         analyze_frontier(&mut d);
@@ -445,7 +457,8 @@ mod tests {
         let rows = csv(&d);
         let shared: Vec<&str> = rows.lines().filter(|l| l.starts_with("h100 tp8 seqs")).collect();
         assert_eq!(shared.len(), 2, "{rows}");
-        assert!(shared.iter().all(|l| l.split(',').nth(5) == Some("shares_points")), "{rows}");
+        let status = CSV_COLUMNS.iter().position(|c| *c == "status").unwrap();
+        assert!(shared.iter().all(|l| l.split(',').nth(status) == Some("shares_points")), "{rows}");
         let mut d = d;
         d.configs.remove(1);
         analyze_frontier(&mut d);

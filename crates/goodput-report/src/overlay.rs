@@ -275,6 +275,7 @@ mod tests {
             frontier_per_usd: Vec::new(),
             best: None,
             notes: Vec::new(),
+            uncalibrated_gpus: Vec::new(),
             extra: Extra::new(),
         };
         analyze_frontier(&mut d);

@@ -84,15 +84,23 @@ const MIN_STEADY_COMPLETIONS_PER_USER: u64 = 2;
 /// (the engine runs them on Hopper's constants): a note for each, and the
 /// best point's reason says so when it is one of theirs. Their points are
 /// drawn beside calibrated GPUs' as if as sure, and a frontier across the
-/// two had read as a finding.
-fn uncalibrated_notes(doc: &mut FrontierResult) -> Vec<String> {
+/// two had read as a finding. The document's `uncalibrated_gpus` names
+/// them, for the chart's legend, the tables and the CSV. A predicted
+/// frontier's (`plan`, and `sweep --serve-grid --estimate`'s); called
+/// after the analysis, which chose the best.
+pub(crate) fn mark_uncalibrated(doc: &mut FrontierResult) {
     // Each such GPU once, its note, and its configurations.
     let mut names: Vec<(GpuSpec, String, usize)> = Vec::new();
     for c in doc.configs.iter().filter(|c| c.status == ConfigStatus::Ok) {
-        let Some(spec) = c.gpu.as_deref().and_then(|n| GpuSpec::lookup(n).ok()) else { continue };
+        let Some(name) = c.gpu.as_deref() else { continue };
+        let Ok(spec) = GpuSpec::lookup(name) else { continue };
+        let gpu_name = spec.name.clone();
         match names.iter_mut().find(|(s, ..)| s.name == spec.name) {
             Some((.., count)) => *count += 1,
             None => names.extend(goodput_sim::engine::accuracy::uncalibrated_note(&spec).map(|n| (spec, n, 1))),
+        }
+        if names.iter().any(|(s, ..)| s.name == gpu_name) && !doc.uncalibrated_gpus.iter().any(|u| u == name) {
+            doc.uncalibrated_gpus.push(name.to_string());
         }
     }
     let best_gpu = doc.best.as_ref().and_then(|b| doc.configs.get(b.at.config)).and_then(|c| c.gpu.as_deref());
@@ -107,7 +115,7 @@ fn uncalibrated_notes(doc: &mut FrontierResult) -> Vec<String> {
     }
     let ok = doc.configs.iter().filter(|c| c.status == ConfigStatus::Ok).count();
     let others = ok > names.iter().map(|(.., n)| n).sum::<usize>();
-    names
+    let notes: Vec<String> = names
         .into_iter()
         .map(|(_, note, count)| {
             let how = if others { ", and how they stand against the other GPUs'," } else { "" };
@@ -117,7 +125,8 @@ fn uncalibrated_notes(doc: &mut FrontierResult) -> Vec<String> {
                 plural(count, "configuration"),
             )
         })
-        .collect()
+        .collect();
+    doc.notes.extend(notes);
 }
 
 /// One configuration to simulate, before it runs.
@@ -475,6 +484,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         frontier_per_usd: Vec::new(),
         best: None,
         notes,
+        uncalibrated_gpus: Vec::new(),
         extra: Extra::new(),
     };
     let ties = tie_equal_curves(&mut doc);
@@ -539,8 +549,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         use goodput_sim::engine::accuracy::{ttft_note, Start};
         doc.notes.push(ttft_note(if search.trace.is_some() { Start::Schedule } else { Start::Apart }));
     }
-    let uncalibrated = uncalibrated_notes(&mut doc);
-    doc.notes.extend(uncalibrated);
+    mark_uncalibrated(&mut doc);
     if interrupted {
         doc.notes.push(format!(
             "the plan was interrupted: {} of the {searched} configurations searched {} in the document (those whose \

@@ -267,11 +267,23 @@ pub struct FrontierResult {
     /// (every point, without one); absent when none does.
     pub best: Option<BestPoint>,
     pub notes: Vec<String>,
+    /// The GPU types (as the configurations' `gpu` names them) whose family
+    /// no public measurement has calibrated: the engine runs them on
+    /// another family's constants, so their points, and how they stand
+    /// against the others', can be far off (a predicted frontier; the notes
+    /// say more). Empty (left out) when there is none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uncalibrated_gpus: Vec<String>,
     #[serde(flatten)]
     pub extra: Extra,
 }
 
 impl FrontierResult {
+    /// The configuration runs on a GPU type of `uncalibrated_gpus`.
+    pub fn uncalibrated(&self, c: &FrontierConfig) -> bool {
+        c.gpu.as_deref().is_some_and(|g| self.uncalibrated_gpus.iter().any(|u| u == g))
+    }
+
     pub fn point(&self, id: PointId) -> Option<&FrontierPoint> {
         self.configs.get(id.config)?.points.get(id.point)
     }
@@ -741,6 +753,7 @@ mod tests {
             frontier_per_usd: Vec::new(),
             best: None,
             notes: Vec::new(),
+            uncalibrated_gpus: Vec::new(),
             extra: Extra::new(),
         }
     }

@@ -575,6 +575,16 @@ pub fn compare_frontiers(predicted: (&str, FrontierResult), measured: (&str, Fro
             pred.percentile, meas.percentile
         ));
     }
+    // The measurement shows how far off such a GPU's predictions were; the
+    // comparison says why they may be (the errors had read as the engine's
+    // usual ones).
+    if !pred.uncalibrated_gpus.is_empty() {
+        notes.push(format!(
+            "the prediction ran {} on another family's constants (uncalibrated): its errors there are not the \
+             engine's calibrated ones",
+            pred.uncalibrated_gpus.join(", ")
+        ));
+    }
     if !pred.model.is_empty() && !meas.model.is_empty() && pred.model != meas.model {
         notes.push(format!("the predicted model is {} and the measured one {}", pred.model, meas.model));
     }
@@ -691,6 +701,7 @@ mod tests {
             frontier_per_usd: Vec::new(),
             best: None,
             notes: Vec::new(),
+            uncalibrated_gpus: Vec::new(),
             extra: Extra::new(),
         };
         analyze_frontier(&mut d);
@@ -774,6 +785,22 @@ mod tests {
         assert!(c.unmatched[0].reason.contains("max_num_seqs=16"), "{}", c.unmatched[0].reason);
         assert!(c.unmatched[1].reason.contains("maps onto"), "{}", c.unmatched[1].reason);
         assert_eq!(c.overall[0].points, 3);
+        // No word of calibration where the prediction ran calibrated GPUs alone.
+        assert!(!c.notes.iter().any(|n| n.contains("uncalibrated")), "{:?}", c.notes);
+    }
+
+    /// A prediction that ran a GPU of an uncalibrated family says so in the
+    /// comparison: its errors there are not the engine's calibrated ones.
+    #[test]
+    fn a_prediction_on_an_uncalibrated_gpu_is_said() {
+        let mut pred = doc(FrontierSource::Predicted, vec![planned("p4", "4", vec![point(1, 100.0, 50.0, 20.0)])]);
+        pred.uncalibrated_gpus = vec!["MI300X".into()];
+        let meas =
+            doc(FrontierSource::Measured, vec![config("seqs=4", &[("seqs", "4")], vec![point(1, 80.0, 50.0, 25.0)])]);
+        let c = compare_frontiers(("plan.json", pred), ("frontier.json", meas));
+        let said: Vec<&String> = c.notes.iter().filter(|n| n.contains("uncalibrated")).collect();
+        assert_eq!(said.len(), 1, "{:?}", c.notes);
+        assert!(said[0].starts_with("the prediction ran MI300X on another family's constants"), "{}", said[0]);
     }
 
     #[test]

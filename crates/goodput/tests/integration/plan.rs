@@ -9,6 +9,7 @@ use crate::schema::assert_valid;
 
 use cmd::{goodput, read_json, GoodputCommand};
 use serde_json::Value;
+use std::ffi::OsStr;
 use std::path::Path;
 
 /// A small, fast plan: 8B, short requests, few loads.
@@ -350,13 +351,47 @@ fn plan_runs_a_precision_once_and_says_when_no_pool_fits() {
 
 /// A GPU whose family no public measurement calibrated (MI300X, on
 /// Hopper's constants) is said in the notes, with how it stands against
-/// the calibrated GPUs, and on the best point when it wins; a plan of
-/// calibrated GPUs alone says nothing of it.
+/// the calibrated GPUs, and on the best point when it wins; the document
+/// names it, and the CSV's rows, the HTML's legend, tables and tips and
+/// the terminal's rows mark its configurations. A plan of calibrated GPUs
+/// alone says nothing of it.
 #[test]
 fn a_plan_says_which_gpus_are_uncalibrated_and_when_the_best_is_one() {
     let dir = tempfile::tempdir().unwrap();
+    let (csv, html) = (dir.path().join("mixed.csv"), dir.path().join("mixed.html"));
+    let files = [OsStr::new("--csv"), csv.as_os_str(), OsStr::new("--html"), html.as_os_str()];
     // Priced to win: a tenth of the H100's hour.
-    let doc = plan(dir.path(), "mixed.json", &["mi300x=0.5", "h100=5"], 1, &[]);
+    let doc = plan(dir.path(), "mixed.json", &["mi300x=0.5", "h100=5"], 1, &files.map(|f| f.to_str().unwrap()));
+    assert_eq!(doc["uncalibrated_gpus"], serde_json::json!(["MI300X"]), "{}", doc["uncalibrated_gpus"]);
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let mut rows = csv.lines();
+    let head: Vec<&str> = rows.next().unwrap().split(',').collect();
+    let (gpu, calibrated) =
+        (head.iter().position(|c| *c == "gpu").unwrap(), head.iter().position(|c| *c == "gpu_calibrated").unwrap());
+    let mut seen = Vec::new();
+    for row in rows {
+        let cells: Vec<&str> = row.split(',').collect();
+        seen.push((cells[gpu], cells[calibrated]));
+    }
+    assert!(seen.contains(&("MI300X", "false")) && seen.contains(&("H100 SXM", "true")), "{seen:?}");
+    assert!(seen.iter().all(|&(g, c)| (g == "MI300X") == (c == "false")), "{seen:?}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    for said in [
+        "MI300X (uncalibrated)",
+        "MI300X is uncalibrated (so marked in the legend)",
+        ">uncalibrated GPU</span>",
+        " · uncalibrated GPU",
+    ] {
+        assert!(page.contains(said), "the page lacks {said:?}");
+    }
+    // The terminal's table, from the document.
+    let shown = goodput().arg("report").arg(dir.path().join("mixed.json")).output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    let marked: Vec<&str> = shown.lines().filter(|l| l.contains("mbt2048  concurrency")).collect();
+    assert!(
+        !marked.is_empty() && marked.iter().all(|l| l.starts_with("GPU $ mi300x") == l.ends_with("(uncalibrated GPU)")),
+        "{shown}"
+    );
     let notes: Vec<&str> = doc["notes"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     let said: Vec<&&str> = notes.iter().filter(|n| n.contains("uncalibrated")).collect();
     assert_eq!(said.len(), 1, "{notes:?}");

@@ -168,8 +168,9 @@ fn tip(doc: &FrontierResult, id: PointId, p: &FrontierPoint) -> String {
         Some(v) => format!(" · {} tokens per $", goodput_core::doc::frontier::count(v)),
         None => String::new(),
     };
+    let uncalibrated = if doc.uncalibrated(c) { " · uncalibrated GPU" } else { "" };
     format!(
-        "{} · {} · {} tok/s/GPU · {} tok/s/user{per_usd} · TTFT {} ms{slo}",
+        "{} · {} · {} tok/s/GPU · {} tok/s/user{per_usd} · TTFT {} ms{slo}{uncalibrated}",
         c.id,
         p.load.label(),
         grouped(Some(p.output_tokens_per_s_per_gpu)),
@@ -303,7 +304,14 @@ fn chart(doc: &FrontierResult, per: Per) -> (Chart, HashMap<PointId, usize>) {
         // Every configuration drawn names one of `gpus`.
         let kind = |ci: usize| gpus.iter().position(|&g| Some(g) == doc.configs[ci].gpu.as_deref()).unwrap_or(0);
         for (k, g) in gpus.iter().enumerate() {
-            series.push(Series::new(*g, Style::LineDots, gpu_slot(k), Vec::new()));
+            // An uncalibrated GPU's colour says so in the legend (its curves
+            // had been drawn as sure as the others').
+            let name = if doc.uncalibrated_gpus.iter().any(|u| u == g) {
+                format!("{g} (uncalibrated)")
+            } else {
+                g.to_string()
+            };
+            series.push(Series::new(name, Style::LineDots, gpu_slot(k), Vec::new()));
         }
         let mut faint: Vec<Series> = (0..gpus.len())
             .map(|k| {
@@ -377,6 +385,12 @@ fn chart(doc: &FrontierResult, per: Per) -> (Chart, HashMap<PointId, usize>) {
             });
         }
     }
+    let uncalibrated: Vec<&str> = doc
+        .uncalibrated_gpus
+        .iter()
+        .map(String::as_str)
+        .filter(|g| drawn.iter().any(|(ci, _)| doc.configs[*ci].gpu.as_deref() == Some(*g)))
+        .collect();
     let missed = doc.points().filter(|&(id, p)| misses(p) && per.at(doc, id).is_some()).count();
     let unsteady = doc.points().filter(|&(id, p)| p.steady == Some(false) && per.at(doc, id).is_some()).count();
     let mut note = if gpus.is_empty() {
@@ -395,6 +409,18 @@ fn chart(doc: &FrontierResult, per: Per) -> (Chart, HashMap<PointId, usize>) {
          1000 / TPOT p{}.",
         doc.percentile
     );
+    if !uncalibrated.is_empty() {
+        let _ = write!(
+            note,
+            " {} {} uncalibrated{}: the engine runs {} on another family's constants, so {} points, and how they stand \
+             against the others', can be far off (the notes below say by how much where it is known).",
+            uncalibrated.join(", "),
+            if uncalibrated.len() == 1 { "is" } else { "are" },
+            if gpus.is_empty() { "" } else { " (so marked in the legend)" },
+            if uncalibrated.len() == 1 { "it" } else { "them" },
+            if uncalibrated.len() == 1 { "its" } else { "their" },
+        );
+    }
     if per == Per::Usd {
         note.push_str(
             " Output tokens per dollar is output tokens/s × 3600 over the configuration's price per hour (its GPUs' \
@@ -491,6 +517,9 @@ fn frontier_table(o: &mut String, doc: &FrontierResult, keys: &HashMap<PointId, 
         if doc.best.as_ref().is_some_and(|b| b.at == id) {
             best.push_str(r#" <span class="tag info">best</span>"#);
         }
+        if doc.uncalibrated(c) {
+            best.push_str(r#" <span class="tag marginal" title="the engine has no constants of its own for this GPU's family: measure it before choosing it">uncalibrated GPU</span>"#);
+        }
         let slo = slo_cell(p);
         let _ = write!(
             o,
@@ -546,6 +575,9 @@ fn per_usd_table(o: &mut String, doc: &FrontierResult, keys: &HashMap<PointId, u
         }
         if on_gpu.contains(&id) {
             tags.push_str(r#" <span class="tag">per GPU</span>"#);
+        }
+        if doc.uncalibrated(c) {
+            tags.push_str(r#" <span class="tag marginal" title="the engine has no constants of its own for this GPU's family: measure it before choosing it">uncalibrated GPU</span>"#);
         }
         let slo = slo_cell(p);
         let _ = write!(

@@ -572,6 +572,7 @@ pub fn frontier_doc() -> goodput_core::doc::frontier::FrontierResult {
         frontier_per_usd: Vec::new(),
         best: None,
         notes: vec!["a note".into()],
+        uncalibrated_gpus: Vec::new(),
         extra: Default::default(),
     };
     analyze_frontier(&mut doc);

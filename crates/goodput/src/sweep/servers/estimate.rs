@@ -249,6 +249,7 @@ pub async fn predict(
             "the grid run in virtual time by the simulated engine (model {model}; each configuration's parameters on \
              its knobs, the rest from --gpu, --precision, --tp and the other engine flags), as sweep --estimate runs it"
         )],
+        uncalibrated_gpus: Vec::new(),
         extra: Default::default(),
     };
     for (i, params) in grid.iter().enumerate() {
@@ -305,6 +306,7 @@ pub async fn predict(
         doc.configs.push(c);
     }
     analyze_frontier(&mut doc);
+    crate::plan::mark_uncalibrated(&mut doc);
     let p = beside(out, "predicted", "json");
     crate::output::write_document(&p, &doc, "predicted frontier")?;
     if !a.output.quiet {

@@ -150,6 +150,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
             frontier_per_usd: Vec::new(),
             best: None,
             notes: Vec::new(),
+            uncalibrated_gpus: Vec::new(),
             extra: Default::default(),
         }
     };
