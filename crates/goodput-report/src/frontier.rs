@@ -301,7 +301,7 @@ pub const CSV_FILE: &str = "frontier.csv";
 #[cfg(test)]
 mod tests {
     use super::*;
-    use goodput_core::doc::config::{Extra, WorkloadConfig};
+    use goodput_core::doc::config::Extra;
     use goodput_core::doc::frontier::{analyze_frontier, FrontierConfig, FrontierSource};
     use goodput_core::doc::result::Tool;
     use goodput_core::doc::sweep::Load;
@@ -344,24 +344,15 @@ mod tests {
             }
         }
         let mut d = FrontierResult {
-            schema: goodput_core::SCHEMA.into(),
-            tool: Tool { name: "goodput".into(), version: "0".into(), commit: None },
-            kind: "frontier".into(),
-            source: FrontierSource::Predicted,
-            started_unix_s: 0.0,
-            interrupted: false,
             model: "m".into(),
-            workload: WorkloadConfig::default(),
             slo: Some("tpot:p95<=50ms".into()),
-            attainment_target: 0.9,
-            percentile: 95.0,
             configs,
-            frontier: Vec::new(),
-            frontier_per_usd: Vec::new(),
-            best: None,
-            notes: Vec::new(),
-            uncalibrated_gpus: Vec::new(),
-            extra: Extra::new(),
+            ..FrontierResult::new(
+                Tool { name: "goodput".into(), version: "0".into(), commit: None },
+                FrontierSource::Predicted,
+                0.9,
+                95.0,
+            )
         };
         analyze_frontier(&mut d);
         d

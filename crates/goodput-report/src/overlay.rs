@@ -213,7 +213,7 @@ pub fn export(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use goodput_core::doc::config::{Extra, WorkloadConfig};
+    use goodput_core::doc::config::Extra;
     use goodput_core::doc::frontier::{analyze_frontier, ConfigStatus, FrontierConfig, FrontierPoint, FrontierResult};
     use goodput_core::doc::overlay::compare_frontiers;
     use goodput_core::doc::result::Tool;
@@ -259,24 +259,9 @@ mod tests {
             })
             .collect();
         let mut d = FrontierResult {
-            schema: goodput_core::SCHEMA.into(),
-            tool: Tool { name: "goodput".into(), version: "0".into(), commit: None },
-            kind: "frontier".into(),
-            source,
-            started_unix_s: 0.0,
-            interrupted: false,
             model: "m".into(),
-            workload: WorkloadConfig::default(),
-            slo: None,
-            attainment_target: 0.9,
-            percentile: 50.0,
             configs,
-            frontier: Vec::new(),
-            frontier_per_usd: Vec::new(),
-            best: None,
-            notes: Vec::new(),
-            uncalibrated_gpus: Vec::new(),
-            extra: Extra::new(),
+            ..FrontierResult::new(Tool { name: "goodput".into(), version: "0".into(), commit: None }, source, 0.9, 50.0)
         };
         analyze_frontier(&mut d);
         d

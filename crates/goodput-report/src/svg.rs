@@ -1229,7 +1229,7 @@ mod tests {
     /// the same each time it is rendered.
     #[test]
     fn a_dense_frontier_page_draws_no_label_over_another() {
-        use goodput_core::doc::config::{Extra, WorkloadConfig};
+        use goodput_core::doc::config::Extra;
         use goodput_core::doc::frontier::{
             analyze_frontier, FrontierConfig, FrontierPoint, FrontierResult, FrontierSource,
         };
@@ -1269,24 +1269,14 @@ mod tests {
                 })
                 .collect();
             let mut doc = FrontierResult {
-                schema: goodput_core::SCHEMA.into(),
-                tool: goodput_core::doc::result::Tool { name: "goodput".into(), version: "0".into(), commit: None },
-                kind: "frontier".into(),
-                source,
-                started_unix_s: 0.0,
-                interrupted: false,
                 model: "m".into(),
-                workload: WorkloadConfig::default(),
-                slo: None,
-                attainment_target: 0.9,
-                percentile: 50.0,
                 configs,
-                frontier: Vec::new(),
-                frontier_per_usd: Vec::new(),
-                best: None,
-                notes: Vec::new(),
-                uncalibrated_gpus: Vec::new(),
-                extra: Extra::new(),
+                ..FrontierResult::new(
+                    goodput_core::doc::result::Tool { name: "goodput".into(), version: "0".into(), commit: None },
+                    source,
+                    0.9,
+                    50.0,
+                )
             };
             analyze_frontier(&mut doc);
             assert!(doc.frontier.len() >= 40, "{:?}", doc.frontier);

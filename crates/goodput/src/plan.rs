@@ -38,7 +38,7 @@ use goodput_core::doc::frontier::{
     analyze_frontier, ConfigStatus, FrontierConfig, FrontierPoint, FrontierResult, FrontierSource,
 };
 use goodput_core::doc::sweep::{meets_slo, Load};
-use goodput_core::{AnalysisOptions, Slo, SCHEMA};
+use goodput_core::{AnalysisOptions, Slo};
 use goodput_load::trace::TraceEntry;
 use goodput_load::{LoadPlan, Workload};
 use goodput_sim::engine::{
@@ -468,24 +468,14 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     let configs = search.run(groups);
     let interrupted = search.cut_short.load(Ordering::SeqCst);
     let mut doc = FrontierResult {
-        schema: SCHEMA.into(),
-        tool: common::tool(),
-        kind: "frontier".into(),
-        source: FrontierSource::Predicted,
         started_unix_s,
         interrupted,
         model: search.model.name.clone(),
         workload: search.workload_config.clone(),
         slo: search.opts.slo.as_ref().map(|s| s.to_string()),
-        attainment_target: attainment,
-        percentile,
         configs: configs.iter().map(|c| c.0.clone()).collect(),
-        frontier: Vec::new(),
-        frontier_per_usd: Vec::new(),
-        best: None,
         notes,
-        uncalibrated_gpus: Vec::new(),
-        extra: Extra::new(),
+        ..FrontierResult::new(common::tool(), FrontierSource::Predicted, attainment, percentile)
     };
     let ties = tie_equal_curves(&mut doc);
     analyze_frontier(&mut doc);

@@ -279,6 +279,32 @@ pub struct FrontierResult {
 }
 
 impl FrontierResult {
+    /// A frontier of no configuration yet, started at 0 on no model,
+    /// workload or SLO: the fields the others are set from, whatever the
+    /// source (`FrontierResult { configs, ..FrontierResult::new(…) }`).
+    pub fn new(tool: Tool, source: FrontierSource, attainment_target: f64, percentile: f64) -> FrontierResult {
+        FrontierResult {
+            schema: crate::SCHEMA.into(),
+            tool,
+            kind: "frontier".into(),
+            source,
+            started_unix_s: 0.0,
+            interrupted: false,
+            model: String::new(),
+            workload: WorkloadConfig::default(),
+            slo: None,
+            attainment_target,
+            percentile,
+            configs: Vec::new(),
+            frontier: Vec::new(),
+            frontier_per_usd: Vec::new(),
+            best: None,
+            notes: Vec::new(),
+            uncalibrated_gpus: Vec::new(),
+            extra: Extra::new(),
+        }
+    }
+
     /// The configuration runs on a GPU type of `uncalibrated_gpus`.
     pub fn uncalibrated(&self, c: &FrontierConfig) -> bool {
         c.gpu.as_deref().is_some_and(|g| self.uncalibrated_gpus.iter().any(|u| u == g))
@@ -737,24 +763,15 @@ mod tests {
 
     fn doc(slo: bool, configs: Vec<FrontierConfig>) -> FrontierResult {
         FrontierResult {
-            schema: crate::SCHEMA.into(),
-            tool: Tool { name: "goodput".into(), version: "0".into(), commit: None },
-            kind: "frontier".into(),
-            source: FrontierSource::Predicted,
-            started_unix_s: 0.0,
-            interrupted: false,
             model: "m".into(),
-            workload: WorkloadConfig::default(),
             slo: slo.then(|| "tpot<=50ms".into()),
-            attainment_target: 0.9,
-            percentile: 50.0,
             configs,
-            frontier: Vec::new(),
-            frontier_per_usd: Vec::new(),
-            best: None,
-            notes: Vec::new(),
-            uncalibrated_gpus: Vec::new(),
-            extra: Extra::new(),
+            ..FrontierResult::new(
+                Tool { name: "goodput".into(), version: "0".into(), commit: None },
+                FrontierSource::Predicted,
+                0.9,
+                50.0,
+            )
         }
     }
 

@@ -620,7 +620,7 @@ pub fn compare_frontiers(predicted: (&str, FrontierResult), measured: (&str, Fro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::doc::config::{Extra, WorkloadConfig};
+    use crate::doc::config::Extra;
     use crate::doc::frontier::analyze_frontier;
     use crate::doc::result::Tool;
 
@@ -685,24 +685,9 @@ mod tests {
 
     fn doc(source: FrontierSource, configs: Vec<FrontierConfig>) -> FrontierResult {
         let mut d = FrontierResult {
-            schema: crate::SCHEMA.into(),
-            tool: Tool { name: "goodput".into(), version: "0".into(), commit: None },
-            kind: "frontier".into(),
-            source,
-            started_unix_s: 0.0,
-            interrupted: false,
             model: "m".into(),
-            workload: WorkloadConfig::default(),
-            slo: None,
-            attainment_target: 0.9,
-            percentile: 50.0,
             configs,
-            frontier: Vec::new(),
-            frontier_per_usd: Vec::new(),
-            best: None,
-            notes: Vec::new(),
-            uncalibrated_gpus: Vec::new(),
-            extra: Extra::new(),
+            ..FrontierResult::new(Tool { name: "goodput".into(), version: "0".into(), commit: None }, source, 0.9, 50.0)
         };
         analyze_frontier(&mut d);
         d

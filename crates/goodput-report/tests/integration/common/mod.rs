@@ -548,17 +548,9 @@ pub fn frontier_doc() -> goodput_core::doc::frontier::FrontierResult {
     failed.exit_status = Some(1);
     failed.log_tail = Some("</pre><script>document.body.dataset.pwned=1</script>".into());
     let mut doc = FrontierResult {
-        schema: goodput_core::SCHEMA.into(),
-        tool: goodput_core::Tool { name: "goodput".into(), version: "0.1.0".into(), commit: None },
-        kind: "frontier".into(),
-        source: FrontierSource::Predicted,
         started_unix_s: 1.7e9,
-        interrupted: false,
         model: "Llama-3.1-8B".into(),
-        workload: Default::default(),
         slo: Some("tpot:p90<=40ms".into()),
-        attainment_target: 0.9,
-        percentile: 90.0,
         configs: vec![
             config(
                 "h100 tp1x2 fp8",
@@ -568,12 +560,13 @@ pub fn frontier_doc() -> goodput_core::doc::frontier::FrontierResult {
             config("h200 tp1x2 bf16", vec![point(2, 70.0, 300.0, true), point(16, 45.0, 1200.0, true)]),
             failed,
         ],
-        frontier: Vec::new(),
-        frontier_per_usd: Vec::new(),
-        best: None,
         notes: vec!["a note".into()],
-        uncalibrated_gpus: Vec::new(),
-        extra: Default::default(),
+        ..FrontierResult::new(
+            goodput_core::Tool { name: "goodput".into(), version: "0.1.0".into(), commit: None },
+            FrontierSource::Predicted,
+            0.9,
+            90.0,
+        )
     };
     analyze_frontier(&mut doc);
     doc

@@ -230,27 +230,12 @@ pub async fn predict(
     }
     let model = engine_model(a);
     let mut doc = FrontierResult {
-        schema: goodput_core::SCHEMA.into(),
-        tool: crate::common::tool(),
-        kind: "frontier".into(),
-        source: FrontierSource::Predicted,
         started_unix_s: crate::common::unix_now(),
-        interrupted: false,
-        model: String::new(),
-        workload: Default::default(),
-        slo: None,
-        attainment_target: attainment,
-        percentile,
-        configs: Vec::new(),
-        frontier: Vec::new(),
-        frontier_per_usd: Vec::new(),
-        best: None,
         notes: vec![format!(
             "the grid run in virtual time by the simulated engine (model {model}; each configuration's parameters on \
              its knobs, the rest from --gpu, --precision, --tp and the other engine flags), as sweep --estimate runs it"
         )],
-        uncalibrated_gpus: Vec::new(),
-        extra: Default::default(),
+        ..FrontierResult::new(crate::common::tool(), FrontierSource::Predicted, attainment, percentile)
     };
     for (i, params) in grid.iter().enumerate() {
         let mut args =

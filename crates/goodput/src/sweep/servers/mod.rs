@@ -134,24 +134,9 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
             );
         }
         FrontierResult {
-            schema: goodput_core::SCHEMA.into(),
-            tool: crate::common::tool(),
-            kind: "frontier".into(),
-            source: FrontierSource::Measured,
             started_unix_s,
-            interrupted: false,
-            model: String::new(),
-            workload: Default::default(),
             slo: opts.slo.as_ref().map(|s| s.to_string()),
-            attainment_target: attainment,
-            percentile,
-            configs: Vec::new(),
-            frontier: Vec::new(),
-            frontier_per_usd: Vec::new(),
-            best: None,
-            notes: Vec::new(),
-            uncalibrated_gpus: Vec::new(),
-            extra: Default::default(),
+            ..FrontierResult::new(crate::common::tool(), FrontierSource::Measured, attainment, percentile)
         }
     };
     doc.extra.insert(SETTINGS.into(), serde_json::Value::Object(measured));
