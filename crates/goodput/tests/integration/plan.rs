@@ -381,6 +381,7 @@ fn a_plan_says_which_gpus_are_uncalibrated_and_when_the_best_is_one() {
         "MI300X is uncalibrated (so marked in the legend)",
         ">uncalibrated GPU</span>",
         " · uncalibrated GPU",
+        " · uncalibrated GPU: measure it before choosing it</",
     ] {
         assert!(page.contains(said), "the page lacks {said:?}");
     }

@@ -133,7 +133,13 @@ fn best_cards(o: &mut String, doc: &FrontierResult) {
         return;
     };
     let (c, p) = (&doc.configs[b.at.config], &doc.configs[b.at.config].points[b.at.point]);
-    card(o, "best configuration", &html(&c.id), &html(&p.load.label()));
+    // On an uncalibrated GPU the card that names it says so, where the
+    // choice is read first (the line below the cards says why).
+    let sub = match doc.uncalibrated(c) {
+        true => format!("{} · uncalibrated GPU: measure it before choosing it", p.load.label()),
+        false => p.load.label(),
+    };
+    card(o, "best configuration", &html(&c.id), &html(&sub));
     card(o, "output tok/s per GPU", &grouped(Some(p.output_tokens_per_s_per_gpu)), &counted(c.gpus.into(), "GPU"));
     card(o, "tok/s per user", &fmt(p.tokens_per_s_per_user, 1), &format!("TPOT {} ms", fmt(p.tpot_ms, 1)));
     // A predicted TTFT whose accuracy the notes give is pointed to them
