@@ -34,7 +34,7 @@ pub enum Command {
         mut_arg("warmup", |a| a.help(SWEEP_WARMUP_HELP).hide_default_value(true))
     )]
     Sweep(Box<SweepArgs>),
-    /// Search deployments with the simulated engine: GPU type and count, tensor parallelism, precision, batch limits; the frontier of output tokens/s per GPU against tokens/s per user, and the most good tokens per dollar within the SLO.
+    /// Search deployments with the simulated engine: GPU type and count, the split (data, tensor, expert and pipeline parallel, prefill apart from decode), precision, batch limits; the frontier of output tokens/s per GPU against tokens/s per user, and the most good tokens per dollar within the SLO.
     Plan(Box<super::plan_args::PlanArgs>),
     /// Watch a running server's own metrics live, optionally with probe requests and alerts.
     Monitor(Box<MonitorArgs>),
