@@ -556,18 +556,25 @@ fn lockstep_note(runs: &[(&str, &RunResult)], by_means: bool) -> Option<String> 
     if by_means {
         return None;
     }
-    let each: Vec<String> =
-        runs.iter().filter(|(_, r)| crate::intervals::in_lockstep(r)).map(|(l, _)| l.to_string()).collect();
+    let waved: Vec<&(&str, &RunResult)> = runs.iter().filter(|(_, r)| crate::intervals::in_lockstep(r)).collect();
+    let each: Vec<String> = waved.iter().map(|(l, _)| l.to_string()).collect();
     let their = match each.len() {
         0 => return None,
         1 => "its",
         _ => "their",
     };
+    // The simulated engine in virtual time repeats its waves run after run:
+    // runs of it are no second draw (the note had advised them there too).
+    let fix = if waved.iter().all(|(_, r)| r.engine.is_some()) {
+        "start the users apart (the simulated engine repeats the same waves run after run, so documents of --runs N \
+         hold no other draw)"
+    } else {
+        "compare documents of --runs N (each run is then one draw), or start the users apart"
+    };
     Some(format!(
         "the users of {} moved in lockstep (as {their} diagnosis says): the tests of {their} percentiles take the \
          requests as independent wherever batch means did not see the waves and widen the intervals, which a \
-         wave's are not, so a change marked * there may be how the waves fell, not \
-         the server; compare documents of --runs N (each run is then one draw), or start the users apart",
+         wave's are not, so a change marked * there may be how the waves fell, not the server; {fix}",
         listed(&each)
     ))
 }

@@ -200,12 +200,17 @@ pub fn assumption(r: &RunResult, iv: &Intervals) -> String {
                 unit += &format!(", except {w}");
             }
             if in_lockstep(r) {
-                unit += if iv.dependence.is_empty() {
-                    ", which these, sent in waves, were not: the percentiles' intervals can be far too narrow (see \
-                     the diagnosis; --runs N gives the spread from run to run)"
+                let runs = goodput_core::prometheus::scrape::runs_advice(r.engine.is_some());
+                unit += &if iv.dependence.is_empty() {
+                    format!(
+                        ", which these, sent in waves, were not: the percentiles' intervals can be far too narrow \
+                         (see the diagnosis; {runs})"
+                    )
                 } else {
-                    "; these were sent in waves (see the diagnosis): a tail with too few requests beyond it to tell \
-                     takes the median's factor, and --runs N gives the spread from run to run"
+                    format!(
+                        "; these were sent in waves (see the diagnosis): a tail with too few requests beyond it to \
+                         tell takes the median's factor, and {runs}"
+                    )
                 };
             }
             unit

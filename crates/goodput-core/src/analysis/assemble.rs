@@ -168,6 +168,9 @@ pub fn attach_server_side(result: &mut RunResult, side: ServerSide, records: &[R
     // How the requests asked (streamed or not, a pooling run's fan-out) is
     // the run's, whoever passed the load.
     let load = load.asked(result.config.client.as_ref());
+    // Only the simulated engine in virtual time gives a result its engine
+    // block.
+    let load = ClientLoad { virtual_time: result.engine.is_some(), ..load };
     result.diagnosis = match side {
         ServerSide::Scraped(mut signals) => {
             let windowed = result.config.report_window.is_some();

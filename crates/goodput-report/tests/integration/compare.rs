@@ -760,6 +760,16 @@ fn runs_in_lockstep_are_told_in_the_comparison_s_note() {
     let note = c.note.clone().unwrap_or_default();
     assert!(note.contains(&format!("the users of b {said}")), "{note}");
     assert!(render_terminal(&c).contains("the users of b moved in lockstep"), "{}", render_terminal(&c));
+    assert!(note.contains("compare documents of --runs N (each run is then one draw)"), "{note}");
+    // A prediction of the simulated engine repeats its waves run after
+    // run: documents of --runs N are not advised for it.
+    b.engine = Some(Default::default());
+    let note = compare(&[("a", &a), ("b", &b)], &[]).note.unwrap_or_default();
+    assert!(
+        note.contains("start the users apart (the simulated engine repeats the same waves run after run")
+            && !note.contains("each run is then one draw"),
+        "{note}"
+    );
 }
 
 /// Where a run's requests depended on their neighbours at a figure (its

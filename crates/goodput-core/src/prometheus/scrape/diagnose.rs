@@ -624,6 +624,11 @@ pub struct ClientLoad {
     /// requests each: its counts of requests and prompt tokens are then
     /// not the client's.
     pub fan_out: Option<FanOut>,
+    /// The simulated engine served the run in virtual time (`estimate`,
+    /// `sweep --estimate`, `plan`): step by step deterministic, it repeats
+    /// a closed loop's waves run after run, so `--runs N` cannot give
+    /// their spread (the lockstep line had advised it there too).
+    pub virtual_time: bool,
 }
 
 /// How a pooling request reaches the engine: as one engine request for
@@ -959,12 +964,24 @@ fn lockstep(ok: &[&RequestRecord], summary: &Summary, load: ClientLoad) -> Optio
              requests sent together end together when the server runs them in one batch, and go again together: \
              each wave's prompts prefill together, so TTFT{ttft} is a wave's, not a lone arrival's. A wave's \
              requests are not independent: the percentile intervals are widened where batch means see it (a tail \
-             with few requests beyond it as its median), and --runs N gives the spread from run to run. To measure \
-             arrivals apart, {fix}",
+             with few requests beyond it as its median), and {runs}. To measure arrivals apart, {fix}",
             100.0 * share,
             window * 1e3,
+            runs = runs_advice(load.virtual_time),
         ),
     })
+}
+
+/// What `--runs N` tells of a run whose requests came in waves: on a real
+/// server the spread from run to run; on the simulated engine in virtual
+/// time nothing, since it repeats the same waves (and its noise, where a
+/// calibration sets any, is not the server's).
+pub fn runs_advice(virtual_time: bool) -> &'static str {
+    if virtual_time {
+        "--runs N cannot give their spread here: the simulated engine repeats the same waves run after run"
+    } else {
+        "--runs N gives the spread from run to run"
+    }
 }
 
 /// Peak KV-cache use at or above this share is a full cache.
@@ -2000,6 +2017,17 @@ mod tests {
         assert!(m.contains("TTFT (p50 80.0 ms here)") && m.contains("--ramp-up 0.6s"), "{m}");
         assert!(m.contains("the percentile intervals are widened where batch means see it"), "{m}");
         assert!(m.contains("--runs N gives the spread"), "{m}");
+        // The simulated engine in virtual time repeats its waves: --runs N
+        // is not advised there (it had been, beside a repeats block whose
+        // runs all gave the same figures).
+        let summary = analyze(&waves, &AnalysisOptions::default()).summary;
+        let load = ClientLoad { concurrency_cap: Some(5), virtual_time: true, ..ClientLoad::default() };
+        let sim = lockstep(&measured(&waves), &summary, load).expect("waves of five").message;
+        assert!(
+            sim.contains("--runs N cannot give their spread here: the simulated engine repeats the same waves")
+                && !sim.contains("gives the spread from run to run"),
+            "{sim}"
+        );
         assert!(
             m.contains("within 15.0 ms of the one before (users sending at independent times would put about 13%"),
             "{m}"

@@ -20,7 +20,7 @@ pub mod window;
 #[cfg(test)]
 mod tests;
 
-pub use diagnose::{cross_check, diagnose, engine_kv_bound, ClientLoad, CrossCheck, FanOut, Schedule};
+pub use diagnose::{cross_check, diagnose, engine_kv_bound, runs_advice, ClientLoad, CrossCheck, FanOut, Schedule};
 pub use fold::{is_folded_series, is_series_cap_warning, Folded, Folder, SignalKey, MAX_SCRAPE_VALUES};
 pub use histogram::{histogram_quantile, Bucket, Histogram, MAX_HISTOGRAM_BOUNDS};
 pub use parse::{
