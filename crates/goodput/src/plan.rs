@@ -94,12 +94,14 @@ pub(crate) fn mark_uncalibrated(doc: &mut FrontierResult) {
     for c in doc.configs.iter().filter(|c| c.status == ConfigStatus::Ok) {
         let Some(name) = c.gpu.as_deref() else { continue };
         let Ok(spec) = GpuSpec::lookup(name) else { continue };
-        let gpu_name = spec.name.clone();
         match names.iter_mut().find(|(s, ..)| s.name == spec.name) {
             Some((.., count)) => *count += 1,
-            None => names.extend(goodput_sim::engine::accuracy::uncalibrated_note(&spec).map(|n| (spec, n, 1))),
+            None => match goodput_sim::engine::accuracy::uncalibrated_note(&spec) {
+                Some(note) => names.push((spec, note, 1)),
+                None => continue,
+            },
         }
-        if names.iter().any(|(s, ..)| s.name == gpu_name) && !doc.uncalibrated_gpus.iter().any(|u| u == name) {
+        if !doc.uncalibrated_gpus.iter().any(|u| u == name) {
             doc.uncalibrated_gpus.push(name.to_string());
         }
     }
@@ -1103,6 +1105,17 @@ impl Search<'_> {
         !judges_chunks(self.opts.slo.as_ref())
     }
 
+    /// The server a point of `cfg` runs on: this search's prompts, its
+    /// share of memory, and records of their ends where it may.
+    fn server<'c>(&self, cfg: &'c EngineConfig) -> VirtualServer<'c> {
+        VirtualServer {
+            engine: cfg,
+            prompts: self.prompts,
+            memory_limit: self.memory_limit,
+            ends_only: self.ends_only(),
+        }
+    }
+
     /// The engine of one replica of `c`.
     fn engine(&self, c: &Candidate) -> EngineConfig {
         let mut cfg = EngineConfig::new(self.model.clone(), c.gpu.clone(), c.precision);
@@ -2056,12 +2069,7 @@ impl Search<'_> {
         }
         let cfg = self.engine(c);
         cfg.validate()?;
-        let server = VirtualServer {
-            engine: &cfg,
-            prompts: self.prompts,
-            memory_limit: self.memory_limit,
-            ends_only: self.ends_only(),
-        };
+        let server = self.server(&cfg);
         let loads = self.loads(c);
         if let (true, Some(given)) = (loads.is_empty(), &self.args.concurrency) {
             let given: Vec<String> = given.0.iter().map(u64::to_string).collect();
@@ -2136,12 +2144,7 @@ impl Search<'_> {
             }
         }
         cfg.validate()?;
-        let server = VirtualServer {
-            engine: &cfg,
-            prompts: self.prompts,
-            memory_limit: self.memory_limit,
-            ends_only: self.ends_only(),
-        };
+        let server = self.server(&cfg);
         let span = t.entries.iter().map(|e| e.at).max().unwrap_or_default();
         // The default speeds go on doubling while the curve is within the
         // SLO and rising (it had stopped at 16× unsaturated, and the best
