@@ -133,6 +133,9 @@ pub fn terminal(doc: &FrontierResult) -> String {
     match &doc.best {
         Some(b) => {
             let _ = writeln!(o, "\nbest: {}", esc(&b.reason));
+            if let Some(line) = doc.configs.get(b.at.config).and_then(measure_line) {
+                let _ = writeln!(o, "{}", esc(&line));
+            }
         }
         None => {
             let _ = writeln!(o, "\nbest: {}", goodput_core::doc::frontier::no_best_reason(doc));
@@ -157,7 +160,7 @@ pub fn terminal(doc: &FrontierResult) -> String {
 }
 
 /// The CSV columns, in order.
-pub const CSV_COLUMNS: [&str; 26] = [
+pub const CSV_COLUMNS: [&str; 27] = [
     "config",
     "gpu",
     "gpu_calibrated",
@@ -183,6 +186,7 @@ pub const CSV_COLUMNS: [&str; 26] = [
     "on_frontier",
     "on_frontier_per_usd",
     "best",
+    "serve_command",
     "note",
 ];
 
@@ -193,7 +197,8 @@ pub const CSV_COLUMNS: [&str; 26] = [
 /// `on_frontier_per_usd` is empty when some configuration has no price;
 /// `gpu_calibrated` is `false` on a predicted configuration whose GPU's
 /// family the engine has no constants of its own for, `true` on the
-/// other predicted ones, and empty on a measured one.
+/// other predicted ones, and empty on a measured one. `serve_command` is a
+/// plan's `vllm serve …` for the configuration, empty where it has none.
 pub fn csv(doc: &FrontierResult) -> String {
     let on: HashSet<PointId> = doc.frontier.iter().copied().collect();
     let on_usd: HashSet<PointId> = doc.frontier_per_usd.iter().copied().collect();
@@ -225,9 +230,11 @@ pub fn csv(doc: &FrontierResult) -> String {
             status.into(),
         ];
         let note = csv_text(c.dominated.as_deref().unwrap_or(""));
+        let command = csv_text(c.serve_command.as_ref().and_then(|s| s.command.as_deref()).unwrap_or(""));
         if c.points.is_empty() {
             let mut row = head.to_vec();
-            row.extend(std::iter::repeat_n(String::new(), CSV_COLUMNS.len() - head.len() - 1));
+            row.extend(std::iter::repeat_n(String::new(), CSV_COLUMNS.len() - head.len() - 2));
+            row.push(command.clone());
             row.push(note.clone());
             o.push_str(&row.join(","));
             o.push('\n');
@@ -258,6 +265,7 @@ pub fn csv(doc: &FrontierResult) -> String {
                 on.contains(&id).to_string(),
                 if priced { on_usd.contains(&id).to_string() } else { String::new() },
                 doc.best.as_ref().is_some_and(|b| b.at == id).to_string(),
+                command.clone(),
                 // A point not steady says so (its `steady` column alone had
                 // left the note empty), before its configuration's note.
                 match (unsteady_note(p), c.dominated.as_deref()) {
@@ -297,6 +305,17 @@ pub fn export(
 
 /// The file `--csv` writes into its folder.
 pub const CSV_FILE: &str = "frontier.csv";
+
+/// How to start a predicted configuration on a real server, to measure it:
+/// `to measure it: vllm serve …`, or why vLLM has no one command for it.
+pub fn measure_line(c: &goodput_core::doc::frontier::FrontierConfig) -> Option<String> {
+    let sc = c.serve_command.as_ref()?;
+    match (&sc.command, &sc.missing) {
+        (Some(cmd), _) => Some(format!("to measure it: {cmd} --port 8000 (plan --grid-out writes the sweep)")),
+        (None, Some(why)) => Some(format!("to measure it: {} has no one command for it: {why}", sc.server)),
+        (None, None) => None,
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -254,6 +254,7 @@ mod tests {
                 dominated: None,
                 exited_during: None,
                 points_of: None,
+                serve_command: None,
                 points: pts.into_iter().map(point).collect(),
                 extra: Extra::new(),
             })

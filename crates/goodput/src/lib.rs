@@ -12,6 +12,7 @@ pub mod config;
 pub mod cpu;
 pub mod estimate;
 pub mod interrupt;
+pub mod launch;
 pub mod limits;
 pub mod merge;
 pub mod monitor;

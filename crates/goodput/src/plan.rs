@@ -394,9 +394,19 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     let opts = AnalysisOptions { percentiles, slo, confidence: None, ..AnalysisOptions::default() };
     let mut inputs = a.workload.inputs();
     inputs.extend(output::named_file("--model", &a.model));
-    let mut outputs = vec![("--output", a.output.as_deref())];
+    let mut outputs = vec![("--output", a.output.as_deref()), ("--grid-out", a.grid_out.as_deref())];
     outputs.extend(a.exports.outputs());
     output::distinct_files(&inputs, &outputs)?;
+    if let Some(g) = &a.grid_out {
+        if !g.extension().is_some_and(|e| e.eq_ignore_ascii_case("toml")) {
+            bail!(
+                "--grid-out {}: the grid is TOML, which sweep --serve-grid reads by its .toml name: name it \
+                 grid.toml",
+                g.display()
+            );
+        }
+        output::check_file(g, "--grid-out")?;
+    }
     if let Some(p) = &a.output {
         let writes = output::Writes { command: "plan", document: "the frontier", markdown: false, records: false };
         output::check_document_named(p, &writes)?;
@@ -542,6 +552,8 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         doc.notes.push(ttft_note(if search.trace.is_some() { Start::Schedule } else { Start::Apart }));
     }
     mark_uncalibrated(&mut doc);
+    let served = crate::launch::served_model(&a.model, a.serve_model.as_deref());
+    crate::launch::set_commands(&mut doc, served.as_deref(), &a.model, a.gpu_memory_utilization);
     if interrupted {
         doc.notes.push(format!(
             "the plan was interrupted: {} of the {searched} configurations searched {} in the document (those whose \
@@ -568,6 +580,27 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
             if !a.quiet {
                 goodput_core::tell!("{} written to {}", format.exporter().name(), f.display());
             }
+        }
+    }
+    if let Some(out) = a.grid_out.as_deref().filter(|_| doc.points().any(|(_, p)| p.completed > 0)) {
+        let cx = crate::launch::SweepContext {
+            named: &a.model,
+            workload: crate::launch::workload_flags(&a.workload),
+            trace: a.trace.as_deref(),
+            plan_output: a.output.as_deref(),
+        };
+        for g in crate::launch::write_grids(&doc, out, &cx)? {
+            goodput_core::tell!(
+                "grid of {} on {} written to {}{}; measure it with:\n  {}",
+                plural(g.configs, "frontier configuration"),
+                g.gpu,
+                g.path.display(),
+                match g.left_out.len() {
+                    0 => String::new(),
+                    n => format!(" ({} left out, with no one vLLM command: the file says why)", plural(n, "other")),
+                },
+                g.sweep
+            );
         }
     }
     if interrupted {

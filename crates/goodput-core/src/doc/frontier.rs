@@ -101,11 +101,33 @@ pub struct FrontierConfig {
     /// then empty and its `dominated` says which of the other's it shares.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub points_of: Option<String>,
+    /// How to start this configuration on a real server, to measure what
+    /// was predicted (`goodput plan`; absent on a measured frontier).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serve_command: Option<ServeCommand>,
     /// In the order of rising load.
     #[serde(default)]
     pub points: Vec<FrontierPoint>,
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+/// A predicted configuration as a server's command line: the command, or
+/// why the server has no one command for it (a quantized checkpoint to
+/// find, a drafter to name, pools of their own).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct ServeCommand {
+    /// The server it is written for: `vllm`.
+    pub server: String,
+    /// The command, with no address (`--host` and `--port` are the
+    /// caller's): `vllm serve meta-llama/Llama-3.1-70B-Instruct
+    /// --served-model-name llama-3.1-70b --tensor-parallel-size 2 …`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Why there is no command, when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
 }
 
 impl FrontierConfig {
@@ -130,6 +152,7 @@ impl FrontierConfig {
             dominated: None,
             exited_during: None,
             points_of: None,
+            serve_command: None,
             points: Vec::new(),
             extra: Extra::default(),
         }
@@ -756,6 +779,7 @@ mod tests {
             dominated: None,
             exited_during: None,
             points_of: None,
+            serve_command: None,
             points,
             extra: Extra::new(),
         }

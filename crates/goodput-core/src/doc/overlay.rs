@@ -83,9 +83,10 @@ pub fn knobs_and_aliases() -> String {
 }
 
 /// Grid parameters that are not server settings: the configuration's GPU
-/// count and its name.
+/// count, its name, and the script that starts its server (`launch`, as
+/// `plan --grid-out` writes it).
 pub fn is_bookkeeping(param: &str) -> bool {
-    matches!(param, "gpus" | "id")
+    matches!(param, "gpus" | "id" | "launch")
 }
 
 /// A precision as the simulator names it (`bfloat16` and `fp16` are `bf16`,
@@ -678,6 +679,7 @@ mod tests {
             dominated: None,
             exited_during: None,
             points_of: None,
+            serve_command: None,
             points,
             extra: Extra::new(),
         }

@@ -208,6 +208,12 @@ pub struct PlanArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub exports: ExportArgs,
+    /// Write the frontier's configurations as a sweep --serve-grid file (TOML), each with the vLLM command that starts it, and the sweep and compare commands that measure them beside the plan in its header; one file per GPU type where there are several (grid-h100-sxm.toml).
+    #[arg(long, help_heading = "Measuring the plan")]
+    pub grid_out: Option<PathBuf>,
+    /// The weights vLLM loads in the commands the plan gives (a Hugging Face id or a folder) [default: the catalog model's published instruct weights, or a config.json's folder].
+    #[arg(long, help_heading = "Measuring the plan")]
+    pub serve_model: Option<String>,
 }
 
 /// `--percentile`: one percentile, above 0 and at most 100 (`95` or

@@ -419,7 +419,8 @@ fn a_chatty_server_s_log_is_capped() {
 /// singular where one, no empty model field, control characters in a
 /// parameter shown escaped (they had reached the terminal raw in the
 /// configuration's header and its failure), and an unused parameter said
-/// to make configurations alike only where they are.
+/// to make configurations alike only where two are (one configuration, or
+/// each its own command, gets no such warning).
 #[test]
 fn a_sweep_s_words_fit_what_happened() {
     let dir = tempfile::tempdir().unwrap();
@@ -442,14 +443,31 @@ fn a_sweep_s_words_fit_what_happened() {
     assert!(!err.contains('\u{1b}') && !stdout.contains('\u{1b}'), "{err:?} {stdout:?}");
     assert!(err.contains("── configuration 1/1: case=x"), "{err}");
     assert!(err.contains("failed: the server exited before it was ready"), "{err}");
-    assert!(err.contains("every configuration starts the same server"), "{err}");
+    // One configuration has nothing to be alike.
+    assert!(!err.contains("same server"), "{err}");
     assert!(stdout.contains("measured frontier · 1 configuration (0 ran, 0 points)"), "{stdout}");
+    // Each its own command: {case} is a label.
     let (_, err) = run(serde_json::json!([
         {"case": "a", "seqs": 1, "script": "exit 3"},
         {"case": "b", "seqs": 2, "script": "exit 3"},
     ]));
+    assert!(!err.contains("same server"), "{err}");
+    let (_, err) = run(serde_json::json!([
+        {"case": "a", "seqs": 1, "script": "exit 3"},
+        {"case": "b", "seqs": 1, "script": "exit 3"},
+        {"case": "c", "seqs": 1, "script": "exit 3"},
+    ]));
+    assert!(err.contains("{case} for the grid's parameter of that name: every configuration starts the same"), "{err}");
+    let (_, err) = run(serde_json::json!([
+        {"case": "a", "seqs": 1, "script": "exit 3"},
+        {"case": "b", "seqs": 2, "script": "exit 3"},
+        {"case": "c", "seqs": 1, "script": "exit 3"},
+    ]));
     assert!(
-        err.contains("{case} for the grid's parameter of that name: configurations that differ in it alone"),
+        err.contains(
+            "{case} for the grid's parameter of that name: configurations that differ in it alone start the same \
+             server (case=a script=exit 3 seqs=1 and case=c script=exit 3 seqs=1)"
+        ),
         "{err}"
     );
 }
@@ -1437,4 +1455,155 @@ fn a_server_that_exits_mid_point_fails_it_and_resume_runs_it_again() {
     assert!(c.get("exited_during").is_none() && c.get("error").is_none(), "{c}");
     assert!(c["points"][0]["completed"].as_u64().unwrap() > 0, "{c}");
     assert_all_gone(&logged_pids(&logs));
+}
+
+/// `vllm serve`'s flags, as `goodput serve`'s simulated engine takes them:
+/// a `vllm` on PATH for the commands `plan --grid-out` writes, since no
+/// vLLM runs here. It logs the engine flags it was given, and refuses a
+/// flag it does not know, so a command the plan writes wrongly fails.
+fn vllm_shim(dir: &Path) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = format!(
+        r#"#!/bin/sh
+[ "$1" = serve ] || {{ echo "vllm shim: only serve" >&2; exit 2; }}
+model=$2; shift 2
+args=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tensor-parallel-size) args="$args --tp $2"; shift 2;;
+    --data-parallel-size) args="$args --dp $2"; shift 2;;
+    --pipeline-parallel-size) args="$args --pp $2"; shift 2;;
+    --quantization) args="$args --precision $2"; shift 2;;
+    --dtype) args="$args --precision bf16"; shift 2;;
+    --served-model-name|--kv-cache-dtype|--max-num-seqs|--max-num-batched-tokens|--gpu-memory-utilization|--host|--port)
+      args="$args $1 $2"; shift 2;;
+    *) echo "vllm shim: unknown flag $1" >&2; exit 2;;
+  esac
+done
+echo "engine: $model$args"
+exec {} serve --profile engine --model "$model" --gpu "$SHIM_GPU" --speed 20 -q --progress none $args
+"#,
+        shlex::try_quote(BIN).unwrap()
+    );
+    let vllm = bin.join("vllm");
+    std::fs::write(&vllm, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&vllm, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// From a plan to a measurement: `plan --grid-out` writes the frontier's
+/// configurations with vLLM's command for each, and the sweep that
+/// measures them; that sweep, run as written (vLLM's flags taken by the
+/// simulated engine), starts each configuration, and its measured
+/// frontier pairs with the plan's configuration for configuration.
+#[test]
+fn a_plans_grid_is_measured_by_the_sweep_it_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, grid) = (dir.path().join("plan.json"), dir.path().join("grid.toml"));
+    let o = goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "2", "--tp", "1,2"])
+        .args(["--precision", "fp8", "--max-num-batched-tokens", "2048", "--max-num-seqs", "16"])
+        .args(["--concurrency", "2,8", "--requests-per-user", "3", "--input-tokens", "256", "--output-tokens", "16"])
+        .args(["--slo", "ttft:p50<=60s", "-o"])
+        .arg(&plan)
+        .arg("--grid-out")
+        .arg(&grid)
+        .arg("--html")
+        .arg(dir.path().join("plan.html"))
+        .arg("--csv")
+        .arg(dir.path().join("plan.csv"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    // The best point's command, in the terminal and on the page.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("to measure it: vllm serve meta-llama/Llama-3.1-8B-Instruct"), "{stdout}");
+    let page = std::fs::read_to_string(dir.path().join("plan.html")).unwrap();
+    assert!(page.contains(r#"<code class="serve-command">vllm serve meta-llama/Llama-3.1-8B-Instruct"#));
+    let rows = std::fs::read_to_string(dir.path().join("plan.csv")).unwrap();
+    assert!(rows.lines().next().unwrap().ends_with(",best,serve_command,note"), "{rows}");
+    assert!(rows.lines().skip(1).all(|r| r.contains(" --gpu-memory-utilization 0.9,")), "{rows}");
+    let planned = read_json(&plan);
+    // Every configuration carries its command; the plan's --model is the name the server answers to.
+    for c in configs(&planned) {
+        let cmd = c["serve_command"]["command"].as_str().unwrap_or_else(|| panic!("{c}"));
+        assert!(cmd.starts_with("vllm serve meta-llama/Llama-3.1-8B-Instruct --served-model-name llama-3.1-8b"));
+        assert!(cmd.contains("--quantization fp8") && cmd.contains("--max-num-seqs 16"), "{cmd}");
+    }
+    crate::schema::assert_valid(&planned, "FrontierResult", "a plan with its serve commands");
+    let on_frontier: std::collections::BTreeSet<String> = planned["frontier"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| configs(&planned)[p["config"].as_u64().unwrap() as usize]["id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!on_frontier.is_empty(), "{planned}");
+
+    let text = std::fs::read_to_string(&grid).unwrap();
+    let table: toml::Table = toml::from_str(&text).unwrap();
+    let ids: std::collections::BTreeSet<String> =
+        table["config"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap().to_string()).collect();
+    let best = &configs(&planned)[planned["best"]["at"]["config"].as_u64().unwrap() as usize]["id"];
+    assert!(ids.contains(best.as_str().unwrap()), "the best is in the grid: {text}");
+    assert!(on_frontier.is_subset(&ids), "{on_frontier:?} in {ids:?}");
+    assert!(err.contains("measure it with:"), "{err}");
+    let sweep = text
+        .lines()
+        .find_map(|l| l.strip_prefix("#   goodput sweep "))
+        .unwrap_or_else(|| panic!("no sweep command in the header: {text}"));
+    assert!(text.contains(&format!("#   goodput compare {}", plan.display())), "{text}");
+    let mut words = shlex::split(sweep).unwrap();
+    words.extend(["-n", "24", "--progress", "none"].map(String::from));
+    let path = format!("{}:{}", vllm_shim(dir.path()).display(), std::env::var("PATH").unwrap_or_default());
+    let t = Instant::now();
+    let o = Command::new(BIN)
+        .arg("sweep")
+        .args(&words)
+        .env("PATH", path)
+        .env("SHIM_GPU", "h100")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    eprintln!("{} configurations of the plan measured in {:.1} s", ids.len(), t.elapsed().as_secs_f64());
+    // The knobs reach each server in its launch script: no warning that they do not.
+    assert!(!err.contains("same server"), "{err}");
+    let measured = read_json(&dir.path().join("grid.measured.json"));
+    for c in configs(&measured) {
+        assert_eq!(c["status"], "ok", "{c}");
+        assert!(!c["points"].as_array().unwrap().is_empty(), "{c}");
+    }
+    let logs: String = std::fs::read_dir(dir.path().join("grid.measured.logs"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+        .collect();
+    assert!(logs.contains("engine: meta-llama/Llama-3.1-8B-Instruct --served-model-name llama-3.1-8b --precision fp8"));
+    // The sweep's own prediction and the plan's both pair every measured configuration, id for id.
+    let pairs = |c: &Value| -> Vec<(String, String)> { compared(c).1 };
+    let own = read_json(&dir.path().join("grid.measured.compare.json"));
+    assert!(pairs(&own).iter().all(|(m, p)| m == p) && pairs(&own).len() == ids.len(), "{own}");
+    let both = dir.path().join("both.json");
+    let o = goodput()
+        .arg("compare")
+        .arg(&plan)
+        .arg(dir.path().join("grid.measured.json"))
+        .arg("-o")
+        .arg(&both)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let c = read_json(&both);
+    let mut paired: Vec<String> = pairs(&c)
+        .into_iter()
+        .map(|(m, p)| {
+            assert_eq!(m, p);
+            m
+        })
+        .collect();
+    paired.sort();
+    assert_eq!(paired, ids.into_iter().collect::<Vec<_>>(), "{c}");
 }

@@ -65,6 +65,21 @@ pub fn frontier_page(doc: &FrontierResult) -> Result<String, ExportError> {
     o.push_str("</section>");
     if let Some(b) = &doc.best {
         let _ = write!(o, r#"<p class="note">Best: {}</p>"#, html(&b.reason));
+        if let Some(c) = doc.configs.get(b.at.config) {
+            match c.serve_command.as_ref().map(|s| (s.command.as_deref(), s.missing.as_deref())) {
+                Some((Some(cmd), _)) => {
+                    let _ = write!(
+                        o,
+                        r#"<p class="note">To measure it: <code class="serve-command">{} --port 8000</code> (<code>plan --grid-out</code> writes the frontier's configurations and the sweep that measures them)</p>"#,
+                        html(cmd)
+                    );
+                }
+                Some((None, Some(why))) => {
+                    let _ = write!(o, r#"<p class="note">To measure it: no one vLLM command: {}</p>"#, html(why));
+                }
+                _ => {}
+            }
+        }
     }
     // Priced, a second chart: the cheapest per token at each speed, where a
     // cheaper GPU that loses per GPU can win.

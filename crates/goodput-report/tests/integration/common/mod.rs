@@ -539,6 +539,7 @@ pub fn frontier_doc() -> goodput_core::doc::frontier::FrontierResult {
         dominated: None,
         exited_during: None,
         points_of: None,
+        serve_command: None,
         points,
         extra: Default::default(),
     };

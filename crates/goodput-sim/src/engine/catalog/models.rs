@@ -309,10 +309,11 @@ impl ModelSpec {
         ChatTemplate::for_model(&self.name, self.vocab_size)
     }
 
-    /// Looks a shipped model up by name, case-insensitively; Hugging Face ids
-    /// work too (`meta-llama/Llama-3.1-8B-Instruct`), and Llama 3 and 3.3 map
-    /// to the Llama 3.1 architecture of the same size.
-    pub fn lookup(name: &str) -> Result<ModelSpec, Error> {
+    /// The name a catalog alias is looked up by: the part after the last
+    /// `/`, in lower case with `_` and spaces as `-`, less a leading
+    /// `meta-` and variant suffixes (`-instruct`, `-fp8`, …):
+    /// `meta-llama/Meta-Llama-3.1-70B-Instruct` → `llama-3.1-70b`.
+    pub fn catalog_key(name: &str) -> String {
         let base = name.rsplit('/').next().unwrap_or(name);
         let mut key = normalise(base);
         if let Some(rest) = key.strip_prefix("meta-") {
@@ -321,6 +322,14 @@ impl ModelSpec {
         while let Some(stripped) = VARIANT_SUFFIXES.iter().find_map(|s| key.strip_suffix(s)) {
             key = stripped.to_string();
         }
+        key
+    }
+
+    /// Looks a shipped model up by name, case-insensitively; Hugging Face ids
+    /// work too (`meta-llama/Llama-3.1-8B-Instruct`), and Llama 3 and 3.3 map
+    /// to the Llama 3.1 architecture of the same size.
+    pub fn lookup(name: &str) -> Result<ModelSpec, Error> {
+        let key = ModelSpec::catalog_key(name);
         MODELS.iter().find(|m| m.aliases.contains(&key.as_str())).map(ModelSpec::from_entry).ok_or_else(|| {
             Error::UnknownModel {
                 name: name.to_string(),

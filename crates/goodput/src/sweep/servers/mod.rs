@@ -76,18 +76,31 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
             }
             v
         });
-    if !unused.is_empty() {
-        // Whether the configurations all start one command, or only those
-        // that differ in the unused parameters alone do.
-        let commands: std::collections::HashSet<Vec<String>> = grid.iter().map(|p| template.fill(p, 0)).collect();
+    // Said where two configurations do start one command: the unused
+    // parameters then tell apart what is the same server. Where each
+    // command is its own, they are labels, or reach the server another way
+    // (plan --grid-out's `launch` script holds the knobs it names).
+    let mut first_of: std::collections::HashMap<Vec<String>, usize> = std::collections::HashMap::new();
+    let alike = grid.iter().enumerate().find_map(|(i, p)| match first_of.entry(template.fill(p, 0)) {
+        std::collections::hash_map::Entry::Occupied(e) => Some((*e.get(), i)),
+        std::collections::hash_map::Entry::Vacant(e) => {
+            e.insert(i);
+            None
+        }
+    });
+    if let (false, Some((j, i))) = (unused.is_empty(), alike) {
         let (it, them) = if unused.len() == 1 { ("it", "") } else { ("them", "s") };
         goodput_core::tell!(
             "warning: --serve-cmd has no {} for the grid's parameter{them} of that name: {}",
             unused.iter().map(|k| format!("{{{k}}}")).collect::<Vec<_>>().join(", "),
-            if commands.len() <= 1 {
+            if first_of.len() == 1 {
                 "every configuration starts the same server".to_string()
             } else {
-                format!("configurations that differ in {it} alone start the same server")
+                format!(
+                    "configurations that differ in {it} alone start the same server ({} and {})",
+                    grid[j].id(),
+                    grid[i].id()
+                )
             }
         );
     }
