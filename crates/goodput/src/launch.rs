@@ -70,63 +70,132 @@ pub fn served_model(model: &str, given: Option<&str>) -> Option<String> {
     HUB_IDS.iter().find(|(a, _)| *a == key).map(|(_, id)| id.to_string())
 }
 
-/// The flags of a configuration's knobs, or why vLLM has no one command
-/// for it.
-fn vllm_flags(params: &ParamMap, gpu_memory_utilization: f64) -> Result<Vec<String>, String> {
+/// The server a plan's commands start (`plan --serve-engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Server {
+    /// `vllm serve`.
+    #[default]
+    Vllm,
+    /// SGLang's `python3 -m sglang.launch_server`.
+    Sglang,
+}
+
+impl Server {
+    /// As the document names it (`serve_command.server`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Server::Vllm => "vllm",
+            Server::Sglang => "sglang",
+        }
+    }
+
+    /// As prose names it.
+    fn title(self) -> &'static str {
+        match self {
+            Server::Vllm => "vLLM",
+            Server::Sglang => "SGLang",
+        }
+    }
+}
+
+/// The flags of a configuration's knobs on `server`, or why it has no one
+/// command for it.
+fn flags(server: Server, params: &ParamMap, gpu_memory_utilization: f64) -> Result<Vec<String>, String> {
     let get = |k: &str| params.get(k).map(|v| v.trim());
     let count = |k: &str| get(k).and_then(|v| v.parse::<u32>().ok()).unwrap_or(1);
+    let sglang = server == Server::Sglang;
+    let title = server.title();
     if let Some(pd) = get("pd") {
-        return Err(format!(
-            "prefill apart from decode ({pd}): vLLM serves it as separate prefill and decode servers joined by a KV \
-             connector (--kv-transfer-config) with a proxy in front, not as one command"
-        ));
+        return Err(match sglang {
+            false => format!(
+                "prefill apart from decode ({pd}): vLLM serves it as separate prefill and decode servers joined by \
+                 a KV connector (--kv-transfer-config) with a proxy in front, not as one command"
+            ),
+            true => format!(
+                "prefill apart from decode ({pd}): SGLang serves it as separate servers (--disaggregation-mode \
+                 prefill and decode) with a router in front, not as one command"
+            ),
+        });
     }
     if let Some(k) = get("spec_tokens").filter(|k| *k != "0") {
+        let how = match sglang {
+            false => format!(
+                "in --speculative-config (an EAGLE head, MTP or a draft model, with num_speculative_tokens {k})"
+            ),
+            true => format!(
+                "with --speculative-algorithm and --speculative-draft-model-path (EAGLE, MTP or a draft model), {k} \
+                 draft tokens"
+            ),
+        };
         return Err(format!(
-            "speculative decoding ({k} draft tokens): vLLM needs the drafter named in --speculative-config (an \
-             EAGLE head, MTP or a draft model, with num_speculative_tokens {k}); its acceptance decides the speed, \
-             and the plan assumed {}",
+            "speculative decoding ({k} draft tokens): {title} needs the drafter named {how}; its acceptance decides \
+             the speed, and the plan assumed {}",
             get("spec_acceptance").unwrap_or("0.7")
         ));
     }
     let mut flags = Vec::new();
+    let mut flag = |f: &str, v: String| flags.extend([f.to_string(), v]);
     match get("precision").unwrap_or("bf16") {
-        "bf16" => flags.extend(["--dtype".into(), "bfloat16".into()]),
-        "fp8" => flags.extend(["--quantization".into(), "fp8".into()]),
+        "bf16" => flag("--dtype", "bfloat16".into()),
+        "fp8" => flag("--quantization", "fp8".into()),
         "fp4" => {
-            return Err("FP4 weights: vLLM loads them from an NVFP4 checkpoint of the model (NVIDIA ModelOpt's or \
-                        LLM Compressor's): give that checkpoint as --serve-model"
-                .into())
+            return Err(format!(
+                "FP4 weights: {title} loads them from an NVFP4 checkpoint of the model (NVIDIA ModelOpt's or LLM \
+                 Compressor's): give that checkpoint as --serve-model"
+            ))
         }
-        "int4" => return Err("INT4 weights: vLLM loads them from an AWQ or GPTQ checkpoint of the model".into()),
-        "int8" => return Err("INT8 weights: vLLM loads them from a W8A16 or W8A8 checkpoint of the model".into()),
-        other => return Err(format!("precision {other}: no vLLM flag is known for it")),
+        "int4" => return Err(format!("INT4 weights: {title} loads them from an AWQ or GPTQ checkpoint of the model")),
+        "int8" => return Err(format!("INT8 weights: {title} loads them from a W8A16 or W8A8 checkpoint of the model")),
+        other => return Err(format!("precision {other}: no {title} flag is known for it")),
     }
     let (tp, dp, pp, ep) = (count("tp"), count("dp"), count("pp"), count("ep"));
-    if ep > 1 && ep != tp.saturating_mul(dp) {
-        return Err(format!(
-            "expert parallel over {ep} GPUs with TP {tp} × DP {dp}: vLLM's --enable-expert-parallel spreads the \
-             experts over all {} GPUs of TP × DP",
-            tp.saturating_mul(dp)
-        ));
+    match (sglang, ep) {
+        (_, 1) => {}
+        (false, ep) if ep != tp.saturating_mul(dp) => {
+            return Err(format!(
+                "expert parallel over {ep} GPUs with TP {tp} × DP {dp}: vLLM's --enable-expert-parallel spreads the \
+                 experts over all {} GPUs of TP × DP",
+                tp.saturating_mul(dp)
+            ))
+        }
+        (true, ep) if ep != tp || dp > 1 => {
+            return Err(format!(
+                "expert parallel over {ep} GPUs with TP {tp} × DP {dp}: SGLang's --ep-size spreads the experts over \
+                 its TP group, and over data-parallel ranks only with its DP attention, which the plan does not model"
+            ))
+        }
+        _ => {}
     }
-    for (flag, n) in [("--tensor-parallel-size", tp), ("--pipeline-parallel-size", pp), ("--data-parallel-size", dp)] {
+    let names = match sglang {
+        false => ["--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size"],
+        true => ["--tp-size", "--pp-size", "--dp-size"],
+    };
+    for (f, n) in names.into_iter().zip([tp, pp, dp]) {
         if n > 1 {
-            flags.extend([flag.to_string(), n.to_string()]);
+            flag(f, n.to_string());
         }
     }
     if ep > 1 {
-        flags.push("--enable-expert-parallel".into());
-    }
-    if get("kv_cache_dtype").is_some_and(|v| v.eq_ignore_ascii_case("fp8")) {
-        flags.extend(["--kv-cache-dtype".into(), "fp8".into()]);
-    }
-    for (flag, k) in [("--max-num-seqs", "max_num_seqs"), ("--max-num-batched-tokens", "max_num_batched_tokens")] {
-        if let Some(v) = get(k) {
-            flags.extend([flag.to_string(), v.to_string()]);
+        match sglang {
+            false => flags.push("--enable-expert-parallel".into()),
+            true => flags.extend(["--ep-size".into(), ep.to_string()]),
         }
     }
-    flags.extend(["--gpu-memory-utilization".into(), gpu_memory_utilization.to_string()]);
+    let mut flag = |f: &str, v: String| flags.extend([f.to_string(), v]);
+    if get("kv_cache_dtype").is_some_and(|v| v.eq_ignore_ascii_case("fp8")) {
+        flag("--kv-cache-dtype", if sglang { "fp8_e4m3" } else { "fp8" }.into());
+    }
+    let (seqs, tokens, memory) = match sglang {
+        false => ("--max-num-seqs", "--max-num-batched-tokens", "--gpu-memory-utilization"),
+        true => ("--max-running-requests", "--chunked-prefill-size", "--mem-fraction-static"),
+    };
+    if let Some(v) = get("max_num_seqs") {
+        flag(seqs, v.to_string());
+    }
+    if let Some(v) = get("max_num_batched_tokens") {
+        flag(tokens, v.to_string());
+    }
+    flag(memory, gpu_memory_utilization.to_string());
     Ok(flags)
 }
 
@@ -139,36 +208,42 @@ fn shell_words(words: &[String]) -> String {
         .join(" ")
 }
 
-/// `vllm serve SERVED [--served-model-name NAMED] FLAGS…`: the command's
-/// words.
-fn vllm_words(params: &ParamMap, served: &str, named: &str, mem: f64) -> Result<Vec<String>, String> {
-    let mut words = vec!["vllm".to_string(), "serve".into(), served.to_string()];
+/// `vllm serve SERVED` or `python3 -m sglang.launch_server --model-path
+/// SERVED`, then `--served-model-name NAMED` (where it differs) and the
+/// knobs' flags: the command's words.
+fn serve_words(server: Server, params: &ParamMap, served: &str, named: &str, mem: f64) -> Result<Vec<String>, String> {
+    let mut words: Vec<String> = match server {
+        Server::Vllm => vec!["vllm".into(), "serve".into(), served.into()],
+        Server::Sglang => {
+            vec!["python3".into(), "-m".into(), "sglang.launch_server".into(), "--model-path".into(), served.into()]
+        }
+    };
     if named != served {
         words.extend(["--served-model-name".into(), named.to_string()]);
     }
-    words.extend(vllm_flags(params, mem)?);
+    words.extend(flags(server, params, mem)?);
     Ok(words)
 }
 
-/// Sets each configuration's `serve_command`: vLLM's, for `served` (what
-/// the server loads) under the name `named` (the plan's --model, which
-/// the requests of a sweep then give).
-pub fn set_commands(doc: &mut FrontierResult, served: Option<&str>, named: &str, mem: f64) {
+/// Sets each configuration's `serve_command`: `server`'s, for `served`
+/// (what the server loads) under the name `named` (the plan's --model,
+/// which the requests of a sweep then give).
+pub fn set_commands(doc: &mut FrontierResult, server: Server, served: Option<&str>, named: &str, mem: f64) {
     for c in &mut doc.configs {
         let (command, missing) = match served {
             None => (
                 None,
                 Some(format!(
-                    "no Hugging Face id is known for {named}: give the weights vLLM loads as --serve-model (an id or \
-                     a folder)"
+                    "no Hugging Face id is known for {named}: give the weights the server loads as --serve-model (an \
+                     id or a folder)"
                 )),
             ),
-            Some(s) => match vllm_words(&c.params, s, named, mem) {
+            Some(s) => match serve_words(server, &c.params, s, named, mem) {
                 Ok(words) => (Some(shell_words(&words)), None),
                 Err(why) => (None, Some(why)),
             },
         };
-        c.serve_command = Some(ServeCommand { server: "vllm".into(), command, missing });
+        c.serve_command = Some(ServeCommand { server: server.name().into(), command, missing });
     }
 }
 
@@ -321,9 +396,10 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
         // (a model's, a path's) would end it and start TOML.
         let comment = |t: &str| t.chars().map(|c| if c.is_control() { '?' } else { c }).collect::<String>();
         let mut text = comment(&format!(
-            "# goodput plan's frontier for {} on {gpu}: {} of its configurations, each started with vLLM (launch).",
+            "# goodput plan's frontier for {} on {gpu}: {} of its configurations, each started with {} (launch).",
             doc.model,
-            tables.len()
+            tables.len(),
+            server_title(doc)
         ));
         text.push('\n');
         let _ = writeln!(text, "# Measure them on a machine with these GPUs, and set the measurement beside the plan:");
@@ -343,12 +419,13 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
         if !routers.is_empty() {
             let _ = writeln!(
                 text,
-                "# vLLM balances its data-parallel ranks its own way: the plan's router ({}) is not set.",
+                "# {} balances its data-parallel ranks its own way: the plan's router ({}) is not set.",
+                server_title(doc),
                 routers.into_iter().collect::<Vec<_>>().join(", ")
             );
         }
         if !left_out.is_empty() {
-            let _ = writeln!(text, "# Left out, with no one vLLM command:");
+            let _ = writeln!(text, "# Left out, with no one {} command:", server_title(doc));
             for l in &left_out {
                 let _ = writeln!(text, "#   {}", comment(l));
             }
@@ -358,13 +435,25 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
             text.push_str(t);
         }
         if tables.is_empty() {
-            text.push_str("\n# No configuration of this GPU has one vLLM command: the file has none to sweep.\n");
+            let _ = writeln!(
+                text,
+                "\n# No configuration of this GPU has one {} command: the file has none to sweep.",
+                server_title(doc)
+            );
         }
         goodput_report::write_atomic(&path, text.trim_end().as_bytes())
             .with_context(|| format!("--grid-out: writing {}", path.display()))?;
         grids.push(Grid { path, gpu, configs: tables.len(), left_out, sweep });
     }
     Ok(grids)
+}
+
+/// The server the document's commands start, as prose names it.
+fn server_title(doc: &FrontierResult) -> &'static str {
+    match doc.configs.iter().find_map(|c| c.serve_command.as_ref()).map(|s| s.server.as_str()) {
+        Some("sglang") => Server::Sglang.title(),
+        _ => Server::Vllm.title(),
+    }
 }
 
 /// `grid.toml` → `grid.measured.json`.
@@ -442,7 +531,7 @@ mod tests {
             ("max_num_seqs", "256"),
             ("max_num_batched_tokens", "8192"),
         ]);
-        let w = vllm_words(&p, "meta-llama/Llama-3.1-70B-Instruct", "llama-3.1-70b", 0.9).unwrap();
+        let w = serve_words(Server::Vllm, &p, "meta-llama/Llama-3.1-70B-Instruct", "llama-3.1-70b", 0.9).unwrap();
         assert_eq!(
             shell_words(&w),
             "vllm serve meta-llama/Llama-3.1-70B-Instruct --served-model-name llama-3.1-70b --quantization fp8 \
@@ -452,21 +541,52 @@ mod tests {
         // BF16 names its dtype; a served name equal to the weights' is not repeated; one GPU has no TP flag.
         let p = params(&[("tp", "1"), ("dp", "1"), ("precision", "bf16"), ("kv_cache_dtype", "auto")]);
         assert_eq!(
-            shell_words(&vllm_words(&p, "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct", 0.85).unwrap()),
+            shell_words(
+                &serve_words(Server::Vllm, &p, "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct", 0.85).unwrap()
+            ),
             "vllm serve Qwen/Qwen2.5-7B-Instruct --dtype bfloat16 --gpu-memory-utilization 0.85"
         );
         // Experts over every TP × DP GPU is vLLM's one layout.
         let ep = params(&[("tp", "1"), ("dp", "8"), ("ep", "8"), ("pp", "2"), ("precision", "fp8")]);
-        let w = vllm_words(&ep, "x", "x", 0.9).unwrap();
+        let w = serve_words(Server::Vllm, &ep, "x", "x", 0.9).unwrap();
         assert!(w.contains(&"--enable-expert-parallel".to_string()) && w.contains(&"--pipeline-parallel-size".into()));
-        let why = |kv: &[(&str, &str)]| vllm_flags(&params(kv), 0.9).unwrap_err();
+        let why = |kv: &[(&str, &str)]| flags(Server::Vllm, &params(kv), 0.9).unwrap_err();
         assert!(why(&[("tp", "1"), ("dp", "8"), ("ep", "4")]).contains("all 8 GPUs of TP × DP"));
         assert!(why(&[("precision", "fp4")]).contains("NVFP4 checkpoint"));
         assert!(why(&[("precision", "int4")]).contains("AWQ or GPTQ"));
         assert!(why(&[("pd", "1:1")]).contains("--kv-transfer-config"));
         assert!(why(&[("spec_tokens", "3"), ("spec_acceptance", "0.6")]).contains("assumed 0.6"));
         // No draft tokens is no drafting.
-        assert!(vllm_flags(&params(&[("spec_tokens", "0")]), 0.9).is_ok());
+        assert!(flags(Server::Vllm, &params(&[("spec_tokens", "0")]), 0.9).is_ok());
+    }
+
+    /// SGLang's flags for the same knobs, and its own reasons.
+    #[test]
+    fn sglang_gets_its_own_flags() {
+        let p = params(&[
+            ("tp", "4"),
+            ("dp", "2"),
+            ("precision", "fp8"),
+            ("kv_cache_dtype", "fp8"),
+            ("max_num_seqs", "256"),
+            ("max_num_batched_tokens", "8192"),
+        ]);
+        assert_eq!(
+            shell_words(
+                &serve_words(Server::Sglang, &p, "meta-llama/Llama-3.1-70B-Instruct", "llama-3.1-70b", 0.9).unwrap()
+            ),
+            "python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct --served-model-name \
+             llama-3.1-70b --quantization fp8 --tp-size 4 --dp-size 2 --kv-cache-dtype fp8_e4m3 \
+             --max-running-requests 256 --chunked-prefill-size 8192 --mem-fraction-static 0.9"
+        );
+        let ep = params(&[("tp", "8"), ("dp", "1"), ("ep", "8"), ("precision", "bf16")]);
+        let w = flags(Server::Sglang, &ep, 0.9).unwrap();
+        assert!(w.windows(2).any(|w| w == ["--ep-size", "8"]) && w.windows(2).any(|w| w == ["--dtype", "bfloat16"]));
+        let why = |kv: &[(&str, &str)]| flags(Server::Sglang, &params(kv), 0.9).unwrap_err();
+        assert!(why(&[("tp", "1"), ("dp", "8"), ("ep", "8")]).contains("DP attention"));
+        assert!(why(&[("pd", "1:1")]).contains("--disaggregation-mode"));
+        assert!(why(&[("spec_tokens", "3")]).contains("--speculative-algorithm"));
+        assert!(why(&[("precision", "fp4")]).starts_with("FP4 weights: SGLang loads"));
     }
 
     #[test]
@@ -511,7 +631,7 @@ mod tests {
             frontier: (0..3).map(|config| PointId { config, point: 0 }).collect(),
             ..FrontierResult::new(tool, FrontierSource::Predicted, 0.9, 90.0)
         };
-        set_commands(&mut doc, Some("meta-llama/Llama-3.1-8B-Instruct"), "llama-3.1-8b", 0.9);
+        set_commands(&mut doc, Server::Vllm, Some("meta-llama/Llama-3.1-8B-Instruct"), "llama-3.1-8b", 0.9);
         let dir = tempfile::tempdir().unwrap();
         let cx = SweepContext {
             named: "llama-3.1-8b",

@@ -553,7 +553,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     }
     mark_uncalibrated(&mut doc);
     let served = crate::launch::served_model(&a.model, a.serve_model.as_deref());
-    crate::launch::set_commands(&mut doc, served.as_deref(), &a.model, a.gpu_memory_utilization);
+    crate::launch::set_commands(&mut doc, a.serve_engine, served.as_deref(), &a.model, a.gpu_memory_utilization);
     if interrupted {
         doc.notes.push(format!(
             "the plan was interrupted: {} of the {searched} configurations searched {} in the document (those whose \
@@ -597,7 +597,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
                 g.path.display(),
                 match g.left_out.len() {
                     0 => String::new(),
-                    n => format!(" ({} left out, with no one vLLM command: the file says why)", plural(n, "other")),
+                    n => format!(" ({} left out, with no one command: the file says why)", plural(n, "other")),
                 },
                 g.sweep
             );

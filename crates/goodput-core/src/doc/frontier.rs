@@ -118,11 +118,12 @@ pub struct FrontierConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct ServeCommand {
-    /// The server it is written for: `vllm`.
+    /// The server it is written for: `vllm` or `sglang`.
     pub server: String,
     /// The command, with no address (`--host` and `--port` are the
     /// caller's): `vllm serve meta-llama/Llama-3.1-70B-Instruct
-    /// --served-model-name llama-3.1-70b --tensor-parallel-size 2 …`.
+    /// --served-model-name llama-3.1-70b --tensor-parallel-size 2 …`, or
+    /// `python3 -m sglang.launch_server --model-path … --tp-size 2 …`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     /// Why there is no command, when there is none.

@@ -208,10 +208,13 @@ pub struct PlanArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub exports: ExportArgs,
-    /// Write the frontier's configurations as a sweep --serve-grid file (TOML), each with the vLLM command that starts it, and the sweep and compare commands that measure them beside the plan in its header; one file per GPU type where there are several (grid-h100-sxm.toml).
+    /// Write the frontier's configurations as a sweep --serve-grid file (TOML), each with the command that starts it (--serve-engine), and the sweep and compare commands that measure them beside the plan in its header; one file per GPU type where there are several (grid-h100-sxm.toml).
     #[arg(long, help_heading = "Measuring the plan")]
     pub grid_out: Option<PathBuf>,
-    /// The weights vLLM loads in the commands the plan gives (a Hugging Face id or a folder) [default: the catalog model's published instruct weights, or a config.json's folder].
+    /// The server the plan's commands start: vllm (vllm serve) or sglang (python3 -m sglang.launch_server).
+    #[arg(long, value_enum, default_value_t = crate::launch::Server::Vllm, help_heading = "Measuring the plan")]
+    pub serve_engine: crate::launch::Server,
+    /// The weights the server loads in the commands the plan gives (a Hugging Face id or a folder) [default: the catalog model's published instruct weights, or a config.json's folder].
     #[arg(long, help_heading = "Measuring the plan")]
     pub serve_model: Option<String>,
 }

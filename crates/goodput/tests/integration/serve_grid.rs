@@ -1457,16 +1457,23 @@ fn a_server_that_exits_mid_point_fails_it_and_resume_runs_it_again() {
     assert_all_gone(&logged_pids(&logs));
 }
 
-/// `vllm serve`'s flags, as `goodput serve`'s simulated engine takes them:
-/// a `vllm` on PATH for the commands `plan --grid-out` writes, since no
-/// vLLM runs here. It logs the engine flags it was given, and refuses a
-/// flag it does not know, so a command the plan writes wrongly fails.
-fn vllm_shim(dir: &Path) -> PathBuf {
+/// `vllm serve`'s and SGLang's `python3 -m sglang.launch_server`'s flags,
+/// as `goodput serve`'s simulated engine takes them: a `vllm` and a
+/// `python3` on PATH for the commands `plan --grid-out` writes, since
+/// neither server runs here. Each logs the engine flags it was given, and
+/// refuses a flag it does not know, so a command the plan writes wrongly
+/// fails.
+fn server_shims(dir: &Path) -> PathBuf {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    let script = format!(
-        r#"#!/bin/sh
-[ "$1" = serve ] || {{ echo "vllm shim: only serve" >&2; exit 2; }}
+    let run = format!(
+        r#"echo "engine: $model$args"
+exec {} serve --profile engine --model "$model" --gpu "$SHIM_GPU" --speed 20 -q --progress none $args
+"#,
+        shlex::try_quote(BIN).unwrap()
+    );
+    let vllm = r#"#!/bin/sh
+[ "$1" = serve ] || { echo "vllm shim: only serve" >&2; exit 2; }
 model=$2; shift 2
 args=""
 while [ $# -gt 0 ]; do
@@ -1481,29 +1488,64 @@ while [ $# -gt 0 ]; do
     *) echo "vllm shim: unknown flag $1" >&2; exit 2;;
   esac
 done
-echo "engine: $model$args"
-exec {} serve --profile engine --model "$model" --gpu "$SHIM_GPU" --speed 20 -q --progress none $args
-"#,
-        shlex::try_quote(BIN).unwrap()
-    );
-    let vllm = bin.join("vllm");
-    std::fs::write(&vllm, script).unwrap();
+"#;
+    let sglang = r#"#!/bin/sh
+[ "$1 $2" = "-m sglang.launch_server" ] || { echo "python3 shim: only -m sglang.launch_server" >&2; exit 2; }
+shift 2
+model=""
+args=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --model-path) model=$2; shift 2;;
+    --tp-size) args="$args --tp $2"; shift 2;;
+    --dp-size) args="$args --dp $2"; shift 2;;
+    --pp-size) args="$args --pp $2"; shift 2;;
+    --quantization) args="$args --precision $2"; shift 2;;
+    --dtype) args="$args --precision bf16"; shift 2;;
+    --kv-cache-dtype) args="$args --kv-cache-dtype fp8"; shift 2;;
+    --max-running-requests) args="$args --max-num-seqs $2"; shift 2;;
+    --chunked-prefill-size) args="$args --max-num-batched-tokens $2"; shift 2;;
+    --mem-fraction-static) args="$args --gpu-memory-utilization $2"; shift 2;;
+    --served-model-name|--host|--port) args="$args $1 $2"; shift 2;;
+    *) echo "sglang shim: unknown flag $1" >&2; exit 2;;
+  esac
+done
+"#;
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&vllm, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (name, parse) in [("vllm", vllm), ("python3", sglang)] {
+        let path = bin.join(name);
+        std::fs::write(&path, format!("{parse}{run}")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     bin
 }
 
 /// From a plan to a measurement: `plan --grid-out` writes the frontier's
-/// configurations with vLLM's command for each, and the sweep that
-/// measures them; that sweep, run as written (vLLM's flags taken by the
-/// simulated engine), starts each configuration, and its measured
-/// frontier pairs with the plan's configuration for configuration.
+/// configurations with the server's command for each (vLLM's, and
+/// SGLang's with --serve-engine sglang), and the sweep that measures them;
+/// that sweep, run as written (the server's flags taken by the simulated
+/// engine), starts each configuration, and its measured frontier pairs
+/// with the plan's configuration for configuration.
 #[test]
 fn a_plans_grid_is_measured_by_the_sweep_it_names() {
+    for (engine, starts) in [
+        ("vllm", "vllm serve meta-llama/Llama-3.1-8B-Instruct --served-model-name llama-3.1-8b"),
+        (
+            "sglang",
+            "python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --served-model-name \
+             llama-3.1-8b",
+        ),
+    ] {
+        plan_grid_measured(engine, starts);
+    }
+}
+
+fn plan_grid_measured(engine: &str, starts: &str) {
     let dir = tempfile::tempdir().unwrap();
     let (plan, grid) = (dir.path().join("plan.json"), dir.path().join("grid.toml"));
     let o = goodput()
         .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "2", "--tp", "1,2"])
+        .args(["--serve-engine", engine])
         .args(["--precision", "fp8", "--max-num-batched-tokens", "2048", "--max-num-seqs", "16"])
         .args(["--concurrency", "2,8", "--requests-per-user", "3", "--input-tokens", "256", "--output-tokens", "16"])
         .args(["--slo", "ttft:p50<=60s", "-o"])
@@ -1520,18 +1562,24 @@ fn a_plans_grid_is_measured_by_the_sweep_it_names() {
     assert!(o.status.success(), "{err}");
     // The best point's command, in the terminal and on the page.
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains("to measure it: vllm serve meta-llama/Llama-3.1-8B-Instruct"), "{stdout}");
+    assert!(stdout.contains(&format!("to measure it: {starts}")), "{stdout}");
     let page = std::fs::read_to_string(dir.path().join("plan.html")).unwrap();
-    assert!(page.contains(r#"<code class="serve-command">vllm serve meta-llama/Llama-3.1-8B-Instruct"#));
+    assert!(page.contains(&format!(r#"<code class="serve-command">{starts}"#)));
     let rows = std::fs::read_to_string(dir.path().join("plan.csv")).unwrap();
     assert!(rows.lines().next().unwrap().ends_with(",best,serve_command,note"), "{rows}");
-    assert!(rows.lines().skip(1).all(|r| r.contains(" --gpu-memory-utilization 0.9,")), "{rows}");
+    let memory = if engine == "vllm" { "--gpu-memory-utilization" } else { "--mem-fraction-static" };
+    assert!(
+        rows.lines().skip(1).all(|r| r.contains(&format!(",{starts} ")) && r.contains(&format!(" {memory} 0.9,"))),
+        "{rows}"
+    );
     let planned = read_json(&plan);
     // Every configuration carries its command; the plan's --model is the name the server answers to.
     for c in configs(&planned) {
         let cmd = c["serve_command"]["command"].as_str().unwrap_or_else(|| panic!("{c}"));
-        assert!(cmd.starts_with("vllm serve meta-llama/Llama-3.1-8B-Instruct --served-model-name llama-3.1-8b"));
-        assert!(cmd.contains("--quantization fp8") && cmd.contains("--max-num-seqs 16"), "{cmd}");
+        assert!(cmd.starts_with(starts), "{cmd}");
+        let seqs = if engine == "vllm" { "--max-num-seqs 16" } else { "--max-running-requests 16" };
+        assert!(cmd.contains("--quantization fp8") && cmd.contains(seqs), "{cmd}");
+        assert_eq!(c["serve_command"]["server"], engine);
     }
     crate::schema::assert_valid(&planned, "FrontierResult", "a plan with its serve commands");
     let on_frontier: std::collections::BTreeSet<String> = planned["frontier"]
@@ -1557,7 +1605,7 @@ fn a_plans_grid_is_measured_by_the_sweep_it_names() {
     assert!(text.contains(&format!("#   goodput compare {}", plan.display())), "{text}");
     let mut words = shlex::split(sweep).unwrap();
     words.extend(["-n", "24", "--progress", "none"].map(String::from));
-    let path = format!("{}:{}", vllm_shim(dir.path()).display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!("{}:{}", server_shims(dir.path()).display(), std::env::var("PATH").unwrap_or_default());
     let t = Instant::now();
     let o = Command::new(BIN)
         .arg("sweep")
@@ -1569,7 +1617,7 @@ fn a_plans_grid_is_measured_by_the_sweep_it_names() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
-    eprintln!("{} configurations of the plan measured in {:.1} s", ids.len(), t.elapsed().as_secs_f64());
+    eprintln!("{} configurations of the plan measured with {engine} in {:.1} s", ids.len(), t.elapsed().as_secs_f64());
     // The knobs reach each server in its launch script: no warning that they do not.
     assert!(!err.contains("same server"), "{err}");
     let measured = read_json(&dir.path().join("grid.measured.json"));

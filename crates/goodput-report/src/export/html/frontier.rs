@@ -66,6 +66,12 @@ pub fn frontier_page(doc: &FrontierResult) -> Result<String, ExportError> {
     if let Some(b) = &doc.best {
         let _ = write!(o, r#"<p class="note">Best: {}</p>"#, html(&b.reason));
         if let Some(c) = doc.configs.get(b.at.config) {
+            let server = match c.serve_command.as_ref().map(|s| s.server.as_str()) {
+                Some("sglang") => "SGLang",
+                Some("vllm") => "vLLM",
+                Some(other) => other,
+                None => "",
+            };
             match c.serve_command.as_ref().map(|s| (s.command.as_deref(), s.missing.as_deref())) {
                 Some((Some(cmd), _)) => {
                     let _ = write!(
@@ -75,7 +81,12 @@ pub fn frontier_page(doc: &FrontierResult) -> Result<String, ExportError> {
                     );
                 }
                 Some((None, Some(why))) => {
-                    let _ = write!(o, r#"<p class="note">To measure it: no one vLLM command: {}</p>"#, html(why));
+                    let _ = write!(
+                        o,
+                        r#"<p class="note">To measure it: no one {} command: {}</p>"#,
+                        html(server),
+                        html(why)
+                    );
                 }
                 _ => {}
             }
