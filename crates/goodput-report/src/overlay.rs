@@ -89,6 +89,9 @@ pub fn terminal(c: &FrontierComparison) -> String {
     if c.pairs.iter().any(|p| p.points.iter().any(|x| x.interpolated)) {
         let _ = writeln!(o, "* the prediction interpolated between the predicted loads around it");
     }
+    if let Some(ch) = &c.choice {
+        let _ = writeln!(o, "\nchoice: {}", esc(&ch.verdict));
+    }
     if !c.unmatched.is_empty() {
         let _ = writeln!(o, "\non one side only:");
         for u in &c.unmatched {
@@ -178,6 +181,9 @@ pub fn markdown(c: &FrontierComparison) -> String {
         let _ = write!(o, " **{}** |", apct(s.median_abs_error));
     }
     o.push('\n');
+    if let Some(ch) = &c.choice {
+        let _ = writeln!(o, "\n**Choice:** {}", md(&ch.verdict));
+    }
     if !c.unmatched.is_empty() {
         o.push_str("\nOn one side only:\n\n");
         for u in &c.unmatched {

@@ -491,26 +491,44 @@ pub fn no_best_reason(doc: &FrontierResult) -> &'static str {
     }
 }
 
-pub fn best_point(doc: &FrontierResult) -> Option<BestPoint> {
-    let priced = doc.points().all(|(id, _)| doc.configs[id.config].usd_per_hour().is_some_and(|u| u > 0.0));
-    let good = |p: &FrontierPoint| p.goodput_tokens_per_s.unwrap_or(p.output_tokens_per_s);
-    let value = |id: PointId, p: &FrontierPoint| {
-        let c = &doc.configs[id.config];
-        match c.usd_per_hour() {
-            Some(u) if priced => good(p) * 3600.0 / u,
-            _ => good(p) / f64::from(c.gpus.max(1)),
-        }
-    };
+/// Whether [`best_point`] ranks the document's points per dollar: every
+/// configuration that ran has a price.
+pub fn ranks_per_usd(doc: &FrontierResult) -> bool {
+    doc.points().all(|(id, _)| doc.configs[id.config].usd_per_hour().is_some_and(|u| u > 0.0))
+}
+
+/// A point's good output tokens/s (every output token without an SLO).
+fn good_rate(p: &FrontierPoint) -> f64 {
+    p.goodput_tokens_per_s.unwrap_or(p.output_tokens_per_s)
+}
+
+/// Whether a point may be the best: it meets the SLO (with one; without,
+/// it is not judged to miss it), it is steady, and it gave good tokens.
+pub fn may_be_best(doc: &FrontierResult, p: &FrontierPoint) -> bool {
     let judged = doc.slo.is_some();
-    let (id, p) = doc
-        .points()
-        .filter(|(_, p)| if judged { p.meets_slo == Some(true) } else { p.meets_slo != Some(false) })
-        .filter(|(_, p)| p.steady != Some(false) && good(p) > 0.0)
-        .max_by(|a, b| {
-            value(a.0, a.1)
-                .total_cmp(&value(b.0, b.1))
-                .then(a.1.tokens_per_s_per_user.unwrap_or(0.0).total_cmp(&b.1.tokens_per_s_per_user.unwrap_or(0.0)))
-        })?;
+    (if judged { p.meets_slo == Some(true) } else { p.meets_slo != Some(false) })
+        && p.steady != Some(false)
+        && good_rate(p) > 0.0
+}
+
+/// The figure [`best_point`] ranks a point of `c` by: good output tokens
+/// per USD where `per_usd`, else good output tokens/s per GPU.
+pub fn ranked_value(c: &FrontierConfig, p: &FrontierPoint, per_usd: bool) -> f64 {
+    match c.usd_per_hour() {
+        Some(u) if per_usd => good_rate(p) * 3600.0 / u,
+        _ => good_rate(p) / f64::from(c.gpus.max(1)),
+    }
+}
+
+pub fn best_point(doc: &FrontierResult) -> Option<BestPoint> {
+    let priced = ranks_per_usd(doc);
+    let value = |id: PointId, p: &FrontierPoint| ranked_value(&doc.configs[id.config], p, priced);
+    let judged = doc.slo.is_some();
+    let (id, p) = doc.points().filter(|(_, p)| may_be_best(doc, p)).max_by(|a, b| {
+        value(a.0, a.1)
+            .total_cmp(&value(b.0, b.1))
+            .then(a.1.tokens_per_s_per_user.unwrap_or(0.0).total_cmp(&b.1.tokens_per_s_per_user.unwrap_or(0.0)))
+    })?;
     let v = value(id, p);
     let c = &doc.configs[id.config];
     let within = if judged { "among the points that meet the SLO" } else { "(no SLO given: every point counts)" };

@@ -263,6 +263,103 @@ pub struct Unmatched {
     pub reason: String,
 }
 
+/// The prediction's best configuration, checked against the measurement:
+/// the measured best, and what the prediction's choice gave as measured,
+/// each by the figure the measured document ranks by.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct ChoiceCheck {
+    /// The prediction's best point's configuration (its id there).
+    pub predicted_best: String,
+    /// The measured configuration paired with it; absent when none was.
+    pub measured_partner: Option<String>,
+    /// The measured document's best point's configuration; absent when no
+    /// measured point may be the best (none met the SLO).
+    pub measured_best: Option<String>,
+    /// What both are ranked by: `good_tokens_per_usd`, or
+    /// `good_tokens_per_s_per_gpu` where some measured configuration has no
+    /// price (without an SLO every output token counts as good).
+    pub ranked_by: String,
+    /// The measured best's value of that figure.
+    pub measured_best_value: Option<f64>,
+    /// The measured partner's best value of it, over its points that may
+    /// be the best; absent when none may (it missed the SLO at every load).
+    pub partner_value: Option<f64>,
+    /// Whether the measured best is the prediction's choice; absent where
+    /// either is missing.
+    pub agrees: Option<bool>,
+    /// The check in a line.
+    pub verdict: String,
+}
+
+/// The prediction's choice against the measurement (see [`ChoiceCheck`]).
+fn check_choice(pred: &FrontierResult, meas: &FrontierResult, pairs: &[ConfigPair]) -> Option<ChoiceCheck> {
+    use crate::doc::frontier::{count, may_be_best, ranked_value, ranks_per_usd};
+    let best = pred.best.as_ref()?;
+    let chosen = pred.configs.get(best.at.config)?.id.clone();
+    let per_usd = ranks_per_usd(meas);
+    let tokens = if meas.slo.is_some() { "good output tokens" } else { "output tokens" };
+    let (ranked_by, unit) = match per_usd {
+        true => ("good_tokens_per_usd", format!("{tokens} per $")),
+        false => ("good_tokens_per_s_per_gpu", format!("{tokens}/s per GPU")),
+    };
+    let value_of = |ci: usize| {
+        let c = &meas.configs[ci];
+        c.points.iter().filter(|p| may_be_best(meas, p)).map(|p| ranked_value(c, p, per_usd)).reduce(f64::max)
+    };
+    let partner = pairs.iter().find(|p| p.predicted == chosen).map(|p| p.measured.clone());
+    let partner_value = partner.as_ref().and_then(|m| meas.configs.iter().position(|c| &c.id == m)).and_then(value_of);
+    let measured_best = meas.best.as_ref().and_then(|b| meas.configs.get(b.at.config)).map(|c| c.id.clone());
+    let measured_best_value =
+        meas.best.as_ref().and_then(|b| Some(ranked_value(meas.configs.get(b.at.config)?, meas.point(b.at)?, per_usd)));
+    let agrees = match (&partner, &measured_best) {
+        (Some(p), Some(b)) => Some(p == b),
+        _ => None,
+    };
+    // The measured configuration, and the prediction's name for it where
+    // that differs (a grid from plan --grid-out keeps the plan's ids).
+    let as_chosen = |m: &str| match m == chosen {
+        true => format!("{m}, the prediction's best,"),
+        false => format!("{m}, the prediction's best ({chosen}),"),
+    };
+    let verdict = match (&partner, &measured_best, partner_value, measured_best_value) {
+        (None, _, _, _) => format!(
+            "the prediction's best, {chosen}, was not measured: no measured configuration has its settings \
+             (plan --grid-out writes it in the grid)"
+        ),
+        (Some(m), None, _, _) => format!(
+            "no measured configuration met the SLO, {m} (the prediction's best, {chosen}) among them: the \
+             prediction chose a configuration that fails it"
+        ),
+        (Some(m), Some(b), None, Some(vb)) => format!(
+            "the prediction's best, {chosen}, measured as {m}, met the SLO at no load; the measured best is {b} \
+             ({} {unit})",
+            count(vb)
+        ),
+        (Some(m), Some(b), Some(vm), _) if m == b => {
+            format!("the measurement agrees: {} is the measured best too ({} {unit})", as_chosen(m), count(vm))
+        }
+        (Some(m), Some(b), Some(vm), Some(vb)) => format!(
+            "the measurement chose otherwise: {b} gave {} {unit}, and {} gave {} ({:+.0}% against the measured best)",
+            count(vb),
+            as_chosen(m),
+            count(vm),
+            (vm / vb - 1.0) * 100.0
+        ),
+        (Some(_), Some(b), _, None) => format!("the measured best is {b}"),
+    };
+    Some(ChoiceCheck {
+        predicted_best: chosen,
+        measured_partner: partner,
+        measured_best,
+        ranked_by: ranked_by.into(),
+        measured_best_value,
+        partner_value,
+        agrees,
+        verdict,
+    })
+}
+
 /// A predicted frontier beside a measured one (`kind` `frontier_compare`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
@@ -280,6 +377,11 @@ pub struct FrontierComparison {
     pub unmatched: Vec<Unmatched>,
     /// Every compared point of every pair together.
     pub overall: Vec<FigureSummary>,
+    /// The prediction's best configuration set against what was measured:
+    /// whether the measurement would choose it too (absent when the
+    /// prediction chose none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<ChoiceCheck>,
     pub notes: Vec<String>,
     /// Both documents, for the chart.
     pub predicted: FrontierResult,
@@ -586,7 +688,9 @@ pub fn compare_frontiers(predicted: (&str, FrontierResult), measured: (&str, Fro
             pred.uncalibrated_gpus.join(", ")
         ));
     }
-    if !pred.model.is_empty() && !meas.model.is_empty() && pred.model != meas.model {
+    // By name, case aside: a sweep keeps its --model as typed
+    // (`llama-3.1-8b`), a plan the catalog's name (`Llama-3.1-8B`).
+    if !pred.model.is_empty() && !meas.model.is_empty() && !pred.model.eq_ignore_ascii_case(&meas.model) {
         notes.push(format!("the predicted model is {} and the measured one {}", pred.model, meas.model));
     }
     // A stopped search or sweep holds the configurations done until then:
@@ -604,6 +708,7 @@ pub fn compare_frontiers(predicted: (&str, FrontierResult), measured: (&str, Fro
         ));
     }
     let overall = summarize(pairs.iter().flat_map(|p| p.points.iter()));
+    let choice = check_choice(&pred, &meas, &pairs);
     FrontierComparison {
         schema: crate::SCHEMA.into(),
         kind: "frontier_compare".into(),
@@ -612,6 +717,7 @@ pub fn compare_frontiers(predicted: (&str, FrontierResult), measured: (&str, Fro
         pairs,
         unmatched,
         overall,
+        choice,
         notes,
         predicted: pred,
         measured: meas,
@@ -774,6 +880,78 @@ mod tests {
         assert_eq!(c.overall[0].points, 3);
         // No word of calibration where the prediction ran calibrated GPUs alone.
         assert!(!c.notes.iter().any(|n| n.contains("uncalibrated")), "{:?}", c.notes);
+    }
+
+    /// The prediction's best is checked against the measured one: agreed,
+    /// beaten (by how much), missing the SLO at every load, or not measured.
+    #[test]
+    fn the_predictions_choice_is_checked_against_the_measured_best() {
+        let pred = || {
+            doc(
+                FrontierSource::Predicted,
+                vec![
+                    planned("p4", "4", vec![point(1, 100.0, 50.0, 20.0), point(4, 300.0, 40.0, 40.0)]),
+                    planned("p8", "8", vec![point(1, 100.0, 50.0, 20.0), point(8, 250.0, 30.0, 50.0)]),
+                ],
+            )
+        };
+        assert_eq!(pred().configs[pred().best.unwrap().at.config].id, "p4");
+        let measured = |seqs8: f64| {
+            doc(
+                FrontierSource::Measured,
+                vec![
+                    config("seqs=4", &[("seqs", "4")], vec![point(1, 80.0, 50.0, 25.0), point(4, 280.0, 40.0, 45.0)]),
+                    config("seqs=8", &[("seqs", "8")], vec![point(8, seqs8, 30.0, 60.0)]),
+                ],
+            )
+        };
+        let check = |meas: FrontierResult| compare_frontiers(("plan.json", pred()), ("f.json", meas)).choice.unwrap();
+        let agreed = check(measured(200.0));
+        assert_eq!(agreed.agrees, Some(true));
+        assert_eq!(
+            (agreed.measured_partner.as_deref(), agreed.ranked_by.as_str()),
+            (Some("seqs=4"), "good_tokens_per_s_per_gpu")
+        );
+        assert_eq!(
+            agreed.verdict,
+            "the measurement agrees: seqs=4, the prediction's best (p4), is the measured best too (280 output \
+             tokens/s per GPU)"
+        );
+        let beaten = check(measured(350.0));
+        assert_eq!((beaten.agrees, beaten.measured_best.as_deref()), (Some(false), Some("seqs=8")));
+        assert_eq!((beaten.partner_value, beaten.measured_best_value), (Some(280.0), Some(350.0)));
+        assert!(
+            beaten.verdict.ends_with("seqs=4, the prediction's best (p4), gave 280 (-20% against the measured best)"),
+            "{}",
+            beaten.verdict
+        );
+        // Judged by an SLO its choice missed at every load.
+        let mut missed = measured(200.0);
+        missed.slo = Some("tpot:p50<=20ms".into());
+        for p in &mut missed.configs[0].points {
+            p.meets_slo = Some(false);
+        }
+        analyze_frontier(&mut missed);
+        let missed = check(missed);
+        assert_eq!((missed.agrees, missed.partner_value), (Some(false), None));
+        assert!(
+            missed
+                .verdict
+                .contains("met the SLO at no load; the measured best is seqs=8 (200 good output tokens/s per GPU)"),
+            "{}",
+            missed.verdict
+        );
+        // Its configuration never measured.
+        let mut other = measured(200.0);
+        other.configs.remove(0);
+        analyze_frontier(&mut other);
+        let unmeasured = check(other);
+        assert_eq!((unmeasured.agrees, unmeasured.measured_partner), (None, None));
+        assert!(
+            unmeasured.verdict.starts_with("the prediction's best, p4, was not measured"),
+            "{}",
+            unmeasured.verdict
+        );
     }
 
     /// A prediction that ran a GPU of an uncalibrated family says so in the

@@ -1644,7 +1644,20 @@ fn plan_grid_measured(engine: &str, starts: &str) {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("\nchoice: "), "{}", String::from_utf8_lossy(&o.stdout));
     let c = read_json(&both);
+    // The plan's choice was in the grid, so it was measured and is judged.
+    let choice = &c["choice"];
+    assert_eq!(choice["measured_partner"], choice["predicted_best"], "{choice}");
+    assert!(choice["agrees"].is_boolean() && choice["verdict"].is_string(), "{choice}");
+    // The grid kept the plan's ids: the configuration is named once.
+    let verdict = choice["verdict"].as_str().unwrap();
+    assert!(
+        verdict.contains(&format!("{}, the prediction's best,", choice["predicted_best"].as_str().unwrap())),
+        "{verdict}"
+    );
+    assert!(!c["notes"].to_string().contains("the predicted model is"), "llama-3.1-8b is Llama-3.1-8B: {}", c["notes"]);
+    crate::schema::assert_valid(&c, "FrontierComparison", "a plan's grid measured and compared");
     let mut paired: Vec<String> = pairs(&c)
         .into_iter()
         .map(|(m, p)| {

@@ -46,6 +46,11 @@ pub fn overlay_page(c: &FrontierComparison) -> Result<String, ExportError> {
         );
     }
     o.push_str("</section>");
+    // Whether the measurement would choose what the prediction chose: the
+    // decision the comparison is for, said before the figures' errors.
+    if let Some(ch) = &c.choice {
+        let _ = write!(o, r#"<p class="note choice">Choice: {}</p>"#, html(&ch.verdict));
+    }
     charts(&mut o, &[chart(c)]);
     medians(&mut o, c);
     points(&mut o, c);
