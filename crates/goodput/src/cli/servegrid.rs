@@ -35,4 +35,7 @@ pub struct ServeGridArgs {
     /// Continue a stopped sweep: keep the configurations the -o document holds, and run the rest.
     #[arg(long, requires = "serve_cmd", help_heading = "Server configurations")]
     pub resume: bool,
+    /// Print each configuration's command as it would start, and the sweep's longest time, and start nothing: a check of a grid (plan --grid-out's, say) before its hours of servers.
+    #[arg(long, requires = "serve_cmd", help_heading = "Server configurations")]
+    pub dry_run: bool,
 }

@@ -105,6 +105,10 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
         );
     }
     check(&a, &grid)?;
+    if s.dry_run {
+        crate::output::say(&dry_run(&a, &template, &grid));
+        return Ok(ExitCode::SUCCESS);
+    }
     let out = a
         .output
         .output
@@ -542,6 +546,38 @@ fn check(a: &SweepArgs, grid: &[Params]) -> Result<()> {
 
 /// The most the sweep can take, in words: each configuration's wait for
 /// readiness, its points, and its stop.
+/// `--dry-run`: each configuration's command, as it would start on a
+/// port goodput picks (shown as 8000), and the sweep's longest time;
+/// nothing started, nothing written.
+fn dry_run(a: &SweepArgs, template: &Template, grid: &[Params]) -> String {
+    let mut o = format!(
+        "dry run: {} configuration{}, none started (each on a free port goodput picks, shown here as 8000):\n",
+        grid.len(),
+        if grid.len() == 1 { "" } else { "s" }
+    );
+    for (i, p) in grid.iter().enumerate() {
+        let words: Vec<String> = template
+            .fill(p, 8000)
+            .iter()
+            .map(|w| shlex::try_quote(w).map_or_else(|_| w.replace('\0', ""), |q| q.into_owned()))
+            .collect();
+        o.push_str(&goodput_report::escape::terminal(&format!(
+            "  {}/{} {}: {}",
+            i + 1,
+            grid.len(),
+            p.id(),
+            words.join(" ")
+        )));
+        o.push('\n');
+    }
+    if a.estimate {
+        o.push_str("--estimate's predictions are not run either: drop --dry-run to run them, then the servers\n");
+    }
+    o.push_str(&upper_bound(a, grid.len()));
+    o.push('\n');
+    o
+}
+
 fn upper_bound(a: &SweepArgs, configs: usize) -> String {
     let s = &a.serve;
     let starts = if s.restart_per_point {
