@@ -256,13 +256,33 @@ pub struct Grid {
     pub configs: usize,
     /// The frontier's configurations of this GPU left out, each with why.
     pub left_out: Vec<String>,
-    /// The sweep that measures it.
-    pub sweep: String,
+    /// The sweep that measures it; none where no configuration of this GPU
+    /// has one command.
+    pub sweep: Option<String>,
 }
 
 /// The configurations with a point on either frontier, or the best point.
 fn on_the_frontier(doc: &FrontierResult) -> BTreeSet<usize> {
     doc.frontier.iter().chain(&doc.frontier_per_usd).chain(doc.best.as_ref().map(|b| &b.at)).map(|p| p.config).collect()
+}
+
+/// Whether one command starts the configuration.
+fn startable(c: &FrontierConfig) -> bool {
+    c.serve_command.as_ref().is_some_and(|s| s.command.is_some())
+}
+
+/// The configurations on the frontier of those one command starts (and
+/// the best of them): where the plan's frontier holds some that none does
+/// (a drafter to name, a quantized checkpoint, separate pools), the
+/// nearest that can be measured, so that a grid is never left empty while
+/// any configuration can be started.
+fn startable_frontier(doc: &FrontierResult) -> BTreeSet<usize> {
+    let mut only = doc.clone();
+    for c in only.configs.iter_mut().filter(|c| !startable(c)) {
+        c.points.clear();
+    }
+    goodput_core::doc::frontier::analyze_frontier(&mut only);
+    on_the_frontier(&only)
 }
 
 /// `grid.toml` for one GPU type among several: `grid-h100-sxm.toml`.
@@ -346,8 +366,9 @@ fn table(c: &FrontierConfig, command: &str) -> String {
 /// where there are several: `out`'s name with the type), each with vLLM's
 /// command in `launch`, and a header with the sweep that measures them.
 pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Result<Vec<Grid>> {
-    let chosen = on_the_frontier(doc);
-    if chosen.is_empty() {
+    let planned = on_the_frontier(doc);
+    let chosen: BTreeSet<usize> = planned.union(&startable_frontier(doc)).copied().collect();
+    if planned.is_empty() {
         bail!(
             "--grid-out: the plan has no frontier (no configuration completed a request), so there is no grid to write"
         );
@@ -363,26 +384,31 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
     let mut grids = Vec::new();
     for gpu in gpus {
         let path = grid_path(out, &gpu, several);
-        let mine: Vec<&FrontierConfig> = chosen
+        let mine: Vec<(usize, &FrontierConfig)> = chosen
             .iter()
-            .map(|&i| &doc.configs[i])
-            .filter(|c| c.params.get("gpu").map_or("", String::as_str) == gpu)
+            .map(|&i| (i, &doc.configs[i]))
+            .filter(|(_, c)| c.params.get("gpu").map_or("", String::as_str) == gpu)
             .collect();
         let mut tables = Vec::new();
         let mut left_out = Vec::new();
         let mut loads = BTreeSet::new();
         let mut routers = BTreeSet::new();
-        for c in &mine {
+        for (i, c) in &mine {
             let sc = c.serve_command.as_ref();
             match sc.and_then(|s| s.command.as_deref()) {
                 Some(cmd) => {
-                    tables.push(table(c, cmd));
+                    let which = match planned.contains(i) {
+                        true => "# on the plan's frontier\n".to_string(),
+                        false => format!("# on the frontier of what one {} command starts\n", server_title(doc)),
+                    };
+                    tables.push(which + &table(c, cmd));
                     loads.extend(c.points.iter().filter_map(|p| match p.load {
                         Load::Concurrency(n) => Some(n),
                         Load::Rate(_) => None,
                     }));
                     routers.extend(c.params.get("router").cloned());
                 }
+                None if !planned.contains(i) => {}
                 None => left_out.push(format!(
                     "{}: {}",
                     c.id,
@@ -390,21 +416,25 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
                 )),
             }
         }
-        let price = mine.iter().find_map(|c| c.gpu_hour_usd);
-        let sweep = sweep_command(&path, cx, &loads, doc.slo.as_deref(), price);
+        let price = mine.iter().find_map(|(_, c)| c.gpu_hour_usd);
+        let sweep = (!tables.is_empty()).then(|| sweep_command(&path, cx, &loads, doc.slo.as_deref(), price));
         // A header line is a comment to its end: a line break in a name
         // (a model's, a path's) would end it and start TOML.
         let comment = |t: &str| t.chars().map(|c| if c.is_control() { '?' } else { c }).collect::<String>();
         let mut text = comment(&format!(
-            "# goodput plan's frontier for {} on {gpu}: {} of its configurations, each started with {} (launch).",
+            "# goodput plan's frontier for {} on {gpu}: {} configuration{}, each started with {} (launch).",
             doc.model,
             tables.len(),
+            if tables.len() == 1 { "" } else { "s" },
             server_title(doc)
         ));
         text.push('\n');
-        let _ = writeln!(text, "# Measure them on a machine with these GPUs, and set the measurement beside the plan:");
-        let _ = writeln!(text, "#   {}", comment(&sweep));
-        if let Some(plan) = cx.plan_output {
+        if let Some(sweep) = &sweep {
+            let _ =
+                writeln!(text, "# Measure them on a machine with these GPUs, and set the measurement beside the plan:");
+            let _ = writeln!(text, "#   {}", comment(sweep));
+        }
+        if let Some(plan) = cx.plan_output.filter(|_| sweep.is_some()) {
             let measured = measured_path(&path);
             let words = [plan.display().to_string(), measured.display().to_string()];
             let _ = writeln!(text, "#   goodput compare {}", comment(&shell_words(&words)));
@@ -646,11 +676,12 @@ mod tests {
         let h200 = std::fs::read_to_string(&grids[1].path).unwrap();
         assert!(h200.contains("#   h200 1P+1D: prefill apart from decode (1:1)"), "{h200}");
         assert!(h200.contains("#   goodput compare plan.json "), "{h200}");
+        let sweep = grids[1].sweep.as_deref().unwrap();
         assert!(
-            grids[1].sweep.contains("--model llama-3.1-8b --input-tokens 512 --slo 'tpot:p90<=40ms' --gpu-hour-usd 3"),
-            "{}",
-            grids[1].sweep
+            sweep.contains("--model llama-3.1-8b --input-tokens 512 --slo 'tpot:p90<=40ms' --gpu-hour-usd 3"),
+            "{sweep}"
         );
+        assert!(h200.contains("# on the plan's frontier\n[[config]]\nid = \"h200 tp2\""), "{h200}");
         let parsed: toml::Table = toml::from_str(&h200).unwrap();
         assert_eq!(parsed.keys().collect::<Vec<_>>(), ["config"], "{h200}");
         let table = &parsed["config"].as_array().unwrap()[0];
@@ -659,6 +690,65 @@ mod tests {
         // No frontier, no grid.
         doc.frontier.clear();
         assert!(write_grids(&doc, &dir.path().join("h.toml"), &cx).unwrap_err().to_string().contains("no frontier"));
+    }
+
+    /// A point of `users` at `per_gpu` tokens/s per GPU and `per_user`
+    /// tokens/s per user, as a plan gives it.
+    fn point(users: u64, per_gpu: f64, per_user: f64) -> goodput_core::doc::frontier::FrontierPoint {
+        serde_json::from_value(serde_json::json!({
+            "load": {"kind": "concurrency", "value": users},
+            "output_tokens_per_s": per_gpu,
+            "output_tokens_per_s_per_gpu": per_gpu,
+            "tokens_per_s_per_user": per_user,
+            "ttft_ms": 50.0,
+            "tpot_ms": 1000.0 / per_user,
+            "completed": 10
+        }))
+        .unwrap()
+    }
+
+    /// Where the whole frontier drafts (no one command starts it), the
+    /// grid holds the frontier of what one command starts instead, each
+    /// table saying which it is; and where nothing can be started, no
+    /// sweep is offered.
+    #[test]
+    fn a_frontier_no_command_starts_gives_the_nearest_that_one_does() {
+        use goodput_core::doc::frontier::{analyze_frontier, FrontierSource};
+        let knobs = |spec: &str| {
+            params(&[("gpu", "h100-sxm"), ("tp", "1"), ("dp", "1"), ("precision", "fp8"), ("spec_tokens", spec)])
+        };
+        let mut drafts = FrontierConfig::new("spec3".into(), knobs("3"), None, 1, None);
+        drafts.points = vec![point(1, 200.0, 150.0), point(8, 900.0, 100.0)];
+        let mut plain = FrontierConfig::new("plain".into(), knobs("0"), None, 1, None);
+        plain.points = vec![point(1, 100.0, 90.0), point(8, 700.0, 80.0)];
+        let mut doc = FrontierResult {
+            configs: vec![drafts, plain],
+            ..FrontierResult::new(crate::common::tool(), FrontierSource::Predicted, 0.9, 50.0)
+        };
+        analyze_frontier(&mut doc);
+        assert!(doc.frontier.iter().all(|p| p.config == 0), "the drafting one dominates");
+        set_commands(&mut doc, Server::Vllm, Some("m/x"), "x", 0.9);
+        let dir = tempfile::tempdir().unwrap();
+        let cx = SweepContext { named: "x", workload: Vec::new(), trace: None, plan_output: None };
+        let grids = write_grids(&doc, &dir.path().join("g.toml"), &cx).unwrap();
+        assert_eq!((grids[0].configs, grids[0].left_out.len()), (1, 1));
+        let text = std::fs::read_to_string(&grids[0].path).unwrap();
+        assert!(
+            text.contains("# on the frontier of what one vLLM command starts\n[[config]]\nid = \"plain\""),
+            "{text}"
+        );
+        assert!(text.contains("#   spec3: speculative decoding"), "{text}");
+        assert!(grids[0].sweep.as_deref().is_some_and(|s| s.contains("--concurrency '1,8'")), "{:?}", grids[0].sweep);
+        // Nothing startable: the file says so, and no sweep is offered.
+        doc.configs.remove(1);
+        analyze_frontier(&mut doc);
+        let grids = write_grids(&doc, &dir.path().join("h.toml"), &cx).unwrap();
+        assert_eq!((grids[0].configs, grids[0].sweep.as_deref()), (0, None));
+        let text = std::fs::read_to_string(&grids[0].path).unwrap();
+        assert!(
+            text.contains("has one vLLM command: the file has none to sweep") && !text.contains("goodput sweep"),
+            "{text}"
+        );
     }
 
     #[test]

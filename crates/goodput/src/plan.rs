@@ -590,17 +590,27 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
             plan_output: a.output.as_deref(),
         };
         for g in crate::launch::write_grids(&doc, out, &cx)? {
-            goodput_core::tell!(
-                "grid of {} on {} written to {}{}; measure it with:\n  {}",
-                plural(g.configs, "frontier configuration"),
-                g.gpu,
-                g.path.display(),
-                match g.left_out.len() {
-                    0 => String::new(),
-                    n => format!(" ({} left out, with no one command: the file says why)", plural(n, "other")),
-                },
-                g.sweep
-            );
+            let left = match g.left_out.len() {
+                0 => String::new(),
+                n => format!(
+                    " ({} of the frontier left out, with no one command: the file says why)",
+                    plural(n, "configuration")
+                ),
+            };
+            match &g.sweep {
+                Some(sweep) => goodput_core::tell!(
+                    "grid of {} on {} written to {}{left}; measure it with:\n  {sweep}",
+                    plural(g.configs, "configuration"),
+                    g.gpu,
+                    g.path.display(),
+                ),
+                None => goodput_core::tell!(
+                    "warning: no configuration on {} has one command to start it, so the grid written to {} holds \
+                     none to measure{left}",
+                    g.gpu,
+                    g.path.display()
+                ),
+            }
         }
     }
     if interrupted {
