@@ -307,12 +307,13 @@ pub fn export(
 pub const CSV_FILE: &str = "frontier.csv";
 
 /// How to start a predicted configuration on a real server, to measure it:
-/// `to measure it: vllm serve …`, or why vLLM has no one command for it.
+/// `to measure it: vllm serve …`, or why the server has no one command for
+/// it.
 pub fn measure_line(c: &goodput_core::doc::frontier::FrontierConfig) -> Option<String> {
     let sc = c.serve_command.as_ref()?;
     match (&sc.command, &sc.missing) {
         (Some(cmd), _) => Some(format!("to measure it: {cmd} --port 8000 (plan --grid-out writes the sweep)")),
-        (None, Some(why)) => Some(format!("to measure it: {} has no one command for it: {why}", sc.server)),
+        (None, Some(why)) => Some(format!("to measure it: {} has no one command for it: {why}", sc.server_title())),
         (None, None) => None,
     }
 }
@@ -422,6 +423,30 @@ mod tests {
     /// verdict with the reason on hover (it had read plainly "met") and a
     /// dot drawn apart, faint and dotted, with a legend entry (it had been
     /// drawn as any other).
+    /// The best configuration's command, or why its server has none, under
+    /// the best's line in the terminal, and on the page.
+    #[test]
+    fn the_best_says_how_to_start_it() {
+        use goodput_core::doc::frontier::ServeCommand;
+        let mut d = two_gpus(Some(3.2), false);
+        let best = d.best.as_ref().unwrap().at.config;
+        let sc = |command: Option<&str>, missing: Option<&str>| ServeCommand {
+            server: "sglang".into(),
+            command: command.map(str::to_string),
+            missing: missing.map(str::to_string),
+        };
+        d.configs[best].serve_command = Some(sc(None, Some("a drafter is needed")));
+        let t = terminal(&d);
+        assert!(t.contains("\nto measure it: SGLang has no one command for it: a drafter is needed\n"), "{t}");
+        let page = crate::export::html::frontier_page(&d).unwrap();
+        assert!(page.contains("To measure it: no one SGLang command: a drafter is needed"));
+        d.configs[best].serve_command = Some(sc(Some("python3 -m sglang.launch_server --model-path m"), None));
+        let t = terminal(&d);
+        assert!(t.contains("\nto measure it: python3 -m sglang.launch_server --model-path m --port 8000"), "{t}");
+        let rows = csv(&d);
+        assert!(rows.contains(",python3 -m sglang.launch_server --model-path m,"), "{rows}");
+    }
+
     #[test]
     fn a_point_not_steady_says_so_in_every_format() {
         let mut d = two_gpus(Some(3.2), false);

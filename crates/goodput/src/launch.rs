@@ -479,11 +479,8 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
 }
 
 /// The server the document's commands start, as prose names it.
-fn server_title(doc: &FrontierResult) -> &'static str {
-    match doc.configs.iter().find_map(|c| c.serve_command.as_ref()).map(|s| s.server.as_str()) {
-        Some("sglang") => Server::Sglang.title(),
-        _ => Server::Vllm.title(),
-    }
+fn server_title(doc: &FrontierResult) -> &str {
+    doc.configs.iter().find_map(|c| c.serve_command.as_ref()).map_or("vLLM", |s| s.server_title())
 }
 
 /// `grid.toml` → `grid.measured.json`.

@@ -131,6 +131,18 @@ pub struct ServeCommand {
     pub missing: Option<String>,
 }
 
+impl ServeCommand {
+    /// The server as prose names it: `vLLM`, `SGLang` (another as the
+    /// document names it).
+    pub fn server_title(&self) -> &str {
+        match self.server.as_str() {
+            "vllm" => "vLLM",
+            "sglang" => "SGLang",
+            other => other,
+        }
+    }
+}
+
 impl FrontierConfig {
     /// A configuration that ran (status `ok`), with no points yet.
     pub fn new(

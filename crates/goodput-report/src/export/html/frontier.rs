@@ -66,12 +66,7 @@ pub fn frontier_page(doc: &FrontierResult) -> Result<String, ExportError> {
     if let Some(b) = &doc.best {
         let _ = write!(o, r#"<p class="note">Best: {}</p>"#, html(&b.reason));
         if let Some(c) = doc.configs.get(b.at.config) {
-            let server = match c.serve_command.as_ref().map(|s| s.server.as_str()) {
-                Some("sglang") => "SGLang",
-                Some("vllm") => "vLLM",
-                Some(other) => other,
-                None => "",
-            };
+            let server = c.serve_command.as_ref().map_or("", |s| s.server_title());
             match c.serve_command.as_ref().map(|s| (s.command.as_deref(), s.missing.as_deref())) {
                 Some((Some(cmd), _)) => {
                     let _ = write!(
