@@ -78,6 +78,9 @@ pub enum Server {
     Vllm,
     /// SGLang's `python3 -m sglang.launch_server`.
     Sglang,
+    /// `goodput serve --profile engine`: the simulated engine behind real
+    /// HTTP, every knob included, to rehearse the measurement with no GPU.
+    Goodput,
 }
 
 impl Server {
@@ -86,6 +89,7 @@ impl Server {
         match self {
             Server::Vllm => "vllm",
             Server::Sglang => "sglang",
+            Server::Goodput => "goodput",
         }
     }
 
@@ -94,8 +98,37 @@ impl Server {
         match self {
             Server::Vllm => "vLLM",
             Server::Sglang => "SGLang",
+            Server::Goodput => "goodput serve",
         }
     }
+}
+
+/// `goodput serve`'s flags for a configuration: each of plan's knobs has
+/// one of its own name.
+fn goodput_flags(params: &ParamMap, gpu_memory_utilization: f64) -> Vec<String> {
+    const FLAGS: [&str; 15] = [
+        "gpu",
+        "tp",
+        "dp",
+        "pp",
+        "ep",
+        "precision",
+        "kv_cache_dtype",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "pd",
+        "scheduler",
+        "router",
+        "spec_tokens",
+        "spec_acceptance",
+        "spec_draft_cost",
+    ];
+    let mut flags = Vec::new();
+    for (k, v) in params.iter().filter(|(k, _)| FLAGS.contains(&k.as_str())) {
+        flags.extend([format!("--{}", k.replace('_', "-")), v.trim().to_string()]);
+    }
+    flags.extend(["--gpu-memory-utilization".into(), gpu_memory_utilization.to_string()]);
+    flags
 }
 
 /// The flags of a configuration's knobs on `server`, or why it has no one
@@ -217,6 +250,15 @@ fn serve_words(server: Server, params: &ParamMap, served: &str, named: &str, mem
         Server::Sglang => {
             vec!["python3".into(), "-m".into(), "sglang.launch_server".into(), "--model-path".into(), served.into()]
         }
+        // This binary, where it can be found: the grid is run on this machine.
+        Server::Goodput => {
+            let exe = std::env::current_exe().map_or_else(|_| "goodput".into(), |p| p.display().to_string());
+            let mut w: Vec<String> = vec![exe, "serve".into(), "--profile".into(), "engine".into()];
+            // Named as the sweep's requests name it (it serves the catalog's name otherwise).
+            w.extend(["--model".into(), named.into(), "--served-model-name".into(), named.into(), "-q".into()]);
+            w.extend(goodput_flags(params, mem));
+            return Ok(w);
+        }
     };
     if named != served {
         words.extend(["--served-model-name".into(), named.to_string()]);
@@ -230,6 +272,8 @@ fn serve_words(server: Server, params: &ParamMap, served: &str, named: &str, mem
 /// which the requests of a sweep then give).
 pub fn set_commands(doc: &mut FrontierResult, server: Server, served: Option<&str>, named: &str, mem: f64) {
     for c in &mut doc.configs {
+        // goodput serve takes the plan's own model.
+        let served = if server == Server::Goodput { Some(named) } else { served };
         let (command, missing) = match served {
             None => (
                 None,
@@ -342,7 +386,8 @@ pub struct SweepContext<'a> {
 }
 
 /// A configuration's grid table: its id, its knobs as plan named them (the
-/// router left out: vLLM balances its data-parallel ranks its own way), and
+/// router left out: vLLM balances its data-parallel ranks its own way, and
+/// so do the drafts' acceptance and cost, which the sweep's flags give), and
 /// `launch`, the script that starts vLLM on the port `sh -c` passes it as
 /// `$0`.
 fn table(c: &FrontierConfig, command: &str) -> String {
@@ -353,7 +398,9 @@ fn table(c: &FrontierConfig, command: &str) -> String {
     };
     let _ = writeln!(t, "id = {}", toml::Value::String(c.id.clone()));
     for (k, v) in &c.params {
-        if !matches!(k.as_str(), "router" | "spec_tokens" | "spec_acceptance" | "spec_draft_cost") {
+        // Not knobs of a grid: the sweep's --spec-acceptance and
+        // --spec-draft-cost carry the drafts' (sweep_command).
+        if !matches!(k.as_str(), "router" | "spec_acceptance" | "spec_draft_cost") {
             let _ = writeln!(t, "{k} = {}", value(v));
         }
     }
@@ -417,7 +464,11 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
             }
         }
         let price = mine.iter().find_map(|(_, c)| c.gpu_hour_usd);
-        let sweep = (!tables.is_empty()).then(|| sweep_command(&path, cx, &loads, doc.slo.as_deref(), price));
+        // One plan drafts at one acceptance and cost.
+        let drafts = mine.iter().filter(|(_, c)| startable(c)).find_map(|(_, c)| {
+            Some((c.params.get("spec_acceptance")?.as_str(), c.params.get("spec_draft_cost")?.as_str()))
+        });
+        let sweep = (!tables.is_empty()).then(|| sweep_command(&path, cx, &loads, doc.slo.as_deref(), price, drafts));
         // A header line is a comment to its end: a line break in a name
         // (a model's, a path's) would end it and start TOML.
         let comment = |t: &str| t.chars().map(|c| if c.is_control() { '?' } else { c }).collect::<String>();
@@ -498,6 +549,7 @@ fn sweep_command(
     loads: &BTreeSet<u64>,
     slo: Option<&str>,
     price: Option<f64>,
+    drafts: Option<(&str, &str)>,
 ) -> String {
     let mut w: Vec<String> = ["goodput", "sweep", "--serve-cmd", "sh -c {launch} {port}", "--serve-grid"]
         .into_iter()
@@ -520,6 +572,11 @@ fn sweep_command(
     }
     if let Some(p) = price {
         w.extend(["--gpu-hour-usd".into(), p.to_string()]);
+    }
+    // The drafting configurations' acceptance and cost, for --estimate to
+    // predict them as the plan did.
+    if let Some((acceptance, cost)) = drafts {
+        w.extend(["--spec-acceptance".into(), acceptance.into(), "--spec-draft-cost".into(), cost.into()]);
     }
     w.extend(["--estimate".into(), "-o".into(), measured_path(grid).display().to_string()]);
     shell_words(&w)

@@ -118,7 +118,8 @@ pub struct FrontierConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct ServeCommand {
-    /// The server it is written for: `vllm` or `sglang`.
+    /// The server it is written for: `vllm`, `sglang`, or `goodput` (`goodput
+    /// serve`'s simulated engine).
     pub server: String,
     /// The command, with no address (`--host` and `--port` are the
     /// caller's): `vllm serve meta-llama/Llama-3.1-70B-Instruct
@@ -138,6 +139,7 @@ impl ServeCommand {
         match self.server.as_str() {
             "vllm" => "vLLM",
             "sglang" => "SGLang",
+            "goodput" => "goodput serve",
             other => other,
         }
     }

@@ -328,8 +328,14 @@ fn check_choice(pred: &FrontierResult, meas: &FrontierResult, pairs: &[ConfigPai
              (plan --grid-out writes it in the grid)"
         ),
         (Some(m), None, _, _) => format!(
-            "no measured configuration met the SLO, {m} (the prediction's best, {chosen}) among them: the \
-             prediction chose a configuration that fails it"
+            "the measurement has no best point to set the prediction's best against ({}); {} as measured, \
+             {}",
+            crate::doc::frontier::no_best_reason(meas),
+            as_chosen(m).trim_end_matches(','),
+            match partner_value {
+                Some(v) => format!("gave {} {unit}", count(v)),
+                None => "has no point that may be the best either".into(),
+            }
         ),
         (Some(m), Some(b), None, Some(vb)) => format!(
             "the prediction's best, {chosen}, measured as {m}, met the SLO at no load; the measured best is {b} \

@@ -1689,3 +1689,64 @@ fn a_dry_run_shows_the_commands_and_starts_nothing() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert!(left.is_empty(), "a dry run writes nothing: {left:?}");
 }
+
+/// `plan --serve-engine goodput`: the grid starts `goodput serve`'s
+/// simulated engine with every knob, so the whole measurement runs here as
+/// it would on GPUs, at real time, and every configuration of the frontier
+/// has a command (a drafting one included).
+#[test]
+fn a_plan_is_rehearsed_on_the_simulated_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, grid) = (dir.path().join("plan.json"), dir.path().join("grid.toml"));
+    let o = goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "2", "--tp", "1,2"])
+        .args(["--serve-engine", "goodput", "--spec-tokens", "0,3"])
+        .args(["--precision", "fp8", "--max-num-batched-tokens", "2048", "--max-num-seqs", "8"])
+        .args(["--concurrency", "2,4", "--input-tokens", "128", "--output-tokens", "8"])
+        .args(["--slo", "ttft:p50<=60s", "-o"])
+        .arg(&plan)
+        .arg("--grid-out")
+        .arg(&grid)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let planned = read_json(&plan);
+    for c in configs(&planned) {
+        let cmd = c["serve_command"]["command"].as_str().unwrap_or_else(|| panic!("{c}"));
+        assert!(
+            cmd.contains(" serve --profile engine --model llama-3.1-8b --served-model-name llama-3.1-8b -q --dp "),
+            "{cmd}"
+        );
+        assert_eq!(c["serve_command"]["server"], "goodput");
+    }
+    let text = std::fs::read_to_string(&grid).unwrap();
+    assert!(!text.contains("Left out"), "goodput serve starts every configuration: {text}");
+    assert!(
+        text.contains("spec_tokens = 3") && text.contains("--spec-acceptance 0.7 --spec-draft-cost 0.05"),
+        "{text}"
+    );
+    let sweep = text.lines().find_map(|l| l.strip_prefix("#   goodput sweep ")).unwrap();
+    let mut words = shlex::split(sweep).unwrap();
+    words.extend(["-n", "8", "--progress", "none"].map(String::from));
+    let o = goodput().arg("sweep").args(&words).current_dir(dir.path()).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let measured = read_json(&dir.path().join("grid.measured.json"));
+    let ids: Vec<&str> = configs(&measured).iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert!(ids.iter().any(|id| id.contains("spec3")), "a drafting configuration was measured too: {ids:?}");
+    for c in configs(&measured) {
+        assert_eq!(c["status"], "ok", "{c}");
+        for p in c["points"].as_array().unwrap() {
+            assert_eq!((p["completed"].as_u64(), p["failed"].as_u64()), (Some(8), Some(0)), "{p}");
+        }
+    }
+    let own = read_json(&dir.path().join("grid.measured.compare.json"));
+    let (_, pairs) = compared(&own);
+    assert!(pairs.iter().all(|(m, p)| m == p) && pairs.len() == ids.len(), "{own}");
+    // The plan's choice, measured.
+    let both = dir.path().join("both.json");
+    let o =
+        goodput().arg("compare").arg(&plan).arg(dir.path().join("grid.measured.json")).arg("-o").arg(&both).output();
+    assert!(o.unwrap().status.success());
+    let choice = &read_json(&both)["choice"];
+    assert_eq!(choice["measured_partner"], choice["predicted_best"], "{choice}");
+}
