@@ -1669,13 +1669,15 @@ fn plan_grid_measured(engine: &str, starts: &str) {
     assert_eq!(paired, ids.into_iter().collect::<Vec<_>>(), "{c}");
 }
 
-/// `--dry-run` prints each configuration's command as it would start and
-/// the sweep's longest time, and starts and writes nothing.
+/// `--dry-run` prints each configuration's command as it would start (its
+/// credentials masked) and the sweep's longest time, and starts and writes
+/// nothing.
 #[test]
 fn a_dry_run_shows_the_commands_and_starts_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let o = goodput()
-        .args(["sweep", "--serve-cmd", "sh -c 'echo started > started' {port} {seqs}", "--serve-grid", "seqs=4,16"])
+        .args(["sweep", "--serve-cmd", "sh -c 'echo started > started' {port} {seqs} --hf-token hf_dryrun_secret"])
+        .args(["--serve-grid", "seqs=4,16"])
         .args(["--concurrency", "1", "-n", "2", "--dry-run", "-o"])
         .arg(dir.path().join("f.json"))
         .current_dir(dir.path())
@@ -1684,7 +1686,8 @@ fn a_dry_run_shows_the_commands_and_starts_nothing() {
     let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert!(o.status.success(), "{said}");
     assert!(said.contains("dry run: 2 configurations, none started"), "{said}");
-    assert!(said.contains("  2/2 seqs=16: sh -c 'echo started > started' 8000 16\n"), "{said}");
+    assert!(said.contains("  2/2 seqs=16: sh -c 'echo started > started' 8000 16 --hf-token '***'\n"), "{said}");
+    assert!(!said.contains("hf_dryrun_secret"), "a credential is masked, as the starting line masks it: {said}");
     assert!(said.contains("2 configurations: at most"), "{said}");
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert!(left.is_empty(), "a dry run writes nothing: {left:?}");

@@ -547,8 +547,9 @@ fn check(a: &SweepArgs, grid: &[Params]) -> Result<()> {
 /// The most the sweep can take, in words: each configuration's wait for
 /// readiness, its points, and its stop.
 /// `--dry-run`: each configuration's command, as it would start on a
-/// port goodput picks (shown as 8000), and the sweep's longest time;
-/// nothing started, nothing written.
+/// port goodput picks (shown as 8000), its credentials masked as
+/// [`masked_command`] masks them, and the sweep's longest time; nothing
+/// started, nothing written.
 fn dry_run(a: &SweepArgs, template: &Template, grid: &[Params]) -> String {
     let mut o = format!(
         "dry run: {} configuration{}, none started (each on a free port goodput picks, shown here as 8000):\n",
@@ -556,18 +557,10 @@ fn dry_run(a: &SweepArgs, template: &Template, grid: &[Params]) -> String {
         if grid.len() == 1 { "" } else { "s" }
     );
     for (i, p) in grid.iter().enumerate() {
-        let words: Vec<String> = template
-            .fill(p, 8000)
-            .iter()
-            .map(|w| shlex::try_quote(w).map_or_else(|_| w.replace('\0', ""), |q| q.into_owned()))
-            .collect();
-        o.push_str(&goodput_report::escape::terminal(&format!(
-            "  {}/{} {}: {}",
-            i + 1,
-            grid.len(),
-            p.id(),
-            words.join(" ")
-        )));
+        // Shown as the "starting:" line shows a server's command: its
+        // credentials masked.
+        let command = masked_command(&template.fill(p, 8000), &a.target);
+        o.push_str(&goodput_report::escape::terminal(&format!("  {}/{} {}: {command}", i + 1, grid.len(), p.id())));
         o.push('\n');
     }
     if a.estimate {
