@@ -15,6 +15,7 @@
 
 use anyhow::{bail, Context, Result};
 use goodput_core::doc::frontier::{FrontierConfig, FrontierResult, ParamMap, ServeCommand};
+use goodput_core::doc::overlay::KNOBS;
 use goodput_core::doc::sweep::Load;
 use goodput_sim::engine::ModelSpec;
 use std::collections::BTreeSet;
@@ -103,28 +104,13 @@ impl Server {
     }
 }
 
-/// `goodput serve`'s flags for a configuration: each of plan's knobs has
-/// one of its own name.
+/// `goodput serve`'s flags for a configuration: each of the simulator's
+/// knobs ([`KNOBS`]) has a flag of its own name, and so do the settings plan
+/// names beside them (the router, the drafts' acceptance and cost).
 fn goodput_flags(params: &ParamMap, gpu_memory_utilization: f64) -> Vec<String> {
-    const FLAGS: [&str; 15] = [
-        "gpu",
-        "tp",
-        "dp",
-        "pp",
-        "ep",
-        "precision",
-        "kv_cache_dtype",
-        "max_num_seqs",
-        "max_num_batched_tokens",
-        "pd",
-        "scheduler",
-        "router",
-        "spec_tokens",
-        "spec_acceptance",
-        "spec_draft_cost",
-    ];
+    let flag = |k: &str| KNOBS.contains(&k) || matches!(k, "router" | "spec_acceptance" | "spec_draft_cost");
     let mut flags = Vec::new();
-    for (k, v) in params.iter().filter(|(k, _)| FLAGS.contains(&k.as_str())) {
+    for (k, v) in params.iter().filter(|(k, _)| flag(k)) {
         flags.extend([format!("--{}", k.replace('_', "-")), v.trim().to_string()]);
     }
     flags.extend(["--gpu-memory-utilization".into(), gpu_memory_utilization.to_string()]);
@@ -271,9 +257,9 @@ fn serve_words(server: Server, params: &ParamMap, served: &str, named: &str, mem
 /// (what the server loads) under the name `named` (the plan's --model,
 /// which the requests of a sweep then give).
 pub fn set_commands(doc: &mut FrontierResult, server: Server, served: Option<&str>, named: &str, mem: f64) {
+    // goodput serve takes the plan's own model.
+    let served = if server == Server::Goodput { Some(named) } else { served };
     for c in &mut doc.configs {
-        // goodput serve takes the plan's own model.
-        let served = if server == Server::Goodput { Some(named) } else { served };
         let (command, missing) = match served {
             None => (
                 None,

@@ -483,13 +483,12 @@ pub fn analyze_frontier(doc: &mut FrontierResult) {
 /// (a reason of its own: it had been told as "no point completed a
 /// request" beside points that had).
 pub fn no_best_reason(doc: &FrontierResult) -> &'static str {
-    let good = |p: &FrontierPoint| p.goodput_tokens_per_s.unwrap_or(p.output_tokens_per_s) > 0.0;
     let judged = doc.slo.is_some();
     let candidates: Vec<&FrontierPoint> = doc
         .points()
         .map(|(_, p)| p)
         .filter(|p| if judged { p.meets_slo == Some(true) } else { p.meets_slo != Some(false) })
-        .filter(|p| good(p))
+        .filter(|p| good_rate(p) > 0.0)
         .collect();
     match (candidates.is_empty(), judged) {
         (true, true) => "no point met the SLO: relax it, or offer more or faster GPUs",
