@@ -9,18 +9,23 @@
 //! `--enable-expert-parallel` (which spreads the experts over all TP × DP
 //! GPUs), `--quantization fp8` (weights quantized as they load) or
 //! `--dtype bfloat16`, `--kv-cache-dtype fp8`, `--max-num-seqs`,
-//! `--max-num-batched-tokens` and `--gpu-memory-utilization`. What has no
-//! flag of its own (a quantized checkpoint, a drafter, separate prefill and
-//! decode servers) gets no command, and says why.
+//! `--max-num-batched-tokens` and `--gpu-memory-utilization`. A width the
+//! weights are not published in is loaded from a quantized checkpoint
+//! (`--serve-checkpoint`, or one of [`CHECKPOINTS`]), and speculative
+//! decoding names its drafter (`--serve-drafter`, or one of [`DRAFTERS`]) in
+//! `--speculative-config`. What has none of these (separate prefill and
+//! decode servers; a width or a drafter with no weights known) gets no
+//! command, and says why.
 
 use anyhow::{bail, Context, Result};
 use goodput_core::doc::frontier::{FrontierConfig, FrontierResult, ParamMap, ServeCommand};
 use goodput_core::doc::overlay::KNOBS;
 use goodput_core::doc::sweep::Load;
-use goodput_sim::engine::ModelSpec;
+use goodput_sim::engine::{ModelSpec, Precision};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 
 /// The catalog's models as their publishers name their instruction-tuned
 /// weights on Hugging Face, by the catalog key the name is looked up by
@@ -71,6 +76,227 @@ pub fn served_model(model: &str, given: Option<&str>) -> Option<String> {
     HUB_IDS.iter().find(|(a, _)| *a == key).map(|(_, id)| id.to_string())
 }
 
+/// Checkpoints their publishers give of the catalog's models at a width
+/// other than the model's own: (the model's published id, the width, the
+/// checkpoint's id). Each id was looked up on its Hugging Face page or in
+/// the commands that serve it: NVIDIA's ModelOpt NVFP4 checkpoints, AWQ
+/// INT4 (hugging-quants', Qwen's own) and W8A16 INT8 (Neural Magic's, now
+/// Red Hat AI's). The servers read the quantization method from the
+/// checkpoint, so its command names none.
+pub const CHECKPOINTS: [(&str, Precision, &str); 18] = [
+    ("meta-llama/Llama-3.1-8B-Instruct", Precision::Fp4, "nvidia/Llama-3.1-8B-Instruct-FP4"),
+    ("meta-llama/Llama-3.3-70B-Instruct", Precision::Fp4, "nvidia/Llama-3.3-70B-Instruct-NVFP4"),
+    ("meta-llama/Llama-3.1-405B-Instruct", Precision::Fp4, "nvidia/Llama-3.1-405B-Instruct-FP4"),
+    ("deepseek-ai/DeepSeek-R1", Precision::Fp4, "nvidia/DeepSeek-R1-FP4"),
+    ("deepseek-ai/DeepSeek-R1-0528", Precision::Fp4, "nvidia/DeepSeek-R1-0528-FP4"),
+    ("deepseek-ai/DeepSeek-V3-0324", Precision::Fp4, "nvidia/DeepSeek-V3-0324-FP4"),
+    ("Qwen/Qwen3-30B-A3B", Precision::Fp4, "nvidia/Qwen3-30B-A3B-FP4"),
+    ("Qwen/Qwen3-235B-A22B", Precision::Fp4, "nvidia/Qwen3-235B-A22B-FP4"),
+    ("meta-llama/Llama-3.1-8B-Instruct", Precision::Int4, "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4"),
+    ("meta-llama/Llama-3.1-70B-Instruct", Precision::Int4, "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4"),
+    ("meta-llama/Llama-3.1-405B-Instruct", Precision::Int4, "hugging-quants/Meta-Llama-3.1-405B-Instruct-AWQ-INT4"),
+    ("Qwen/Qwen2.5-7B-Instruct", Precision::Int4, "Qwen/Qwen2.5-7B-Instruct-AWQ"),
+    ("Qwen/Qwen2.5-72B-Instruct", Precision::Int4, "Qwen/Qwen2.5-72B-Instruct-AWQ"),
+    ("meta-llama/Meta-Llama-3-8B-Instruct", Precision::Int8, "neuralmagic/Meta-Llama-3-8B-Instruct-quantized.w8a16"),
+    ("meta-llama/Llama-3.1-8B-Instruct", Precision::Int8, "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a16"),
+    ("meta-llama/Llama-3.1-70B-Instruct", Precision::Int8, "neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w8a16"),
+    ("meta-llama/Llama-3.1-405B-Instruct", Precision::Int8, "neuralmagic/Meta-Llama-3.1-405B-Instruct-quantized.w8a16"),
+    ("Qwen/Qwen2.5-7B-Instruct", Precision::Int8, "RedHatAI/Qwen2.5-7B-Instruct-quantized.w8a16"),
+];
+
+/// Drafters published for the catalog's models, by the model's published
+/// id: the EAGLE-3 heads of the EAGLE authors (served by vLLM and SGLang
+/// alike), and DeepSeek-V3's and R1's own multi-token-prediction layer.
+pub const DRAFTERS: [(&str, &str); 6] = [
+    ("meta-llama/Llama-3.1-8B-Instruct", "eagle3=yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"),
+    ("meta-llama/Llama-3.3-70B-Instruct", "eagle3=yuhuili/EAGLE3-LLaMA3.3-Instruct-70B"),
+    ("deepseek-ai/DeepSeek-V3", "mtp"),
+    ("deepseek-ai/DeepSeek-V3-0324", "mtp"),
+    ("deepseek-ai/DeepSeek-R1", "mtp"),
+    ("deepseek-ai/DeepSeek-R1-0528", "mtp"),
+];
+
+/// What drafts the tokens of speculative decoding (`--serve-drafter`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Drafter {
+    /// An EAGLE-3 head (`eagle3=WEIGHTS`).
+    Eagle3(String),
+    /// An EAGLE or EAGLE-2 head (`eagle=WEIGHTS`).
+    Eagle(String),
+    /// A smaller model with the same tokenizer (`draft=WEIGHTS`).
+    Model(String),
+    /// The model's own multi-token-prediction layers (`mtp`: DeepSeek-V3's).
+    Mtp,
+}
+
+impl FromStr for Drafter {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("mtp") {
+            return Ok(Drafter::Mtp);
+        }
+        let usage = "eagle3=WEIGHTS (an EAGLE-3 head), eagle=WEIGHTS (an EAGLE head), draft=WEIGHTS (a smaller model \
+                     with the same tokenizer) or mtp (the model's own multi-token-prediction layers)";
+        let Some((method, weights)) = s.split_once('=') else {
+            return Err(format!("--serve-drafter {s}: say what drafts: {usage}"));
+        };
+        let weights = weights.trim();
+        if weights.is_empty() {
+            return Err(format!("--serve-drafter {s}: no weights after '=': give {usage}"));
+        }
+        match method.trim().to_ascii_lowercase().as_str() {
+            "eagle3" => Ok(Drafter::Eagle3(weights.into())),
+            "eagle" => Ok(Drafter::Eagle(weights.into())),
+            "draft" => Ok(Drafter::Model(weights.into())),
+            other => Err(format!("--serve-drafter: '{other}' is not a drafter known here: give {usage}")),
+        }
+    }
+}
+
+/// `--serve-checkpoint PRECISION=WEIGHTS`, each width once.
+pub fn parse_checkpoints(given: &[String]) -> Result<Vec<(Precision, String)>> {
+    let mut out: Vec<(Precision, String)> = Vec::new();
+    for g in given {
+        let Some((p, w)) = g.split_once('=').filter(|(_, w)| !w.trim().is_empty()) else {
+            bail!(
+                "--serve-checkpoint {g}: give the width and the weights, e.g. fp4=nvidia/Llama-3.3-70B-Instruct-NVFP4"
+            );
+        };
+        let p: Precision = p.parse().map_err(|e| anyhow::anyhow!("--serve-checkpoint {g}: {e}"))?;
+        if out.iter().any(|(q, _)| *q == p) {
+            bail!("--serve-checkpoint names {p} twice: give one checkpoint a width");
+        }
+        out.push((p, w.trim().to_string()));
+    }
+    Ok(out)
+}
+
+/// How the server comes by a configuration's weights at its width.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Loaded {
+    /// 16-bit weights: `--dtype bfloat16`.
+    Bf16,
+    /// 16-bit weights quantized to FP8 as they load: `--quantization fp8`.
+    Fp8OnLoad,
+    /// A checkpoint stored at the width: the server reads its method.
+    Checkpoint,
+}
+
+/// Where the weights of a plan's commands come from.
+#[derive(Debug, Clone, Default)]
+pub struct Weights {
+    /// What the server loads at the model's own width ([`served_model`]).
+    pub served: Option<String>,
+    /// The model's own width: its checkpoint's, 16-bit where it names none.
+    pub width: Option<Precision>,
+    /// `--serve-checkpoint`: weights at other widths.
+    pub checkpoints: Vec<(Precision, String)>,
+    /// `--serve-drafter`.
+    pub drafter: Option<Drafter>,
+}
+
+impl Weights {
+    /// The published checkpoint of the served weights at width `p`.
+    fn published(&self, p: Precision) -> Option<&'static str> {
+        let served = self.served.as_deref()?;
+        CHECKPOINTS.iter().find(|(id, w, _)| id.eq_ignore_ascii_case(served) && *w == p).map(|(_, _, c)| *c)
+    }
+
+    /// The weights at width `p`, and how they load; or why there are none.
+    fn at(&self, p: Precision, title: &str) -> Result<(String, Loaded), String> {
+        if let Some((_, w)) = self.checkpoints.iter().find(|(q, _)| *q == p) {
+            let loaded = if p == Precision::Bf16 { Loaded::Bf16 } else { Loaded::Checkpoint };
+            return Ok((w.clone(), loaded));
+        }
+        let own = self.width.unwrap_or(Precision::Bf16);
+        if let Some(served) = &self.served {
+            match (own, p) {
+                (Precision::Bf16, Precision::Bf16) => return Ok((served.clone(), Loaded::Bf16)),
+                (Precision::Bf16, Precision::Fp8) => return Ok((served.clone(), Loaded::Fp8OnLoad)),
+                (own, p) if own == p => return Ok((served.clone(), Loaded::Checkpoint)),
+                _ => {}
+            }
+        }
+        if let Some(c) = self.published(p) {
+            return Ok((c.to_string(), Loaded::Checkpoint));
+        }
+        let Some(served) = &self.served else {
+            return Err(format!(
+                "no Hugging Face id is known for the model: give the weights the server loads as --serve-model (an \
+                 id or a folder){}",
+                if p == Precision::Bf16 { String::new() } else { format!(", or --serve-checkpoint {p}=WEIGHTS") }
+            ));
+        };
+        let fix = format!("give one as --serve-checkpoint {p}=WEIGHTS");
+        Err(match p {
+            Precision::Fp4 => format!(
+                "FP4 weights: {title} loads them from an NVFP4 checkpoint (NVIDIA ModelOpt's or LLM Compressor's), \
+                 and none of {served} is known here: {fix}"
+            ),
+            Precision::Int4 => format!(
+                "INT4 weights: {title} loads them from an AWQ or GPTQ checkpoint, and none of {served} is known \
+                 here: {fix}"
+            ),
+            Precision::Int8 => format!(
+                "INT8 weights: {title} loads them from a W8A16 checkpoint, and none of {served} is known here: {fix}"
+            ),
+            Precision::Fp8 | Precision::Bf16 => format!(
+                "{} weights: {served} is published in {own}, which {title} does not turn into {p}: {fix}",
+                p.as_str().to_uppercase()
+            ),
+        })
+    }
+
+    /// The drafter: `--serve-drafter`, else the one published for the
+    /// served weights.
+    fn drafter(&self) -> Option<Drafter> {
+        self.drafter.clone().or_else(|| {
+            let served = self.served.as_deref()?;
+            DRAFTERS.iter().find(|(id, _)| id.eq_ignore_ascii_case(served)).and_then(|(_, d)| d.parse().ok())
+        })
+    }
+}
+
+/// The flags that draft `k` tokens a step with `drafter`.
+fn speculative_flags(server: Server, drafter: &Drafter, k: u32) -> Vec<String> {
+    match server {
+        Server::Vllm => {
+            let (method, model) = match drafter {
+                Drafter::Eagle3(m) => ("eagle3", Some(m)),
+                Drafter::Eagle(m) => ("eagle", Some(m)),
+                Drafter::Model(m) => ("draft_model", Some(m)),
+                Drafter::Mtp => ("mtp", None),
+            };
+            let mut cfg = serde_json::Map::new();
+            cfg.insert("method".into(), method.into());
+            if let Some(m) = model {
+                cfg.insert("model".into(), m.as_str().into());
+            }
+            cfg.insert("num_speculative_tokens".into(), k.into());
+            vec!["--speculative-config".into(), serde_json::Value::Object(cfg).to_string()]
+        }
+        _ => {
+            // A chain of k drafts: k steps of one candidate each, verified with the token before them.
+            let (algorithm, path) = match drafter {
+                Drafter::Eagle3(m) => ("EAGLE3", Some(m)),
+                Drafter::Eagle(m) => ("EAGLE", Some(m)),
+                Drafter::Model(m) => ("STANDALONE", Some(m)),
+                // DeepSeek's own layer drafts as EAGLE does, its weights in the checkpoint.
+                Drafter::Mtp => ("EAGLE", None),
+            };
+            let mut f = vec!["--speculative-algorithm".to_string(), algorithm.into()];
+            if let Some(p) = path {
+                f.extend(["--speculative-draft-model-path".into(), p.clone()]);
+            }
+            f.extend(["--speculative-num-steps".into(), k.to_string(), "--speculative-eagle-topk".into(), "1".into()]);
+            f.extend(["--speculative-num-draft-tokens".into(), (k + 1).to_string()]);
+            f
+        }
+    }
+}
+
 /// The server a plan's commands start (`plan --serve-engine`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Server {
@@ -117,56 +343,60 @@ fn goodput_flags(params: &ParamMap, gpu_memory_utilization: f64) -> Vec<String> 
     flags
 }
 
-/// The flags of a configuration's knobs on `server`, or why it has no one
-/// command for it.
-fn flags(server: Server, params: &ParamMap, gpu_memory_utilization: f64) -> Result<Vec<String>, String> {
+/// Why no one command of `server` starts the configuration, where its
+/// layout is one no server starts from one command.
+fn apart(server: Server, params: &ParamMap) -> Option<String> {
+    let pd = params.get("pd").map(|v| v.trim())?;
+    Some(match server {
+        Server::Sglang => format!(
+            "prefill apart from decode ({pd}): SGLang serves it as separate servers (--disaggregation-mode prefill \
+             and decode) with a router in front, not as one command"
+        ),
+        _ => format!(
+            "prefill apart from decode ({pd}): vLLM serves it as separate prefill and decode servers joined by a KV \
+             connector (--kv-transfer-config) with a proxy in front, not as one command"
+        ),
+    })
+}
+
+/// The flags of a configuration's knobs on `server`, its weights loaded
+/// as `loaded` and its drafts (if it drafts) by `drafter`; or why it has
+/// no one command.
+fn flags(
+    server: Server,
+    params: &ParamMap,
+    loaded: Loaded,
+    drafter: Option<&Drafter>,
+    gpu_memory_utilization: f64,
+) -> Result<Vec<String>, String> {
     let get = |k: &str| params.get(k).map(|v| v.trim());
     let count = |k: &str| get(k).and_then(|v| v.parse::<u32>().ok()).unwrap_or(1);
     let sglang = server == Server::Sglang;
     let title = server.title();
-    if let Some(pd) = get("pd") {
-        return Err(match sglang {
-            false => format!(
-                "prefill apart from decode ({pd}): vLLM serves it as separate prefill and decode servers joined by \
-                 a KV connector (--kv-transfer-config) with a proxy in front, not as one command"
-            ),
-            true => format!(
-                "prefill apart from decode ({pd}): SGLang serves it as separate servers (--disaggregation-mode \
-                 prefill and decode) with a router in front, not as one command"
-            ),
-        });
+    if let Some(why) = apart(server, params) {
+        return Err(why);
     }
-    if let Some(k) = get("spec_tokens").filter(|k| *k != "0") {
-        let how = match sglang {
-            false => format!(
-                "in --speculative-config (an EAGLE head, MTP or a draft model, with num_speculative_tokens {k})"
-            ),
-            true => format!(
-                "with --speculative-algorithm and --speculative-draft-model-path (EAGLE, MTP or a draft model), {k} \
-                 draft tokens"
-            ),
-        };
-        return Err(format!(
-            "speculative decoding ({k} draft tokens): {title} needs the drafter named {how}; its acceptance decides \
-             the speed, and the plan assumed {}",
-            get("spec_acceptance").unwrap_or("0.7")
-        ));
-    }
-    let mut flags = Vec::new();
-    let mut flag = |f: &str, v: String| flags.extend([f.to_string(), v]);
-    match get("precision").unwrap_or("bf16") {
-        "bf16" => flag("--dtype", "bfloat16".into()),
-        "fp8" => flag("--quantization", "fp8".into()),
-        "fp4" => {
+    let drafts = get("spec_tokens").and_then(|k| k.parse::<u32>().ok()).filter(|&k| k > 0);
+    let drafts = match (drafts, drafter) {
+        (None, _) => None,
+        (Some(k), Some(d)) => Some(speculative_flags(server, d, k)),
+        (Some(k), None) => {
             return Err(format!(
-                "FP4 weights: {title} loads them from an NVFP4 checkpoint of the model (NVIDIA ModelOpt's or LLM \
-                 Compressor's): give that checkpoint as --serve-model"
+                "speculative decoding ({k} draft tokens): {title} needs the drafter named, and none is known here for \
+                 these weights: give one as --serve-drafter eagle3=WEIGHTS (an EAGLE-3 head), draft=WEIGHTS (a \
+                 smaller model) or mtp (the model's own layers); its acceptance decides the speed, and the plan \
+                 assumed {}",
+                get("spec_acceptance").unwrap_or("0.7")
             ))
         }
-        "int4" => return Err(format!("INT4 weights: {title} loads them from an AWQ or GPTQ checkpoint of the model")),
-        "int8" => return Err(format!("INT8 weights: {title} loads them from a W8A16 or W8A8 checkpoint of the model")),
-        other => return Err(format!("precision {other}: no {title} flag is known for it")),
+    };
+    let mut flags = Vec::new();
+    match loaded {
+        Loaded::Bf16 => flags.extend(["--dtype".into(), "bfloat16".into()]),
+        Loaded::Fp8OnLoad => flags.extend(["--quantization".into(), "fp8".into()]),
+        Loaded::Checkpoint => {}
     }
+    let mut flag = |f: &str, v: String| flags.extend([f.to_string(), v]);
     let (tp, dp, pp, ep) = (count("tp"), count("dp"), count("pp"), count("ep"));
     match (sglang, ep) {
         (_, 1) => {}
@@ -215,6 +445,7 @@ fn flags(server: Server, params: &ParamMap, gpu_memory_utilization: f64) -> Resu
         flag(tokens, v.to_string());
     }
     flag(memory, gpu_memory_utilization.to_string());
+    flags.extend(drafts.unwrap_or_default());
     Ok(flags)
 }
 
@@ -227,10 +458,31 @@ fn shell_words(words: &[String]) -> String {
         .join(" ")
 }
 
-/// `vllm serve SERVED` or `python3 -m sglang.launch_server --model-path
-/// SERVED`, then `--served-model-name NAMED` (where it differs) and the
-/// knobs' flags: the command's words.
-fn serve_words(server: Server, params: &ParamMap, served: &str, named: &str, mem: f64) -> Result<Vec<String>, String> {
+/// `vllm serve WEIGHTS` or `python3 -m sglang.launch_server --model-path
+/// WEIGHTS` (the weights at the configuration's width), then
+/// `--served-model-name NAMED` (where it differs) and the knobs' flags: the
+/// command's words.
+fn serve_words(
+    server: Server,
+    params: &ParamMap,
+    weights: &Weights,
+    named: &str,
+    mem: f64,
+) -> Result<Vec<String>, String> {
+    if server != Server::Goodput {
+        if let Some(why) = apart(server, params) {
+            return Err(why);
+        }
+    }
+    let precision = match params.get("precision").map(|v| v.trim()) {
+        None => Precision::Bf16,
+        Some(v) => v.parse().map_err(|_| format!("precision {v}: no {} flag is known for it", server.title()))?,
+    };
+    let (served, loaded) = match server {
+        Server::Goodput => (named.to_string(), Loaded::Bf16),
+        _ => weights.at(precision, server.title())?,
+    };
+    let served = served.as_str();
     let mut words: Vec<String> = match server {
         Server::Vllm => vec!["vllm".into(), "serve".into(), served.into()],
         Server::Sglang => {
@@ -249,29 +501,18 @@ fn serve_words(server: Server, params: &ParamMap, served: &str, named: &str, mem
     if named != served {
         words.extend(["--served-model-name".into(), named.to_string()]);
     }
-    words.extend(flags(server, params, mem)?);
+    words.extend(flags(server, params, loaded, weights.drafter().as_ref(), mem)?);
     Ok(words)
 }
 
-/// Sets each configuration's `serve_command`: `server`'s, for `served`
-/// (what the server loads) under the name `named` (the plan's --model,
-/// which the requests of a sweep then give).
-pub fn set_commands(doc: &mut FrontierResult, server: Server, served: Option<&str>, named: &str, mem: f64) {
-    // goodput serve takes the plan's own model.
-    let served = if server == Server::Goodput { Some(named) } else { served };
+/// Sets each configuration's `serve_command`: `server`'s, loading
+/// `weights` at the configuration's width, under the name `named` (the
+/// plan's --model, which the requests of a sweep then give).
+pub fn set_commands(doc: &mut FrontierResult, server: Server, weights: &Weights, named: &str, mem: f64) {
     for c in &mut doc.configs {
-        let (command, missing) = match served {
-            None => (
-                None,
-                Some(format!(
-                    "no Hugging Face id is known for {named}: give the weights the server loads as --serve-model (an \
-                     id or a folder)"
-                )),
-            ),
-            Some(s) => match serve_words(server, &c.params, s, named, mem) {
-                Ok(words) => (Some(shell_words(&words)), None),
-                Err(why) => (None, Some(why)),
-            },
+        let (command, missing) = match serve_words(server, &c.params, weights, named, mem) {
+            Ok(words) => (Some(shell_words(&words)), None),
+            Err(why) => (None, Some(why)),
         };
         c.serve_command = Some(ServeCommand { server: server.name().into(), command, missing });
     }
@@ -590,6 +831,16 @@ mod tests {
         kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
+    /// The weights `served` at 16 bits, nothing given beside them.
+    fn weights(served: &str) -> Weights {
+        Weights { served: Some(served.into()), ..Weights::default() }
+    }
+
+    /// A configuration's command, or why it has none.
+    fn command(server: Server, kv: &[(&str, &str)], w: &Weights) -> Result<String, String> {
+        serve_words(server, &params(kv), w, "named", 0.9).map(|words| shell_words(&words))
+    }
+
     #[test]
     fn a_configuration_is_vllm_flags_or_the_reason_it_has_none() {
         let p = params(&[
@@ -601,7 +852,8 @@ mod tests {
             ("max_num_seqs", "256"),
             ("max_num_batched_tokens", "8192"),
         ]);
-        let w = serve_words(Server::Vllm, &p, "meta-llama/Llama-3.1-70B-Instruct", "llama-3.1-70b", 0.9).unwrap();
+        let w =
+            serve_words(Server::Vllm, &p, &weights("meta-llama/Llama-3.1-70B-Instruct"), "llama-3.1-70b", 0.9).unwrap();
         assert_eq!(
             shell_words(&w),
             "vllm serve meta-llama/Llama-3.1-70B-Instruct --served-model-name llama-3.1-70b --quantization fp8 \
@@ -612,22 +864,23 @@ mod tests {
         let p = params(&[("tp", "1"), ("dp", "1"), ("precision", "bf16"), ("kv_cache_dtype", "auto")]);
         assert_eq!(
             shell_words(
-                &serve_words(Server::Vllm, &p, "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct", 0.85).unwrap()
+                &serve_words(Server::Vllm, &p, &weights("Qwen/Qwen2.5-7B-Instruct"), "Qwen/Qwen2.5-7B-Instruct", 0.85)
+                    .unwrap()
             ),
             "vllm serve Qwen/Qwen2.5-7B-Instruct --dtype bfloat16 --gpu-memory-utilization 0.85"
         );
         // Experts over every TP × DP GPU is vLLM's one layout.
         let ep = params(&[("tp", "1"), ("dp", "8"), ("ep", "8"), ("pp", "2"), ("precision", "fp8")]);
-        let w = serve_words(Server::Vllm, &ep, "x", "x", 0.9).unwrap();
+        let w = serve_words(Server::Vllm, &ep, &weights("x"), "x", 0.9).unwrap();
         assert!(w.contains(&"--enable-expert-parallel".to_string()) && w.contains(&"--pipeline-parallel-size".into()));
-        let why = |kv: &[(&str, &str)]| flags(Server::Vllm, &params(kv), 0.9).unwrap_err();
+        let why = |kv: &[(&str, &str)]| command(Server::Vllm, kv, &weights("my-org/tuned")).unwrap_err();
         assert!(why(&[("tp", "1"), ("dp", "8"), ("ep", "4")]).contains("all 8 GPUs of TP × DP"));
         assert!(why(&[("precision", "fp4")]).contains("NVFP4 checkpoint"));
         assert!(why(&[("precision", "int4")]).contains("AWQ or GPTQ"));
         assert!(why(&[("pd", "1:1")]).contains("--kv-transfer-config"));
         assert!(why(&[("spec_tokens", "3"), ("spec_acceptance", "0.6")]).contains("assumed 0.6"));
         // No draft tokens is no drafting.
-        assert!(flags(Server::Vllm, &params(&[("spec_tokens", "0")]), 0.9).is_ok());
+        assert!(command(Server::Vllm, &[("spec_tokens", "0")], &weights("my-org/tuned")).is_ok());
     }
 
     /// SGLang's flags for the same knobs, and its own reasons.
@@ -643,20 +896,116 @@ mod tests {
         ]);
         assert_eq!(
             shell_words(
-                &serve_words(Server::Sglang, &p, "meta-llama/Llama-3.1-70B-Instruct", "llama-3.1-70b", 0.9).unwrap()
+                &serve_words(Server::Sglang, &p, &weights("meta-llama/Llama-3.1-70B-Instruct"), "llama-3.1-70b", 0.9)
+                    .unwrap()
             ),
             "python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct --served-model-name \
              llama-3.1-70b --quantization fp8 --tp-size 4 --dp-size 2 --kv-cache-dtype fp8_e4m3 \
              --max-running-requests 256 --chunked-prefill-size 8192 --mem-fraction-static 0.9"
         );
         let ep = params(&[("tp", "8"), ("dp", "1"), ("ep", "8"), ("precision", "bf16")]);
-        let w = flags(Server::Sglang, &ep, 0.9).unwrap();
+        let w = flags(Server::Sglang, &ep, Loaded::Bf16, None, 0.9).unwrap();
         assert!(w.windows(2).any(|w| w == ["--ep-size", "8"]) && w.windows(2).any(|w| w == ["--dtype", "bfloat16"]));
-        let why = |kv: &[(&str, &str)]| flags(Server::Sglang, &params(kv), 0.9).unwrap_err();
+        let why = |kv: &[(&str, &str)]| command(Server::Sglang, kv, &weights("my-org/tuned")).unwrap_err();
         assert!(why(&[("tp", "1"), ("dp", "8"), ("ep", "8")]).contains("DP attention"));
         assert!(why(&[("pd", "1:1")]).contains("--disaggregation-mode"));
-        assert!(why(&[("spec_tokens", "3")]).contains("--speculative-algorithm"));
+        assert!(why(&[("spec_tokens", "3")]).contains("SGLang needs the drafter named"));
         assert!(why(&[("precision", "fp4")]).starts_with("FP4 weights: SGLang loads"));
+    }
+
+    /// A width the weights are not published in loads the checkpoint given
+    /// for it, or the one published for the model; FP8 of 16-bit weights is
+    /// quantized as they load; a model published in FP8 has no 16-bit
+    /// command without 16-bit weights given.
+    #[test]
+    fn each_width_loads_its_own_checkpoint() {
+        let llama = weights("meta-llama/Llama-3.3-70B-Instruct");
+        let fp4 = command(Server::Vllm, &[("precision", "fp4"), ("tp", "2")], &llama).unwrap();
+        assert_eq!(
+            fp4,
+            "vllm serve nvidia/Llama-3.3-70B-Instruct-NVFP4 --served-model-name named --tensor-parallel-size 2 \
+             --gpu-memory-utilization 0.9"
+        );
+        let fp8 = command(Server::Vllm, &[("precision", "fp8")], &llama).unwrap();
+        assert!(fp8
+            .starts_with("vllm serve meta-llama/Llama-3.3-70B-Instruct --served-model-name named --quantization fp8"));
+        // No INT4 of Llama 3.3 is known here: the reason says how to give one.
+        let why = command(Server::Vllm, &[("precision", "int4")], &llama).unwrap_err();
+        assert!(why.ends_with("give one as --serve-checkpoint int4=WEIGHTS"), "{why}");
+        let given = Weights { checkpoints: vec![(Precision::Int4, "/ckpt/awq".into())], ..llama.clone() };
+        let int4 = command(Server::Sglang, &[("precision", "int4")], &given).unwrap();
+        assert!(
+            int4.starts_with(
+                "python3 -m sglang.launch_server --model-path /ckpt/awq --served-model-name named \
+                                 --mem-fraction-static"
+            ),
+            "{int4}"
+        );
+        // Given beats published.
+        let given = Weights { checkpoints: vec![(Precision::Fp4, "mine/fp4".into())], ..llama };
+        assert!(command(Server::Vllm, &[("precision", "fp4")], &given).unwrap().starts_with("vllm serve mine/fp4 "));
+        // DeepSeek-R1 is published in FP8: FP8 loads it as it is, FP4 has NVIDIA's, 16-bit has nothing.
+        let r1 = Weights { width: Some(Precision::Fp8), ..weights("deepseek-ai/DeepSeek-R1") };
+        let fp8 = command(Server::Vllm, &[("precision", "fp8")], &r1).unwrap();
+        assert!(fp8.starts_with("vllm serve deepseek-ai/DeepSeek-R1 --served-model-name named --gpu"), "{fp8}");
+        assert!(command(Server::Vllm, &[("precision", "fp4")], &r1).unwrap().contains("nvidia/DeepSeek-R1-FP4"));
+        let why = command(Server::Vllm, &[("precision", "bf16")], &r1).unwrap_err();
+        assert!(why.contains("published in fp8") && why.contains("--serve-checkpoint bf16=WEIGHTS"), "{why}");
+        // No id known, a checkpoint given: that width alone has a command.
+        let none = Weights { checkpoints: vec![(Precision::Fp4, "f".into())], ..Weights::default() };
+        assert!(command(Server::Vllm, &[("precision", "fp4")], &none).is_ok());
+        let why = command(Server::Vllm, &[("precision", "bf16")], &none).unwrap_err();
+        assert!(why.contains("--serve-model"), "{why}");
+        // Every published checkpoint is of a model the catalog names, at a width other than its own.
+        for (id, p, _) in CHECKPOINTS {
+            assert!(HUB_IDS.iter().any(|(_, h)| *h == id), "{id}");
+            assert_ne!(p, Precision::Bf16);
+        }
+        assert!(parse_checkpoints(&["fp4=a".into(), "nvfp4=b".into()]).unwrap_err().to_string().contains("twice"));
+        assert!(parse_checkpoints(&["fp4".into()]).unwrap_err().to_string().contains("fp4=nvidia/"));
+        assert!(parse_checkpoints(&["fp5=x".into()]).is_err());
+    }
+
+    /// A drafting configuration names its drafter in each server's flags:
+    /// the one given, else the one published for the model.
+    #[test]
+    fn a_drafting_configuration_names_its_drafter() {
+        let kv = [("precision", "fp8"), ("spec_tokens", "3")];
+        let llama = weights("meta-llama/Llama-3.1-8B-Instruct");
+        let vllm = command(Server::Vllm, &kv, &llama).unwrap();
+        assert!(
+            vllm.ends_with(
+                r#"--speculative-config '{"method":"eagle3","model":"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B","num_speculative_tokens":3}'"#
+            ),
+            "{vllm}"
+        );
+        let sglang = command(Server::Sglang, &kv, &llama).unwrap();
+        assert!(
+            sglang.ends_with(
+                "--speculative-algorithm EAGLE3 --speculative-draft-model-path yuhuili/EAGLE3-LLaMA3.1-Instruct-8B \
+                 --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4"
+            ),
+            "{sglang}"
+        );
+        let r1 = Weights { width: Some(Precision::Fp8), ..weights("deepseek-ai/DeepSeek-R1") };
+        assert!(command(Server::Vllm, &kv, &r1).unwrap().ends_with(r#"'{"method":"mtp","num_speculative_tokens":3}'"#));
+        let mtp = command(Server::Sglang, &kv, &r1).unwrap();
+        assert!(
+            mtp.contains("--speculative-algorithm EAGLE --speculative-num-steps 3")
+                && !mtp.contains("--speculative-draft")
+        );
+        let given = Weights { drafter: Some("draft=meta-llama/Llama-3.2-1B-Instruct".parse().unwrap()), ..llama };
+        assert!(command(Server::Vllm, &kv, &given)
+            .unwrap()
+            .contains(r#""method":"draft_model","model":"meta-llama/Llama-3.2-1B-Instruct""#));
+        let why = command(Server::Vllm, &kv, &weights("my-org/tuned")).unwrap_err();
+        assert!(why.contains("--serve-drafter eagle3=WEIGHTS") && why.contains("assumed 0.7"), "{why}");
+        assert!("yuhuili/x".parse::<Drafter>().unwrap_err().contains("say what drafts"));
+        assert!("medusa=x".parse::<Drafter>().unwrap_err().contains("'medusa' is not a drafter"));
+        assert_eq!("MTP".parse::<Drafter>(), Ok(Drafter::Mtp));
+        for (id, d) in DRAFTERS {
+            assert!(HUB_IDS.iter().any(|(_, h)| *h == id) && d.parse::<Drafter>().is_ok(), "{id}");
+        }
     }
 
     #[test]
@@ -701,7 +1050,7 @@ mod tests {
             frontier: (0..3).map(|config| PointId { config, point: 0 }).collect(),
             ..FrontierResult::new(tool, FrontierSource::Predicted, 0.9, 90.0)
         };
-        set_commands(&mut doc, Server::Vllm, Some("meta-llama/Llama-3.1-8B-Instruct"), "llama-3.1-8b", 0.9);
+        set_commands(&mut doc, Server::Vllm, &weights("meta-llama/Llama-3.1-8B-Instruct"), "llama-3.1-8b", 0.9);
         let dir = tempfile::tempdir().unwrap();
         let cx = SweepContext {
             named: "llama-3.1-8b",
@@ -767,7 +1116,7 @@ mod tests {
         };
         analyze_frontier(&mut doc);
         assert!(doc.frontier.iter().all(|p| p.config == 0), "the drafting one dominates");
-        set_commands(&mut doc, Server::Vllm, Some("m/x"), "x", 0.9);
+        set_commands(&mut doc, Server::Vllm, &weights("m/x"), "x", 0.9);
         let dir = tempfile::tempdir().unwrap();
         let cx = SweepContext { named: "x", workload: Vec::new(), trace: None, plan_output: None };
         let grids = write_grids(&doc, &dir.path().join("g.toml"), &cx).unwrap();

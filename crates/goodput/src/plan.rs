@@ -552,8 +552,13 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         doc.notes.push(ttft_note(if search.trace.is_some() { Start::Schedule } else { Start::Apart }));
     }
     mark_uncalibrated(&mut doc);
-    let served = crate::launch::served_model(&a.model, a.serve_model.as_deref());
-    crate::launch::set_commands(&mut doc, a.serve_engine, served.as_deref(), &a.model, a.gpu_memory_utilization);
+    let weights = crate::launch::Weights {
+        served: crate::launch::served_model(&a.model, a.serve_model.as_deref()),
+        width: search.model.checkpoint_precision,
+        checkpoints: crate::launch::parse_checkpoints(&a.serve_checkpoint)?,
+        drafter: a.serve_drafter.clone(),
+    };
+    crate::launch::set_commands(&mut doc, a.serve_engine, &weights, &a.model, a.gpu_memory_utilization);
     if interrupted {
         doc.notes.push(format!(
             "the plan was interrupted: {} of the {searched} configurations searched {} in the document (those whose \
@@ -874,6 +879,14 @@ fn check_args(a: &PlanArgs) -> Result<()> {
     if let Some(&tokens) = a.spec_tokens.0.iter().find(|&&k| k > 0) {
         spec_decoding(tokens, a.spec_acceptance, a.spec_draft_cost).check().map_err(|e| anyhow!(e))?;
     }
+    if a.serve_drafter.is_some() && a.spec_tokens.0.iter().all(|&k| k == 0) {
+        bail!(
+            "--serve-drafter names the drafter of speculative decoding, which --spec-tokens turns on: add \
+             --spec-tokens (0,3 plans without and with three draft tokens a step), or drop it"
+        );
+    }
+    // Refused before the search, not after it.
+    crate::launch::parse_checkpoints(&a.serve_checkpoint)?;
     if a.attainment.is_some() && a.slo.is_none() {
         bail!("--attainment is the share of requests that must meet the SLO: give the SLO too (--slo 'tpot<=50ms')");
     }

@@ -113,8 +113,8 @@ pub struct FrontierConfig {
 }
 
 /// A predicted configuration as a server's command line: the command, or
-/// why the server has no one command for it (a quantized checkpoint to
-/// find, a drafter to name, pools of their own).
+/// why the server has no one command for it (a width with no checkpoint
+/// known, drafts with no drafter known, pools of their own).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct ServeCommand {

@@ -217,6 +217,12 @@ pub struct PlanArgs {
     /// The weights the server loads in the commands the plan gives (a Hugging Face id or a folder) [default: the catalog model's published instruct weights, or a config.json's folder].
     #[arg(long, help_heading = "Measuring the plan")]
     pub serve_model: Option<String>,
+    /// Weights at a width the model is not published in, for the commands of the configurations at that width: fp4=nvidia/Llama-3.3-70B-Instruct-NVFP4, int4=WEIGHTS, int8=WEIGHTS, fp8=WEIGHTS (repeat it for each) [default: the checkpoints published for the catalog's models that goodput knows; FP8 from 16-bit weights is quantized as they load].
+    #[arg(long, value_name = "PRECISION=WEIGHTS", help_heading = "Measuring the plan")]
+    pub serve_checkpoint: Vec<String>,
+    /// The drafter of the configurations that draft (--spec-tokens): eagle3=WEIGHTS (an EAGLE-3 head), eagle=WEIGHTS, draft=WEIGHTS (a smaller model with the same tokenizer) or mtp (the model's own multi-token-prediction layers, as DeepSeek-V3's) [default: the one published for the catalog model, where goodput knows one].
+    #[arg(long, value_name = "DRAFTER", value_parser = |s: &str| s.parse::<crate::launch::Drafter>(), help_heading = "Measuring the plan")]
+    pub serve_drafter: Option<crate::launch::Drafter>,
 }
 
 /// `--percentile`: one percentile, above 0 and at most 100 (`95` or

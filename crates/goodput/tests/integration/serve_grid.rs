@@ -1468,35 +1468,51 @@ fn server_shims(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(&bin).unwrap();
     let run = format!(
         r#"echo "engine: $model$args"
-exec {} serve --profile engine --model "$model" --gpu "$SHIM_GPU" --speed 20 -q --progress none $args
+exec {} serve --profile engine --model "$SHIM_MODEL" --gpu "$SHIM_GPU" --speed 20 -q --progress none $args
 "#,
         shlex::try_quote(BIN).unwrap()
     );
-    let vllm = r#"#!/bin/sh
-[ "$1" = serve ] || { echo "vllm shim: only serve" >&2; exit 2; }
+    // A checkpoint's width is read from its name, as the servers read it from its config.
+    let width = r#"case "$model" in
+  *-FP4|*-NVFP4) args="$args --precision fp4";;
+  *-AWQ-INT4|*-AWQ) args="$args --precision int4";;
+  *.w8a16) args="$args --precision int8";;
+esac
+"#;
+    let vllm = format!(
+        r#"#!/bin/sh
+[ "$1" = serve ] || {{ echo "vllm shim: only serve" >&2; exit 2; }}
 model=$2; shift 2
 args=""
-while [ $# -gt 0 ]; do
+{width}while [ $# -gt 0 ]; do
   case "$1" in
     --tensor-parallel-size) args="$args --tp $2"; shift 2;;
     --data-parallel-size) args="$args --dp $2"; shift 2;;
     --pipeline-parallel-size) args="$args --pp $2"; shift 2;;
     --quantization) args="$args --precision $2"; shift 2;;
     --dtype) args="$args --precision bf16"; shift 2;;
+    --speculative-config)
+      k=$(printf '%s' "$2" | sed -n 's/.*"num_speculative_tokens":\([0-9]*\).*/\1/p')
+      args="$args --spec-tokens $k"; shift 2;;
     --served-model-name|--kv-cache-dtype|--max-num-seqs|--max-num-batched-tokens|--gpu-memory-utilization|--host|--port)
       args="$args $1 $2"; shift 2;;
     *) echo "vllm shim: unknown flag $1" >&2; exit 2;;
   esac
 done
-"#;
-    let sglang = r#"#!/bin/sh
-[ "$1 $2" = "-m sglang.launch_server" ] || { echo "python3 shim: only -m sglang.launch_server" >&2; exit 2; }
+"#
+    );
+    let sglang = format!(
+        r#"#!/bin/sh
+[ "$1 $2" = "-m sglang.launch_server" ] || {{ echo "python3 shim: only -m sglang.launch_server" >&2; exit 2; }}
 shift 2
 model=""
 args=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --model-path) model=$2; shift 2;;
+    --speculative-num-steps) args="$args --spec-tokens $2"; shift 2;;
+    --speculative-algorithm|--speculative-draft-model-path|--speculative-eagle-topk|--speculative-num-draft-tokens)
+      shift 2;;
     --tp-size) args="$args --tp $2"; shift 2;;
     --dp-size) args="$args --dp $2"; shift 2;;
     --pp-size) args="$args --pp $2"; shift 2;;
@@ -1510,9 +1526,10 @@ while [ $# -gt 0 ]; do
     *) echo "sglang shim: unknown flag $1" >&2; exit 2;;
   esac
 done
-"#;
+{width}"#
+    );
     use std::os::unix::fs::PermissionsExt;
-    for (name, parse) in [("vllm", vllm), ("python3", sglang)] {
+    for (name, parse) in [("vllm", &vllm), ("python3", &sglang)] {
         let path = bin.join(name);
         std::fs::write(&path, format!("{parse}{run}")).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -1536,17 +1553,69 @@ fn a_plans_grid_is_measured_by_the_sweep_it_names() {
              llama-3.1-8b",
         ),
     ] {
-        plan_grid_measured(engine, starts);
+        plan_grid_measured(PlanCase {
+            engine,
+            gpu: "h100",
+            knobs: &["--precision", "fp8"],
+            starts,
+            each: &["--quantization fp8"],
+            started: &["engine: meta-llama/Llama-3.1-8B-Instruct --served-model-name llama-3.1-8b --precision fp8"],
+        });
     }
 }
 
-fn plan_grid_measured(engine: &str, starts: &str) {
+/// FP4 on a B200, drafting three tokens a step: each command loads
+/// NVIDIA's NVFP4 checkpoint of the model and names the EAGLE-3 head
+/// published for it, and the servers started from them draft at that width.
+#[test]
+fn a_plan_at_fp4_that_drafts_is_measured_with_its_checkpoint_and_drafter() {
+    for (engine, starts, drafts) in [
+        (
+            "vllm",
+            "vllm serve nvidia/Llama-3.1-8B-Instruct-FP4 --served-model-name llama-3.1-8b",
+            r#"--speculative-config '{"method":"eagle3","model":"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B","num_speculative_tokens":3}'"#,
+        ),
+        (
+            "sglang",
+            "python3 -m sglang.launch_server --model-path nvidia/Llama-3.1-8B-Instruct-FP4 --served-model-name \
+             llama-3.1-8b",
+            "--speculative-algorithm EAGLE3 --speculative-draft-model-path yuhuili/EAGLE3-LLaMA3.1-Instruct-8B \
+             --speculative-num-steps 3",
+        ),
+    ] {
+        plan_grid_measured(PlanCase {
+            engine,
+            gpu: "b200",
+            knobs: &["--precision", "fp4", "--spec-tokens", "3"],
+            starts,
+            each: &[drafts],
+            started: &["engine: nvidia/Llama-3.1-8B-Instruct-FP4 ", " --precision fp4", " --spec-tokens 3"],
+        });
+    }
+}
+
+/// A plan measured through its grid: the server, the GPU, the plan's
+/// knobs beside the shared ones, how every command starts and what else
+/// each holds, and what the engine behind the shim was given.
+struct PlanCase<'a> {
+    engine: &'a str,
+    gpu: &'a str,
+    knobs: &'a [&'a str],
+    starts: &'a str,
+    each: &'a [&'a str],
+    /// What the engine behind the shims was given.
+    started: &'a [&'a str],
+}
+
+fn plan_grid_measured(case: PlanCase) {
+    let PlanCase { engine, gpu, knobs, starts, each, started } = case;
     let dir = tempfile::tempdir().unwrap();
     let (plan, grid) = (dir.path().join("plan.json"), dir.path().join("grid.toml"));
     let o = goodput()
-        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "2", "--tp", "1,2"])
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", &format!("{gpu}=2"), "--gpus", "2", "--tp", "1,2"])
         .args(["--serve-engine", engine])
-        .args(["--precision", "fp8", "--max-num-batched-tokens", "2048", "--max-num-seqs", "16"])
+        .args(knobs)
+        .args(["--max-num-batched-tokens", "2048", "--max-num-seqs", "16"])
         .args(["--concurrency", "2,8", "--requests-per-user", "3", "--input-tokens", "256", "--output-tokens", "16"])
         .args(["--slo", "ttft:p50<=60s", "-o"])
         .arg(&plan)
@@ -1569,7 +1638,7 @@ fn plan_grid_measured(engine: &str, starts: &str) {
     assert!(rows.lines().next().unwrap().ends_with(",best,serve_command,note"), "{rows}");
     let memory = if engine == "vllm" { "--gpu-memory-utilization" } else { "--mem-fraction-static" };
     assert!(
-        rows.lines().skip(1).all(|r| r.contains(&format!(",{starts} ")) && r.contains(&format!(" {memory} 0.9,"))),
+        rows.lines().skip(1).all(|r| r.contains(&format!("{starts} ")) && r.contains(&format!(" {memory} 0.9"))),
         "{rows}"
     );
     let planned = read_json(&plan);
@@ -1578,7 +1647,7 @@ fn plan_grid_measured(engine: &str, starts: &str) {
         let cmd = c["serve_command"]["command"].as_str().unwrap_or_else(|| panic!("{c}"));
         assert!(cmd.starts_with(starts), "{cmd}");
         let seqs = if engine == "vllm" { "--max-num-seqs 16" } else { "--max-running-requests 16" };
-        assert!(cmd.contains("--quantization fp8") && cmd.contains(seqs), "{cmd}");
+        assert!(cmd.contains(seqs) && each.iter().all(|e| cmd.contains(e)), "{cmd}");
         assert_eq!(c["serve_command"]["server"], engine);
     }
     crate::schema::assert_valid(&planned, "FrontierResult", "a plan with its serve commands");
@@ -1611,7 +1680,9 @@ fn plan_grid_measured(engine: &str, starts: &str) {
         .arg("sweep")
         .args(&words)
         .env("PATH", path)
-        .env("SHIM_GPU", "h100")
+        .env("SHIM_GPU", gpu)
+        // The engine's model: a checkpoint's id (nvidia/…-FP4) is not the catalog's name.
+        .env("SHIM_MODEL", "llama-3.1-8b")
         .current_dir(dir.path())
         .output()
         .unwrap();
@@ -1629,7 +1700,7 @@ fn plan_grid_measured(engine: &str, starts: &str) {
         .unwrap()
         .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
         .collect();
-    assert!(logs.contains("engine: meta-llama/Llama-3.1-8B-Instruct --served-model-name llama-3.1-8b --precision fp8"));
+    assert!(started.iter().all(|s| logs.contains(s)), "{logs}");
     // The sweep's own prediction and the plan's both pair every measured configuration, id for id.
     let pairs = |c: &Value| -> Vec<(String, String)> { compared(c).1 };
     let own = read_json(&dir.path().join("grid.measured.compare.json"));
@@ -1667,6 +1738,54 @@ fn plan_grid_measured(engine: &str, starts: &str) {
         .collect();
     paired.sort();
     assert_eq!(paired, ids.into_iter().collect::<Vec<_>>(), "{c}");
+}
+
+/// `--serve-checkpoint` and `--serve-drafter` give the weights of a width
+/// and the drafter where none is published (or another is wanted): each
+/// command at that width loads them; a flag that says too little, or names
+/// a drafter with nothing drafting, is refused before the search.
+#[test]
+fn the_weights_and_drafter_given_are_the_ones_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.json");
+    let base = |extra: &[&str]| {
+        let mut c = goodput();
+        c.args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "1"])
+            .args(["--max-num-batched-tokens", "2048"])
+            .args(["--concurrency", "2", "--requests-per-user", "2", "--input-tokens", "128", "--output-tokens", "8"])
+            .args(["--serve-model", "my-org/tuned"])
+            .args(extra);
+        c
+    };
+    let o = base(&["--precision", "bf16,int4", "--spec-tokens", "2"])
+        .args(["--serve-checkpoint", "int4=/ckpt/tuned-awq", "--serve-drafter", "draft=my-org/tuned-1b", "-o"])
+        .arg(&plan)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc = read_json(&plan);
+    let commands: Vec<&str> = configs(&doc).iter().map(|c| c["serve_command"]["command"].as_str().unwrap()).collect();
+    assert_eq!(commands.len(), 2, "{doc}");
+    let drafts =
+        r#"--speculative-config '{"method":"draft_model","model":"my-org/tuned-1b","num_speculative_tokens":2}'"#;
+    assert!(commands.iter().all(|c| c.ends_with(drafts)), "{commands:?}");
+    assert!(commands
+        .iter()
+        .any(|c| c.starts_with("vllm serve my-org/tuned --served-model-name llama-3.1-8b --dtype bfloat16")));
+    assert!(commands
+        .iter()
+        .any(|c| c.starts_with("vllm serve /ckpt/tuned-awq --served-model-name llama-3.1-8b --max-num-seqs")));
+    for (flags, says) in [
+        (&["--serve-drafter", "my-org/tuned-1b", "--spec-tokens", "2"][..], "say what drafts"),
+        (&["--serve-drafter", "mtp"][..], "which --spec-tokens turns on"),
+        (&["--serve-checkpoint", "fp5=x"][..], "--serve-checkpoint fp5=x"),
+        (&["--serve-checkpoint", "fp4=a", "--serve-checkpoint", "nvfp4=b"][..], "names fp4 twice"),
+    ] {
+        let o = base(flags).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(says), "{flags:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
 }
 
 /// `--dry-run` prints each configuration's command as it would start (its
