@@ -602,13 +602,29 @@ pub fn workload_flags(w: &crate::cli::WorkloadArgs) -> Vec<String> {
     f
 }
 
+/// The trace a plan replayed, as its sweep replays it.
+pub struct TraceContext<'a> {
+    pub path: &'a Path,
+    /// `--trace-format`, where the plan was given one.
+    pub format: Option<String>,
+    /// The requests per second it offers at speed 1 (as
+    /// [`crate::setup::trace_rate`] gives it): a point's load over this is
+    /// its speed. `None` where every request comes at once.
+    pub rate: Option<f64>,
+    /// The plan's `-n` and `--warmup` requests, which cut the trace short
+    /// (and set its rate).
+    pub requests: Option<u64>,
+    pub warmup: u64,
+}
+
 /// What the sweep needs beside the grid: the plan's model name, workload
 /// flags and SLO, and where the plan was written.
 pub struct SweepContext<'a> {
     pub named: &'a str,
     pub workload: Vec<String>,
-    /// With a trace, the sweep's loads are the user's to choose.
-    pub trace: Option<&'a Path>,
+    /// The trace the plan replayed, which the sweep replays at the speeds
+    /// of the grid's points.
+    pub trace: Option<TraceContext<'a>>,
     pub plan_output: Option<&'a Path>,
 }
 
@@ -666,6 +682,7 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
         let mut tables = Vec::new();
         let mut left_out = Vec::new();
         let mut loads = BTreeSet::new();
+        let mut rates: Vec<f64> = Vec::new();
         let mut routers = BTreeSet::new();
         for (i, c) in &mine {
             let sc = c.serve_command.as_ref();
@@ -676,10 +693,12 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
                         false => format!("# on the frontier of what one {} command starts\n", server_title(doc)),
                     };
                     tables.push(which + &table(c, cmd));
-                    loads.extend(c.points.iter().filter_map(|p| match p.load {
-                        Load::Concurrency(n) => Some(n),
-                        Load::Rate(_) => None,
-                    }));
+                    for p in &c.points {
+                        match p.load {
+                            Load::Concurrency(n) => drop(loads.insert(n)),
+                            Load::Rate(r) => rates.push(r),
+                        }
+                    }
                     routers.extend(c.params.get("router").cloned());
                 }
                 None if !planned.contains(i) => {}
@@ -695,7 +714,8 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
         let drafts = mine.iter().filter(|(_, c)| startable(c)).find_map(|(_, c)| {
             Some((c.params.get("spec_acceptance")?.as_str(), c.params.get("spec_draft_cost")?.as_str()))
         });
-        let sweep = (!tables.is_empty()).then(|| sweep_command(&path, cx, &loads, doc.slo.as_deref(), price, drafts));
+        let loads = Loads { users: &loads, rates: &rates };
+        let sweep = (!tables.is_empty()).then(|| sweep_command(&path, cx, loads, doc.slo.as_deref(), price, drafts));
         // A header line is a comment to its end: a line break in a name
         // (a model's, a path's) would end it and start TOML.
         let comment = |t: &str| t.chars().map(|c| if c.is_control() { '?' } else { c }).collect::<String>();
@@ -717,12 +737,19 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
             let words = [plan.display().to_string(), measured.display().to_string()];
             let _ = writeln!(text, "#   goodput compare {}", comment(&shell_words(&words)));
         }
-        if cx.trace.is_some() {
-            let _ = writeln!(
-                text,
-                "# The plan replayed a trace: give the sweep the loads to measure (--concurrency or --rate) where the \
-                 plan's points are."
-            );
+        match &cx.trace {
+            Some(t) if t.rate.is_some() => {
+                let _ =
+                    writeln!(text, "# The plan replayed a trace: the sweep replays it at the speeds of its points.");
+            }
+            Some(_) => {
+                let _ = writeln!(
+                    text,
+                    "# The plan replayed a trace whose requests all come at once: give the sweep the loads to measure \
+                     (--concurrency or --rate) where the plan's points are."
+                );
+            }
+            None => {}
         }
         if !routers.is_empty() {
             let _ = writeln!(
@@ -767,13 +794,32 @@ fn measured_path(grid: &Path) -> PathBuf {
     grid.with_file_name(format!("{stem}.measured.json"))
 }
 
+/// The loads of a grid's points: closed loops' users, and a trace's
+/// offered rates.
+#[derive(Clone, Copy)]
+struct Loads<'a> {
+    users: &'a BTreeSet<u64>,
+    rates: &'a [f64],
+}
+
+/// The speeds a trace offering `rate` requests/s at speed 1 is replayed at
+/// to offer `rates` (at most eight, as [`thin`] keeps them), each to six
+/// significant figures.
+fn trace_speeds(rates: &[f64], rate: f64) -> Vec<String> {
+    let mut speeds: Vec<f64> = rates.iter().map(|r| r / rate).filter(|s| s.is_finite() && *s > 0.0).collect();
+    speeds.sort_by(f64::total_cmp);
+    speeds.dedup_by(|a, b| (*a - *b).abs() <= 1e-9 * b.abs());
+    thin(&speeds).iter().map(|s| format!("{}", (s * 1e6).round() / 1e6)).collect()
+}
+
 /// The sweep of one grid: its servers started by `sh -c {launch} {port}`,
-/// the plan's workload and SLO, the loads of the plan's points, and
-/// --estimate, which predicts the same grid again and compares.
+/// the plan's workload and SLO, the loads of the plan's points (a trace's
+/// speeds where the plan replayed one), and --estimate, which predicts the
+/// same grid again and compares.
 fn sweep_command(
     grid: &Path,
     cx: &SweepContext,
-    loads: &BTreeSet<u64>,
+    loads: Loads,
     slo: Option<&str>,
     price: Option<f64>,
     drafts: Option<(&str, &str)>,
@@ -789,9 +835,29 @@ fn sweep_command(
     if Path::new(cx.named).exists() {
         w.extend(["--sim-model".into(), cx.named.to_string()]);
     }
-    if cx.trace.is_none() && !loads.is_empty() {
-        let list: Vec<String> = thin(loads).iter().map(u64::to_string).collect();
-        w.extend(["--concurrency".into(), list.join(",")]);
+    match &cx.trace {
+        None if !loads.users.is_empty() => {
+            let all: Vec<u64> = loads.users.iter().copied().collect();
+            let list: Vec<String> = thin(&all).iter().map(u64::to_string).collect();
+            w.extend(["--concurrency".into(), list.join(",")]);
+        }
+        Some(TraceContext { path, format, rate: Some(rate), requests, warmup }) => {
+            w.extend(["--trace".into(), path.display().to_string()]);
+            if let Some(f) = format {
+                w.extend(["--trace-format".into(), f.clone()]);
+            }
+            if let Some(n) = requests {
+                w.extend(["-n".into(), n.to_string()]);
+            }
+            if *warmup > 0 {
+                w.extend(["--warmup".into(), warmup.to_string()]);
+            }
+            let speeds = trace_speeds(loads.rates, *rate);
+            if !speeds.is_empty() {
+                w.extend(["--trace-speed".into(), speeds.join(",")]);
+            }
+        }
+        _ => {}
     }
     w.extend(cx.workload.iter().cloned());
     if let Some(s) = slo {
@@ -812,13 +878,12 @@ fn sweep_command(
 /// At most eight loads, the least and the most kept, the rest spread
 /// evenly among them: each load is every configuration's point, and each
 /// point of a 70B's server takes minutes.
-fn thin(loads: &BTreeSet<u64>) -> Vec<u64> {
-    let all: Vec<u64> = loads.iter().copied().collect();
+fn thin<T: Copy + PartialEq>(all: &[T]) -> Vec<T> {
     if all.len() <= 8 {
-        return all;
+        return all.to_vec();
     }
     let last = all.len() - 1;
-    let mut out: Vec<u64> = (0..8).map(|k| all[k * last / 7]).collect();
+    let mut out: Vec<T> = (0..8).map(|k| all[k * last / 7]).collect();
     out.dedup();
     out
 }
@@ -1142,10 +1207,14 @@ mod tests {
 
     #[test]
     fn a_long_list_of_loads_is_thinned_to_eight_with_its_ends() {
-        let loads: BTreeSet<u64> = (0..12).map(|k| 1u64 << k).collect();
+        let loads: Vec<u64> = (0..12).map(|k| 1u64 << k).collect();
         let t = thin(&loads);
         assert_eq!(t.len(), 8);
         assert_eq!((t[0], t[7]), (1, 2048));
-        assert_eq!(thin(&[1, 4].into_iter().collect()), [1, 4]);
+        assert_eq!(thin(&[1, 4]), [1, 4]);
+        // A trace's rates as the speeds that offer them, rounded where division leaves a trace of float.
+        let rate = 3.7;
+        let rates: Vec<f64> = [0.25, 0.5, 1.0, 2.0, 0.5].iter().map(|s| s * rate).collect();
+        assert_eq!(trace_speeds(&rates, rate), ["0.25", "0.5", "1", "2"]);
     }
 }

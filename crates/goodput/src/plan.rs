@@ -591,7 +591,15 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         let cx = crate::launch::SweepContext {
             named: &a.model,
             workload: crate::launch::workload_flags(&a.workload),
-            trace: a.trace.as_deref(),
+            trace: search.trace.as_ref().zip(a.trace.as_deref()).map(|(t, path)| crate::launch::TraceContext {
+                path,
+                format: clap::ValueEnum::to_possible_value(&a.trace_format)
+                    .filter(|_| a.trace_format != goodput_load::trace::TraceFormat::Auto)
+                    .map(|v| v.get_name().to_string()),
+                rate: setup::trace_rate(&t.entries, a.shape.requests, setup::warmup_requests(&a.shape)),
+                requests: a.shape.requests,
+                warmup: setup::warmup_requests(&a.shape),
+            }),
             plan_output: a.output.as_deref(),
         };
         for g in crate::launch::write_grids(&doc, out, &cx)? {
@@ -2201,7 +2209,6 @@ impl Search<'_> {
         }
         cfg.validate()?;
         let server = self.server(&cfg);
-        let span = t.entries.iter().map(|e| e.at).max().unwrap_or_default();
         // The default speeds go on doubling while the curve is within the
         // SLO and rising (it had stopped at 16× unsaturated, and the best
         // was then whichever configuration the last speed favoured); speeds
@@ -2232,12 +2239,8 @@ impl Search<'_> {
             let replayed = plan.requests.map_or(t.entries.len(), |n| {
                 usize::try_from(n.saturating_add(plan.warmup)).unwrap_or(usize::MAX).clamp(1, t.entries.len())
             });
-            let prefix = t.entries[replayed - 1].at;
-            let offered = match (prefix.is_zero(), span.is_zero()) {
-                (false, _) => replayed as f64 * speed / prefix.as_secs_f64(),
-                (true, false) => t.entries.len() as f64 * speed / span.as_secs_f64(),
-                (true, true) => f64::INFINITY,
-            };
+            let offered =
+                setup::trace_rate(&t.entries, plan.requests, plan.warmup).map_or(f64::INFINITY, |r| r * speed);
             let ttft_alone = missed_ttft_alone(&result, self.opts.slo.as_ref(), self.attainment);
             // A steady point served the trace as it came: its output tokens/s
             // are the answers it gave over the span the trace offered them

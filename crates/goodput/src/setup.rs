@@ -34,7 +34,7 @@ pub fn arrival(s: &ShapeArgs) -> Result<Arrival> {
 
 /// The requests `--warmup N` leaves out of the measurement (0 for a
 /// warm-up by time).
-fn warmup_requests(s: &ShapeArgs) -> u64 {
+pub fn warmup_requests(s: &ShapeArgs) -> u64 {
     match s.warmup {
         WarmupArg::Requests(n) => n,
         WarmupArg::Time(_) => 0,
@@ -260,6 +260,24 @@ fn trace_units_warning(
             goodput_load::schedule::shown(speed * 1000.0)
         )
     })
+}
+
+/// The requests per second `entries` offer at speed 1: those a run replays
+/// (with `requests`, the trace's first `requests` after `warmup`: the whole
+/// trace's rate had labelled a prefix that came at another pace) over the
+/// span they are sent in; the whole trace's over its span where the first
+/// come at once; `None` where every request comes at once.
+pub fn trace_rate(entries: &[TraceEntry], requests: Option<u64>, warmup: u64) -> Option<f64> {
+    let last = entries.iter().map(|e| e.at).max()?;
+    let replayed = requests.map_or(entries.len(), |n| {
+        usize::try_from(n.saturating_add(warmup)).unwrap_or(usize::MAX).clamp(1, entries.len())
+    });
+    let prefix = entries[replayed - 1].at;
+    match (prefix.is_zero(), last.is_zero()) {
+        (false, _) => Some(replayed as f64 / prefix.as_secs_f64()),
+        (true, false) => Some(entries.len() as f64 / last.as_secs_f64()),
+        (true, true) => None,
+    }
 }
 
 /// A trace read for a run: its requests, and what the result's config

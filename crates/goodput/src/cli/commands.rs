@@ -205,6 +205,15 @@ pub struct SweepArgs {
     /// Extra points placed by bisection to find the highest load that meets every SLO objective.
     #[arg(long, default_value_t = 3)]
     pub search_steps: u32,
+    /// Replay a trace, a point at each --trace-speed (formats as bench --trace): its requests' lengths (and shared prefixes) are the workload, its send times the load, and a point's load the requests per second it offers at that speed; as plan --trace replays it, so that a trace plan's grid is measured at its points.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["concurrency", "rate", "auto", "stages"])]
+    pub trace: Option<PathBuf>,
+    /// The --trace file's format; auto tells it from the first line.
+    #[arg(long, value_enum, default_value_t = goodput_load::trace::TraceFormat::Auto, requires = "trace")]
+    pub trace_format: goodput_load::trace::TraceFormat,
+    /// Speeds to replay the --trace at, each a point (2 halves every gap) [default: 1].
+    #[arg(long, value_delimiter = ',', requires = "trace", value_parser = number("--trace-speed", "how many times faster to replay", "2", Units::Times))]
+    pub trace_speed: Option<Vec<f64>>,
     #[command(flatten)]
     pub shape: ShapeArgs,
     #[command(flatten)]

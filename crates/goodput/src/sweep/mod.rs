@@ -56,8 +56,20 @@ enum Runner {
     Virtual { cfg: Box<EngineConfig>, prompts: PromptKind },
 }
 
+/// `--trace`: the trace every point replays, at the speed its load asks.
+struct SweepTrace {
+    /// Its requests on the run's clock at speed 1.
+    entries: Arc<Vec<goodput_load::trace::TraceEntry>>,
+    file: String,
+    /// The requests per second it offers at speed 1: a point's load is
+    /// this times its speed.
+    rate: f64,
+}
+
 struct Sweep {
     runner: Runner,
+    /// `--trace`: each point a replay of it.
+    trace: Option<SweepTrace>,
     workload: Arc<Workload>,
     workload_config: WorkloadConfig,
     opts: AnalysisOptions,
@@ -112,6 +124,20 @@ impl Sweep {
                 continue;
             }
             self.run(load, "grid").await?;
+        }
+        Ok(())
+    }
+
+    /// `--trace`: a point at each `--trace-speed` (1 where none is given),
+    /// its load the rate the trace offers at that speed.
+    async fn run_trace(&mut self) -> Result<()> {
+        let Some(rate) = self.trace.as_ref().map(|t| t.rate) else { return Ok(()) };
+        let speeds = self.args.trace_speed.clone().unwrap_or_else(|| vec![1.0]);
+        for speed in speeds {
+            if self.stopped() {
+                break;
+            }
+            self.run(Load::Rate(rate * speed), &format!("trace {speed}×")).await?;
         }
         Ok(())
     }
@@ -205,6 +231,21 @@ impl Sweep {
         let a = &self.args;
         let seed = crate::cli::Seed { value: seed, drawn: a.shape.seed.drawn };
         let shape = crate::cli::ShapeArgs { duration: duration.or(a.shape.duration), seed, ..a.shape.clone() };
+        // A trace at the speed that offers the load's rate (a grid's, or a
+        // search's between two), on its own clock: capped in flight only
+        // where --max-concurrency is given, as bench --trace sends it.
+        if let (Some(t), Load::Rate(r)) = (&self.trace, load) {
+            let speed = r / t.rate;
+            let entries: Vec<goodput_load::trace::TraceEntry> = t
+                .entries
+                .iter()
+                .map(|e| goodput_load::trace::TraceEntry { at: e.at.div_f64(speed), ..e.clone() })
+                .collect();
+            let cap = a.given.has("max_concurrency").then_some(a.max_concurrency as usize);
+            let mut plan = setup::shaped_plan(&shape, cap, None, Some(&entries), a.target.grace)?;
+            plan.trace_source = Some(goodput_load::runner::TraceSource { file: t.file.clone(), speed });
+            return Ok(plan);
+        }
         match load {
             Load::Concurrency(c) => setup::shaped_plan(&shape, Some(c as usize), None, None, a.target.grace),
             Load::Rate(r) => {
@@ -725,6 +766,7 @@ impl Sweep {
             self.run_stages().await
         } else {
             self.run_grid().await?;
+            self.run_trace().await?;
             self.run_auto().await?;
             self.search().await
         }
@@ -738,7 +780,9 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
     check_args(&a)?;
     // With no bounds given, each point runs for a steady state: a timed
     // warm-up (unless one is given) and a duration, extended as needed.
-    let steady_bounds = a.shape.requests.is_none() && a.shape.duration.is_none() && a.stages.is_none();
+    // A trace's own end bounds its replay.
+    let steady_bounds =
+        a.shape.requests.is_none() && a.shape.duration.is_none() && a.stages.is_none() && a.trace.is_none();
     let mut a = a;
     if a.estimate {
         a.shape.seed = a.shape.seed.fixed_unless_given();
@@ -752,7 +796,25 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
     if a.estimate {
         setup::no_images(&a.workload, "sweep --estimate")?;
     }
-    let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.shape.seed.value, None)?;
+    let loaded = a.trace.as_deref().map(|p| setup::read_trace(p, 1.0, a.trace_format)).transpose()?;
+    let trace = match &loaded {
+        Some(t) => {
+            for n in &t.notes {
+                goodput_core::tell!("{n}");
+            }
+            let Some(rate) = setup::trace_rate(&t.entries, a.shape.requests, setup::warmup_requests(&a.shape)) else {
+                bail!(
+                    "--trace {}: every request of it is sent at the same instant, so it has no rate to replay at \
+                     speeds: give a trace whose requests come over time, or bench --trace to send it at once",
+                    a.trace.as_deref().map_or(String::new(), |p| p.display().to_string())
+                );
+            };
+            let file = a.trace.as_deref().map_or(String::new(), |p| p.display().to_string());
+            Some(SweepTrace { entries: t.entries.clone(), file, rate })
+        }
+        None => None,
+    };
+    let (workload, tokenizer, workload_config) = setup::workload(&a.workload, a.shape.seed.value, loaded)?;
     let workload =
         setup::with_images(workload, &a.workload, a.shape.turns.is_some(), a.target.api, a.shape.seed.value)?;
     let mut opts = setup::analysis_options(&a.output.percentiles.0, &a.judge)?;
@@ -861,6 +923,7 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
     }
     Ok(Sweep {
         runner,
+        trace,
         workload: Arc::new(workload),
         workload_config,
         opts,
@@ -966,6 +1029,8 @@ fn mode(a: &SweepArgs) -> &'static str {
         "stages"
     } else if a.rate.is_some() {
         "rate"
+    } else if a.trace.is_some() {
+        "trace"
     } else {
         "concurrency"
     }
@@ -973,13 +1038,22 @@ fn mode(a: &SweepArgs) -> &'static str {
 
 /// The arguments' own consistency, before anything is set up.
 fn check_args(a: &SweepArgs) -> Result<()> {
-    if a.concurrency.is_none() && a.rate.is_none() && !a.auto && a.stages.is_none() {
-        bail!("say which loads to run: --concurrency 1,2,4,8, --rate 1,2,4, --auto or --stages 10/2m,20/2m");
+    if a.concurrency.is_none() && a.rate.is_none() && !a.auto && a.stages.is_none() && a.trace.is_none() {
+        bail!(
+            "say which loads to run: --concurrency 1,2,4,8, --rate 1,2,4, --auto, --stages 10/2m,20/2m or --trace \
+             FILE --trace-speed 0.5,1,2"
+        );
     }
     if a.stages.is_some() && (a.shape.requests.is_some() || a.shape.duration.is_some() || a.shape.turns.is_some()) {
         bail!("--stages gives each stage its time: drop -n, --duration and --turns");
     }
     setup::arrival(&a.shape)?;
+    if a.trace.is_some() && (a.shape.arrival != crate::cli::ArrivalArg::Poisson || a.shape.burstiness.is_some()) {
+        bail!(
+            "--arrival and --burstiness shape a schedule of their own, and --trace replays the trace's send times: \
+             drop --arrival and --burstiness (--trace-speed scales the trace's gaps)"
+        );
+    }
     repeat::check(a)?;
     if a.max_concurrency == 0 || a.points == 0 {
         bail!("--max-concurrency and --points must be at least 1");
@@ -989,7 +1063,8 @@ fn check_args(a: &SweepArgs) -> Result<()> {
         bail!("--points {}: --auto spreads at most {MAX_AUTO_POINTS} rates between its baseline and ceiling", a.points);
     }
     // Flags another mode reads, given to this one, were dropped in silence.
-    let open_loop = a.auto || a.rate.is_some() || a.stages.as_ref().is_some_and(|s| !s.concurrency);
+    let open_loop =
+        a.auto || a.rate.is_some() || a.trace.is_some() || a.stages.as_ref().is_some_and(|s| !s.concurrency);
     if a.given.has("points") && !a.auto {
         bail!("--points spreads --auto's rates between its baseline and ceiling: drop it, or sweep with --auto");
     }

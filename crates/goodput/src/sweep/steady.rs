@@ -65,6 +65,9 @@ pub(super) fn why_longer(r: &goodput_core::RunResult) -> String {
 /// duration when steady bounds may extend it. `None` when a point's length
 /// is not known ahead (a request count).
 pub(super) fn most_duration(a: &SweepArgs) -> Option<Duration> {
+    if a.trace.is_some() {
+        return trace_time(a).map(|(_, most)| most);
+    }
     let steady_bounds = a.shape.requests.is_none() && a.shape.duration.is_none() && a.stages.is_none();
     if a.shape.requests.is_some() {
         return None;
@@ -91,11 +94,39 @@ pub(super) fn most_duration(a: &SweepArgs) -> Option<Duration> {
     Some(each * points as u32 + again * (points - ceiling) as u32)
 }
 
+/// `--trace`: the replays a sweep makes (a speed's each, and the search's
+/// between them) and their longest time in all: each the trace's span over
+/// its speed (or `--duration`, if shorter) and the grace; a search's at the
+/// slowest speed's. `None` where the trace cannot be read (the sweep then
+/// says why).
+fn trace_time(a: &SweepArgs) -> Option<(usize, Duration)> {
+    let t = crate::setup::read_trace(a.trace.as_deref()?, 1.0, a.trace_format).ok()?;
+    let span = t.entries.iter().map(|e| e.at).max().unwrap_or_default();
+    let speeds = a.trace_speed.clone().unwrap_or_else(|| vec![1.0]);
+    let each = |speed: f64| {
+        let replay = span.div_f64(speed);
+        a.shape.duration.map_or(replay, |d| d.min(replay)) + a.target.grace
+    };
+    let slowest = speeds.iter().copied().fold(f64::INFINITY, f64::min);
+    let search = if a.judge.slo.is_some() { a.search_steps as usize } else { 0 };
+    let most = speeds.iter().map(|&s| each(s)).sum::<Duration>() + each(slowest) * search as u32;
+    Some((speeds.len() + search, most))
+}
+
 /// How long a live sweep will take, in words, before it starts: its points
 /// (a grid's, or --auto's baseline, ceiling, spread and search) each for
 /// its warm-up and duration. `None` when a point's length is not known
 /// ahead (a request count of a closed loop).
 pub(super) fn expected_duration(a: &SweepArgs, steady_bounds: bool) -> Option<String> {
+    if a.trace.is_some() {
+        let (points, most) = trace_time(a)?;
+        return Some(format!(
+            "{points} replay{} of the trace: at most {} in all (each its span over its speed, cut by --duration, and \
+             the grace for its last answers)",
+            if points == 1 { "" } else { "s" },
+            goodput_core::util::duration_text(Duration::from_secs(most.as_secs()))
+        ));
+    }
     if let Some(st) = &a.stages {
         let total: Duration = st.stages.iter().map(|s| s.1).sum();
         return Some(format!(
@@ -152,6 +183,30 @@ mod tests {
             crate::cli::Command::Sweep(a) => *a,
             _ => unreachable!(),
         }
+    }
+
+    /// A trace's replays take its span over each speed, and the grace; the
+    /// search's are counted at the slowest speed's; --duration cuts each.
+    #[test]
+    fn a_trace_sweep_takes_its_span_over_each_speed() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("t.jsonl");
+        // Its last request at 40 s.
+        std::fs::write(
+            &trace,
+            "{\"timestamp\": 0, \"input_tokens\": 8, \"output_tokens\": 2}\n\
+             {\"timestamp\": 40, \"input_tokens\": 8, \"output_tokens\": 2}\n",
+        )
+        .unwrap();
+        let t = trace.to_str().unwrap();
+        let grace = args(&[]).target.grace;
+        let a = args(&["--trace", t, "--trace-speed", "1,4"]);
+        assert_eq!(trace_time(&a), Some((2, Duration::from_secs(50) + grace * 2)));
+        let a = args(&["--trace", t, "--trace-speed", "2,4", "--slo", "ttft<=1s", "--search-steps", "2"]);
+        assert_eq!(trace_time(&a), Some((4, Duration::from_secs(30) + Duration::from_secs(40) + grace * 4)));
+        let a = args(&["--trace", t, "--duration", "5s"]);
+        assert_eq!(most_duration(&a), Some(Duration::from_secs(5) + grace));
+        assert!(expected_duration(&a, false).unwrap().starts_with("1 replay of the trace: at most"));
     }
 
     /// A point not yet steady runs again for longer; one whose requests

@@ -1872,3 +1872,77 @@ fn a_plan_is_rehearsed_on_the_simulated_engine() {
     let choice = &read_json(&both)["choice"];
     assert_eq!(choice["measured_partner"], choice["predicted_best"], "{choice}");
 }
+
+/// A trace of `n` requests, one every `gap` seconds: goodput's JSONL.
+fn even_trace(path: &Path, n: usize, gap: f64) {
+    let lines: Vec<String> = (0..n)
+        .map(|i| format!(r#"{{"timestamp": {:.3}, "input_tokens": 96, "output_tokens": 8}}"#, i as f64 * gap))
+        .collect();
+    std::fs::write(path, lines.join("\n") + "\n").unwrap();
+}
+
+/// A plan that replayed a trace writes a grid whose sweep replays the same
+/// trace at the speeds of the plan's points: each measured point offers the
+/// rate its predicted partner did, and pairs with it load for load.
+#[test]
+fn a_trace_plan_s_grid_replays_the_trace_at_its_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, grid, trace) = (dir.path().join("plan.json"), dir.path().join("grid.toml"), dir.path().join("t.jsonl"));
+    // 16 requests over 1.5 s: 10.67 req/s at speed 1 (15 gaps of 0.1 s).
+    even_trace(&trace, 16, 0.1);
+    let o = goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "1"])
+        .args(["--serve-engine", "goodput", "--precision", "fp8", "--max-num-batched-tokens", "2048"])
+        .arg("--trace")
+        .arg(&trace)
+        .args(["--trace-speed", "1,4", "-o"])
+        .arg(&plan)
+        .arg("--grid-out")
+        .arg(&grid)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&grid).unwrap();
+    assert!(text.contains("# The plan replayed a trace: the sweep replays it at the speeds of its points."), "{text}");
+    let sweep = text.lines().find_map(|l| l.strip_prefix("#   goodput sweep ")).unwrap();
+    assert!(sweep.contains("--trace-speed '1,4' ") && !sweep.contains("--concurrency"), "{sweep}");
+    let words = shlex::split(sweep).unwrap();
+    let o = goodput().arg("sweep").args(&words).args(["--progress", "none"]).current_dir(dir.path()).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rates = |doc: &Value| -> Vec<f64> {
+        configs(doc)
+            .iter()
+            .flat_map(|c| c["points"].as_array().unwrap().iter().map(|p| p["load"]["value"].as_f64().unwrap()))
+            .collect()
+    };
+    let measured = read_json(&dir.path().join("grid.measured.json"));
+    let offered = rates(&measured);
+    assert_eq!(offered.len(), 2, "{measured}");
+    for (got, want) in offered.iter().zip([16.0 / 1.5, 4.0 * 16.0 / 1.5]) {
+        assert!((got - want).abs() < 1e-6 * want, "{got} against {want}");
+    }
+    for c in configs(&measured) {
+        for p in c["points"].as_array().unwrap() {
+            assert_eq!((p["completed"].as_u64(), p["failed"].as_u64()), (Some(16), Some(0)), "{p}");
+        }
+    }
+    // The plan's points are at the same rates: compare pairs them load for load.
+    let planned = read_json(&plan);
+    let best = &configs(&planned)[planned["best"]["at"]["config"].as_u64().unwrap() as usize];
+    let at: Vec<f64> =
+        best["points"].as_array().unwrap().iter().map(|p| p["load"]["value"].as_f64().unwrap()).collect();
+    for (m, p) in offered.iter().zip(&at) {
+        assert!((m - p).abs() < 1e-9 * p, "{m} against the plan's {p}");
+    }
+    let both = dir.path().join("both.json");
+    let o =
+        goodput().arg("compare").arg(&plan).arg(dir.path().join("grid.measured.json")).arg("-o").arg(&both).output();
+    assert!(o.unwrap().status.success());
+    let c = read_json(&both);
+    let (_, pairs) = compared(&c);
+    assert_eq!(pairs.len(), 1, "{c}");
+    // Read at the plan's own points, not between them.
+    let points = c["pairs"][0]["points"].as_array().unwrap_or_else(|| panic!("{c}"));
+    assert_eq!(points.len(), 2, "{c}");
+    assert!(points.iter().all(|p| p["interpolated"] == false), "{c}");
+}

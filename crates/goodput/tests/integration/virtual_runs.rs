@@ -221,3 +221,86 @@ fn an_estimate_under_load_says_how_far_its_ttft_was_and_one_user_alone_does_not(
     let notes = read_json(&out)["analysis"]["notes"].to_string();
     assert!(notes.contains(uncalibrated) && !notes.contains(note), "{notes}");
 }
+
+/// `sweep --trace`: a point at each `--trace-speed`, its load the rate the
+/// trace offers at that speed and its result naming the trace and speed,
+/// every request of the trace sent and answered; the search places a point
+/// between two speeds as between two rates; and what a trace cannot be
+/// swept with is refused with its fix.
+#[test]
+fn a_sweep_replays_a_trace_at_each_speed() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.jsonl");
+    // 12 requests over 2.2 s: 12 / 2.2 req/s at speed 1.
+    let lines: Vec<String> = (0..12)
+        .map(|i| format!(r#"{{"timestamp": {:.1}, "input_tokens": {}, "output_tokens": 6}}"#, i as f64 * 0.2, 64 + i))
+        .collect();
+    std::fs::write(&trace, lines.join("\n")).unwrap();
+    let out = dir.path().join("s.json");
+    let o = goodput()
+        .args(["sweep", "--estimate", "--model", "llama-3.1-8b", "--trace"])
+        .arg(&trace)
+        .args(["--trace-speed", "0.5,2", "--slo", "ttft:p50<=60s", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc = read_json(&out);
+    assert_eq!(doc["config"]["mode"], "trace", "{}", doc["config"]);
+    let points = doc["points"].as_array().unwrap();
+    let base = 12.0 / 2.2;
+    for (p, speed) in points.iter().zip([0.5, 2.0]) {
+        let rate = p["load"]["value"].as_f64().unwrap();
+        assert!((rate - base * speed).abs() < 1e-9 * rate, "{rate} at speed {speed}");
+        assert_eq!(p["load"]["kind"], "rate");
+        assert_eq!(p["origin"], format!("trace {speed}×"));
+        assert_eq!(p["result"]["config"]["load"]["trace_speed"], speed, "{}", p["result"]["config"]["load"]);
+        assert_eq!(p["result"]["summary"]["requests"]["completed"], 12, "the whole trace is replayed");
+    }
+    // The trace's own lengths are the prompts: a workload of its lengths, not the default one.
+    assert!(doc["config"]["workload"]["trace"].is_object(), "{}", doc["config"]["workload"]);
+    // Every point met the SLO: the search has nothing between them to place.
+    assert_eq!(points.len(), 2);
+    // A limit between the TTFT of a slow replay and of the whole trace at once (found, not assumed): the
+    // search replays the trace at speeds between, each point's load the rate its speed offers.
+    let p90 =
+        |doc: &serde_json::Value, i: usize| doc["points"][i]["result"]["summary"]["ttft_ms"]["p90"].as_f64().unwrap();
+    let sweep = |speeds: &str, slo: Option<String>| {
+        let mut c = goodput();
+        c.args(["sweep", "--estimate", "--model", "llama-3.1-8b", "--trace"])
+            .arg(&trace)
+            .args(["--trace-speed", speeds]);
+        c.args(slo.iter().flat_map(|s| ["--slo".to_string(), s.clone()])).arg("-o").arg(&out);
+        assert!(c.output().unwrap().status.success());
+        read_json(&out)
+    };
+    let ends = sweep("0.5,1000", None);
+    let (slow, burst) = (p90(&ends, 0), p90(&ends, 1));
+    assert!(burst > slow, "{slow} ms at 0.5×, {burst} ms at 1000×");
+    let searched = sweep("0.5,1000", Some(format!("ttft:p90<={}ms", (slow * burst).sqrt())));
+    let between: Vec<&serde_json::Value> =
+        searched["points"].as_array().unwrap().iter().filter(|p| p["origin"] == "search").collect();
+    assert!(!between.is_empty(), "{}", searched["points"]);
+    for p in between {
+        let (rate, speed) =
+            (p["load"]["value"].as_f64().unwrap(), p["result"]["config"]["load"]["trace_speed"].as_f64().unwrap());
+        assert!(
+            (rate / base - speed).abs() < 1e-9 * speed && speed > 0.5 && speed < 1000.0,
+            "{rate} req/s at {speed}×"
+        );
+    }
+    for (flags, says) in [
+        (&["--trace-speed", "1", "--arrival", "gamma", "--burstiness", "0.5"][..], "drop --arrival and --burstiness"),
+        (&["--rate", "2"][..], "cannot be used with"),
+    ] {
+        let o = goodput().args(["sweep", "--estimate", "--trace"]).arg(&trace).args(flags).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(says), "{flags:?}: {err}");
+    }
+    // A trace sent all at once has no rate to scale.
+    let burst = dir.path().join("burst.jsonl");
+    std::fs::write(&burst, "{\"timestamp\": 0, \"input_tokens\": 8, \"output_tokens\": 2}\n".repeat(3)).unwrap();
+    let o = goodput().args(["sweep", "--estimate", "--trace"]).arg(&burst).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("no rate to replay at speeds"), "{err}");
+}
