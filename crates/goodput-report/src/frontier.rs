@@ -343,6 +343,7 @@ mod tests {
             failed: 0,
             steady: None,
             client_stalled: None,
+            spec_decode: None,
             extra: Extra::new(),
         }
     }

@@ -34,6 +34,16 @@ fn num(v: Option<f64>) -> String {
     }
 }
 
+/// A drafting configuration's drafts in a line: the verdict, and the
+/// tokens a step predicted and measured where both are known.
+pub fn drafts_line(d: &goodput_core::doc::overlay::DraftCheck) -> String {
+    let lengths = match (d.predicted_accepted_length, d.measured_accepted_length) {
+        (Some(p), Some(m)) => format!("; {p:.2} tokens a step predicted, {m:.2} measured"),
+        _ => String::new(),
+    };
+    format!("{} draft tokens a step: {}{lengths}", d.tokens, d.verdict)
+}
+
 /// The comparison in the terminal: per pair, each measured point with each
 /// figure's predicted and measured value and the error; the medians per
 /// pair and overall; what is on one side only.
@@ -72,6 +82,9 @@ pub fn terminal(c: &FrontierComparison) -> String {
             let _ = write!(o, " {:>26}", apct(s.median_abs_error));
         }
         o.push('\n');
+        if let Some(d) = &p.drafts {
+            let _ = writeln!(o, "  drafts: {}", esc(&drafts_line(d)));
+        }
     }
     if !c.pairs.is_empty() {
         let _ = writeln!(o, "\noverall (every compared point):");
@@ -184,6 +197,11 @@ pub fn markdown(c: &FrontierComparison) -> String {
     if let Some(ch) = &c.choice {
         let _ = writeln!(o, "\n**Choice:** {}", md(&ch.verdict));
     }
+    for p in c.pairs.iter().filter(|p| p.drafts.is_some()) {
+        if let Some(d) = &p.drafts {
+            let _ = writeln!(o, "\n**Drafts of {}:** {}", md(&p.measured), md(&drafts_line(d)));
+        }
+    }
     if !c.unmatched.is_empty() {
         o.push_str("\nOn one side only:\n\n");
         for u in &c.unmatched {
@@ -243,6 +261,7 @@ mod tests {
             failed: 0,
             steady: None,
             client_stalled: None,
+            spec_decode: None,
             extra: Extra::new(),
         };
         let configs = configs

@@ -1250,6 +1250,7 @@ mod tests {
             failed: 0,
             steady: None,
             client_stalled: None,
+            spec_decode: None,
             extra: Extra::new(),
         };
         for source in [FrontierSource::Predicted, FrontierSource::Measured] {

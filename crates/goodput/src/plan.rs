@@ -2381,6 +2381,7 @@ impl Search<'_> {
             failed: s.requests.failed * u64::from(c.engines()),
             steady: None,
             client_stalled: None,
+            spec_decode: goodput_core::doc::frontier::PointSpecDecode::of(r),
             extra: Extra::new(),
         }
     }

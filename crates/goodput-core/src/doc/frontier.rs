@@ -232,8 +232,47 @@ pub struct FrontierPoint {
     /// as it fails a plain sweep's point. Absent when it did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_stalled: Option<String>,
+    /// Where the configuration drafts (speculative decoding): how its drafts
+    /// fared, from the server's counters (measured) or the engine's draws
+    /// (predicted). Absent where nothing drafted, or nothing counted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decode: Option<PointSpecDecode>,
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+/// How a point's drafts fared.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct PointSpecDecode {
+    /// The share of speculative steps whose first draft token was accepted:
+    /// what `--spec-acceptance` takes (vLLM's per-position counter over its
+    /// proposals; the engine's draws). Absent where not counted (SGLang's
+    /// gauges give no positions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_acceptance: Option<f64>,
+    /// Tokens a speculative step yields per sequence, the bonus token
+    /// included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_accepted_length: Option<f64>,
+}
+
+impl PointSpecDecode {
+    /// A run's drafts: the server's counters over its window, else the
+    /// simulated engine's; `None` where neither counted any.
+    pub fn of(r: &crate::RunResult) -> Option<PointSpecDecode> {
+        let finite = |v: Option<f64>| v.filter(|v| v.is_finite());
+        let measured =
+            r.server_signals.as_ref().and_then(|s| s.window.spec_decode.as_ref()).map(|sd| PointSpecDecode {
+                first_acceptance: finite(sd.acceptance_by_position.first().copied()),
+                mean_accepted_length: finite(sd.mean_accepted_length),
+            });
+        let predicted = r.engine.as_ref().and_then(|e| e.spec_decode.as_ref()).map(|sd| PointSpecDecode {
+            first_acceptance: finite(sd.acceptance_by_position.first().copied()),
+            mean_accepted_length: finite(sd.mean_accepted_length),
+        });
+        measured.or(predicted).filter(|p| p.first_acceptance.is_some() || p.mean_accepted_length.is_some())
+    }
 }
 
 /// A point of the document: the configuration's index in `configs` and the
@@ -793,6 +832,7 @@ mod tests {
             failed: 0,
             steady: None,
             client_stalled: None,
+            spec_decode: None,
             extra: Extra::new(),
         }
     }

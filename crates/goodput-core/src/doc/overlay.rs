@@ -7,7 +7,9 @@
 //! `goodput compare plan.json frontier.json` writes it (`kind`
 //! `frontier_compare`); goodput-report's `overlay` renders it.
 
-use crate::doc::frontier::{ConfigStatus, FrontierConfig, FrontierPoint, FrontierResult, FrontierSource};
+use crate::doc::frontier::{
+    ConfigStatus, FrontierConfig, FrontierPoint, FrontierResult, FrontierSource, PointSpecDecode,
+};
 use crate::doc::sweep::Load;
 #[cfg(feature = "schema")]
 use schemars::JsonSchema;
@@ -252,6 +254,110 @@ pub struct ConfigPair {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub uncompared: Vec<UncomparedPoint>,
     pub summary: Vec<FigureSummary>,
+    /// Where the configuration drafts: how its drafts fared against what
+    /// the prediction assumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drafts: Option<DraftCheck>,
+}
+
+/// A drafting configuration's drafts, assumed and measured: the
+/// assumption a speculative prediction rests on, checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+pub struct DraftCheck {
+    /// Draft tokens a step (`spec_tokens`).
+    pub tokens: u32,
+    /// The first draft token's acceptance the prediction assumed: its
+    /// `spec_acceptance`, else what its engine's draws gave.
+    pub assumed_acceptance: Option<f64>,
+    /// The first draft token's acceptance measured: the median of the
+    /// measured points' (the server's per-position counters), else the
+    /// acceptance whose chain gives the tokens a step measured; absent
+    /// where the server counted no drafts.
+    pub measured_acceptance: Option<f64>,
+    /// Tokens a step yields per sequence (the bonus token included): the
+    /// median of the predicted points', and of the measured ones'.
+    pub predicted_accepted_length: Option<f64>,
+    pub measured_accepted_length: Option<f64>,
+    /// In words, with the flag to predict again with where they differ.
+    pub verdict: String,
+}
+
+/// The acceptance `a` whose chain of `k` drafts (position `i` accepted in
+/// `a^(i+1)` of steps, as the engine draws them) yields `length` tokens a
+/// step: 1 + a + … + a^k = `length`, solved by bisection. `None` outside
+/// what `k` drafts can yield (1 to k + 1).
+pub fn acceptance_for_length(length: f64, k: u32) -> Option<f64> {
+    let yields = |a: f64| (0..=k).map(|i| a.powi(i as i32)).sum::<f64>();
+    if !(1.0..=f64::from(k) + 1.0).contains(&length) || k == 0 {
+        return None;
+    }
+    let (mut lo, mut hi) = (0.0, 1.0);
+    for _ in 0..60 {
+        let mid = (lo + hi) / 2.0;
+        if yields(mid) < length {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Some((lo + hi) / 2.0)
+}
+
+/// How far the measured first-token acceptance may lie from the assumed
+/// one and still be called as assumed: 5 points.
+const ACCEPTANCE_CLOSE: f64 = 0.05;
+
+/// The drafts of a predicted configuration that drafts, against its
+/// measured partner's points.
+fn draft_check(pc: &FrontierConfig, predicted: &[FrontierPoint], meas: &FrontierConfig) -> Option<DraftCheck> {
+    let tokens = pc.params.get("spec_tokens").and_then(|v| v.trim().parse::<u32>().ok()).filter(|&k| k > 0)?;
+    let of = |points: &[FrontierPoint], f: fn(&PointSpecDecode) -> Option<f64>| {
+        median(points.iter().filter_map(|p| p.spec_decode.as_ref().and_then(f)).collect())
+    };
+    // A plan names it; a sweep's prediction took it from its flag, and its
+    // engine's draws give it back.
+    let assumed = pc
+        .params
+        .get("spec_acceptance")
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .or_else(|| of(predicted, |s| s.first_acceptance));
+    let predicted_length = of(predicted, |s| s.mean_accepted_length);
+    let measured_length = of(&meas.points, |s| s.mean_accepted_length);
+    let counted = of(&meas.points, |s| s.first_acceptance);
+    let measured = counted.or_else(|| measured_length.and_then(|l| acceptance_for_length(l, tokens)));
+    let pc_ = |v: f64| format!("{:.0} %", v * 100.0);
+    let how = if counted.is_some() {
+        "the first draft token was accepted in"
+    } else {
+        "its tokens a step make the first draft token's acceptance"
+    };
+    let verdict = match (measured, assumed) {
+        (None, Some(a)) => format!(
+            "the server counted no drafts (its /metrics not scraped, or none that count them): the {} acceptance \
+             the prediction assumed stands unchecked",
+            pc_(a)
+        ),
+        (None, None) => "the server counted no drafts, and the prediction names no acceptance".into(),
+        (Some(m), Some(a)) if (m - a).abs() <= ACCEPTANCE_CLOSE => {
+            format!("{how} {} of steps, as the {} assumed (within 5 points)", pc_(m), pc_(a))
+        }
+        (Some(m), Some(a)) => format!(
+            "{how} {} of steps, against the {} the prediction assumed: predict again with --spec-acceptance {:.2}",
+            pc_(m),
+            pc_(a),
+            m
+        ),
+        (Some(m), None) => format!("{how} {} of steps: predict with --spec-acceptance {m:.2}", pc_(m)),
+    };
+    Some(DraftCheck {
+        tokens,
+        assumed_acceptance: assumed,
+        measured_acceptance: measured,
+        predicted_accepted_length: predicted_length,
+        measured_accepted_length: measured_length,
+        verdict,
+    })
 }
 
 /// A configuration on one side only, and why it has no partner.
@@ -594,6 +700,7 @@ fn pair(pred: &FrontierResult, pi: usize, meas: &FrontierConfig) -> ConfigPair {
         out.push(PointError { load: m.load, load_per_replica: load, interpolated, figures });
     }
     let summary = summarize(out.iter());
+    let drafts = draft_check(pc, &points, meas);
     ConfigPair {
         predicted: pc.id.clone(),
         measured: meas.id.clone(),
@@ -604,6 +711,7 @@ fn pair(pred: &FrontierResult, pi: usize, meas: &FrontierConfig) -> ConfigPair {
         points: out,
         uncompared,
         summary,
+        drafts,
     }
 }
 
@@ -756,6 +864,60 @@ mod tests {
         assert_eq!(knob_of("temperature"), None);
     }
 
+    /// The acceptance a chain of drafts' tokens a step implies is the one
+    /// that yields them; and a drafting pair's verdict follows what the
+    /// server counted: as assumed, another to predict with, or unchecked.
+    #[test]
+    fn a_drafting_pair_checks_the_acceptance_the_prediction_assumed() {
+        let length = 1.0 + 0.7 + 0.49 + 0.343;
+        assert!((acceptance_for_length(length, 3).unwrap() - 0.7).abs() < 1e-9);
+        assert!(acceptance_for_length(1.0, 3).unwrap() < 1e-9);
+        assert_eq!(acceptance_for_length(4.5, 3), None, "3 drafts yield at most 4 tokens");
+        assert_eq!(acceptance_for_length(2.0, 0), None);
+        let with = |first: Option<f64>, length: Option<f64>| {
+            let mut p = point(4, 100.0, 50.0, 20.0);
+            p.spec_decode = Some(PointSpecDecode { first_acceptance: first, mean_accepted_length: length });
+            p
+        };
+        let params = |acc: &str| -> crate::doc::frontier::ParamMap {
+            [("spec_tokens", "3"), ("spec_acceptance", acc)]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let config = |acc: &str, points: Vec<FrontierPoint>| {
+            let mut c = FrontierConfig::new("c".into(), params(acc), None, 1, None);
+            c.points = points;
+            c
+        };
+        let predicted = vec![with(Some(0.7), Some(2.5))];
+        let check = |acc: &str, measured: Vec<FrontierPoint>| {
+            draft_check(&config(acc, predicted.clone()), &predicted, &config(acc, measured)).unwrap()
+        };
+        // vLLM's per-position counters: the first position's share, the median over points.
+        let d = check("0.7", vec![with(Some(0.5), Some(1.9)), with(Some(0.54), Some(2.0)), with(Some(0.6), None)]);
+        assert_eq!((d.measured_acceptance, d.measured_accepted_length), (Some(0.54), Some(1.95)));
+        assert!(d
+            .verdict
+            .ends_with("against the 70 % the prediction assumed: predict again with --spec-acceptance 0.54"));
+        let d = check("0.7", vec![with(Some(0.72), Some(2.6))]);
+        assert!(d.verdict.contains("72 % of steps, as the 70 % assumed"), "{}", d.verdict);
+        // SGLang's gauges: tokens a step alone, the acceptance solved from them.
+        let d = check("0.7", vec![with(None, Some(1.0 + 0.5 + 0.25 + 0.125))]);
+        assert!((d.measured_acceptance.unwrap() - 0.5).abs() < 1e-9);
+        assert!(
+            d.verdict.starts_with("its tokens a step make the first draft token's acceptance 50 %"),
+            "{}",
+            d.verdict
+        );
+        // Nothing counted.
+        let d = check("0.7", vec![point(4, 100.0, 50.0, 20.0)]);
+        assert!(d.measured_acceptance.is_none() && d.verdict.contains("stands unchecked"), "{}", d.verdict);
+        // A configuration that does not draft has no check.
+        let plain = FrontierConfig::new("p".into(), Default::default(), None, 1, None);
+        assert!(draft_check(&plain, &predicted, &plain).is_none());
+    }
+
     fn point(users: u64, tput: f64, speed: f64, ttft: f64) -> FrontierPoint {
         FrontierPoint {
             load: Load::Concurrency(users),
@@ -773,6 +935,7 @@ mod tests {
             failed: 0,
             steady: None,
             client_stalled: None,
+            spec_decode: None,
             extra: Extra::new(),
         }
     }

@@ -1869,8 +1869,23 @@ fn a_plan_is_rehearsed_on_the_simulated_engine() {
     let o =
         goodput().arg("compare").arg(&plan).arg(dir.path().join("grid.measured.json")).arg("-o").arg(&both).output();
     assert!(o.unwrap().status.success());
-    let choice = &read_json(&both)["choice"];
+    let both = read_json(&both);
+    let choice = &both["choice"];
     assert_eq!(choice["measured_partner"], choice["predicted_best"], "{choice}");
+    // The drafts: the server's counters checked against the acceptance the plan assumed (0.7), which the
+    // simulated server drew from; a configuration that does not draft has no check.
+    for p in both["pairs"].as_array().unwrap() {
+        let drafts = &p["drafts"];
+        if !p["predicted"].as_str().unwrap().contains("spec3") {
+            assert!(drafts.is_null(), "{p}");
+            continue;
+        }
+        assert_eq!((drafts["tokens"].as_u64(), drafts["assumed_acceptance"].as_f64()), (Some(3), Some(0.7)), "{p}");
+        let measured = drafts["measured_acceptance"].as_f64().unwrap_or_else(|| panic!("{drafts}"));
+        assert!(measured > 0.3 && measured <= 1.0, "{drafts}");
+        assert!(drafts["measured_accepted_length"].as_f64().is_some_and(|l| l > 1.0 && l <= 4.0), "{drafts}");
+    }
+    assert!(both["pairs"].as_array().unwrap().iter().any(|p| p["drafts"].is_object()), "{both}");
 }
 
 /// A trace of `n` requests, one every `gap` seconds: goodput's JSONL.

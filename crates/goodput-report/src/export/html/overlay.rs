@@ -51,6 +51,13 @@ pub fn overlay_page(c: &FrontierComparison) -> Result<String, ExportError> {
     if let Some(ch) = &c.choice {
         let _ = write!(o, r#"<p class="note choice">Choice: {}</p>"#, html(&ch.verdict));
     }
+    // The assumption a drafting prediction rests on, checked.
+    for p in &c.pairs {
+        if let Some(d) = &p.drafts {
+            let line = crate::overlay::drafts_line(d);
+            let _ = write!(o, r#"<p class="note drafts">Drafts of {}: {}</p>"#, html(&p.measured), html(&line));
+        }
+    }
     charts(&mut o, &[chart(c)]);
     medians(&mut o, c);
     points(&mut o, c);

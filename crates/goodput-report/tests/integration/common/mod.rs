@@ -524,6 +524,7 @@ pub fn frontier_doc() -> goodput_core::doc::frontier::FrontierResult {
         failed: 0,
         steady: None,
         client_stalled: None,
+        spec_decode: None,
         extra: Default::default(),
     };
     let config = |id: &str, points: Vec<FrontierPoint>| FrontierConfig {

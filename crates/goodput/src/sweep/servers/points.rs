@@ -43,6 +43,7 @@ pub fn frontier_point(p: &SweepPoint, gpus: u32, percentile: f64, attainment: f6
         failed: s.requests.failed,
         steady: s.stability.as_ref().map(|st| st.steady),
         client_stalled: crate::output::client_stalled(r),
+        spec_decode: goodput_core::doc::frontier::PointSpecDecode::of(r),
         extra: Default::default(),
     }
 }
