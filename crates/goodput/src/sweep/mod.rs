@@ -1048,6 +1048,13 @@ fn check_args(a: &SweepArgs) -> Result<()> {
         bail!("--stages gives each stage its time: drop -n, --duration and --turns");
     }
     setup::arrival(&a.shape)?;
+    let speeds = a.trace_speed.as_deref().unwrap_or_default();
+    if let Some(bad) = speeds.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
+        bail!("--trace-speed {bad}: each speed must be a positive number (2 replays the trace twice as fast)");
+    }
+    if let Some(s) = speeds.iter().enumerate().find_map(|(i, s)| speeds[..i].contains(s).then_some(s)) {
+        bail!("--trace-speed names {s} twice: give each speed once");
+    }
     if a.trace.is_some() && (a.shape.arrival != crate::cli::ArrivalArg::Poisson || a.shape.burstiness.is_some()) {
         bail!(
             "--arrival and --burstiness shape a schedule of their own, and --trace replays the trace's send times: \

@@ -377,7 +377,13 @@ fn fail_on_unsteady_applies_to_a_sweep_of_servers() {
     let c = &configs(&doc)[0];
     assert_eq!(c["points"][0]["steady"], false, "two requests are no steady state: {doc}");
     assert_eq!(o.status.code(), Some(4), "{err}");
-    assert!(err.contains("not steady) (--fail-on-unsteady)"), "{err}");
+    // Its points not steady; or, where the machine held the client up while
+    // a request was due (seen in a full run: a stall of 195 ms), that first.
+    assert!(
+        err.contains("not steady) (--fail-on-unsteady)")
+            || err.contains("measured by a client that stalled") && err.contains("(--fail-on-unsteady)"),
+        "{err}"
+    );
     assert_all_gone(&logged_pids(&dir.path().join("f.logs")));
 }
 

@@ -292,6 +292,8 @@ fn a_sweep_replays_a_trace_at_each_speed() {
     for (flags, says) in [
         (&["--trace-speed", "1", "--arrival", "gamma", "--burstiness", "0.5"][..], "drop --arrival and --burstiness"),
         (&["--rate", "2"][..], "cannot be used with"),
+        (&["--trace-speed", "0"][..], "each speed must be a positive number"),
+        (&["--trace-speed", "2,1,2"][..], "names 2 twice"),
     ] {
         let o = goodput().args(["sweep", "--estimate", "--trace"]).arg(&trace).args(flags).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
