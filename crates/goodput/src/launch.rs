@@ -751,6 +751,16 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
             }
             None => {}
         }
+        let drafting = mine.iter().filter(|(_, c)| startable(c)).any(|(_, c)| {
+            c.params.get("spec_tokens").and_then(|k| k.trim().parse::<u32>().ok()).is_some_and(|k| k > 0)
+        });
+        if let Some((acceptance, _)) = drafts.filter(|_| drafting) {
+            let _ = writeln!(
+                text,
+                "# The drafting configurations' speed rests on the drafts' acceptance the plan assumed ({acceptance}): \
+                 goodput compare sets the server's own counters against it (drafts)."
+            );
+        }
         if !routers.is_empty() {
             let _ = writeln!(
                 text,
@@ -1192,6 +1202,8 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("#   spec3: speculative decoding"), "{text}");
+        // Nothing in it drafts: no word of the drafts' acceptance.
+        assert!(!text.contains("acceptance the plan assumed"), "{text}");
         assert!(grids[0].sweep.as_deref().is_some_and(|s| s.contains("--concurrency '1,8'")), "{:?}", grids[0].sweep);
         // Nothing startable: the file says so, and no sweep is offered.
         doc.configs.remove(1);

@@ -1853,6 +1853,7 @@ fn a_plan_is_rehearsed_on_the_simulated_engine() {
         text.contains("spec_tokens = 3") && text.contains("--spec-acceptance 0.7 --spec-draft-cost 0.05"),
         "{text}"
     );
+    assert!(text.contains("acceptance the plan assumed (0.7): goodput compare sets the server's own"), "{text}");
     let sweep = text.lines().find_map(|l| l.strip_prefix("#   goodput sweep ")).unwrap();
     let mut words = shlex::split(sweep).unwrap();
     words.extend(["-n", "8", "--progress", "none"].map(String::from));
