@@ -29,7 +29,7 @@ pub struct ServeGridArgs {
     /// POST to this path of the server before each point, e.g. /reset_prefix_cache (vLLM's; it needs VLLM_SERVER_DEV_MODE=1), so that no point is served from an earlier point's cache. A configuration whose server refuses it fails.
     #[arg(long, requires = "serve_cmd", help_heading = "Server configurations")]
     pub serve_reset: Option<String>,
-    /// Start a fresh server for every point (--concurrency or --rate lists only), so that no point inherits another's caches.
+    /// Start a fresh server for every point (--concurrency or --rate lists, or --trace's speeds, only), so that no point inherits another's caches.
     #[arg(long, requires = "serve_cmd", help_heading = "Server configurations")]
     pub restart_per_point: bool,
     /// Continue a stopped sweep: keep the configurations the -o document holds, and run the rest.

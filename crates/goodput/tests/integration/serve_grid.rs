@@ -823,6 +823,35 @@ fn servers_restart_per_point_and_a_reset_the_server_lacks_fails() {
     assert_all_gone(&logged_pids(&logs));
 }
 
+/// --restart-per-point with --trace: a server for each speed, each
+/// replaying the trace once at its speed.
+#[test]
+fn servers_restart_for_each_speed_of_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, trace) = (dir.path().join("f.json"), dir.path().join("t.jsonl"));
+    even_trace(&trace, 6, 0.1);
+    let template = format!("sh -c {} {{port}}", shlex::try_quote(&serve_script("--speed 20")).unwrap());
+    let o = goodput()
+        .args(["sweep", "--serve-cmd", &template, "--restart-per-point", "--trace"])
+        .arg(&trace)
+        .args(["--trace-speed", "1,4", "--progress", "none", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc = read_json(&out);
+    let rates: Vec<f64> =
+        configs(&doc)[0]["points"].as_array().unwrap().iter().map(|p| p["load"]["value"].as_f64().unwrap()).collect();
+    assert_eq!(rates.len(), 2, "{doc}");
+    // 6 requests over 0.5 s: 12 req/s at speed 1, 48 at 4.
+    assert!((rates[0] - 12.0).abs() < 1e-9 && (rates[1] - 48.0).abs() < 1e-9, "{rates:?}");
+    let logs = dir.path().join("f.logs");
+    let pids = logged_pids(&logs);
+    assert_eq!(pids.len(), 2, "a server per speed");
+    assert!(logs.join("01-default.point00.log").exists() && logs.join("01-default.point01.log").exists());
+    assert_all_gone(&pids);
+}
+
 /// A stand-in for a DCGM exporter on 127.0.0.1:0: the GPUs' energy counter
 /// (mJ) rising at `watts` from its start, and a power limit of 700 W. Serves until the returned flag is
 /// set and one more connection comes.

@@ -516,8 +516,10 @@ fn check(a: &SweepArgs, grid: &[Params]) -> Result<()> {
              and --html; drop --markdown"
         );
     }
-    if a.serve.restart_per_point && a.concurrency.is_none() && a.rate.is_none() {
-        bail!("--restart-per-point runs a server per point of a list: give --concurrency or --rate (not --auto)");
+    if a.serve.restart_per_point && a.concurrency.is_none() && a.rate.is_none() && a.trace.is_none() {
+        bail!(
+            "--restart-per-point runs a server per point of a list: give --concurrency, --rate or --trace (not --auto)"
+        );
     }
     if let Some(r) = &a.serve.serve_reset {
         if !r.starts_with('/') {
@@ -574,7 +576,12 @@ fn dry_run(a: &SweepArgs, template: &Template, grid: &[Params]) -> String {
 fn upper_bound(a: &SweepArgs, configs: usize) -> String {
     let s = &a.serve;
     let starts = if s.restart_per_point {
-        a.concurrency.as_ref().map(|c| c.0.len()).or(a.rate.as_ref().map(|r| r.0.len())).unwrap_or(1)
+        a.concurrency
+            .as_ref()
+            .map(|c| c.0.len())
+            .or(a.rate.as_ref().map(|r| r.0.len()))
+            .or(a.trace_speed.as_ref().map(Vec::len))
+            .unwrap_or(1)
     } else {
         1
     };
@@ -617,10 +624,14 @@ impl Ctx {
                 doc.notes.push(m);
             }
         }
-        let segments: Vec<Option<Load>> = if self.args.serve.restart_per_point {
-            let loads: Vec<Load> = match (&self.args.concurrency, &self.args.rate) {
-                (Some(c), _) => c.0.iter().map(|&c| Load::Concurrency(c)).collect(),
-                (_, Some(r)) => r.0.iter().map(|&r| Load::Rate(r)).collect(),
+        let segments: Vec<Option<Segment>> = if self.args.serve.restart_per_point {
+            let loads: Vec<Segment> = match (&self.args.concurrency, &self.args.rate, &self.args.trace) {
+                (Some(c), _, _) => c.0.iter().map(|&c| Segment::Load(Load::Concurrency(c))).collect(),
+                (_, Some(r), _) => r.0.iter().map(|&r| Segment::Load(Load::Rate(r))).collect(),
+                (_, _, Some(_)) => {
+                    let speeds = self.args.trace_speed.clone().unwrap_or_else(|| vec![1.0]);
+                    speeds.into_iter().map(Segment::TraceSpeed).collect()
+                }
                 _ => Vec::new(),
             };
             loads.into_iter().map(Some).collect()
@@ -671,7 +682,7 @@ impl Ctx {
         params: &Params,
         gpus: u32,
         name: &str,
-        load: Option<Load>,
+        load: Option<Segment>,
         first_run: u64,
         doc: &mut FrontierResult,
     ) -> Result<Part> {
@@ -755,8 +766,9 @@ impl Ctx {
             args.output.records = args.output.records.as_deref().map(|r| per_config(r, name));
             if let Some(l) = load {
                 match l {
-                    Load::Concurrency(c) => args.concurrency = Some(CountList(vec![c])),
-                    Load::Rate(r) => args.rate = Some(RateList(vec![r])),
+                    Segment::Load(Load::Concurrency(c)) => args.concurrency = Some(CountList(vec![c])),
+                    Segment::Load(Load::Rate(r)) => args.rate = Some(RateList(vec![r])),
+                    Segment::TraceSpeed(speed) => args.trace_speed = Some(vec![speed]),
                 }
                 args.search_steps = 0;
             }
@@ -803,16 +815,27 @@ impl Ctx {
                 let during = points.iter().position(|p| p.result.interrupted).unwrap_or(points.len().saturating_sub(1));
                 // With no point recorded: this part's own load, else the
                 // list's first, else --auto's first (its baseline of one user).
-                let load = points.get(during).map(|p| p.load).or(load).unwrap_or_else(|| {
-                    let a = &self.args;
+                // A trace's speed is a rate only once its trace is read: with
+                // no point recorded, the replay is named by its speed.
+                let (own, speed) = match load {
+                    Some(Segment::Load(l)) => (Some(l), None),
+                    Some(Segment::TraceSpeed(s)) => (None, Some(s)),
+                    None => (None, first_speed(&self.args)),
+                };
+                let a = &self.args;
+                let load = points.get(during).map(|p| p.load).or(own).or_else(|| {
                     a.concurrency
                         .as_ref()
                         .and_then(|c| c.0.first().map(|&c| Load::Concurrency(c)))
                         .or_else(|| a.rate.as_ref().and_then(|r| r.0.first().map(|&r| Load::Rate(r))))
-                        .unwrap_or(Load::Concurrency(1))
+                        .or(a.trace.is_none().then_some(Load::Concurrency(1)))
                 });
                 let done = during.min(points.len());
-                let at = format!(" at {}", load.label());
+                let at = match (load, speed) {
+                    (Some(l), _) => format!(" at {}", l.label()),
+                    (None, Some(s)) => format!(" replaying the trace at {s}×"),
+                    (None, None) => " replaying the trace".into(),
+                };
                 return Ok(Part::Failed(Failure {
                     error: format!(
                         "the server exited during the point{at} ({}), {done} point{} done before it; --resume runs \
@@ -822,7 +845,7 @@ impl Ctx {
                     ),
                     status: status_code(st),
                     log: log.clone(),
-                    exited_during: Some(load),
+                    exited_during: load,
                 }));
             }
             if self.interrupt.stopped() {
@@ -874,6 +897,20 @@ impl Ctx {
             }
         }
     }
+}
+
+/// The first speed a sweep replays its trace at (1 where none is given);
+/// none without a trace.
+fn first_speed(a: &SweepArgs) -> Option<f64> {
+    a.trace.as_ref().map(|_| a.trace_speed.as_ref().and_then(|s| s.first().copied()).unwrap_or(1.0))
+}
+
+/// The point one server of `--restart-per-point` runs: a load of the
+/// list, or a speed of the trace's.
+#[derive(Debug, Clone, Copy)]
+enum Segment {
+    Load(Load),
+    TraceSpeed(f64),
 }
 
 enum Part {
