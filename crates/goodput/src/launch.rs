@@ -361,7 +361,7 @@ fn apart(server: Server, params: &ParamMap) -> Option<String> {
 
 /// The flags of a configuration's knobs on `server`, its weights loaded
 /// as `loaded` and its drafts (if it drafts) by `drafter`; or why it has
-/// no one command.
+/// no one command (its layout, [`apart`], is [`serve_words`]'s to check).
 fn flags(
     server: Server,
     params: &ParamMap,
@@ -373,9 +373,6 @@ fn flags(
     let count = |k: &str| get(k).and_then(|v| v.parse::<u32>().ok()).unwrap_or(1);
     let sglang = server == Server::Sglang;
     let title = server.title();
-    if let Some(why) = apart(server, params) {
-        return Err(why);
-    }
     let drafts = get("spec_tokens").and_then(|k| k.parse::<u32>().ok()).filter(|&k| k > 0);
     let drafts = match (drafts, drafter) {
         (None, _) => None,
@@ -460,12 +457,13 @@ fn shell_words(words: &[String]) -> String {
 
 /// `vllm serve WEIGHTS` or `python3 -m sglang.launch_server --model-path
 /// WEIGHTS` (the weights at the configuration's width), then
-/// `--served-model-name NAMED` (where it differs) and the knobs' flags: the
-/// command's words.
+/// `--served-model-name NAMED` (where it differs) and the knobs' flags, its
+/// drafts by `drafter` ([`Weights::drafter`]): the command's words.
 fn serve_words(
     server: Server,
     params: &ParamMap,
     weights: &Weights,
+    drafter: Option<&Drafter>,
     named: &str,
     mem: f64,
 ) -> Result<Vec<String>, String> {
@@ -501,7 +499,7 @@ fn serve_words(
     if named != served {
         words.extend(["--served-model-name".into(), named.to_string()]);
     }
-    words.extend(flags(server, params, loaded, weights.drafter().as_ref(), mem)?);
+    words.extend(flags(server, params, loaded, drafter, mem)?);
     Ok(words)
 }
 
@@ -509,8 +507,10 @@ fn serve_words(
 /// `weights` at the configuration's width, under the name `named` (the
 /// plan's --model, which the requests of a sweep then give).
 pub fn set_commands(doc: &mut FrontierResult, server: Server, weights: &Weights, named: &str, mem: f64) {
+    // Settled once: it is every configuration's.
+    let drafter = weights.drafter();
     for c in &mut doc.configs {
-        let (command, missing) = match serve_words(server, &c.params, weights, named, mem) {
+        let (command, missing) = match serve_words(server, &c.params, weights, drafter.as_ref(), named, mem) {
             Ok(words) => (Some(shell_words(&words)), None),
             Err(why) => (None, Some(why)),
         };
@@ -751,10 +751,8 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
             }
             None => {}
         }
-        let drafting = mine.iter().filter(|(_, c)| startable(c)).any(|(_, c)| {
-            c.params.get("spec_tokens").and_then(|k| k.trim().parse::<u32>().ok()).is_some_and(|k| k > 0)
-        });
-        if let Some((acceptance, _)) = drafts.filter(|_| drafting) {
+        // A plan names the drafts' acceptance on the configurations that draft alone.
+        if let Some((acceptance, _)) = drafts {
             let _ = writeln!(
                 text,
                 "# The drafting configurations' speed rests on the drafts' acceptance the plan assumed ({acceptance}): \
@@ -913,7 +911,7 @@ mod tests {
 
     /// A configuration's command, or why it has none.
     fn command(server: Server, kv: &[(&str, &str)], w: &Weights) -> Result<String, String> {
-        serve_words(server, &params(kv), w, "named", 0.9).map(|words| shell_words(&words))
+        serve_words(server, &params(kv), w, w.drafter().as_ref(), "named", 0.9).map(|words| shell_words(&words))
     }
 
     #[test]
@@ -928,7 +926,8 @@ mod tests {
             ("max_num_batched_tokens", "8192"),
         ]);
         let w =
-            serve_words(Server::Vllm, &p, &weights("meta-llama/Llama-3.1-70B-Instruct"), "llama-3.1-70b", 0.9).unwrap();
+            serve_words(Server::Vllm, &p, &weights("meta-llama/Llama-3.1-70B-Instruct"), None, "llama-3.1-70b", 0.9)
+                .unwrap();
         assert_eq!(
             shell_words(&w),
             "vllm serve meta-llama/Llama-3.1-70B-Instruct --served-model-name llama-3.1-70b --quantization fp8 \
@@ -939,14 +938,21 @@ mod tests {
         let p = params(&[("tp", "1"), ("dp", "1"), ("precision", "bf16"), ("kv_cache_dtype", "auto")]);
         assert_eq!(
             shell_words(
-                &serve_words(Server::Vllm, &p, &weights("Qwen/Qwen2.5-7B-Instruct"), "Qwen/Qwen2.5-7B-Instruct", 0.85)
-                    .unwrap()
+                &serve_words(
+                    Server::Vllm,
+                    &p,
+                    &weights("Qwen/Qwen2.5-7B-Instruct"),
+                    None,
+                    "Qwen/Qwen2.5-7B-Instruct",
+                    0.85
+                )
+                .unwrap()
             ),
             "vllm serve Qwen/Qwen2.5-7B-Instruct --dtype bfloat16 --gpu-memory-utilization 0.85"
         );
         // Experts over every TP × DP GPU is vLLM's one layout.
         let ep = params(&[("tp", "1"), ("dp", "8"), ("ep", "8"), ("pp", "2"), ("precision", "fp8")]);
-        let w = serve_words(Server::Vllm, &ep, &weights("x"), "x", 0.9).unwrap();
+        let w = serve_words(Server::Vllm, &ep, &weights("x"), None, "x", 0.9).unwrap();
         assert!(w.contains(&"--enable-expert-parallel".to_string()) && w.contains(&"--pipeline-parallel-size".into()));
         let why = |kv: &[(&str, &str)]| command(Server::Vllm, kv, &weights("my-org/tuned")).unwrap_err();
         assert!(why(&[("tp", "1"), ("dp", "8"), ("ep", "4")]).contains("all 8 GPUs of TP × DP"));
@@ -971,8 +977,15 @@ mod tests {
         ]);
         assert_eq!(
             shell_words(
-                &serve_words(Server::Sglang, &p, &weights("meta-llama/Llama-3.1-70B-Instruct"), "llama-3.1-70b", 0.9)
-                    .unwrap()
+                &serve_words(
+                    Server::Sglang,
+                    &p,
+                    &weights("meta-llama/Llama-3.1-70B-Instruct"),
+                    None,
+                    "llama-3.1-70b",
+                    0.9
+                )
+                .unwrap()
             ),
             "python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct --served-model-name \
              llama-3.1-70b --quantization fp8 --tp-size 4 --dp-size 2 --kv-cache-dtype fp8_e4m3 \

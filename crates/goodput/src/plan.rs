@@ -2236,9 +2236,7 @@ impl Search<'_> {
             // The offered rate: the requests replayed over their span, at
             // this speed (with -n, the trace's first ones: the whole trace's
             // rate had labelled a prefix that came at another pace).
-            let replayed = plan.requests.map_or(t.entries.len(), |n| {
-                usize::try_from(n.saturating_add(plan.warmup)).unwrap_or(usize::MAX).clamp(1, t.entries.len())
-            });
+            let replayed = setup::trace_replayed(t.entries.len(), plan.requests, plan.warmup);
             let offered =
                 setup::trace_rate(&t.entries, plan.requests, plan.warmup).map_or(f64::INFINITY, |r| r * speed);
             let ttft_alone = missed_ttft_alone(&result, self.opts.slo.as_ref(), self.attainment);

@@ -269,15 +269,20 @@ fn trace_units_warning(
 /// come at once; `None` where every request comes at once.
 pub fn trace_rate(entries: &[TraceEntry], requests: Option<u64>, warmup: u64) -> Option<f64> {
     let last = entries.iter().map(|e| e.at).max()?;
-    let replayed = requests.map_or(entries.len(), |n| {
-        usize::try_from(n.saturating_add(warmup)).unwrap_or(usize::MAX).clamp(1, entries.len())
-    });
+    let replayed = trace_replayed(entries.len(), requests, warmup);
     let prefix = entries[replayed - 1].at;
     match (prefix.is_zero(), last.is_zero()) {
         (false, _) => Some(replayed as f64 / prefix.as_secs_f64()),
         (true, false) => Some(entries.len() as f64 / last.as_secs_f64()),
         (true, true) => None,
     }
+}
+
+/// The requests a replay of a trace of `len` sends, its warm-up's
+/// included: `requests` after `warmup` where given (at least one), else
+/// every one.
+pub fn trace_replayed(len: usize, requests: Option<u64>, warmup: u64) -> usize {
+    requests.map_or(len, |n| usize::try_from(n.saturating_add(warmup)).unwrap_or(usize::MAX).clamp(1, len))
 }
 
 /// A trace read for a run: its requests, and what the result's config

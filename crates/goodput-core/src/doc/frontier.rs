@@ -261,17 +261,18 @@ impl PointSpecDecode {
     /// A run's drafts: the server's counters over its window, else the
     /// simulated engine's; `None` where neither counted any.
     pub fn of(r: &crate::RunResult) -> Option<PointSpecDecode> {
+        // The server's window and the engine's draws name them alike.
         let finite = |v: Option<f64>| v.filter(|v| v.is_finite());
-        let measured =
-            r.server_signals.as_ref().and_then(|s| s.window.spec_decode.as_ref()).map(|sd| PointSpecDecode {
-                first_acceptance: finite(sd.acceptance_by_position.first().copied()),
-                mean_accepted_length: finite(sd.mean_accepted_length),
-            });
-        let predicted = r.engine.as_ref().and_then(|e| e.spec_decode.as_ref()).map(|sd| PointSpecDecode {
-            first_acceptance: finite(sd.acceptance_by_position.first().copied()),
-            mean_accepted_length: finite(sd.mean_accepted_length),
-        });
-        measured.or(predicted).filter(|p| p.first_acceptance.is_some() || p.mean_accepted_length.is_some())
+        let of = |by_position: &[f64], length: Option<f64>| PointSpecDecode {
+            first_acceptance: finite(by_position.first().copied()),
+            mean_accepted_length: finite(length),
+        };
+        let measured = r.server_signals.as_ref().and_then(|s| s.window.spec_decode.as_ref());
+        let predicted = r.engine.as_ref().and_then(|e| e.spec_decode.as_ref());
+        measured
+            .map(|sd| of(&sd.acceptance_by_position, sd.mean_accepted_length))
+            .or_else(|| predicted.map(|sd| of(&sd.acceptance_by_position, sd.mean_accepted_length)))
+            .filter(|p| p.first_acceptance.is_some() || p.mean_accepted_length.is_some())
     }
 }
 

@@ -802,14 +802,13 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
             for n in &t.notes {
                 goodput_core::tell!("{n}");
             }
+            let file = a.trace.as_deref().map_or(String::new(), |p| p.display().to_string());
             let Some(rate) = setup::trace_rate(&t.entries, a.shape.requests, setup::warmup_requests(&a.shape)) else {
                 bail!(
-                    "--trace {}: every request of it is sent at the same instant, so it has no rate to replay at \
-                     speeds: give a trace whose requests come over time, or bench --trace to send it at once",
-                    a.trace.as_deref().map_or(String::new(), |p| p.display().to_string())
+                    "--trace {file}: every request of it is sent at the same instant, so it has no rate to replay at \
+                     speeds: give a trace whose requests come over time, or bench --trace to send it at once"
                 );
             };
-            let file = a.trace.as_deref().map_or(String::new(), |p| p.display().to_string());
             Some(SweepTrace { entries: t.entries.clone(), file, rate })
         }
         None => None,
@@ -916,7 +915,8 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
             if a.shape.seed.drawn { " (drawn; each point draws its own from it, and --seed repeats them)" } else { "" }
         );
         if !a.estimate {
-            if let Some(t) = expected_duration(&a, steady_bounds) {
+            let span = trace.as_ref().and_then(|t| t.entries.iter().map(|e| e.at).max());
+            if let Some(t) = expected_duration(&a, steady_bounds, span) {
                 goodput_core::tell!("this sweep runs {t}");
             }
         }

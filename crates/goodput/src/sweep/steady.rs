@@ -66,7 +66,7 @@ pub(super) fn why_longer(r: &goodput_core::RunResult) -> String {
 /// is not known ahead (a request count).
 pub(super) fn most_duration(a: &SweepArgs) -> Option<Duration> {
     if a.trace.is_some() {
-        return trace_time(a).map(|(_, most)| most);
+        return trace_span(a).map(|span| trace_time(a, span).1);
     }
     let steady_bounds = a.shape.requests.is_none() && a.shape.duration.is_none() && a.stages.is_none();
     if a.shape.requests.is_some() {
@@ -94,14 +94,19 @@ pub(super) fn most_duration(a: &SweepArgs) -> Option<Duration> {
     Some(each * points as u32 + again * (points - ceiling) as u32)
 }
 
-/// `--trace`: the replays a sweep makes (a speed's each, and the search's
-/// between them) and their longest time in all: each the trace's span over
-/// its speed (or `--duration`, if shorter) and the grace; a search's at the
-/// slowest speed's. `None` where the trace cannot be read (the sweep then
-/// says why).
-fn trace_time(a: &SweepArgs) -> Option<(usize, Duration)> {
+/// The span of the `--trace` a sweep names, read: its last request's
+/// time at speed 1. `None` where it cannot be read (the sweep then says
+/// why).
+fn trace_span(a: &SweepArgs) -> Option<Duration> {
     let t = crate::setup::read_trace(a.trace.as_deref()?, 1.0, a.trace_format).ok()?;
-    let span = t.entries.iter().map(|e| e.at).max().unwrap_or_default();
+    Some(t.entries.iter().map(|e| e.at).max().unwrap_or_default())
+}
+
+/// `--trace` of `span`: the replays a sweep makes (a speed's each, and the
+/// search's between them) and their longest time in all: each the span
+/// over its speed (or `--duration`, if shorter) and the grace; a search's
+/// at the slowest speed's.
+fn trace_time(a: &SweepArgs, span: Duration) -> (usize, Duration) {
     let speeds = a.trace_speed.clone().unwrap_or_else(|| vec![1.0]);
     let each = |speed: f64| {
         let replay = span.div_f64(speed);
@@ -110,16 +115,17 @@ fn trace_time(a: &SweepArgs) -> Option<(usize, Duration)> {
     let slowest = speeds.iter().copied().fold(f64::INFINITY, f64::min);
     let search = if a.judge.slo.is_some() { a.search_steps as usize } else { 0 };
     let most = speeds.iter().map(|&s| each(s)).sum::<Duration>() + each(slowest) * search as u32;
-    Some((speeds.len() + search, most))
+    (speeds.len() + search, most)
 }
 
 /// How long a live sweep will take, in words, before it starts: its points
 /// (a grid's, or --auto's baseline, ceiling, spread and search) each for
 /// its warm-up and duration. `None` when a point's length is not known
-/// ahead (a request count of a closed loop).
-pub(super) fn expected_duration(a: &SweepArgs, steady_bounds: bool) -> Option<String> {
+/// ahead (a request count of a closed loop). `trace_span`: the span of
+/// the `--trace` the sweep read (its last request's time at speed 1).
+pub(super) fn expected_duration(a: &SweepArgs, steady_bounds: bool, trace_span: Option<Duration>) -> Option<String> {
     if a.trace.is_some() {
-        let (points, most) = trace_time(a)?;
+        let (points, most) = trace_time(a, trace_span?);
         return Some(format!(
             "{points} replay{} of the trace: at most {} in all (each its span over its speed, cut by --duration, and \
              the grace for its last answers)",
@@ -201,12 +207,14 @@ mod tests {
         let t = trace.to_str().unwrap();
         let grace = args(&[]).target.grace;
         let a = args(&["--trace", t, "--trace-speed", "1,4"]);
-        assert_eq!(trace_time(&a), Some((2, Duration::from_secs(50) + grace * 2)));
+        let span = trace_span(&a).unwrap();
+        assert_eq!(span, Duration::from_secs(40));
+        assert_eq!(trace_time(&a, span), (2, Duration::from_secs(50) + grace * 2));
         let a = args(&["--trace", t, "--trace-speed", "2,4", "--slo", "ttft<=1s", "--search-steps", "2"]);
-        assert_eq!(trace_time(&a), Some((4, Duration::from_secs(30) + Duration::from_secs(40) + grace * 4)));
+        assert_eq!(trace_time(&a, span), (4, Duration::from_secs(30) + Duration::from_secs(40) + grace * 4));
         let a = args(&["--trace", t, "--duration", "5s"]);
         assert_eq!(most_duration(&a), Some(Duration::from_secs(5) + grace));
-        assert!(expected_duration(&a, false).unwrap().starts_with("1 replay of the trace: at most"));
+        assert!(expected_duration(&a, false, Some(span)).unwrap().starts_with("1 replay of the trace: at most"));
     }
 
     /// A point not yet steady runs again for longer; one whose requests
@@ -237,12 +245,12 @@ mod tests {
     fn the_estimate_counts_a_concurrency_sweep_s_search_points_and_says_1_point() {
         let slo = ["--slo", "e2e:p95<=1s", "--search-steps", "3", "--duration", "10s", "--warmup", "5s"];
         let c = args(&[&["--concurrency", "1,2,4,8,16,32"][..], &slo].concat());
-        let t = expected_duration(&c, false).unwrap();
+        let t = expected_duration(&c, false, None).unwrap();
         assert!(t.starts_with("9 points of about 15 s each: about 2 min 15 s in all"), "{t}");
         let r = args(&[&["--rate", "16,2,8,12,4"][..], &slo].concat());
-        assert!(expected_duration(&r, false).unwrap().starts_with("8 points"));
+        assert!(expected_duration(&r, false, None).unwrap().starts_with("8 points"));
         let one = args(&["--concurrency", "4", "--duration", "10s"]);
-        let t = expected_duration(&one, false).unwrap();
+        let t = expected_duration(&one, false, None).unwrap();
         assert!(t.starts_with("1 point of about"), "{t}");
     }
 }

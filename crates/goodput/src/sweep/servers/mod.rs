@@ -546,8 +546,6 @@ fn check(a: &SweepArgs, grid: &[Params]) -> Result<()> {
     Ok(())
 }
 
-/// The most the sweep can take, in words: each configuration's wait for
-/// readiness, its points, and its stop.
 /// `--dry-run`: each configuration's command, as it would start on a
 /// port goodput picks (shown as 8000), its credentials masked as
 /// [`masked_command`] masks them, and the sweep's longest time; nothing
@@ -573,6 +571,8 @@ fn dry_run(a: &SweepArgs, template: &Template, grid: &[Params]) -> String {
     o
 }
 
+/// The most the sweep can take, in words: each configuration's wait for
+/// readiness, its points, and its stop.
 fn upper_bound(a: &SweepArgs, configs: usize) -> String {
     let s = &a.serve;
     let starts = if s.restart_per_point {
