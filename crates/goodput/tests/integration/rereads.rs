@@ -78,9 +78,19 @@ fn a_client_stall_is_kept_when_the_records_are_analysed_again() {
     // The written result carries both blocks.
     goodput().arg("report").arg(p("stall_inc.json")).arg("-q").arg("-o").arg(p("again.json")).assert().success();
     let again = read_json(&p("again.json"));
-    assert_eq!(again["client_stalls"]["requests"], 1, "{}", again["client_stalls"]);
+    // The flagged records, counted again: the one flagged here, and any the
+    // run's own client flagged (a busy machine's: seen in a clean clone's CI).
+    let flagged = flagged_records(&p("stall_inc.json"));
+    assert!(flagged >= 1);
+    assert_eq!(again["client_stalls"]["requests"], flagged, "{}", again["client_stalls"]);
     assert_eq!(again["client_stalls"]["count"], 1);
     assert_eq!(again["client"], v["client"]);
+}
+
+/// The records of a saved result that are flagged `client_stalled`.
+fn flagged_records(path: &Path) -> u64 {
+    let v = read_json(path);
+    v["requests"].as_array().unwrap().iter().filter(|r| r["client_stalled"] == true).count() as u64
 }
 
 /// AIPerf's records and its summary are each read with the other: no output
