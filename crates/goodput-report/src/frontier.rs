@@ -133,8 +133,15 @@ pub fn terminal(doc: &FrontierResult) -> String {
     match &doc.best {
         Some(b) => {
             let _ = writeln!(o, "\nbest: {}", esc(&b.reason));
-            if let Some(line) = doc.configs.get(b.at.config).and_then(measure_line) {
-                let _ = writeln!(o, "{}", esc(&line));
+            // A script's lines each escaped: its line breaks are its own
+            // (a command's are escaped with the rest).
+            if let Some(c) = doc.configs.get(b.at.config) {
+                let script = c.serve_command.as_ref().is_some_and(|s| s.script);
+                for line in
+                    measure_line(c).iter().flat_map(|t| if script { t.lines().collect() } else { vec![t.as_str()] })
+                {
+                    let _ = writeln!(o, "{}", esc(line));
+                }
             }
         }
         None => {
@@ -312,6 +319,14 @@ pub const CSV_FILE: &str = "frontier.csv";
 pub fn measure_line(c: &goodput_core::doc::frontier::FrontierConfig) -> Option<String> {
     let sc = c.serve_command.as_ref()?;
     match (&sc.command, &sc.missing) {
+        // Several servers: the script as a shell reads it pasted from here
+        // (the heredoc's end at the start of its line).
+        (Some(cmd), _) if sc.script => Some(format!(
+            "to measure it: {} servers, started with the router in front on port 8000 by this script (plan \
+             --grid-out writes the sweep):\nPORT=8000 sh <<'EOF'\n{}\nEOF",
+            sc.server_title(),
+            cmd.trim_end()
+        )),
         (Some(cmd), _) => Some(format!("to measure it: {cmd} --port 8000 (plan --grid-out writes the sweep)")),
         (None, Some(why)) => Some(format!("to measure it: {} has no one command for it: {why}", sc.server_title())),
         (None, None) => None,
@@ -434,6 +449,7 @@ mod tests {
         let sc = |command: Option<&str>, missing: Option<&str>| ServeCommand {
             server: "sglang".into(),
             command: command.map(str::to_string),
+            script: false,
             missing: missing.map(str::to_string),
         };
         d.configs[best].serve_command = Some(sc(None, Some("a drafter is needed")));
@@ -446,6 +462,18 @@ mod tests {
         assert!(t.contains("\nto measure it: python3 -m sglang.launch_server --model-path m --port 8000"), "{t}");
         let rows = csv(&d);
         assert!(rows.contains(",python3 -m sglang.launch_server --model-path m,"), "{rows}");
+        // Several servers: the script whole, as a shell reads it from the terminal, and on the page.
+        let script = "port=${PORT:-8000}\nserve a &\nserve b &\nroute \"$port\"";
+        d.configs[best].serve_command = Some(ServeCommand { script: true, ..sc(Some(script), None) });
+        let t = terminal(&d);
+        assert!(
+            t.contains("by this script (plan --grid-out writes the sweep):\nPORT=8000 sh <<'EOF'\nport=${PORT:-8000}\nserve a &\nserve b &\nroute \"$port\"\nEOF\n"),
+            "{t}"
+        );
+        let page = crate::export::html::frontier_page(&d).unwrap();
+        assert!(page.contains("<pre class=\"serve-command\">port=${PORT:-8000}\nserve a &amp;\n"), "{page}");
+        let rows = csv(&d);
+        assert!(rows.contains(",\"port=${PORT:-8000}\nserve a &\n"), "{rows}");
     }
 
     #[test]

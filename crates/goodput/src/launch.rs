@@ -13,15 +13,18 @@
 //! weights are not published in is loaded from a quantized checkpoint
 //! (`--serve-checkpoint`, or one of [`CHECKPOINTS`]), and speculative
 //! decoding names its drafter (`--serve-drafter`, or one of [`DRAFTERS`]) in
-//! `--speculative-config`. What has none of these (separate prefill and
-//! decode servers; a width or a drafter with no weights known) gets no
-//! command, and says why.
+//! `--speculative-config`. Prefill apart from decode is several servers
+//! and a router in front, started by a script ([`pools_script`]). What has
+//! no command (a width or a drafter with no weights known, an
+//! expert-parallel layout the server does not make) says why.
 
 use anyhow::{bail, Context, Result};
+use goodput_core::doc::config::ep_ranks;
 use goodput_core::doc::frontier::{FrontierConfig, FrontierResult, ParamMap, ServeCommand};
 use goodput_core::doc::overlay::KNOBS;
 use goodput_core::doc::sweep::Load;
-use goodput_sim::engine::{ModelSpec, Precision};
+use goodput_sim::engine::disagg::MAX_INSTANCES;
+use goodput_sim::engine::{Disaggregation, ModelSpec, Precision};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -333,35 +336,175 @@ impl Server {
 /// `goodput serve`'s flags for a configuration: each of the simulator's
 /// knobs ([`KNOBS`]) has a flag of its own name, and so do the settings plan
 /// names beside them (the router, the drafts' acceptance and cost).
-fn goodput_flags(params: &ParamMap, gpu_memory_utilization: f64) -> Vec<String> {
+/// Disaggregated, `--pd` names every unit's instances and `--dp` is left
+/// out: the engine's pools are the instances (it refuses `--dp` beside
+/// them).
+fn goodput_flags(params: &ParamMap, gpu_memory_utilization: f64) -> Result<Vec<String>, String> {
     let flag = |k: &str| KNOBS.contains(&k) || matches!(k, "router" | "spec_acceptance" | "spec_draft_cost");
+    let pools = Pools::of(params).transpose()?;
     let mut flags = Vec::new();
     for (k, v) in params.iter().filter(|(k, _)| flag(k)) {
-        flags.extend([format!("--{}", k.replace('_', "-")), v.trim().to_string()]);
+        let v = match (k.as_str(), &pools) {
+            ("dp", Some(_)) => continue,
+            ("pd", Some(p)) => p.spec.as_str(),
+            _ => v.trim(),
+        };
+        flags.extend([format!("--{}", k.replace('_', "-")), v.to_string()]);
     }
     flags.extend(["--gpu-memory-utilization".into(), gpu_memory_utilization.to_string()]);
-    flags
+    Ok(flags)
 }
 
-/// Why no one command of `server` starts the configuration, where its
-/// layout is one no server starts from one command.
-fn apart(server: Server, params: &ParamMap) -> Option<String> {
-    let pd = params.get("pd").map(|v| v.trim())?;
-    Some(match server {
-        Server::Sglang => format!(
-            "prefill apart from decode ({pd}): SGLang serves it as separate servers (--disaggregation-mode prefill \
-             and decode) with a router in front, not as one command"
-        ),
-        _ => format!(
-            "prefill apart from decode ({pd}): vLLM serves it as separate prefill and decode servers joined by a KV \
-             connector (--kv-transfer-config) with a proxy in front, not as one command"
-        ),
-    })
+/// A configuration that runs prefill apart from decode, as the servers
+/// that run it: every unit's prefill instances, then every unit's decode
+/// instances (a unit's pools are the plan's `pd`; its `dp` counts the
+/// units' prefill-pool ranks, as plan counts them).
+#[derive(Debug, Clone, PartialEq)]
+struct Pools {
+    /// All the units' pools together, as `goodput serve --pd` takes them.
+    spec: String,
+    /// Each instance: whether it decodes, its knobs as one server's (its
+    /// pool's TP, its expert-parallel group as DP ranks), and its GPUs.
+    instances: Vec<(bool, ParamMap, u32)>,
+}
+
+impl Pools {
+    /// The pools of a configuration with `pd` among its knobs; `None`
+    /// without.
+    fn of(params: &ParamMap) -> Option<Result<Pools, String>> {
+        let pd = params.get("pd")?.trim();
+        let count = |k: &str| params.get(k).and_then(|v| v.trim().parse::<u32>().ok()).unwrap_or(1).max(1);
+        let (tp, ep, pp, dp) = (count("tp"), count("ep"), count("pp"), count("dp"));
+        Some(Disaggregation::parse(pd).and_then(|d| {
+            let units = (dp / ep_ranks(tp, ep)).max(1);
+            let (prefill, decode) = (d.prefill.saturating_mul(units), d.decode.saturating_mul(units));
+            if prefill.saturating_add(decode) > MAX_INSTANCES {
+                return Err(format!(
+                    "prefill apart from decode ({pd}) over {units} units: more than {MAX_INSTANCES} servers"
+                ));
+            }
+            let mut instances = Vec::new();
+            for (decodes, n, tp, ep) in [
+                (false, prefill, d.prefill_tp.unwrap_or(tp), d.prefill_ep.unwrap_or(ep)),
+                (true, decode, d.decode_tp.unwrap_or(tp), d.decode_ep.unwrap_or(ep)),
+            ] {
+                let ranks = ep_ranks(tp, ep);
+                let mut one = params.clone();
+                one.shift_remove("pd");
+                one.insert("tp".into(), tp.to_string());
+                one.insert("dp".into(), ranks.to_string());
+                match ep > 1 {
+                    true => drop(one.insert("ep".into(), ep.to_string())),
+                    false => drop(one.shift_remove("ep")),
+                }
+                let gpus = tp.saturating_mul(pp).saturating_mul(ranks);
+                instances.extend((0..n).map(|_| (decodes, one.clone(), gpus)));
+            }
+            Ok(Pools { spec: Disaggregation { prefill, decode, ..d }.spec(), instances })
+        }))
+    }
+
+    fn count(&self, decodes: bool) -> usize {
+        self.instances.iter().filter(|(d, _, _)| *d == decodes).count()
+    }
+}
+
+/// The script that starts a configuration's pools on `server`
+/// ([`ServeCommand::command`] where `script`): each instance on GPUs of its
+/// own, counted from 0 (vLLM's by `CUDA_VISIBLE_DEVICES`, SGLang's by
+/// `--base-gpu-id`), the KV cache carried by NIXL (vLLM's `NixlConnector`,
+/// SGLang's `--disaggregation-transfer-backend nixl`); once every instance
+/// answers /health, the router (`vllm-router --vllm-pd-disaggregation`,
+/// SGLang's `sglang_router.launch_router --pd-disaggregation`) on `$PORT`.
+/// The instances listen on the ports after it, vLLM's NIXL side channels
+/// and SGLang's bootstrap servers on the ones after those, and the
+/// router's Prometheus metrics on the next (both routers default to 29000,
+/// which the last configuration's router may still hold). The
+/// script ends when any of its servers does, so that a sweep sees the
+/// configuration fail.
+fn pools_script(
+    server: Server,
+    pools: &Pools,
+    weights: &Weights,
+    drafter: Option<&Drafter>,
+    named: &str,
+    mem: f64,
+) -> Result<String, String> {
+    let n = pools.instances.len();
+    let sglang = server == Server::Sglang;
+    let gpus: u32 = pools.instances.iter().map(|(_, _, g)| g).sum();
+    let (router, transfer) = match sglang {
+        false => ("vllm-router", "NIXL (NixlConnector)"),
+        true => ("SGLang's router", "NIXL"),
+    };
+    let mut s = format!(
+        "# {} prefill and {} decode {} servers on {gpus} GPUs (0 to {}), the KV cache carried by {transfer}, behind \
+         {router}.\n# The router listens on $PORT (8000 when unset), the servers on the ports after it.\n",
+        pools.count(false),
+        pools.count(true),
+        server.title(),
+        gpus.saturating_sub(1),
+    );
+    s.push_str("port=${PORT:-8000}\npids=\n");
+    let (mut first, mut prefill, mut decode) = (0u32, Vec::new(), Vec::new());
+    for (i, (decodes, params, used)) in pools.instances.iter().enumerate() {
+        let (listen, side) = (i + 1, n + i + 1);
+        let mut words = serve_words(server, params, weights, drafter, named, mem)?;
+        let role = if *decodes { "decode" } else { "prefill" };
+        let mut tail = format!(" --host 127.0.0.1 --port $((port + {listen}))");
+        let env = match sglang {
+            false => {
+                let role = if *decodes { "kv_consumer" } else { "kv_producer" };
+                let cfg = serde_json::json!({"kv_connector": "NixlConnector", "kv_role": role});
+                words.extend(["--kv-transfer-config".into(), cfg.to_string()]);
+                let list: Vec<String> = (first..first + used).map(|g| g.to_string()).collect();
+                format!("CUDA_VISIBLE_DEVICES={} VLLM_NIXL_SIDE_CHANNEL_PORT=$((port + {side})) ", list.join(","))
+            }
+            true => {
+                words.extend(["--disaggregation-mode".into(), role.into()]);
+                words.extend(["--disaggregation-transfer-backend".into(), "nixl".into()]);
+                words.extend(["--base-gpu-id".into(), first.to_string()]);
+                if !decodes {
+                    tail += &format!(" --disaggregation-bootstrap-port $((port + {side}))");
+                }
+                String::new()
+            }
+        };
+        let url = format!("http://127.0.0.1:$((port + {listen}))");
+        match (decodes, sglang) {
+            (true, _) => decode.push(format!("--decode {url}")),
+            (false, true) => prefill.push(format!("--prefill {url} $((port + {side}))")),
+            (false, false) => prefill.push(format!("--prefill {url}")),
+        }
+        let _ = writeln!(s, "{env}{}{tail} &\npids=\"$pids $!\"", shell_words(&words));
+        first += used;
+    }
+    let alive = "for q in $pids; do kill -0 \"$q\" 2>/dev/null || exit 1; done";
+    let listens: Vec<String> = (1..=n).map(|k| format!("$((port + {k}))")).collect();
+    let _ = write!(
+        s,
+        "for p in {}; do\n  until python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], \
+         timeout=5)' \"http://127.0.0.1:$p/health\" 2>/dev/null; do\n    {alive}\n    sleep 2\n  done\ndone\n",
+        listens.join(" ")
+    );
+    let start = match sglang {
+        false => "vllm-router --vllm-pd-disaggregation",
+        true => "python3 -m sglang_router.launch_router --pd-disaggregation",
+    };
+    let _ = write!(
+        s,
+        "{start} {} {} --host 127.0.0.1 --port \"$port\" --prometheus-port $((port + {})) &\npids=\"$pids $!\"\nwhile \
+         :; do\n  {alive}\n  sleep 2\ndone\n",
+        prefill.join(" "),
+        decode.join(" "),
+        2 * n + 1
+    );
+    Ok(s)
 }
 
 /// The flags of a configuration's knobs on `server`, its weights loaded
 /// as `loaded` and its drafts (if it drafts) by `drafter`; or why it has
-/// no one command (its layout, [`apart`], is [`serve_words`]'s to check).
+/// none.
 fn flags(
     server: Server,
     params: &ParamMap,
@@ -467,11 +610,6 @@ fn serve_words(
     named: &str,
     mem: f64,
 ) -> Result<Vec<String>, String> {
-    if server != Server::Goodput {
-        if let Some(why) = apart(server, params) {
-            return Err(why);
-        }
-    }
     let precision = match params.get("precision").map(|v| v.trim()) {
         None => Precision::Bf16,
         Some(v) => v.parse().map_err(|_| format!("precision {v}: no {} flag is known for it", server.title()))?,
@@ -492,7 +630,7 @@ fn serve_words(
             let mut w: Vec<String> = vec![exe, "serve".into(), "--profile".into(), "engine".into()];
             // Named as the sweep's requests name it (it serves the catalog's name otherwise).
             w.extend(["--model".into(), named.into(), "--served-model-name".into(), named.into(), "-q".into()]);
-            w.extend(goodput_flags(params, mem));
+            w.extend(goodput_flags(params, mem)?);
             return Ok(w);
         }
     };
@@ -510,11 +648,16 @@ pub fn set_commands(doc: &mut FrontierResult, server: Server, weights: &Weights,
     // Settled once: it is every configuration's.
     let drafter = weights.drafter();
     for c in &mut doc.configs {
-        let (command, missing) = match serve_words(server, &c.params, weights, drafter.as_ref(), named, mem) {
-            Ok(words) => (Some(shell_words(&words)), None),
+        let started = match Pools::of(&c.params).filter(|_| server != Server::Goodput) {
+            Some(pools) => pools.and_then(|p| pools_script(server, &p, weights, drafter.as_ref(), named, mem)),
+            None => serve_words(server, &c.params, weights, drafter.as_ref(), named, mem).map(|w| shell_words(&w)),
+        };
+        let script = started.is_ok() && c.params.contains_key("pd") && server != Server::Goodput;
+        let (command, missing) = match started {
+            Ok(command) => (Some(command), None),
             Err(why) => (None, Some(why)),
         };
-        c.serve_command = Some(ServeCommand { server: server.name().into(), command, missing });
+        c.serve_command = Some(ServeCommand { server: server.name().into(), command, script, missing });
     }
 }
 
@@ -632,7 +775,7 @@ pub struct SweepContext<'a> {
 /// router left out: vLLM balances its data-parallel ranks its own way, and
 /// so do the drafts' acceptance and cost, which the sweep's flags give), and
 /// `launch`, the script that starts vLLM on the port `sh -c` passes it as
-/// `$0`.
+/// `$0` (a script of several servers takes it as `$PORT`).
 fn table(c: &FrontierConfig, command: &str) -> String {
     let mut t = String::from("[[config]]\n");
     let value = |v: &str| match v.parse::<u64>() {
@@ -647,8 +790,17 @@ fn table(c: &FrontierConfig, command: &str) -> String {
             let _ = writeln!(t, "{k} = {}", value(v));
         }
     }
-    let script = format!("exec {command} --host 127.0.0.1 --port \"$0\"");
-    let _ = writeln!(t, "launch = {}", toml::Value::String(script));
+    let script = c.serve_command.as_ref().is_some_and(|s| s.script);
+    let launch = match script {
+        false => format!("exec {command} --host 127.0.0.1 --port \"$0\""),
+        true => format!("PORT=\"$0\"\n{command}"),
+    };
+    // A script of several lines as lines: TOML's literal string of many
+    // lines holds it as written, where it holds no three single quotes.
+    match script && !launch.contains("'''") && !launch.chars().any(|c| c.is_control() && c != '\n') {
+        true => drop(writeln!(t, "launch = '''\n{launch}'''")),
+        false => drop(writeln!(t, "launch = {}", toml::Value::String(launch))),
+    }
     t
 }
 
@@ -958,7 +1110,6 @@ mod tests {
         assert!(why(&[("tp", "1"), ("dp", "8"), ("ep", "4")]).contains("all 8 GPUs of TP × DP"));
         assert!(why(&[("precision", "fp4")]).contains("NVFP4 checkpoint"));
         assert!(why(&[("precision", "int4")]).contains("AWQ or GPTQ"));
-        assert!(why(&[("pd", "1:1")]).contains("--kv-transfer-config"));
         assert!(why(&[("spec_tokens", "3"), ("spec_acceptance", "0.6")]).contains("assumed 0.6"));
         // No draft tokens is no drafting.
         assert!(command(Server::Vllm, &[("spec_tokens", "0")], &weights("my-org/tuned")).is_ok());
@@ -996,9 +1147,81 @@ mod tests {
         assert!(w.windows(2).any(|w| w == ["--ep-size", "8"]) && w.windows(2).any(|w| w == ["--dtype", "bfloat16"]));
         let why = |kv: &[(&str, &str)]| command(Server::Sglang, kv, &weights("my-org/tuned")).unwrap_err();
         assert!(why(&[("tp", "1"), ("dp", "8"), ("ep", "8")]).contains("DP attention"));
-        assert!(why(&[("pd", "1:1")]).contains("--disaggregation-mode"));
         assert!(why(&[("spec_tokens", "3")]).contains("SGLang needs the drafter named"));
         assert!(why(&[("precision", "fp4")]).starts_with("FP4 weights: SGLang loads"));
+    }
+
+    /// Prefill apart from decode: every unit's instances, each a server of
+    /// its pool's sizes on GPUs of its own, the router in front, as a
+    /// script a POSIX shell reads.
+    #[test]
+    fn pools_are_servers_of_their_own_behind_a_router() {
+        // Two units of 1:1 on a GPU each: two prefill servers, then two decode ones.
+        let two = params(&[("tp", "1"), ("dp", "2"), ("pd", "1:1"), ("precision", "fp8")]);
+        let p = Pools::of(&two).unwrap().unwrap();
+        assert_eq!(p.spec, "2:2");
+        let roles: Vec<(bool, u32)> = p.instances.iter().map(|(d, _, g)| (*d, *g)).collect();
+        assert_eq!(roles, [(false, 1), (false, 1), (true, 1), (true, 1)]);
+        assert!(p.instances.iter().all(|(_, k, _)| !k.contains_key("pd") && k["dp"] == "1" && k["tp"] == "1"));
+        // The engine that rehearses it runs the same pools (it refuses --dp beside them).
+        let g = goodput_flags(&two, 0.9).unwrap().join(" ");
+        assert!(g.contains("--pd 2:2") && !g.contains("--dp"), "{g}");
+        assert!(Pools::of(&params(&[("tp", "1")])).is_none());
+        assert!(Pools::of(&params(&[("pd", "1-1")])).unwrap().unwrap_err().contains("is not P:D"));
+
+        // Pools of their own sizes: two prefill servers of one GPU, a decode one of two.
+        let sized = params(&[("tp", "1"), ("dp", "1"), ("pd", "2:1xTP2")]);
+        let w = weights("meta-llama/Llama-3.1-8B-Instruct");
+        let p = Pools::of(&sized).unwrap().unwrap();
+        let vllm = pools_script(Server::Vllm, &p, &w, None, "llama-3.1-8b", 0.9).unwrap();
+        let serve = "vllm serve meta-llama/Llama-3.1-8B-Instruct --served-model-name llama-3.1-8b --dtype bfloat16";
+        for line in [
+            format!(
+                "CUDA_VISIBLE_DEVICES=0 VLLM_NIXL_SIDE_CHANNEL_PORT=$((port + 4)) {serve} --gpu-memory-utilization 0.9 \
+                 --kv-transfer-config '{{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_producer\"}}' --host \
+                 127.0.0.1 --port $((port + 1)) &"
+            ),
+            format!(
+                "CUDA_VISIBLE_DEVICES=2,3 VLLM_NIXL_SIDE_CHANNEL_PORT=$((port + 6)) {serve} --tensor-parallel-size 2 \
+                 --gpu-memory-utilization 0.9 --kv-transfer-config \
+                 '{{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_consumer\"}}' --host 127.0.0.1 --port \
+                 $((port + 3)) &"
+            ),
+            "vllm-router --vllm-pd-disaggregation --prefill http://127.0.0.1:$((port + 1)) --prefill \
+             http://127.0.0.1:$((port + 2)) --decode http://127.0.0.1:$((port + 3)) --host 127.0.0.1 --port \"$port\" \
+             --prometheus-port $((port + 7)) &"
+                .to_string(),
+        ] {
+            assert!(vllm.lines().any(|l| l == line), "{line}\nnot in\n{vllm}");
+        }
+        assert!(vllm.starts_with("# 2 prefill and 1 decode vLLM servers on 4 GPUs (0 to 3)"), "{vllm}");
+        let sglang = pools_script(Server::Sglang, &p, &w, None, "llama-3.1-8b", 0.9).unwrap();
+        assert!(sglang.contains(
+            "--disaggregation-mode prefill --disaggregation-transfer-backend nixl --base-gpu-id 1 --host 127.0.0.1 \
+             --port $((port + 2)) --disaggregation-bootstrap-port $((port + 5)) &"
+        ));
+        assert!(sglang.contains("--tp-size 2 --mem-fraction-static 0.9 --disaggregation-mode decode"), "{sglang}");
+        assert!(sglang.contains(
+            "python3 -m sglang_router.launch_router --pd-disaggregation --prefill http://127.0.0.1:$((port + 1)) \
+             $((port + 4)) --prefill http://127.0.0.1:$((port + 2)) $((port + 5)) --decode \
+             http://127.0.0.1:$((port + 3)) --host 127.0.0.1 --port \"$port\" --prometheus-port $((port + 7)) &"
+        ));
+        // Both read as a POSIX shell reads them.
+        for script in [&vllm, &sglang] {
+            let o = std::process::Command::new("sh").args(["-n", "-c", script]).output().unwrap();
+            assert!(o.status.success(), "{}\n{script}", String::from_utf8_lossy(&o.stderr));
+        }
+
+        // An expert-parallel pool is one vLLM server of DP ranks sharing its
+        // experts, on as many GPUs; SGLang's DP attention is not modelled.
+        let moe = params(&[("tp", "1"), ("dp", "4"), ("ep", "4"), ("pd", "1xEP4:1xEP8")]);
+        let p = Pools::of(&moe).unwrap().unwrap();
+        assert_eq!(p.instances.iter().map(|(_, _, g)| *g).collect::<Vec<_>>(), [4, 8]);
+        let vllm = pools_script(Server::Vllm, &p, &w, None, "x", 0.9).unwrap();
+        assert!(vllm.contains("CUDA_VISIBLE_DEVICES=4,5,6,7,8,9,10,11 "), "{vllm}");
+        assert!(vllm.contains("--data-parallel-size 8 --enable-expert-parallel"), "{vllm}");
+        let why = pools_script(Server::Sglang, &p, &w, None, "x", 0.9).unwrap_err();
+        assert!(why.contains("DP attention"), "{why}");
     }
 
     /// A width the weights are not published in loads the checkpoint given
@@ -1113,10 +1336,10 @@ mod tests {
         }
     }
 
-    /// A plan's frontier of three configurations over two GPU types, one
-    /// of them disaggregated: a grid per type, the disaggregated one left
-    /// out with its reason, and the sweep's command with the plan's SLO,
-    /// price and workload.
+    /// A plan's frontier of four configurations over two GPU types: a grid
+    /// per type, a disaggregated one started by its script, one vLLM has no
+    /// layout for left out with its reason, and the sweep's command with the
+    /// plan's SLO, price and workload.
     #[test]
     fn the_grid_holds_what_vllm_starts_and_names_what_it_cannot() {
         use goodput_core::doc::frontier::{FrontierSource, PointId};
@@ -1125,6 +1348,8 @@ mod tests {
         };
         let mut pd = knobs("h200", "1");
         pd.insert("pd".into(), "1:1".into());
+        let mut ep = knobs("h200", "1");
+        ep.insert("ep".into(), "4".into());
         let tool = crate::common::tool();
         let mut doc = FrontierResult {
             // A line break in a name stays in its comment.
@@ -1134,8 +1359,9 @@ mod tests {
                 FrontierConfig::new("h100 tp1".into(), knobs("h100-sxm", "1"), None, 1, Some(2.0)),
                 FrontierConfig::new("h200 tp2".into(), knobs("h200", "2"), None, 2, Some(3.0)),
                 FrontierConfig::new("h200 1P+1D".into(), pd, None, 2, Some(3.0)),
+                FrontierConfig::new("h200 ep4".into(), ep, None, 1, Some(3.0)),
             ],
-            frontier: (0..3).map(|config| PointId { config, point: 0 }).collect(),
+            frontier: (0..4).map(|config| PointId { config, point: 0 }).collect(),
             ..FrontierResult::new(tool, FrontierSource::Predicted, 0.9, 90.0)
         };
         set_commands(&mut doc, Server::Vllm, &weights("meta-llama/Llama-3.1-8B-Instruct"), "llama-3.1-8b", 0.9);
@@ -1149,9 +1375,9 @@ mod tests {
         let grids = write_grids(&doc, &dir.path().join("g.toml"), &cx).unwrap();
         let names: Vec<_> = grids.iter().map(|g| g.path.file_name().unwrap().to_string_lossy().into_owned()).collect();
         assert_eq!(names, ["g-h100-sxm.toml", "g-h200.toml"]);
-        assert_eq!(grids.iter().map(|g| (g.configs, g.left_out.len())).collect::<Vec<_>>(), [(1, 0), (1, 1)]);
+        assert_eq!(grids.iter().map(|g| (g.configs, g.left_out.len())).collect::<Vec<_>>(), [(1, 0), (2, 1)]);
         let h200 = std::fs::read_to_string(&grids[1].path).unwrap();
-        assert!(h200.contains("#   h200 1P+1D: prefill apart from decode (1:1)"), "{h200}");
+        assert!(h200.contains("#   h200 ep4: expert parallel over 4 GPUs with TP 1 × DP 1"), "{h200}");
         assert!(h200.contains("#   goodput compare plan.json "), "{h200}");
         let sweep = grids[1].sweep.as_deref().unwrap();
         assert!(
@@ -1164,6 +1390,13 @@ mod tests {
         let table = &parsed["config"].as_array().unwrap()[0];
         assert_eq!((table["id"].as_str(), table["tp"].as_integer()), (Some("h200 tp2"), Some(2)));
         assert!(table["launch"].as_str().unwrap().ends_with("--host 127.0.0.1 --port \"$0\""));
+        // The pools' script, line for line, its port from sh -c's $0.
+        let apart = &parsed["config"].as_array().unwrap()[1];
+        assert_eq!(apart["pd"].as_str(), Some("1:1"));
+        let script = doc.configs[2].serve_command.as_ref().unwrap();
+        assert!(script.script);
+        assert_eq!(apart["launch"].as_str().unwrap(), format!("PORT=\"$0\"\n{}", script.command.as_deref().unwrap()));
+        assert!(h200.contains("launch = '''\nPORT=\"$0\"\n# 1 prefill and 1 decode vLLM servers on 2 GPUs"), "{h200}");
         // No frontier, no grid.
         doc.frontier.clear();
         assert!(write_grids(&doc, &dir.path().join("h.toml"), &cx).unwrap_err().to_string().contains("no frontier"));

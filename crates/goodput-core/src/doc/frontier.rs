@@ -112,9 +112,11 @@ pub struct FrontierConfig {
     pub extra: Extra,
 }
 
-/// A predicted configuration as a server's command line: the command, or
-/// why the server has no one command for it (a width with no checkpoint
-/// known, drafts with no drafter known, pools of their own).
+/// A predicted configuration as a server's command line, or as a script
+/// where it runs as several servers (prefill apart from decode: its
+/// instances and the router in front); or why the server has none (a
+/// width with no checkpoint known, drafts with no drafter known, a layout
+/// the server does not take).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct ServeCommand {
@@ -125,8 +127,17 @@ pub struct ServeCommand {
     /// caller's): `vllm serve meta-llama/Llama-3.1-70B-Instruct
     /// --served-model-name llama-3.1-70b --tensor-parallel-size 2 …`, or
     /// `python3 -m sglang.launch_server --model-path … --tp-size 2 …`.
+    /// Where `script` is true: a POSIX sh script, several lines, that
+    /// starts every instance on GPUs of its own and the router in front,
+    /// which listens on `$PORT` (8000 when unset) on 127.0.0.1, the
+    /// instances on the ports after it; the script ends when any of them
+    /// does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
+    /// Whether `command` is a script of several servers rather than one
+    /// command line.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub script: bool,
     /// Why there is no command, when there is none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub missing: Option<String>,

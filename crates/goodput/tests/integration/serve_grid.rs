@@ -1498,15 +1498,51 @@ fn a_server_that_exits_mid_point_fails_it_and_resume_runs_it_again() {
 /// neither server runs here. Each logs the engine flags it was given, and
 /// refuses a flag it does not know, so a command the plan writes wrongly
 /// fails.
+///
+/// Prefill apart from decode: a server started as a pool's instance
+/// (vLLM's `--kv-transfer-config`, SGLang's `--disaggregation-mode`) logs
+/// its role and GPUs, keeps its knobs in `$SHIM_POOLS/PORT` and serves its
+/// /health; the router (`vllm-router`, SGLang's `python3 -m
+/// sglang_router.launch_router`) reads the knobs of the instances it is
+/// given and serves their pools as one simulated engine (`--pd`) on its
+/// port, as the servers and the router together would. `python3 -c`, the
+/// script's wait for each /health, asks it over a real socket.
 fn server_shims(dir: &Path) -> PathBuf {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
+    let goodput = shlex::try_quote(BIN).unwrap().into_owned();
     let run = format!(
         r#"echo "engine: $model$args"
-exec {} serve --profile engine --model "$SHIM_MODEL" --gpu "$SHIM_GPU" --speed 20 -q --progress none $args
-"#,
-        shlex::try_quote(BIN).unwrap()
+if [ -n "$role" ]; then
+  echo "instance: $role on GPUs $gpus at $port"
+  mkdir -p "$SHIM_POOLS" && printf '%s\n' "$args" > "$SHIM_POOLS/$port"
+fi
+echo "pid $$"
+exec {goodput} serve --profile engine --model "$SHIM_MODEL" --gpu "$SHIM_GPU" --speed 20 -q --progress none $args $addr
+"#
     );
+    // The pools' knobs, from the first instance of each, as one engine.
+    let route = format!(
+        r#"set -- $prefill; p=$#; first=$1
+set -- $decode; d=$#; last=$1
+[ "$p" -gt 0 ] && [ "$d" -gt 0 ] || {{ echo "router shim: no prefill or no decode server" >&2; exit 2; }}
+knobs=$(cat "$SHIM_POOLS/$first") || exit 2
+ptp=$(printf '%s' "$knobs" | sed -n 's/.* --tp \([0-9]*\).*/\1/p')
+dtp=$(sed -n 's/.* --tp \([0-9]*\).*/\1/p' "$SHIM_POOLS/$last")
+knobs=$(printf '%s' "$knobs" | sed 's/ --tp [0-9]*//; s/ --dp [0-9]*//')
+echo "router: $p prefill ($prefill) and $d decode ($decode) at $port"
+echo "pid $$"
+exec {goodput} serve --profile engine --model "$SHIM_MODEL" --gpu "$SHIM_GPU" --speed 20 -q --progress none $knobs \
+  --pd "$p:${{d}}xTP${{dtp:-1}}" --tp "${{ptp:-1}}" --host 127.0.0.1 --port "$port"
+"#
+    );
+    // Each --prefill URL [BOOTSTRAP_PORT] and --decode URL, by the URL's port.
+    let urls = r#"    --prefill) prefill="$prefill ${2##*:}"; shift 2
+      case "$1" in [0-9]*) shift;; esac;;
+    --decode) decode="$decode ${2##*:}"; shift 2;;
+    --host|--prometheus-port) shift 2;;
+    --port) port=$2; shift 2;;
+"#;
     // A checkpoint's width is read from its name, as the servers read it from its config.
     let width = r#"case "$model" in
   *-FP4|*-NVFP4) args="$args --precision fp4";;
@@ -1518,7 +1554,7 @@ esac
         r#"#!/bin/sh
 [ "$1" = serve ] || {{ echo "vllm shim: only serve" >&2; exit 2; }}
 model=$2; shift 2
-args=""
+args=""; addr=""; role=""; gpus=$CUDA_VISIBLE_DEVICES
 {width}while [ $# -gt 0 ]; do
   case "$1" in
     --tensor-parallel-size) args="$args --tp $2"; shift 2;;
@@ -1529,19 +1565,42 @@ args=""
     --speculative-config)
       k=$(printf '%s' "$2" | sed -n 's/.*"num_speculative_tokens":\([0-9]*\).*/\1/p')
       args="$args --spec-tokens $k"; shift 2;;
-    --served-model-name|--kv-cache-dtype|--max-num-seqs|--max-num-batched-tokens|--gpu-memory-utilization|--host|--port)
+    --kv-transfer-config)
+      case "$2" in *'"kv_connector":"NixlConnector"'*) ;; *) echo "vllm shim: not NIXL: $2" >&2; exit 2;; esac
+      role=$(printf '%s' "$2" | sed -n 's/.*"kv_role":"\([a-z_]*\)".*/\1/p'); shift 2;;
+    --served-model-name|--kv-cache-dtype|--max-num-seqs|--max-num-batched-tokens|--gpu-memory-utilization)
       args="$args $1 $2"; shift 2;;
+    --host) addr="$addr $1 $2"; shift 2;;
+    --port) port=$2; addr="$addr $1 $2"; shift 2;;
     *) echo "vllm shim: unknown flag $1" >&2; exit 2;;
   esac
 done
 "#
     );
     let sglang = format!(
-        r#"#!/bin/sh
+        r#"#!/bin/bash
+if [ "$1" = -c ]; then
+  # A script's wait for a server's /health: GET it, 200 or not.
+  where=${{3#http://}}
+  exec 3<>"/dev/tcp/${{where%%:*}}/$(echo "${{where#*:}}" | cut -d/ -f1)" 2>/dev/null || exit 1
+  printf 'GET /%s HTTP/1.0\r\n\r\n' "${{where#*/}}" >&3
+  IFS= read -r status <&3 || exit 1
+  case "$status" in "HTTP/1."?" 200"*) exit 0;; *) exit 1;; esac
+fi
+if [ "$1 $2" = "-m sglang_router.launch_router" ]; then
+  shift 2
+  prefill=""; decode=""; port=""
+  while [ $# -gt 0 ]; do
+    case "$1" in
+    --pd-disaggregation) shift;;
+{urls}    *) echo "sglang router shim: unknown flag $1" >&2; exit 2;;
+    esac
+  done
+{route}fi
 [ "$1 $2" = "-m sglang.launch_server" ] || {{ echo "python3 shim: only -m sglang.launch_server" >&2; exit 2; }}
 shift 2
 model=""
-args=""
+args=""; addr=""; role=""; gpus=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --model-path) model=$2; shift 2;;
@@ -1557,16 +1616,36 @@ while [ $# -gt 0 ]; do
     --max-running-requests) args="$args --max-num-seqs $2"; shift 2;;
     --chunked-prefill-size) args="$args --max-num-batched-tokens $2"; shift 2;;
     --mem-fraction-static) args="$args --gpu-memory-utilization $2"; shift 2;;
-    --served-model-name|--host|--port) args="$args $1 $2"; shift 2;;
+    --disaggregation-mode) role=$2; shift 2;;
+    --disaggregation-transfer-backend)
+      [ "$2" = nixl ] || {{ echo "sglang shim: not NIXL: $2" >&2; exit 2; }}; shift 2;;
+    --disaggregation-bootstrap-port) shift 2;;
+    --base-gpu-id) gpus="from $2"; shift 2;;
+    --served-model-name) args="$args $1 $2"; shift 2;;
+    --host) addr="$addr $1 $2"; shift 2;;
+    --port) port=$2; addr="$addr $1 $2"; shift 2;;
     *) echo "sglang shim: unknown flag $1" >&2; exit 2;;
   esac
 done
 {width}"#
     );
+    let router = format!(
+        r#"#!/bin/sh
+prefill=""; decode=""; port=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --vllm-pd-disaggregation) shift;;
+{urls}    *) echo "vllm-router shim: unknown flag $1" >&2; exit 2;;
+  esac
+done
+{route}"#
+    );
     use std::os::unix::fs::PermissionsExt;
-    for (name, parse) in [("vllm", &vllm), ("python3", &sglang)] {
+    for (name, text) in
+        [("vllm", format!("{vllm}{run}")), ("python3", format!("{sglang}{run}")), ("vllm-router", router)]
+    {
         let path = bin.join(name);
-        std::fs::write(&path, format!("{parse}{run}")).unwrap();
+        std::fs::write(&path, text).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     bin
@@ -1773,6 +1852,94 @@ fn plan_grid_measured(case: PlanCase) {
         .collect();
     paired.sort();
     assert_eq!(paired, ids.into_iter().collect::<Vec<_>>(), "{c}");
+}
+
+/// Prefill apart from decode, from a plan to a measurement: the grid's
+/// configuration is a script that starts a prefill server and a decode
+/// server on a GPU each and, once both answer, the router in front; the
+/// sweep runs it through the shims (vLLM's NIXL connector and
+/// `vllm-router`, SGLang's `--disaggregation-mode` and its router), every
+/// process it started ends with it, and compare pairs it with the plan's
+/// prediction.
+#[test]
+fn a_plan_that_runs_prefill_apart_is_measured_through_its_servers_and_router() {
+    for (engine, roles) in [
+        ("vllm", ["instance: kv_producer on GPUs 0 at ", "instance: kv_consumer on GPUs 1 at "]),
+        ("sglang", ["instance: prefill on GPUs from 0 at ", "instance: decode on GPUs from 1 at "]),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (plan, grid) = (dir.path().join("plan.json"), dir.path().join("grid.toml"));
+        let o = goodput()
+            .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "2", "--tp", "1"])
+            .args(["--pd", "1:1", "--serve-engine", engine, "--max-num-batched-tokens", "512", "--max-num-seqs", "16"])
+            .args([
+                "--concurrency",
+                "2,8",
+                "--requests-per-user",
+                "3",
+                "--input-tokens",
+                "2048",
+                "--output-tokens",
+                "16",
+            ])
+            .args(["--slo", "ttft:p50<=60s", "-o"])
+            .arg(&plan)
+            .arg("--grid-out")
+            .arg(&grid)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = std::fs::read_to_string(&grid).unwrap();
+        let table: toml::Table = toml::from_str(&text).unwrap();
+        let apart: Vec<&toml::Value> =
+            table["config"].as_array().unwrap().iter().filter(|c| c.get("pd").is_some()).collect();
+        assert_eq!(apart.len(), 1, "{text}");
+        let id = apart[0]["id"].as_str().unwrap().to_string();
+        let launch = apart[0]["launch"].as_str().unwrap();
+        assert!(launch.starts_with("PORT=\"$0\"\n# 1 prefill and 1 decode "), "{launch}");
+        assert!(!text.contains("# Left out"), "{text}");
+        let sweep = text.lines().find_map(|l| l.strip_prefix("#   goodput sweep ")).unwrap();
+        let mut words = shlex::split(sweep).unwrap();
+        words.extend(["-n", "24", "--progress", "none"].map(String::from));
+        let path = format!("{}:{}", server_shims(dir.path()).display(), std::env::var("PATH").unwrap_or_default());
+        let o = Command::new(BIN)
+            .arg("sweep")
+            .args(&words)
+            .env("PATH", path)
+            .env("SHIM_GPU", "h100")
+            .env("SHIM_MODEL", "llama-3.1-8b")
+            .env("SHIM_POOLS", dir.path().join("pools"))
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let measured = read_json(&dir.path().join("grid.measured.json"));
+        for c in configs(&measured) {
+            assert_eq!(c["status"], "ok", "{c}");
+            assert!(c["points"].as_array().unwrap().iter().all(|p| p["completed"].as_u64() > Some(0)), "{c}");
+        }
+        let logs_dir = dir.path().join("grid.measured.logs");
+        let logs: String = std::fs::read_dir(&logs_dir)
+            .unwrap()
+            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+            .collect();
+        // Each instance on a GPU of its own, and the router over both, as one engine of their pools.
+        assert!(roles.iter().all(|r| logs.contains(r)), "{logs}");
+        assert!(logs.contains("router: 1 prefill ("), "{logs}");
+        assert_all_gone(&logged_pids(&logs_dir));
+        let both = dir.path().join("both.json");
+        let o = goodput()
+            .arg("compare")
+            .arg(&plan)
+            .arg(dir.path().join("grid.measured.json"))
+            .arg("-o")
+            .arg(&both)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let pairs = compared(&read_json(&both)).1;
+        assert!(pairs.contains(&(id.clone(), id.clone())), "{id} in {pairs:?}");
+    }
 }
 
 /// `--serve-checkpoint` and `--serve-drafter` give the weights of a width

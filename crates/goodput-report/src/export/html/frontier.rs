@@ -68,6 +68,14 @@ pub fn frontier_page(doc: &FrontierResult) -> Result<String, ExportError> {
         if let Some(c) = doc.configs.get(b.at.config) {
             let server = c.serve_command.as_ref().map_or("", |s| s.server_title());
             match c.serve_command.as_ref().map(|s| (s.command.as_deref(), s.missing.as_deref())) {
+                Some((Some(cmd), _)) if c.serve_command.as_ref().is_some_and(|s| s.script) => {
+                    let _ = write!(
+                        o,
+                        r#"<p class="note">To measure it: {} servers and the router in front, on port 8000, by this script saved to a file and run as <code>PORT=8000 sh FILE</code> (<code>plan --grid-out</code> writes the frontier's configurations and the sweep that measures them):</p><pre class="serve-command">{}</pre>"#,
+                        html(server),
+                        html(cmd)
+                    );
+                }
                 Some((Some(cmd), _)) => {
                     let _ = write!(
                         o,
