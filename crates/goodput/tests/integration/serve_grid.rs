@@ -1942,6 +1942,42 @@ fn a_plan_that_runs_prefill_apart_is_measured_through_its_servers_and_router() {
     }
 }
 
+/// The simulated engine's rehearsal of a disaggregated configuration of
+/// several units runs them all as its pools: its command gives `--pd` every
+/// unit's instances and no `--dp` beside them (which the engine refuses; the
+/// command had given both), and the server it starts answers.
+#[test]
+fn a_rehearsal_of_several_disaggregated_units_starts_and_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.json");
+    let o = goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "4", "--tp", "1", "--pd", "1:1"])
+        .args(["--serve-engine", "goodput", "--precision", "fp8", "--max-num-seqs", "16"])
+        .args(["--concurrency", "2,8", "--requests-per-user", "2", "--input-tokens", "256", "--output-tokens", "16"])
+        .arg("-o")
+        .arg(&plan)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let planned = read_json(&plan);
+    let units = configs(&planned)
+        .iter()
+        .find(|c| c["params"]["pd"] == "1:1" && c["params"]["dp"] == "2")
+        .unwrap_or_else(|| panic!("no configuration of two 1:1 units: {planned}"));
+    let command = units["serve_command"]["command"].as_str().unwrap();
+    assert!(command.contains(" --pd 2:2 ") && !command.contains("--dp"), "{command}");
+    let words = shlex::split(command).unwrap();
+    let args: Vec<&String> = words.iter().skip(2).filter(|w| *w != "-q").collect();
+    let (url, said, _server) = crate::cmd::serve(&args);
+    assert!(said.contains("2 prefill"), "{said}");
+    let o = goodput()
+        .args(["bench", "--url", &url, "--model", "llama-3.1-8b", "-n", "6", "-c", "3", "--input-tokens", "64"])
+        .args(["--output-tokens", "8", "--progress", "none", "-q"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 /// `--serve-checkpoint` and `--serve-drafter` give the weights of a width
 /// and the drafter where none is published (or another is wanted): each
 /// command at that width loads them; a flag that says too little, or names
