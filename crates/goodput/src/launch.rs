@@ -14,7 +14,7 @@
 //! (`--serve-checkpoint`, or one of [`CHECKPOINTS`]), and speculative
 //! decoding names its drafter (`--serve-drafter`, or one of [`DRAFTERS`]) in
 //! `--speculative-config`. Prefill apart from decode is several servers
-//! and a router in front, started by a script ([`pools_script`]). What has
+//! and a router in front, started by a script ([`servers_script`]). What has
 //! no command (a width or a drafter with no weights known, an
 //! expert-parallel layout the server does not make) says why.
 
@@ -24,7 +24,7 @@ use goodput_core::doc::frontier::{FrontierConfig, FrontierResult, ParamMap, Serv
 use goodput_core::doc::overlay::KNOBS;
 use goodput_core::doc::sweep::Load;
 use goodput_sim::engine::disagg::MAX_INSTANCES;
-use goodput_sim::engine::{Disaggregation, ModelSpec, Precision};
+use goodput_sim::engine::{Disaggregation, ModelSpec, Precision, RouterPolicy};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -341,12 +341,12 @@ impl Server {
 /// them).
 fn goodput_flags(params: &ParamMap, gpu_memory_utilization: f64) -> Result<Vec<String>, String> {
     let flag = |k: &str| KNOBS.contains(&k) || matches!(k, "router" | "spec_acceptance" | "spec_draft_cost");
-    let pools = Pools::of(params).transpose()?;
+    let pools = Servers::pools(params).transpose()?;
     let mut flags = Vec::new();
     for (k, v) in params.iter().filter(|(k, _)| flag(k)) {
         let v = match (k.as_str(), &pools) {
             ("dp", Some(_)) => continue,
-            ("pd", Some(p)) => p.spec.as_str(),
+            ("pd", Some(Servers { spec: Some(spec), .. })) => spec.as_str(),
             _ => v.trim(),
         };
         flags.extend([format!("--{}", k.replace('_', "-")), v.to_string()]);
@@ -355,26 +355,60 @@ fn goodput_flags(params: &ParamMap, gpu_memory_utilization: f64) -> Result<Vec<S
     Ok(flags)
 }
 
-/// A configuration that runs prefill apart from decode, as the servers
-/// that run it: every unit's prefill instances, then every unit's decode
-/// instances (a unit's pools are the plan's `pd`; its `dp` counts the
-/// units' prefill-pool ranks, as plan counts them).
-#[derive(Debug, Clone, PartialEq)]
-struct Pools {
-    /// All the units' pools together, as `goodput serve --pd` takes them.
-    spec: String,
-    /// Each instance: whether it decodes, its knobs as one server's (its
-    /// pool's TP, its expert-parallel group as DP ranks), and its GPUs.
-    instances: Vec<(bool, ParamMap, u32)>,
+/// What one of several servers of a configuration does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Prefill,
+    Decode,
+    /// A data-parallel replica of the whole model.
+    Replica,
 }
 
-impl Pools {
+/// A configuration that runs as several servers behind a router: prefill
+/// apart from decode (every unit's prefill instances, then every unit's
+/// decode instances: a unit's pools are the plan's `pd`, and its `dp`
+/// counts the units' prefill-pool ranks, as plan counts them), or
+/// data-parallel replicas that the plan's router spreads requests over
+/// where the server's own balancing of its ranks is another policy.
+#[derive(Debug, Clone, PartialEq)]
+struct Servers {
+    /// Prefill apart from decode: all the units' pools together, as
+    /// `goodput serve --pd` takes them.
+    spec: Option<String>,
+    /// Replicas: the routers' policy (`round_robin`, `cache_aware`).
+    policy: Option<&'static str>,
+    /// Each server: its role, its knobs as one server's (its pool's TP, its
+    /// expert-parallel group as DP ranks), and its GPUs.
+    instances: Vec<(Role, ParamMap, u32)>,
+}
+
+/// A configuration's (TP, EP, PP, DP), each 1 where not given.
+fn sizes(params: &ParamMap) -> (u32, u32, u32, u32) {
+    let count = |k: &str| params.get(k).and_then(|v| v.trim().parse::<u32>().ok()).unwrap_or(1).max(1);
+    (count("tp"), count("ep"), count("pp"), count("dp"))
+}
+
+/// One server's knobs of a configuration's: TP `tp`, EP `ep` (its ranks as
+/// DP), no pools and no router.
+fn one_server(params: &ParamMap, tp: u32, ep: u32) -> ParamMap {
+    let mut one = params.clone();
+    one.shift_remove("pd");
+    one.shift_remove("router");
+    one.insert("tp".into(), tp.to_string());
+    one.insert("dp".into(), ep_ranks(tp, ep).to_string());
+    match ep > 1 {
+        true => drop(one.insert("ep".into(), ep.to_string())),
+        false => drop(one.shift_remove("ep")),
+    }
+    one
+}
+
+impl Servers {
     /// The pools of a configuration with `pd` among its knobs; `None`
     /// without.
-    fn of(params: &ParamMap) -> Option<Result<Pools, String>> {
+    fn pools(params: &ParamMap) -> Option<Result<Servers, String>> {
         let pd = params.get("pd")?.trim();
-        let count = |k: &str| params.get(k).and_then(|v| v.trim().parse::<u32>().ok()).unwrap_or(1).max(1);
-        let (tp, ep, pp, dp) = (count("tp"), count("ep"), count("pp"), count("dp"));
+        let (tp, ep, pp, dp) = sizes(params);
         Some(Disaggregation::parse(pd).and_then(|d| {
             let units = (dp / ep_ranks(tp, ep)).max(1);
             let (prefill, decode) = (d.prefill.saturating_mul(units), d.decode.saturating_mul(units));
@@ -384,97 +418,129 @@ impl Pools {
                 ));
             }
             let mut instances = Vec::new();
-            for (decodes, n, tp, ep) in [
-                (false, prefill, d.prefill_tp.unwrap_or(tp), d.prefill_ep.unwrap_or(ep)),
-                (true, decode, d.decode_tp.unwrap_or(tp), d.decode_ep.unwrap_or(ep)),
+            for (role, n, tp, ep) in [
+                (Role::Prefill, prefill, d.prefill_tp.unwrap_or(tp), d.prefill_ep.unwrap_or(ep)),
+                (Role::Decode, decode, d.decode_tp.unwrap_or(tp), d.decode_ep.unwrap_or(ep)),
             ] {
-                let ranks = ep_ranks(tp, ep);
-                let mut one = params.clone();
-                one.shift_remove("pd");
-                one.insert("tp".into(), tp.to_string());
-                one.insert("dp".into(), ranks.to_string());
-                match ep > 1 {
-                    true => drop(one.insert("ep".into(), ep.to_string())),
-                    false => drop(one.shift_remove("ep")),
-                }
-                let gpus = tp.saturating_mul(pp).saturating_mul(ranks);
-                instances.extend((0..n).map(|_| (decodes, one.clone(), gpus)));
+                let one = one_server(params, tp, ep);
+                let gpus = tp.saturating_mul(pp).saturating_mul(ep_ranks(tp, ep));
+                instances.extend((0..n).map(|_| (role, one.clone(), gpus)));
             }
-            Ok(Pools { spec: Disaggregation { prefill, decode, ..d }.spec(), instances })
+            Ok(Servers { spec: Some(Disaggregation { prefill, decode, ..d }.spec()), policy: None, instances })
         }))
     }
 
-    fn count(&self, decodes: bool) -> usize {
-        self.instances.iter().filter(|(d, _, _)| *d == decodes).count()
+    /// The replicas of a configuration whose plan named a router that
+    /// `server`'s own balancing of its data-parallel ranks is not: vLLM's
+    /// sends each request to the rank of least waiting × 4 + running (the
+    /// plan's least-loaded, near enough), SGLang's takes round-robin and
+    /// least-loaded as `--load-balance-method` ([`flags`]); round-robin on
+    /// vLLM and prefix-aware on either are replicas behind the router's
+    /// `round_robin` or `cache_aware` policy.
+    fn replicas(server: Server, params: &ParamMap) -> Option<Servers> {
+        let router: RouterPolicy = params.get("router")?.parse().ok()?;
+        let policy = match (server, router) {
+            (Server::Vllm, RouterPolicy::RoundRobin) => "round_robin",
+            (Server::Vllm | Server::Sglang, RouterPolicy::PrefixAware) => "cache_aware",
+            _ => return None,
+        };
+        let (tp, ep, pp, dp) = sizes(params);
+        let units = dp / ep_ranks(tp, ep);
+        if units < 2 || params.contains_key("pd") {
+            return None;
+        }
+        let gpus = tp.saturating_mul(pp).saturating_mul(ep_ranks(tp, ep));
+        let one = one_server(params, tp, ep);
+        let instances = (0..units.min(MAX_INSTANCES)).map(|_| (Role::Replica, one.clone(), gpus)).collect();
+        Some(Servers { spec: None, policy: Some(policy), instances })
+    }
+
+    fn count(&self, role: Role) -> usize {
+        self.instances.iter().filter(|(r, _, _)| *r == role).count()
     }
 }
 
-/// The script that starts a configuration's pools on `server`
-/// ([`ServeCommand::command`] where `script`): each instance on GPUs of its
-/// own, counted from 0 (vLLM's by `CUDA_VISIBLE_DEVICES`, SGLang's by
-/// `--base-gpu-id`), the KV cache carried by NIXL (vLLM's `NixlConnector`,
-/// SGLang's `--disaggregation-transfer-backend nixl`); once every instance
-/// answers /health, the router (`vllm-router --vllm-pd-disaggregation`,
-/// SGLang's `sglang_router.launch_router --pd-disaggregation`) on `$PORT`.
-/// The instances listen on the ports after it, vLLM's NIXL side channels
-/// and SGLang's bootstrap servers on the ones after those, and the
-/// router's Prometheus metrics on the next (both routers default to 29000,
-/// which the last configuration's router may still hold). The
-/// script ends when any of its servers does, so that a sweep sees the
-/// configuration fail.
-fn pools_script(
+/// The script that starts a configuration's servers on `server`
+/// ([`ServeCommand::command`] where `script`): each on GPUs of its own,
+/// counted from 0 (vLLM's by `CUDA_VISIBLE_DEVICES`, SGLang's by
+/// `--base-gpu-id`); between prefill and decode servers the KV cache
+/// carried by NIXL (vLLM's `NixlConnector`, SGLang's
+/// `--disaggregation-transfer-backend nixl`); once every server answers
+/// /health, the router on `$PORT`: `vllm-router` (`--vllm-pd-disaggregation`
+/// for pools, `--policy` for replicas), SGLang's `sglang_router.launch_router`
+/// (`--pd-disaggregation`, or `--policy`). The servers listen on the ports
+/// after it, vLLM's NIXL side channels and SGLang's bootstrap servers on
+/// the ones after those, and the router's Prometheus metrics on the next
+/// (both routers default to 29000, which the last configuration's router
+/// may still hold). The script ends when any of its processes does, so
+/// that a sweep sees the configuration fail.
+fn servers_script(
     server: Server,
-    pools: &Pools,
+    servers: &Servers,
     weights: &Weights,
     drafter: Option<&Drafter>,
     named: &str,
     mem: f64,
 ) -> Result<String, String> {
-    let n = pools.instances.len();
+    let n = servers.instances.len();
     let sglang = server == Server::Sglang;
-    let gpus: u32 = pools.instances.iter().map(|(_, _, g)| g).sum();
-    let (router, transfer) = match sglang {
-        false => ("vllm-router", "NIXL (NixlConnector)"),
-        true => ("SGLang's router", "NIXL"),
+    let gpus: u32 = servers.instances.iter().map(|(_, _, g)| g).sum();
+    let router = if sglang { "SGLang's router" } else { "vllm-router" };
+    let title = server.title();
+    let last = gpus.saturating_sub(1);
+    let mut s = match servers.policy {
+        None => format!(
+            "# {} prefill and {} decode {title} servers on {gpus} GPUs (0 to {last}), the KV cache carried by NIXL{}, \
+             behind {router}.\n",
+            servers.count(Role::Prefill),
+            servers.count(Role::Decode),
+            if sglang { "" } else { " (NixlConnector)" }
+        ),
+        Some(policy) => format!(
+            "# {n} {title} servers on {gpus} GPUs (0 to {last}), behind {router}, which spreads requests over them \
+             by its {policy} policy.\n"
+        ),
     };
-    let mut s = format!(
-        "# {} prefill and {} decode {} servers on {gpus} GPUs (0 to {}), the KV cache carried by {transfer}, behind \
-         {router}.\n# The router listens on $PORT (8000 when unset), the servers on the ports after it.\n",
-        pools.count(false),
-        pools.count(true),
-        server.title(),
-        gpus.saturating_sub(1),
-    );
+    s.push_str("# The router listens on $PORT (8000 when unset), the servers on the ports after it.\n");
     s.push_str("port=${PORT:-8000}\npids=\n");
-    let (mut first, mut prefill, mut decode) = (0u32, Vec::new(), Vec::new());
-    for (i, (decodes, params, used)) in pools.instances.iter().enumerate() {
+    let (mut first, mut urls) = (0u32, Vec::new());
+    for (i, (role, params, used)) in servers.instances.iter().enumerate() {
         let (listen, side) = (i + 1, n + i + 1);
         let mut words = serve_words(server, params, weights, drafter, named, mem)?;
-        let role = if *decodes { "decode" } else { "prefill" };
         let mut tail = format!(" --host 127.0.0.1 --port $((port + {listen}))");
-        let env = match sglang {
-            false => {
-                let role = if *decodes { "kv_consumer" } else { "kv_producer" };
-                let cfg = serde_json::json!({"kv_connector": "NixlConnector", "kv_role": role});
-                words.extend(["--kv-transfer-config".into(), cfg.to_string()]);
-                let list: Vec<String> = (first..first + used).map(|g| g.to_string()).collect();
-                format!("CUDA_VISIBLE_DEVICES={} VLLM_NIXL_SIDE_CHANNEL_PORT=$((port + {side})) ", list.join(","))
+        let url = format!("http://127.0.0.1:$((port + {listen}))");
+        let mut env = String::new();
+        if !sglang {
+            let list: Vec<String> = (first..first + used).map(|g| g.to_string()).collect();
+            env = format!("CUDA_VISIBLE_DEVICES={} ", list.join(","));
+        }
+        match (role, sglang) {
+            (Role::Replica, false) => urls.push(url),
+            (Role::Replica, true) => {
+                words.extend(["--base-gpu-id".into(), first.to_string()]);
+                urls.push(url);
             }
-            true => {
-                words.extend(["--disaggregation-mode".into(), role.into()]);
+            (role, false) => {
+                let kv = if *role == Role::Decode { "kv_consumer" } else { "kv_producer" };
+                let cfg = serde_json::json!({"kv_connector": "NixlConnector", "kv_role": kv});
+                words.extend(["--kv-transfer-config".into(), cfg.to_string()]);
+                env += &format!("VLLM_NIXL_SIDE_CHANNEL_PORT=$((port + {side})) ");
+                let flag = if *role == Role::Decode { "--decode" } else { "--prefill" };
+                urls.push(format!("{flag} {url}"));
+            }
+            (role, true) => {
+                let mode = if *role == Role::Decode { "decode" } else { "prefill" };
+                words.extend(["--disaggregation-mode".into(), mode.into()]);
                 words.extend(["--disaggregation-transfer-backend".into(), "nixl".into()]);
                 words.extend(["--base-gpu-id".into(), first.to_string()]);
-                if !decodes {
-                    tail += &format!(" --disaggregation-bootstrap-port $((port + {side}))");
+                match role {
+                    Role::Prefill => {
+                        tail += &format!(" --disaggregation-bootstrap-port $((port + {side}))");
+                        urls.push(format!("--prefill {url} $((port + {side}))"));
+                    }
+                    _ => urls.push(format!("--decode {url}")),
                 }
-                String::new()
             }
-        };
-        let url = format!("http://127.0.0.1:$((port + {listen}))");
-        match (decodes, sglang) {
-            (true, _) => decode.push(format!("--decode {url}")),
-            (false, true) => prefill.push(format!("--prefill {url} $((port + {side}))")),
-            (false, false) => prefill.push(format!("--prefill {url}")),
         }
         let _ = writeln!(s, "{env}{}{tail} &\npids=\"$pids $!\"", shell_words(&words));
         first += used;
@@ -487,16 +553,16 @@ fn pools_script(
          timeout=5)' \"http://127.0.0.1:$p/health\" 2>/dev/null; do\n    {alive}\n    sleep 2\n  done\ndone\n",
         listens.join(" ")
     );
-    let start = match sglang {
-        false => "vllm-router --vllm-pd-disaggregation",
-        true => "python3 -m sglang_router.launch_router --pd-disaggregation",
+    let start = if sglang { "python3 -m sglang_router.launch_router" } else { "vllm-router" };
+    let how = match (servers.policy, sglang) {
+        (None, false) => format!("--vllm-pd-disaggregation {}", urls.join(" ")),
+        (None, true) => format!("--pd-disaggregation {}", urls.join(" ")),
+        (Some(policy), _) => format!("--worker-urls {} --policy {policy}", urls.join(" ")),
     };
     let _ = write!(
         s,
-        "{start} {} {} --host 127.0.0.1 --port \"$port\" --prometheus-port $((port + {})) &\npids=\"$pids $!\"\nwhile \
+        "{start} {how} --host 127.0.0.1 --port \"$port\" --prometheus-port $((port + {})) &\npids=\"$pids $!\"\nwhile \
          :; do\n  {alive}\n  sleep 2\ndone\n",
-        prefill.join(" "),
-        decode.join(" "),
         2 * n + 1
     );
     Ok(s)
@@ -563,6 +629,14 @@ fn flags(
         if n > 1 {
             flag(f, n.to_string());
         }
+    }
+    // SGLang balances its ranks by the plan's router where it has that
+    // policy (prefix-aware is replicas behind its router: Servers::replicas).
+    let router = get("router").and_then(|r| r.parse::<RouterPolicy>().ok());
+    match (router, sglang && dp > 1) {
+        (Some(RouterPolicy::RoundRobin), true) => flag("--load-balance-method", "round_robin".into()),
+        (Some(RouterPolicy::LeastLoaded), true) => flag("--load-balance-method", "shortest_queue".into()),
+        _ => {}
     }
     if ep > 1 {
         match sglang {
@@ -648,11 +722,16 @@ pub fn set_commands(doc: &mut FrontierResult, server: Server, weights: &Weights,
     // Settled once: it is every configuration's.
     let drafter = weights.drafter();
     for c in &mut doc.configs {
-        let started = match Pools::of(&c.params).filter(|_| server != Server::Goodput) {
-            Some(pools) => pools.and_then(|p| pools_script(server, &p, weights, drafter.as_ref(), named, mem)),
+        let several = match server {
+            Server::Goodput => None,
+            _ => Servers::pools(&c.params).or_else(|| Servers::replicas(server, &c.params).map(Ok)),
+        };
+        let script = several.as_ref().is_some_and(Result::is_ok);
+        let started = match several {
+            Some(servers) => servers.and_then(|s| servers_script(server, &s, weights, drafter.as_ref(), named, mem)),
             None => serve_words(server, &c.params, weights, drafter.as_ref(), named, mem).map(|w| shell_words(&w)),
         };
-        let script = started.is_ok() && c.params.contains_key("pd") && server != Server::Goodput;
+        let script = script && started.is_ok();
         let (command, missing) = match started {
             Ok(command) => (Some(command), None),
             Err(why) => (None, Some(why)),
@@ -772,8 +851,9 @@ pub struct SweepContext<'a> {
 }
 
 /// A configuration's grid table: its id, its knobs as plan named them (the
-/// router left out: vLLM balances its data-parallel ranks its own way, and
-/// so do the drafts' acceptance and cost, which the sweep's flags give), and
+/// router left out, which its launch carries and the sweep's `--router`
+/// gives `--estimate`, and so are the drafts' acceptance and cost, which
+/// the sweep's flags give), and
 /// `launch`, the script that starts vLLM on the port `sh -c` passes it as
 /// `$0` (a script of several servers takes it as `$PORT`).
 fn table(c: &FrontierConfig, command: &str) -> String {
@@ -835,6 +915,7 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
         let mut left_out = Vec::new();
         let mut loads = BTreeSet::new();
         let mut rates: Vec<f64> = Vec::new();
+        let mut own_balance = false;
         let mut routers = BTreeSet::new();
         for (i, c) in &mine {
             let sc = c.serve_command.as_ref();
@@ -851,7 +932,11 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
                             Load::Rate(r) => rates.push(r),
                         }
                     }
-                    routers.extend(c.params.get("router").cloned());
+                    // vLLM's own balancing stands for least-loaded; every
+                    // other router is the server's flag or a script's.
+                    let own = sc.is_some_and(|s| s.server == "vllm" && !s.script);
+                    own_balance |= own && c.params.get("router").is_some_and(|r| r.trim() == "least-loaded");
+                    routers.extend(c.params.get("router").map(|r| r.trim().to_string()));
                 }
                 None if !planned.contains(i) => {}
                 None => left_out.push(format!(
@@ -867,7 +952,10 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
             Some((c.params.get("spec_acceptance")?.as_str(), c.params.get("spec_draft_cost")?.as_str()))
         });
         let loads = Loads { users: &loads, rates: &rates };
-        let sweep = (!tables.is_empty()).then(|| sweep_command(&path, cx, loads, doc.slo.as_deref(), price, drafts));
+        // One router for all: the sweep's --estimate predicts them with it.
+        let router = routers.iter().next().filter(|_| routers.len() == 1).map(String::as_str);
+        let sweep =
+            (!tables.is_empty()).then(|| sweep_command(&path, cx, loads, doc.slo.as_deref(), price, drafts, router));
         // A header line is a comment to its end: a line break in a name
         // (a model's, a path's) would end it and start TOML.
         let comment = |t: &str| t.chars().map(|c| if c.is_control() { '?' } else { c }).collect::<String>();
@@ -911,12 +999,19 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
                  goodput compare sets the server's own counters against it (drafts)."
             );
         }
-        if !routers.is_empty() {
+        if routers.len() > 1 {
             let _ = writeln!(
                 text,
-                "# {} balances its data-parallel ranks its own way: the plan's router ({}) is not set.",
-                server_title(doc),
-                routers.into_iter().collect::<Vec<_>>().join(", ")
+                "# The plan tried several routers ({}): the sweep's --estimate predicts every configuration with its \
+                 own default (least-loaded); the compare with the plan sets each beside its own.",
+                routers.iter().cloned().collect::<Vec<_>>().join(", ")
+            );
+        }
+        if own_balance {
+            let _ = writeln!(
+                text,
+                "# vLLM balances its data-parallel ranks itself, each request to the rank of least waiting × 4 + \
+                 running requests: it stands for the plan's least-loaded router."
             );
         }
         if !left_out.is_empty() {
@@ -983,6 +1078,7 @@ fn sweep_command(
     slo: Option<&str>,
     price: Option<f64>,
     drafts: Option<(&str, &str)>,
+    router: Option<&str>,
 ) -> String {
     let mut w: Vec<String> = ["goodput", "sweep", "--serve-cmd", "sh -c {launch} {port}", "--serve-grid"]
         .into_iter()
@@ -1030,6 +1126,10 @@ fn sweep_command(
     // predict them as the plan did.
     if let Some((acceptance, cost)) = drafts {
         w.extend(["--spec-acceptance".into(), acceptance.into(), "--spec-draft-cost".into(), cost.into()]);
+    }
+    // The router the plan put in front of the replicas, for --estimate too.
+    if let Some(r) = router.filter(|r| *r != "least-loaded") {
+        w.extend(["--router".into(), r.to_string()]);
     }
     w.extend(["--estimate".into(), "-o".into(), measured_path(grid).display().to_string()]);
     shell_words(&w)
@@ -1158,22 +1258,23 @@ mod tests {
     fn pools_are_servers_of_their_own_behind_a_router() {
         // Two units of 1:1 on a GPU each: two prefill servers, then two decode ones.
         let two = params(&[("tp", "1"), ("dp", "2"), ("pd", "1:1"), ("precision", "fp8")]);
-        let p = Pools::of(&two).unwrap().unwrap();
-        assert_eq!(p.spec, "2:2");
-        let roles: Vec<(bool, u32)> = p.instances.iter().map(|(d, _, g)| (*d, *g)).collect();
-        assert_eq!(roles, [(false, 1), (false, 1), (true, 1), (true, 1)]);
+        let p = Servers::pools(&two).unwrap().unwrap();
+        assert_eq!(p.spec.as_deref(), Some("2:2"));
+        let roles: Vec<(Role, u32)> = p.instances.iter().map(|(r, _, g)| (*r, *g)).collect();
+        use Role::{Decode, Prefill};
+        assert_eq!(roles, [(Prefill, 1), (Prefill, 1), (Decode, 1), (Decode, 1)]);
         assert!(p.instances.iter().all(|(_, k, _)| !k.contains_key("pd") && k["dp"] == "1" && k["tp"] == "1"));
         // The engine that rehearses it runs the same pools (it refuses --dp beside them).
         let g = goodput_flags(&two, 0.9).unwrap().join(" ");
         assert!(g.contains("--pd 2:2") && !g.contains("--dp"), "{g}");
-        assert!(Pools::of(&params(&[("tp", "1")])).is_none());
-        assert!(Pools::of(&params(&[("pd", "1-1")])).unwrap().unwrap_err().contains("is not P:D"));
+        assert!(Servers::pools(&params(&[("tp", "1")])).is_none());
+        assert!(Servers::pools(&params(&[("pd", "1-1")])).unwrap().unwrap_err().contains("is not P:D"));
 
         // Pools of their own sizes: two prefill servers of one GPU, a decode one of two.
         let sized = params(&[("tp", "1"), ("dp", "1"), ("pd", "2:1xTP2")]);
         let w = weights("meta-llama/Llama-3.1-8B-Instruct");
-        let p = Pools::of(&sized).unwrap().unwrap();
-        let vllm = pools_script(Server::Vllm, &p, &w, None, "llama-3.1-8b", 0.9).unwrap();
+        let p = Servers::pools(&sized).unwrap().unwrap();
+        let vllm = servers_script(Server::Vllm, &p, &w, None, "llama-3.1-8b", 0.9).unwrap();
         let serve = "vllm serve meta-llama/Llama-3.1-8B-Instruct --served-model-name llama-3.1-8b --dtype bfloat16";
         for line in [
             format!(
@@ -1195,7 +1296,7 @@ mod tests {
             assert!(vllm.lines().any(|l| l == line), "{line}\nnot in\n{vllm}");
         }
         assert!(vllm.starts_with("# 2 prefill and 1 decode vLLM servers on 4 GPUs (0 to 3)"), "{vllm}");
-        let sglang = pools_script(Server::Sglang, &p, &w, None, "llama-3.1-8b", 0.9).unwrap();
+        let sglang = servers_script(Server::Sglang, &p, &w, None, "llama-3.1-8b", 0.9).unwrap();
         assert!(sglang.contains(
             "--disaggregation-mode prefill --disaggregation-transfer-backend nixl --base-gpu-id 1 --host 127.0.0.1 \
              --port $((port + 2)) --disaggregation-bootstrap-port $((port + 5)) &"
@@ -1215,13 +1316,65 @@ mod tests {
         // An expert-parallel pool is one vLLM server of DP ranks sharing its
         // experts, on as many GPUs; SGLang's DP attention is not modelled.
         let moe = params(&[("tp", "1"), ("dp", "4"), ("ep", "4"), ("pd", "1xEP4:1xEP8")]);
-        let p = Pools::of(&moe).unwrap().unwrap();
+        let p = Servers::pools(&moe).unwrap().unwrap();
         assert_eq!(p.instances.iter().map(|(_, _, g)| *g).collect::<Vec<_>>(), [4, 8]);
-        let vllm = pools_script(Server::Vllm, &p, &w, None, "x", 0.9).unwrap();
+        let vllm = servers_script(Server::Vllm, &p, &w, None, "x", 0.9).unwrap();
         assert!(vllm.contains("CUDA_VISIBLE_DEVICES=4,5,6,7,8,9,10,11 "), "{vllm}");
         assert!(vllm.contains("--data-parallel-size 8 --enable-expert-parallel"), "{vllm}");
-        let why = pools_script(Server::Sglang, &p, &w, None, "x", 0.9).unwrap_err();
+        let why = servers_script(Server::Sglang, &p, &w, None, "x", 0.9).unwrap_err();
         assert!(why.contains("DP attention"), "{why}");
+    }
+
+    /// The plan's router in front of data-parallel replicas: where the
+    /// server's own balancing is that policy, its flag (vLLM's own for
+    /// least-loaded; SGLang's --load-balance-method); else the replicas as
+    /// servers of their own behind the router's policy.
+    #[test]
+    fn the_plans_router_is_the_servers_balancing_or_a_router_in_front() {
+        let knobs = |router: &str| params(&[("tp", "1"), ("dp", "2"), ("precision", "fp8"), ("router", router)]);
+        let w = weights("meta-llama/Llama-3.1-8B-Instruct");
+        // vLLM's own balancing stands for least-loaded.
+        assert!(Servers::replicas(Server::Vllm, &knobs("least-loaded")).is_none());
+        let one = command(Server::Vllm, &[("tp", "1"), ("dp", "2"), ("router", "least-loaded")], &w).unwrap();
+        assert!(one.contains("--data-parallel-size 2") && !one.contains("balance"), "{one}");
+        // SGLang's for round-robin and least-loaded.
+        for (router, method) in [("round-robin", "round_robin"), ("least-loaded", "shortest_queue")] {
+            assert!(Servers::replicas(Server::Sglang, &knobs(router)).is_none());
+            let one = command(Server::Sglang, &[("tp", "1"), ("dp", "2"), ("router", router)], &w).unwrap();
+            assert!(one.contains(&format!("--dp-size 2 --load-balance-method {method}")), "{one}");
+        }
+        // The rest: replicas behind the router.
+        for (server, router, policy) in [
+            (Server::Vllm, "round-robin", "round_robin"),
+            (Server::Vllm, "prefix-aware", "cache_aware"),
+            (Server::Sglang, "prefix-aware", "cache_aware"),
+        ] {
+            let r = Servers::replicas(server, &knobs(router)).unwrap();
+            assert_eq!((r.policy, r.count(Role::Replica)), (Some(policy), 2));
+            assert!(r.instances.iter().all(|(_, k, g)| *g == 1 && k["dp"] == "1" && !k.contains_key("router")));
+            let script = servers_script(server, &r, &w, None, "llama-3.1-8b", 0.9).unwrap();
+            assert!(
+                script.starts_with(&format!("# 2 {} servers on 2 GPUs (0 to 1), behind ", server.title())),
+                "{script}"
+            );
+            let front = format!(
+                "--worker-urls http://127.0.0.1:$((port + 1)) http://127.0.0.1:$((port + 2)) --policy {policy} --host \
+                 127.0.0.1 --port \"$port\" --prometheus-port $((port + 5)) &"
+            );
+            assert!(script.contains(&front), "{front}\nnot in\n{script}");
+            let second = if server == Server::Vllm { "CUDA_VISIBLE_DEVICES=1 vllm serve" } else { "--base-gpu-id 1" };
+            assert!(script.contains(second), "{script}");
+            assert!(!script.contains("--data-parallel-size") && !script.contains("--dp-size"), "{script}");
+            let o = std::process::Command::new("sh").args(["-n", "-c", &script]).output().unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        }
+        // One replica is no router's to spread; pools are not replicas.
+        assert!(
+            Servers::replicas(Server::Vllm, &params(&[("tp", "2"), ("dp", "1"), ("router", "round-robin")])).is_none()
+        );
+        let mut pd = knobs("round-robin");
+        pd.insert("pd".into(), "1:1".into());
+        assert!(Servers::replicas(Server::Vllm, &pd).is_none());
     }
 
     /// A width the weights are not published in loads the checkpoint given

@@ -113,8 +113,8 @@ pub struct FrontierConfig {
 }
 
 /// A predicted configuration as a server's command line, or as a script
-/// where it runs as several servers (prefill apart from decode: its
-/// instances and the router in front); or why the server has none (a
+/// where it runs as several servers behind a router (prefill apart from
+/// decode; replicas behind the plan's router); or why the server has none (a
 /// width with no checkpoint known, drafts with no drafter known, a layout
 /// the server does not take).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -128,9 +128,9 @@ pub struct ServeCommand {
     /// --served-model-name llama-3.1-70b --tensor-parallel-size 2 …`, or
     /// `python3 -m sglang.launch_server --model-path … --tp-size 2 …`.
     /// Where `script` is true: a POSIX sh script, several lines, that
-    /// starts every instance on GPUs of its own and the router in front,
+    /// starts every server on GPUs of its own and the router in front,
     /// which listens on `$PORT` (8000 when unset) on 127.0.0.1, the
-    /// instances on the ports after it; the script ends when any of them
+    /// servers on the ports after it; the script ends when any of them
     /// does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,

@@ -1513,8 +1513,8 @@ fn server_shims(dir: &Path) -> PathBuf {
     let goodput = shlex::try_quote(BIN).unwrap().into_owned();
     let run = format!(
         r#"echo "engine: $model$args"
-if [ -n "$role" ]; then
-  echo "instance: $role on GPUs $gpus at $port"
+[ -n "$role" ] && echo "instance: $role on GPUs $gpus at $port"
+if [ -n "$SHIM_POOLS" ] && [ -n "$port" ]; then
   mkdir -p "$SHIM_POOLS" && printf '%s\n' "$args" > "$SHIM_POOLS/$port"
 fi
 echo "pid $$"
@@ -1523,7 +1523,22 @@ exec {goodput} serve --profile engine --model "$SHIM_MODEL" --gpu "$SHIM_GPU" --
     );
     // The pools' knobs, from the first instance of each, as one engine.
     let route = format!(
-        r#"set -- $prefill; p=$#; first=$1
+        r#"if [ -n "$workers" ]; then
+  # Replicas behind the router's policy: the engine's --dp behind its router.
+  set -- $workers; n=$#
+  knobs=$(cat "$SHIM_POOLS/$1") || exit 2
+  tp=$(printf '%s' "$knobs" | sed -n 's/.* --tp \([0-9]*\).*/\1/p')
+  knobs=$(printf '%s' "$knobs" | sed 's/ --tp [0-9]*//; s/ --dp [0-9]*//')
+  case "$policy" in
+    round_robin) router=round-robin;; cache_aware) router=prefix-aware;;
+    *) echo "router shim: policy $policy" >&2; exit 2;;
+  esac
+  echo "router: $n replicas ($workers) by $policy at $port"
+  echo "pid $$"
+  exec {goodput} serve --profile engine --model "$SHIM_MODEL" --gpu "$SHIM_GPU" --speed 20 -q --progress none $knobs \
+    --dp "$n" --router "$router" --tp "${{tp:-1}}" --host 127.0.0.1 --port "$port"
+fi
+set -- $prefill; p=$#; first=$1
 set -- $decode; d=$#; last=$1
 [ "$p" -gt 0 ] && [ "$d" -gt 0 ] || {{ echo "router shim: no prefill or no decode server" >&2; exit 2; }}
 knobs=$(cat "$SHIM_POOLS/$first") || exit 2
@@ -1540,6 +1555,9 @@ exec {goodput} serve --profile engine --model "$SHIM_MODEL" --gpu "$SHIM_GPU" --
     let urls = r#"    --prefill) prefill="$prefill ${2##*:}"; shift 2
       case "$1" in [0-9]*) shift;; esac;;
     --decode) decode="$decode ${2##*:}"; shift 2;;
+    --worker-urls) shift
+      while [ $# -gt 0 ]; do case "$1" in --*) break;; *) workers="$workers ${1##*:}"; shift;; esac; done;;
+    --policy) policy=$2; shift 2;;
     --host|--prometheus-port) shift 2;;
     --port) port=$2; shift 2;;
 "#;
@@ -1589,7 +1607,7 @@ if [ "$1" = -c ]; then
 fi
 if [ "$1 $2" = "-m sglang_router.launch_router" ]; then
   shift 2
-  prefill=""; decode=""; port=""
+  prefill=""; decode=""; port=""; workers=""; policy=""
   while [ $# -gt 0 ]; do
     case "$1" in
     --pd-disaggregation) shift;;
@@ -1621,6 +1639,11 @@ while [ $# -gt 0 ]; do
       [ "$2" = nixl ] || {{ echo "sglang shim: not NIXL: $2" >&2; exit 2; }}; shift 2;;
     --disaggregation-bootstrap-port) shift 2;;
     --base-gpu-id) gpus="from $2"; shift 2;;
+    --load-balance-method)
+      case "$2" in
+        round_robin) args="$args --router round-robin";; shortest_queue) args="$args --router least-loaded";;
+        *) echo "sglang shim: load balance $2" >&2; exit 2;;
+      esac; shift 2;;
     --served-model-name) args="$args $1 $2"; shift 2;;
     --host) addr="$addr $1 $2"; shift 2;;
     --port) port=$2; addr="$addr $1 $2"; shift 2;;
@@ -1631,7 +1654,7 @@ done
     );
     let router = format!(
         r#"#!/bin/sh
-prefill=""; decode=""; port=""
+prefill=""; decode=""; port=""; workers=""; policy=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --vllm-pd-disaggregation) shift;;
@@ -1939,6 +1962,88 @@ fn a_plan_that_runs_prefill_apart_is_measured_through_its_servers_and_router() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let pairs = compared(&read_json(&both)).1;
         assert!(pairs.contains(&(id.clone(), id.clone())), "{id} in {pairs:?}");
+    }
+}
+
+/// The router a trace plan put in front of its replicas is the one
+/// measured: vLLM's replicas behind `vllm-router --policy cache_aware` for
+/// prefix-aware, SGLang's own `--load-balance-method shortest_queue` for
+/// least-loaded; the header's sweep predicts them with the same router.
+#[test]
+fn a_trace_plans_router_is_the_one_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    let lines: Vec<String> = (0..24)
+        .map(|i| {
+            format!(
+                r#"{{"timestamp": {}, "input_length": 1024, "output_length": 16, "hash_ids": [{}, {}]}}"#,
+                i * 150,
+                i % 3,
+                i % 3 + 10
+            )
+        })
+        .collect();
+    std::fs::write(&trace, lines.join("\n")).unwrap();
+    for (engine, router, measured) in [
+        ("vllm", "prefix-aware", "router: 2 replicas ("),
+        ("sglang", "least-loaded", "engine: meta-llama/Llama-3.1-8B-Instruct --served-model-name llama-3.1-8b"),
+    ] {
+        let (plan, grid) = (dir.path().join(format!("{engine}.json")), dir.path().join(format!("{engine}.toml")));
+        let o = goodput()
+            .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "2", "--tp", "1"])
+            .args(["--serve-engine", engine, "--precision", "fp8", "--max-num-seqs", "16", "--router", router])
+            .arg("--trace")
+            .arg(&trace)
+            .args(["--trace-speed", "1,4", "--slo", "ttft:p50<=60s", "-o"])
+            .arg(&plan)
+            .arg("--grid-out")
+            .arg(&grid)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = std::fs::read_to_string(&grid).unwrap();
+        let sweep = text.lines().find_map(|l| l.strip_prefix("#   goodput sweep ")).unwrap();
+        let table: toml::Table = toml::from_str(&text).unwrap();
+        let replicas = table["config"].as_array().unwrap().iter().find(|c| c["dp"].as_integer() == Some(2));
+        let replicas = replicas.unwrap_or_else(|| panic!("no configuration of two replicas: {text}"));
+        let launch = replicas["launch"].as_str().unwrap();
+        match engine {
+            "vllm" => {
+                assert!(sweep.contains("--router prefix-aware"), "{sweep}");
+                assert!(launch.contains("--policy cache_aware"), "{launch}");
+            }
+            _ => {
+                assert!(!sweep.contains("--router"), "least-loaded is the sweep's own: {sweep}");
+                assert!(launch.contains("--dp-size 2 --load-balance-method shortest_queue"), "{launch}");
+            }
+        }
+        let mut words = shlex::split(sweep).unwrap();
+        words.extend(["--progress", "none"].map(String::from));
+        let path = format!("{}:{}", server_shims(dir.path()).display(), std::env::var("PATH").unwrap_or_default());
+        let o = Command::new(BIN)
+            .arg("sweep")
+            .args(&words)
+            .env("PATH", path)
+            .env("SHIM_GPU", "h100")
+            .env("SHIM_MODEL", "llama-3.1-8b")
+            .env("SHIM_POOLS", dir.path().join(format!("{engine}-servers")))
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let stem = grid.file_stem().unwrap().to_string_lossy().into_owned();
+        let result = read_json(&dir.path().join(format!("{stem}.measured.json")));
+        assert!(configs(&result).iter().all(|c| c["status"] == "ok"), "{result}");
+        let logs_dir = dir.path().join(format!("{stem}.measured.logs"));
+        let logs: String = std::fs::read_dir(&logs_dir)
+            .unwrap()
+            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+            .collect();
+        assert!(logs.contains(measured), "{logs}");
+        if engine == "sglang" {
+            assert!(logs.contains("--dp 2 --router least-loaded"), "{logs}");
+        }
+        assert_all_gone(&logged_pids(&logs_dir));
     }
 }
 
