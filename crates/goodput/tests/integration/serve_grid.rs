@@ -2153,6 +2153,26 @@ fn a_dry_run_shows_the_commands_and_starts_nothing() {
     assert!(said.contains("2 configurations: at most"), "{said}");
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert!(left.is_empty(), "a dry run writes nothing: {left:?}");
+    // A script of several lines (a plan's launch for several servers) is
+    // shown line by line, its credentials masked within it.
+    let script = "port=$0\nHF_TOKEN=hf_in_script serve --port \"$port\" &\nroute --api-key sk_in_script --seqs {seqs}";
+    let o = goodput()
+        .args(["sweep", "--serve-cmd", &format!("sh -c '{script}' {{port}}"), "--serve-grid", "seqs=4"])
+        .args(["--concurrency", "1", "-n", "2", "--dry-run", "-o"])
+        .arg(dir.path().join("g.json"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{said}");
+    assert!(
+        said.contains(
+            "  1/1 seqs=4: sh -c SCRIPT 8000, SCRIPT:\n      port=$0\n      HF_TOKEN=*** serve --port \"$port\" &\n      \
+             route --api-key *** --seqs 4\n"
+        ),
+        "{said}"
+    );
+    assert!(!said.contains("in_script"), "{said}");
 }
 
 /// `plan --serve-engine goodput`: the grid starts `goodput serve`'s

@@ -356,18 +356,17 @@ fn credential_name(name: &str) -> bool {
 /// header value masked wherever its text stood had hidden `--max-num-seqs 1`
 /// behind `X-Priority: 1`).
 fn masked_command(words: &[String], t: &crate::cli::TargetArgs) -> String {
-    let key = t.api_key.as_deref().filter(|k| !k.is_empty());
-    let secret = |w: &str| {
-        key == Some(w)
-            || t.header
-                .iter()
-                .any(|(n, v)| !v.trim().is_empty() && goodput_core::util::redact::is_secret_header(n) && v.trim() == w)
-    };
+    let secret = secrets(t);
     let mut out: Vec<String> = Vec::with_capacity(words.len());
     let mut mask_next = false;
     for w in words {
-        let shown = if std::mem::take(&mut mask_next) || secret(w) {
+        let masked = std::mem::take(&mut mask_next);
+        let shown = if masked || secret(w) {
             "***".to_string()
+        } else if w.contains(char::is_whitespace) {
+            // A script (`sh -c '…'`) or a value of several words: masked
+            // within, word by word, as a shell would split it.
+            masked_within(w, &secret)
         } else if let Some((name, value)) = w.split_once('=') {
             if credential_name(name) || secret(value) {
                 format!("{name}=***")
@@ -381,6 +380,71 @@ fn masked_command(words: &[String], t: &crate::cli::TargetArgs) -> String {
         out.push(shlex::try_quote(&shown).map_or(shown.clone(), |q| q.into_owned()));
     }
     out.join(" ")
+}
+
+/// Whether a word is the client's key or the value of a `--header` the run
+/// masks.
+fn secrets(t: &crate::cli::TargetArgs) -> impl Fn(&str) -> bool + '_ {
+    let key = t.api_key.as_deref().filter(|k| !k.is_empty());
+    move |w: &str| {
+        key == Some(w)
+            || t.header
+                .iter()
+                .any(|(n, v)| !v.trim().is_empty() && goodput_core::util::redact::is_secret_header(n) && v.trim() == w)
+    }
+}
+
+/// A script's text with its credentials masked as [`masked_command`] masks
+/// a command's words: each run of non-blank characters, its quotes set
+/// aside, is a word (`HF_TOKEN=…`, `--api-key …`, `export HF_TOKEN=…`, the
+/// client's key); the blanks and everything else are kept as they stand.
+fn masked_within(text: &str, secret: &dyn Fn(&str) -> bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut mask_next = false;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let blank = rest.len() - rest.trim_start().len();
+        out.push_str(&rest[..blank]);
+        rest = &rest[blank..];
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let (word, after) = rest.split_at(end);
+        rest = after;
+        let bare = word.trim_matches(['\'', '"']);
+        if std::mem::take(&mut mask_next) || secret(bare) {
+            out.push_str("***");
+        } else if let Some((name, value)) = bare.split_once('=') {
+            match credential_name(name) || secret(value.trim_matches(['\'', '"'])) {
+                true => {
+                    out.push_str(&word[..word.find('=').map_or(0, |i| i + 1)]);
+                    out.push_str("***");
+                }
+                false => out.push_str(word),
+            }
+        } else {
+            mask_next = bare.starts_with('-') && credential_name(bare);
+            out.push_str(word);
+        }
+    }
+    out
+}
+
+/// A server's command for the terminal: [`masked_command`], escaped; a
+/// script among its words (a launch of several lines) shown as `SCRIPT`
+/// and then line by line below it, each line escaped (in one line its line
+/// breaks had read as `\u{a}`).
+fn terminal_command(words: &[String], t: &crate::cli::TargetArgs) -> String {
+    let esc = goodput_report::escape::terminal;
+    let Some(i) = words.iter().position(|w| w.contains('\n')) else {
+        return esc(&masked_command(words, t));
+    };
+    let mut shown = words.to_vec();
+    shown[i] = "SCRIPT".into();
+    let mut o = esc(&masked_command(&shown, t)) + ", SCRIPT:";
+    for line in masked_within(&words[i], &secrets(t)).lines() {
+        o.push_str("\n      ");
+        o.push_str(&esc(line));
+    }
+    o
 }
 
 /// [`masked_command`] of a template as typed (its words as the shell would
@@ -559,8 +623,9 @@ fn dry_run(a: &SweepArgs, template: &Template, grid: &[Params]) -> String {
     for (i, p) in grid.iter().enumerate() {
         // Shown as the "starting:" line shows a server's command: its
         // credentials masked.
-        let command = masked_command(&template.fill(p, 8000), &a.target);
-        o.push_str(&goodput_report::escape::terminal(&format!("  {}/{} {}: {command}", i + 1, grid.len(), p.id())));
+        let command = terminal_command(&template.fill(p, 8000), &a.target);
+        let id = goodput_report::escape::terminal(&p.id());
+        o.push_str(&format!("  {}/{} {id}: {command}", i + 1, grid.len()));
         o.push('\n');
     }
     if a.estimate {
@@ -690,11 +755,7 @@ impl Ctx {
         let argv = self.template.fill(params, port);
         let log = self.logs.join(format!("{name}.log"));
         if !self.args.output.quiet {
-            goodput_core::tell!(
-                "starting: {} (log: {})",
-                goodput_report::escape::terminal(&masked_command(&argv, &self.args.target)),
-                log.display()
-            );
+            goodput_core::tell!("starting: {} (log: {})", terminal_command(&argv, &self.args.target), log.display());
         }
         let failed = |error: String, status: Option<i32>| {
             Ok(Part::Failed(Failure { error, status, log: log.clone(), exited_during: None }))
