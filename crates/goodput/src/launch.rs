@@ -659,6 +659,11 @@ fn flags(
         flag(tokens, v.to_string());
     }
     flag(memory, gpu_memory_utilization.to_string());
+    // SGLang serves /metrics only when asked: the sweep reads the server's
+    // own signals there.
+    if sglang {
+        flags.push("--enable-metrics".into());
+    }
     flags.extend(drafts.unwrap_or_default());
     Ok(flags)
 }
@@ -871,6 +876,19 @@ fn table(c: &FrontierConfig, command: &str) -> String {
         }
     }
     let script = c.serve_command.as_ref().is_some_and(|s| s.script);
+    // Several servers: the sweep reads each one's metrics, not the router's.
+    let servers = c.serve_command.as_ref().filter(|s| s.script).and_then(|s| {
+        let server = match s.server.as_str() {
+            "sglang" => Server::Sglang,
+            _ => Server::Vllm,
+        };
+        Servers::pools(&c.params).and_then(Result::ok).or_else(|| Servers::replicas(server, &c.params))
+    });
+    if let Some(s) = servers {
+        let urls: Vec<String> =
+            (1..=s.instances.len()).map(|k| format!("http://127.0.0.1:{{port+{k}}}/metrics")).collect();
+        let _ = writeln!(t, "metrics = {}", toml::Value::String(urls.join(" ")));
+    }
     let launch = match script {
         false => format!("exec {command} --host 127.0.0.1 --port \"$0\""),
         true => format!("PORT=\"$0\"\n{command}"),
@@ -1240,7 +1258,7 @@ mod tests {
             ),
             "python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct --served-model-name \
              llama-3.1-70b --quantization fp8 --tp-size 4 --dp-size 2 --kv-cache-dtype fp8_e4m3 \
-             --max-running-requests 256 --chunked-prefill-size 8192 --mem-fraction-static 0.9"
+             --max-running-requests 256 --chunked-prefill-size 8192 --mem-fraction-static 0.9 --enable-metrics"
         );
         let ep = params(&[("tp", "8"), ("dp", "1"), ("ep", "8"), ("precision", "bf16")]);
         let w = flags(Server::Sglang, &ep, Loaded::Bf16, None, 0.9).unwrap();
@@ -1301,7 +1319,10 @@ mod tests {
             "--disaggregation-mode prefill --disaggregation-transfer-backend nixl --base-gpu-id 1 --host 127.0.0.1 \
              --port $((port + 2)) --disaggregation-bootstrap-port $((port + 5)) &"
         ));
-        assert!(sglang.contains("--tp-size 2 --mem-fraction-static 0.9 --disaggregation-mode decode"), "{sglang}");
+        assert!(
+            sglang.contains("--tp-size 2 --mem-fraction-static 0.9 --enable-metrics --disaggregation-mode decode"),
+            "{sglang}"
+        );
         assert!(sglang.contains(
             "python3 -m sglang_router.launch_router --pd-disaggregation --prefill http://127.0.0.1:$((port + 1)) \
              $((port + 4)) --prefill http://127.0.0.1:$((port + 2)) $((port + 5)) --decode \

@@ -88,7 +88,7 @@ pub fn knobs_and_aliases() -> String {
 /// count, its name, and the script that starts its server (`launch`, as
 /// `plan --grid-out` writes it).
 pub fn is_bookkeeping(param: &str) -> bool {
-    matches!(param, "gpus" | "id" | "launch")
+    matches!(param, "gpus" | "id" | "launch" | "metrics")
 }
 
 /// A precision as the simulator names it (`bfloat16` and `fp16` are `bf16`,

@@ -1645,6 +1645,7 @@ while [ $# -gt 0 ]; do
         *) echo "sglang shim: load balance $2" >&2; exit 2;;
       esac; shift 2;;
     --served-model-name) args="$args $1 $2"; shift 2;;
+    --enable-metrics) shift;;
     --host) addr="$addr $1 $2"; shift 2;;
     --port) port=$2; addr="$addr $1 $2"; shift 2;;
     *) echo "sglang shim: unknown flag $1" >&2; exit 2;;
@@ -1949,6 +1950,21 @@ fn a_plan_that_runs_prefill_apart_is_measured_through_its_servers_and_router() {
         // Each instance on a GPU of its own, and the router over both, as one engine of their pools.
         assert!(roles.iter().all(|r| logs.contains(r)), "{logs}");
         assert!(logs.contains("router: 1 prefill ("), "{logs}");
+        // The sweep read each server's own metrics (the grid's `metrics`), not the router's.
+        let sweep_doc = std::fs::read_dir(&logs_dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().ends_with(".sweep.json") && p.to_string_lossy().contains("1P"))
+            .unwrap_or_else(|| {
+                let names: Vec<_> = std::fs::read_dir(&logs_dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+                panic!("no sweep document of {id} in {names:?}")
+            });
+        let sweep_doc = read_json(&sweep_doc);
+        let urls = &sweep_doc["points"][0]["result"]["server_signals"]["urls"];
+        let urls: Vec<&str> =
+            urls.as_array().unwrap_or_else(|| panic!("{sweep_doc}")).iter().filter_map(|u| u.as_str()).collect();
+        assert_eq!(urls.len(), 2, "{urls:?}");
+        assert!(urls.iter().all(|u| u.starts_with("http://127.0.0.1:") && u.ends_with("/metrics")), "{urls:?}");
         assert_all_gone(&logged_pids(&logs_dir));
         let both = dir.path().join("both.json");
         let o = goodput()

@@ -69,7 +69,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     let unused: Vec<&str> = grid
         .iter()
         .flat_map(|p| p.0.iter().map(|(k, _)| k.as_str()))
-        .filter(|k| !names.contains(k) && !matches!(*k, "gpus" | "id"))
+        .filter(|k| !names.contains(k) && !matches!(*k, "gpus" | "id" | "metrics"))
         .fold(Vec::new(), |mut v, k| {
             if !v.contains(&k) {
                 v.push(k);
@@ -397,7 +397,8 @@ fn secrets(t: &crate::cli::TargetArgs) -> impl Fn(&str) -> bool + '_ {
 /// A script's text with its credentials masked as [`masked_command`] masks
 /// a command's words: each run of non-blank characters, its quotes set
 /// aside, is a word (`HF_TOKEN=…`, `--api-key …`, `export HF_TOKEN=…`, the
-/// client's key); the blanks and everything else are kept as they stand.
+/// client's key), a quoted run of blanks within it; the blanks between and
+/// everything else are kept as they stand.
 fn masked_within(text: &str, secret: &dyn Fn(&str) -> bool) -> String {
     let mut out = String::with_capacity(text.len());
     let mut mask_next = false;
@@ -406,7 +407,23 @@ fn masked_within(text: &str, secret: &dyn Fn(&str) -> bool) -> String {
         let blank = rest.len() - rest.trim_start().len();
         out.push_str(&rest[..blank]);
         rest = &rest[blank..];
-        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        // A word ends at a blank outside quotes: `A='t 3'` is one.
+        let mut quote = None;
+        let end = rest
+            .char_indices()
+            .find(|&(_, c)| match quote {
+                Some(q) if c == q => {
+                    quote = None;
+                    false
+                }
+                Some(_) => false,
+                None if c == '\'' || c == '"' => {
+                    quote = Some(c);
+                    false
+                }
+                None => c.is_whitespace(),
+            })
+            .map_or(rest.len(), |(i, _)| i);
         let (word, after) = rest.split_at(end);
         rest = after;
         let bare = word.trim_matches(['\'', '"']);
@@ -600,6 +617,17 @@ fn check(a: &SweepArgs, grid: &[Params]) -> Result<()> {
     // Every configuration's count, gpus= or not: a bad tp beside gpus= had
     // passed here and ended the sweep after the configurations before it.
     for p in grid {
+        for u in metrics_urls(p) {
+            let filled = fill_ports(&u, 8000);
+            if !(filled.starts_with("http://") || filled.starts_with("https://")) || filled.contains(['{', '}']) {
+                bail!(
+                    "--serve-grid: metrics={} in {}: {u} is not an http:// or https:// URL (its ports given as {{port}} \
+                     or {{port+N}}, the server's and the ones after it)",
+                    p.get("metrics").unwrap_or_default(),
+                    p.id()
+                );
+            }
+        }
         if let Some(g) = p.get("gpus") {
             if !g.parse::<u32>().is_ok_and(|n| n > 0) {
                 bail!("--serve-grid: gpus={g} in {} is not a count of GPUs (1 or more)", p.id());
@@ -608,6 +636,38 @@ fn check(a: &SweepArgs, grid: &[Params]) -> Result<()> {
         estimate::configuration_gpus(p, a.judge.gpus).context("--serve-grid")?;
     }
     Ok(())
+}
+
+/// A configuration's own metrics endpoints (`metrics`, blank-separated),
+/// as templates of [`fill_ports`].
+fn metrics_urls(p: &Params) -> impl Iterator<Item = String> + '_ {
+    p.get("metrics").into_iter().flat_map(|m| m.split_whitespace().map(str::to_string))
+}
+
+/// `{port}` as `port`, and `{port+N}` as the port N after it (a server's
+/// own and those a script of several servers puts after it).
+fn fill_ports(template: &str, port: u16) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find("{port") {
+        out.push_str(&rest[..open]);
+        let tail = &rest[open + 5..];
+        let Some(close) = tail.find('}') else {
+            out.push_str(&rest[open..]);
+            return out;
+        };
+        let n = match tail[..close].trim() {
+            "" => Some(0),
+            more => more.strip_prefix('+').and_then(|n| n.trim().parse::<u16>().ok()),
+        };
+        match n.and_then(|n| port.checked_add(n)) {
+            Some(p) => out.push_str(&p.to_string()),
+            None => out.push_str(&rest[open..open + 5 + close + 1]),
+        }
+        rest = &tail[close + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `--dry-run`: each configuration's command, as it would start on a
@@ -814,9 +874,12 @@ impl Ctx {
                 })
             };
             let mut args = self.args.clone();
-            // The server's own endpoint beside an exporter's: {port} is this server's.
+            // The server's own endpoint beside an exporter's: {port} is this
+            // server's. A configuration of several servers names theirs
+            // (`metrics`), which stand for the one in front of them.
+            args.metrics.metrics_url.extend(metrics_urls(params).filter(|_| !args.metrics.no_metrics));
             for u in &mut args.metrics.metrics_url {
-                *u = u.replace("{port}", &port.to_string());
+                *u = fill_ports(u, port);
             }
             args.target.url = Some(base);
             args.target.wait_ready = None;
@@ -1053,4 +1116,32 @@ fn per_config(p: &Path, name: &str) -> PathBuf {
     let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "records".into());
     let ext = p.extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_else(|| "jsonl".into());
     p.with_file_name(format!("{stem}.{name}.{ext}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `{port}` and `{port+N}` are the server's port and the ones after it;
+    /// anything else is left as written (and refused by the grid's check).
+    #[test]
+    fn a_metrics_template_names_the_ports_of_several_servers() {
+        assert_eq!(fill_ports("http://127.0.0.1:{port}/metrics", 8000), "http://127.0.0.1:8000/metrics");
+        assert_eq!(fill_ports("http://h:{port+2}/m http://h:{port + 3}/m", 41000), "http://h:41002/m http://h:41003/m");
+        assert_eq!(fill_ports("http://h:{ports}/m {port+x} {port", 1), "http://h:{ports}/m {port+x} {port");
+        assert_eq!(fill_ports("http://h:{port+2}/m", u16::MAX), "http://h:{port+2}/m");
+    }
+
+    /// Within a script, a credential is masked where its word stands (a
+    /// quoted value with blanks whole), and nothing else is touched
+    /// (blanks, quotes and line breaks included).
+    #[test]
+    fn a_scripts_credentials_are_masked_within_it() {
+        let secret = |w: &str| w == "sk-client";
+        let script = "HF_TOKEN=hf_1 vllm serve m --api-key 'sk-2' \\\n  --x \"sk-client\"\nexport AUTH_TOKEN='t 3'\nrun --port \"$0\"";
+        assert_eq!(
+            masked_within(script, &secret),
+            "HF_TOKEN=*** vllm serve m --api-key *** \\\n  --x ***\nexport AUTH_TOKEN=***\nrun --port \"$0\""
+        );
+    }
 }
