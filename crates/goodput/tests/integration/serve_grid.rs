@@ -2191,6 +2191,23 @@ fn a_dry_run_shows_the_commands_and_starts_nothing() {
     assert!(!said.contains("in_script"), "{said}");
 }
 
+/// A grid's `metrics` that is no http:// or https:// URL, or names a port
+/// other than {port} or {port+N}, is refused before any server starts,
+/// with the form it takes.
+#[test]
+fn a_grids_metrics_must_be_urls_of_its_ports() {
+    for bad in ["metrics=127.0.0.1:{port}/metrics", "metrics=http://h:{ports}/metrics"] {
+        let o = goodput()
+            .args(["sweep", "--serve-cmd", "sh -c 'echo started > started' {port}", "--serve-grid", bad])
+            .args(["--concurrency", "1", "-n", "2", "-o", "/dev/null"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains("is not an http:// or https:// URL"), "{bad}: {err}");
+        assert!(err.contains("{port+N}"), "{err}");
+    }
+}
+
 /// `plan --serve-engine goodput`: the grid starts `goodput serve`'s
 /// simulated engine with every knob, so the whole measurement runs here as
 /// it would on GPUs, at real time, and every configuration of the frontier
