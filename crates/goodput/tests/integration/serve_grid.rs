@@ -2097,6 +2097,37 @@ fn a_rehearsal_of_several_disaggregated_units_starts_and_answers() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Swept from a grid of it as the plan names it (dp 2 beside pd 1:1):
+    // its GPUs are the two units' four, and --estimate predicts the same
+    // pools (it had refused --dp beside --pd, and counted two GPUs).
+    let grid = dir.path().join("grid.toml");
+    let mut table = toml::Table::new();
+    for (k, v) in units["params"].as_object().unwrap() {
+        table.insert(k.clone(), toml::Value::String(v.as_str().unwrap().to_string()));
+    }
+    table.insert("launch".into(), toml::Value::String(format!("exec {command} --port \"$0\"")));
+    let doc = toml::toml! { config = [table] };
+    std::fs::write(&grid, toml::to_string(&doc).unwrap()).unwrap();
+    let measured = dir.path().join("m.json");
+    let o = goodput()
+        .args(["sweep", "--serve-cmd", "sh -c {launch} {port}", "--serve-grid"])
+        .arg(&grid)
+        .args(["--model", "llama-3.1-8b", "--concurrency", "4", "-n", "8", "--input-tokens", "64"])
+        .args(["--output-tokens", "8", "--progress", "none", "--estimate", "-o"])
+        .arg(&measured)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("tp × pp × dp"), "no disagreement over its GPUs: {err}");
+    let m = read_json(&measured);
+    assert_eq!(configs(&m)[0]["gpus"], 4, "{m}");
+    let predicted = read_json(&dir.path().join("m.predicted.json"));
+    assert_eq!(
+        (configs(&predicted)[0]["status"].as_str(), configs(&predicted)[0]["gpus"].as_u64()),
+        (Some("ok"), Some(4))
+    );
+    assert_eq!(compared(&read_json(&dir.path().join("m.compare.json"))).1.len(), 1);
 }
 
 /// `--serve-checkpoint` and `--serve-drafter` give the weights of a width

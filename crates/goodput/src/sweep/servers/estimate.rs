@@ -11,9 +11,10 @@ use super::points::frontier_point;
 use crate::cli::{SweepArgs, DEFAULT_ENGINE_MODEL};
 use crate::virtual_point::spec_decoding;
 use anyhow::{bail, Context, Result};
+use goodput_core::doc::config::ep_ranks;
 use goodput_core::doc::frontier::{analyze_frontier, ConfigStatus, FrontierConfig, FrontierResult, FrontierSource};
 use goodput_core::doc::overlay::{is_bookkeeping, knob_of, knobs_and_aliases};
-use goodput_sim::engine::ModelSpec;
+use goodput_sim::engine::{Disaggregation, ModelSpec};
 use std::path::{Path, PathBuf};
 
 /// Every parameter of the grid maps onto a knob of the simulator (or is
@@ -74,10 +75,30 @@ pub fn check_drafts(a: &SweepArgs, grid: &[Params]) -> Result<()> {
     Ok(())
 }
 
-/// The GPUs the simulated engine occupies: tp × pp × its instances (dp, or
-/// a disaggregated layout's pools), each 1 when absent.
+/// The GPUs the simulated engine occupies: tp × pp × dp, or a
+/// disaggregated layout's pools (each instance on its pool's TP times its
+/// expert-parallel ranks, times pp), each 1 when absent.
 fn occupied(hw: &crate::cli::EngineHwArgs) -> Option<u32> {
-    hw.tp.max(1).checked_mul(hw.pp.max(1))?.checked_mul(hw.instances())
+    let pools = hw.pd.as_deref().and_then(|t| Disaggregation::parse(t).ok());
+    let Some(pd) = pools else {
+        return hw.tp.max(1).checked_mul(hw.pp.max(1))?.checked_mul(hw.instances());
+    };
+    let (tp, ep) = (hw.tp.max(1), hw.ep.max(1));
+    let pool = |n: u32, t: Option<u32>, e: Option<u32>| (n, t.unwrap_or(tp), e.unwrap_or(ep));
+    let pools = [pool(pd.prefill, pd.prefill_tp, pd.prefill_ep), pool(pd.decode, pd.decode_tp, pd.decode_ep)];
+    Some(goodput_core::doc::config::pool_gpus(pools, hw.pp))
+}
+
+/// A disaggregated configuration's `dp` as `plan` writes it: beside `pd`
+/// it counts units of the pools (over an expert-parallel instance's
+/// ranks), so the engine runs P and D times the units, and no `dp` beside
+/// them (which it refuses). `1:1` with dp 2 is `2:2`.
+fn units_as_pools(hw: &mut crate::cli::EngineHwArgs) {
+    let Some(pd) = hw.pd.as_deref().and_then(|t| Disaggregation::parse(t).ok()) else { return };
+    let units = (hw.dp / ep_ranks(hw.tp.max(1), hw.ep.max(1))).max(1);
+    let (prefill, decode) = (pd.prefill.saturating_mul(units), pd.decode.saturating_mul(units));
+    hw.pd = Some(Disaggregation { prefill, decode, ..pd }.spec());
+    hw.dp = 1;
 }
 
 /// Sets the grid's parallelism knobs (tp, pp, dp and pd, under any of their
@@ -95,6 +116,11 @@ fn set_parallelism(hw: &mut crate::cli::EngineHwArgs, params: &Params) -> Result
             Some("tp") => hw.tp = n()?,
             Some("dp") => hw.dp = n()?,
             Some("pp") => hw.pp = n()?,
+            // Counts GPUs only within a pool of its own (units_as_pools, occupied).
+            Some("ep") => {
+                hw.ep = n()?;
+                continue;
+            }
             // A layout that does not parse (SGLang's disaggregation=prefill) names no pools.
             Some("pd") if goodput_sim::engine::Disaggregation::parse(v).is_ok() => hw.pd = Some(v.to_string()),
             Some("pd") => continue,
@@ -110,8 +136,10 @@ fn set_parallelism(hw: &mut crate::cli::EngineHwArgs, params: &Params) -> Result
 /// it gives any of them, as the prediction counts them, else `default`
 /// (--gpus, or 1). With a note when `gpus` and tp × pp × dp disagree.
 pub fn configuration_gpus(params: &Params, default: Option<u32>) -> Result<(u32, Option<String>)> {
-    let mut hw = crate::cli::EngineHwArgs { tp: 1, pp: 1, dp: 1, pd: None, ..Default::default() };
-    let parallel = match set_parallelism(&mut hw, params)? {
+    let mut hw = crate::cli::EngineHwArgs { tp: 1, pp: 1, dp: 1, ep: 1, pd: None, ..Default::default() };
+    let parallel = set_parallelism(&mut hw, params)?;
+    units_as_pools(&mut hw);
+    let parallel = match parallel {
         true => Some(occupied(&hw).with_context(|| {
             format!("{}: tp × pp × dp is past any count of GPUs; give counts that multiply to one", params.id())
         })?),
@@ -204,6 +232,7 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
             _ => {}
         }
     }
+    units_as_pools(&mut args.hw);
     Ok(args)
 }
 
@@ -375,6 +404,30 @@ mod tests {
         assert!(n == 4 && note.unwrap().contains("tp × pp × dp = 2"));
         assert_eq!(configuration_gpus(&g[2], Some(8)).unwrap(), (8, None));
         assert!(configuration_gpus(&g[3], None).unwrap_err().to_string().contains("past any count of GPUs"));
+    }
+
+    /// A disaggregated configuration as `plan` writes it: its `dp` beside
+    /// `pd` counts units of the pools, so the engine runs every unit's
+    /// instances (and no `dp`, which it refuses beside them), and its GPUs
+    /// are the pools', each instance on its pool's TP and EP ranks.
+    #[test]
+    fn a_disaggregated_configurations_units_are_its_pools() {
+        let g = grid(&[
+            &[("tp", "1"), ("dp", "2"), ("pd", "1:1")],
+            &[("tp", "1"), ("dp", "1"), ("pd", "2:1xTP2")],
+            &[("tp", "1"), ("dp", "4"), ("ep", "4"), ("pd", "1xEP4:1xEP8")],
+            &[("tp", "2"), ("pp", "2"), ("pd", "1:1")],
+        ]);
+        let gpus: Vec<u32> = g.iter().map(|p| configuration_gpus(p, None).unwrap().0).collect();
+        assert_eq!(gpus, [4, 4, 12, 8]);
+        let a = sweep_args(&[]);
+        let e = engine_args(&a, &g[0], "llama-3.1-8b", Path::new("p.json")).unwrap();
+        assert_eq!((e.hw.pd.as_deref(), e.hw.dp), (Some("2:2"), 1));
+        let e = engine_args(&a, &g[1], "llama-3.1-8b", Path::new("p.json")).unwrap();
+        assert_eq!((e.hw.pd.as_deref(), e.hw.dp), (Some("2:1xTP2"), 1));
+        // Not disaggregated, dp is the replicas.
+        let e = engine_args(&a, &grid(&[&[("dp", "2")]])[0], "llama-3.1-8b", Path::new("p.json")).unwrap();
+        assert_eq!((e.hw.pd.as_deref(), e.hw.dp), (None, 2));
     }
 
     #[test]
