@@ -411,7 +411,8 @@ impl Servers {
         let (tp, ep, pp, dp) = sizes(params);
         Some(Disaggregation::parse(pd).and_then(|d| {
             let units = (dp / ep_ranks(tp, ep)).max(1);
-            let (prefill, decode) = (d.prefill.saturating_mul(units), d.decode.saturating_mul(units));
+            let all = d.times(units);
+            let (prefill, decode) = (all.prefill, all.decode);
             if prefill.saturating_add(decode) > MAX_INSTANCES {
                 return Err(format!(
                     "prefill apart from decode ({pd}) over {units} units: more than {MAX_INSTANCES} servers"
@@ -426,7 +427,7 @@ impl Servers {
                 let gpus = tp.saturating_mul(pp).saturating_mul(ep_ranks(tp, ep));
                 instances.extend((0..n).map(|_| (role, one.clone(), gpus)));
             }
-            Ok(Servers { spec: Some(Disaggregation { prefill, decode, ..d }.spec()), policy: None, instances })
+            Ok(Servers { spec: Some(all.spec()), policy: None, instances })
         }))
     }
 

@@ -2198,10 +2198,7 @@ impl Search<'_> {
             // D × units decode ones, each pool routing to its least loaded
             // (the units, not `dp`, which counts an expert-parallel
             // instance's every rank).
-            (Some(pools), Some(pd)) => {
-                pools.prefill = pd.p * c.engines();
-                pools.decode = pd.d * c.engines();
-            }
+            (Some(pools), Some(_)) => *pools = pools.times(c.engines()),
             _ => {
                 cfg.dp = c.dp;
                 cfg.router = c.router;

@@ -92,6 +92,16 @@ impl Disaggregation {
         })
     }
 
+    /// `units` copies of these pools as one: P and D times the units, each
+    /// pool's sizes as they are (beside `pd`, a plan's `dp` counts units).
+    pub fn times(self, units: u32) -> Disaggregation {
+        Disaggregation {
+            prefill: self.prefill.saturating_mul(units),
+            decode: self.decode.saturating_mul(units),
+            ..self
+        }
+    }
+
     /// `P:D` and any pool's own TP and EP, as [`Disaggregation::parse`]
     /// takes it.
     pub fn spec(&self) -> String {

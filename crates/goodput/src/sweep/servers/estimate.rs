@@ -96,8 +96,7 @@ fn occupied(hw: &crate::cli::EngineHwArgs) -> Option<u32> {
 fn units_as_pools(hw: &mut crate::cli::EngineHwArgs) {
     let Some(pd) = hw.pd.as_deref().and_then(|t| Disaggregation::parse(t).ok()) else { return };
     let units = (hw.dp / ep_ranks(hw.tp.max(1), hw.ep.max(1))).max(1);
-    let (prefill, decode) = (pd.prefill.saturating_mul(units), pd.decode.saturating_mul(units));
-    hw.pd = Some(Disaggregation { prefill, decode, ..pd }.spec());
+    hw.pd = Some(pd.times(units).spec());
     hw.dp = 1;
 }
 
