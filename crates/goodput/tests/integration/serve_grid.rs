@@ -1675,6 +1675,63 @@ done
     bin
 }
 
+/// The sweep a grid's header names, run as written (and `extra`) in `dir`
+/// through the server shims on GPU `gpu` (the engine's model is
+/// llama-3.1-8b: a checkpoint's id is not the catalog's name), the servers
+/// of a script keeping their knobs in `dir/servers`: its output, which must
+/// be a success.
+fn run_header_sweep(dir: &Path, grid_text: &str, gpu: &str, extra: &[&str]) -> std::process::Output {
+    let sweep = grid_text
+        .lines()
+        .find_map(|l| l.strip_prefix("#   goodput sweep "))
+        .unwrap_or_else(|| panic!("no sweep command in the header: {grid_text}"));
+    let mut words = shlex::split(sweep).unwrap();
+    words.extend(extra.iter().map(|w| w.to_string()));
+    let path = format!("{}:{}", server_shims(dir).display(), std::env::var("PATH").unwrap_or_default());
+    let o = Command::new(BIN)
+        .arg("sweep")
+        .args(&words)
+        .env("PATH", path)
+        .env("SHIM_GPU", gpu)
+        .env("SHIM_MODEL", "llama-3.1-8b")
+        .env("SHIM_POOLS", dir.join("servers"))
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
+/// `goodput plan -q` of llama-3.1-8b on two H100s at $2 an hour, with
+/// `args`, its frontier written to `plan` and its grid to `grid`, which
+/// must succeed: the grid's text.
+fn plan_grid(args: &[&str], plan: &Path, grid: &Path) -> String {
+    let o = goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "2"])
+        .args(args)
+        .arg("-o")
+        .arg(plan)
+        .arg("--grid-out")
+        .arg(grid)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::read_to_string(grid).unwrap()
+}
+
+/// Every log in a measured grid's folder of logs, one after another.
+fn all_logs(logs: &Path) -> String {
+    std::fs::read_dir(logs).unwrap().map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default()).collect()
+}
+
+/// `goodput compare PLAN MEASURED -o OUT`, which must succeed: its
+/// document and what it printed.
+fn compare_plan(plan: &Path, measured: &Path, out: &Path) -> (Value, String) {
+    let o = goodput().arg("compare").arg(plan).arg(measured).arg("-o").arg(out).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (read_json(out), String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
 /// From a plan to a measurement: `plan --grid-out` writes the frontier's
 /// configurations with the server's command for each (vLLM's, and
 /// SGLang's with --serve-engine sglang), and the sweep that measures them;
@@ -1805,27 +1862,10 @@ fn plan_grid_measured(case: PlanCase) {
     assert!(ids.contains(best.as_str().unwrap()), "the best is in the grid: {text}");
     assert!(on_frontier.is_subset(&ids), "{on_frontier:?} in {ids:?}");
     assert!(err.contains("measure it with:"), "{err}");
-    let sweep = text
-        .lines()
-        .find_map(|l| l.strip_prefix("#   goodput sweep "))
-        .unwrap_or_else(|| panic!("no sweep command in the header: {text}"));
     assert!(text.contains(&format!("#   goodput compare {}", plan.display())), "{text}");
-    let mut words = shlex::split(sweep).unwrap();
-    words.extend(["-n", "24", "--progress", "none"].map(String::from));
-    let path = format!("{}:{}", server_shims(dir.path()).display(), std::env::var("PATH").unwrap_or_default());
     let t = Instant::now();
-    let o = Command::new(BIN)
-        .arg("sweep")
-        .args(&words)
-        .env("PATH", path)
-        .env("SHIM_GPU", gpu)
-        // The engine's model: a checkpoint's id (nvidia/…-FP4) is not the catalog's name.
-        .env("SHIM_MODEL", "llama-3.1-8b")
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let o = run_header_sweep(dir.path(), &text, gpu, &["-n", "24", "--progress", "none"]);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{err}");
     eprintln!("{} configurations of the plan measured with {engine} in {:.1} s", ids.len(), t.elapsed().as_secs_f64());
     // The knobs reach each server in its launch script: no warning that they do not.
     assert!(!err.contains("same server"), "{err}");
@@ -1834,27 +1874,14 @@ fn plan_grid_measured(case: PlanCase) {
         assert_eq!(c["status"], "ok", "{c}");
         assert!(!c["points"].as_array().unwrap().is_empty(), "{c}");
     }
-    let logs: String = std::fs::read_dir(dir.path().join("grid.measured.logs"))
-        .unwrap()
-        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
-        .collect();
+    let logs = all_logs(&dir.path().join("grid.measured.logs"));
     assert!(started.iter().all(|s| logs.contains(s)), "{logs}");
     // The sweep's own prediction and the plan's both pair every measured configuration, id for id.
     let pairs = |c: &Value| -> Vec<(String, String)> { compared(c).1 };
     let own = read_json(&dir.path().join("grid.measured.compare.json"));
     assert!(pairs(&own).iter().all(|(m, p)| m == p) && pairs(&own).len() == ids.len(), "{own}");
-    let both = dir.path().join("both.json");
-    let o = goodput()
-        .arg("compare")
-        .arg(&plan)
-        .arg(dir.path().join("grid.measured.json"))
-        .arg("-o")
-        .arg(&both)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("\nchoice: "), "{}", String::from_utf8_lossy(&o.stdout));
-    let c = read_json(&both);
+    let (c, said) = compare_plan(&plan, &dir.path().join("grid.measured.json"), &dir.path().join("both.json"));
+    assert!(said.contains("\nchoice: "), "{said}");
     // The plan's choice was in the grid, so it was measured and is judged.
     let choice = &c["choice"];
     assert_eq!(choice["measured_partner"], choice["predicted_best"], "{choice}");
@@ -1893,27 +1920,11 @@ fn a_plan_that_runs_prefill_apart_is_measured_through_its_servers_and_router() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let (plan, grid) = (dir.path().join("plan.json"), dir.path().join("grid.toml"));
-        let o = goodput()
-            .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "2", "--tp", "1"])
-            .args(["--pd", "1:1", "--serve-engine", engine, "--max-num-batched-tokens", "512", "--max-num-seqs", "16"])
-            .args([
-                "--concurrency",
-                "2,8",
-                "--requests-per-user",
-                "3",
-                "--input-tokens",
-                "2048",
-                "--output-tokens",
-                "16",
-            ])
-            .args(["--slo", "ttft:p50<=60s", "-o"])
-            .arg(&plan)
-            .arg("--grid-out")
-            .arg(&grid)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let text = std::fs::read_to_string(&grid).unwrap();
+        let args = ["--tp", "1", "--pd", "1:1", "--serve-engine", engine, "--max-num-batched-tokens", "512"];
+        let load =
+            ["--concurrency", "2,8", "--requests-per-user", "3", "--input-tokens", "2048", "--output-tokens", "16"];
+        let text =
+            plan_grid(&[&args[..], &load, &["--max-num-seqs", "16", "--slo", "ttft:p50<=60s"]].concat(), &plan, &grid);
         let table: toml::Table = toml::from_str(&text).unwrap();
         let apart: Vec<&toml::Value> =
             table["config"].as_array().unwrap().iter().filter(|c| c.get("pd").is_some()).collect();
@@ -1922,31 +1933,14 @@ fn a_plan_that_runs_prefill_apart_is_measured_through_its_servers_and_router() {
         let launch = apart[0]["launch"].as_str().unwrap();
         assert!(launch.starts_with("PORT=\"$0\"\n# 1 prefill and 1 decode "), "{launch}");
         assert!(!text.contains("# Left out"), "{text}");
-        let sweep = text.lines().find_map(|l| l.strip_prefix("#   goodput sweep ")).unwrap();
-        let mut words = shlex::split(sweep).unwrap();
-        words.extend(["-n", "24", "--progress", "none"].map(String::from));
-        let path = format!("{}:{}", server_shims(dir.path()).display(), std::env::var("PATH").unwrap_or_default());
-        let o = Command::new(BIN)
-            .arg("sweep")
-            .args(&words)
-            .env("PATH", path)
-            .env("SHIM_GPU", "h100")
-            .env("SHIM_MODEL", "llama-3.1-8b")
-            .env("SHIM_POOLS", dir.path().join("pools"))
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        run_header_sweep(dir.path(), &text, "h100", &["-n", "24", "--progress", "none"]);
         let measured = read_json(&dir.path().join("grid.measured.json"));
         for c in configs(&measured) {
             assert_eq!(c["status"], "ok", "{c}");
             assert!(c["points"].as_array().unwrap().iter().all(|p| p["completed"].as_u64() > Some(0)), "{c}");
         }
         let logs_dir = dir.path().join("grid.measured.logs");
-        let logs: String = std::fs::read_dir(&logs_dir)
-            .unwrap()
-            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
-            .collect();
+        let logs = all_logs(&logs_dir);
         // Each instance on a GPU of its own, and the router over both, as one engine of their pools.
         assert!(roles.iter().all(|r| logs.contains(r)), "{logs}");
         assert!(logs.contains("router: 1 prefill ("), "{logs}");
@@ -1966,17 +1960,8 @@ fn a_plan_that_runs_prefill_apart_is_measured_through_its_servers_and_router() {
         assert_eq!(urls.len(), 2, "{urls:?}");
         assert!(urls.iter().all(|u| u.starts_with("http://127.0.0.1:") && u.ends_with("/metrics")), "{urls:?}");
         assert_all_gone(&logged_pids(&logs_dir));
-        let both = dir.path().join("both.json");
-        let o = goodput()
-            .arg("compare")
-            .arg(&plan)
-            .arg(dir.path().join("grid.measured.json"))
-            .arg("-o")
-            .arg(&both)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let pairs = compared(&read_json(&both)).1;
+        let both = compare_plan(&plan, &dir.path().join("grid.measured.json"), &dir.path().join("both.json")).0;
+        let pairs = compared(&both).1;
         assert!(pairs.contains(&(id.clone(), id.clone())), "{id} in {pairs:?}");
     }
 }
@@ -2005,19 +1990,10 @@ fn a_trace_plans_router_is_the_one_measured() {
         ("sglang", "least-loaded", "engine: meta-llama/Llama-3.1-8B-Instruct --served-model-name llama-3.1-8b"),
     ] {
         let (plan, grid) = (dir.path().join(format!("{engine}.json")), dir.path().join(format!("{engine}.toml")));
-        let o = goodput()
-            .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "2", "--tp", "1"])
-            .args(["--serve-engine", engine, "--precision", "fp8", "--max-num-seqs", "16", "--router", router])
-            .arg("--trace")
-            .arg(&trace)
-            .args(["--trace-speed", "1,4", "--slo", "ttft:p50<=60s", "-o"])
-            .arg(&plan)
-            .arg("--grid-out")
-            .arg(&grid)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let text = std::fs::read_to_string(&grid).unwrap();
+        let trace = trace.to_str().unwrap();
+        let args = ["--tp", "1", "--serve-engine", engine, "--precision", "fp8", "--max-num-seqs", "16"];
+        let replay = ["--router", router, "--trace", trace, "--trace-speed", "1,4", "--slo", "ttft:p50<=60s"];
+        let text = plan_grid(&[&args[..], &replay].concat(), &plan, &grid);
         let sweep = text.lines().find_map(|l| l.strip_prefix("#   goodput sweep ")).unwrap();
         let table: toml::Table = toml::from_str(&text).unwrap();
         let replicas = table["config"].as_array().unwrap().iter().find(|c| c["dp"].as_integer() == Some(2));
@@ -2033,28 +2009,12 @@ fn a_trace_plans_router_is_the_one_measured() {
                 assert!(launch.contains("--dp-size 2 --load-balance-method shortest_queue"), "{launch}");
             }
         }
-        let mut words = shlex::split(sweep).unwrap();
-        words.extend(["--progress", "none"].map(String::from));
-        let path = format!("{}:{}", server_shims(dir.path()).display(), std::env::var("PATH").unwrap_or_default());
-        let o = Command::new(BIN)
-            .arg("sweep")
-            .args(&words)
-            .env("PATH", path)
-            .env("SHIM_GPU", "h100")
-            .env("SHIM_MODEL", "llama-3.1-8b")
-            .env("SHIM_POOLS", dir.path().join(format!("{engine}-servers")))
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        run_header_sweep(dir.path(), &text, "h100", &["--progress", "none"]);
         let stem = grid.file_stem().unwrap().to_string_lossy().into_owned();
         let result = read_json(&dir.path().join(format!("{stem}.measured.json")));
         assert!(configs(&result).iter().all(|c| c["status"] == "ok"), "{result}");
         let logs_dir = dir.path().join(format!("{stem}.measured.logs"));
-        let logs: String = std::fs::read_dir(&logs_dir)
-            .unwrap()
-            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
-            .collect();
+        let logs = all_logs(&logs_dir);
         assert!(logs.contains(measured), "{logs}");
         if engine == "sglang" {
             assert!(logs.contains("--dp 2 --router least-loaded"), "{logs}");
