@@ -463,8 +463,9 @@ impl Servers {
 
 /// The script that starts a configuration's servers on `server`
 /// ([`ServeCommand::command`] where `script`): each on GPUs of its own,
-/// counted from 0 (vLLM's by `CUDA_VISIBLE_DEVICES`, SGLang's by
-/// `--base-gpu-id`); between prefill and decode servers the KV cache
+/// the first of those `CUDA_VISIBLE_DEVICES` names where set, else from 0
+/// (vLLM's by `CUDA_VISIBLE_DEVICES`, SGLang's by `--base-gpu-id`), none
+/// started where fewer are named; between prefill and decode servers the KV cache
 /// carried by NIXL (vLLM's `NixlConnector`, SGLang's
 /// `--disaggregation-transfer-backend nixl`); once every server answers
 /// /health, the router on `$PORT`: `vllm-router` (`--vllm-pd-disaggregation`
@@ -474,7 +475,8 @@ impl Servers {
 /// the ones after those, and the router's Prometheus metrics on the next
 /// (both routers default to 29000, which the last configuration's router
 /// may still hold). The script ends when any of its processes does, so
-/// that a sweep sees the configuration fail.
+/// that a sweep sees the configuration fail, and ends its servers when it
+/// ends or is interrupted.
 fn servers_script(
     server: Server,
     servers: &Servers,
@@ -488,22 +490,34 @@ fn servers_script(
     let gpus: u32 = servers.instances.iter().map(|(_, _, g)| g).sum();
     let router = if sglang { "SGLang's router" } else { "vllm-router" };
     let title = server.title();
-    let last = gpus.saturating_sub(1);
     let mut s = match servers.policy {
         None => format!(
-            "# {} prefill and {} decode {title} servers on {gpus} GPUs (0 to {last}), the KV cache carried by NIXL{}, \
-             behind {router}.\n",
+            "# {} prefill and {} decode {title} servers on {gpus} GPUs, the KV cache carried by NIXL{}, behind \
+             {router}.\n",
             servers.count(Role::Prefill),
             servers.count(Role::Decode),
             if sglang { "" } else { " (NixlConnector)" }
         ),
         Some(policy) => format!(
-            "# {n} {title} servers on {gpus} GPUs (0 to {last}), behind {router}, which spreads requests over them \
-             by its {policy} policy.\n"
+            "# {n} {title} servers on {gpus} GPUs, behind {router}, which spreads requests over them by its \
+             {policy} policy.\n"
         ),
     };
     s.push_str("# The router listens on $PORT (8000 when unset), the servers on the ports after it.\n");
-    s.push_str("port=${PORT:-8000}\npids=\n");
+    // The GPUs are the first of those the script may use: CUDA_VISIBLE_DEVICES
+    // where set (a shared machine's share), else every one from 0.
+    let all: Vec<String> = (0..gpus).map(|g| g.to_string()).collect();
+    let _ = write!(
+        s,
+        "# The GPUs are the first {gpus} of CUDA_VISIBLE_DEVICES where it is set, else 0 to {}.\n\
+         port=${{PORT:-8000}}\npids=\n\
+         # The servers end with the script (Ctrl-C included: a script's background jobs ignore SIGINT).\n\
+         trap 'kill $pids 2>/dev/null' EXIT\ntrap 'exit 1' INT TERM\nvisible=${{CUDA_VISIBLE_DEVICES:-{}}}\n\
+         [ \"$(echo \"$visible\" | tr , '\\n' | grep -c .)\" -ge {gpus} ] || {{ echo \"these servers take {gpus} GPUs; \
+         CUDA_VISIBLE_DEVICES=$visible names fewer\" >&2; exit 1; }}\n",
+        gpus.saturating_sub(1),
+        all.join(",")
+    );
     let (mut first, mut urls) = (0u32, Vec::new());
     for (i, (role, params, used)) in servers.instances.iter().enumerate() {
         let (listen, side) = (i + 1, n + i + 1);
@@ -511,9 +525,10 @@ fn servers_script(
         let mut tail = format!(" --host 127.0.0.1 --port $((port + {listen}))");
         let url = format!("http://127.0.0.1:$((port + {listen}))");
         let mut env = String::new();
+        // vLLM's by their place among the visible ones (SGLang's --base-gpu-id
+        // counts among them itself).
         if !sglang {
-            let list: Vec<String> = (first..first + used).map(|g| g.to_string()).collect();
-            env = format!("CUDA_VISIBLE_DEVICES={} ", list.join(","));
+            env = format!("CUDA_VISIBLE_DEVICES=$(echo \"$visible\" | cut -d, -f{}-{}) ", first + 1, first + used);
         }
         match (role, sglang) {
             (Role::Replica, false) => urls.push(url),
@@ -1297,12 +1312,14 @@ mod tests {
         let serve = "vllm serve meta-llama/Llama-3.1-8B-Instruct --served-model-name llama-3.1-8b --dtype bfloat16";
         for line in [
             format!(
-                "CUDA_VISIBLE_DEVICES=0 VLLM_NIXL_SIDE_CHANNEL_PORT=$((port + 4)) {serve} --gpu-memory-utilization 0.9 \
+                "CUDA_VISIBLE_DEVICES=$(echo \"$visible\" | cut -d, -f1-1) VLLM_NIXL_SIDE_CHANNEL_PORT=$((port + 4)) \
+                 {serve} --gpu-memory-utilization 0.9 \
                  --kv-transfer-config '{{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_producer\"}}' --host \
                  127.0.0.1 --port $((port + 1)) &"
             ),
             format!(
-                "CUDA_VISIBLE_DEVICES=2,3 VLLM_NIXL_SIDE_CHANNEL_PORT=$((port + 6)) {serve} --tensor-parallel-size 2 \
+                "CUDA_VISIBLE_DEVICES=$(echo \"$visible\" | cut -d, -f3-4) VLLM_NIXL_SIDE_CHANNEL_PORT=$((port + 6)) \
+                 {serve} --tensor-parallel-size 2 \
                  --gpu-memory-utilization 0.9 --kv-transfer-config \
                  '{{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_consumer\"}}' --host 127.0.0.1 --port \
                  $((port + 3)) &"
@@ -1314,7 +1331,10 @@ mod tests {
         ] {
             assert!(vllm.lines().any(|l| l == line), "{line}\nnot in\n{vllm}");
         }
-        assert!(vllm.starts_with("# 2 prefill and 1 decode vLLM servers on 4 GPUs (0 to 3)"), "{vllm}");
+        assert!(vllm.starts_with("# 2 prefill and 1 decode vLLM servers on 4 GPUs,"), "{vllm}");
+        // The first four of the GPUs it may use, and no fewer.
+        assert!(vllm.contains("\nvisible=${CUDA_VISIBLE_DEVICES:-0,1,2,3}\n"), "{vllm}");
+        assert!(vllm.contains("-ge 4 ] || { echo \"these servers take 4 GPUs;"), "{vllm}");
         let sglang = servers_script(Server::Sglang, &p, &w, None, "llama-3.1-8b", 0.9).unwrap();
         assert!(sglang.contains(
             "--disaggregation-mode prefill --disaggregation-transfer-backend nixl --base-gpu-id 1 --host 127.0.0.1 \
@@ -1341,7 +1361,7 @@ mod tests {
         let p = Servers::pools(&moe).unwrap().unwrap();
         assert_eq!(p.instances.iter().map(|(_, _, g)| *g).collect::<Vec<_>>(), [4, 8]);
         let vllm = servers_script(Server::Vllm, &p, &w, None, "x", 0.9).unwrap();
-        assert!(vllm.contains("CUDA_VISIBLE_DEVICES=4,5,6,7,8,9,10,11 "), "{vllm}");
+        assert!(vllm.contains("CUDA_VISIBLE_DEVICES=$(echo \"$visible\" | cut -d, -f5-12) "), "{vllm}");
         assert!(vllm.contains("--data-parallel-size 8 --enable-expert-parallel"), "{vllm}");
         let why = servers_script(Server::Sglang, &p, &w, None, "x", 0.9).unwrap_err();
         assert!(why.contains("DP attention"), "{why}");
@@ -1375,16 +1395,17 @@ mod tests {
             assert_eq!((r.policy, r.count(Role::Replica)), (Some(policy), 2));
             assert!(r.instances.iter().all(|(_, k, g)| *g == 1 && k["dp"] == "1" && !k.contains_key("router")));
             let script = servers_script(server, &r, &w, None, "llama-3.1-8b", 0.9).unwrap();
-            assert!(
-                script.starts_with(&format!("# 2 {} servers on 2 GPUs (0 to 1), behind ", server.title())),
-                "{script}"
-            );
+            assert!(script.starts_with(&format!("# 2 {} servers on 2 GPUs, behind ", server.title())), "{script}");
             let front = format!(
                 "--worker-urls http://127.0.0.1:$((port + 1)) http://127.0.0.1:$((port + 2)) --policy {policy} --host \
                  127.0.0.1 --port \"$port\" --prometheus-port $((port + 5)) &"
             );
             assert!(script.contains(&front), "{front}\nnot in\n{script}");
-            let second = if server == Server::Vllm { "CUDA_VISIBLE_DEVICES=1 vllm serve" } else { "--base-gpu-id 1" };
+            let second = if server == Server::Vllm {
+                "CUDA_VISIBLE_DEVICES=$(echo \"$visible\" | cut -d, -f2-2) vllm serve"
+            } else {
+                "--base-gpu-id 1"
+            };
             assert!(script.contains(second), "{script}");
             assert!(!script.contains("--data-parallel-size") && !script.contains("--dp-size"), "{script}");
             let o = std::process::Command::new("sh").args(["-n", "-c", &script]).output().unwrap();
@@ -1571,7 +1592,7 @@ mod tests {
         let script = doc.configs[2].serve_command.as_ref().unwrap();
         assert!(script.script);
         assert_eq!(apart["launch"].as_str().unwrap(), format!("PORT=\"$0\"\n{}", script.command.as_deref().unwrap()));
-        assert!(h200.contains("launch = '''\nPORT=\"$0\"\n# 1 prefill and 1 decode vLLM servers on 2 GPUs"), "{h200}");
+        assert!(h200.contains("launch = '''\nPORT=\"$0\"\n# 1 prefill and 1 decode vLLM servers on 2 GPUs,"), "{h200}");
         // No frontier, no grid.
         doc.frontier.clear();
         assert!(write_grids(&doc, &dir.path().join("h.toml"), &cx).unwrap_err().to_string().contains("no frontier"));

@@ -1695,6 +1695,8 @@ fn run_header_sweep(dir: &Path, grid_text: &str, gpu: &str, extra: &[&str]) -> s
         .env("SHIM_GPU", gpu)
         .env("SHIM_MODEL", "llama-3.1-8b")
         .env("SHIM_POOLS", dir.join("servers"))
+        // The scripts' GPUs count from 0 where nothing narrows them.
+        .env_remove("CUDA_VISIBLE_DEVICES")
         .current_dir(dir)
         .output()
         .unwrap();
@@ -1964,6 +1966,66 @@ fn a_plan_that_runs_prefill_apart_is_measured_through_its_servers_and_router() {
         let pairs = compared(&both).1;
         assert!(pairs.contains(&(id.clone(), id.clone())), "{id} in {pairs:?}");
     }
+}
+
+/// A script of several servers run by a shell as a user runs it: its
+/// servers take the first GPUs of the ones CUDA_VISIBLE_DEVICES leaves it
+/// (a shared machine's share), it refuses to start on fewer, and when one
+/// of its processes ends (here the router) or it is interrupted, it ends
+/// every server it started.
+#[test]
+fn a_script_of_several_servers_takes_its_gpus_and_ends_them_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.json");
+    let o = goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "4", "--tp", "1"])
+        .args(["--pd", "2xTP1:1xTP2", "--concurrency", "2", "--input-tokens", "128", "--output-tokens", "8", "-o"])
+        .arg(&plan)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let planned = read_json(&plan);
+    let c = configs(&planned).iter().find(|c| c["params"]["pd"] == "2:1xTP2").unwrap_or_else(|| panic!("{planned}"));
+    assert_eq!(c["serve_command"]["script"], true, "{c}");
+    let script = c["serve_command"]["command"].as_str().unwrap();
+    // Servers that say where they run and wait; a router that ends at once.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for (name, body) in [
+        ("vllm", "echo \"pid $$ on GPUs $CUDA_VISIBLE_DEVICES\"\nexec sleep 60\n"),
+        ("python3", "exit 0\n"),
+        ("vllm-router", "echo \"pid $$ router\"\nsleep 0.5\n"),
+    ] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(bin.join(name), format!("#!/bin/sh\n{body}")).unwrap();
+        std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let run = |visible: &str| {
+        let o = Command::new("sh")
+            .args(["-c", script])
+            .env("PATH", &path)
+            .env("PORT", "9")
+            .env("CUDA_VISIBLE_DEVICES", visible)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, out, _) = run("4,5,6,7");
+    assert_eq!(code, Some(1), "the script ends when its router does: {out}");
+    for gpus in ["on GPUs 4\n", "on GPUs 5\n", "on GPUs 6,7\n"] {
+        assert!(out.contains(gpus), "{gpus:?} in {out}");
+    }
+    let pids: Vec<i32> = out.lines().filter_map(|l| l.strip_prefix("pid ")?.split(' ').next()?.parse().ok()).collect();
+    assert_eq!(pids.len(), 4, "{out}");
+    assert_all_gone(&pids);
+    let (code, out, err) = run("4,5");
+    assert_eq!(code, Some(1));
+    assert!(err.contains("these servers take 4 GPUs; CUDA_VISIBLE_DEVICES=4,5 names fewer") && out.is_empty(), "{err}");
 }
 
 /// The router a trace plan put in front of its replicas is the one
