@@ -471,7 +471,8 @@ impl Servers {
 /// /health, the router on `$PORT`: `vllm-router` (`--vllm-pd-disaggregation`
 /// for pools, `--policy` for replicas), SGLang's `sglang_router.launch_router`
 /// (`--pd-disaggregation`, or `--policy`). The servers listen on the ports
-/// after it, vLLM's NIXL side channels and SGLang's bootstrap servers on
+/// after it, vLLM's NIXL side channels (one a data-parallel rank) and
+/// SGLang's bootstrap servers on
 /// the ones after those, and the router's Prometheus metrics on the next
 /// (both routers default to 29000, which the last configuration's router
 /// may still hold). The script ends when any of its processes does, so
@@ -518,9 +519,12 @@ fn servers_script(
         gpus.saturating_sub(1),
         all.join(",")
     );
-    let (mut first, mut urls) = (0u32, Vec::new());
+    let (mut first, mut urls, mut next_side) = (0u32, Vec::new(), n + 1);
     for (i, (role, params, used)) in servers.instances.iter().enumerate() {
-        let (listen, side) = (i + 1, n + i + 1);
+        // A server of several data-parallel ranks takes a side channel for
+        // each (vLLM's NIXL port is its base plus the rank).
+        let (listen, side) = (i + 1, next_side);
+        next_side += params.get("dp").and_then(|d| d.trim().parse::<usize>().ok()).unwrap_or(1).max(1);
         let mut words = serve_words(server, params, weights, drafter, named, mem)?;
         let mut tail = format!(" --host 127.0.0.1 --port $((port + {listen}))");
         let url = format!("http://127.0.0.1:$((port + {listen}))");
@@ -579,7 +583,7 @@ fn servers_script(
         s,
         "{start} {how} --host 127.0.0.1 --port \"$port\" --prometheus-port $((port + {})) &\npids=\"$pids $!\"\nwhile \
          :; do\n  {alive}\n  sleep 2\ndone\n",
-        2 * n + 1
+        next_side
     );
     Ok(s)
 }
@@ -1362,6 +1366,12 @@ mod tests {
         assert_eq!(p.instances.iter().map(|(_, _, g)| *g).collect::<Vec<_>>(), [4, 8]);
         let vllm = servers_script(Server::Vllm, &p, &w, None, "x", 0.9).unwrap();
         assert!(vllm.contains("CUDA_VISIBLE_DEVICES=$(echo \"$visible\" | cut -d, -f5-12) "), "{vllm}");
+        // Each rank its own NIXL side channel: the prefill server's four from
+        // port + 3, the decode server's eight from port + 7, the router's
+        // metrics after them.
+        assert!(vllm.contains("VLLM_NIXL_SIDE_CHANNEL_PORT=$((port + 3)) "), "{vllm}");
+        assert!(vllm.contains("VLLM_NIXL_SIDE_CHANNEL_PORT=$((port + 7)) "), "{vllm}");
+        assert!(vllm.contains("--prometheus-port $((port + 15)) "), "{vllm}");
         assert!(vllm.contains("--data-parallel-size 8 --enable-expert-parallel"), "{vllm}");
         let why = servers_script(Server::Sglang, &p, &w, None, "x", 0.9).unwrap_err();
         assert!(why.contains("DP attention"), "{why}");
