@@ -92,6 +92,16 @@ impl Disaggregation {
         })
     }
 
+    /// The prefill pool's and the decode pool's (instances, TP, EP), each on
+    /// its own sizes where these name them, else on `tp` and `ep`: what
+    /// [`goodput_core::doc::config::pool_gpus`] counts.
+    pub fn pools(&self, tp: u32, ep: u32) -> [(u32, u32, u32); 2] {
+        [
+            (self.prefill, self.prefill_tp.unwrap_or(tp), self.prefill_ep.unwrap_or(ep)),
+            (self.decode, self.decode_tp.unwrap_or(tp), self.decode_ep.unwrap_or(ep)),
+        ]
+    }
+
     /// `units` copies of these pools as one: P and D times the units, each
     /// pool's sizes as they are (beside `pd`, a plan's `dp` counts units).
     pub fn times(self, units: u32) -> Disaggregation {

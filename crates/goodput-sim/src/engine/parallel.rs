@@ -160,11 +160,10 @@ impl EngineConfig {
     }
 
     /// The prefill pool's and the decode pool's (instances, TP, EP), each
-    /// pool on its own sizes where `--pd` names them: what
-    /// [`goodput_core::doc::config::pool_gpus`] counts.
+    /// pool on its own sizes where `--pd` names them, else on `--tp` and
+    /// `--ep` ([`Disaggregation::pools`]).
     pub(crate) fn pool_sizes(&self, pd: Disaggregation) -> [(u32, u32, u32); 2] {
-        let pool = |decode: bool, n: u32| (n, self.pool_tp(decode), self.pool_ep(decode));
-        [pool(false, pd.prefill), pool(true, pd.decode)]
+        pd.pools(self.tp, self.ep)
     }
 
     /// The engines (schedulers) the configuration runs: one per data-parallel

@@ -83,10 +83,7 @@ fn occupied(hw: &crate::cli::EngineHwArgs) -> Option<u32> {
     let Some(pd) = pools else {
         return hw.tp.max(1).checked_mul(hw.pp.max(1))?.checked_mul(hw.instances());
     };
-    let (tp, ep) = (hw.tp.max(1), hw.ep.max(1));
-    let pool = |n: u32, t: Option<u32>, e: Option<u32>| (n, t.unwrap_or(tp), e.unwrap_or(ep));
-    let pools = [pool(pd.prefill, pd.prefill_tp, pd.prefill_ep), pool(pd.decode, pd.decode_tp, pd.decode_ep)];
-    Some(goodput_core::doc::config::pool_gpus(pools, hw.pp))
+    Some(goodput_core::doc::config::pool_gpus(pd.pools(hw.tp.max(1), hw.ep.max(1)), hw.pp))
 }
 
 /// A disaggregated configuration's `dp` as `plan` writes it: beside `pd`
