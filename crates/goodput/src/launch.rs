@@ -412,17 +412,13 @@ impl Servers {
         Some(Disaggregation::parse(pd).and_then(|d| {
             let units = (dp / ep_ranks(tp, ep)).max(1);
             let all = d.times(units);
-            let (prefill, decode) = (all.prefill, all.decode);
-            if prefill.saturating_add(decode) > MAX_INSTANCES {
+            if all.prefill.saturating_add(all.decode) > MAX_INSTANCES {
                 return Err(format!(
                     "prefill apart from decode ({pd}) over {units} units: more than {MAX_INSTANCES} servers"
                 ));
             }
             let mut instances = Vec::new();
-            for (role, n, tp, ep) in [
-                (Role::Prefill, prefill, d.prefill_tp.unwrap_or(tp), d.prefill_ep.unwrap_or(ep)),
-                (Role::Decode, decode, d.decode_tp.unwrap_or(tp), d.decode_ep.unwrap_or(ep)),
-            ] {
+            for (role, (n, tp, ep)) in [Role::Prefill, Role::Decode].into_iter().zip(all.pools(tp, ep)) {
                 let one = one_server(params, tp, ep);
                 let gpus = tp.saturating_mul(pp).saturating_mul(ep_ranks(tp, ep));
                 instances.extend((0..n).map(|_| (role, one.clone(), gpus)));
@@ -454,6 +450,16 @@ impl Servers {
         let one = one_server(params, tp, ep);
         let instances = (0..units.min(MAX_INSTANCES)).map(|_| (Role::Replica, one.clone(), gpus)).collect();
         Some(Servers { spec: None, policy: Some(policy), instances })
+    }
+
+    /// The servers `server` starts a configuration as, where one command
+    /// does not (`goodput serve` takes every layout in one): its pools, or
+    /// its replicas behind the plan's router.
+    fn of(server: Server, params: &ParamMap) -> Option<Result<Servers, String>> {
+        match server {
+            Server::Goodput => None,
+            _ => Servers::pools(params).or_else(|| Servers::replicas(server, params).map(Ok)),
+        }
     }
 
     fn count(&self, role: Role) -> usize {
@@ -747,10 +753,7 @@ pub fn set_commands(doc: &mut FrontierResult, server: Server, weights: &Weights,
     // Settled once: it is every configuration's.
     let drafter = weights.drafter();
     for c in &mut doc.configs {
-        let several = match server {
-            Server::Goodput => None,
-            _ => Servers::pools(&c.params).or_else(|| Servers::replicas(server, &c.params).map(Ok)),
-        };
+        let several = Servers::of(server, &c.params);
         let script = several.as_ref().is_some_and(Result::is_ok);
         let started = match several {
             Some(servers) => servers.and_then(|s| servers_script(server, &s, weights, drafter.as_ref(), named, mem)),
@@ -897,14 +900,12 @@ fn table(c: &FrontierConfig, command: &str) -> String {
     }
     let script = c.serve_command.as_ref().is_some_and(|s| s.script);
     // Several servers: the sweep reads each one's metrics, not the router's.
-    let servers = c.serve_command.as_ref().filter(|s| s.script).and_then(|s| {
-        let server = match s.server.as_str() {
-            "sglang" => Server::Sglang,
-            _ => Server::Vllm,
-        };
-        Servers::pools(&c.params).and_then(Result::ok).or_else(|| Servers::replicas(server, &c.params))
-    });
-    if let Some(s) = servers {
+    let server = c
+        .serve_command
+        .as_ref()
+        .filter(|s| s.script)
+        .and_then(|s| <Server as clap::ValueEnum>::from_str(&s.server, true).ok());
+    if let Some(Ok(s)) = server.and_then(|server| Servers::of(server, &c.params)) {
         let urls: Vec<String> =
             (1..=s.instances.len()).map(|k| format!("http://127.0.0.1:{{port+{k}}}/metrics")).collect();
         let _ = writeln!(t, "metrics = {}", toml::Value::String(urls.join(" ")));

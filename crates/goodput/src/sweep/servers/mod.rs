@@ -360,22 +360,11 @@ fn masked_command(words: &[String], t: &crate::cli::TargetArgs) -> String {
     let mut out: Vec<String> = Vec::with_capacity(words.len());
     let mut mask_next = false;
     for w in words {
-        let masked = std::mem::take(&mut mask_next);
-        let shown = if masked || secret(w) {
-            "***".to_string()
-        } else if w.contains(char::is_whitespace) {
+        let shown = match !mask_next && !secret(w) && w.contains(char::is_whitespace) {
             // A script (`sh -c '…'`) or a value of several words: masked
             // within, word by word, as a shell would split it.
-            masked_within(w, &secret)
-        } else if let Some((name, value)) = w.split_once('=') {
-            if credential_name(name) || secret(value) {
-                format!("{name}=***")
-            } else {
-                w.clone()
-            }
-        } else {
-            mask_next = w.starts_with('-') && credential_name(w);
-            w.clone()
+            true => masked_within(w, &secret),
+            false => masked_word(w, &mut mask_next, &secret),
         };
         out.push(shlex::try_quote(&shown).map_or(shown.clone(), |q| q.into_owned()));
     }
@@ -426,23 +415,31 @@ fn masked_within(text: &str, secret: &dyn Fn(&str) -> bool) -> String {
             .map_or(rest.len(), |(i, _)| i);
         let (word, after) = rest.split_at(end);
         rest = after;
-        let bare = word.trim_matches(['\'', '"']);
-        if std::mem::take(&mut mask_next) || secret(bare) {
-            out.push_str("***");
-        } else if let Some((name, value)) = bare.split_once('=') {
-            match credential_name(name) || secret(value.trim_matches(['\'', '"'])) {
-                true => {
-                    out.push_str(&word[..word.find('=').map_or(0, |i| i + 1)]);
-                    out.push_str("***");
-                }
-                false => out.push_str(word),
-            }
-        } else {
-            mask_next = bare.starts_with('-') && credential_name(bare);
-            out.push_str(word);
-        }
+        out.push_str(&masked_word(word, &mut mask_next, secret));
     }
     out
+}
+
+/// One word as shown, judged with its quotes set aside: `***` where it is
+/// a credential (the value after a flag named as one, `mask_next`; the
+/// client's key or a masked header's value), `NAME=***` where it sets one
+/// (`HF_TOKEN=…`, `--api-key=…`); else as it stands. Sets `mask_next` after
+/// a flag named as a credential.
+fn masked_word(word: &str, mask_next: &mut bool, secret: &dyn Fn(&str) -> bool) -> String {
+    let bare = word.trim_matches(['\'', '"']);
+    if std::mem::take(mask_next) || secret(bare) {
+        return "***".into();
+    }
+    match bare.split_once('=') {
+        Some((name, value)) if credential_name(name) || secret(value.trim_matches(['\'', '"'])) => {
+            format!("{}***", &word[..word.find('=').map_or(0, |i| i + 1)])
+        }
+        Some(_) => word.to_string(),
+        None => {
+            *mask_next = bare.starts_with('-') && credential_name(bare);
+            word.to_string()
+        }
+    }
 }
 
 /// A server's command for the terminal: [`masked_command`], escaped; a
