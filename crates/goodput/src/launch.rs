@@ -465,6 +465,19 @@ impl Servers {
     fn count(&self, role: Role) -> usize {
         self.instances.iter().filter(|(r, _, _)| *r == role).count()
     }
+
+    /// How many ports their script takes from `$PORT` on: the router's, a
+    /// server's each, a NIXL side channel (or SGLang bootstrap server)
+    /// each of a server's data-parallel ranks, and the router's metrics'.
+    fn ports(&self) -> usize {
+        let ranks: usize = self.instances.iter().map(|(_, params, _)| ranks(params)).sum();
+        2 + self.instances.len() + ranks
+    }
+}
+
+/// A server's data-parallel ranks (`dp`, 1 where not given).
+fn ranks(params: &ParamMap) -> usize {
+    params.get("dp").and_then(|d| d.trim().parse::<usize>().ok()).unwrap_or(1).max(1)
 }
 
 /// The script that starts a configuration's servers on `server`
@@ -530,7 +543,7 @@ fn servers_script(
         // A server of several data-parallel ranks takes a side channel for
         // each (vLLM's NIXL port is its base plus the rank).
         let (listen, side) = (i + 1, next_side);
-        next_side += params.get("dp").and_then(|d| d.trim().parse::<usize>().ok()).unwrap_or(1).max(1);
+        next_side += ranks(params);
         let mut words = serve_words(server, params, weights, drafter, named, mem)?;
         let mut tail = format!(" --host 127.0.0.1 --port $((port + {listen}))");
         let url = format!("http://127.0.0.1:$((port + {listen}))");
@@ -589,7 +602,7 @@ fn servers_script(
         s,
         "{start} {how} --host 127.0.0.1 --port \"$port\" --prometheus-port $((port + {})) &\npids=\"$pids $!\"\nwhile \
          :; do\n  {alive}\n  sleep 2\ndone\n",
-        next_side
+        servers.ports() - 1
     );
     Ok(s)
 }
@@ -881,9 +894,10 @@ pub struct SweepContext<'a> {
 /// A configuration's grid table: its id, its knobs as plan named them (the
 /// router left out, which its launch carries and the sweep's `--router`
 /// gives `--estimate`, and so are the drafts' acceptance and cost, which
-/// the sweep's flags give), and
+/// the sweep's flags give),
 /// `launch`, the script that starts vLLM on the port `sh -c` passes it as
-/// `$0` (a script of several servers takes it as `$PORT`).
+/// `$0` (a script of several servers takes it as `$PORT`), and for a script
+/// of several servers their `metrics` and the `ports` they take.
 fn table(c: &FrontierConfig, command: &str) -> String {
     let mut t = String::from("[[config]]\n");
     let value = |v: &str| match v.parse::<u64>() {
@@ -909,6 +923,8 @@ fn table(c: &FrontierConfig, command: &str) -> String {
         let urls: Vec<String> =
             (1..=s.instances.len()).map(|k| format!("http://127.0.0.1:{{port+{k}}}/metrics")).collect();
         let _ = writeln!(t, "metrics = {}", toml::Value::String(urls.join(" ")));
+        // The sweep starts it where all of them are free.
+        let _ = writeln!(t, "ports = {}", s.ports());
     }
     let launch = match script {
         false => format!("exec {command} --host 127.0.0.1 --port \"$0\""),
@@ -1373,6 +1389,7 @@ mod tests {
         assert!(vllm.contains("VLLM_NIXL_SIDE_CHANNEL_PORT=$((port + 3)) "), "{vllm}");
         assert!(vllm.contains("VLLM_NIXL_SIDE_CHANNEL_PORT=$((port + 7)) "), "{vllm}");
         assert!(vllm.contains("--prometheus-port $((port + 15)) "), "{vllm}");
+        assert_eq!(p.ports(), 16, "the router's, two servers', twelve ranks' and the metrics'");
         assert!(vllm.contains("--data-parallel-size 8 --enable-expert-parallel"), "{vllm}");
         let why = servers_script(Server::Sglang, &p, &w, None, "x", 0.9).unwrap_err();
         assert!(why.contains("DP attention"), "{why}");

@@ -85,10 +85,11 @@ pub fn knobs_and_aliases() -> String {
 }
 
 /// Grid parameters that are not server settings: the configuration's GPU
-/// count, its name, and the script that starts its server (`launch`, as
-/// `plan --grid-out` writes it).
+/// count, its name, the script that starts its server (`launch`, as
+/// `plan --grid-out` writes it), the endpoints its servers' metrics are
+/// read at (`metrics`) and how many ports it takes (`ports`).
 pub fn is_bookkeeping(param: &str) -> bool {
-    matches!(param, "gpus" | "id" | "launch" | "metrics")
+    matches!(param, "gpus" | "id" | "launch" | "metrics" | "ports")
 }
 
 /// A precision as the simulator names it (`bfloat16` and `fp16` are `bf16`,

@@ -1934,6 +1934,8 @@ fn a_plan_that_runs_prefill_apart_is_measured_through_its_servers_and_router() {
         let id = apart[0]["id"].as_str().unwrap().to_string();
         let launch = apart[0]["launch"].as_str().unwrap();
         assert!(launch.starts_with("PORT=\"$0\"\n# 1 prefill and 1 decode "), "{launch}");
+        // Its ports: the router's, the servers', their side channels and the router's metrics'.
+        assert_eq!(apart[0]["ports"].as_integer(), Some(6), "{text}");
         assert!(!text.contains("# Left out"), "{text}");
         run_header_sweep(dir.path(), &text, "h100", &["-n", "24", "--progress", "none"]);
         let measured = read_json(&dir.path().join("grid.measured.json"));
@@ -2258,6 +2260,23 @@ fn a_grids_metrics_must_be_urls_of_its_ports() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(!o.status.success() && err.contains("is not an http:// or https:// URL"), "{bad}: {err}");
         assert!(err.contains("{port+N}"), "{err}");
+    }
+    // A count of ports, and the metrics within them.
+    for (bad, says) in [
+        ("ports=0", "is not a count of ports from 1 to 1024 (how many its server takes from {port} on)"),
+        ("ports=x", "ports=x in ports=x is not a count of ports"),
+        (
+            "ports=3;metrics=http://h:{port+1}/m http://h:{port+3}/m",
+            "names {port+3}, past the 3 ports its server takes (ports=3: {port} to {port+2})",
+        ),
+    ] {
+        let o = goodput()
+            .args(["sweep", "--serve-cmd", "sh -c 'echo started > started' {port}", "--serve-grid", bad])
+            .args(["--concurrency", "1", "-n", "2", "-o", "/dev/null"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(says), "{bad}: {err}");
     }
 }
 

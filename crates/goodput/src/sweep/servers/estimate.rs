@@ -29,8 +29,8 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
                 bail!(
                     "--estimate: the grid's parameter {k} maps onto no knob of the simulator, so the grid cannot be \
                      run in virtual time; the knobs, each with its other names (vLLM's, SGLang's and llama.cpp's \
-                     among them), are {}, and gpus and id are bookkeeping. Drop --estimate, or name the parameter \
-                     after its knob",
+                     among them), are {}, and gpus, id, launch, metrics and ports are bookkeeping. Drop --estimate, or name \
+                     the parameter after its knob",
                     knobs_and_aliases()
                 );
             };

@@ -69,7 +69,7 @@ pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
     let unused: Vec<&str> = grid
         .iter()
         .flat_map(|p| p.0.iter().map(|(k, _)| k.as_str()))
-        .filter(|k| !names.contains(k) && !matches!(*k, "gpus" | "id" | "metrics"))
+        .filter(|k| !names.contains(k) && !matches!(*k, "gpus" | "id" | "metrics" | "ports"))
         .fold(Vec::new(), |mut v, k| {
             if !v.contains(&k) {
                 v.push(k);
@@ -614,6 +614,17 @@ fn check(a: &SweepArgs, grid: &[Params]) -> Result<()> {
     // Every configuration's count, gpus= or not: a bad tp beside gpus= had
     // passed here and ended the sweep after the configurations before it.
     for p in grid {
+        let ports = match p.get("ports") {
+            None => None,
+            Some(n) => match n.trim().parse::<u16>() {
+                Ok(n @ 1..=MAX_PORTS) => Some(n),
+                _ => bail!(
+                    "--serve-grid: ports={n} in {} is not a count of ports from 1 to {MAX_PORTS} (how many its server \
+                     takes from {{port}} on)",
+                    p.id()
+                ),
+            },
+        };
         for u in metrics_urls(p) {
             let filled = fill_ports(&u, 8000);
             if !(filled.starts_with("http://") || filled.starts_with("https://")) || filled.contains(['{', '}']) {
@@ -622,6 +633,16 @@ fn check(a: &SweepArgs, grid: &[Params]) -> Result<()> {
                      or {{port+N}}, the server's and the ones after it)",
                     p.get("metrics").unwrap_or_default(),
                     p.id()
+                );
+            }
+            // A port past those the server takes is none of its own.
+            if let Some((n, k)) = ports.zip(last_offset(&u)).filter(|&(n, k)| k >= n) {
+                bail!(
+                    "--serve-grid: metrics={} in {}: {u} names {{port+{k}}}, past the {n} ports its server takes (ports={n}: \
+                     {{port}} to {{port+{}}}); name a port of its own, or give ports= the count it takes",
+                    p.get("metrics").unwrap_or_default(),
+                    p.id(),
+                    n - 1
                 );
             }
         }
@@ -635,6 +656,15 @@ fn check(a: &SweepArgs, grid: &[Params]) -> Result<()> {
     Ok(())
 }
 
+/// The most ports a configuration's `ports` may give.
+const MAX_PORTS: u16 = 1024;
+
+/// How many ports a configuration's server takes from its own on
+/// (`ports`, checked before any server starts; 1 where not given).
+fn ports_of(p: &Params) -> u16 {
+    p.get("ports").and_then(|n| n.trim().parse::<u16>().ok()).filter(|&n| (1..=MAX_PORTS).contains(&n)).unwrap_or(1)
+}
+
 /// A configuration's own metrics endpoints (`metrics`, blank-separated),
 /// as templates of [`fill_ports`].
 fn metrics_urls(p: &Params) -> impl Iterator<Item = String> + '_ {
@@ -644,6 +674,22 @@ fn metrics_urls(p: &Params) -> impl Iterator<Item = String> + '_ {
 /// `{port}` as `port`, and `{port+N}` as the port N after it (a server's
 /// own and those a script of several servers puts after it).
 fn fill_ports(template: &str, port: u16) -> String {
+    offsets_filled(template, |n| port.checked_add(n))
+}
+
+/// The highest N of `{port+N}` in `template` (0 for `{port}`), if any.
+fn last_offset(template: &str) -> Option<u16> {
+    let mut last = None;
+    offsets_filled(template, |n| {
+        last = last.max(Some(n));
+        None
+    });
+    last
+}
+
+/// `template` with each `{port}` and `{port+N}` as `port(N)` gives it
+/// (left as written where it gives none).
+fn offsets_filled(template: &str, mut port: impl FnMut(u16) -> Option<u16>) -> String {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
     while let Some(open) = rest.find("{port") {
@@ -657,7 +703,7 @@ fn fill_ports(template: &str, port: u16) -> String {
             "" => Some(0),
             more => more.strip_prefix('+').and_then(|n| n.trim().parse::<u16>().ok()),
         };
-        match n.and_then(|n| port.checked_add(n)) {
+        match n.and_then(&mut port) {
             Some(p) => out.push_str(&p.to_string()),
             None => out.push_str(&rest[open..open + 5 + close + 1]),
         }
@@ -808,7 +854,8 @@ impl Ctx {
         first_run: u64,
         doc: &mut FrontierResult,
     ) -> Result<Part> {
-        let port = process::free_port()?;
+        let ports = ports_of(params);
+        let port = process::free_ports(ports)?;
         let argv = self.template.fill(params, port);
         let log = self.logs.join(format!("{name}.log"));
         if !self.args.output.quiet {
@@ -1127,6 +1174,9 @@ mod tests {
         assert_eq!(fill_ports("http://h:{port+2}/m http://h:{port + 3}/m", 41000), "http://h:41002/m http://h:41003/m");
         assert_eq!(fill_ports("http://h:{ports}/m {port+x} {port", 1), "http://h:{ports}/m {port+x} {port");
         assert_eq!(fill_ports("http://h:{port+2}/m", u16::MAX), "http://h:{port+2}/m");
+        assert_eq!(last_offset("http://h:{port+2}/m http://h:{port}/m {port+x}"), Some(2));
+        assert_eq!(last_offset("http://h:{port}/m"), Some(0));
+        assert_eq!(last_offset("http://h:9/m {ports}"), None);
     }
 
     /// Within a script, a credential is masked where its word stands (a

@@ -41,13 +41,37 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// A port on 127.0.0.1 that nothing listens on now: bound and let go. The
-/// server is asked to bind it a moment later; another process could take
-/// it between, and the server then fails to start, which is reported.
-pub fn free_port() -> Result<u16> {
-    let l = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))
-        .context("cannot find a free port on 127.0.0.1 for the server")?;
-    Ok(l.local_addr()?.port())
+/// The first of `count` ports on 127.0.0.1 in a row that nothing listens
+/// on now (a script of several servers takes the ones after its own):
+/// each bound, all held until the last is, and let go. A free port the
+/// system gives is tried as the first, 64 times at most. The server is
+/// asked to bind them a moment later; another process could take one
+/// between, and the server then fails to start, which is reported.
+pub fn free_ports(count: u16) -> Result<u16> {
+    let count = count.max(1);
+    for _ in 0..64 {
+        let first = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))
+            .context("cannot find a free port on 127.0.0.1 for the server")?;
+        let port = first.local_addr()?.port();
+        if count == 1 || ports_free_after(port, count) {
+            return Ok(port);
+        }
+    }
+    anyhow::bail!(
+        "cannot find {count} free ports in a row on 127.0.0.1 for the server (64 tries): free some, or make its \
+         configuration's ports= smaller"
+    )
+}
+
+/// Whether the `count − 1` ports after `port` can all be bound now, each
+/// held until the last is.
+fn ports_free_after(port: u16, count: u16) -> bool {
+    let Some(last) = port.checked_add(count - 1) else {
+        return false;
+    };
+    let held: Option<Vec<TcpListener>> =
+        (port + 1..=last).map(|p| TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, p)).ok()).collect();
+    held.is_some()
 }
 
 /// Whether nothing listens on `port` any more: a listener can be bound
@@ -239,6 +263,9 @@ pub struct Server {
     /// Those of them goodput may not signal.
     denied: Vec<Member>,
     pub port: u16,
+    /// How many ports it takes from `port` on (1, or a script's several
+    /// servers'): every one is waited for at its stop.
+    pub ports: u16,
     /// Reaped: its exit status.
     status: Option<ExitStatus>,
     /// The thread copying its output to the log: says when it is done.
@@ -417,7 +444,18 @@ impl Server {
             r.insert(pgid);
         }
         let (tree, denied) = (Vec::new(), Vec::new());
-        Ok(Server { child, pgid, mark, tree, denied, port, status: None, log_done: Some(log_done), log_dropped })
+        Ok(Server {
+            child,
+            pgid,
+            mark,
+            tree,
+            denied,
+            port,
+            ports: 1,
+            status: None,
+            log_done: Some(log_done),
+            log_dropped,
+        })
     }
 
     /// How much of its output the log left out (once it has been reaped):
@@ -635,18 +673,22 @@ impl Server {
             return Ok(status);
         }
         let deadline = Instant::now() + port_wait;
-        while !port_is_free(self.port) {
+        let last = self.port.saturating_add(self.ports.max(1) - 1);
+        while let Some(taken) = (self.port..=last).find(|&p| !port_is_free(p)) {
             if Instant::now() >= deadline {
+                let of = match self.ports > 1 {
+                    true => format!(" (of the {} it takes from {})", self.ports, self.port),
+                    false => String::new(),
+                };
                 anyhow::bail!(
-                    "port {} was still taken {} after the server (pid {}) and the processes it started ended, {}",
-                    self.port,
+                    "port {taken}{of} was still taken {} after the server (pid {}) and the processes it started \
+                     ended, {}",
                     goodput_core::util::duration_text(port_wait),
                     self.pgid,
                     self.unended().unwrap_or_else(|| {
                         format!(
                             "by a process not of its tree (one another service started for it?): `ss -ltnp 'sport = \
-                             :{}'` names it",
-                            self.port
+                             :{taken}'` names it"
                         )
                     })
                 );
@@ -817,13 +859,44 @@ mod tests {
         assert!(t.elapsed() < grace / 4, "ended by the abort, not the grace: {:?}", t.elapsed());
     }
 
+    /// A block of ports is free from its first to its last, and one held
+    /// among them makes it not free.
+    #[test]
+    fn ports_in_a_row_are_free_from_the_first_to_the_last() {
+        let port = free_ports(4).unwrap();
+        let held: Vec<TcpListener> =
+            (port..port + 4).map(|p| TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, p)).unwrap()).collect();
+        assert_eq!(held.len(), 4);
+        drop(held);
+        let _middle = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port + 2)).unwrap();
+        assert!(!ports_free_after(port, 4) && !ports_free_after(port + 1, 2));
+        assert!(ports_free_after(port, 2), "the ports before the held one");
+        assert!(!ports_free_after(u16::MAX - 1, 3), "past the last port");
+    }
+
+    /// A stop waits for every port the server takes, and names the one
+    /// still taken, here by a listener not of its tree.
+    #[tokio::test]
+    async fn a_stop_waits_for_every_port_the_server_takes() {
+        let (mut s, _dir) = started("echo started; exec sleep 60").await;
+        (s.port, s.ports) = (free_ports(3).unwrap(), 3);
+        let _other = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, s.port + 2)).unwrap();
+        let e = s.stop_unless(Duration::from_secs(5), Duration::from_millis(200), &|| false, false).await.unwrap_err();
+        let taken = s.port + 2;
+        assert!(
+            e.to_string().contains(&format!("port {taken} (of the 3 it takes from {}) was still taken", s.port))
+                && e.to_string().contains(&format!("sport = :{taken}")),
+            "{e}"
+        );
+    }
+
     /// A server of `sh -c script`, once its log says "started" (the script
     /// echoes it), with the folder its log is in.
     async fn started(script: &str) -> (Server, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("log");
         let argv: Vec<String> = ["sh", "-c", script].iter().map(|s| s.to_string()).collect();
-        let s = Server::start(&argv, free_port().unwrap(), &log, 1 << 20).unwrap();
+        let s = Server::start(&argv, free_ports(1).unwrap(), &log, 1 << 20).unwrap();
         let t = Instant::now();
         while !std::fs::read_to_string(&log).unwrap().contains("started") {
             assert!(t.elapsed() < Duration::from_secs(10));
@@ -1045,7 +1118,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let argv: Vec<String> = ["sh", "-c", "echo bye; exit 3"].iter().map(|s| s.to_string()).collect();
         let log = dir.path().join("log");
-        let mut s = Server::start(&argv, free_port().unwrap(), &log, 1 << 20).unwrap();
+        let mut s = Server::start(&argv, free_ports(1).unwrap(), &log, 1 << 20).unwrap();
         let t = Instant::now();
         while !s.exited() {
             assert!(t.elapsed() < Duration::from_secs(10));
