@@ -892,9 +892,9 @@ pub struct SweepContext<'a> {
 }
 
 /// A configuration's grid table: its id, its knobs as plan named them (the
-/// router left out, which its launch carries and the sweep's `--router`
-/// gives `--estimate`, and so are the drafts' acceptance and cost, which
-/// the sweep's flags give),
+/// router among them, which its launch carries and the sweep's `--estimate`
+/// reads; the drafts' acceptance and cost left out, which the sweep's
+/// flags give),
 /// `launch`, the script that starts vLLM on the port `sh -c` passes it as
 /// `$0` (a script of several servers takes it as `$PORT`), and for a script
 /// of several servers their `metrics` and the `ports` they take.
@@ -908,7 +908,7 @@ fn table(c: &FrontierConfig, command: &str) -> String {
     for (k, v) in &c.params {
         // Not knobs of a grid: the sweep's --spec-acceptance and
         // --spec-draft-cost carry the drafts' (sweep_command).
-        if !matches!(k.as_str(), "router" | "spec_acceptance" | "spec_draft_cost") {
+        if !matches!(k.as_str(), "spec_acceptance" | "spec_draft_cost") {
             let _ = writeln!(t, "{k} = {}", value(v));
         }
     }
@@ -971,7 +971,6 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
         let mut loads = BTreeSet::new();
         let mut rates: Vec<f64> = Vec::new();
         let mut own_balance = false;
-        let mut routers = BTreeSet::new();
         for (i, c) in &mine {
             let sc = c.serve_command.as_ref();
             match sc.and_then(|s| s.command.as_deref()) {
@@ -991,7 +990,6 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
                     // other router is the server's flag or a script's.
                     let own = sc.is_some_and(|s| s.server == "vllm" && !s.script);
                     own_balance |= own && c.params.get("router").is_some_and(|r| r.trim() == "least-loaded");
-                    routers.extend(c.params.get("router").map(|r| r.trim().to_string()));
                 }
                 None if !planned.contains(i) => {}
                 None => left_out.push(format!(
@@ -1007,10 +1005,7 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
             Some((c.params.get("spec_acceptance")?.as_str(), c.params.get("spec_draft_cost")?.as_str()))
         });
         let loads = Loads { users: &loads, rates: &rates };
-        // One router for all: the sweep's --estimate predicts them with it.
-        let router = routers.iter().next().filter(|_| routers.len() == 1).map(String::as_str);
-        let sweep =
-            (!tables.is_empty()).then(|| sweep_command(&path, cx, loads, doc.slo.as_deref(), price, drafts, router));
+        let sweep = (!tables.is_empty()).then(|| sweep_command(&path, cx, loads, doc.slo.as_deref(), price, drafts));
         // A header line is a comment to its end: a line break in a name
         // (a model's, a path's) would end it and start TOML.
         let comment = |t: &str| t.chars().map(|c| if c.is_control() { '?' } else { c }).collect::<String>();
@@ -1052,14 +1047,6 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
                 text,
                 "# The drafting configurations' speed rests on the drafts' acceptance the plan assumed ({acceptance}): \
                  goodput compare sets the server's own counters against it (drafts)."
-            );
-        }
-        if routers.len() > 1 {
-            let _ = writeln!(
-                text,
-                "# The plan tried several routers ({}): the sweep's --estimate predicts every configuration with its \
-                 own default (least-loaded); the compare with the plan sets each beside its own.",
-                routers.iter().cloned().collect::<Vec<_>>().join(", ")
             );
         }
         if own_balance {
@@ -1133,7 +1120,6 @@ fn sweep_command(
     slo: Option<&str>,
     price: Option<f64>,
     drafts: Option<(&str, &str)>,
-    router: Option<&str>,
 ) -> String {
     let mut w: Vec<String> = ["goodput", "sweep", "--serve-cmd", "sh -c {launch} {port}", "--serve-grid"]
         .into_iter()
@@ -1181,10 +1167,6 @@ fn sweep_command(
     // predict them as the plan did.
     if let Some((acceptance, cost)) = drafts {
         w.extend(["--spec-acceptance".into(), acceptance.into(), "--spec-draft-cost".into(), cost.into()]);
-    }
-    // The router the plan put in front of the replicas, for --estimate too.
-    if let Some(r) = router.filter(|r| *r != "least-loaded") {
-        w.extend(["--router".into(), r.to_string()]);
     }
     w.extend(["--estimate".into(), "-o".into(), measured_path(grid).display().to_string()]);
     shell_words(&w)

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 /// The simulator's knobs a configuration's settings map onto, as `goodput
 /// plan` names them in its documents' `params`.
-pub const KNOBS: [&str; 12] = [
+pub const KNOBS: [&str; 13] = [
     "gpu",
     "tp",
     "dp",
@@ -31,13 +31,15 @@ pub const KNOBS: [&str; 12] = [
     "pd",
     "scheduler",
     "spec_tokens",
+    "router",
 ];
 
 /// Each knob's other names: the servers' flags for it (vLLM's
 /// `tensor_parallel_size`, `quantization`; SGLang's `tp_size`,
 /// `max_running_requests`, `chunked_prefill_size`; llama.cpp's `np`
-/// (parallel slots) and `b` (batch size in tokens)) and short forms.
-pub const KNOB_ALIASES: [(&str, &[&str]); 12] = [
+/// (parallel slots) and `b` (batch size in tokens); the routers'
+/// `policy` and SGLang's `load_balance_method`) and short forms.
+pub const KNOB_ALIASES: [(&str, &[&str]); 13] = [
     ("gpu", &["gpu_type"]),
     ("tp", &["tensor_parallel_size", "tp_size"]),
     ("dp", &["data_parallel_size", "dp_size"]),
@@ -50,6 +52,7 @@ pub const KNOB_ALIASES: [(&str, &[&str]); 12] = [
     ("pd", &["pd_ratio", "disaggregation"]),
     ("scheduler", &["scheduler_policy"]),
     ("spec_tokens", &["num_speculative_tokens", "spec"]),
+    ("router", &["policy", "load_balance_method", "router_policy"]),
 ];
 
 /// The value a knob has where a configuration's settings leave it out: `goodput
@@ -106,11 +109,28 @@ fn precision_name(v: &str) -> String {
     }
 }
 
+/// A router's policy as the simulator names it (`round-robin`,
+/// `least-loaded`, `prefix-aware`), from that or a router's own name for it
+/// (vLLM router's and SGLang's `round_robin` and `cache_aware`, SGLang's
+/// `shortest_queue`); `None` for another.
+pub fn router_name(v: &str) -> Option<&'static str> {
+    match v.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+        "round-robin" | "roundrobin" | "rr" => Some("round-robin"),
+        "least-loaded" | "least-load" | "shortest-queue" => Some("least-loaded"),
+        "prefix-aware" | "cache-aware" | "prefix" => Some("prefix-aware"),
+        _ => None,
+    }
+}
+
 /// Whether two values of `knob` are the same setting: equal numbers, the
-/// same precision under its other names, else the same text ignoring case.
+/// same precision or router policy under its other names, else the same
+/// text ignoring case.
 pub fn same_value(knob: &str, a: &str, b: &str) -> bool {
     if knob == "precision" || knob == "kv_cache_dtype" {
         return precision_name(a) == precision_name(b);
+    }
+    if let ("router", Some(x), Some(y)) = (knob, router_name(a), router_name(b)) {
+        return x == y;
     }
     match (a.trim().parse::<f64>(), b.trim().parse::<f64>()) {
         (Ok(x), Ok(y)) => x == y,
@@ -998,6 +1018,11 @@ mod tests {
         assert!(same_value("precision", "bfloat16", "BF16"));
         assert!(same_value("max_num_seqs", "64", "64.0"));
         assert!(!same_value("tp", "1", "2"));
+        // A router's policy under the routers' own names.
+        assert_eq!(knob_of("load_balance_method"), Some("router"));
+        assert!(same_value("router", "cache_aware", "prefix-aware"));
+        assert!(same_value("router", "shortest_queue", "Least-Loaded"));
+        assert!(!same_value("router", "round_robin", "least-loaded"));
     }
 
     #[test]

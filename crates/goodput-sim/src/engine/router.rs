@@ -51,10 +51,10 @@ impl FromStr for RouterPolicy {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self, Error> {
-        match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
-            "round-robin" | "roundrobin" | "rr" => Ok(RouterPolicy::RoundRobin),
-            "least-loaded" | "least-load" | "shortest-queue" => Ok(RouterPolicy::LeastLoaded),
-            "prefix-aware" | "cache-aware" | "prefix" => Ok(RouterPolicy::PrefixAware),
+        match goodput_core::doc::overlay::router_name(s) {
+            Some("round-robin") => Ok(RouterPolicy::RoundRobin),
+            Some("least-loaded") => Ok(RouterPolicy::LeastLoaded),
+            Some("prefix-aware") => Ok(RouterPolicy::PrefixAware),
             _ => Err(Error::InvalidConfig(format!(
                 "unknown --router `{s}`; use round-robin, least-loaded or prefix-aware"
             ))),

@@ -2063,15 +2063,12 @@ fn a_trace_plans_router_is_the_one_measured() {
         let replicas = table["config"].as_array().unwrap().iter().find(|c| c["dp"].as_integer() == Some(2));
         let replicas = replicas.unwrap_or_else(|| panic!("no configuration of two replicas: {text}"));
         let launch = replicas["launch"].as_str().unwrap();
+        // The grid carries each configuration's router, for --estimate too.
+        assert_eq!(replicas["router"].as_str(), Some(router), "{text}");
+        assert!(!sweep.contains("--router"), "{sweep}");
         match engine {
-            "vllm" => {
-                assert!(sweep.contains("--router prefix-aware"), "{sweep}");
-                assert!(launch.contains("--policy cache_aware"), "{launch}");
-            }
-            _ => {
-                assert!(!sweep.contains("--router"), "least-loaded is the sweep's own: {sweep}");
-                assert!(launch.contains("--dp-size 2 --load-balance-method shortest_queue"), "{launch}");
-            }
+            "vllm" => assert!(launch.contains("--policy cache_aware"), "{launch}"),
+            _ => assert!(launch.contains("--dp-size 2 --load-balance-method shortest_queue"), "{launch}"),
         }
         run_header_sweep(dir.path(), &text, "h100", &["--progress", "none"]);
         let stem = grid.file_stem().unwrap().to_string_lossy().into_owned();
@@ -2083,6 +2080,15 @@ fn a_trace_plans_router_is_the_one_measured() {
         if engine == "sglang" {
             assert!(logs.contains("--dp 2 --router least-loaded"), "{logs}");
         }
+        // Its prediction ran with its router.
+        let id = replicas["id"].as_str().unwrap();
+        let predicted = std::fs::read_dir(&logs_dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().ends_with(".predicted.json") && p.to_string_lossy().contains("tp1x2"))
+            .unwrap_or_else(|| panic!("no prediction of {id} in {}", logs_dir.display()));
+        let predicted = read_json(&predicted).to_string();
+        assert!(predicted.contains(&format!("\"router\":\"{router}\"")), "{predicted}");
         assert_all_gone(&logged_pids(&logs_dir));
     }
 }

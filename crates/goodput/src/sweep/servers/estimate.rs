@@ -51,6 +51,13 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
                 goodput_sim::engine::Disaggregation::parse(v.trim())
                     .map_err(|e| anyhow::anyhow!("--estimate: {k}={v} in {}: {e}", p.id()))?;
             }
+            if knob == "router" && goodput_core::doc::overlay::router_name(v).is_none() {
+                bail!(
+                    "--estimate: {k}={v} in {} is no router policy the simulator has: round-robin (round_robin), \
+                     least-loaded (shortest_queue) or prefix-aware (cache_aware)",
+                    p.id()
+                );
+            }
         }
     }
     Ok(())
@@ -217,6 +224,7 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
             Some("max_num_batched_tokens") => args.hw.max_num_batched_tokens = Some(n()?),
             Some("pd") => args.hw.pd = Some(v.to_string()),
             Some("scheduler") => args.hw.scheduler = v.to_string(),
+            Some("router") => args.hw.router = v.to_string(),
             // The sweep's --spec-acceptance and --spec-draft-cost describe
             // the drafts of the configurations that have them.
             Some("spec_tokens") => {
@@ -355,6 +363,10 @@ mod tests {
             let e = check_grid(&grid(&[&[("tp", bad)]])).unwrap_err().to_string();
             assert!(e.contains(&format!("tp={bad}")) && e.contains("positive whole number"), "{e}");
         }
+        // A router's policy under its own names or the routers'.
+        assert!(check_grid(&grid(&[&[("dp", "2"), ("router", "cache_aware")], &[("policy", "round-robin")]])).is_ok());
+        let e = check_grid(&grid(&[&[("dp", "2"), ("router", "random")]])).unwrap_err().to_string();
+        assert!(e.contains("router=random in") && e.contains("prefix-aware (cache_aware)"), "{e}");
     }
 
     /// The sweep's arguments as `goodput sweep ARGS` parses them.
