@@ -237,6 +237,13 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
         }
     }
     units_as_pools(&mut args.hw);
+    // A router picks among replicas: a configuration of one, or of pools
+    // (each routes to its least-loaded instance), has none to pick, as its
+    // server has none (a grid's product of routers and dp=1 had failed
+    // those predictions with the engine's refusal).
+    if args.hw.dp <= 1 || args.hw.pd.is_some() {
+        args.hw.router = goodput_sim::engine::RouterPolicy::default().to_string();
+    }
     Ok(args)
 }
 
@@ -436,6 +443,23 @@ mod tests {
         // Not disaggregated, dp is the replicas.
         let e = engine_args(&a, &grid(&[&[("dp", "2")]])[0], "llama-3.1-8b", Path::new("p.json")).unwrap();
         assert_eq!((e.hw.pd.as_deref(), e.hw.dp), (None, 2));
+    }
+
+    /// A grid's router is each configuration's, and one of a single
+    /// replica or of pools has none to pick (the engine refuses one).
+    #[test]
+    fn a_configurations_router_picks_among_its_replicas_alone() {
+        let g = grid(&[
+            &[("dp", "2"), ("router", "cache_aware")],
+            &[("dp", "1"), ("router", "cache_aware")],
+            &[("dp", "2"), ("pd", "1:1"), ("router", "round-robin")],
+        ]);
+        let a = sweep_args(&["--router", "round-robin"]);
+        let routers: Vec<String> =
+            g.iter().map(|p| engine_args(&a, p, "llama-3.1-8b", Path::new("p.json")).unwrap().hw.router).collect();
+        assert_eq!(routers, ["cache_aware", "least-loaded", "least-loaded"]);
+        let e = engine_args(&a, &grid(&[&[("dp", "2")]])[0], "llama-3.1-8b", Path::new("p.json")).unwrap();
+        assert_eq!(e.hw.router, "round-robin", "the sweep's own, where the grid names none");
     }
 
     #[test]
