@@ -719,7 +719,8 @@ fn offsets_filled(template: &str, mut port: impl FnMut(u16) -> Option<u16>) -> S
 /// started, nothing written.
 fn dry_run(a: &SweepArgs, template: &Template, grid: &[Params]) -> String {
     let mut o = format!(
-        "dry run: {} configuration{}, none started (each on a free port goodput picks, shown here as 8000):\n",
+        "dry run: {} configuration{}, none started (each on a free port goodput picks, shown here as 8000, and \
+         the ones after it its ports= takes):\n",
         grid.len(),
         if grid.len() == 1 { "" } else { "s" }
     );
@@ -728,7 +729,12 @@ fn dry_run(a: &SweepArgs, template: &Template, grid: &[Params]) -> String {
         // credentials masked.
         let command = terminal_command(&template.fill(p, 8000), &a.target);
         let id = goodput_report::escape::terminal(&p.id());
-        o.push_str(&format!("  {}/{} {id}: {command}", i + 1, grid.len()));
+        // A server of several ports gets them all free.
+        let ports = match ports_of(p) {
+            1 => String::new(),
+            n => format!(" (ports 8000 to {})", 8000 + n - 1),
+        };
+        o.push_str(&format!("  {}/{} {id}{ports}: {command}", i + 1, grid.len()));
         o.push('\n');
     }
     if a.estimate {
