@@ -652,19 +652,26 @@ fn flags(
                 tp.saturating_mul(dp)
             ))
         }
-        (true, ep) if ep != tp || dp > 1 => {
+        (true, ep) if ep != tp && ep != tp.saturating_mul(dp) => {
             return Err(format!(
                 "expert parallel over {ep} GPUs with TP {tp} × DP {dp}: SGLang's --ep-size spreads the experts over \
-                 its TP group, and over data-parallel ranks only with its DP attention, which the plan does not model"
+                 each replica's TP group, or with its DP attention over all {} GPUs of TP × DP",
+                tp.saturating_mul(dp)
             ))
         }
         _ => {}
     }
+    // SGLang's DP attention: the data-parallel ranks' attention apart and
+    // their experts over all of them, as vLLM's DP ranks with
+    // --enable-expert-parallel; its --tp-size counts every GPU of the
+    // server, each rank's attention on TP of them.
+    let dp_attention = sglang && ep > 1 && dp > 1 && ep != tp;
     let names = match sglang {
         false => ["--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size"],
         true => ["--tp-size", "--pp-size", "--dp-size"],
     };
-    for (f, n) in names.into_iter().zip([tp, pp, dp]) {
+    let width = if dp_attention { tp.saturating_mul(dp) } else { tp };
+    for (f, n) in names.into_iter().zip([width, pp, dp]) {
         if n > 1 {
             flag(f, n.to_string());
         }
@@ -680,6 +687,7 @@ fn flags(
     if ep > 1 {
         match sglang {
             false => flags.push("--enable-expert-parallel".into()),
+            true if dp_attention => flags.extend(["--enable-dp-attention".into(), "--ep-size".into(), ep.to_string()]),
             true => flags.extend(["--ep-size".into(), ep.to_string()]),
         }
     }
@@ -1282,8 +1290,16 @@ mod tests {
         let ep = params(&[("tp", "8"), ("dp", "1"), ("ep", "8"), ("precision", "bf16")]);
         let w = flags(Server::Sglang, &ep, Loaded::Bf16, None, 0.9).unwrap();
         assert!(w.windows(2).any(|w| w == ["--ep-size", "8"]) && w.windows(2).any(|w| w == ["--dtype", "bfloat16"]));
+        // Experts over data-parallel ranks: SGLang's DP attention, its
+        // --tp-size every GPU of the server; over each replica's TP group:
+        // replicas.
+        let sgl = |kv: &[(&str, &str)]| flags(Server::Sglang, &params(kv), Loaded::Checkpoint, None, 0.9).unwrap();
+        let w = sgl(&[("tp", "2"), ("dp", "4"), ("ep", "8")]).join(" ");
+        assert!(w.starts_with("--tp-size 8 --dp-size 4 --enable-dp-attention --ep-size 8 "), "{w}");
+        let w = sgl(&[("tp", "2"), ("dp", "4"), ("ep", "2")]).join(" ");
+        assert!(w.starts_with("--tp-size 2 --dp-size 4 --ep-size 2 "), "{w}");
         let why = |kv: &[(&str, &str)]| command(Server::Sglang, kv, &weights("my-org/tuned")).unwrap_err();
-        assert!(why(&[("tp", "1"), ("dp", "8"), ("ep", "8")]).contains("DP attention"));
+        assert!(why(&[("tp", "1"), ("dp", "8"), ("ep", "4")]).contains("or with its DP attention over all 8 GPUs"));
         assert!(why(&[("spec_tokens", "3")]).contains("SGLang needs the drafter named"));
         assert!(why(&[("precision", "fp4")]).starts_with("FP4 weights: SGLang loads"));
     }
@@ -1359,7 +1375,7 @@ mod tests {
         }
 
         // An expert-parallel pool is one vLLM server of DP ranks sharing its
-        // experts, on as many GPUs; SGLang's DP attention is not modelled.
+        // experts, on as many GPUs (SGLang's with its DP attention).
         let moe = params(&[("tp", "1"), ("dp", "4"), ("ep", "4"), ("pd", "1xEP4:1xEP8")]);
         let p = Servers::pools(&moe).unwrap().unwrap();
         assert_eq!(p.instances.iter().map(|(_, _, g)| *g).collect::<Vec<_>>(), [4, 8]);
@@ -1373,8 +1389,14 @@ mod tests {
         assert!(vllm.contains("--prometheus-port $((port + 15)) "), "{vllm}");
         assert_eq!(p.ports(), 16, "the router's, two servers', twelve ranks' and the metrics'");
         assert!(vllm.contains("--data-parallel-size 8 --enable-expert-parallel"), "{vllm}");
-        let why = servers_script(Server::Sglang, &p, &w, None, "x", 0.9).unwrap_err();
-        assert!(why.contains("DP attention"), "{why}");
+        // SGLang's: its DP attention, each server on its GPUs from its base.
+        let sglang = servers_script(Server::Sglang, &p, &w, None, "x", 0.9).unwrap();
+        assert!(
+            sglang.contains("--tp-size 4 --dp-size 4 --enable-dp-attention --ep-size 4 ")
+                && sglang.contains("--tp-size 8 --dp-size 8 --enable-dp-attention --ep-size 8 ")
+                && sglang.contains("--base-gpu-id 4 "),
+            "{sglang}"
+        );
     }
 
     /// The plan's router in front of data-parallel replicas: where the

@@ -1572,11 +1572,12 @@ esac
         r#"#!/bin/sh
 [ "$1" = serve ] || {{ echo "vllm shim: only serve" >&2; exit 2; }}
 model=$2; shift 2
-args=""; addr=""; role=""; gpus=$CUDA_VISIBLE_DEVICES
+args=""; addr=""; role=""; gpus=$CUDA_VISIBLE_DEVICES; tp=""; dp=""; ep=""
 {width}while [ $# -gt 0 ]; do
   case "$1" in
-    --tensor-parallel-size) args="$args --tp $2"; shift 2;;
-    --data-parallel-size) args="$args --dp $2"; shift 2;;
+    --tensor-parallel-size) tp=$2; args="$args --tp $2"; shift 2;;
+    --data-parallel-size) dp=$2; args="$args --dp $2"; shift 2;;
+    --enable-expert-parallel) ep=1; shift;;
     --pipeline-parallel-size) args="$args --pp $2"; shift 2;;
     --quantization) args="$args --precision $2"; shift 2;;
     --dtype) args="$args --precision bf16"; shift 2;;
@@ -1593,6 +1594,8 @@ args=""; addr=""; role=""; gpus=$CUDA_VISIBLE_DEVICES
     *) echo "vllm shim: unknown flag $1" >&2; exit 2;;
   esac
 done
+# vLLM spreads the experts over every GPU of TP × DP.
+[ -n "$ep" ] && args="$args --ep $(( ${{tp:-1}} * ${{dp:-1}} ))"
 "#
     );
     let sglang = format!(
@@ -1618,15 +1621,17 @@ if [ "$1 $2" = "-m sglang_router.launch_router" ]; then
 [ "$1 $2" = "-m sglang.launch_server" ] || {{ echo "python3 shim: only -m sglang.launch_server" >&2; exit 2; }}
 shift 2
 model=""
-args=""; addr=""; role=""; gpus=""
+args=""; addr=""; role=""; gpus=""; tp=""; dp=""; dpa=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --model-path) model=$2; shift 2;;
     --speculative-num-steps) args="$args --spec-tokens $2"; shift 2;;
     --speculative-algorithm|--speculative-draft-model-path|--speculative-eagle-topk|--speculative-num-draft-tokens)
       shift 2;;
-    --tp-size) args="$args --tp $2"; shift 2;;
-    --dp-size) args="$args --dp $2"; shift 2;;
+    --tp-size) tp=$2; shift 2;;
+    --dp-size) dp=$2; args="$args --dp $2"; shift 2;;
+    --ep-size) args="$args --ep $2"; shift 2;;
+    --enable-dp-attention) dpa=1; shift;;
     --pp-size) args="$args --pp $2"; shift 2;;
     --quantization) args="$args --precision $2"; shift 2;;
     --dtype) args="$args --precision bf16"; shift 2;;
@@ -1651,6 +1656,9 @@ while [ $# -gt 0 ]; do
     *) echo "sglang shim: unknown flag $1" >&2; exit 2;;
   esac
 done
+# With DP attention --tp-size counts every GPU, each rank's attention on TP / DP.
+[ -n "$dpa" ] && tp=$(( ${{tp:-1}} / ${{dp:-1}} ))
+[ -n "$tp" ] && args="$args --tp $tp"
 {width}"#
     );
     let router = format!(
@@ -1676,8 +1684,8 @@ done
 }
 
 /// The sweep a grid's header names, run as written (and `extra`) in `dir`
-/// through the server shims on GPU `gpu` (the engine's model is
-/// llama-3.1-8b: a checkpoint's id is not the catalog's name), the servers
+/// through the server shims on GPU `gpu` (the engine's model is the
+/// sweep's `--model`, the catalog's name: a checkpoint's id is not), the servers
 /// of a script keeping their knobs in `dir/servers`: its output, which must
 /// be a success.
 fn run_header_sweep(dir: &Path, grid_text: &str, gpu: &str, extra: &[&str]) -> std::process::Output {
@@ -1693,7 +1701,8 @@ fn run_header_sweep(dir: &Path, grid_text: &str, gpu: &str, extra: &[&str]) -> s
         .args(&words)
         .env("PATH", path)
         .env("SHIM_GPU", gpu)
-        .env("SHIM_MODEL", "llama-3.1-8b")
+        // The engine's model is the sweep's --model (a catalog name).
+        .env("SHIM_MODEL", words.iter().skip_while(|w| *w != "--model").nth(1).map_or("llama-3.1-8b", String::as_str))
         .env("SHIM_POOLS", dir.join("servers"))
         // The scripts' GPUs count from 0 where nothing narrows them.
         .env_remove("CUDA_VISIBLE_DEVICES")
@@ -1967,6 +1976,61 @@ fn a_plan_that_runs_prefill_apart_is_measured_through_its_servers_and_router() {
         let both = compare_plan(&plan, &dir.path().join("grid.measured.json"), &dir.path().join("both.json")).0;
         let pairs = compared(&both).1;
         assert!(pairs.contains(&(id.clone(), id.clone())), "{id} in {pairs:?}");
+    }
+}
+
+/// A mixture of experts with its experts over two data-parallel ranks,
+/// from a plan to a measurement: vLLM's `--data-parallel-size` with
+/// `--enable-expert-parallel`, SGLang's DP attention (`--tp-size` every
+/// GPU, `--enable-dp-attention`, `--ep-size`; it had no command), each
+/// started through the shims as the engine of those knobs, and paired with
+/// the plan's prediction.
+#[test]
+fn a_plan_of_experts_over_data_parallel_ranks_is_measured() {
+    for (engine, launch) in [
+        ("vllm", "--data-parallel-size 2 --enable-expert-parallel"),
+        ("sglang", "--tp-size 2 --dp-size 2 --enable-dp-attention --ep-size 2"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (plan, grid) = (dir.path().join("plan.json"), dir.path().join("grid.toml"));
+        let o = goodput()
+            .args(["plan", "-q", "--model", "qwen3-30b-a3b", "--gpu", "h100=2", "--gpus", "2", "--tp", "1"])
+            .args(["--ep", "2", "--precision", "fp8", "--serve-engine", engine, "--max-num-seqs", "16"])
+            .args([
+                "--concurrency",
+                "2,8",
+                "--requests-per-user",
+                "3",
+                "--input-tokens",
+                "256",
+                "--output-tokens",
+                "16",
+            ])
+            .args(["--slo", "ttft:p50<=60s", "-o"])
+            .arg(&plan)
+            .arg("--grid-out")
+            .arg(&grid)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = std::fs::read_to_string(&grid).unwrap();
+        let table: toml::Table = toml::from_str(&text).unwrap();
+        let experts: Vec<&toml::Value> =
+            table["config"].as_array().unwrap().iter().filter(|c| c.get("ep").is_some()).collect();
+        let [experts] = experts[..] else { panic!("one configuration of EP 2: {text}") };
+        assert!(experts["launch"].as_str().unwrap().contains(launch), "{text}");
+        run_header_sweep(dir.path(), &text, "h100", &["-n", "24", "--progress", "none"]);
+        let measured = read_json(&dir.path().join("grid.measured.json"));
+        assert!(configs(&measured).iter().all(|c| c["status"] == "ok"), "{measured}");
+        // The engine ran the plan's layout: one rank's attention on a GPU, experts over both.
+        let logs = all_logs(&dir.path().join("grid.measured.logs"));
+        assert!(logs.contains("engine: Qwen/Qwen3-30B-A3B"), "{logs}");
+        let layout = |l: &str| l.contains(" --dp 2") && l.contains(" --ep 2") && !l.contains(" --tp 2");
+        assert!(logs.lines().any(|l| l.starts_with("engine: ") && layout(l)), "{logs}");
+        let id = experts["id"].as_str().unwrap().to_string();
+        let both = compare_plan(&plan, &dir.path().join("grid.measured.json"), &dir.path().join("both.json")).0;
+        assert!(compared(&both).1.contains(&(id.clone(), id.clone())), "{id}: {both}");
+        assert_all_gone(&logged_pids(&dir.path().join("grid.measured.logs")));
     }
 }
 
