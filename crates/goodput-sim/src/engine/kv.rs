@@ -203,7 +203,14 @@ pub(crate) struct BlockPool {
     lru_tail: u32,
     lru_len: u32,
     plain_free: Vec<u32>,
+    /// Prefix hash → the block registered under it. An evicted block's
+    /// entry is left behind, stale (the block no longer holds that hash),
+    /// and read as absent: removing it was a probe of a table larger than
+    /// the CPU's caches for every block evicted. The stale entries are
+    /// swept out together once they outnumber the live ones.
     cached: HashMap<u64, u32, BuildHasherDefault<IdentityHasher>>,
+    /// Stale entries in `cached`.
+    stale: usize,
     /// Blocks evicted from the cache to make room: a diagnostic.
     pub evictions: u64,
 }
@@ -222,6 +229,7 @@ impl BlockPool {
             lru_len: 0,
             plain_free: Vec::new(),
             cached: HashMap::default(),
+            stale: 0,
             evictions: 0,
         }
     }
@@ -262,7 +270,13 @@ impl BlockPool {
 
     /// The cached blocks of `hashes`' leading run (at most `max_blocks`).
     fn cached_prefix<'s>(&'s self, hashes: &'s [u64], max_blocks: usize) -> impl Iterator<Item = u32> + 's {
-        hashes.iter().take(max_blocks).map_while(|h| self.cached.get(h).copied())
+        hashes.iter().take(max_blocks).map_while(|h| self.cached_block(*h))
+    }
+
+    /// The block registered under `hash`, where one still is (not a stale
+    /// entry's).
+    fn cached_block(&self, hash: u64) -> Option<u32> {
+        self.cached.get(&hash).copied().filter(|&b| self.hash[b as usize] == Some(hash))
     }
 
     /// Gives a request the cached blocks `hits` and enough fresh blocks to
@@ -310,10 +324,16 @@ impl BlockPool {
         // One probe of the table, not two (a lookup, then the insert): the
         // table holds every cached block, and a probe of it is a cache miss.
         if self.hash[block as usize].is_none() {
-            if let std::collections::hash_map::Entry::Vacant(v) = self.cached.entry(hash) {
-                v.insert(block);
-                self.hash[block as usize] = Some(hash);
+            match self.cached.entry(hash) {
+                std::collections::hash_map::Entry::Vacant(v) => drop(v.insert(block)),
+                // An evicted block's entry: this block holds that prefix now.
+                std::collections::hash_map::Entry::Occupied(mut o) if self.hash[*o.get() as usize] != Some(hash) => {
+                    o.insert(block);
+                    self.stale -= 1;
+                }
+                std::collections::hash_map::Entry::Occupied(_) => return,
             }
+            self.hash[block as usize] = Some(hash);
         }
     }
 
@@ -340,7 +360,7 @@ impl BlockPool {
     /// are no longer found by a prefix, nor cached when released. Returns
     /// how many prefixes were forgotten.
     pub fn reset_prefix_cache(&mut self) -> usize {
-        let forgotten = self.cached.len();
+        let forgotten = self.cached.len() - self.stale;
         while self.lru_head != NIL {
             let b = self.lru_head;
             self.lru_remove(b);
@@ -350,6 +370,7 @@ impl BlockPool {
             *h = None;
         }
         self.cached.clear();
+        self.stale = 0;
         forgotten
     }
 
@@ -370,15 +391,29 @@ impl BlockPool {
                 let b = self.lru_head;
                 debug_assert!(b != NIL, "take_fresh called with no free block");
                 self.lru_remove(b);
-                if let Some(h) = self.hash[b as usize].take() {
-                    self.cached.remove(&h);
+                if self.hash[b as usize].take().is_some() {
                     self.evictions += 1;
+                    self.stale += 1;
+                    self.sweep_stale();
                 }
                 b
             }
         };
         self.ref_count[b as usize] = 1;
         b
+    }
+
+    /// Sweeps the stale entries out of `cached` once they outnumber the
+    /// live ones (and a few thousand), in one pass over the table: it holds
+    /// at most about twice the prefixes cached.
+    fn sweep_stale(&mut self) {
+        let live = self.cached.len() - self.stale;
+        if self.stale > live.max(4096) {
+            let (hash, before) = (&self.hash, self.cached.len());
+            self.cached.retain(|h, b| hash[*b as usize] == Some(*h));
+            debug_assert_eq!(before - self.cached.len(), self.stale, "the stale entries were miscounted");
+            self.stale = 0;
+        }
     }
 
     fn lru_push_tail(&mut self, b: u32) {
@@ -512,6 +547,38 @@ mod tests {
         assert_eq!(hits.len(), 1);
         pool.find_prefix(&[200], 1, &mut hits);
         assert_eq!(hits.len(), 1);
+    }
+
+    /// An evicted block's prefix is no longer found, though its entry is
+    /// left in the table; a block that takes the prefix again is found;
+    /// and the table stays within about twice the prefixes cached however
+    /// many are evicted.
+    #[test]
+    fn evicted_prefixes_are_not_found_and_their_entries_are_swept() {
+        let mut pool = BlockPool::new(8, 16);
+        let mut hits = Vec::new();
+        let mut held = Vec::new();
+        for round in 0..20_000u64 {
+            assert!(pool.admit(&mut held, &[], 16));
+            pool.register(held[0], round);
+            pool.release(&mut held);
+            // The eight latest are cached; the ninth latest was evicted.
+            pool.find_prefix(&[round], 1, &mut hits);
+            assert_eq!(hits.len(), 1, "{round} is cached");
+            if round >= 8 {
+                pool.find_prefix(&[round - 8], 1, &mut hits);
+                assert!(hits.is_empty(), "{} was evicted", round - 8);
+            }
+            assert!(pool.cached.len() <= 8 + 4097, "{} entries", pool.cached.len());
+        }
+        assert_eq!(pool.evictions, 20_000 - 8);
+        // A prefix evicted, then registered again on another block.
+        let mut b = Vec::new();
+        assert!(pool.admit(&mut b, &[], 16));
+        pool.register(b[0], 3);
+        pool.find_prefix(&[3], 1, &mut hits);
+        assert_eq!(hits, b);
+        assert_eq!(pool.reset_prefix_cache(), 8, "seven idle and b's: stale entries are not prefixes");
     }
 
     #[test]
