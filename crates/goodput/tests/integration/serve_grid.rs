@@ -1893,10 +1893,13 @@ fn plan_grid_measured(case: PlanCase) {
     assert!(pairs(&own).iter().all(|(m, p)| m == p) && pairs(&own).len() == ids.len(), "{own}");
     let (c, said) = compare_plan(&plan, &dir.path().join("grid.measured.json"), &dir.path().join("both.json"));
     assert!(said.contains("\nchoice: "), "{said}");
-    // The plan's choice was in the grid, so it was measured and is judged.
+    // The plan's choice was in the grid, so it was measured and is judged:
+    // agreed with or not, or (on a machine busy enough that these short
+    // points at 20 times real speed drift) left unjudged, saying why.
     let choice = &c["choice"];
     assert_eq!(choice["measured_partner"], choice["predicted_best"], "{choice}");
-    assert!(choice["agrees"].is_boolean() && choice["verdict"].is_string(), "{choice}");
+    let unsteady = choice["verdict"].as_str().is_some_and(|v| v.contains("were not steady"));
+    assert!(choice["agrees"].is_boolean() || (choice["agrees"].is_null() && unsteady), "{choice}");
     // The grid kept the plan's ids: the configuration is named once.
     let verdict = choice["verdict"].as_str().unwrap();
     assert!(
