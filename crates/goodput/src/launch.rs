@@ -433,19 +433,32 @@ impl Servers {
     /// plan's least-loaded, near enough), SGLang's takes round-robin and
     /// least-loaded as `--load-balance-method` ([`flags`]); round-robin on
     /// vLLM and prefix-aware on either are replicas behind the router's
-    /// `round_robin` or `cache_aware` policy.
+    /// `round_robin` or `cache_aware` policy. So are the replicas of an
+    /// expert-parallel layout whose experts do not span every GPU of the
+    /// server (vLLM's span TP × DP; SGLang's that or each replica's TP):
+    /// each replica its own server, and least-loaded the router's
+    /// `power_of_two` (of two replicas drawn, the one with fewer requests in
+    /// flight: between two, always the less loaded).
     fn replicas(server: Server, params: &ParamMap) -> Option<Servers> {
-        let router: RouterPolicy = params.get("router")?.parse().ok()?;
-        let policy = match (server, router) {
-            (Server::Vllm, RouterPolicy::RoundRobin) => "round_robin",
-            (Server::Vllm | Server::Sglang, RouterPolicy::PrefixAware) => "cache_aware",
-            _ => return None,
-        };
         let (tp, ep, pp, dp) = sizes(params);
         let units = dp / ep_ranks(tp, ep);
         if units < 2 || params.contains_key("pd") {
             return None;
         }
+        let apart = ep > 1 && (server == Server::Vllm || ep != tp);
+        let router: RouterPolicy = match params.get("router") {
+            Some(r) => r.parse().ok()?,
+            None if apart => RouterPolicy::LeastLoaded,
+            None => return None,
+        };
+        let policy = match (server, router, apart) {
+            (Server::Vllm | Server::Sglang, RouterPolicy::PrefixAware, _) => "cache_aware",
+            (Server::Vllm, RouterPolicy::RoundRobin, _) | (Server::Sglang, RouterPolicy::RoundRobin, true) => {
+                "round_robin"
+            }
+            (Server::Vllm | Server::Sglang, RouterPolicy::LeastLoaded, true) => "power_of_two",
+            _ => return None,
+        };
         let gpus = tp.saturating_mul(pp).saturating_mul(ep_ranks(tp, ep));
         let one = one_server(params, tp, ep);
         let instances = (0..units.min(MAX_INSTANCES)).map(|_| (Role::Replica, one.clone(), gpus)).collect();
@@ -520,7 +533,12 @@ fn servers_script(
         ),
         Some(policy) => format!(
             "# {n} {title} servers on {gpus} GPUs, behind {router}, which spreads requests over them by its \
-             {policy} policy.\n"
+             {policy} policy{}.\n",
+            if policy == "power_of_two" {
+                " (of two drawn, the one with fewer requests in flight: the plan's least-loaded)"
+            } else {
+                ""
+            }
         ),
     };
     s.push_str("# The router listens on $PORT (8000 when unset), the servers on the ports after it.\n");
@@ -1450,6 +1468,25 @@ mod tests {
         let mut pd = knobs("round-robin");
         pd.insert("pd".into(), "1:1".into());
         assert!(Servers::replicas(Server::Vllm, &pd).is_none());
+
+        // Expert-parallel groups that do not span the server's GPUs are
+        // replicas of their own, least-loaded the router's power_of_two.
+        let groups = |server, kv: &[(&str, &str)]| {
+            Servers::replicas(server, &params(kv)).map(|r| {
+                let each: Vec<(String, String, u32)> =
+                    r.instances.iter().map(|(_, k, g)| (k["dp"].clone(), k["ep"].clone(), *g)).collect();
+                (r.policy.unwrap(), each)
+            })
+        };
+        let two = |dp: &str, gpus| vec![(dp.to_string(), "2".to_string(), gpus); 2];
+        let (tp1, tp2) = ([("tp", "1"), ("dp", "4"), ("ep", "2")], [("tp", "2"), ("dp", "2"), ("ep", "2")]);
+        assert_eq!(groups(Server::Vllm, &tp1), Some(("power_of_two", two("2", 2))));
+        assert_eq!(groups(Server::Vllm, &tp2), Some(("power_of_two", two("1", 2))));
+        assert_eq!(groups(Server::Sglang, &tp1), Some(("power_of_two", two("2", 2))));
+        assert_eq!(groups(Server::Sglang, &tp2), None, "SGLang's --dp-size replicas, experts over each's TP");
+        let rr = [("tp", "1"), ("dp", "4"), ("ep", "2"), ("router", "round-robin")];
+        assert_eq!(groups(Server::Sglang, &rr).map(|g| g.0), Some("round_robin"));
+        assert_eq!(groups(Server::Vllm, &[("tp", "1"), ("dp", "2"), ("ep", "2")]), None, "one group");
     }
 
     /// A width the weights are not published in loads the checkpoint given

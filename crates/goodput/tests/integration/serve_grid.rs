@@ -1528,15 +1528,17 @@ exec {goodput} serve --profile engine --model "$SHIM_MODEL" --gpu "$SHIM_GPU" --
   set -- $workers; n=$#
   knobs=$(cat "$SHIM_POOLS/$1") || exit 2
   tp=$(printf '%s' "$knobs" | sed -n 's/.* --tp \([0-9]*\).*/\1/p')
+  # A replica of several ranks (an expert-parallel group): the engine's --dp counts them all.
+  ranks=$(printf '%s' "$knobs" | sed -n 's/.* --dp \([0-9]*\).*/\1/p')
   knobs=$(printf '%s' "$knobs" | sed 's/ --tp [0-9]*//; s/ --dp [0-9]*//')
   case "$policy" in
-    round_robin) router=round-robin;; cache_aware) router=prefix-aware;;
+    round_robin) router=round-robin;; cache_aware) router=prefix-aware;; power_of_two) router=least-loaded;;
     *) echo "router shim: policy $policy" >&2; exit 2;;
   esac
   echo "router: $n replicas ($workers) by $policy at $port"
   echo "pid $$"
   exec {goodput} serve --profile engine --model "$SHIM_MODEL" --gpu "$SHIM_GPU" --speed 20 -q --progress none $knobs \
-    --dp "$n" --router "$router" --tp "${{tp:-1}}" --host 127.0.0.1 --port "$port"
+    --dp "$(( n * ${{ranks:-1}} ))" --router "$router" --tp "${{tp:-1}}" --host 127.0.0.1 --port "$port"
 fi
 set -- $prefill; p=$#; first=$1
 set -- $decode; d=$#; last=$1
@@ -2031,6 +2033,54 @@ fn a_plan_of_experts_over_data_parallel_ranks_is_measured() {
         let layout = |l: &str| l.contains(" --dp 2") && l.contains(" --ep 2") && !l.contains(" --tp 2");
         assert!(logs.lines().any(|l| l.starts_with("engine: ") && layout(l)), "{logs}");
         let id = experts["id"].as_str().unwrap().to_string();
+        let both = compare_plan(&plan, &dir.path().join("grid.measured.json"), &dir.path().join("both.json")).0;
+        assert!(compared(&both).1.contains(&(id.clone(), id.clone())), "{id}: {both}");
+        assert_all_gone(&logged_pids(&dir.path().join("grid.measured.logs")));
+    }
+}
+
+/// Two expert-parallel groups on four GPUs (TP 1, EP 2): each group is a
+/// server of its own (vLLM's experts span every GPU of a server; SGLang's
+/// its DP attention's), behind the router's `power_of_two`, which between
+/// two replicas is the plan's least-loaded; measured through the shims as
+/// the engine of those groups, and paired with the plan's prediction.
+#[test]
+fn expert_parallel_groups_are_replicas_behind_a_router() {
+    for engine in ["vllm", "sglang"] {
+        let dir = tempfile::tempdir().unwrap();
+        let (plan, grid) = (dir.path().join("plan.json"), dir.path().join("grid.toml"));
+        let o = goodput()
+            .args(["plan", "-q", "--model", "qwen3-30b-a3b", "--gpu", "h100=2", "--gpus", "4", "--tp", "1"])
+            .args(["--ep", "2", "--pp", "1", "--precision", "fp8", "--serve-engine", engine, "--max-num-seqs", "16"])
+            .args([
+                "--concurrency",
+                "2,8",
+                "--requests-per-user",
+                "3",
+                "--input-tokens",
+                "256",
+                "--output-tokens",
+                "16",
+            ])
+            .args(["--slo", "ttft:p50<=60s", "-o"])
+            .arg(&plan)
+            .arg("--grid-out")
+            .arg(&grid)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = std::fs::read_to_string(&grid).unwrap();
+        let table: toml::Table = toml::from_str(&text).unwrap();
+        let groups = table["config"].as_array().unwrap().iter().find(|c| c["dp"].as_integer() == Some(4));
+        let groups = groups.unwrap_or_else(|| panic!("no configuration of two groups: {text}"));
+        let launch = groups["launch"].as_str().unwrap();
+        assert!(launch.contains("--policy power_of_two") && launch.contains("# 2 "), "{launch}");
+        run_header_sweep(dir.path(), &text, "h100", &["-n", "24", "--progress", "none"]);
+        let measured = read_json(&dir.path().join("grid.measured.json"));
+        assert!(configs(&measured).iter().all(|c| c["status"] == "ok"), "{measured}");
+        let logs = all_logs(&dir.path().join("grid.measured.logs"));
+        assert!(logs.contains("router: 2 replicas (") && logs.contains("by power_of_two"), "{logs}");
+        let id = groups["id"].as_str().unwrap().to_string();
         let both = compare_plan(&plan, &dir.path().join("grid.measured.json"), &dir.path().join("both.json")).0;
         assert!(compared(&both).1.contains(&(id.clone(), id.clone())), "{id}: {both}");
         assert_all_gone(&logged_pids(&dir.path().join("grid.measured.logs")));
