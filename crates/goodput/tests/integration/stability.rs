@@ -275,7 +275,12 @@ fn a_sweep_over_http_marks_its_points_and_says_how_long_it_will_take() {
     // up with in the sweep). The sweep's second point reuses the first's
     // connections; before kernel stamps were fixed to each request's own
     // clock that alone made it look unsteady, whatever its load.
-    let rates = format!("{:.1},{:.1}", 0.9 * capacity, 1.25 * capacity);
+    // Half, not 90%: the rest of the suite shares the machine while the
+    // sweep runs, and a point at 90% of the capacity measured before it
+    // was once judged not steady (106.9 req/s of 118.7) as the machine
+    // slowed. Half the capacity stays under it unless the machine halves
+    // its speed.
+    let rates = format!("{:.1},{:.1}", 0.5 * capacity, 1.25 * capacity);
     let out = dir.path().join("sweep.json");
     let o = goodput()
         // Evenly spaced arrivals: 5 s of Poisson arrivals at 110% can draw
@@ -292,7 +297,7 @@ fn a_sweep_over_http_marks_its_points_and_says_how_long_it_will_take() {
     assert!(stderr.contains("this sweep runs 2 points of about 6 s each: about 12 s in all"), "{stderr}");
     let v = read_json(&out);
     let m = marks(&v);
-    assert!(m[0].1 && !m[1].1, "90% steady, 125% not: {m:?} (capacity {capacity:.1} req/s)");
+    assert!(m[0].1 && !m[1].1, "50% steady, 125% not: {m:?} (capacity {capacity:.1} req/s)");
     assert_eq!(v["analysis"]["recommended"]["index"], 0, "{}", v["analysis"]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.lines().filter(|l| l.contains("NOT STEADY")).count() == 1, "{stdout}");
