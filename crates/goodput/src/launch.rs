@@ -490,7 +490,7 @@ impl Servers {
 
 /// A server's data-parallel ranks (`dp`, 1 where not given).
 fn ranks(params: &ParamMap) -> usize {
-    params.get("dp").and_then(|d| d.trim().parse::<usize>().ok()).unwrap_or(1).max(1)
+    sizes(params).3 as usize
 }
 
 /// The script that starts a configuration's servers on `server`

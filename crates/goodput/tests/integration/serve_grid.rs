@@ -1719,8 +1719,13 @@ fn run_header_sweep(dir: &Path, grid_text: &str, gpu: &str, extra: &[&str]) -> s
 /// `args`, its frontier written to `plan` and its grid to `grid`, which
 /// must succeed: the grid's text.
 fn plan_grid(args: &[&str], plan: &Path, grid: &Path) -> String {
+    plan_grid_of("llama-3.1-8b", "2", args, plan, grid)
+}
+
+/// The same of `model` on up to `gpus` H100s.
+fn plan_grid_of(model: &str, gpus: &str, args: &[&str], plan: &Path, grid: &Path) -> String {
     let o = goodput()
-        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "2"])
+        .args(["plan", "-q", "--model", model, "--gpu", "h100=2", "--gpus", gpus])
         .args(args)
         .arg("-o")
         .arg(plan)
@@ -1998,44 +2003,27 @@ fn a_plan_of_experts_over_data_parallel_ranks_is_measured() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let (plan, grid) = (dir.path().join("plan.json"), dir.path().join("grid.toml"));
-        let o = goodput()
-            .args(["plan", "-q", "--model", "qwen3-30b-a3b", "--gpu", "h100=2", "--gpus", "2", "--tp", "1"])
-            .args(["--ep", "2", "--precision", "fp8", "--serve-engine", engine, "--max-num-seqs", "16"])
-            .args([
-                "--concurrency",
-                "2,8",
-                "--requests-per-user",
-                "3",
-                "--input-tokens",
-                "256",
-                "--output-tokens",
-                "16",
-            ])
-            .args(["--slo", "ttft:p50<=60s", "-o"])
-            .arg(&plan)
-            .arg("--grid-out")
-            .arg(&grid)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let text = std::fs::read_to_string(&grid).unwrap();
+        let text = plan_grid_of(
+            "qwen3-30b-a3b",
+            "2",
+            &[
+                &["--tp", "1", "--ep", "2", "--precision", "fp8", "--serve-engine", engine, "--max-num-seqs", "16"],
+                &MOE_LOAD[..],
+            ]
+            .concat(),
+            &plan,
+            &grid,
+        );
         let table: toml::Table = toml::from_str(&text).unwrap();
         let experts: Vec<&toml::Value> =
             table["config"].as_array().unwrap().iter().filter(|c| c.get("ep").is_some()).collect();
         let [experts] = experts[..] else { panic!("one configuration of EP 2: {text}") };
         assert!(experts["launch"].as_str().unwrap().contains(launch), "{text}");
-        run_header_sweep(dir.path(), &text, "h100", &["-n", "24", "--progress", "none"]);
-        let measured = read_json(&dir.path().join("grid.measured.json"));
-        assert!(configs(&measured).iter().all(|c| c["status"] == "ok"), "{measured}");
+        let logs = measured_and_paired(dir.path(), &text, &plan, experts["id"].as_str().unwrap());
         // The engine ran the plan's layout: one rank's attention on a GPU, experts over both.
-        let logs = all_logs(&dir.path().join("grid.measured.logs"));
         assert!(logs.contains("engine: Qwen/Qwen3-30B-A3B"), "{logs}");
         let layout = |l: &str| l.contains(" --dp 2") && l.contains(" --ep 2") && !l.contains(" --tp 2");
         assert!(logs.lines().any(|l| l.starts_with("engine: ") && layout(l)), "{logs}");
-        let id = experts["id"].as_str().unwrap().to_string();
-        let both = compare_plan(&plan, &dir.path().join("grid.measured.json"), &dir.path().join("both.json")).0;
-        assert!(compared(&both).1.contains(&(id.clone(), id.clone())), "{id}: {both}");
-        assert_all_gone(&logged_pids(&dir.path().join("grid.measured.logs")));
     }
 }
 
@@ -2049,42 +2037,68 @@ fn expert_parallel_groups_are_replicas_behind_a_router() {
     for engine in ["vllm", "sglang"] {
         let dir = tempfile::tempdir().unwrap();
         let (plan, grid) = (dir.path().join("plan.json"), dir.path().join("grid.toml"));
-        let o = goodput()
-            .args(["plan", "-q", "--model", "qwen3-30b-a3b", "--gpu", "h100=2", "--gpus", "4", "--tp", "1"])
-            .args(["--ep", "2", "--pp", "1", "--precision", "fp8", "--serve-engine", engine, "--max-num-seqs", "16"])
-            .args([
-                "--concurrency",
-                "2,8",
-                "--requests-per-user",
-                "3",
-                "--input-tokens",
-                "256",
-                "--output-tokens",
-                "16",
-            ])
-            .args(["--slo", "ttft:p50<=60s", "-o"])
-            .arg(&plan)
-            .arg("--grid-out")
-            .arg(&grid)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let text = std::fs::read_to_string(&grid).unwrap();
+        let text = plan_grid_of(
+            "qwen3-30b-a3b",
+            "4",
+            &[
+                &[
+                    "--tp",
+                    "1",
+                    "--ep",
+                    "2",
+                    "--pp",
+                    "1",
+                    "--precision",
+                    "fp8",
+                    "--serve-engine",
+                    engine,
+                    "--max-num-seqs",
+                    "16",
+                ],
+                &MOE_LOAD[..],
+            ]
+            .concat(),
+            &plan,
+            &grid,
+        );
         let table: toml::Table = toml::from_str(&text).unwrap();
         let groups = table["config"].as_array().unwrap().iter().find(|c| c["dp"].as_integer() == Some(4));
         let groups = groups.unwrap_or_else(|| panic!("no configuration of two groups: {text}"));
         let launch = groups["launch"].as_str().unwrap();
         assert!(launch.contains("--policy power_of_two") && launch.contains("# 2 "), "{launch}");
-        run_header_sweep(dir.path(), &text, "h100", &["-n", "24", "--progress", "none"]);
-        let measured = read_json(&dir.path().join("grid.measured.json"));
-        assert!(configs(&measured).iter().all(|c| c["status"] == "ok"), "{measured}");
-        let logs = all_logs(&dir.path().join("grid.measured.logs"));
+        let logs = measured_and_paired(dir.path(), &text, &plan, groups["id"].as_str().unwrap());
         assert!(logs.contains("router: 2 replicas (") && logs.contains("by power_of_two"), "{logs}");
-        let id = groups["id"].as_str().unwrap().to_string();
-        let both = compare_plan(&plan, &dir.path().join("grid.measured.json"), &dir.path().join("both.json")).0;
-        assert!(compared(&both).1.contains(&(id.clone(), id.clone())), "{id}: {both}");
-        assert_all_gone(&logged_pids(&dir.path().join("grid.measured.logs")));
     }
+}
+
+/// A mixture of experts' plans' load: small, so that its points through
+/// the shims take a second.
+const MOE_LOAD: [&str; 10] = [
+    "--concurrency",
+    "2,8",
+    "--requests-per-user",
+    "3",
+    "--input-tokens",
+    "256",
+    "--output-tokens",
+    "16",
+    "--slo",
+    "ttft:p50<=60s",
+];
+
+/// The grid `text` in `dir` measured by its header's sweep (24 requests a
+/// point): every configuration ok, every process it started gone, and
+/// configuration `id` paired with the plan's prediction of it by compare.
+/// Its logs.
+fn measured_and_paired(dir: &Path, text: &str, plan: &Path, id: &str) -> String {
+    run_header_sweep(dir, text, "h100", &["-n", "24", "--progress", "none"]);
+    let measured = read_json(&dir.join("grid.measured.json"));
+    assert!(configs(&measured).iter().all(|c| c["status"] == "ok"), "{measured}");
+    let logs_dir = dir.join("grid.measured.logs");
+    assert_all_gone(&logged_pids(&logs_dir));
+    let both = compare_plan(plan, &dir.join("grid.measured.json"), &dir.join("both.json")).0;
+    assert!(compared(&both).1.contains(&(id.to_string(), id.to_string())), "{id}: {both}");
+    all_logs(&logs_dir)
 }
 
 /// A script of several servers run by a shell as a user runs it: its
