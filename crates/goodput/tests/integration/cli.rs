@@ -1317,8 +1317,9 @@ fn sessions_replay_sharegpt_conversations_with_the_server_s_own_answers() {
 
 /// The prefill rate that the diagnosis fits from TTFT and prompt lengths
 /// over HTTP is the simulated engine's own: the slope of its TTFT between
-/// two prompt lengths in virtual time. A run on the wall clock can be
-/// spoiled by a stalled host, so it gets a second attempt.
+/// two prompt lengths in virtual time. A request or two that a stalled host
+/// held up are left out of the fit; a run on the wall clock that stalled
+/// more often than that gets a second attempt.
 #[test]
 fn the_diagnosis_fits_the_engine_s_own_prefill_rate_from_ttft() {
     let dir = tempfile::tempdir().unwrap();

@@ -470,6 +470,15 @@ fn e2e_gap(c: &mut CrossCheck, records: &[RequestRecord], run: Option<&Histogram
 /// prompts differ enough to fit (coefficient of variation ≥ 0.25, 20
 /// requests) and the line explains most of TTFT (R² ≥ 0.5): a queue that
 /// sets TTFT instead leaves no such line.
+///
+/// A few requests far off the line (a host that stalled, a retransmitted
+/// packet) would tilt a least-squares fit: a 100 ms stall at one end of 30
+/// prompts moves the slope by a fifth. So the fit is made twice: requests
+/// whose residual from the first is over 3.5 robust standard deviations
+/// (1.4826 × the residuals' median absolute deviation, and at least 1 ms,
+/// below which a client's clock and loopback tell nothing apart) are left
+/// out of the second, where they are at most one in ten; more than that is
+/// not a few stalls, and all are kept. The line says how many were left out.
 fn prefill_scaling(ok: &[&RequestRecord]) -> Option<String> {
     let points: Vec<(f64, f64)> = ok
         .iter()
@@ -478,30 +487,69 @@ fn prefill_scaling(ok: &[&RequestRecord]) -> Option<String> {
             Some((r.input_tokens.saturating_sub(cached) as f64, ms(r.ttft()?)))
         })
         .collect();
-    let n = points.len() as f64;
     if points.len() < 20 {
         return None;
     }
-    let (mx, my) = points.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + x / n, b + y / n));
-    let (sxx, sxy, syy) = points.iter().fold((0.0, 0.0, 0.0), |(xx, xy, yy), (x, y)| {
-        (xx + (x - mx) * (x - mx), xy + (x - mx) * (y - my), yy + (y - my) * (y - my))
-    });
-    if mx <= 0.0 || (sxx / n).sqrt() < 0.25 * mx || syy <= 0.0 {
-        return None;
-    }
-    let slope = sxy / sxx;
-    let r2 = sxy * sxy / (sxx * syy);
+    let first = LineFit::of(&points)?;
+    let mut deviations: Vec<f64> = points.iter().map(|&p| first.residual(p).abs()).collect();
+    deviations.sort_unstable_by(f64::total_cmp);
+    let mad = deviations[deviations.len() / 2];
+    let bound = (3.5 * 1.4826 * mad).max(1.0);
+    let kept: Vec<(f64, f64)> = points.iter().copied().filter(|&p| first.residual(p).abs() <= bound).collect();
+    let left_out = points.len() - kept.len();
+    let (fit, used) = if left_out > 0 && left_out * 10 <= points.len() {
+        (LineFit::of(&kept)?, kept.len())
+    } else {
+        (first, points.len())
+    };
+    let LineFit { slope, intercept, r2 } = fit;
     if slope <= 0.0 || r2 < 0.5 {
         return None;
     }
-    let intercept = my - slope * mx;
+    let over = match points.len() - used {
+        0 => format!("least squares over {used} requests"),
+        out => format!(
+            "least squares over {used} of {} requests, {out} left out far off the line (by over {bound:.1} ms, 3.5 \
+             robust σ)",
+            points.len()
+        ),
+    };
     Some(format!(
-        "TTFT follows the prompt: {:.1} ms more per 1,000 prompt tokens to prefill (least squares over {} requests, \
-         R² {r2:.2}, {intercept:.1} ms at none): about {:.0} prompt tokens/s of prefill as the client sees it",
+        "TTFT follows the prompt: {:.1} ms more per 1,000 prompt tokens to prefill ({over}, R² {r2:.2}, \
+         {intercept:.1} ms at none): about {:.0} prompt tokens/s of prefill as the client sees it",
         slope * 1e3,
-        points.len(),
         1e3 / slope
     ))
+}
+
+/// A least-squares line through (x, y) points.
+#[derive(Clone, Copy)]
+struct LineFit {
+    slope: f64,
+    intercept: f64,
+    /// The share of y's variance the line explains.
+    r2: f64,
+}
+
+impl LineFit {
+    /// None where the xs vary too little to fit (coefficient of variation
+    /// under 0.25) or the ys not at all.
+    fn of(points: &[(f64, f64)]) -> Option<LineFit> {
+        let n = points.len() as f64;
+        let (mx, my) = points.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + x / n, b + y / n));
+        let (sxx, sxy, syy) = points.iter().fold((0.0, 0.0, 0.0), |(xx, xy, yy), (x, y)| {
+            (xx + (x - mx) * (x - mx), xy + (x - mx) * (y - my), yy + (y - my) * (y - my))
+        });
+        if mx <= 0.0 || (sxx / n).sqrt() < 0.25 * mx || syy <= 0.0 {
+            return None;
+        }
+        let slope = sxy / sxx;
+        Some(LineFit { slope, intercept: my - slope * mx, r2: sxy * sxy / (sxx * syy) })
+    }
+
+    fn residual(&self, (x, y): (f64, f64)) -> f64 {
+        y - self.intercept - self.slope * x
+    }
 }
 
 /// Long gaps in streams that come with other requests' prefills: a gap
@@ -1822,6 +1870,26 @@ mod tests {
             })
             .collect();
         assert_eq!(prefill_scaling(&measured(&queued)), None);
+        // Two requests held up 300 ms by a stalled host, at the long end:
+        // left out, the slope is the line's; kept, it would be a fifth steeper.
+        let stall = |i: u64| {
+            let mut r = served(i, 0, 20 + (200 + 100 * i) / 10 + i % 3 + 300);
+            r.input_tokens = 200 + 100 * i;
+            r
+        };
+        let mut stalled = varied.clone();
+        for i in [37, 39] {
+            stalled[i as usize] = stall(i);
+        }
+        let slope = |m: &str| m["TTFT follows the prompt: ".len()..].split(' ').next().unwrap().parse::<f64>().unwrap();
+        let told = prefill_scaling(&measured(&stalled)).expect("a clear line");
+        assert!((slope(&told) - 100.0).abs() < 0.5 && told.contains("over 38 of 40 requests, 2 left out"), "{told}");
+        // Five stalls in 40 are more than a few: all are kept, and the fit says so.
+        for i in [35, 36, 38] {
+            stalled[i as usize] = stall(i);
+        }
+        let told = prefill_scaling(&measured(&stalled)).expect("still a line");
+        assert!(told.contains("least squares over 40 requests") && slope(&told) > 110.0, "{told}");
     }
 
     /// A request sent at `sent_ms` whose chunks came at `chunks_ms`.
