@@ -382,6 +382,17 @@ struct Servers {
     instances: Vec<(Role, ParamMap, u32)>,
 }
 
+/// Whether `server` starts a layout of TP `tp`, EP `ep` over `dp` ranks as
+/// a server an expert-parallel group behind the router, where there are
+/// several groups: vLLM's experts span every GPU of a server, SGLang's its
+/// DP attention's (or each replica's TP, where EP is TP). The plan's
+/// least-loaded is then the router's `power_of_two`, and the plan predicts
+/// it so.
+pub fn groups_apart(server: Server, tp: u32, ep: u32, dp: u32) -> bool {
+    let several = dp / ep_ranks(tp, ep) >= 2;
+    several && ep > 1 && (server == Server::Vllm || (server == Server::Sglang && ep != tp))
+}
+
 /// A configuration's (TP, EP, PP, DP), each 1 where not given.
 fn sizes(params: &ParamMap) -> (u32, u32, u32, u32) {
     let count = |k: &str| params.get(k).and_then(|v| v.trim().parse::<u32>().ok()).unwrap_or(1).max(1);
@@ -432,8 +443,9 @@ impl Servers {
     /// sends each request to the rank of least waiting × 4 + running (the
     /// plan's least-loaded, near enough), SGLang's takes round-robin and
     /// least-loaded as `--load-balance-method` ([`flags`]); round-robin on
-    /// vLLM and prefix-aware on either are replicas behind the router's
-    /// `round_robin` or `cache_aware` policy. So are the replicas of an
+    /// vLLM, and prefix-aware and power-of-two on either, are replicas
+    /// behind the router's `round_robin`, `cache_aware` or `power_of_two`
+    /// policy. So are the replicas of an
     /// expert-parallel layout whose experts do not span every GPU of the
     /// server (vLLM's span TP × DP; SGLang's that or each replica's TP):
     /// each replica its own server, and least-loaded the router's
@@ -445,7 +457,7 @@ impl Servers {
         if units < 2 || params.contains_key("pd") {
             return None;
         }
-        let apart = ep > 1 && (server == Server::Vllm || ep != tp);
+        let apart = groups_apart(server, tp, ep, dp);
         let router: RouterPolicy = match params.get("router") {
             Some(r) => r.parse().ok()?,
             None if apart => RouterPolicy::LeastLoaded,
@@ -456,7 +468,8 @@ impl Servers {
             (Server::Vllm, RouterPolicy::RoundRobin, _) | (Server::Sglang, RouterPolicy::RoundRobin, true) => {
                 "round_robin"
             }
-            (Server::Vllm | Server::Sglang, RouterPolicy::LeastLoaded, true) => "power_of_two",
+            (Server::Vllm | Server::Sglang, RouterPolicy::LeastLoaded, true)
+            | (Server::Vllm | Server::Sglang, RouterPolicy::PowerOfTwo, _) => "power_of_two",
             _ => return None,
         };
         let gpus = tp.saturating_mul(pp).saturating_mul(ep_ranks(tp, ep));
@@ -535,7 +548,7 @@ fn servers_script(
             "# {n} {title} servers on {gpus} GPUs, behind {router}, which spreads requests over them by its \
              {policy} policy{}.\n",
             if policy == "power_of_two" {
-                " (of two drawn, the one with fewer requests in flight: the plan's least-loaded)"
+                " (of two drawn at random, the one with fewer requests in flight)"
             } else {
                 ""
             }
@@ -1440,6 +1453,8 @@ mod tests {
             (Server::Vllm, "round-robin", "round_robin"),
             (Server::Vllm, "prefix-aware", "cache_aware"),
             (Server::Sglang, "prefix-aware", "cache_aware"),
+            (Server::Vllm, "power-of-two", "power_of_two"),
+            (Server::Sglang, "power_of_two", "power_of_two"),
         ] {
             let r = Servers::replicas(server, &knobs(router)).unwrap();
             assert_eq!((r.policy, r.count(Role::Replica)), (Some(policy), 2));

@@ -1436,11 +1436,30 @@ impl Search<'_> {
                                         if router != routers[0] {
                                             cs.retain(|c| c.engines() > 1);
                                         }
+                                        // Several expert-parallel groups are a server
+                                        // a group behind the router, whose policy
+                                        // for least-loaded is power_of_two: predicted
+                                        // so (once, where both are tried).
+                                        let router_of = |c: &Candidate| match routed {
+                                            RouterPolicy::LeastLoaded
+                                                if pd.is_none()
+                                                    && crate::launch::groups_apart(
+                                                        a.serve_engine,
+                                                        c.tp,
+                                                        c.ep,
+                                                        c.dp,
+                                                    ) =>
+                                            {
+                                                RouterPolicy::PowerOfTwo
+                                            }
+                                            r => r,
+                                        };
+                                        cs.retain(|c| router_of(c) == routed || !routers.contains(&router_of(c)));
                                         // Each draft length of --spec-tokens.
                                         counted += cs.len() * a.spec_tokens.0.len();
                                         for &spec in &a.spec_tokens.0 {
                                             group.extend(cs.iter().map(|c| Candidate {
-                                                router: routed,
+                                                router: router_of(c),
                                                 spec,
                                                 ..c.clone()
                                             }));
@@ -2021,8 +2040,12 @@ impl Search<'_> {
         ]
         .into_iter()
         .chain(c.pd.map(|pd| ("pd", pd.spec())))
+        // The router where a trace routes among replicas, or where it is not
+        // the default (several expert-parallel groups' power_of_two), so
+        // that the grid's own prediction and the command agree.
         .chain(
-            self.trace.as_ref().filter(|_| c.engines() > 1 && c.pd.is_none()).map(|_| ("router", c.router.to_string())),
+            (c.engines() > 1 && c.pd.is_none() && (self.trace.is_some() || c.router != RouterPolicy::default()))
+                .then(|| ("router", c.router.to_string())),
         )
         .map(|(k, v)| (k.to_string(), v))
         .collect();

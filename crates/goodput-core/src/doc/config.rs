@@ -387,7 +387,7 @@ pub struct EngineSettings {
     #[serde(skip_serializing_if = "one_replica")]
     pub dp: u32,
     /// The router in front of the replicas, with `dp` > 1: `round-robin`,
-    /// `least-loaded` or `prefix-aware`.
+    /// `least-loaded`, `prefix-aware` or `power-of-two`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub router: Option<String>,
     /// Speculative decoding, when the engine drafts.

@@ -110,14 +110,15 @@ fn precision_name(v: &str) -> String {
 }
 
 /// A router's policy as the simulator names it (`round-robin`,
-/// `least-loaded`, `prefix-aware`), from that or a router's own name for it
-/// (vLLM router's and SGLang's `round_robin` and `cache_aware`, SGLang's
-/// `shortest_queue`); `None` for another.
+/// `least-loaded`, `prefix-aware`, `power-of-two`), from that or a router's
+/// own name for it (vLLM router's and SGLang's `round_robin`, `cache_aware`
+/// and `power_of_two`, SGLang's `shortest_queue`); `None` for another.
 pub fn router_name(v: &str) -> Option<&'static str> {
     match v.trim().to_ascii_lowercase().replace('_', "-").as_str() {
         "round-robin" | "roundrobin" | "rr" => Some("round-robin"),
         "least-loaded" | "least-load" | "shortest-queue" => Some("least-loaded"),
         "prefix-aware" | "cache-aware" | "prefix" => Some("prefix-aware"),
+        "power-of-two" | "poweroftwo" | "p2c" => Some("power-of-two"),
         _ => None,
     }
 }

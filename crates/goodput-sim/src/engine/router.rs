@@ -4,6 +4,7 @@
 //! end, and (prefix-aware) the prompts it sent them, not the replicas' own
 //! caches.
 
+use super::calibration::splitmix64;
 use super::error::Error;
 use super::kv::Prompt;
 use serde::{Deserialize, Serialize};
@@ -27,16 +28,25 @@ pub enum RouterPolicy {
     /// the busiest has more than 64 requests over the idlest and more than
     /// 1.5 times as many.
     PrefixAware,
+    /// vLLM router's and SGLang's `power_of_two`: of two replicas drawn at
+    /// random (distinct, uniformly), the one with fewer requests in flight
+    /// (a tie: the first drawn). Between two replicas it is least-loaded;
+    /// among more, a replica is sometimes passed over for a busier one. The
+    /// draws are a function of the request's place in the run, so a run
+    /// repeats exactly.
+    PowerOfTwo,
 }
 
 impl RouterPolicy {
-    pub const ALL: [RouterPolicy; 3] = [RouterPolicy::RoundRobin, RouterPolicy::LeastLoaded, RouterPolicy::PrefixAware];
+    pub const ALL: [RouterPolicy; 4] =
+        [RouterPolicy::RoundRobin, RouterPolicy::LeastLoaded, RouterPolicy::PrefixAware, RouterPolicy::PowerOfTwo];
 
     pub fn as_str(self) -> &'static str {
         match self {
             RouterPolicy::RoundRobin => "round-robin",
             RouterPolicy::LeastLoaded => "least-loaded",
             RouterPolicy::PrefixAware => "prefix-aware",
+            RouterPolicy::PowerOfTwo => "power-of-two",
         }
     }
 }
@@ -55,8 +65,9 @@ impl FromStr for RouterPolicy {
             Some("round-robin") => Ok(RouterPolicy::RoundRobin),
             Some("least-loaded") => Ok(RouterPolicy::LeastLoaded),
             Some("prefix-aware") => Ok(RouterPolicy::PrefixAware),
+            Some("power-of-two") => Ok(RouterPolicy::PowerOfTwo),
             _ => Err(Error::InvalidConfig(format!(
-                "unknown --router `{s}`; use round-robin, least-loaded or prefix-aware"
+                "unknown --router `{s}`; use round-robin, least-loaded, prefix-aware or power-of-two"
             ))),
         }
     }
@@ -73,6 +84,8 @@ const BALANCE_REL_THRESHOLD: f64 = 1.5;
 #[derive(Debug, Clone)]
 pub struct Router {
     policy: RouterPolicy,
+    /// Round-robin: the next replica. Power-of-two: how many requests it
+    /// has routed, which seeds each draw.
     next: usize,
     in_flight: Vec<u32>,
     /// Prefix-aware: per replica, the block hashes of the prompts sent to
@@ -152,6 +165,10 @@ impl Router {
                 }
                 RouterPolicy::LeastLoaded => self.least_loaded(),
                 RouterPolicy::PrefixAware => self.prefix_aware(prompt.block_hashes()),
+                RouterPolicy::PowerOfTwo => {
+                    self.next = self.next.wrapping_add(1);
+                    self.power_of_two(self.next as u64)
+                }
             }
         };
         if self.policy == RouterPolicy::PrefixAware {
@@ -170,6 +187,21 @@ impl Router {
 
     fn least_loaded(&self) -> usize {
         (0..self.in_flight.len()).min_by_key(|&i| self.in_flight[i]).unwrap_or(0)
+    }
+
+    /// Two distinct replicas drawn uniformly from the `nth` request's
+    /// bits; the one with fewer in flight, the first drawn on a tie.
+    fn power_of_two(&self, nth: u64) -> usize {
+        let n = self.in_flight.len() as u64;
+        let bits = splitmix64(nth ^ 0x706f_7765_725f_325f);
+        // The second from the n − 1 others: distinct without redrawing.
+        let a = (bits % n) as usize;
+        let b = ((a as u64 + 1 + (bits >> 32) % (n - 1)) % n) as usize;
+        if self.in_flight[a] <= self.in_flight[b] {
+            a
+        } else {
+            b
+        }
     }
 
     fn prefix_aware(&self, hashes: &[u64]) -> usize {
@@ -208,8 +240,48 @@ mod tests {
             assert_eq!(p.as_str().parse::<RouterPolicy>().unwrap(), p);
         }
         assert_eq!("cache_aware".parse::<RouterPolicy>().unwrap(), RouterPolicy::PrefixAware);
+        assert_eq!("power_of_two".parse::<RouterPolicy>().unwrap(), RouterPolicy::PowerOfTwo);
         let err = "random".parse::<RouterPolicy>().unwrap_err().to_string();
-        assert!(err.contains("round-robin") && err.contains("prefix-aware"), "{err}");
+        assert!(err.contains("round-robin") && err.contains("power-of-two"), "{err}");
+    }
+
+    /// Power-of-two is least-loaded between two replicas (a tie to either);
+    /// among four it draws every pair, so it sometimes takes a busier
+    /// replica than the idlest, but never the busier of the pair it drew:
+    /// never the busiest of all.
+    #[test]
+    fn power_of_two_takes_the_lighter_of_two_drawn() {
+        let p = prompt(64, 0, 1);
+        let mut two = Router::new(RouterPolicy::PowerOfTwo, 2, 1000);
+        let mut ties = [0; 2];
+        for k in 0..200 {
+            let before = two.in_flight.clone();
+            let i = two.route(&p);
+            match before[0].cmp(&before[1]) {
+                std::cmp::Ordering::Equal => ties[i] += 1,
+                lighter => assert_eq!(i, usize::from(lighter.is_gt()), "request {k}: {before:?}"),
+            }
+            if k % 3 == 0 {
+                two.done(k % 2);
+            }
+        }
+        assert!(ties[0] > 0 && ties[1] > 0, "a tie goes to the first drawn, either: {ties:?}");
+        let mut four = Router::new(RouterPolicy::PowerOfTwo, 4, 1000);
+        four.in_flight = vec![0, 5, 10, 15];
+        let mut chosen = [0usize; 4];
+        for _ in 0..1200 {
+            chosen[four.route(&p)] += 1;
+            four.in_flight = vec![0, 5, 10, 15];
+        }
+        // Of the six pairs, 3 hold replica 0, 2 replica 1 and not 0, 1 replica 2 and 3: 1/2, 1/3, 1/6, 0.
+        assert_eq!(chosen[3], 0, "{chosen:?}");
+        for (i, share) in [(0, 0.5), (1, 1.0 / 3.0), (2, 1.0 / 6.0)] {
+            assert!((chosen[i] as f64 / 1200.0 - share).abs() < 0.05, "{chosen:?}");
+        }
+        // The draws repeat: a second router routes the same.
+        let (mut a, mut b) =
+            (Router::new(RouterPolicy::PowerOfTwo, 5, 1000), Router::new(RouterPolicy::PowerOfTwo, 5, 1000));
+        assert!((0..100).all(|_| a.route(&p) == b.route(&p)));
     }
 
     #[test]

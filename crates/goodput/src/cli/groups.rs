@@ -491,7 +491,7 @@ pub struct EngineHwArgs {
     /// Data-parallel degree: replicas of the engine, each on --tp GPUs, behind a router.
     #[arg(long, default_value_t = 1, help_heading = "Simulated engine")]
     pub dp: u32,
-    /// How the router in front of --dp replicas picks one: least-loaded (fewest requests in flight), round-robin, or prefix-aware (vLLM router's and SGLang's cache_aware policy).
+    /// How the router in front of --dp replicas picks one: least-loaded (fewest requests in flight), round-robin, prefix-aware (vLLM router's and SGLang's cache_aware policy), or power-of-two (their power_of_two: the lighter of two drawn at random).
     #[arg(long, default_value = "least-loaded", help_heading = "Simulated engine")]
     pub router: String,
     /// Expert parallelism for a mixture of experts: the GPUs its experts are spread over, whole (vLLM's EP size = --tp × the --dp ranks that share them; --ep 8 --dp 8 is vLLM's --data-parallel-size 8 --enable-expert-parallel). 1: experts split by --tp.
@@ -617,7 +617,7 @@ pub struct SimArgs {
     /// Embedded engine: data-parallel replicas, each on --sim-tp GPUs, behind a router (as --dp of serve).
     #[arg(long, default_value_t = 1, help_heading = "Embedded simulator (no --url)")]
     pub sim_dp: u32,
-    /// Embedded engine: how the router in front of --sim-dp replicas picks one: least-loaded, round-robin or prefix-aware.
+    /// Embedded engine: how the router in front of --sim-dp replicas picks one: least-loaded, round-robin, prefix-aware or power-of-two.
     #[arg(long, default_value = "least-loaded", help_heading = "Embedded simulator (no --url)")]
     pub sim_router: String,
     /// Embedded engine: prefill/decode disaggregation, P prefill and D decode instances each on --sim-tp GPUs, or on a pool's own TP (1xTP1:1xTP2) (as --pd of serve; not with --sim-dp).

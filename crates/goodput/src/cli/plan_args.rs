@@ -190,7 +190,7 @@ pub struct PlanArgs {
     /// Speeds to replay the --trace at, each a curve's point (2 halves every gap; default 0.25,0.5,1,2,4,8,16, then doubling up to 4096 while a curve meets the SLO and still rises): a curve stops at a miss of the SLO, once its throughput stops rising, or at a point not steady (the trace coming faster than the configuration serves it); speeds given are run as given, with a note naming the curves they leave still rising.
     #[arg(long, value_delimiter = ',', requires = "trace", value_parser = number("--trace-speed", "how many times faster to replay", "2", Units::Times))]
     pub trace_speed: Option<Vec<f64>>,
-    /// Routers in front of the replicas to try with --trace: round-robin, least-loaded, prefix-aware (default least-loaded).
+    /// Routers in front of the replicas to try with --trace: round-robin, least-loaded, prefix-aware, power-of-two (default least-loaded).
     #[arg(long, value_delimiter = ',', requires = "trace")]
     pub router: Option<Vec<String>>,
     /// Simulations run at once (default: the CPUs available).

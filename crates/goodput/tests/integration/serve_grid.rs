@@ -1524,7 +1524,9 @@ exec {goodput} serve --profile engine --model "$SHIM_MODEL" --gpu "$SHIM_GPU" --
     // The pools' knobs, from the first instance of each, as one engine.
     let route = format!(
         r#"if [ -n "$workers" ]; then
-  # Replicas behind the router's policy: the engine's --dp behind its router.
+  # Replicas behind the router's policy: the engine's --dp behind its router
+  # (power_of_two over groups of ranks as least-loaded over every rank: the
+  # lighter of two groups, then each group's lightest rank).
   set -- $workers; n=$#
   knobs=$(cat "$SHIM_POOLS/$1") || exit 2
   tp=$(printf '%s' "$knobs" | sed -n 's/.* --tp \([0-9]*\).*/\1/p')
@@ -2029,9 +2031,9 @@ fn a_plan_of_experts_over_data_parallel_ranks_is_measured() {
 
 /// Two expert-parallel groups on four GPUs (TP 1, EP 2): each group is a
 /// server of its own (vLLM's experts span every GPU of a server; SGLang's
-/// its DP attention's), behind the router's `power_of_two`, which between
-/// two replicas is the plan's least-loaded; measured through the shims as
-/// the engine of those groups, and paired with the plan's prediction.
+/// its DP attention's), behind the router's `power_of_two`, which the plan
+/// predicts; measured through the shims as the engine of those groups, and
+/// paired with the plan's prediction.
 #[test]
 fn expert_parallel_groups_are_replicas_behind_a_router() {
     for engine in ["vllm", "sglang"] {
@@ -2066,6 +2068,8 @@ fn expert_parallel_groups_are_replicas_behind_a_router() {
         let groups = groups.unwrap_or_else(|| panic!("no configuration of two groups: {text}"));
         let launch = groups["launch"].as_str().unwrap();
         assert!(launch.contains("--policy power_of_two") && launch.contains("# 2 "), "{launch}");
+        // The grid's own prediction takes the router the script starts.
+        assert_eq!(groups["router"].as_str(), Some("power-of-two"), "{text}");
         let logs = measured_and_paired(dir.path(), &text, &plan, groups["id"].as_str().unwrap());
         assert!(logs.contains("router: 2 replicas (") && logs.contains("by power_of_two"), "{logs}");
     }
