@@ -43,9 +43,10 @@ to GBs, far more than the GPU's L2 cache, so every layer still reads its
 weights and its KV from HBM, as a real model's would; the 70B's 140 GB of
 BF16 weights need not fit.
 
-Usage (on a GPU machine; about 2 to 4 minutes on an H100 or H200):
+Usage (on a GPU machine; 130 s on an H200, 334 s with --power-s 2.5, which
+also records each shape's watts through NVML, as data/gpu/ holds them):
 
-    python3 scripts/gpu-step-times.py --out data/gpu/h200-step-times.csv
+    python3 scripts/gpu-step-times.py --power-s 2.5 --out data/gpu/h200-step-times.csv
 
 and a check of the script itself on a CPU, with a tiny model (seconds):
 
@@ -58,6 +59,7 @@ import math
 import platform
 import statistics
 import sys
+import threading
 import time
 
 import torch
@@ -172,13 +174,42 @@ class Layer:
                 return torch.empty(e, rows, cols, device=device, dtype=dtype).normal_(0.0, 0.02)
 
             self.router = torch.empty(e, h, device=device, dtype=dtype).normal_(0.0, 0.02)
-            self.egu = experts(h, 2 * f)
-            self.ed = experts(f, h)
+            self.egu = as_grouped_b(experts(h, 2 * f))
+            self.ed = as_grouped_b(experts(f, h))
         else:
             self.wgu = w(2 * m["intermediate"], h)
             self.wd = w(h, m["intermediate"])
         self.n1 = torch.ones(h, device=device, dtype=dtype)
         self.n2 = torch.ones(h, device=device, dtype=dtype)
+
+
+# How torch._grouped_mm takes its second operand on this PyTorch and GPU:
+# "row" (as made) or "column" (each expert's matrix stored transposed, the
+# same bytes and FLOPs; some versions' kernels take only that layout). Set
+# by probe_grouped_mm before a mixture of experts is built.
+GROUPED_B = "row"
+
+
+def as_grouped_b(t):
+    return t.transpose(-2, -1).contiguous().transpose(-2, -1) if GROUPED_B == "column" else t
+
+
+def probe_grouped_mm(device, dtype):
+    """Finds a layout of the experts' weights that torch._grouped_mm takes."""
+    global GROUPED_B
+    errors = []
+    for layout in ("row", "column"):
+        GROUPED_B = layout
+        a = torch.zeros(32, 64, device=device, dtype=dtype)
+        b = as_grouped_b(torch.zeros(2, 64, 32, device=device, dtype=dtype))
+        offs = torch.tensor([16, 32], device=device, dtype=torch.int32)
+        try:
+            torch._grouped_mm(a, b, offs=offs)
+            sync(device)
+            return layout
+        except Exception as e:  # noqa: BLE001 - try the other layout
+            errors.append(f"{layout}: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
+    raise RuntimeError("torch._grouped_mm took neither layout (" + "; ".join(errors) + ")")
 
 
 def layer_bytes(m, dtype_bytes=2):
@@ -249,12 +280,62 @@ class Model:
         return F.linear(rms_norm(last, self.norm), self.lm_head)
 
 
+class PowerSampler:
+    """The GPU's power draw read through NVML (nvidia-ml-py) every 50 ms in
+    a thread, for the watts of a shape's timed runs. NVML gives Hopper's and
+    Ampere's power as a mean over the last second, so a shape's watts are the
+    median of the readings taken from one second after its timed runs began
+    to their end, and its runs are repeated for at least `seconds` of wall
+    time (--power-s) so that there are readings to take."""
+
+    def __init__(self, device, seconds):
+        import pynvml  # noqa: PLC0415 - only where power is read
+
+        pynvml.nvmlInit()
+        self.nvml = pynvml
+        self.handle = pynvml.nvmlDeviceGetHandleByIndex(device.index or 0)
+        self.seconds = seconds
+        self.samples = []
+        self.lock = threading.Lock()
+        self.idle_w = self.read()
+        threading.Thread(target=self.run, daemon=True).start()
+
+    def read(self):
+        return self.nvml.nvmlDeviceGetPowerUsage(self.handle) / 1e3
+
+    def run(self):
+        while True:
+            w = self.read()
+            with self.lock:
+                self.samples.append((time.perf_counter(), w))
+                del self.samples[:-400]
+            time.sleep(0.05)
+
+    def watts(self, start, end):
+        with self.lock:
+            w = [x for t, x in self.samples if start + 1.0 <= t <= end]
+        return statistics.median(w) if len(w) >= 3 else None
+
+
+POWER = None
+
+
 def timed(fn, device, min_reps, max_reps, budget_s):
-    """Median seconds of fn() after two warm-up calls, and the repetitions."""
+    """Median seconds of fn() after two warm-up calls, the repetitions, and
+    the watts drawn over them (None where power is not read)."""
     fn()
     fn()
     sync(device)
     times = []
+    began = time.perf_counter()
+    while POWER is not None and time.perf_counter() - began < POWER.seconds:
+        # Reading power: the runs go on for --power-s of wall time, all timed.
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
     while len(times) < max_reps and (len(times) < min_reps or sum(times) < budget_s):
         if device.type == "cuda":
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -267,7 +348,8 @@ def timed(fn, device, min_reps, max_reps, budget_s):
             t0 = time.perf_counter()
             fn()
             times.append(time.perf_counter() - t0)
-    return statistics.median(times), len(times)
+    watts = POWER.watts(began, time.perf_counter()) if POWER is not None else None
+    return statistics.median(times), len(times), watts
 
 
 def sync(device):
@@ -297,20 +379,27 @@ def graphed(fn, device):
         return fn, False
 
 
+def shown(watts):
+    return f", {watts:.0f} W" if watts is not None else ""
+
+
 def measure(args, device, dtype, name, precision, prefill, decode, write):
     """Times the grid for one model at one precision; returns how attention ran."""
     m = MODELS[name]
     fp8 = precision == "fp8"
     per_layer = layer_bytes(m, 1 if fp8 else 2)
     sets = max(2, min(m["layers"], int(args.weight_budget_gib * 2**30 // per_layer)))
+    layout = ""
+    if "experts" in m:
+        layout = f", experts' weights {probe_grouped_mm(device, dtype)}-major for torch._grouped_mm"
     model = Model(m, sets, device, dtype, fp8)
-    print(f"{name} {precision}: {m['layers']} layers cycling {sets} weight sets", file=sys.stderr)
+    print(f"{name} {precision}: {m['layers']} layers cycling {sets} weight sets{layout}", file=sys.stderr)
     for b, p in prefill:
         ids = torch.randint(0, m["vocab"], (b * p,), device=device)
         with torch.inference_mode():
-            t, reps = timed(lambda: model.step(ids, b, p, None), device, 3, 20, args.budget_s)
-        write(name, precision, "prefill", b, p, t, reps, False, sets, 0)
-        print(f"  prefill {b} x {p}: {t * 1e3:.3f} ms ({reps} runs)", file=sys.stderr)
+            t, reps, watts = timed(lambda: model.step(ids, b, p, None), device, 3, 20, args.budget_s)
+        write(name, precision, "prefill", b, p, t, reps, False, sets, 0, watts)
+        print(f"  prefill {b} x {p}: {t * 1e3:.3f} ms ({reps} runs){shown(watts)}", file=sys.stderr)
     kv_token_bytes = 2 * m["kv_heads"] * m["head_dim"] * 2
     for b, s in decode:
         per_set = b * s * kv_token_bytes
@@ -327,9 +416,9 @@ def measure(args, device, dtype, name, precision, prefill, decode, write):
         ids = torch.randint(0, m["vocab"], (b,), device=device)
         with torch.inference_mode():
             fn, graph = graphed(lambda: model.step(ids, b, 1, kvs), device)
-            t, reps = timed(fn, device, 3, 20, args.budget_s)
-        write(name, precision, "decode", b, s, t, reps, graph, sets, kv_sets)
-        print(f"  decode {b} x {s}: {t * 1e3:.3f} ms ({reps} runs, graph {graph})", file=sys.stderr)
+            t, reps, watts = timed(fn, device, 3, 20, args.budget_s)
+        write(name, precision, "decode", b, s, t, reps, graph, sets, kv_sets, watts)
+        print(f"  decode {b} x {s}: {t * 1e3:.3f} ms ({reps} runs, graph {graph}){shown(watts)}", file=sys.stderr)
         kvs = fn = None  # frees the KV buffers and the graph before the next shape
         if device.type == "cuda":
             torch.cuda.empty_cache()
@@ -353,6 +442,13 @@ def main():
     ap.add_argument("--weight-budget-gib", type=float, default=16.0, help="memory for the cycled sets of weights")
     ap.add_argument("--kv-budget-gib", type=float, default=24.0, help="memory for the cycled sets of KV buffers")
     ap.add_argument("--budget-s", type=float, default=1.0, help="seconds of repetitions a shape gets (3 to 20 of them)")
+    ap.add_argument(
+        "--power-s",
+        type=float,
+        default=0.0,
+        help="read the GPU's power through NVML and run each shape for at least this many seconds"
+        " (2.5 or more: NVML's reading is a mean over the last second); 0: power not read",
+    )
     args = ap.parse_args()
 
     device = torch.device(args.device)
@@ -385,6 +481,14 @@ def main():
         if p == "fp8" and FP8 is None:
             sys.exit("this PyTorch has no float8_e4m3fn: time bf16 only (--precisions bf16)")
     torch.manual_seed(0)
+    global POWER
+    if args.power_s > 0:
+        if device.type != "cuda":
+            sys.exit("--power-s reads a GPU's power: run on a GPU (--device cuda)")
+        try:
+            POWER = PowerSampler(device, args.power_s)
+        except Exception as e:  # noqa: BLE001 - NVML missing or refused
+            sys.exit(f"cannot read the GPU's power through NVML ({e}): install nvidia-ml-py, or leave out --power-s")
 
     started = time.time()
     out = open(args.out, "w")
@@ -392,20 +496,27 @@ def main():
     out.write(f"# date: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}\n")
     out.write(f"# device: {device_name}; torch {torch.__version__}; CUDA {cuda or 'none'}\n")
     out.write("# ms is the median of the runs; rows are written as they are measured\n")
+    if POWER is not None:
+        out.write(
+            f"# watts: the median of NVML's power readings (each a mean over the last second) from 1 s after a"
+            f" shape's timed runs began to their end, the runs lasting at least {args.power_s:g} s;"
+            f" {POWER.idle_w:.1f} W before anything ran\n"
+        )
     out.write(
         "gpu,model,precision,phase,batch,tokens,ms,runs,cuda_graph,weight_sets,kv_sets,"
-        "layers,hidden,heads,kv_heads,head_dim,intermediate,vocab,experts,experts_per_token\n"
+        "layers,hidden,heads,kv_heads,head_dim,intermediate,vocab,experts,experts_per_token,watts\n"
     )
     out.flush()
     rows = 0
 
-    def write(name, precision, phase, b, n, t, reps, graph, sets, kv_sets):
+    def write(name, precision, phase, b, n, t, reps, graph, sets, kv_sets, watts):
         nonlocal rows
         m = MODELS[name]
         out.write(
             f"{gpu},{name},{precision},{phase},{b},{n},{t * 1e3:.4f},{reps},{'yes' if graph else 'no'},{sets},"
             f"{kv_sets},{m['layers']},{m['hidden']},{m['heads']},{m['kv_heads']},{m['head_dim']},"
-            f"{m['intermediate']},{m['vocab']},{m.get('experts', 0)},{m.get('top_k', 0)}\n"
+            f"{m['intermediate']},{m['vocab']},{m.get('experts', 0)},{m.get('top_k', 0)},"
+            f"{'' if watts is None else f'{watts:.1f}'}\n"
         )
         out.flush()
         rows += 1

@@ -393,15 +393,30 @@ impl Roofline {
         if total <= 0.0 {
             return (Duration::ZERO, StepPower { watts: self.idle_w, ..StepPower::default() });
         }
-        let u_c = (t.compute_s / total).min(1.0);
-        let u_m = (t.memory_s / total).min(1.0);
+        (seconds(total), self.power_over(&t, total))
+    }
+
+    /// What the step's kernels draw while they run: the power of
+    /// [`Roofline::step_time_and_power`] over the step's matrix products,
+    /// attention and all-reduces alone, without the overheads (an engine's
+    /// software, counted at idle). A step timed back to back on a GPU, as
+    /// `scripts/gpu-step-times.py` times it, has no such gaps.
+    pub fn kernel_power(&self, b: &BatchShape) -> StepPower {
+        let t = self.split(b);
+        let busy = t.gemm + t.attention + t.tp;
+        if busy <= 0.0 {
+            return StepPower { watts: self.idle_w, ..StepPower::default() };
+        }
+        self.power_over(&t, busy)
+    }
+
+    /// Idle power plus the dynamic range times min(1, a_c·u_c + a_m·u_m),
+    /// u_c and u_m the step's compute and memory seconds as shares of `over`.
+    fn power_over(&self, t: &Terms, over: f64) -> StepPower {
+        let u_c = (t.compute_s / over).min(1.0);
+        let u_m = (t.memory_s / over).min(1.0);
         let activity = (self.power_compute * u_c + self.power_memory * u_m).min(1.0);
-        let power = StepPower {
-            compute_utilisation: u_c,
-            memory_utilisation: u_m,
-            watts: self.idle_w + self.dynamic_w * activity,
-        };
-        (seconds(total), power)
+        StepPower { compute_utilisation: u_c, memory_utilisation: u_m, watts: self.idle_w + self.dynamic_w * activity }
     }
 
     /// How long after a step of `step` ends a chunk of `chunk` tokens in
