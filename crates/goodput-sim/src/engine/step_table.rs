@@ -485,6 +485,15 @@ mod tests {
         let fp8 = row("h200", "decode", 1, 128, 1.0).replace("llama-3.1-8b,", "llama-3.1-8b,fp4,");
         let e = parse_step_table(&format!("{with_precision}\n{fp8}\n")).unwrap_err().to_string();
         assert!(e.contains("precision `fp4`: the script times bf16 or fp8 weights"), "{e}");
+        // Watts: optional, empty where not read, else a positive number.
+        let with_watts = format!("{HEADER},watts");
+        let watts = |w: &str| format!("{with_watts}\n{},{w}\n", row("h200", "decode", 1, 128, 1.0));
+        assert_eq!(parse_step_table(&watts("")).unwrap()[0].watts, None);
+        assert_eq!(parse_step_table(&watts("512.5")).unwrap()[0].watts, Some(512.5));
+        for bad in ["-3", "0", "NaN", "lots", "20000"] {
+            let e = parse_step_table(&watts(bad)).unwrap_err().to_string();
+            assert!(e.contains(&format!("`watts` is `{bad}`: expected a number of watts")), "{bad}: {e}");
+        }
         let rows = parse_step_table(&format!("{HEADER}\n{}\n", row("tpu-v9", "decode", 1, 128, 1.0))).unwrap();
         let e = compare(&rows).unwrap_err().to_string();
         assert!(e.contains("line 2") && e.contains("unknown GPU `tpu-v9`"), "{e}");
@@ -576,6 +585,10 @@ mod tests {
         let (power, n) = median_power_error(&c.iter().collect::<Vec<_>>()).unwrap();
         assert_eq!(n, 110);
         assert!(power < 0.20, "{}", render(&c));
+        let text = render(&c);
+        assert!(text.contains("kernels W") && text.contains("/ kernels' power (rows with watts)"), "{text}");
+        let all = text.lines().find(|l| l.starts_with("all: ")).unwrap();
+        assert!(all.ends_with(&format!("(110) / {:.1} % (110)", power * 100.0)), "{all}");
     }
 
     #[test]
