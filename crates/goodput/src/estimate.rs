@@ -184,7 +184,8 @@ pub fn finish(
 /// hold: the GPU's family is uncalibrated, and under load (as the reference
 /// rows' closed loops were: a mean of `LOADED_IN_FLIGHT` in flight or more)
 /// the engine's TTFT is its least certain figure, with the held-out error
-/// that applies to how the requests started.
+/// that applies to how the requests started; and its energy, how far the
+/// power model was from a GPU's measured steps.
 fn engine_notes(a: &EstimateArgs, cfg: &EngineConfig, result: &RunResult) -> Vec<String> {
     let mut notes = Vec::new();
     notes.extend(goodput_sim::engine::accuracy::uncalibrated_note(&cfg.gpu));
@@ -198,6 +199,9 @@ fn engine_notes(a: &EstimateArgs, cfg: &EngineConfig, result: &RunResult) -> Vec
             Start::Together
         };
         notes.push(ttft_note(start));
+    }
+    if result.energy.is_some() {
+        notes.push(goodput_sim::engine::accuracy::energy_note());
     }
     notes
 }

@@ -550,6 +550,8 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     if simulated > 0 {
         use goodput_sim::engine::accuracy::{ttft_note, Start};
         doc.notes.push(ttft_note(if search.trace.is_some() { Start::Schedule } else { Start::Apart }));
+        // Its J/tok too: the power model's error on a GPU's measured steps.
+        doc.notes.push(goodput_sim::engine::accuracy::energy_note());
     }
     mark_uncalibrated(&mut doc);
     let weights = crate::launch::Weights {

@@ -72,6 +72,52 @@ pub const CDNA3_OCI_2024: FamilyCheck = FamilyCheck {
 pub const CDNA3_AMD_2025: FamilyCheck =
     FamilyCheck { latency_rows: 3, latency_error_pct: (-7.5, 6.7), throughput_rows: 4, throughput_ratio: (1.65, 1.84) };
 
+/// The power model against the steps measured on an H200
+/// (`data/gpu/h200-step-times.csv`: bare PyTorch steps of the catalog's
+/// dense Llamas timed back to back, NVML's watts; nothing fitted), the
+/// model's power while a step's kernels run beside the measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PowerCheck {
+    /// Prefills of 512 tokens or more: how many, and the median error,
+    /// percent.
+    pub prefill_rows: usize,
+    pub prefill_median_pct: f64,
+    /// Decodes of 1 to 16 sequences (memory-bound): how many, the least
+    /// and most error and the median, percent (negative: below the
+    /// measured).
+    pub decode_rows: usize,
+    pub decode_error_pct: (f64, f64),
+    pub decode_median_pct: f64,
+}
+
+/// The H200's table (a test recomputes it from the file).
+pub const H200_POWER: PowerCheck = PowerCheck {
+    prefill_rows: 24,
+    prefill_median_pct: 1.2,
+    decode_rows: 36,
+    decode_error_pct: (-33.0, 1.2),
+    decode_median_pct: -24.6,
+};
+
+/// The note a prediction's energy carries: how far the power model was
+/// from a GPU's measured steps, and which way to read joules per token.
+pub fn energy_note() -> String {
+    let c = H200_POWER;
+    format!(
+        "energy: the power model was checked against an H200's measured steps (bare PyTorch kernels back to back, \
+         nothing fitted): prefill {:+.0} % at the median ({} steps, the GPU at its 700 W cap); decode of 1 to 16 \
+         sequences {:+.0} to {:+.0} %, {:+.0} % at the median ({} steps), streaming memory drawing more than the \
+         model's half of the dynamic range. Read J/token as a lower bound for GPUs kept busy; a whole engine's GPU, \
+         waiting between steps, draws less (docs/simulator.md, \"Power and energy\")",
+        c.prefill_median_pct,
+        c.prefill_rows,
+        c.decode_error_pct.0,
+        c.decode_error_pct.1,
+        c.decode_median_pct,
+        c.decode_rows,
+    )
+}
+
 /// What a prediction on `gpu` should say when its family is uncalibrated
 /// (none for Hopper and Blackwell): it runs on Hopper's constants, and, for
 /// CDNA3, how far the public tables checked found it.
@@ -202,6 +248,34 @@ mod tests {
         assert!(
             ampere.contains("which no public measurement of this family has checked") && !ampere.contains("MI300X")
         );
+    }
+
+    #[test]
+    fn the_energy_note_quotes_the_measured_h200_table() {
+        use crate::engine::step_table::{compare, parse_step_table, Phase};
+        let rows = parse_step_table(include_str!("../../../../data/gpu/h200-step-times.csv")).unwrap();
+        let c = compare(&rows).unwrap();
+        let dense = |x: &&crate::engine::step_table::StepComparison| x.row.model.starts_with("llama-");
+        let errors = |f: &dyn Fn(&crate::engine::step_table::StepComparison) -> bool| {
+            let mut v: Vec<f64> =
+                c.iter().filter(dense).filter(|x| f(x)).map(|x| x.power_error().unwrap() * 100.0).collect();
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let median = |v: &[f64]| goodput_core::percentile(v, 50.0).unwrap();
+        let prefill = errors(&|x| x.row.phase == Phase::Prefill && x.row.batch * x.row.tokens >= 512);
+        let decode = errors(&|x| x.row.phase == Phase::Decode && x.row.batch <= 16);
+        let got = PowerCheck {
+            prefill_rows: prefill.len(),
+            prefill_median_pct: (median(&prefill) * 10.0).round() / 10.0,
+            decode_rows: decode.len(),
+            decode_error_pct: ((decode[0] * 10.0).round() / 10.0, (decode[decode.len() - 1] * 10.0).round() / 10.0),
+            decode_median_pct: (median(&decode) * 10.0).round() / 10.0,
+        };
+        assert_eq!(got, H200_POWER, "the power model or the table moved: quote the new figures");
+        let note = energy_note();
+        assert!(note.contains("prefill +1 % at the median (24 steps"), "{note}");
+        assert!(note.contains("sequences -33 to +1 %, -25 % at the median (36 steps)"), "{note}");
     }
 
     /// The line docs/simulator.md gives for a check.

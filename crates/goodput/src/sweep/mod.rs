@@ -497,6 +497,10 @@ impl Sweep {
         if let Some(c) = engine.filter(|_| self.config.estimate) {
             a.notes.extend(crate::serve::uncalibrated_warning(&c.gpu));
         }
+        // Predicted energy: how far the power model was from a GPU's steps.
+        if self.config.estimate && self.points.iter().any(|p| p.result.energy.is_some()) {
+            a.notes.push(goodput_sim::engine::accuracy::energy_note());
+        }
         if let Some((at, _)) = self.not_run.first() {
             let what: Vec<&str> = self.not_run.iter().map(|(_, w)| w.as_str()).collect();
             a.notes.insert(

@@ -73,6 +73,8 @@ fn plan_writes_a_valid_undominated_frontier_and_report_renders_it() {
     // The engine's held-out TTFT error is said beside the TTFT column.
     let accuracy = notes.iter().find(|n| n.starts_with("accuracy: TTFT under load")).expect("an accuracy note");
     assert!(accuracy.contains("started apart (as here) was below every one"), "{accuracy}");
+    // And the power model's error on a GPU's measured steps beside J/tok.
+    assert!(notes.iter().any(|n| n.starts_with("energy: the power model was checked")), "{notes:#?}");
 
     let all = points(&doc);
     assert!(all.len() >= 8, "too few points: {doc}");

@@ -145,8 +145,10 @@ fn model_configs_are_read_as_their_authors_meant() {
 /// made (together by default, apart with --ramp-up, neither on a
 /// schedule), and how to check it, on standard error and in its saved
 /// documents (the JSON's engine block, the Markdown and the HTML); one user
-/// at a time, whose TTFT the engine's checks found close, says nothing. A
-/// sweep of predicted points under load says it in its notes.
+/// at a time, whose TTFT the engine's checks found close, says nothing of
+/// it. Every estimate's energy says how far the power model was from a
+/// GPU's measured steps. A sweep of predicted points under load says both
+/// in its notes.
 #[test]
 fn an_estimate_under_load_says_how_far_its_ttft_was_and_one_user_alone_does_not() {
     let note = "accuracy: TTFT under load is the engine's least certain figure";
@@ -178,9 +180,12 @@ fn an_estimate_under_load_says_how_far_its_ttft_was_and_one_user_alone_does_not(
             && together.contains("bench or sweep"),
         "{together}"
     );
-    assert_eq!(json.as_array().map_or(0, |a| a.len()), 1, "{json}");
+    assert_eq!(json.as_array().map_or(0, |a| a.len()), 2, "{json}");
     let saved = json[0].as_str().unwrap();
     assert!(together.contains(&format!("note: {saved}")), "{together}");
+    let energy = "energy: the power model was checked against an H200's measured steps";
+    assert!(json[1].as_str().is_some_and(|n| n.starts_with(energy)), "{json}");
+    assert!(together.contains(&format!("note: {energy}")) && md.contains("- note: energy: the power model"), "{md}");
     assert!(md.contains("- note: accuracy: TTFT under load") && md.contains(r"sent together \(as here\)"), "{md}");
     assert!(html.contains("<p class=\"note\">Note: accuracy: TTFT under load"), "{html}");
     let (apart, json, ..) = run(&["-c", "16", "--ramp-up", "1s"]);
@@ -190,13 +195,14 @@ fn an_estimate_under_load_says_how_far_its_ttft_was_and_one_user_alone_does_not(
     assert!(schedule.contains("on a schedule, which is neither") && !schedule.contains("(as here)"), "{schedule}");
     let (alone, json, md, html) = run(&["-c", "1"]);
     assert!(!alone.contains(note), "{alone}");
-    assert!(json.is_null() && !md.contains(note) && !html.contains("accuracy: TTFT"), "{json}");
+    assert!(!md.contains(note) && !html.contains("accuracy: TTFT"), "{md}");
+    assert!(json.as_array().is_some_and(|a| a.len() == 1 && a[0].as_str().unwrap().starts_with(energy)), "{json}");
     // An uncalibrated family is said in the same places, under load or not.
     let (amd, json, md, _) = run(&["-c", "1", "--gpu", "mi300x"]);
     let uncalibrated = "MI300X (cdna3) is uncalibrated: it runs on Hopper's constants";
     assert!(amd.contains(&format!("note: {uncalibrated}")), "{amd}");
     assert!(
-        json[0].as_str().is_some_and(|n| n.starts_with(uncalibrated)) && json.as_array().unwrap().len() == 1,
+        json[0].as_str().is_some_and(|n| n.starts_with(uncalibrated)) && json.as_array().unwrap().len() == 2,
         "{json}"
     );
     assert!(md.contains("- note: MI300X \\(cdna3\\) is uncalibrated"), "{md}");
@@ -209,7 +215,7 @@ fn an_estimate_under_load_says_how_far_its_ttft_was_and_one_user_alone_does_not(
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let notes = read_json(&out)["analysis"]["notes"].to_string();
-    assert!(notes.contains(note) && notes.contains("sent together (as here)"), "{notes}");
+    assert!(notes.contains(note) && notes.contains("sent together (as here)") && notes.contains(energy), "{notes}");
     assert!(!notes.contains("uncalibrated"), "{notes}");
     // An uncalibrated family is said in a sweep's notes as an estimate says it.
     let o = goodput()
