@@ -323,6 +323,20 @@ POWER = None
 def timed(fn, device, min_reps, max_reps, budget_s):
     """Median seconds of fn() after two warm-up calls, the repetitions, and
     the watts drawn over them (None where power is not read)."""
+
+    def once():
+        """Seconds of one run: CUDA events on a GPU, the wall clock on a CPU."""
+        if device.type != "cuda":
+            t0 = time.perf_counter()
+            fn()
+            return time.perf_counter() - t0
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3
+
     fn()
     fn()
     sync(device)
@@ -330,24 +344,9 @@ def timed(fn, device, min_reps, max_reps, budget_s):
     began = time.perf_counter()
     while POWER is not None and time.perf_counter() - began < POWER.seconds:
         # Reading power: the runs go on for --power-s of wall time, all timed.
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
+        times.append(once())
     while len(times) < max_reps and (len(times) < min_reps or sum(times) < budget_s):
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / 1e3)
-        else:
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
+        times.append(once())
     watts = POWER.watts(began, time.perf_counter()) if POWER is not None else None
     return statistics.median(times), len(times), watts
 
