@@ -240,7 +240,10 @@ fn estimate_stops_in_virtual_time_sooner_on_a_quiet_engine() {
 /// `exact>=0.95`, and the run stops as missed (the rule had left the term
 /// out and stopped it as met on its TTFT alone). A corpus score has no
 /// interval before the run's end: the run says so at its start and at its
-/// cap, and an SLO of corpus scores alone is refused.
+/// cap, and an SLO of corpus scores alone is refused. The TTFT term is a
+/// median: a p95's upper bound, widened for neighbours that depend on each
+/// other, had no order statistic left when a busy machine bunched the
+/// TTFTs (`ttft:p95<=10s: [31.563, none]`, undecided to the 10,000 cap).
 #[test]
 fn stop_on_slo_judges_quality_terms_as_the_verdict_does() {
     let dir = tempfile::tempdir().unwrap();
@@ -263,20 +266,20 @@ fn stop_on_slo_judges_quality_terms_as_the_verdict_does() {
         assert!(o.status.success(), "{err}");
         (read_json(&out), err)
     };
-    let (v, _) = bench("ttft:p95<=10s,exact>=0.95");
+    let (v, _) = bench("ttft:p50<=10s,exact>=0.95");
     let detail = v["stop"]["detail"].as_str().unwrap();
     assert_eq!(v["stop"]["reason"], "slo_decided", "{}", v["stop"]);
     assert!(detail.starts_with("the SLO is missed") && detail.contains("exact>=0.95: 0."), "{detail}");
     assert_eq!(v["slo"]["pass"], false);
     assert!(v["summary"]["requests"]["sent"].as_u64().unwrap() < 10_000, "{}", v["summary"]["requests"]);
     // Every answer right but one in five: `exact>=0.5` is met.
-    let (v, _) = bench("ttft:p95<=10s,exact>=0.5");
+    let (v, _) = bench("ttft:p50<=10s,exact>=0.5");
     assert!(v["stop"]["detail"].as_str().unwrap().starts_with("the SLO is met"), "{}", v["stop"]);
     assert_eq!(v["slo"]["pass"], true);
     // A corpus score: told at the start, never decided met, and said so at the cap.
     let o = goodput()
         .args(["bench", "-q", "--url", &url, "--dataset", data, "-c", "8", "-n", "120", "--output-tokens", "64"])
-        .args(["--slo", "ttft:p95<=10s,bleu>=20", "--stop-on-slo"])
+        .args(["--slo", "ttft:p50<=10s,bleu>=20", "--stop-on-slo"])
         .writing(&out, &rec)
         .output()
         .unwrap();
