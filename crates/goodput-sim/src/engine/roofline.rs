@@ -390,9 +390,6 @@ impl Roofline {
     pub fn step_time_and_power(&self, b: &BatchShape) -> (Duration, StepPower) {
         let t = self.split(b);
         let total = t.total();
-        if total <= 0.0 {
-            return (Duration::ZERO, StepPower { watts: self.idle_w, ..StepPower::default() });
-        }
         (seconds(total), self.power_over(&t, total))
     }
 
@@ -403,16 +400,16 @@ impl Roofline {
     /// `scripts/gpu-step-times.py` times it, has no such gaps.
     pub fn kernel_power(&self, b: &BatchShape) -> StepPower {
         let t = self.split(b);
-        let busy = t.gemm + t.attention + t.tp;
-        if busy <= 0.0 {
-            return StepPower { watts: self.idle_w, ..StepPower::default() };
-        }
-        self.power_over(&t, busy)
+        self.power_over(&t, t.gemm + t.attention + t.tp)
     }
 
     /// Idle power plus the dynamic range times min(1, a_c·u_c + a_m·u_m),
-    /// u_c and u_m the step's compute and memory seconds as shares of `over`.
+    /// u_c and u_m the step's compute and memory seconds as shares of `over`;
+    /// idle power where `over` is no time.
     fn power_over(&self, t: &Terms, over: f64) -> StepPower {
+        if over <= 0.0 {
+            return StepPower { watts: self.idle_w, ..StepPower::default() };
+        }
         let u_c = (t.compute_s / over).min(1.0);
         let u_m = (t.memory_s / over).min(1.0);
         let activity = (self.power_compute * u_c + self.power_memory * u_m).min(1.0);

@@ -274,11 +274,12 @@ pub fn compare(rows: &[StepRow]) -> Result<Vec<StepComparison>, Error> {
             let roofline = Roofline::new(&cfg).map_err(|e| csv_error(row.line, e.to_string()))?;
             let shape = batch_shape(row);
             let parts = roofline.breakdown(&shape);
+            let (step, power) = roofline.step_time_and_power(&shape);
             Ok(StepComparison {
                 row: row.clone(),
-                model_ms: roofline.step_time(&shape).as_secs_f64() * 1e3,
+                model_ms: step.as_secs_f64() * 1e3,
                 roofline_ms: (parts.gemm + parts.attention).as_secs_f64() * 1e3,
-                model_watts: roofline.step_time_and_power(&shape).1.watts,
+                model_watts: power.watts,
                 kernel_watts: roofline.kernel_power(&shape).watts,
             })
         })
@@ -321,7 +322,7 @@ pub fn render(c: &[StepComparison]) -> String {
     for x in c {
         let r = &x.row;
         let phase = r.phase.name();
-        let _ = writeln!(
+        let _ = write!(
             out,
             "{:<8} {:<15} {:<5} {:<8} {:>6} {:>7} {:>11.3} {:>11.3} {:>+7.1}% {:>13.3} {:>+7.1}%",
             r.gpu,
@@ -337,18 +338,17 @@ pub fn render(c: &[StepComparison]) -> String {
             x.roofline_error() * 100.0
         );
         if power {
-            // Drop the line's end to add the power columns.
-            out.pop();
             match (x.row.watts, x.power_error()) {
                 (Some(w), Some(e)) => {
                     let _ =
-                        writeln!(out, " {w:>10.0} {:>8.0} {:>9.0} {:>+7.1}%", x.model_watts, x.kernel_watts, e * 100.0);
+                        write!(out, " {w:>10.0} {:>8.0} {:>9.0} {:>+7.1}%", x.model_watts, x.kernel_watts, e * 100.0);
                 }
                 _ => {
-                    let _ = writeln!(out, " {:>10} {:>8.0} {:>9.0} {:>8}", "-", x.model_watts, x.kernel_watts, "-");
+                    let _ = write!(out, " {:>10} {:>8.0} {:>9.0} {:>8}", "-", x.model_watts, x.kernel_watts, "-");
                 }
             }
         }
+        out.push('\n');
     }
     let mut groups: Vec<(String, String, Precision, Phase)> = Vec::new();
     for x in c {
