@@ -50,9 +50,10 @@ impl EngineView for SimulatedEngine {
             (None, None) => {}
         }
         if c.dp > 1 {
-            parts.push(match &c.router {
-                Some(r) => format!("{} replicas ({r})", c.dp),
-                None => format!("{} replicas", c.dp),
+            parts.push(match (&c.router, c.router_poll_s) {
+                (Some(r), Some(s)) => format!("{} replicas ({r}, loads polled every {s} s)", c.dp),
+                (Some(r), None) => format!("{} replicas ({r})", c.dp),
+                (None, _) => format!("{} replicas", c.dp),
             });
         }
         if let Some(pd) = &c.pd {

@@ -393,6 +393,19 @@ pub fn groups_apart(server: Server, tp: u32, ep: u32, dp: u32) -> bool {
     several && ep > 1 && (server == Server::Vllm || (server == Server::Sglang && ep != tp))
 }
 
+/// Seconds between SGLang's router's polls of its workers' loads, which its
+/// `power_of_two` compares, in the scripts that start it: its least, where
+/// its default is 10.
+pub const SGLANG_LOAD_POLL_S: u32 = 1;
+
+/// The seconds between the polls of the loads `server`'s router compares
+/// under `router`, as its script starts it: SGLang's `power_of_two`'s,
+/// `None` for the others (vLLM router's adds its own live count to what it
+/// polls, and vLLM reports no load unless asked: its live count decides).
+pub fn router_poll_s(server: Server, router: RouterPolicy) -> Option<f64> {
+    (server == Server::Sglang && router == RouterPolicy::PowerOfTwo).then_some(f64::from(SGLANG_LOAD_POLL_S))
+}
+
 /// A configuration's (TP, EP, PP, DP), each 1 where not given.
 fn sizes(params: &ParamMap) -> (u32, u32, u32, u32) {
     let count = |k: &str| params.get(k).and_then(|v| v.trim().parse::<u32>().ok()).unwrap_or(1).max(1);
@@ -547,10 +560,16 @@ fn servers_script(
         Some(policy) => format!(
             "# {n} {title} servers on {gpus} GPUs, behind {router}, which spreads requests over them by its \
              {policy} policy{}.\n",
-            if policy == "power_of_two" {
-                " (of two drawn at random, the one with fewer requests in flight)"
-            } else {
-                ""
+            match (policy, sglang) {
+                ("power_of_two", false) => " (of two drawn at random, the one with fewer requests in flight)",
+                // SGLang's compares the loads its monitor polls, 10 s apart
+                // by default: between polls a pair's lighter one takes them
+                // all.
+                ("power_of_two", true) => {
+                    " (of two drawn at random, the one that held less at the last poll of the loads: every second \
+                     here, where SGLang's default of 10 s piles a whole interval's requests on the same replicas)"
+                }
+                _ => "",
             }
         ),
     };
@@ -627,7 +646,15 @@ fn servers_script(
     let how = match (servers.policy, sglang) {
         (None, false) => format!("--vllm-pd-disaggregation {}", urls.join(" ")),
         (None, true) => format!("--pd-disaggregation {}", urls.join(" ")),
-        (Some(policy), _) => format!("--worker-urls {} --policy {policy}", urls.join(" ")),
+        (Some(policy), sglang) => format!(
+            "--worker-urls {} --policy {policy}{}",
+            urls.join(" "),
+            if sglang && policy == "power_of_two" {
+                format!(" --worker-load-check-interval {}", SGLANG_LOAD_POLL_S)
+            } else {
+                String::new()
+            }
+        ),
     };
     let _ = write!(
         s,
@@ -1438,8 +1465,12 @@ mod tests {
     fn the_plans_router_is_the_servers_balancing_or_a_router_in_front() {
         let knobs = |router: &str| params(&[("tp", "1"), ("dp", "2"), ("precision", "fp8"), ("router", router)]);
         let w = weights("meta-llama/Llama-3.1-8B-Instruct");
+        // The plan predicts SGLang's power_of_two on the loads its script
+        // has polled every second; vLLM router's on live counts.
+        assert_eq!(router_poll_s(Server::Sglang, RouterPolicy::PowerOfTwo), Some(1.0));
+        assert_eq!(router_poll_s(Server::Vllm, RouterPolicy::PowerOfTwo), None);
+        assert_eq!(router_poll_s(Server::Sglang, RouterPolicy::RoundRobin), None);
         // vLLM's own balancing stands for least-loaded.
-        assert!(Servers::replicas(Server::Vllm, &knobs("least-loaded")).is_none());
         let one = command(Server::Vllm, &[("tp", "1"), ("dp", "2"), ("router", "least-loaded")], &w).unwrap();
         assert!(one.contains("--data-parallel-size 2") && !one.contains("balance"), "{one}");
         // SGLang's for round-robin and least-loaded.
@@ -1461,9 +1492,14 @@ mod tests {
             assert!(r.instances.iter().all(|(_, k, g)| *g == 1 && k["dp"] == "1" && !k.contains_key("router")));
             let script = servers_script(server, &r, &w, None, "llama-3.1-8b", 0.9).unwrap();
             assert!(script.starts_with(&format!("# 2 {} servers on 2 GPUs, behind ", server.title())), "{script}");
+            // SGLang's power_of_two polls the loads it compares: every second.
+            let poll = match (server, policy) {
+                (Server::Sglang, "power_of_two") => " --worker-load-check-interval 1",
+                _ => "",
+            };
             let front = format!(
-                "--worker-urls http://127.0.0.1:$((port + 1)) http://127.0.0.1:$((port + 2)) --policy {policy} --host \
-                 127.0.0.1 --port \"$port\" --prometheus-port $((port + 5)) &"
+                "--worker-urls http://127.0.0.1:$((port + 1)) http://127.0.0.1:$((port + 2)) --policy {policy}{poll} \
+                 --host 127.0.0.1 --port \"$port\" --prometheus-port $((port + 5)) &"
             );
             assert!(script.contains(&front), "{front}\nnot in\n{script}");
             let second = if server == Server::Vllm {

@@ -2227,6 +2227,7 @@ impl Search<'_> {
             _ => {
                 cfg.dp = c.dp;
                 cfg.router = c.router;
+                cfg.router_poll_s = crate::launch::router_poll_s(self.args.serve_engine, c.router);
             }
         }
         cfg.validate()?;

@@ -197,14 +197,18 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
             link.latency.as_secs_f64() * 1e6,
             if pd.names_sizes() { "of " } else { "each " }
         ),
-        _ => match (c.engine.dp, c.engine.engines()) {
-            (1, _) => String::new(),
-            (dp, n) if n == dp => format!("{dp} replicas ({} router) each ", c.engine.router),
-            (dp, 1) => format!("{dp} data-parallel ranks in one expert-parallel group · "),
-            (dp, n) => {
-                format!("{dp} data-parallel ranks in {n} expert-parallel groups ({} router) · ", c.engine.router)
+        _ => {
+            let router = match c.engine.router_poll_s {
+                Some(s) => format!("{} router, loads polled every {s} s", c.engine.router),
+                None => format!("{} router", c.engine.router),
+            };
+            match (c.engine.dp, c.engine.engines()) {
+                (1, _) => String::new(),
+                (dp, n) if n == dp => format!("{dp} replicas ({router}) each "),
+                (dp, 1) => format!("{dp} data-parallel ranks in one expert-parallel group · "),
+                (dp, n) => format!("{dp} data-parallel ranks in {n} expert-parallel groups ({router}) · "),
             }
-        },
+        }
     };
     let replicas = format!("{replicas}{}", c.engine.parallel_words());
     let what = format!(

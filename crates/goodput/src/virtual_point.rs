@@ -144,6 +144,7 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         cfg.ep = e.ep;
         cfg.pp = e.pp;
         cfg.router = e.router.parse()?;
+        cfg.router_poll_s = e.router_poll.map(|d| d.as_secs_f64());
         // A router choice with one replica routes nothing.
         if e.dp <= 1 && e.pd.is_none() && cfg.router != RouterPolicy::default() {
             bail!("--router {} picks among --dp replicas, and there is one: add --dp N, or drop --router", e.router);

@@ -390,6 +390,10 @@ pub struct EngineSettings {
     /// `least-loaded`, `prefix-aware` or `power-of-two`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub router: Option<String>,
+    /// Seconds between the polls of the loads that `power-of-two` compares
+    /// (SGLang's router's load monitor); absent: its live counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router_poll_s: Option<f64>,
     /// Speculative decoding, when the engine drafts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_decode: Option<SpecDecodeSettings>,

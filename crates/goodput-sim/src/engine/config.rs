@@ -46,6 +46,13 @@ pub struct EngineConfig {
     /// How the router picks a replica (with `dp` > 1).
     #[serde(default)]
     pub router: RouterPolicy,
+    /// Power-of-two's loads polled every this many seconds, as SGLang's
+    /// router's load monitor polls them (`--worker-load-check-interval`,
+    /// 10 by default), instead of its live counts ([`Router::polled`]).
+    ///
+    /// [`Router::polled`]: super::router::Router::polled
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router_poll_s: Option<f64>,
     /// Speculative decoding: `None` decodes one token a step.
     #[serde(default)]
     pub spec: Option<SpecDecoding>,
@@ -157,6 +164,7 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             tp: cfg.pool_tp(false),
             dp: cfg.dp,
             router: (cfg.dp > 1).then(|| cfg.router.to_string()),
+            router_poll_s: cfg.router_poll_s.filter(|_| cfg.dp > 1),
             ep: cfg.pool_ep(false),
             pp: cfg.pp,
             spec_decode: cfg.spec.map(|s| goodput_core::doc::config::SpecDecodeSettings {
@@ -256,6 +264,7 @@ impl EngineConfig {
             model,
             dp: 1,
             router: RouterPolicy::default(),
+            router_poll_s: None,
             spec: None,
             scheduler: SchedulerPolicy::default(),
             pd: None,
@@ -299,6 +308,20 @@ impl EngineConfig {
         }
         if self.dp == 0 || self.dp > MAX_DP {
             return bad(format!("--dp {} must lie in 1..={MAX_DP}", self.dp));
+        }
+        if let Some(s) = self.router_poll_s {
+            if !(s > 0.0 && s <= 3600.0) {
+                return bad(format!(
+                    "--router-poll {s}s must lie in (0, 3600] seconds (SGLang's router polls every 10 s)"
+                ));
+            }
+            if self.router != RouterPolicy::PowerOfTwo {
+                return bad(format!(
+                    "--router-poll polls the loads that power-of-two compares, and the router is {}: add \
+                     --router power-of-two, or drop --router-poll",
+                    self.router
+                ));
+            }
         }
         if let Some(pd) = &self.pd {
             for (decode, which) in [(false, "prefill"), (true, "decode")] {

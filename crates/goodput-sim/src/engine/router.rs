@@ -33,7 +33,9 @@ pub enum RouterPolicy {
     /// (a tie: the first drawn). Between two replicas it is least-loaded;
     /// among more, a replica is sometimes passed over for a busier one. The
     /// draws are a function of the request's place in the run, so a run
-    /// repeats exactly.
+    /// repeats exactly. With polled loads ([`Router::polled`]) it compares
+    /// the counts of the last poll instead, as SGLang's router compares the
+    /// loads its monitor fetched.
     PowerOfTwo,
 }
 
@@ -93,6 +95,21 @@ pub struct Router {
     /// blocks: what its cache could still hold).
     records: Vec<Record>,
     record_cap: usize,
+    /// Power-of-two with polled loads: what it compares.
+    poll: Option<Poll>,
+}
+
+/// Loads polled every `every_s` seconds from the run's start, as SGLang's
+/// router's load monitor fetches each worker's `/get_load` every
+/// `--worker-load-check-interval` seconds (10 by default) and its
+/// `power_of_two` compares those until the next fetch.
+#[derive(Debug, Clone)]
+struct Poll {
+    every_s: f64,
+    /// When the next poll is due.
+    next_s: f64,
+    /// Each replica's requests in flight at the last poll.
+    loads: Vec<u32>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -135,7 +152,25 @@ impl Router {
             in_flight: vec![0; replicas],
             records: if policy == RouterPolicy::PrefixAware { vec![Record::default(); replicas] } else { Vec::new() },
             record_cap: blocks_per_replica.max(1) as usize,
+            poll: None,
         }
+    }
+
+    /// Power-of-two comparing the loads it polled every `every_s` seconds
+    /// (from the run's start, the first at 0) instead of its live counts;
+    /// `None`, or another policy, routes on live counts as before. A poll's
+    /// loads are the router's own requests in flight when it first routes
+    /// at or after the poll's time (SGLang's monitor fetches the tokens each
+    /// worker holds; with one router in front, both follow the requests it
+    /// sent). Between polls every pair drawn goes to the replica that was
+    /// lighter at the poll, however many it has been sent since.
+    pub fn polled(mut self, every_s: Option<f64>) -> Router {
+        self.poll = every_s.filter(|s| *s > 0.0 && self.policy == RouterPolicy::PowerOfTwo).map(|every_s| Poll {
+            every_s,
+            next_s: 0.0,
+            loads: vec![0; self.in_flight.len()],
+        });
+        self
     }
 
     pub fn policy(&self) -> RouterPolicy {
@@ -151,8 +186,19 @@ impl Router {
         &self.in_flight
     }
 
-    /// Picks the replica for a request with this prompt and counts it in flight there.
+    /// Picks the replica for a request with this prompt and counts it in
+    /// flight there (a router whose loads are polled: as if at time 0).
     pub fn route(&mut self, prompt: &Prompt) -> usize {
+        self.route_at(prompt, 0.0)
+    }
+
+    /// [`Router::route`] at `now_s` seconds into the run, when a poll that
+    /// fell due since the last routing is taken first.
+    pub fn route_at(&mut self, prompt: &Prompt, now_s: f64) -> usize {
+        if let Some(p) = self.poll.as_mut().filter(|p| now_s >= p.next_s) {
+            p.loads.clone_from(&self.in_flight);
+            p.next_s = ((now_s / p.every_s).floor() + 1.0) * p.every_s;
+        }
         let n = self.in_flight.len();
         let i = if n == 1 {
             0
@@ -190,14 +236,16 @@ impl Router {
     }
 
     /// Two distinct replicas drawn uniformly from the `nth` request's
-    /// bits; the one with fewer in flight, the first drawn on a tie.
+    /// bits; the one with fewer in flight (at the last poll, where polled),
+    /// the first drawn on a tie.
     fn power_of_two(&self, nth: u64) -> usize {
         let n = self.in_flight.len() as u64;
         let bits = splitmix64(nth ^ 0x706f_7765_725f_325f);
         // The second from the n − 1 others: distinct without redrawing.
         let a = (bits % n) as usize;
         let b = ((a as u64 + 1 + (bits >> 32) % (n - 1)) % n) as usize;
-        if self.in_flight[a] <= self.in_flight[b] {
+        let load = self.poll.as_ref().map_or(&self.in_flight, |p| &p.loads);
+        if load[a] <= load[b] {
             a
         } else {
             b
@@ -282,6 +330,55 @@ mod tests {
         let (mut a, mut b) =
             (Router::new(RouterPolicy::PowerOfTwo, 5, 1000), Router::new(RouterPolicy::PowerOfTwo, 5, 1000));
         assert!((0..100).all(|_| a.route(&p) == b.route(&p)));
+    }
+
+    /// With loads polled every 10 s, power-of-two between two replicas
+    /// sends a whole interval's requests to the one lighter at its poll,
+    /// and the next poll turns them to the other; before the first poll
+    /// with traffic (all loads 0) each tie goes to the first drawn, either.
+    /// Live counts alternate instead.
+    #[test]
+    fn polled_power_of_two_herds_between_polls() {
+        let p = prompt(64, 0, 1);
+        let mut polled = Router::new(RouterPolicy::PowerOfTwo, 2, 1000).polled(Some(10.0));
+        // Requests every 0.5 s that never end: 20 an interval.
+        let mut picks = Vec::new();
+        for k in 0..60 {
+            picks.push(polled.route_at(&p, k as f64 * 0.5));
+        }
+        let first = &picks[..20];
+        assert!(first.contains(&0) && first.contains(&1), "ties in the first interval: {first:?}");
+        // At 10 s the replica sent fewer is lighter: all of the next 20 go there.
+        let lighter = |upto: usize| {
+            let ones = picks[..upto].iter().filter(|&&i| i == 1).count();
+            usize::from(ones < upto - ones)
+        };
+        let second = lighter(20);
+        assert!(picks[20..40].iter().all(|&i| i == second), "{:?}", &picks[20..40]);
+        // By 20 s it holds the more: the third interval's go to the other.
+        let third = lighter(40);
+        assert_ne!(third, second);
+        assert!(picks[40..60].iter().all(|&i| i == third), "{:?}", &picks[40..60]);
+        // Live counts keep the two within one of each other.
+        let mut live = Router::new(RouterPolicy::PowerOfTwo, 2, 1000).polled(None);
+        for k in 0..60 {
+            live.route_at(&p, k as f64 * 0.5);
+            let f = live.in_flight();
+            assert!(f[0].abs_diff(f[1]) <= 1, "{f:?}");
+        }
+        // After 30 s of silence in which the busier replica's requests
+        // ended, the poll at 60 s sees it the lighter, and every request
+        // until the next poll (70 s) goes there, 20 of them past the other.
+        let busier = usize::from(polled.in_flight()[1] > polled.in_flight()[0]);
+        while polled.in_flight()[busier] > 0 {
+            polled.done(busier);
+        }
+        assert!((0..40).all(|k| polled.route_at(&p, 60.0 + k as f64 * 0.25) == busier));
+        assert!(polled.in_flight()[busier] > polled.in_flight()[1 - busier]);
+        assert_eq!(polled.route_at(&p, 70.0), 1 - busier, "the poll at 70 s");
+        // Another policy ignores a poll.
+        let ll = Router::new(RouterPolicy::LeastLoaded, 2, 1000).polled(Some(10.0));
+        assert!(ll.poll.is_none());
     }
 
     #[test]

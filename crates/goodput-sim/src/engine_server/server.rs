@@ -28,6 +28,9 @@ pub struct EngineServer {
     /// When the front end's serial work (`frontend_serial_us`) for the
     /// requests so far ends.
     pub(super) frontend_free: Mutex<tokio::time::Instant>,
+    /// When the server started: a polled router's polls are due at its
+    /// multiples of the poll's interval, on the engine's clock.
+    started: tokio::time::Instant,
     capacity: KvCapacity,
     max_num_seqs: u32,
 }
@@ -60,7 +63,8 @@ impl EngineServer {
         for e in &mut engines[..prefill] {
             e.hold_finished();
         }
-        let router = Router::new(cfg.engine.router, engines.len() - prefill, capacity.num_blocks);
+        let router = Router::new(cfg.engine.router, engines.len() - prefill, capacity.num_blocks)
+            .polled(cfg.engine.router_poll_s);
         let mut commands = Vec::new();
         let mut observed = Vec::new();
         let mut drivers = Vec::new();
@@ -74,6 +78,7 @@ impl EngineServer {
         let server = Arc::new(EngineServer {
             frontend: cfg.engine.calibration.frontend_overhead().div_f64(cfg.speed),
             frontend_free: Mutex::new(tokio::time::Instant::now()),
+            started: tokio::time::Instant::now(),
             capacity,
             max_num_seqs,
             counters: FaultCounters::default(),
@@ -92,7 +97,8 @@ impl EngineServer {
     /// The replica a request with this prompt goes to, counted in flight
     /// there until its ticket is dropped, and that replica's driver.
     pub(super) fn route(&self, prompt: &Prompt) -> (usize, mpsc::UnboundedSender<Command>) {
-        let replica = lock(&self.router).route(prompt);
+        let now_s = self.started.elapsed().as_secs_f64() * self.cfg.speed;
+        let replica = lock(&self.router).route_at(prompt, now_s);
         (replica, self.commands[self.decode_offset() + replica].clone())
     }
 

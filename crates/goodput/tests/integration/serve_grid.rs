@@ -1618,7 +1618,8 @@ if [ "$1 $2" = "-m sglang_router.launch_router" ]; then
   while [ $# -gt 0 ]; do
     case "$1" in
     --pd-disaggregation) shift;;
-{urls}    *) echo "sglang router shim: unknown flag $1" >&2; exit 2;;
+{urls}    --worker-load-check-interval) shift 2;;
+    *) echo "sglang router shim: unknown flag $1" >&2; exit 2;;
     esac
   done
 {route}fi

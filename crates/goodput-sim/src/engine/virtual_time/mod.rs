@@ -1110,6 +1110,43 @@ mod tests {
         assert!(pa.engine.replicas.iter().all(|r| r.requests > 100), "{:?}", pa.engine.replicas);
     }
 
+    /// Power-of-two on loads polled every 10 s (SGLang's router's default)
+    /// piles each interval's requests on the replicas that were light at
+    /// the poll: at the same rate the busiest replica's share of the work
+    /// in flight is higher, and so are the waits, than on live counts.
+    #[test]
+    fn power_of_two_on_polled_loads_piles_requests_between_polls() {
+        let requests = same(1200, 1024, 256);
+        let run = |poll: Option<f64>| {
+            let mut cfg = h100_8b();
+            cfg.dp = 4;
+            cfg.router = RouterPolicy::PowerOfTwo;
+            cfg.router_poll_s = poll;
+            cfg.validate().unwrap();
+            let load = VirtualLoad::open_loop(requests.clone(), constant_rate(requests.len(), 60.0));
+            simulate(&cfg, &load).unwrap()
+        };
+        let (live, polled) = (run(None), run(Some(10.0)));
+        let p99 = |r: &SimRun| {
+            let mut t: Vec<f64> = r.records.iter().filter_map(|x| x.ttft()).map(|d| d.as_secs_f64()).collect();
+            t.sort_by(f64::total_cmp);
+            t[t.len() * 99 / 100]
+        };
+        assert!(p99(&polled) > 1.5 * p99(&live), "polled {:.3} s, live {:.3} s", p99(&polled), p99(&live));
+        assert!(mean_ttft(&polled) > mean_ttft(&live));
+        // Every request still ends, on some replica.
+        assert_eq!(polled.records.iter().filter(|r| r.ttft().is_some()).count(), requests.len());
+        // A poll on another router is refused, as is a poll of no time.
+        let mut cfg = h100_8b();
+        cfg.dp = 2;
+        cfg.router_poll_s = Some(10.0);
+        let err = cfg.validate().unwrap_err().to_string();
+        assert!(err.contains("--router power-of-two"), "{err}");
+        cfg.router = RouterPolicy::PowerOfTwo;
+        cfg.router_poll_s = Some(0.0);
+        assert!(cfg.validate().unwrap_err().to_string().contains("(0, 3600]"));
+    }
+
     fn disaggregated(cfg: &EngineConfig, pools: &str) -> EngineConfig {
         let mut c = cfg.clone();
         c.pd = Some(crate::engine::Disaggregation::parse(pools).unwrap());

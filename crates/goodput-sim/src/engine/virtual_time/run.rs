@@ -74,7 +74,7 @@ impl<'a> VirtualRun<'a> {
             engine.seed_noise(load.seed.wrapping_add(i as u64));
         }
         let blocks = engines[0].capacity().num_blocks;
-        let router = Router::new(cfg.router, engines.len(), blocks);
+        let router = Router::new(cfg.router, engines.len(), blocks).polled(cfg.router_poll_s);
         let n = load.requests.len();
         let pd = match (cfg.pd, crate::engine::disagg::KvLink::new(cfg)) {
             (Some(pd), Some(link)) => {
@@ -275,7 +275,7 @@ impl<'a> VirtualRun<'a> {
                 }
                 continue;
             }
-            let replica = self.router.route(&prompt);
+            let replica = self.router.route_at(&prompt, self.now.as_secs_f64());
             self.replica_of[i] = replica as u32;
             if let Err(e) = self.engines[replica].add_request(i as u64, prompt, r.output_tokens) {
                 let message = refused(e)?;

@@ -244,6 +244,13 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
     if args.hw.dp <= 1 || args.hw.pd.is_some() {
         args.hw.router = goodput_sim::engine::RouterPolicy::default().to_string();
     }
+    // --router-poll polls the loads power-of-two compares: the grid's other
+    // routers route on their own, as their servers do.
+    if args.hw.router.parse::<goodput_sim::engine::RouterPolicy>().ok()
+        != Some(goodput_sim::engine::RouterPolicy::PowerOfTwo)
+    {
+        args.hw.router_poll = None;
+    }
     Ok(args)
 }
 
