@@ -247,6 +247,22 @@ mod tests {
             "Llama-3.1-8B on 1× MI300X · fp8 · prefix caching on · TensorRT-LLM scheduler · uncalibrated (cdna3: \
              Hopper's constants)"
         );
+        // Replicas behind a router, and one whose loads are polled.
+        let replicas = |poll: Value| {
+            engine(json!({"config": {
+                "model": "Llama-3.1-8B", "gpu": "H100 SXM", "tp": 1, "dp": 4, "router": "power-of-two",
+                "router_poll_s": poll, "precision": "bf16", "enable_prefix_caching": true
+            }}))
+            .config_line()
+        };
+        assert_eq!(
+            replicas(Value::Null),
+            "Llama-3.1-8B on 1× H100 SXM · 4 replicas (power-of-two) · bf16 · prefix caching on"
+        );
+        assert_eq!(
+            replicas(json!(10.0)),
+            "Llama-3.1-8B on 1× H100 SXM · 4 replicas (power-of-two, loads polled every 10 s) · bf16 · prefix caching on"
+        );
     }
 
     #[test]
