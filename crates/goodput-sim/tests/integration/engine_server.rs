@@ -502,16 +502,19 @@ async fn data_parallel_replicas_each_serve_and_show_under_their_own_engine_label
 /// Power-of-two on polled loads, served: between polls every request
 /// goes to the replica that was lighter at the last poll. A first request
 /// lands on either (the poll at the start saw none); after the next poll
-/// (2 s of wall time at 10×), six more all go to the other replica, where
+/// (4 s of wall time at 10×), six more all go to the other replica, where
 /// live counts would have split them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn power_of_two_on_polled_loads_sends_a_polls_interval_to_the_lighter_replica() {
     let mut cfg = config();
     cfg.engine.dp = 2;
     cfg.engine.router = RouterPolicy::PowerOfTwo;
-    cfg.engine.router_poll_s = Some(20.0);
+    cfg.engine.router_poll_s = Some(40.0);
+    // The server's clock starts between these two instants: its polls are
+    // due 4 s apart from then.
     let started = Instant::now();
     let (base, _server, _stop) = start(cfg).await;
+    let ready = Instant::now();
     let http = client();
     let long = |salt: &str| json!({"prompt": words(8, salt), "max_tokens": 20_000, "stream": true});
     // Held open (each decodes for minutes of wall time) until the test ends.
@@ -519,16 +522,16 @@ async fn power_of_two_on_polled_loads_sends_a_polls_interval_to_the_lighter_repl
     let mut first = post(&http, format!("{base}/v1/completions"), &long("a")).send().await.unwrap();
     assert!(first.chunk().await.unwrap().is_some());
     open.push(first);
-    assert!(started.elapsed() < Duration::from_secs(2), "the first request before the second poll");
-    tokio::time::sleep_until(started + Duration::from_millis(2100)).await;
+    assert!(started.elapsed() < Duration::from_secs(4), "the first request before the second poll");
+    tokio::time::sleep_until(ready + Duration::from_millis(4100)).await;
     for k in 0..6 {
         let mut r = post(&http, format!("{base}/v1/completions"), &long(&format!("b{k}"))).send().await.unwrap();
         assert!(r.chunk().await.unwrap().is_some());
         open.push(r);
     }
-    // Routed after the poll at 2 s and, on any machine that answers a
-    // request in under two seconds, before the one at 4 s.
-    assert!(started.elapsed() < Duration::from_secs(4), "six requests took past the next poll");
+    // Routed after the poll at 4 s and, on any machine that answers six
+    // requests in under four seconds, before the one at 8 s.
+    assert!(started.elapsed() < Duration::from_secs(8), "six requests took past the next poll");
     let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
     let running =
         |engine: u32| metric(&text, &format!("vllm:num_requests_running{{engine=\"{engine}\",model_name=\"sim-8b\"}}"));
