@@ -561,6 +561,21 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         drafter: a.serve_drafter.clone(),
     };
     crate::launch::set_commands(&mut doc, a.serve_engine, &weights, &a.model, a.gpu_memory_utilization);
+    // SGLang's router piles a poll's interval on the replicas light at the
+    // poll; without a trace the plan splits the users evenly and leaves
+    // that out: said where such a configuration is in the document.
+    if a.serve_engine == crate::launch::Server::Sglang
+        && search.trace.is_none()
+        && doc.configs.iter().any(|c| c.params.get("router").is_some_and(|r| r == "power-of-two"))
+    {
+        doc.notes.push(format!(
+            "SGLang's router runs power-of-two on loads it polls (its scripts here: every {} s, \
+             --worker-load-check-interval): between polls every request of a pair goes to the replica that was \
+             lighter at the last poll. The power-of-two configurations' figures split the users evenly over their \
+             replicas and leave that tail out; --trace sends requests through the router, polls included",
+            crate::launch::SGLANG_LOAD_POLL_S
+        ));
+    }
     if interrupted {
         doc.notes.push(format!(
             "the plan was interrupted: {} of the {searched} configurations searched {} in the document (those whose \

@@ -2069,6 +2069,16 @@ fn expert_parallel_groups_are_replicas_behind_a_router() {
         let groups = groups.unwrap_or_else(|| panic!("no configuration of two groups: {text}"));
         let launch = groups["launch"].as_str().unwrap();
         assert!(launch.contains("--policy power_of_two") && launch.contains("# 2 "), "{launch}");
+        // SGLang's router polls the loads it compares: every second, and the
+        // plan, which split the users evenly, says what that leaves out.
+        let sglang = engine == "sglang";
+        assert_eq!(launch.contains("--worker-load-check-interval 1"), sglang, "{launch}");
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+        let polled =
+            doc["notes"].as_array().unwrap().iter().any(|n| {
+                n.as_str().is_some_and(|n| n.starts_with("SGLang's router runs power-of-two on loads it polls"))
+            });
+        assert_eq!(polled, sglang, "{}", doc["notes"]);
         // The grid's own prediction takes the router the script starts.
         assert_eq!(groups["router"].as_str(), Some("power-of-two"), "{text}");
         let logs = measured_and_paired(dir.path(), &text, &plan, groups["id"].as_str().unwrap());
