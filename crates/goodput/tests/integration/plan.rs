@@ -488,6 +488,46 @@ fn auto_precision_tries_fp4_on_blackwell_only() {
     assert!(!doc["notes"].to_string().contains("fp4"), "{}", doc["notes"]);
 }
 
+/// With `--trace`, power-of-two replicas behind SGLang's router are
+/// predicted on the loads its script polls every second: between polls a
+/// pair's lighter replica takes every request, so the p99 TTFT and TPOT
+/// come out above vLLM router's, which routes on live counts. The even
+/// split's note is for plans without a trace.
+#[test]
+fn plan_predicts_sglangs_power_of_two_on_the_loads_it_polls() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    // 400 requests over 8 s, 1,024 tokens in and 64 out: at twice the
+    // trace's speed, 100 requests/s over four replicas.
+    let lines: Vec<String> = (0..400)
+        .map(|i| format!(r#"{{"timestamp": {:.2}, "input_tokens": 1024, "output_tokens": 64}}"#, i as f64 * 0.02))
+        .collect();
+    std::fs::write(&trace, lines.join("\n")).unwrap();
+    let p99 = |engine: &str| {
+        let out = dir.path().join(format!("{engine}.json"));
+        goodput()
+            .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2.5", "--gpus", "4", "--tp", "1"])
+            .args(["--pp", "1", "--precision", "fp8", "--max-num-batched-tokens", "2048", "--percentile", "99"])
+            .args(["--router", "power-of-two", "--trace-speed", "2", "--serve-engine", engine, "--trace"])
+            .arg(&trace)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        let doc = read_json(&out);
+        let notes = doc["notes"].to_string();
+        assert!(!notes.contains("SGLang's router runs power-of-two"), "{notes}");
+        let c = &doc["configs"][0];
+        assert_eq!((c["params"]["router"].as_str(), c["params"]["dp"].as_str()), (Some("power-of-two"), Some("4")));
+        let p = &c["points"][0];
+        assert_eq!(p["completed"], 400, "{p}");
+        (p["ttft_ms"].as_f64().unwrap(), p["tpot_ms"].as_f64().unwrap())
+    };
+    let ((vllm_ttft, vllm_tpot), (sglang_ttft, sglang_tpot)) = (p99("vllm"), p99("sglang"));
+    assert!(sglang_ttft > 1.3 * vllm_ttft, "p99 TTFT: SGLang's {sglang_ttft} ms, vLLM's {vllm_ttft} ms");
+    assert!(sglang_tpot > vllm_tpot, "p99 TPOT: SGLang's {sglang_tpot} ms, vLLM's {vllm_tpot} ms");
+}
+
 /// `--trace`: each configuration is simulated whole (its replicas behind
 /// each router of `--router`), replaying the trace at each speed: every
 /// point sends all of the trace's requests, at the trace's rate times the
