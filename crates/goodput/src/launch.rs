@@ -1071,7 +1071,14 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
             Some((c.params.get("spec_acceptance")?.as_str(), c.params.get("spec_draft_cost")?.as_str()))
         });
         let loads = Loads { users: &loads, rates: &rates };
-        let sweep = (!tables.is_empty()).then(|| sweep_command(&path, cx, loads, doc.slo.as_deref(), price, drafts));
+        // SGLang's power_of_two compares the loads its script has it poll:
+        // --estimate predicts it on the same polls.
+        let polled = mine.iter().any(|(_, c)| {
+            c.serve_command.as_ref().is_some_and(|s| s.server == "sglang" && s.script)
+                && c.params.get("router").is_some_and(|r| r.trim() == "power-of-two")
+        });
+        let sweep =
+            (!tables.is_empty()).then(|| sweep_command(&path, cx, loads, doc.slo.as_deref(), price, drafts, polled));
         // A header line is a comment to its end: a line break in a name
         // (a model's, a path's) would end it and start TOML.
         let comment = |t: &str| t.chars().map(|c| if c.is_control() { '?' } else { c }).collect::<String>();
@@ -1178,7 +1185,8 @@ fn trace_speeds(rates: &[f64], rate: f64) -> Vec<String> {
 /// The sweep of one grid: its servers started by `sh -c {launch} {port}`,
 /// the plan's workload and SLO, the loads of the plan's points (a trace's
 /// speeds where the plan replayed one), and --estimate, which predicts the
-/// same grid again and compares.
+/// same grid again and compares (`polled`: SGLang's power_of_two on the
+/// loads its scripts poll, [`SGLANG_LOAD_POLL_S`] apart).
 fn sweep_command(
     grid: &Path,
     cx: &SweepContext,
@@ -1186,6 +1194,7 @@ fn sweep_command(
     slo: Option<&str>,
     price: Option<f64>,
     drafts: Option<(&str, &str)>,
+    polled: bool,
 ) -> String {
     let mut w: Vec<String> = ["goodput", "sweep", "--serve-cmd", "sh -c {launch} {port}", "--serve-grid"]
         .into_iter()
@@ -1233,6 +1242,9 @@ fn sweep_command(
     // predict them as the plan did.
     if let Some((acceptance, cost)) = drafts {
         w.extend(["--spec-acceptance".into(), acceptance.into(), "--spec-draft-cost".into(), cost.into()]);
+    }
+    if polled {
+        w.extend(["--router-poll".into(), format!("{SGLANG_LOAD_POLL_S}s")]);
     }
     w.extend(["--estimate".into(), "-o".into(), measured_path(grid).display().to_string()]);
     shell_words(&w)

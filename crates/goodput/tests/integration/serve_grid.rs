@@ -2079,6 +2079,8 @@ fn expert_parallel_groups_are_replicas_behind_a_router() {
                 n.as_str().is_some_and(|n| n.starts_with("SGLang's router runs power-of-two on loads it polls"))
             });
         assert_eq!(polled, sglang, "{}", doc["notes"]);
+        // And the header's sweep predicts it on the same polls.
+        assert_eq!(text.contains("--router-poll 1s --estimate"), sglang, "{text}");
         // The grid's own prediction takes the router the script starts.
         assert_eq!(groups["router"].as_str(), Some("power-of-two"), "{text}");
         let logs = measured_and_paired(dir.path(), &text, &plan, groups["id"].as_str().unwrap());
