@@ -1524,9 +1524,9 @@ exec {goodput} serve --profile engine --model "$SHIM_MODEL" --gpu "$SHIM_GPU" --
     // The pools' knobs, from the first instance of each, as one engine.
     let route = format!(
         r#"if [ -n "$workers" ]; then
-  # Replicas behind the router's policy: the engine's --dp behind its router
-  # (power_of_two over groups of ranks as least-loaded over every rank: the
-  # lighter of two groups, then each group's lightest rank).
+  # Replicas behind the router's policy: the engine's --dp behind its router,
+  # which routes among its expert-parallel groups (SGLang's power_of_two on
+  # the loads it polls every --worker-load-check-interval seconds).
   set -- $workers; n=$#
   knobs=$(cat "$SHIM_POOLS/$1") || exit 2
   tp=$(printf '%s' "$knobs" | sed -n 's/.* --tp \([0-9]*\).*/\1/p')
@@ -1534,13 +1534,14 @@ exec {goodput} serve --profile engine --model "$SHIM_MODEL" --gpu "$SHIM_GPU" --
   ranks=$(printf '%s' "$knobs" | sed -n 's/.* --dp \([0-9]*\).*/\1/p')
   knobs=$(printf '%s' "$knobs" | sed 's/ --tp [0-9]*//; s/ --dp [0-9]*//')
   case "$policy" in
-    round_robin) router=round-robin;; cache_aware) router=prefix-aware;; power_of_two) router=least-loaded;;
+    round_robin) router=round-robin;; cache_aware) router=prefix-aware;; power_of_two) router=power-of-two;;
     *) echo "router shim: policy $policy" >&2; exit 2;;
   esac
   echo "router: $n replicas ($workers) by $policy at $port"
   echo "pid $$"
   exec {goodput} serve --profile engine --model "$SHIM_MODEL" --gpu "$SHIM_GPU" --speed 20 -q --progress none $knobs \
-    --dp "$(( n * ${{ranks:-1}} ))" --router "$router" --tp "${{tp:-1}}" --host 127.0.0.1 --port "$port"
+    --dp "$(( n * ${{ranks:-1}} ))" --router "$router" ${{poll:+--router-poll ${{poll}}s}} --tp "${{tp:-1}}" \
+    --host 127.0.0.1 --port "$port"
 fi
 set -- $prefill; p=$#; first=$1
 set -- $decode; d=$#; last=$1
@@ -1614,11 +1615,11 @@ if [ "$1" = -c ]; then
 fi
 if [ "$1 $2" = "-m sglang_router.launch_router" ]; then
   shift 2
-  prefill=""; decode=""; port=""; workers=""; policy=""
+  prefill=""; decode=""; port=""; workers=""; policy=""; poll=""
   while [ $# -gt 0 ]; do
     case "$1" in
     --pd-disaggregation) shift;;
-{urls}    --worker-load-check-interval) shift 2;;
+{urls}    --worker-load-check-interval) poll=$2; shift 2;;
     *) echo "sglang router shim: unknown flag $1" >&2; exit 2;;
     esac
   done
@@ -2085,6 +2086,9 @@ fn expert_parallel_groups_are_replicas_behind_a_router() {
         assert_eq!(groups["router"].as_str(), Some("power-of-two"), "{text}");
         let logs = measured_and_paired(dir.path(), &text, &plan, groups["id"].as_str().unwrap());
         assert!(logs.contains("router: 2 replicas (") && logs.contains("by power_of_two"), "{logs}");
+        // The shim's engine routes as the router it stands for: SGLang's on
+        // the loads it polls every second.
+        assert_eq!(logs.contains("loads polled every 1 s"), engine == "sglang", "{logs}");
     }
 }
 
