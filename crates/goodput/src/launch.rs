@@ -1483,6 +1483,7 @@ mod tests {
         assert_eq!(router_poll_s(Server::Vllm, RouterPolicy::PowerOfTwo), None);
         assert_eq!(router_poll_s(Server::Sglang, RouterPolicy::RoundRobin), None);
         // vLLM's own balancing stands for least-loaded.
+        assert!(Servers::replicas(Server::Vllm, &knobs("least-loaded")).is_none());
         let one = command(Server::Vllm, &[("tp", "1"), ("dp", "2"), ("router", "least-loaded")], &w).unwrap();
         assert!(one.contains("--data-parallel-size 2") && !one.contains("balance"), "{one}");
         // SGLang's for round-robin and least-loaded.
