@@ -406,6 +406,12 @@ pub fn router_poll_s(server: Server, router: RouterPolicy) -> Option<f64> {
     (server == Server::Sglang && router == RouterPolicy::PowerOfTwo).then_some(f64::from(SGLANG_LOAD_POLL_S))
 }
 
+/// [`router_poll_s`] of a configuration's `router` (the simulator's name or
+/// the router's own), `None` where it names none.
+pub fn params_router_poll_s(server: Server, params: &ParamMap) -> Option<f64> {
+    router_poll_s(server, params.get("router")?.parse().ok()?)
+}
+
 /// A configuration's (TP, EP, PP, DP), each 1 where not given.
 fn sizes(params: &ParamMap) -> (u32, u32, u32, u32) {
     let count = |k: &str| params.get(k).and_then(|v| v.trim().parse::<u32>().ok()).unwrap_or(1).max(1);
@@ -549,6 +555,8 @@ fn servers_script(
     let gpus: u32 = servers.instances.iter().map(|(_, _, g)| g).sum();
     let router = if sglang { "SGLang's router" } else { "vllm-router" };
     let title = server.title();
+    // SGLang's power_of_two: the loads it compares polled this often.
+    let poll = servers.policy.and_then(|p| p.parse().ok()).and_then(|r| router_poll_s(server, r));
     let mut s = match servers.policy {
         None => format!(
             "# {} prefill and {} decode {title} servers on {gpus} GPUs, the KV cache carried by NIXL{}, behind \
@@ -560,15 +568,15 @@ fn servers_script(
         Some(policy) => format!(
             "# {n} {title} servers on {gpus} GPUs, behind {router}, which spreads requests over them by its \
              {policy} policy{}.\n",
-            match (policy, sglang) {
-                ("power_of_two", false) => " (of two drawn at random, the one with fewer requests in flight)",
+            match (policy, poll) {
                 // SGLang's compares the loads its monitor polls, 10 s apart
                 // by default: between polls a pair's lighter one takes them
                 // all.
-                ("power_of_two", true) => {
+                (_, Some(_)) => {
                     " (of two drawn at random, the one that held less at the last poll of the loads: every second \
                      here, where SGLang's default of 10 s piles a whole interval's requests on the same replicas)"
                 }
+                ("power_of_two", None) => " (of two drawn at random, the one with fewer requests in flight)",
                 _ => "",
             }
         ),
@@ -646,14 +654,10 @@ fn servers_script(
     let how = match (servers.policy, sglang) {
         (None, false) => format!("--vllm-pd-disaggregation {}", urls.join(" ")),
         (None, true) => format!("--pd-disaggregation {}", urls.join(" ")),
-        (Some(policy), sglang) => format!(
+        (Some(policy), _) => format!(
             "--worker-urls {} --policy {policy}{}",
             urls.join(" "),
-            if sglang && policy == "power_of_two" {
-                format!(" --worker-load-check-interval {}", SGLANG_LOAD_POLL_S)
-            } else {
-                String::new()
-            }
+            poll.map_or_else(String::new, |s| format!(" --worker-load-check-interval {s}"))
         ),
     };
     let _ = write!(
@@ -1073,12 +1077,12 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
         let loads = Loads { users: &loads, rates: &rates };
         // SGLang's power_of_two compares the loads its script has it poll:
         // --estimate predicts it on the same polls.
-        let polled = mine.iter().any(|(_, c)| {
-            c.serve_command.as_ref().is_some_and(|s| s.server == "sglang" && s.script)
-                && c.params.get("router").is_some_and(|r| r.trim() == "power-of-two")
+        let poll = mine.iter().find_map(|(_, c)| {
+            let server = <Server as clap::ValueEnum>::from_str(&c.serve_command.as_ref()?.server, false).ok()?;
+            params_router_poll_s(server, &c.params)
         });
         let sweep =
-            (!tables.is_empty()).then(|| sweep_command(&path, cx, loads, doc.slo.as_deref(), price, drafts, polled));
+            (!tables.is_empty()).then(|| sweep_command(&path, cx, loads, doc.slo.as_deref(), price, drafts, poll));
         // A header line is a comment to its end: a line break in a name
         // (a model's, a path's) would end it and start TOML.
         let comment = |t: &str| t.chars().map(|c| if c.is_control() { '?' } else { c }).collect::<String>();
@@ -1185,8 +1189,8 @@ fn trace_speeds(rates: &[f64], rate: f64) -> Vec<String> {
 /// The sweep of one grid: its servers started by `sh -c {launch} {port}`,
 /// the plan's workload and SLO, the loads of the plan's points (a trace's
 /// speeds where the plan replayed one), and --estimate, which predicts the
-/// same grid again and compares (`polled`: SGLang's power_of_two on the
-/// loads its scripts poll, [`SGLANG_LOAD_POLL_S`] apart).
+/// same grid again and compares (`poll`: the seconds between the polls of
+/// the loads SGLang's power_of_two compares, as its scripts start it).
 fn sweep_command(
     grid: &Path,
     cx: &SweepContext,
@@ -1194,7 +1198,7 @@ fn sweep_command(
     slo: Option<&str>,
     price: Option<f64>,
     drafts: Option<(&str, &str)>,
-    polled: bool,
+    poll: Option<f64>,
 ) -> String {
     let mut w: Vec<String> = ["goodput", "sweep", "--serve-cmd", "sh -c {launch} {port}", "--serve-grid"]
         .into_iter()
@@ -1243,8 +1247,8 @@ fn sweep_command(
     if let Some((acceptance, cost)) = drafts {
         w.extend(["--spec-acceptance".into(), acceptance.into(), "--spec-draft-cost".into(), cost.into()]);
     }
-    if polled {
-        w.extend(["--router-poll".into(), format!("{SGLANG_LOAD_POLL_S}s")]);
+    if let Some(s) = poll {
+        w.extend(["--router-poll".into(), format!("{s}s")]);
     }
     w.extend(["--estimate".into(), "-o".into(), measured_path(grid).display().to_string()]);
     shell_words(&w)

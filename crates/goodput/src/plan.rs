@@ -564,9 +564,8 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     // SGLang's router piles a poll's interval on the replicas light at the
     // poll; without a trace the plan splits the users evenly and leaves
     // that out: said where such a configuration is in the document.
-    if a.serve_engine == crate::launch::Server::Sglang
-        && search.trace.is_none()
-        && doc.configs.iter().any(|c| c.params.get("router").is_some_and(|r| r == "power-of-two"))
+    if search.trace.is_none()
+        && doc.configs.iter().any(|c| crate::launch::params_router_poll_s(a.serve_engine, &c.params).is_some())
     {
         doc.notes.push(format!(
             "SGLang's router runs power-of-two on loads it polls (its scripts here: every {} s, \
