@@ -2,7 +2,8 @@
 //! of `dp` engine replicas a request goes to. It sees what a router in front
 //! of real replicas sees: the requests it sent each replica and has not seen
 //! end, and (prefix-aware) the prompts it sent them, not the replicas' own
-//! caches.
+//! caches; power-of-two on polled loads compares what the replicas report
+//! (their tokens), as SGLang's router does.
 
 use super::calibration::splitmix64;
 use super::error::Error;
@@ -34,8 +35,8 @@ pub enum RouterPolicy {
     /// among more, a replica is sometimes passed over for a busier one. The
     /// draws are a function of the request's place in the run, so a run
     /// repeats exactly. With polled loads ([`Router::polled`]) it compares
-    /// the counts of the last poll instead, as SGLang's router compares the
-    /// loads its monitor fetched.
+    /// the replicas' token loads at the last poll instead, as SGLang's
+    /// router compares the loads its monitor fetched.
     PowerOfTwo,
 }
 
@@ -102,14 +103,16 @@ pub struct Router {
 /// Loads polled every `every_s` seconds from the run's start, as SGLang's
 /// router's load monitor fetches each worker's `/get_load` every
 /// `--worker-load-check-interval` seconds (10 by default) and its
-/// `power_of_two` compares those until the next fetch.
+/// `power_of_two` compares those until the next fetch. A load is the
+/// replica's tokens ([`crate::engine::Engine::load_tokens`]), as
+/// `/get_load`'s `num_tokens` is.
 #[derive(Debug, Clone)]
 struct Poll {
     every_s: f64,
     /// When the next poll is due.
     next_s: f64,
-    /// Each replica's requests in flight at the last poll.
-    loads: Vec<u32>,
+    /// Each replica's load at the last poll.
+    loads: Vec<u64>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -159,11 +162,12 @@ impl Router {
     /// Power-of-two comparing the loads it polled every `every_s` seconds
     /// (from the run's start, the first at 0) instead of its live counts;
     /// `None`, or another policy, routes on live counts as before. A poll's
-    /// loads are the router's own requests in flight when it first routes
-    /// at or after the poll's time (SGLang's monitor fetches the tokens each
-    /// worker holds; with one router in front, both follow the requests it
-    /// sent). Between polls every pair drawn goes to the replica that was
-    /// lighter at the poll, however many it has been sent since.
+    /// loads are what the caller of [`Router::route_at`] gives for each
+    /// replica when the router first routes at or after the poll's time:
+    /// the tokens each replica holds and waits to prefill, as SGLang's
+    /// monitor fetches them. Between polls every pair drawn goes to the
+    /// replica that was lighter at the poll, however many it has been sent
+    /// since.
     pub fn polled(mut self, every_s: Option<f64>) -> Router {
         self.poll = every_s.filter(|s| *s > 0.0 && self.policy == RouterPolicy::PowerOfTwo).map(|every_s| Poll {
             every_s,
@@ -187,16 +191,20 @@ impl Router {
     }
 
     /// Picks the replica for a request with this prompt and counts it in
-    /// flight there (a router whose loads are polled: as if at time 0).
+    /// flight there (a router whose loads are polled: as if at time 0, with
+    /// every replica empty).
     pub fn route(&mut self, prompt: &Prompt) -> usize {
-        self.route_at(prompt, 0.0)
+        self.route_at(prompt, 0.0, |_| 0)
     }
 
     /// [`Router::route`] at `now_s` seconds into the run, when a poll that
-    /// fell due since the last routing is taken first.
-    pub fn route_at(&mut self, prompt: &Prompt, now_s: f64) -> usize {
+    /// fell due since the last routing is taken first: `load(i)` is replica
+    /// `i`'s load then, asked only for a poll.
+    pub fn route_at(&mut self, prompt: &Prompt, now_s: f64, load: impl Fn(usize) -> u64) -> usize {
         if let Some(p) = self.poll.as_mut().filter(|p| now_s >= p.next_s) {
-            p.loads.clone_from(&self.in_flight);
+            for (i, l) in p.loads.iter_mut().enumerate() {
+                *l = load(i);
+            }
             p.next_s = ((now_s / p.every_s).floor() + 1.0) * p.every_s;
         }
         let n = self.in_flight.len();
@@ -236,16 +244,19 @@ impl Router {
     }
 
     /// Two distinct replicas drawn uniformly from the `nth` request's
-    /// bits; the one with fewer in flight (at the last poll, where polled),
-    /// the first drawn on a tie.
+    /// bits; the one with fewer in flight (where polled: the lighter load at
+    /// the last poll), the first drawn on a tie.
     fn power_of_two(&self, nth: u64) -> usize {
         let n = self.in_flight.len() as u64;
         let bits = splitmix64(nth ^ 0x706f_7765_725f_325f);
         // The second from the n − 1 others: distinct without redrawing.
         let a = (bits % n) as usize;
         let b = ((a as u64 + 1 + (bits >> 32) % (n - 1)) % n) as usize;
-        let load = self.poll.as_ref().map_or(&self.in_flight, |p| &p.loads);
-        if load[a] <= load[b] {
+        let lighter = match &self.poll {
+            Some(p) => p.loads[a] <= p.loads[b],
+            None => self.in_flight[a] <= self.in_flight[b],
+        };
+        if lighter {
             a
         } else {
             b
@@ -343,8 +354,13 @@ mod tests {
         let mut polled = Router::new(RouterPolicy::PowerOfTwo, 2, 1000).polled(Some(10.0));
         // Requests every 0.5 s that never end: 20 an interval.
         let mut picks = Vec::new();
+        // Each request holds 64 tokens: a poll's loads follow the counts.
+        let route = |r: &mut Router, t: f64| {
+            let held: Vec<u64> = r.in_flight().iter().map(|&c| 64 * u64::from(c)).collect();
+            r.route_at(&p, t, |i| held[i])
+        };
         for k in 0..60 {
-            picks.push(polled.route_at(&p, k as f64 * 0.5));
+            picks.push(route(&mut polled, k as f64 * 0.5));
         }
         let first = &picks[..20];
         assert!(first.contains(&0) && first.contains(&1), "ties in the first interval: {first:?}");
@@ -362,7 +378,7 @@ mod tests {
         // Live counts keep the two within one of each other.
         let mut live = Router::new(RouterPolicy::PowerOfTwo, 2, 1000).polled(None);
         for k in 0..60 {
-            live.route_at(&p, k as f64 * 0.5);
+            route(&mut live, k as f64 * 0.5);
             let f = live.in_flight();
             assert!(f[0].abs_diff(f[1]) <= 1, "{f:?}");
         }
@@ -373,9 +389,14 @@ mod tests {
         while polled.in_flight()[busier] > 0 {
             polled.done(busier);
         }
-        assert!((0..40).all(|k| polled.route_at(&p, 60.0 + k as f64 * 0.25) == busier));
+        assert!((0..40).all(|k| route(&mut polled, 60.0 + k as f64 * 0.25) == busier));
         assert!(polled.in_flight()[busier] > polled.in_flight()[1 - busier]);
-        assert_eq!(polled.route_at(&p, 70.0), 1 - busier, "the poll at 70 s");
+        assert_eq!(route(&mut polled, 70.0), 1 - busier, "the poll at 70 s");
+        // The loads are tokens, not requests: one long prompt outweighs
+        // three short ones, and the next interval goes to the three.
+        let mut tokens = Router::new(RouterPolicy::PowerOfTwo, 2, 1000).polled(Some(10.0));
+        let held = [4096, 3 * 128];
+        assert!((0..20).all(|k| tokens.route_at(&p, 10.0 + k as f64 * 0.1, |i| held[i]) == 1));
         // Another policy ignores a poll.
         let ll = Router::new(RouterPolicy::LeastLoaded, 2, 1000).polled(Some(10.0));
         assert!(ll.poll.is_none());

@@ -568,6 +568,17 @@ impl Engine {
         self.pool.usage()
     }
 
+    /// The load SGLang's scheduler reports to its router (`/get_load`'s
+    /// `num_tokens`, `Scheduler.get_load`): the KV cache's tokens its
+    /// requests hold (prompts and outputs so far, a block shared by several
+    /// counted once; cached blocks that no request holds are not counted)
+    /// plus the prompt tokens of the requests waiting. Whole blocks here,
+    /// where SGLang's pages are a token by default.
+    pub fn load_tokens(&self) -> u64 {
+        let held = u64::from(self.pool.num_blocks() - self.pool.num_free()) * u64::from(self.pool.block_size());
+        held + self.waiting.iter().map(|&s| u64::from(self.slots[s as usize].prompt_len)).sum::<u64>()
+    }
+
     /// Running requests, oldest admission first (those whose output is
     /// crossing a pipeline's stages last).
     pub fn running_ids(&self) -> impl Iterator<Item = u64> + '_ {
@@ -1193,6 +1204,27 @@ mod tests {
         let plain_steps = drain(&mut plain);
         let total = |s: &[StepOutcome]| s.iter().map(|o| o.duration).sum::<Duration>();
         assert!(total(&spec_steps) > total(&plain_steps), "rejected drafts cost time and save none");
+    }
+
+    /// SGLang's load: prompt tokens while they wait, then the blocks the
+    /// running requests hold; a finished request's cached blocks are not
+    /// counted.
+    #[test]
+    fn load_tokens_counts_waiting_prompts_and_held_blocks() {
+        let mut cfg = config(None, 16);
+        cfg.max_num_seqs = Some(2);
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        for (id, len) in [(1, 100), (2, 50), (3, 300)] {
+            e.add_request(id, prompt(len, id, &cfg), 8).unwrap();
+        }
+        assert_eq!(e.load_tokens(), 450);
+        e.step().unwrap();
+        // Two run (7 and 4 blocks for 100 and 50 tokens); 300 wait.
+        assert_eq!((e.num_running(), e.num_waiting()), (2, 1));
+        assert_eq!(e.load_tokens(), (7 + 4) * 16 + 300);
+        drain(&mut e);
+        assert!(e.stats().requests_finished == 3 && e.kv_usage() == 0.0);
+        assert_eq!(e.load_tokens(), 0);
     }
 
     #[test]

@@ -115,7 +115,10 @@ impl Driver {
     /// Publishes the state and waits for a command; false when no handle to
     /// the server is left.
     async fn idle(&mut self) -> bool {
-        lock(&self.observed).engine = self.engine.stats();
+        {
+            let mut obs = lock(&self.observed);
+            (obs.engine, obs.load_tokens) = (self.engine.stats(), self.engine.load_tokens());
+        }
         match self.commands.recv().await {
             Some(c) => {
                 self.handle(c);
@@ -235,7 +238,7 @@ impl Driver {
                 }
             }
         }
-        obs.engine = self.engine.stats();
+        (obs.engine, obs.load_tokens) = (self.engine.stats(), self.engine.load_tokens());
     }
 }
 

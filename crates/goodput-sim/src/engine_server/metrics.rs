@@ -16,6 +16,9 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[derive(Debug, Clone)]
 pub(super) struct Observed {
     pub(super) engine: EngineStats,
+    /// The replica's load as SGLang reports it to a router
+    /// ([`crate::engine::Engine::load_tokens`]), published with `engine`.
+    pub(super) load_tokens: u64,
     pub(super) ttft: Histogram,
     pub(super) itl: Histogram,
     pub(super) e2e: Histogram,
@@ -38,6 +41,7 @@ impl Observed {
     pub(super) fn new(engine: EngineStats) -> Observed {
         Observed {
             engine,
+            load_tokens: 0,
             ttft: Histogram::new(TTFT_BUCKETS),
             itl: Histogram::new(ITL_BUCKETS),
             e2e: Histogram::new(REQUEST_LATENCY_BUCKETS),

@@ -98,7 +98,9 @@ impl EngineServer {
     /// there until its ticket is dropped, and that replica's driver.
     pub(super) fn route(&self, prompt: &Prompt) -> (usize, mpsc::UnboundedSender<Command>) {
         let now_s = self.started.elapsed().as_secs_f64() * self.cfg.speed;
-        let replica = lock(&self.router).route_at(prompt, now_s);
+        let (offset, observed) = (self.decode_offset(), &self.observed);
+        let load = |i: usize| observed.get(offset + i).map_or(0, |o| lock(o).load_tokens);
+        let replica = lock(&self.router).route_at(prompt, now_s, load);
         (replica, self.commands[self.decode_offset() + replica].clone())
     }
 

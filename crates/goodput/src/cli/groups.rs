@@ -494,7 +494,7 @@ pub struct EngineHwArgs {
     /// How the router in front of --dp replicas picks one: least-loaded (fewest requests in flight), round-robin, prefix-aware (vLLM router's and SGLang's cache_aware policy), or power-of-two (their power_of_two: the lighter of two drawn at random).
     #[arg(long, default_value = "least-loaded", help_heading = "Simulated engine")]
     pub router: String,
-    /// With --router power-of-two: compare the loads polled this often instead of live counts, as SGLang's router does (its --worker-load-check-interval, 10s by default); between polls every request of a pair goes to the replica that was lighter at the last poll.
+    /// With --router power-of-two: compare the loads polled this often instead of live counts, as SGLang's router does (its --worker-load-check-interval, 10s by default; a load is the tokens a replica's requests hold in its KV cache plus its waiting prompts, as SGLang's /get_load counts them); between polls every request of a pair goes to the replica that was lighter at the last poll.
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration, help_heading = "Simulated engine")]
     pub router_poll: Option<std::time::Duration>,
     /// Expert parallelism for a mixture of experts: the GPUs its experts are spread over, whole (vLLM's EP size = --tp × the --dp ranks that share them; --ep 8 --dp 8 is vLLM's --data-parallel-size 8 --enable-expert-parallel). 1: experts split by --tp.

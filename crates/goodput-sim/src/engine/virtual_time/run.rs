@@ -275,7 +275,8 @@ impl<'a> VirtualRun<'a> {
                 }
                 continue;
             }
-            let replica = self.router.route_at(&prompt, self.now.as_secs_f64());
+            let engines = &self.engines;
+            let replica = self.router.route_at(&prompt, self.now.as_secs_f64(), |i| engines[i].load_tokens());
             self.replica_of[i] = replica as u32;
             if let Err(e) = self.engines[replica].add_request(i as u64, prompt, r.output_tokens) {
                 let message = refused(e)?;
