@@ -150,8 +150,8 @@ struct Candidate {
     /// the prefill instances on `tp` GPUs and the decode ones on the pool's
     /// own TP where it differs.
     pd: Option<Pools>,
-    /// The router in front of the replicas (with `--trace` alone: a closed
-    /// loop simulates one replica).
+    /// The router in front of the replicas (with `--trace`, or SGLang's
+    /// polled power_of_two; otherwise a closed loop simulates one replica).
     router: RouterPolicy,
     /// Speculative decoding's draft tokens a step (0: none), at
     /// `--spec-acceptance` and `--spec-draft-cost`.
@@ -562,16 +562,16 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     };
     crate::launch::set_commands(&mut doc, a.serve_engine, &weights, &a.model, a.gpu_memory_utilization);
     // SGLang's router piles a poll's interval on the replicas light at the
-    // poll; without a trace the plan splits the users evenly and leaves
-    // that out: said where such a configuration is in the document.
+    // poll; without a trace those configurations ran whole, the others one
+    // replica a unit: said where such a configuration is in the document.
     if search.trace.is_none()
         && doc.configs.iter().any(|c| crate::launch::params_router_poll_s(a.serve_engine, &c.params).is_some())
     {
         doc.notes.push(format!(
             "SGLang's router runs power-of-two on loads it polls (its scripts here: every {} s, \
              --worker-load-check-interval): between polls every request of a pair goes to the replica that was \
-             lighter at the last poll. The power-of-two configurations' figures split the users evenly over their \
-             replicas and leave that tail out; --trace sends requests through the router, polls included",
+             lighter at the last poll. The configurations behind it ran whole, their users sent through the \
+             router, polls included; the others' users were split evenly over their replicas",
             crate::launch::SGLANG_LOAD_POLL_S
         ));
     }
@@ -2151,6 +2151,15 @@ impl Search<'_> {
 
     /// The users per replica of a curve: the grid given, or 1, 2, 4, … up
     /// to the batch limit (and the limit itself).
+    /// The poll of SGLang's power_of_two in front of `c`'s replicas
+    /// ([`crate::launch::router_poll_s`]), where it has more than one and
+    /// no pools: a closed loop then runs the whole configuration.
+    fn polled(&self, c: &Candidate) -> Option<f64> {
+        (c.pd.is_none() && c.engines() > 1)
+            .then(|| crate::launch::router_poll_s(self.args.serve_engine, c.router))
+            .flatten()
+    }
+
     fn loads(&self, c: &Candidate) -> Vec<u64> {
         let cap = self.batch_limit(c);
         let mut v: Vec<u64> = match &self.args.concurrency {
@@ -2170,7 +2179,16 @@ impl Search<'_> {
         if let Some(t) = &self.trace {
             return self.trace_curve(c, t, points);
         }
-        let cfg = self.engine(c);
+        // Behind SGLang's power_of_two, which compares loads it polls, the
+        // replicas' loads part between polls: the whole configuration runs,
+        // its users sent through the router (`units` of them a replica's);
+        // the others' one replica stands for each, the users split evenly.
+        let polled = self.polled(c);
+        let units = if polled.is_some() { u64::from(c.engines()) } else { 1 };
+        let mut cfg = self.engine(c);
+        if polled.is_some() {
+            (cfg.dp, cfg.router, cfg.router_poll_s) = (c.dp, c.router, polled);
+        }
         cfg.validate()?;
         let server = self.server(&cfg);
         let loads = self.loads(c);
@@ -2189,9 +2207,9 @@ impl Search<'_> {
             if self.interrupted() {
                 return Err(Interrupted.into());
             }
-            let mut plan = self.point_plan(users, k as u64)?;
+            let mut plan = self.point_plan(users, units, k as u64)?;
             let workload = self.workload.with_seed(plan.seed);
-            if self.args.shape.ramp_up.is_none() && users > 1 {
+            if self.args.shape.ramp_up.is_none() && users * units > 1 {
                 plan.ramp_up = self
                     .one_request_time(server, &plan, &workload)
                     .with_context(|| format!("{} users per replica, their pilot", users))?;
@@ -2215,8 +2233,8 @@ impl Search<'_> {
                 ),
                 (Err(e), _) => return Err(e.context(format!("{users} users per replica"))),
             };
-            let steady = steady_output_rate(&run, plan.ramp_up, users);
-            let mut point = self.point(c, users, &result, steady.ok());
+            let steady = steady_output_rate(&run, plan.ramp_up, users * units);
+            let mut point = self.point(c, users, &result, steady.ok(), units > 1);
             // Too few completions with every user in: no rate to give.
             point.steady = steady.is_err_and(|unmeasured| unmeasured).then_some(false);
             let ttft_alone = missed_ttft_alone(&result, self.opts.slo.as_ref(), self.attainment);
@@ -2310,13 +2328,9 @@ impl Search<'_> {
             Some(_) => None,
             None => Some("no request completed".into()),
         };
-        // One replica's result scaled by 1 is the whole's.
         let steady = served.filter(|_| unsteady.is_none());
-        let mut p = self.point(&Candidate { dp: c.ranks(), ..c.clone() }, 0, r, steady);
-        let gpus = f64::from(c.gpus());
+        let mut p = self.point(c, 0, r, steady, true);
         p.load = Load::Rate(rate);
-        p.output_tokens_per_s_per_gpu = p.output_tokens_per_s / gpus;
-        p.usd_per_million_output_tokens = self.usd_per_million(c, gpus, p.output_tokens_per_s);
         let Some(unsteady) = unsteady else { return p };
         p.steady = Some(false);
         p.extra.insert(UNSTEADY.into(), unsteady.into());
@@ -2360,13 +2374,18 @@ impl Search<'_> {
         Ok(std::time::Duration::from_secs_f64(mean_ms.max(0.0) / 1e3))
     }
 
-    fn point_plan(&self, users: u64, k: u64) -> Result<LoadPlan> {
+    /// The load of a point of `users` per replica, sent to `units`
+    /// replicas together (1: one replica stands for each): `-n` and
+    /// `--warmup` are a replica's, times `units`.
+    fn point_plan(&self, users: u64, units: u64, k: u64) -> Result<LoadPlan> {
         let a = self.args;
-        let requests = point_requests(a.shape.requests, users, a.requests_per_user);
+        let requests = point_requests(a.shape.requests, users, a.requests_per_user) * units;
         let warmup = match a.shape.warmup {
-            WarmupArg::Requests(0) => WarmupArg::Requests(users),
+            WarmupArg::Requests(0) => WarmupArg::Requests(users * units),
+            WarmupArg::Requests(n) => WarmupArg::Requests(n * units),
             w => w,
         };
+        let users = users * units;
         let seed = crate::cli::Seed { value: a.shape.seed.of_run(k), drawn: false };
         let shape = crate::cli::ShapeArgs { requests: Some(requests), warmup, seed, ..a.shape.clone() };
         setup::shaped_plan(&shape, Some(users as usize), None, None, std::time::Duration::from_secs(5))
@@ -2382,9 +2401,19 @@ impl Search<'_> {
     /// run's window's; its goodput keeps its share of the output, and its
     /// tokens/s per provisioned megawatt follow it (its joules per token are
     /// the window's).
-    fn point(&self, c: &Candidate, users: u64, r: &goodput_core::RunResult, steady: Option<f64>) -> FrontierPoint {
+    /// `whole`: the result is the whole configuration's (SGLang's polled
+    /// power_of_two, [`Search::polled`]), its totals its own.
+    fn point(
+        &self,
+        c: &Candidate,
+        users: u64,
+        r: &goodput_core::RunResult,
+        steady: Option<f64>,
+        whole: bool,
+    ) -> FrontierPoint {
         let s = &r.summary;
-        let dp = f64::from(c.engines());
+        let units = if whole { 1 } else { c.engines() };
+        let dp = f64::from(units);
         let window = s.throughput.output_tokens_per_s;
         let replica = steady.unwrap_or(window);
         let scale = if window > 0.0 { replica / window } else { 1.0 };
@@ -2412,8 +2441,8 @@ impl Search<'_> {
                 .as_ref()
                 .and_then(|e| e.output_tokens_per_s_per_provisioned_mw)
                 .map(|m| m * scale),
-            completed: s.requests.completed * u64::from(c.engines()),
-            failed: s.requests.failed * u64::from(c.engines()),
+            completed: s.requests.completed * u64::from(units),
+            failed: s.requests.failed * u64::from(units),
             steady: None,
             client_stalled: None,
             spec_decode: goodput_core::doc::frontier::PointSpecDecode::of(r),

@@ -528,6 +528,40 @@ fn plan_predicts_sglangs_power_of_two_on_the_loads_it_polls() {
     assert!(sglang_tpot > vllm_tpot, "p99 TPOT: SGLang's {sglang_tpot} ms, vLLM's {vllm_tpot} ms");
 }
 
+/// Without a trace, expert-parallel groups behind SGLang's power_of_two
+/// run whole, their users sent through the router and its polls (vLLM
+/// router's, on live counts, splits them evenly as before): the same
+/// requests per replica complete, and SGLang's tail is the longer.
+#[test]
+fn plan_runs_sglangs_polled_power_of_two_whole_without_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |engine: &str| {
+        let out = dir.path().join(format!("{engine}.json"));
+        goodput()
+            .args(["plan", "-q", "--model", "qwen3-30b-a3b", "--gpu", "h100=2.5", "--gpus", "4", "--tp", "1"])
+            .args(["--ep", "2", "--pp", "1", "--precision", "fp8", "--max-num-batched-tokens", "2048"])
+            .args(["--concurrency", "32", "--requests-per-user", "6", "--input-tokens", "1024"])
+            .args(["--output-tokens", "64", "--percentile", "99", "--serve-engine", engine, "-o"])
+            .arg(&out)
+            .assert()
+            .success();
+        let doc = read_json(&out);
+        let whole = doc["notes"].as_array().unwrap().iter().any(|n| {
+            n.as_str().is_some_and(|n| n.contains("The configurations behind it ran whole, their users sent through"))
+        });
+        assert_eq!(whole, engine == "sglang", "{}", doc["notes"]);
+        let c = &doc["configs"][0];
+        assert_eq!(c["params"]["router"].as_str(), Some("power-of-two"), "{c}");
+        let p = &c["points"][0];
+        // 32 users a group, two groups: 64 users and 384 requests either way.
+        assert_eq!((p["load"]["value"].as_u64(), p["completed"].as_u64()), (Some(64), Some(384)), "{p}");
+        (p["ttft_ms"].as_f64().unwrap(), p["tpot_ms"].as_f64().unwrap())
+    };
+    let ((vllm_ttft, vllm_tpot), (sglang_ttft, sglang_tpot)) = (run("vllm"), run("sglang"));
+    assert!(sglang_ttft > 1.5 * vllm_ttft, "p99 TTFT: SGLang's {sglang_ttft} ms, vLLM's {vllm_ttft} ms");
+    assert!(sglang_tpot > vllm_tpot, "p99 TPOT: SGLang's {sglang_tpot} ms, vLLM's {vllm_tpot} ms");
+}
+
 /// `--trace`: each configuration is simulated whole (its replicas behind
 /// each router of `--router`), replaying the trace at each speed: every
 /// point sends all of the trace's requests, at the trace's rate times the
