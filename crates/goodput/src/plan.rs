@@ -241,6 +241,17 @@ struct PlanTrace {
     routers: Vec<RouterPolicy>,
 }
 
+/// Behind SGLang's polled power_of_two a closed loop runs the whole
+/// configuration, but at most this many of its units (replicas or
+/// expert-parallel groups), which stand for the rest: each unit run costs
+/// its share of the time and memory (32 groups of Qwen3-30B-A3B on 64
+/// H100s had taken 112 s and 1 GB where one group takes a few seconds),
+/// and past a few replicas polled power-of-two piles its intervals alike:
+/// Llama-3.1-8B on 8, 16 and 32 H100 replicas at 17.5 requests/s each
+/// (1,024 / 256 tokens, 1 s polls) gave a p99 TTFT of 489, 483 and
+/// 558 ms, a mean of 159, 150 and 157 ms (4 replicas: 644 and 182).
+const WHOLE_UNITS_MAX: u32 = 8;
+
 /// `--trace-speed`'s default: each point twice as fast as the one before.
 const TRACE_SPEEDS: [f64; 7] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0];
 /// Past the default speeds, a curve still within the SLO and still rising
@@ -570,9 +581,11 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         doc.notes.push(format!(
             "SGLang's router runs power-of-two on loads it polls (its scripts here: every {} s, \
              --worker-load-check-interval): between polls every request of a pair goes to the replica that was \
-             lighter at the last poll. The configurations behind it ran whole, their users sent through the \
-             router, polls included; the others' users were split evenly over their replicas",
-            crate::launch::SGLANG_LOAD_POLL_S
+             lighter at the last poll. The configurations behind it ran whole (up to {} replicas or groups, \
+             standing for the rest), their users sent through the router, polls included; the others' users \
+             were split evenly over their replicas",
+            crate::launch::SGLANG_LOAD_POLL_S,
+            WHOLE_UNITS_MAX
         ));
     }
     if interrupted {
@@ -2155,6 +2168,7 @@ impl Search<'_> {
     /// ([`crate::launch::router_poll_s`]), where it has more than one and
     /// no pools: a closed loop then runs the whole configuration.
     fn polled(&self, c: &Candidate) -> Option<f64> {
+        // (A closed loop runs at most WHOLE_UNITS_MAX of them.)
         (c.pd.is_none() && c.engines() > 1)
             .then(|| crate::launch::router_poll_s(self.args.serve_engine, c.router))
             .flatten()
@@ -2180,14 +2194,16 @@ impl Search<'_> {
             return self.trace_curve(c, t, points);
         }
         // Behind SGLang's power_of_two, which compares loads it polls, the
-        // replicas' loads part between polls: the whole configuration runs,
-        // its users sent through the router (`units` of them a replica's);
-        // the others' one replica stands for each, the users split evenly.
+        // replicas' loads part between polls: the configuration runs whole
+        // (up to WHOLE_UNITS_MAX of its units, standing for the rest), its
+        // users sent through the router (`ran` times a replica's); the
+        // others' one replica stands for each, the users split evenly.
         let polled = self.polled(c);
-        let units = if polled.is_some() { u64::from(c.engines()) } else { 1 };
+        let ran = if polled.is_some() { c.engines().min(WHOLE_UNITS_MAX) } else { 1 };
+        let units = u64::from(ran);
         let mut cfg = self.engine(c);
         if polled.is_some() {
-            (cfg.dp, cfg.router, cfg.router_poll_s) = (c.dp, c.router, polled);
+            (cfg.dp, cfg.router, cfg.router_poll_s) = (ran * c.ranks(), c.router, polled);
         }
         cfg.validate()?;
         let server = self.server(&cfg);
@@ -2234,7 +2250,7 @@ impl Search<'_> {
                 (Err(e), _) => return Err(e.context(format!("{users} users per replica"))),
             };
             let steady = steady_output_rate(&run, plan.ramp_up, users * units);
-            let mut point = self.point(c, users, &result, steady.ok(), units > 1);
+            let mut point = self.point(c, users, &result, steady.ok(), ran);
             // Too few completions with every user in: no rate to give.
             point.steady = steady.is_err_and(|unmeasured| unmeasured).then_some(false);
             let ttft_alone = missed_ttft_alone(&result, self.opts.slo.as_ref(), self.attainment);
@@ -2329,7 +2345,7 @@ impl Search<'_> {
             None => Some("no request completed".into()),
         };
         let steady = served.filter(|_| unsteady.is_none());
-        let mut p = self.point(c, 0, r, steady, true);
+        let mut p = self.point(c, 0, r, steady, c.engines());
         p.load = Load::Rate(rate);
         let Some(unsteady) = unsteady else { return p };
         p.steady = Some(false);
@@ -2401,19 +2417,20 @@ impl Search<'_> {
     /// run's window's; its goodput keeps its share of the output, and its
     /// tokens/s per provisioned megawatt follow it (its joules per token are
     /// the window's).
-    /// `whole`: the result is the whole configuration's (SGLang's polled
-    /// power_of_two, [`Search::polled`]), its totals its own.
+    /// `ran`: the units the result is of (1: one replica; the whole
+    /// configuration's, or up to [`WHOLE_UNITS_MAX`] of them behind SGLang's
+    /// polled power_of_two, [`Search::polled`]).
     fn point(
         &self,
         c: &Candidate,
         users: u64,
         r: &goodput_core::RunResult,
         steady: Option<f64>,
-        whole: bool,
+        ran: u32,
     ) -> FrontierPoint {
         let s = &r.summary;
-        let units = if whole { 1 } else { c.engines() };
-        let dp = f64::from(units);
+        let dp = f64::from(c.engines()) / f64::from(ran.max(1));
+        let times = |n: u64| (n as f64 * dp).round() as u64;
         let window = s.throughput.output_tokens_per_s;
         let replica = steady.unwrap_or(window);
         let scale = if window > 0.0 { replica / window } else { 1.0 };
@@ -2441,8 +2458,8 @@ impl Search<'_> {
                 .as_ref()
                 .and_then(|e| e.output_tokens_per_s_per_provisioned_mw)
                 .map(|m| m * scale),
-            completed: s.requests.completed * u64::from(units),
-            failed: s.requests.failed * u64::from(units),
+            completed: times(s.requests.completed),
+            failed: times(s.requests.failed),
             steady: None,
             client_stalled: None,
             spec_decode: goodput_core::doc::frontier::PointSpecDecode::of(r),

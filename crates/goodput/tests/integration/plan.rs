@@ -547,7 +547,7 @@ fn plan_runs_sglangs_polled_power_of_two_whole_without_a_trace() {
             .success();
         let doc = read_json(&out);
         let whole = doc["notes"].as_array().unwrap().iter().any(|n| {
-            n.as_str().is_some_and(|n| n.contains("The configurations behind it ran whole, their users sent through"))
+            n.as_str().is_some_and(|n| n.contains("The configurations behind it ran whole (up to 8 replicas or groups"))
         });
         assert_eq!(whole, engine == "sglang", "{}", doc["notes"]);
         let c = &doc["configs"][0];
@@ -560,6 +560,32 @@ fn plan_runs_sglangs_polled_power_of_two_whole_without_a_trace() {
     let ((vllm_ttft, vllm_tpot), (sglang_ttft, sglang_tpot)) = (run("vllm"), run("sglang"));
     assert!(sglang_ttft > 1.5 * vllm_ttft, "p99 TTFT: SGLang's {sglang_ttft} ms, vLLM's {vllm_ttft} ms");
     assert!(sglang_tpot > vllm_tpot, "p99 TPOT: SGLang's {sglang_tpot} ms, vLLM's {vllm_tpot} ms");
+
+    // Ten groups: eight run behind the router and stand for the ten, whose
+    // load and completions the point gives, as vLLM's one group does.
+    let ten = |engine: &str| {
+        let out = dir.path().join(format!("ten-{engine}.json"));
+        goodput()
+            .args(["plan", "-q", "--model", "qwen3-30b-a3b", "--gpu", "h100=2.5", "--gpus", "20", "--tp", "1"])
+            .args(["--ep", "2", "--pp", "1", "--precision", "fp8", "--max-num-batched-tokens", "2048"])
+            .args(["--concurrency", "4", "--requests-per-user", "5", "--input-tokens", "256"])
+            .args(["--output-tokens", "16", "--serve-engine", engine, "-o"])
+            .arg(&out)
+            .assert()
+            .success();
+        let doc = read_json(&out);
+        let p = &doc["configs"][0]["points"][0];
+        (
+            p["load"]["value"].as_u64().unwrap(),
+            p["completed"].as_u64().unwrap(),
+            p["output_tokens_per_s_per_gpu"].clone(),
+        )
+    };
+    let (vllm, sglang) = (ten("vllm"), ten("sglang"));
+    assert_eq!((vllm.0, vllm.1), (40, 200), "{vllm:?}");
+    assert_eq!((sglang.0, sglang.1), (vllm.0, vllm.1), "{sglang:?}");
+    let per_gpu = |v: &serde_json::Value| v.as_f64().unwrap();
+    assert!((per_gpu(&sglang.2) / per_gpu(&vllm.2) - 1.0).abs() < 0.25, "{sglang:?} {vllm:?}");
 }
 
 /// `--trace`: each configuration is simulated whole (its replicas behind
