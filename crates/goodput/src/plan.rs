@@ -2162,18 +2162,18 @@ impl Search<'_> {
         u64::from(c.max_num_seqs) * u64::from(holders)
     }
 
-    /// The users per replica of a curve: the grid given, or 1, 2, 4, … up
-    /// to the batch limit (and the limit itself).
     /// The poll of SGLang's power_of_two in front of `c`'s replicas
     /// ([`crate::launch::router_poll_s`]), where it has more than one and
-    /// no pools: a closed loop then runs the whole configuration.
+    /// no pools: a closed loop then runs the configuration whole (up to
+    /// [`WHOLE_UNITS_MAX`] of its units).
     fn polled(&self, c: &Candidate) -> Option<f64> {
-        // (A closed loop runs at most WHOLE_UNITS_MAX of them.)
         (c.pd.is_none() && c.engines() > 1)
             .then(|| crate::launch::router_poll_s(self.args.serve_engine, c.router))
             .flatten()
     }
 
+    /// The users per replica of a curve: the grid given, or 1, 2, 4, … up
+    /// to the batch limit (and the limit itself).
     fn loads(&self, c: &Candidate) -> Vec<u64> {
         let cap = self.batch_limit(c);
         let mut v: Vec<u64> = match &self.args.concurrency {
