@@ -573,8 +573,9 @@ fn servers_script(
                 // by default: between polls a pair's lighter one takes them
                 // all.
                 (_, Some(_)) => {
-                    " (of two drawn at random, the one that held less at the last poll of the loads: every second \
-                     here, where SGLang's default of 10 s piles a whole interval's requests on the same replicas)"
+                    " (of two drawn at random, the one whose requests held fewer tokens, in its KV cache and \
+                     waiting, at the last poll of the loads: every second here, where SGLang's default of 10 s piles a whole interval's \
+                     requests on the same replicas)"
                 }
                 ("power_of_two", None) => " (of two drawn at random, the one with fewer requests in flight)",
                 _ => "",
