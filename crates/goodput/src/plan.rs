@@ -2225,7 +2225,7 @@ impl Search<'_> {
             }
             let mut plan = self.point_plan(users, units, k as u64)?;
             let workload = self.workload.with_seed(plan.seed);
-            if self.args.shape.ramp_up.is_none() && users * units > 1 {
+            if self.args.shape.ramp_up.is_none() && users.saturating_mul(units) > 1 {
                 plan.ramp_up = self
                     .one_request_time(server, &plan, &workload)
                     .with_context(|| format!("{} users per replica, their pilot", users))?;
@@ -2249,7 +2249,7 @@ impl Search<'_> {
                 ),
                 (Err(e), _) => return Err(e.context(format!("{users} users per replica"))),
             };
-            let steady = steady_output_rate(&run, plan.ramp_up, users * units);
+            let steady = steady_output_rate(&run, plan.ramp_up, users.saturating_mul(units));
             let mut point = self.point(c, users, &result, steady.ok(), ran);
             // Too few completions with every user in: no rate to give.
             point.steady = steady.is_err_and(|unmeasured| unmeasured).then_some(false);
@@ -2395,13 +2395,13 @@ impl Search<'_> {
     /// `--warmup` are a replica's, times `units`.
     fn point_plan(&self, users: u64, units: u64, k: u64) -> Result<LoadPlan> {
         let a = self.args;
-        let requests = point_requests(a.shape.requests, users, a.requests_per_user) * units;
+        let requests = point_requests(a.shape.requests, users, a.requests_per_user).saturating_mul(units);
         let warmup = match a.shape.warmup {
-            WarmupArg::Requests(0) => WarmupArg::Requests(users * units),
-            WarmupArg::Requests(n) => WarmupArg::Requests(n * units),
+            WarmupArg::Requests(0) => WarmupArg::Requests(users.saturating_mul(units)),
+            WarmupArg::Requests(n) => WarmupArg::Requests(n.saturating_mul(units)),
             w => w,
         };
-        let users = users * units;
+        let users = users.saturating_mul(units);
         let seed = crate::cli::Seed { value: a.shape.seed.of_run(k), drawn: false };
         let shape = crate::cli::ShapeArgs { requests: Some(requests), warmup, seed, ..a.shape.clone() };
         setup::shaped_plan(&shape, Some(users as usize), None, None, std::time::Duration::from_secs(5))
