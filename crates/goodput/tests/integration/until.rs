@@ -55,21 +55,48 @@ fn a_quiet_server_s_answer_is_known_sooner_than_a_noisy_one_s() {
     // A p50 ±5% of a TTFT spread uniformly over 200 ms needs its interval
     // within ±7.5 ms: about 680 requests (196 ms / √n), far more than 300.
     assert!(at(&noisy) >= 300, "{}", noisy["stop"]);
-    // Sooner; or, where a busy machine's waits spread the quiet server's
-    // TTFTs too and both answers came at the same look (seen in a full run:
-    // both at 743), the quiet one the more certain there.
+    // A median's interval narrows as its spread over √n, so a ±5% answer
+    // takes requests as (spread / median)²: the server whose TTFTs spread
+    // the wider against their median is known no sooner. Which one that is
+    // the records say: the noisy server's jitter on a quiet machine; on a
+    // busy one the machine's own waits spread the quiet server's TTFTs too
+    // (seen with both cores busy: its median 55.7 ms answered at 1,162
+    // requests, the noisy one's 155 ms at 743). A busy machine also
+    // bunches the sends, and the rule widens its interval for requests
+    // that depend on their neighbours, by as much as several times fewer
+    // requests: so the order is asserted where one spread is four times
+    // the other's (sixteen times the requests), and not where the two are
+    // nearer. Measured: 0.04 against 0.66 on an idle machine, 0.07-0.11
+    // against 0.63 with both cores busy.
+    let spread = |recs: &[goodput_core::RequestRecord]| {
+        let mut t: Vec<f64> = recs.iter().filter_map(|r| r.ttft()).map(|d| d.as_secs_f64()).collect();
+        t.sort_by(f64::total_cmp);
+        let q = |p: f64| t[((t.len() - 1) as f64 * p).round() as usize];
+        (q(0.75) - q(0.25)) / q(0.5)
+    };
+    let (quiet_spread, noisy_spread) = (spread(&quiet_recs), spread(&noisy_recs));
+    // Sooner; or, where both answers came at the same look (seen in a full
+    // run: both at 743), the narrower spread the more certain there.
     let half_width = |v: &serde_json::Value| -> f64 {
         let d = v["stop"]["detail"].as_str().unwrap();
         let start = d.rfind("(±").unwrap_or_else(|| panic!("{d}")) + "(±".len();
         d[start..].trim_end_matches(|c: char| !c.is_ascii_digit()).parse().unwrap_or_else(|_| panic!("{d}"))
     };
-    assert!(
-        at(&quiet) < at(&noisy) || at(&quiet) == at(&noisy) && half_width(&quiet) < half_width(&noisy),
-        "quiet {} noisy {}",
-        quiet["stop"],
-        noisy["stop"]
+    let sooner =
+        |a: &serde_json::Value, b: &serde_json::Value| at(a) < at(b) || at(a) == at(b) && half_width(a) < half_width(b);
+    let told = format!(
+        "quiet {} (TTFT IQR / median {quiet_spread:.3}), noisy {} ({noisy_spread:.3})",
+        quiet["stop"], noisy["stop"]
     );
-    assert!(quiet_recs.len() < noisy_recs.len() && noisy_recs.len() < 5000);
+    if noisy_spread > 4.0 * quiet_spread {
+        assert!(sooner(&quiet, &noisy), "{told}");
+        assert!(quiet_recs.len() < noisy_recs.len(), "{told}");
+    } else if quiet_spread > 4.0 * noisy_spread {
+        assert!(sooner(&noisy, &quiet), "{told}");
+    } else {
+        eprintln!("the machine spread both servers' TTFTs alike: no order asserted ({told})");
+    }
+    assert!(noisy_recs.len() < 5000);
     // The jitter is really there: the noisy TTFTs spread over most of 200 ms.
     let ttfts: Vec<f64> = noisy_recs.iter().filter_map(|r| r.ttft()).map(|d| d.as_secs_f64() * 1e3).collect();
     let (lo, hi) = ttfts.iter().fold((f64::MAX, 0.0f64), |(l, h), &t| (l.min(t), h.max(t)));
