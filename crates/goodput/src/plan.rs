@@ -2223,12 +2223,22 @@ impl Search<'_> {
             if self.interrupted() {
                 return Err(Interrupted.into());
             }
+            // Whose load an error names: a replica's, and where several ran
+            // together, how many (their requests were the replica's times as
+            // many).
+            let per_replica = match ran {
+                1 => format!("{} per replica", plural(users as usize, "user")),
+                n => format!(
+                    "{} per replica ({n} replicas run together behind SGLang's router)",
+                    plural(users as usize, "user")
+                ),
+            };
             let mut plan = self.point_plan(users, units, k as u64)?;
             let workload = self.workload.with_seed(plan.seed);
             if self.args.shape.ramp_up.is_none() && users.saturating_mul(units) > 1 {
                 plan.ramp_up = self
                     .one_request_time(server, &plan, &workload)
-                    .with_context(|| format!("{} users per replica, their pilot", users))?;
+                    .with_context(|| format!("{per_replica}, their pilot"))?;
                 plan.warmup_time = plan.warmup_time.max(plan.ramp_up);
             }
             let config = self.workload_config.clone();
@@ -2240,14 +2250,14 @@ impl Search<'_> {
                 // more than asked, and the memory guard refuses it (it had
                 // read as the requests' fault: "give fewer requests").
                 (Err(e), Some(ramp)) if format!("{e:#}").contains("in memory") => bail!(
-                    "{users} users per replica: a --ramp-up of {} is too long: what is due during it is warm-up, each \
+                    "{per_replica}: a --ramp-up of {} is too long: what is due during it is warm-up, each \
                      user sending throughout, and the point would send far more requests than the {} measured \
                      ({e:#}); give a shorter --ramp-up (a few requests' time), or leave it out: plan then joins \
                      users over one request's time",
                     goodput_core::util::duration_text(ramp),
                     plan.requests.unwrap_or_default()
                 ),
-                (Err(e), _) => return Err(e.context(format!("{users} users per replica"))),
+                (Err(e), _) => return Err(e.context(per_replica)),
             };
             let steady = steady_output_rate(&run, plan.ramp_up, users.saturating_mul(units));
             let mut point = self.point(c, users, &result, steady.ok(), ran);
