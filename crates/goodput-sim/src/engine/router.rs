@@ -181,6 +181,11 @@ impl Router {
         self.policy
     }
 
+    /// Whether it compares polled loads ([`Router::polled`]).
+    pub fn polls(&self) -> bool {
+        self.poll.is_some()
+    }
+
     pub fn replicas(&self) -> usize {
         self.in_flight.len()
     }

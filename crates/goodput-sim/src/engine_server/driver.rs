@@ -115,10 +115,7 @@ impl Driver {
     /// Publishes the state and waits for a command; false when no handle to
     /// the server is left.
     async fn idle(&mut self) -> bool {
-        {
-            let mut obs = lock(&self.observed);
-            (obs.engine, obs.load_tokens) = (self.engine.stats(), self.engine.load_tokens());
-        }
+        lock(&self.observed).publish(&self.engine);
         match self.commands.recv().await {
             Some(c) => {
                 self.handle(c);
@@ -238,7 +235,7 @@ impl Driver {
                 }
             }
         }
-        (obs.engine, obs.load_tokens) = (self.engine.stats(), self.engine.load_tokens());
+        obs.publish(&self.engine);
     }
 }
 
@@ -259,7 +256,7 @@ mod tests {
         let block_size = cfg.block_size;
         let mut engine = Engine::new(cfg).unwrap();
         engine.hold_finished();
-        let observed = Arc::new(Mutex::new(Observed::new(engine.stats())));
+        let observed = Arc::new(Mutex::new(Observed::new(&engine, false)));
         let (tx, rx) = mpsc::unbounded_channel();
         let task = tokio::spawn(Driver::new(engine, rx, observed.clone(), 100.0, true).run());
         // What the driver publishes, once it holds (it publishes when idle):

@@ -1,7 +1,7 @@
 //! What `/metrics` reports, under vLLM's V1 metric names, and how it is
 //! written in Prometheus text format.
 
-use crate::engine::EngineStats;
+use crate::engine::{Engine, EngineStats};
 use std::fmt::Write;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -17,8 +17,9 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(super) struct Observed {
     pub(super) engine: EngineStats,
     /// The replica's load as SGLang reports it to a router
-    /// ([`crate::engine::Engine::load_tokens`]), published with `engine`.
-    pub(super) load_tokens: u64,
+    /// ([`Engine::load_tokens`]), published with `engine` where a router
+    /// polls it (`None`: none does, and it is not counted).
+    pub(super) load_tokens: Option<u64>,
     pub(super) ttft: Histogram,
     pub(super) itl: Histogram,
     pub(super) e2e: Histogram,
@@ -38,10 +39,20 @@ pub(super) struct Observed {
 }
 
 impl Observed {
-    pub(super) fn new(engine: EngineStats) -> Observed {
+    /// The engine's state as it stands: its stats, and its load where a
+    /// router polls it.
+    pub(super) fn publish(&mut self, engine: &Engine) {
+        self.engine = engine.stats();
+        if let Some(l) = &mut self.load_tokens {
+            *l = engine.load_tokens();
+        }
+    }
+
+    /// `polled`: a router polls the replica's load ([`Observed::publish`]).
+    pub(super) fn new(engine: &Engine, polled: bool) -> Observed {
         Observed {
-            engine,
-            load_tokens: 0,
+            engine: engine.stats(),
+            load_tokens: polled.then(|| engine.load_tokens()),
             ttft: Histogram::new(TTFT_BUCKETS),
             itl: Histogram::new(ITL_BUCKETS),
             e2e: Histogram::new(REQUEST_LATENCY_BUCKETS),

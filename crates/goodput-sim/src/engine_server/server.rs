@@ -69,7 +69,8 @@ impl EngineServer {
         let mut observed = Vec::new();
         let mut drivers = Vec::new();
         for (i, engine) in engines.into_iter().enumerate() {
-            let o = Arc::new(Mutex::new(Observed::new(engine.stats())));
+            // The router polls the replicas it routes to, if it polls.
+            let o = Arc::new(Mutex::new(Observed::new(&engine, router.polls() && i >= prefill)));
             let (tx, rx) = mpsc::unbounded_channel();
             commands.push(tx);
             observed.push(o.clone());
@@ -99,9 +100,9 @@ impl EngineServer {
     pub(super) fn route(&self, prompt: &Prompt) -> (usize, mpsc::UnboundedSender<Command>) {
         let now_s = self.started.elapsed().as_secs_f64() * self.cfg.speed;
         let (offset, observed) = (self.decode_offset(), &self.observed);
-        let load = |i: usize| observed.get(offset + i).map_or(0, |o| lock(o).load_tokens);
+        let load = |i: usize| observed.get(offset + i).and_then(|o| lock(o).load_tokens).unwrap_or(0);
         let replica = lock(&self.router).route_at(prompt, now_s, load);
-        (replica, self.commands[self.decode_offset() + replica].clone())
+        (replica, self.commands[offset + replica].clone())
     }
 
     /// Disaggregated, the first decode instance's index among the drivers.
