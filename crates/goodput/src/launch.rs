@@ -574,8 +574,8 @@ fn servers_script(
                 // all.
                 (_, Some(_)) => {
                     " (of two drawn at random, the one whose requests held fewer tokens, in its KV cache and \
-                     waiting, at the last poll of the loads: every second here, where SGLang's default of 10 s piles a whole interval's \
-                     requests on the same replicas)"
+                     waiting, at the last poll of the loads: every second here, where SGLang's default of 10 s \
+                     piles a whole interval's requests on the same replicas)"
                 }
                 ("power_of_two", None) => " (of two drawn at random, the one with fewer requests in flight)",
                 _ => "",

@@ -2165,7 +2165,7 @@ impl Search<'_> {
     /// The poll of SGLang's power_of_two in front of `c`'s replicas
     /// ([`crate::launch::router_poll_s`]), where it has more than one and
     /// no pools: a closed loop then runs the configuration whole (up to
-    /// [`WHOLE_UNITS_MAX`] of its units).
+    /// [`WHOLE_UNITS_MAX`] of its units), and a trace's replay polls so.
     fn polled(&self, c: &Candidate) -> Option<f64> {
         (c.pd.is_none() && c.engines() > 1)
             .then(|| crate::launch::router_poll_s(self.args.serve_engine, c.router))
@@ -2226,13 +2226,10 @@ impl Search<'_> {
             // Whose load an error names: a replica's, and where several ran
             // together, how many (their requests were the replica's times as
             // many).
-            let per_replica = match ran {
-                1 => format!("{} per replica", plural(users as usize, "user")),
-                n => format!(
-                    "{} per replica ({n} replicas run together behind SGLang's router)",
-                    plural(users as usize, "user")
-                ),
-            };
+            let mut per_replica = format!("{} per replica", plural(users as usize, "user"));
+            if ran > 1 {
+                per_replica.push_str(&format!(" ({ran} replicas run together behind SGLang's router)"));
+            }
             let mut plan = self.point_plan(users, units, k as u64)?;
             let workload = self.workload.with_seed(plan.seed);
             if self.args.shape.ramp_up.is_none() && users.saturating_mul(units) > 1 {
@@ -2285,7 +2282,7 @@ impl Search<'_> {
             _ => {
                 cfg.dp = c.dp;
                 cfg.router = c.router;
-                cfg.router_poll_s = crate::launch::router_poll_s(self.args.serve_engine, c.router);
+                cfg.router_poll_s = self.polled(c);
             }
         }
         cfg.validate()?;

@@ -535,17 +535,23 @@ fn plan_predicts_sglangs_power_of_two_on_the_loads_it_polls() {
 #[test]
 fn plan_runs_sglangs_polled_power_of_two_whole_without_a_trace() {
     let dir = tempfile::tempdir().unwrap();
-    let run = |engine: &str| {
-        let out = dir.path().join(format!("{engine}.json"));
+    // Qwen3-30B-A3B at TP 1 and EP 2 (groups of two GPUs) on `gpus`, under
+    // `load`, for `engine`'s servers: the plan's document.
+    let plan = |name: &str, gpus: &str, load: &[&str], engine: &str| {
+        let out = dir.path().join(format!("{name}-{engine}.json"));
         goodput()
-            .args(["plan", "-q", "--model", "qwen3-30b-a3b", "--gpu", "h100=2.5", "--gpus", "4", "--tp", "1"])
+            .args(["plan", "-q", "--model", "qwen3-30b-a3b", "--gpu", "h100=2.5", "--gpus", gpus, "--tp", "1"])
             .args(["--ep", "2", "--pp", "1", "--precision", "fp8", "--max-num-batched-tokens", "2048"])
-            .args(["--concurrency", "32", "--requests-per-user", "6", "--input-tokens", "1024"])
-            .args(["--output-tokens", "64", "--percentile", "99", "--serve-engine", engine, "-o"])
+            .args(load)
+            .args(["--serve-engine", engine, "-o"])
             .arg(&out)
             .assert()
             .success();
-        let doc = read_json(&out);
+        read_json(&out)
+    };
+    let run = |engine: &str| {
+        let load = ["--concurrency", "32", "--requests-per-user", "6", "--input-tokens", "1024"];
+        let doc = plan("two", "4", &[&load[..], &["--output-tokens", "64", "--percentile", "99"]].concat(), engine);
         let whole = doc["notes"].as_array().unwrap().iter().any(|n| {
             n.as_str().is_some_and(|n| n.contains("The configurations behind it ran whole (up to 8 replicas or groups"))
         });
@@ -564,16 +570,8 @@ fn plan_runs_sglangs_polled_power_of_two_whole_without_a_trace() {
     // Ten groups: eight run behind the router and stand for the ten, whose
     // load and completions the point gives, as vLLM's one group does.
     let ten = |engine: &str| {
-        let out = dir.path().join(format!("ten-{engine}.json"));
-        goodput()
-            .args(["plan", "-q", "--model", "qwen3-30b-a3b", "--gpu", "h100=2.5", "--gpus", "20", "--tp", "1"])
-            .args(["--ep", "2", "--pp", "1", "--precision", "fp8", "--max-num-batched-tokens", "2048"])
-            .args(["--concurrency", "4", "--requests-per-user", "5", "--input-tokens", "256"])
-            .args(["--output-tokens", "16", "--serve-engine", engine, "-o"])
-            .arg(&out)
-            .assert()
-            .success();
-        let doc = read_json(&out);
+        let load = ["--concurrency", "4", "--requests-per-user", "5", "--input-tokens", "256", "--output-tokens", "16"];
+        let doc = plan("ten", "20", &load, engine);
         let p = &doc["configs"][0]["points"][0];
         (
             p["load"]["value"].as_u64().unwrap(),
