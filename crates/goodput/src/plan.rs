@@ -1376,15 +1376,40 @@ impl Search<'_> {
                     }
                     continue;
                 }
-                let mut seqs: Vec<u32> = match &a.max_num_seqs {
+                let mut given: Vec<u32> = match &a.max_num_seqs {
                     Some(m) => m.0.iter().map(|&v| v.min(u64::from(u32::MAX)) as u32).collect(),
-                    None => vec![EngineConfig::new(self.model.clone(), gpu.clone(), precision).resolved_max_num_seqs()],
+                    None => Vec::new(),
                 };
-                seqs.sort_unstable();
-                seqs.dedup();
-                let first = (seqs[0], a.max_num_batched_tokens.0[0]);
+                given.sort_unstable();
+                given.dedup();
+                // The first pair of limits run: its notes are said once.
+                let mut first = None;
                 for &mbt in &a.max_num_batched_tokens.0 {
+                    let mbt32 = mbt.min(u64::from(u32::MAX)) as u32;
+                    // vLLM's default cap, held to the budget; a cap given
+                    // above the budget vLLM refuses: left out, said once.
+                    let seqs: Vec<u32> = match a.max_num_seqs {
+                        Some(_) => given.iter().copied().filter(|&s| s <= mbt32).collect(),
+                        None => {
+                            let mut e = EngineConfig::new(self.model.clone(), gpu.clone(), precision);
+                            e.max_num_batched_tokens = mbt32;
+                            vec![e.resolved_max_num_seqs()]
+                        }
+                    };
+                    if seqs.len() < given.len() {
+                        let above: Vec<String> = given.iter().filter(|&&s| s > mbt32).map(u32::to_string).collect();
+                        let n = format!(
+                            "--max-num-seqs {} with --max-num-batched-tokens {mbt}: left out, vLLM refuses a \
+                             sequence cap above the step's token budget (each running sequence takes a token of it): give caps \
+                             of at most {mbt} there",
+                            above.join(",")
+                        );
+                        if !notes.contains(&n) {
+                            notes.push(n);
+                        }
+                    }
                     for &seq in &seqs {
+                        let first = *first.get_or_insert((seq, mbt));
                         let (mut kept, left) =
                             self.balanced(&ratios, &gpu, precision, offer, seq, mbt as u32, lengths, !auto_pd);
                         if (seq, mbt) == first {

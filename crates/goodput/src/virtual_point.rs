@@ -632,11 +632,13 @@ pub fn run_virtual_until(
     }
 }
 
-/// The step's token budget: `given`, or the default. vLLM without chunked
+/// The step's token budget: `given`, or the default (vLLM's by GPU: 8,192
+/// tokens on GPUs of 70 GiB or more but the A100, 2,048 on the others,
+/// [`goodput_sim::engine::vllm_large_gpu`]). vLLM without chunked
 /// prefill takes a whole prompt in one step: it sets the budget to the
 /// model's context (at least 2,048) when none is given, and refuses at
 /// start one smaller than the context (every longer prompt would be
-/// refused). With the budget left at 8,192, `--no-chunked-prefill` had
+/// refused). With the budget left at its default, `--no-chunked-prefill` had
 /// failed every prompt past 8,192 tokens, and a smaller one given had been
 /// taken and failed its prompts one by one. TensorRT-LLM's scheduler keeps
 /// the 8,192 of its `max_num_tokens`, and refuses a longer prompt without
@@ -655,6 +657,10 @@ fn step_budget(cfg: &EngineConfig, given: Option<u32>) -> Result<u32> {
         ),
         Some(n) => Ok(n),
         None if vllm_whole_prompts => Ok(context),
+        // vLLM's by GPU; TensorRT-LLM's max_num_tokens on every GPU.
+        None if cfg.scheduler == goodput_sim::engine::SchedulerPolicy::Vllm => {
+            Ok(goodput_sim::engine::vllm_default_budget(&cfg.gpu))
+        }
         None => Ok(goodput_sim::engine::DEFAULT_MAX_NUM_BATCHED_TOKENS),
     }
 }

@@ -238,7 +238,30 @@ fn tp_refusal(model: &ModelSpec, tp: u32) -> Option<String> {
     })
 }
 
+/// vLLM's step budget where none is given, on a GPU of 70 GiB or more
+/// other than the A100 ([`vllm_large_gpu`]), and TensorRT-LLM's
+/// `max_num_tokens`.
 pub const DEFAULT_MAX_NUM_BATCHED_TOKENS: u32 = 8192;
+/// vLLM's step budget where none is given on the other GPUs.
+pub const SMALL_GPU_MAX_NUM_BATCHED_TOKENS: u32 = 2048;
+
+/// Whether vLLM's OpenAI server takes its larger defaults on `gpu`: a
+/// budget of 8,192 tokens and 1,024 sequences, where the others take
+/// 2,048 and 256. Its `EngineArgs` asks for 70 GiB of memory or more and a
+/// name without "a100" (the A100 80GB takes the smaller ones).
+pub fn vllm_large_gpu(gpu: &GpuSpec) -> bool {
+    gpu.memory_gib >= 70.0 && !gpu.name.to_ascii_lowercase().contains("a100")
+}
+
+/// vLLM's default step budget on `gpu` ([`vllm_large_gpu`]).
+pub fn vllm_default_budget(gpu: &GpuSpec) -> u32 {
+    if vllm_large_gpu(gpu) {
+        DEFAULT_MAX_NUM_BATCHED_TOKENS
+    } else {
+        SMALL_GPU_MAX_NUM_BATCHED_TOKENS
+    }
+}
+
 pub const DEFAULT_BLOCK_SIZE: u32 = 16;
 pub const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
 
@@ -247,6 +270,7 @@ impl EngineConfig {
     /// family's calibration.
     pub fn new(model: ModelSpec, gpu: GpuSpec, precision: Precision) -> EngineConfig {
         let calibration = Calibration::for_family(gpu.family);
+        let max_num_batched_tokens = vllm_default_budget(&gpu);
         EngineConfig {
             gpu,
             precision,
@@ -254,7 +278,7 @@ impl EngineConfig {
             tp: 1,
             gpu_memory_utilization: DEFAULT_GPU_MEMORY_UTILIZATION,
             max_num_seqs: None,
-            max_num_batched_tokens: DEFAULT_MAX_NUM_BATCHED_TOKENS,
+            max_num_batched_tokens,
             block_size: DEFAULT_BLOCK_SIZE,
             enable_chunked_prefill: true,
             enable_prefix_caching: true,
@@ -291,11 +315,15 @@ impl EngineConfig {
     }
 
     /// The sequence cap in force: the configured one, else the scheduler's
-    /// default (vLLM's by GPU memory, TensorRT-LLM's `max_batch_size`).
+    /// default (vLLM's by GPU, [`vllm_large_gpu`], held to the step's token budget as
+    /// its `EngineArgs` holds it, `min(default, max_num_batched_tokens)`;
+    /// TensorRT-LLM's `max_batch_size`).
     pub fn resolved_max_num_seqs(&self) -> u32 {
         self.max_num_seqs.unwrap_or(match self.scheduler {
-            SchedulerPolicy::Vllm if self.gpu.memory_gib >= 70.0 => 1024,
-            SchedulerPolicy::Vllm => 256,
+            SchedulerPolicy::Vllm => {
+                let default = if vllm_large_gpu(&self.gpu) { 1024 } else { 256 };
+                default.min(self.max_num_batched_tokens.max(1))
+            }
             SchedulerPolicy::Trtllm => TRTLLM_MAX_BATCH_SIZE,
         })
     }
@@ -342,6 +370,19 @@ impl EngineConfig {
         }
         if self.max_num_seqs == Some(0) {
             return bad("--max-num-seqs must be at least 1".into());
+        }
+        // Each running sequence takes a token of a step's budget; vLLM's
+        // SchedulerConfig refuses a cap the budget cannot decode at once.
+        if let (SchedulerPolicy::Vllm, Some(seqs)) = (self.scheduler, self.max_num_seqs) {
+            let budget = self.max_num_batched_tokens;
+            if seqs > budget {
+                return bad(format!(
+                    "--max-num-seqs {seqs} is above --max-num-batched-tokens {budget}: vLLM refuses it \
+                     (max_num_batched_tokens must be greater than or equal to max_num_seqs, each running sequence \
+                     taking a token of a step's budget); give --max-num-seqs {budget} or fewer, or \
+                     --max-num-batched-tokens {seqs} or more"
+                ));
+            }
         }
         if self.block_size == 0 || self.block_size > 1024 {
             return bad(format!("--block-size {} must lie in 1..=1024 (vLLM uses 16)", self.block_size));
@@ -444,5 +485,56 @@ mod tests {
         assert!(with_tp(mla, 6).validate().is_ok());
         let m = refusal(&with_tp(ModelSpec::lookup("deepseek-v3").unwrap(), 3));
         assert_eq!(m, "--tp 3 does not divide DeepSeek-V3's 128 attention heads; use 1, 2, 4, 8, 16, 32, 64 or 128");
+    }
+
+    /// vLLM's sequence cap and its step's token budget: the default cap is
+    /// held to the budget (its EngineArgs), and a cap given above it is
+    /// refused (its SchedulerConfig), with both fixes named; TensorRT-LLM's
+    /// batch size is not held to its token budget.
+    #[test]
+    fn a_sequence_cap_above_the_token_budget_is_vllms_refusal() {
+        let llama = || ModelSpec::lookup("llama-3.1-8b").unwrap();
+        let mut c = with_tp(llama(), 1);
+        assert_eq!(c.resolved_max_num_seqs(), 1024, "an 80 GB GPU's default");
+        c.max_num_batched_tokens = 512;
+        assert_eq!(c.resolved_max_num_seqs(), 512);
+        assert!(c.validate().is_ok());
+        let mut l4 = EngineConfig::new(llama(), GpuSpec::lookup("l4").unwrap(), Precision::Bf16);
+        l4.max_num_batched_tokens = 512;
+        assert_eq!(l4.resolved_max_num_seqs(), 256, "a smaller GPU's default is below the budget");
+        c.max_num_seqs = Some(512);
+        assert!(c.validate().is_ok(), "a cap equal to the budget runs");
+        c.max_num_seqs = Some(1024);
+        assert_eq!(
+            refusal(&c),
+            "--max-num-seqs 1024 is above --max-num-batched-tokens 512: vLLM refuses it (max_num_batched_tokens \
+             must be greater than or equal to max_num_seqs, each running sequence taking a token of a step's \
+             budget); give --max-num-seqs 512 or fewer, or --max-num-batched-tokens 1024 or more"
+        );
+        c.scheduler = SchedulerPolicy::Trtllm;
+        assert!(c.validate().is_ok());
+        c.max_num_seqs = None;
+        assert_eq!(c.resolved_max_num_seqs(), TRTLLM_MAX_BATCH_SIZE);
+    }
+
+    /// vLLM's OpenAI server's defaults by GPU: 8,192 tokens a step and
+    /// 1,024 sequences on 70 GiB or more, but the A100 80GB, which takes
+    /// 2,048 and 256 as the smaller GPUs do.
+    #[test]
+    fn vllms_defaults_follow_the_gpu_as_its_engine_args_choose_them() {
+        for (gpu, budget, seqs) in [
+            ("h100", 8192, 1024),
+            ("h200", 8192, 1024),
+            ("b200", 8192, 1024),
+            ("mi300x", 8192, 1024),
+            ("a100-80gb", 2048, 256),
+            ("l40s", 2048, 256),
+            ("l4", 2048, 256),
+        ] {
+            let gpu = GpuSpec::lookup(gpu).unwrap();
+            let c = EngineConfig::new(ModelSpec::lookup("llama-3.1-8b").unwrap(), gpu.clone(), Precision::Bf16);
+            assert_eq!((c.max_num_batched_tokens, c.resolved_max_num_seqs()), (budget, seqs), "{}", gpu.name);
+            assert_eq!(vllm_default_budget(&gpu), budget, "{}", gpu.name);
+        }
     }
 }

@@ -27,8 +27,9 @@ pub(crate) use calibration::serial_start;
 pub use calibration::Calibration;
 pub use catalog::{GpuFamily, GpuSpec, KvCacheDtype, Mla, ModelSpec, Moe, Precision, FP16_NAMES};
 pub use config::{
-    EngineConfig, SpecDecoding, DEFAULT_BLOCK_SIZE, DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_NUM_BATCHED_TOKENS,
-    MAX_DP, MAX_SPEC_TOKENS,
+    vllm_default_budget, vllm_large_gpu, EngineConfig, SpecDecoding, DEFAULT_BLOCK_SIZE,
+    DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_NUM_BATCHED_TOKENS, MAX_DP, MAX_SPEC_TOKENS,
+    SMALL_GPU_MAX_NUM_BATCHED_TOKENS,
 };
 pub use disagg::{Disaggregation, KvLink};
 pub use error::Error;

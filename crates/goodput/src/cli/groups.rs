@@ -506,10 +506,10 @@ pub struct EngineHwArgs {
     /// Share of GPU memory the engine may use.
     #[arg(long, default_value_t = 0.9, value_parser = number("--gpu-memory-utilization", "a share of GPU memory", "0.9", Units::Share), help_heading = "Simulated engine")]
     pub gpu_memory_utilization: f64,
-    /// Most sequences in one batch (default: 1024 on GPUs with ≥70 GiB, else 256).
+    /// Most sequences in one batch (default: vLLM's, 1024 on GPUs of 70 GiB or more but the A100, else 256, never above the step's token budget; with --scheduler trtllm, 2048). Under the vllm scheduler one above --max-num-batched-tokens is refused, as vLLM refuses it.
     #[arg(long, help_heading = "Simulated engine")]
     pub max_num_seqs: Option<u32>,
-    /// Token budget of one step [default: 8192; with --no-chunked-prefill under the vllm scheduler, the model's context, as vLLM sets it, and a smaller one is refused as vLLM refuses it].
+    /// Token budget of one step [default: vLLM's, 8192 on GPUs of 70 GiB or more but the A100, else 2048; 8192 with --scheduler trtllm; with --no-chunked-prefill under the vllm scheduler, the model's context, as vLLM sets it, and a smaller one is refused as vLLM refuses it].
     #[arg(long, help_heading = "Simulated engine")]
     pub max_num_batched_tokens: Option<u32>,
     /// Tokens per KV block.

@@ -139,7 +139,7 @@ pub struct PlanArgs {
     /// Weight precisions to try, each once: a list of bf16, fp8, fp4, int8, int4, or auto (bf16, and fp8 and fp4 on the GPUs that have them).
     #[arg(long, default_value = "auto")]
     pub precision: String,
-    /// Batch limits (vLLM's --max-num-seqs) to try: each configuration's load rises to its limit (default: vLLM's, 1024 on GPUs with ≥70 GiB, else 256).
+    /// Batch limits (vLLM's --max-num-seqs) to try: each configuration's load rises to its limit (default: vLLM's, 1024 on GPUs of 70 GiB or more but the A100, else 256, never above the step's token budget; a limit above a --max-num-batched-tokens is left out there, as vLLM refuses it).
     #[arg(long, value_parser = parse_counts)]
     pub max_num_seqs: Option<CountList>,
     /// Chunked-prefill token budgets (vLLM's --max-num-batched-tokens) to try.

@@ -260,6 +260,75 @@ fn plan_refuses_what_it_cannot_search() {
     }
 }
 
+/// vLLM's sequence cap against its step budget: a cap given above a budget
+/// is left out at that budget with a note (vLLM refuses it), the default
+/// cap is held to a smaller budget as vLLM holds it, in the parameters and
+/// the command, and a search with nothing left says why.
+#[test]
+fn a_batch_limit_above_the_token_budget_is_left_out_as_vllm_refuses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, limits: &[&str]| {
+        let out = dir.path().join(name);
+        let mut c = goodput();
+        c.args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "1", "--tp", "1", "--pp", "1"])
+            .args(["--precision", "fp8", "--input-tokens", "128", "--output-tokens", "8", "--concurrency", "1,4"])
+            .args(["--requests-per-user", "2"])
+            .args(limits)
+            .arg("-o")
+            .arg(&out);
+        (c, out)
+    };
+    let (mut c, out) = run("given.json", &["--max-num-seqs", "16,1024", "--max-num-batched-tokens", "512,2048"]);
+    c.assert().success();
+    let doc = read_json(&out);
+    let mut limits: Vec<(&str, &str)> = doc["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (c["params"]["max_num_seqs"].as_str().unwrap(), c["params"]["max_num_batched_tokens"].as_str().unwrap())
+        })
+        .collect();
+    limits.sort_unstable();
+    assert_eq!(limits, [("1024", "2048"), ("16", "2048"), ("16", "512")], "{}", doc["configs"]);
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("--max-num-seqs 1024 with --max-num-batched-tokens 512: left out, vLLM refuses"), "{notes}");
+    // vLLM's default cap of an H100 (1,024) held to a 512-token budget.
+    let (mut c, out) = run("default.json", &["--max-num-batched-tokens", "512"]);
+    c.assert().success();
+    let doc = read_json(&out);
+    let config = &doc["configs"][0];
+    assert_eq!(config["params"]["max_num_seqs"], "512", "{config}");
+    let command = config["serve_command"]["command"].as_str().unwrap();
+    assert!(command.contains("--max-num-seqs 512 --max-num-batched-tokens 512"), "{command}");
+    assert!(!doc["notes"].to_string().contains("left out, vLLM refuses"), "{}", doc["notes"]);
+    // Nothing left: the reason and the fix.
+    let (mut c, _) = run("none.json", &["--max-num-seqs", "1024", "--max-num-batched-tokens", "512"]);
+    let err = c.refusal();
+    assert!(err.contains("no configuration is left") && err.contains("give caps of at most 512"), "{err}");
+    // `estimate` refuses the pair as vLLM does, naming both fixes.
+    let err =
+        goodput().args(["estimate", "-n", "2", "--max-num-seqs", "1024", "--max-num-batched-tokens", "512"]).refusal();
+    assert!(
+        err.contains("--max-num-seqs 1024 is above --max-num-batched-tokens 512: vLLM refuses it")
+            && err.contains("give --max-num-seqs 512 or fewer, or --max-num-batched-tokens 1024 or more"),
+        "{err}"
+    );
+    // And takes vLLM's defaults by GPU: an A100 80GB's are 2,048 tokens and
+    // 256 sequences; TensorRT-LLM's scheduler keeps its own on any GPU.
+    for (scheduler, limits) in [("vllm", (2048, 256)), ("trtllm", (8192, 2048))] {
+        let out = dir.path().join(format!("a100-{scheduler}.json"));
+        goodput()
+            .args(["estimate", "-n", "2", "--gpu", "a100", "--scheduler", scheduler, "-o"])
+            .arg(&out)
+            .assert()
+            .success();
+        let engine = &read_json(&out)["config"]["engine"];
+        let got = (engine["max_num_batched_tokens"].as_u64(), engine["max_num_seqs"].as_u64());
+        assert_eq!(got, (Some(limits.0), Some(limits.1)), "{scheduler}: {engine}");
+    }
+}
+
 /// `--spec-tokens 0,3` plans each configuration without and with three
 /// draft tokens a step. Drafts win where decoding reads weights for few
 /// sequences: at one user the drafting configuration is faster a user and
