@@ -413,7 +413,7 @@ pub fn params_router_poll_s(server: Server, params: &ParamMap) -> Option<f64> {
 }
 
 /// A configuration's (TP, EP, PP, DP), each 1 where not given.
-fn sizes(params: &ParamMap) -> (u32, u32, u32, u32) {
+pub(crate) fn sizes(params: &ParamMap) -> (u32, u32, u32, u32) {
     let count = |k: &str| params.get(k).and_then(|v| v.trim().parse::<u32>().ok()).unwrap_or(1).max(1);
     (count("tp"), count("ep"), count("pp"), count("dp"))
 }

@@ -35,7 +35,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use goodput_core::analysis::slo::{SloMetric, DEFAULT_ATTAINMENT};
 use goodput_core::doc::config::{ep_ranks, pool_gpus, Extra, WorkloadConfig};
 use goodput_core::doc::frontier::{
-    analyze_frontier, ConfigStatus, FrontierConfig, FrontierPoint, FrontierResult, FrontierSource,
+    analyze_frontier, ConfigStatus, FrontierConfig, FrontierPoint, FrontierResult, FrontierSource, ParamMap,
 };
 use goodput_core::doc::sweep::{meets_slo, Load};
 use goodput_core::{AnalysisOptions, Slo};
@@ -241,7 +241,7 @@ struct PlanTrace {
     routers: Vec<RouterPolicy>,
 }
 
-/// Behind SGLang's polled power_of_two a closed loop runs the whole
+/// Behind power_of_two ([`runs_whole`]) a closed loop runs the whole
 /// configuration, but at most this many of its units (replicas or
 /// expert-parallel groups), which stand for the rest: each unit run costs
 /// its share of the time and memory (32 groups of Qwen3-30B-A3B on 64
@@ -251,6 +251,13 @@ struct PlanTrace {
 /// (1,024 / 256 tokens, 1 s polls) gave a p99 TTFT of 489, 483 and
 /// 558 ms, a mean of 159, 150 and 157 ms (4 replicas: 644 and 182).
 const WHOLE_UNITS_MAX: u32 = 8;
+
+/// Whether a closed loop runs a configuration of `units` units and no
+/// pools behind `router` (its loads `polled` or live) whole
+/// ([`Search::whole`]).
+fn runs_whole(router: RouterPolicy, units: u32, polled: bool) -> bool {
+    router == RouterPolicy::PowerOfTwo && (units > 2 || (units > 1 && polled))
+}
 
 /// `--trace-speed`'s default: each point twice as fast as the one before.
 const TRACE_SPEEDS: [f64; 7] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0];
@@ -572,20 +579,39 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         drafter: a.serve_drafter.clone(),
     };
     crate::launch::set_commands(&mut doc, a.serve_engine, &weights, &a.model, a.gpu_memory_utilization);
-    // SGLang's router piles a poll's interval on the replicas light at the
-    // poll; without a trace those configurations ran whole, the others one
-    // replica a unit: said where such a configuration is in the document.
-    if search.trace.is_none()
-        && doc.configs.iter().any(|c| crate::launch::params_router_poll_s(a.serve_engine, &c.params).is_some())
-    {
+    // Power-of-two parts the replicas' loads (SGLang's between its polls,
+    // vLLM router's by its draws); without a trace those configurations ran
+    // whole, the others one replica a unit: said where such a configuration
+    // is in the document.
+    let ran_whole = |params: &ParamMap| {
+        let (tp, ep, _, dp) = crate::launch::sizes(params);
+        let polled = crate::launch::params_router_poll_s(a.serve_engine, params).is_some();
+        let router = params.get("router").and_then(|r| r.parse().ok());
+        !params.contains_key("pd") && router.is_some_and(|r| runs_whole(r, dp / ep_ranks(tp, ep), polled))
+    };
+    if search.trace.is_none() && doc.configs.iter().any(|c| ran_whole(&c.params)) {
+        let (how, polls) = match a.serve_engine {
+            crate::launch::Server::Sglang => (
+                format!(
+                    "SGLang's router runs power-of-two on loads it polls (its scripts here: every {} s, \
+                     --worker-load-check-interval): between polls every request of a pair goes to the replica \
+                     that was lighter at the last poll",
+                    crate::launch::SGLANG_LOAD_POLL_S
+                ),
+                ", polls included",
+            ),
+            _ => (
+                "vLLM's router runs power-of-two on the requests in flight it counts: each request goes to the \
+                 lighter of two replicas drawn at random, and among three or more their loads part where an even \
+                 split keeps them equal"
+                    .to_string(),
+                "",
+            ),
+        };
         doc.notes.push(format!(
-            "SGLang's router runs power-of-two on loads it polls (its scripts here: every {} s, \
-             --worker-load-check-interval): between polls every request of a pair goes to the replica that was \
-             lighter at the last poll. The configurations behind it ran whole (up to {} replicas or groups, \
-             standing for the rest), their users sent through the router, polls included; the others' users \
-             were split evenly over their replicas",
-            crate::launch::SGLANG_LOAD_POLL_S,
-            WHOLE_UNITS_MAX
+            "{how}. The configurations behind it ran whole (up to {WHOLE_UNITS_MAX} replicas or groups, standing \
+             for the rest), their users sent through the router{polls}; the others' users were split evenly over \
+             their replicas"
         ));
     }
     if interrupted {
@@ -2189,12 +2215,23 @@ impl Search<'_> {
 
     /// The poll of SGLang's power_of_two in front of `c`'s replicas
     /// ([`crate::launch::router_poll_s`]), where it has more than one and
-    /// no pools: a closed loop then runs the configuration whole (up to
-    /// [`WHOLE_UNITS_MAX`] of its units), and a trace's replay polls so.
+    /// no pools: a trace's replay polls so, and a closed loop runs the
+    /// configuration whole ([`Search::whole`]).
     fn polled(&self, c: &Candidate) -> Option<f64> {
         (c.pd.is_none() && c.engines() > 1)
             .then(|| crate::launch::router_poll_s(self.args.serve_engine, c.router))
             .flatten()
+    }
+
+    /// Whether a closed loop runs `c` whole (up to [`WHOLE_UNITS_MAX`] of
+    /// its units, standing for the rest), its users sent through its
+    /// router: behind power_of_two, whose draws part the replicas' loads
+    /// where an even split keeps them equal, on loads polled (SGLang's) or
+    /// on live counts among three or more (vLLM router's; of two it draws
+    /// both, and is least-loaded). Least-loaded keeps a closed loop's
+    /// replicas even, and one replica stands for each.
+    fn whole(&self, c: &Candidate) -> bool {
+        c.pd.is_none() && runs_whole(c.router, c.engines(), self.polled(c).is_some())
     }
 
     /// The users per replica of a curve: the grid given, or 1, 2, 4, … up
@@ -2218,17 +2255,17 @@ impl Search<'_> {
         if let Some(t) = &self.trace {
             return self.trace_curve(c, t, points);
         }
-        // Behind SGLang's power_of_two, which compares loads it polls, the
-        // replicas' loads part between polls: the configuration runs whole
-        // (up to WHOLE_UNITS_MAX of its units, standing for the rest), its
-        // users sent through the router (`ran` times a replica's); the
+        // Behind power_of_two the replicas' loads part (between SGLang's
+        // polls; by the draws of vLLM router's): the configuration runs
+        // whole (up to WHOLE_UNITS_MAX of its units, standing for the rest),
+        // its users sent through the router (`ran` times a replica's); the
         // others' one replica stands for each, the users split evenly.
-        let polled = self.polled(c);
-        let ran = if polled.is_some() { c.engines().min(WHOLE_UNITS_MAX) } else { 1 };
+        let whole = self.whole(c);
+        let ran = if whole { c.engines().min(WHOLE_UNITS_MAX) } else { 1 };
         let units = u64::from(ran);
         let mut cfg = self.engine(c);
-        if polled.is_some() {
-            (cfg.dp, cfg.router, cfg.router_poll_s) = (ran * c.ranks(), c.router, polled);
+        if whole {
+            (cfg.dp, cfg.router, cfg.router_poll_s) = (ran * c.ranks(), c.router, self.polled(c));
         }
         cfg.validate()?;
         let server = self.server(&cfg);
@@ -2253,7 +2290,7 @@ impl Search<'_> {
             // many).
             let mut per_replica = format!("{} per replica", plural(users as usize, "user"));
             if ran > 1 {
-                per_replica.push_str(&format!(" ({ran} replicas run together behind SGLang's router)"));
+                per_replica.push_str(&format!(" ({ran} replicas run together behind the router)"));
             }
             let mut plan = self.point_plan(users, units, k as u64)?;
             let workload = self.workload.with_seed(plan.seed);
@@ -2450,8 +2487,8 @@ impl Search<'_> {
     /// tokens/s per provisioned megawatt follow it (its joules per token are
     /// the window's).
     /// `ran`: the units the result is of (1: one replica; the whole
-    /// configuration's, or up to [`WHOLE_UNITS_MAX`] of them behind SGLang's
-    /// polled power_of_two, [`Search::polled`]).
+    /// configuration's, or up to [`WHOLE_UNITS_MAX`] of them behind
+    /// power_of_two, [`Search::whole`]).
     fn point(
         &self,
         c: &Candidate,

@@ -599,8 +599,9 @@ fn plan_predicts_sglangs_power_of_two_on_the_loads_it_polls() {
 
 /// Without a trace, expert-parallel groups behind SGLang's power_of_two
 /// run whole, their users sent through the router and its polls (vLLM
-/// router's, on live counts, splits them evenly as before): the same
-/// requests per replica complete, and SGLang's tail is the longer.
+/// router's between two groups, on live counts, is least-loaded: one group
+/// stands for each): the same requests per replica complete, and SGLang's
+/// tail is the longer.
 #[test]
 fn plan_runs_sglangs_polled_power_of_two_whole_without_a_trace() {
     let dir = tempfile::tempdir().unwrap();
@@ -653,6 +654,41 @@ fn plan_runs_sglangs_polled_power_of_two_whole_without_a_trace() {
     assert_eq!((sglang.0, sglang.1), (vllm.0, vllm.1), "{sglang:?}");
     let per_gpu = |v: &serde_json::Value| v.as_f64().unwrap();
     assert!((per_gpu(&sglang.2) / per_gpu(&vllm.2) - 1.0).abs() < 0.25, "{sglang:?} {vllm:?}");
+}
+
+/// vLLM router's power_of_two on live counts among four groups runs whole
+/// too, and its note says so: a group at one user can be drawn a second
+/// user, which an even split never gives, so the p99 TPOT at one user a
+/// group rises above one group's alone, with the same requests a group.
+#[test]
+fn plan_runs_vllm_routers_power_of_two_whole_among_more_than_two_groups() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |gpus: &str| {
+        let out = dir.path().join(format!("{gpus}.json"));
+        goodput()
+            .args(["plan", "-q", "--model", "qwen3-30b-a3b", "--gpu", "h100=2.5", "--gpus", gpus, "--tp", "1"])
+            .args(["--ep", "2", "--pp", "1", "--precision", "fp8", "--max-num-batched-tokens", "2048"])
+            .args(["--concurrency", "1", "--requests-per-user", "6", "--input-tokens", "256", "--output-tokens", "32"])
+            .args(["--percentile", "99", "--serve-engine", "vllm", "-o"])
+            .arg(&out)
+            .assert()
+            .success();
+        let doc = read_json(&out);
+        let whole = doc["notes"].as_array().unwrap().iter().any(|n| {
+            n.as_str().is_some_and(|n| {
+                n.starts_with("vLLM's router runs power-of-two on the requests in flight it counts")
+                    && n.contains("The configurations behind it ran whole (up to 8 replicas or groups")
+            })
+        });
+        let p = doc["configs"][0]["points"][0].clone();
+        (whole, p)
+    };
+    let ((one_whole, one), (four_whole, four)) = (run("2"), run("8"));
+    assert!(!one_whole && four_whole, "one group: {one_whole}, four: {four_whole}");
+    assert_eq!((one["load"]["value"].as_u64(), four["load"]["value"].as_u64()), (Some(1), Some(4)));
+    assert_eq!(four["completed"].as_u64().unwrap(), 4 * one["completed"].as_u64().unwrap(), "{four}");
+    let tpot = |p: &serde_json::Value| p["tpot_ms"].as_f64().unwrap();
+    assert!(tpot(&four) > 1.02 * tpot(&one), "p99 TPOT: four groups {four}, one {one}");
 }
 
 /// `--trace`: each configuration is simulated whole (its replicas behind
