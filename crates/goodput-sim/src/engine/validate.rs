@@ -648,6 +648,9 @@ pub fn row_config(row: &ReferenceRow, options: &ValidationOptions) -> Result<Eng
         }
         cfg.scheduler = options.tensorrt_llm_scheduler;
         cfg.enable_chunked_prefill = options.tensorrt_llm_chunked_context;
+        // TensorRT-LLM's max_num_tokens on every GPU (vLLM's default
+        // budget, which the configuration starts from, is 2,048 on some).
+        cfg.max_num_batched_tokens = super::config::DEFAULT_MAX_NUM_BATCHED_TOKENS;
     }
     // The benchmark's own limits, where the row gives them.
     if let Some(n) = row.max_num_seqs {
@@ -1150,6 +1153,12 @@ o,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,concurrency,1,ttft_ms_mean,2
         let compare =
             ValidationOptions { tensorrt_llm_scheduler: SchedulerPolicy::Vllm, ..ValidationOptions::default() };
         assert_eq!(row_config(&rows[0], &compare).unwrap().scheduler, SchedulerPolicy::Vllm);
+        // TensorRT-LLM's 8,192-token max_num_tokens on an A100 too, where
+        // vLLM's default budget is 2,048.
+        let a100 = parse_csv(&format!("{header}\n{}\n", row.replace("h100-sxm", "a100-80gb"))).unwrap();
+        for o in [ValidationOptions::default(), compare.clone()] {
+            assert_eq!(row_config(&a100[0], &o).unwrap().max_num_batched_tokens, 8192);
+        }
         let kept = ValidationOptions { tensorrt_llm_frontend_ms: None, ..ValidationOptions::default() };
         assert_eq!(row_config(&rows[0], &kept).unwrap().calibration.frontend_overhead_ms, 15.0);
         // NIM's work per output token on rows served over HTTP; an offline
