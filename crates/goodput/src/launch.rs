@@ -344,6 +344,14 @@ fn goodput_flags(params: &ParamMap, gpu_memory_utilization: f64) -> Result<Vec<S
     let pools = Servers::pools(params).transpose()?;
     let mut flags = Vec::new();
     for (k, v) in params.iter().filter(|(k, _)| flag(k)) {
+        // Prompts and decodes apart is a switch (SGLang's default, which
+        // plan names); together is the server's own default.
+        if k == "mixed_batches" {
+            if v.trim().eq_ignore_ascii_case("false") {
+                flags.push("--no-mixed-batches".into());
+            }
+            continue;
+        }
         let v = match (k.as_str(), &pools) {
             ("dp", Some(_)) => continue,
             ("pd", Some(Servers { spec: Some(spec), .. })) => spec.as_str(),

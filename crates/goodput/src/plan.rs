@@ -1249,7 +1249,16 @@ impl Search<'_> {
         cfg.max_num_batched_tokens = c.max_num_batched_tokens;
         cfg.pd = c.pd.map(|pd| pd.disaggregation());
         cfg.spec = (c.spec > 0).then(|| self.spec(c.spec));
+        cfg.mixed_batches = !self.separate_steps(c);
         cfg
+    }
+
+    /// Whether `c`'s server computes prompts and decodes in separate steps:
+    /// SGLang's does unless started with `--enable-mixed-chunk` (off by
+    /// default, and its scripts here leave it off); disaggregated
+    /// instances prefill or decode, never both.
+    fn separate_steps(&self, c: &Candidate) -> bool {
+        self.args.serve_engine == crate::launch::Server::Sglang && c.pd.is_none()
     }
 
     /// Speculative decoding of `tokens` drafts a step, at the plan's
@@ -2134,6 +2143,9 @@ impl Search<'_> {
             if v > 1 {
                 params.insert(k.into(), v.to_string());
             }
+        }
+        if self.separate_steps(c) {
+            params.insert("mixed_batches".into(), "false".into());
         }
         if c.spec > 0 {
             let sd = self.spec(c.spec);

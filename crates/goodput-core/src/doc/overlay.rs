@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 /// The simulator's knobs a configuration's settings map onto, as `goodput
 /// plan` names them in its documents' `params`.
-pub const KNOBS: [&str; 13] = [
+pub const KNOBS: [&str; 14] = [
     "gpu",
     "tp",
     "dp",
@@ -32,6 +32,7 @@ pub const KNOBS: [&str; 13] = [
     "scheduler",
     "spec_tokens",
     "router",
+    "mixed_batches",
 ];
 
 /// Each knob's other names: the servers' flags for it (vLLM's
@@ -39,7 +40,7 @@ pub const KNOBS: [&str; 13] = [
 /// `max_running_requests`, `chunked_prefill_size`; llama.cpp's `np`
 /// (parallel slots) and `b` (batch size in tokens); the routers'
 /// `policy` and SGLang's `load_balance_method`) and short forms.
-pub const KNOB_ALIASES: [(&str, &[&str]); 13] = [
+pub const KNOB_ALIASES: [(&str, &[&str]); 14] = [
     ("gpu", &["gpu_type"]),
     ("tp", &["tensor_parallel_size", "tp_size"]),
     ("dp", &["data_parallel_size", "dp_size"]),
@@ -53,15 +54,19 @@ pub const KNOB_ALIASES: [(&str, &[&str]); 13] = [
     ("scheduler", &["scheduler_policy"]),
     ("spec_tokens", &["num_speculative_tokens", "spec"]),
     ("router", &["policy", "load_balance_method", "router_policy"]),
+    // Prompts and decodes in one step: SGLang's --enable-mixed-chunk.
+    ("mixed_batches", &["enable_mixed_chunk"]),
 ];
 
 /// The value a knob has where a configuration's settings leave it out: `goodput
-/// plan` names `pp`, `ep` and `spec_tokens` only where they are on, so a
-/// grid's `pp=1` or `spec_tokens=0` is a plan's configuration without them.
+/// plan` names `pp`, `ep` and `spec_tokens` only where they are on (and
+/// `mixed_batches` only where off, SGLang's), so a grid's `pp=1` or
+/// `spec_tokens=0` is a plan's configuration without them.
 fn absent_value(knob: &str) -> Option<&'static str> {
     match knob {
         "pp" | "ep" => Some("1"),
         "spec_tokens" => Some("0"),
+        "mixed_batches" => Some("true"),
         _ => None,
     }
 }

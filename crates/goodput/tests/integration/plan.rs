@@ -656,6 +656,38 @@ fn plan_runs_sglangs_polled_power_of_two_whole_without_a_trace() {
     assert!((per_gpu(&sglang.2) / per_gpu(&vllm.2) - 1.0).abs() < 0.25, "{sglang:?} {vllm:?}");
 }
 
+/// SGLang computes a step of prompts alone, its running requests making no
+/// token in it, unless started with `--enable-mixed-chunk` (which its
+/// command leaves off): its configurations are predicted so, and say so
+/// in their parameters (the grid's own prediction reads them), where
+/// vLLM's mix. Prompts of 2,048 tokens at 64 users: SGLang's decodes
+/// stall behind them, and its p99 TPOT is the longer, its output the less.
+#[test]
+fn sglangs_prompts_and_decodes_run_in_separate_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |engine: &str| {
+        let out = dir.path().join(format!("{engine}.json"));
+        goodput()
+            .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2.5", "--gpus", "1", "--tp", "1"])
+            .args(["--pp", "1", "--precision", "fp8", "--max-num-batched-tokens", "2048", "--concurrency", "64"])
+            .args(["--requests-per-user", "2", "--input-tokens", "2048", "--output-tokens", "64"])
+            .args(["--percentile", "99", "--serve-engine", engine, "-o"])
+            .arg(&out)
+            .assert()
+            .success();
+        read_json(&out)["configs"][0].clone()
+    };
+    let (vllm, sglang) = (run("vllm"), run("sglang"));
+    assert_eq!(vllm["params"].get("mixed_batches"), None, "{}", vllm["params"]);
+    assert_eq!(sglang["params"]["mixed_batches"], "false", "{}", sglang["params"]);
+    let command = sglang["serve_command"]["command"].as_str().unwrap();
+    assert!(!command.contains("mixed"), "{command}");
+    let (v, s) = (&vllm["points"][0], &sglang["points"][0]);
+    let f = |p: &serde_json::Value, k: &str| p[k].as_f64().unwrap();
+    assert!(f(s, "tpot_ms") > 1.05 * f(v, "tpot_ms"), "p99 TPOT: SGLang {s}, vLLM {v}");
+    assert!(f(s, "output_tokens_per_s_per_gpu") < f(v, "output_tokens_per_s_per_gpu"), "SGLang {s}, vLLM {v}");
+}
+
 /// vLLM router's power_of_two on live counts among four groups runs whole
 /// too, and its note says so: a group at one user can be drawn a second
 /// user, which an even split never gives, so the p99 TPOT at one user a

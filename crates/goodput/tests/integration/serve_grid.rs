@@ -1124,6 +1124,11 @@ fn an_estimate_of_a_parameter_without_a_knob_is_refused() {
     let (code, err) = refused_before_any_server(dir.path(), "temperature", &["--serve-grid", "temperature=0,1"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("temperature maps onto no knob") && err.contains("max_num_seqs"), "{err}");
+    // SGLang's mixed chunks are a knob, of two values.
+    let (code, err) =
+        refused_before_any_server(dir.path(), "enable_mixed_chunk", &["--serve-grid", "enable_mixed_chunk=maybe"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("enable_mixed_chunk=maybe") && err.contains("is not true or false"), "{err}");
     // A draft acceptance outside [0, 1] where the grid drafts: refused
     // before the servers run (it had failed only the drafting
     // configuration's prediction, after every server was measured).
@@ -1627,7 +1632,7 @@ if [ "$1 $2" = "-m sglang_router.launch_router" ]; then
 [ "$1 $2" = "-m sglang.launch_server" ] || {{ echo "python3 shim: only -m sglang.launch_server" >&2; exit 2; }}
 shift 2
 model=""
-args=""; addr=""; role=""; gpus=""; tp=""; dp=""; dpa=""
+args=""; addr=""; role=""; gpus=""; tp=""; dp=""; dpa=""; mixed=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --model-path) model=$2; shift 2;;
@@ -1657,11 +1662,15 @@ while [ $# -gt 0 ]; do
       esac; shift 2;;
     --served-model-name) args="$args $1 $2"; shift 2;;
     --enable-metrics) shift;;
+    --enable-mixed-chunk) mixed=1; shift;;
     --host) addr="$addr $1 $2"; shift 2;;
     --port) port=$2; addr="$addr $1 $2"; shift 2;;
     *) echo "sglang shim: unknown flag $1" >&2; exit 2;;
   esac
 done
+# SGLang computes prompts and decodes in separate steps unless mixed chunks
+# are on; a disaggregated instance does one or the other.
+[ -z "$mixed" ] && [ -z "$role" ] && args="$args --no-mixed-batches"
 # With DP attention --tp-size counts every GPU, each rank's attention on TP / DP.
 [ -n "$dpa" ] && tp=$(( ${{tp:-1}} / ${{dp:-1}} ))
 [ -n "$tp" ] && args="$args --tp $tp"
