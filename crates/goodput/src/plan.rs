@@ -1433,10 +1433,21 @@ impl Search<'_> {
                     };
                     if seqs.len() < given.len() {
                         let above: Vec<String> = given.iter().filter(|&&s| s > mbt32).map(u32::to_string).collect();
+                        let why = match a.serve_engine {
+                            // SGLang takes the pair; the engine cannot run it.
+                            crate::launch::Server::Sglang => {
+                                "the simulated scheduler holds every step, decodes included, to the token budget \
+                                 (each running sequence takes a token of it), where SGLang holds only its prompt \
+                                 chunks to --chunked-prefill-size"
+                            }
+                            _ => {
+                                "vLLM refuses a sequence cap above the step's token budget (each running sequence \
+                                 takes a token of it)"
+                            }
+                        };
                         let n = format!(
-                            "--max-num-seqs {} with --max-num-batched-tokens {mbt}: left out, vLLM refuses a \
-                             sequence cap above the step's token budget (each running sequence takes a token of it): give caps \
-                             of at most {mbt} there",
+                            "--max-num-seqs {} with --max-num-batched-tokens {mbt}: left out, {why}: give caps of \
+                             at most {mbt} there",
                             above.join(",")
                         );
                         if !notes.contains(&n) {

@@ -306,6 +306,12 @@ fn a_batch_limit_above_the_token_budget_is_left_out_as_vllm_refuses_it() {
     let (mut c, _) = run("none.json", &["--max-num-seqs", "1024", "--max-num-batched-tokens", "512"]);
     let err = c.refusal();
     assert!(err.contains("no configuration is left") && err.contains("give caps of at most 512"), "{err}");
+    assert!(err.contains("vLLM refuses a sequence cap above"), "{err}");
+    // SGLang takes the pair; the note says why the engine does not.
+    let (mut c, _) =
+        run("sglang.json", &["--max-num-seqs", "1024", "--max-num-batched-tokens", "512", "--serve-engine", "sglang"]);
+    let err = c.refusal();
+    assert!(err.contains("where SGLang holds only its prompt chunks to --chunked-prefill-size"), "{err}");
     // `estimate` refuses the pair as vLLM does, naming both fixes.
     let err =
         goodput().args(["estimate", "-n", "2", "--max-num-seqs", "1024", "--max-num-batched-tokens", "512"]).refusal();
