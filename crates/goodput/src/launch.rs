@@ -347,7 +347,7 @@ fn goodput_flags(params: &ParamMap, gpu_memory_utilization: f64) -> Result<Vec<S
         // Prompts and decodes apart is a switch (SGLang's default, which
         // plan names); together is the server's own default.
         if k == "mixed_batches" {
-            if v.trim().eq_ignore_ascii_case("false") {
+            if goodput_core::doc::overlay::mixed_batches_value(v) == Some(false) {
                 flags.push("--no-mixed-batches".into());
             }
             continue;

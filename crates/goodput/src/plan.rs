@@ -1419,6 +1419,8 @@ impl Search<'_> {
                 given.dedup();
                 // The first pair of limits run: its notes are said once.
                 let mut first = None;
+                // vLLM's defaults on this GPU, each budget set on it in turn.
+                let mut defaults = EngineConfig::new(self.model.clone(), gpu.clone(), precision);
                 for &mbt in &a.max_num_batched_tokens.0 {
                     let mbt32 = mbt.min(u64::from(u32::MAX)) as u32;
                     // vLLM's default cap, held to the budget; a cap given
@@ -1426,9 +1428,8 @@ impl Search<'_> {
                     let seqs: Vec<u32> = match a.max_num_seqs {
                         Some(_) => given.iter().copied().filter(|&s| s <= mbt32).collect(),
                         None => {
-                            let mut e = EngineConfig::new(self.model.clone(), gpu.clone(), precision);
-                            e.max_num_batched_tokens = mbt32;
-                            vec![e.resolved_max_num_seqs()]
+                            defaults.max_num_batched_tokens = mbt32;
+                            vec![defaults.resolved_max_num_seqs()]
                         }
                     };
                     if seqs.len() < given.len() {
@@ -1457,7 +1458,7 @@ impl Search<'_> {
                     for &seq in &seqs {
                         let first = *first.get_or_insert((seq, mbt));
                         let (mut kept, left) =
-                            self.balanced(&ratios, &gpu, precision, offer, seq, mbt as u32, lengths, !auto_pd);
+                            self.balanced(&ratios, &gpu, precision, offer, seq, mbt32, lengths, !auto_pd);
                         if (seq, mbt) == first {
                             notes.extend(left);
                         }
@@ -1518,7 +1519,7 @@ impl Search<'_> {
                                 if unit > a.budget || (router != routers[0] && a.budget / unit < 2) {
                                     continue;
                                 }
-                                let made = self.stages(offer, &gpu, precision, tp, ep, &pps, seq, mbt as u32, pd);
+                                let made = self.stages(offer, &gpu, precision, tp, ep, &pps, seq, mbt32, pd);
                                 match made {
                                     Some(Ok((mut cs, past_cache))) => {
                                         if let Some(n) = past_cache.filter(|_| pd.is_none()) {

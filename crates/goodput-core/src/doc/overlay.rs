@@ -114,6 +114,17 @@ fn precision_name(v: &str) -> String {
     }
 }
 
+/// A `mixed_batches` setting (SGLang's `enable_mixed_chunk`) as a switch:
+/// prompts and decodes in one step (`true`, `yes`, `1`, `on`) or in
+/// separate steps (`false`, `no`, `0`, `off`); `None` for other text.
+pub fn mixed_batches_value(v: &str) -> Option<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "true" | "yes" | "1" | "on" => Some(true),
+        "false" | "no" | "0" | "off" => Some(false),
+        _ => None,
+    }
+}
+
 /// A router's policy as the simulator names it (`round-robin`,
 /// `least-loaded`, `prefix-aware`, `power-of-two`), from that or a router's
 /// own name for it (vLLM router's and SGLang's `round_robin`, `cache_aware`

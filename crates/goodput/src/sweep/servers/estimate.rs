@@ -13,18 +13,9 @@ use crate::virtual_point::spec_decoding;
 use anyhow::{bail, Context, Result};
 use goodput_core::doc::config::ep_ranks;
 use goodput_core::doc::frontier::{analyze_frontier, ConfigStatus, FrontierConfig, FrontierResult, FrontierSource};
-use goodput_core::doc::overlay::{is_bookkeeping, knob_of, knobs_and_aliases};
+use goodput_core::doc::overlay::{is_bookkeeping, knob_of, knobs_and_aliases, mixed_batches_value};
 use goodput_sim::engine::{Disaggregation, ModelSpec};
 use std::path::{Path, PathBuf};
-
-/// A `mixed_batches` value: prompts and decodes in one step or not.
-fn mixed(v: &str) -> Option<bool> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "true" | "yes" | "1" | "on" => Some(true),
-        "false" | "no" | "0" | "off" => Some(false),
-        _ => None,
-    }
-}
 
 /// Every parameter of the grid maps onto a knob of the simulator (or is
 /// `gpus` or `id`): checked before any server starts.
@@ -56,7 +47,7 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
                     goodput_sim::engine::MAX_SPEC_TOKENS
                 );
             }
-            if knob == "mixed_batches" && mixed(v).is_none() {
+            if knob == "mixed_batches" && mixed_batches_value(v).is_none() {
                 bail!("--estimate: {k}={v} in {} is not true or false (prompts and decodes in one step)", p.id());
             }
             if knob == "pd" {
@@ -237,7 +228,7 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
             Some("pd") => args.hw.pd = Some(v.to_string()),
             Some("scheduler") => args.hw.scheduler = v.to_string(),
             Some("router") => args.hw.router = v.to_string(),
-            Some("mixed_batches") => args.hw.no_mixed_batches = mixed(v) == Some(false),
+            Some("mixed_batches") => args.hw.no_mixed_batches = mixed_batches_value(v) == Some(false),
             // The sweep's --spec-acceptance and --spec-draft-cost describe
             // the drafts of the configurations that have them.
             Some("spec_tokens") => {
