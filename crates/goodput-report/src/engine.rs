@@ -78,8 +78,10 @@ impl EngineView for SimulatedEngine {
         if c != &Default::default() {
             parts.push(if c.enable_prefix_caching { "prefix caching on" } else { "prefix caching off" }.into());
         }
-        if c.scheduler == "trtllm" {
-            parts.push("TensorRT-LLM scheduler".into());
+        match c.scheduler.as_str() {
+            "trtllm" => parts.push("TensorRT-LLM scheduler".into()),
+            "sglang" => parts.push("SGLang scheduler".into()),
+            _ => {}
         }
         if c.mixed_batches == Some(false) {
             parts.push("prompts and decodes in separate steps".into());

@@ -74,6 +74,10 @@ fn run() -> Result<(), String> {
                 options.tensorrt_llm_scheduler = v.parse::<SchedulerPolicy>().map_err(|e| e.to_string())?;
             }
             "--trt-no-chunked-context" => options.tensorrt_llm_chunked_context = false,
+            "--sglang-scheduler" => {
+                let v = args.next().ok_or("--sglang-scheduler needs sglang or vllm")?;
+                options.sglang_scheduler = v.parse::<SchedulerPolicy>().map_err(|e| e.to_string())?;
+            }
             "--mixed-batches" => {
                 options.mixed_batches = match args.next().as_deref() {
                     Some("yes") => Some(true),
@@ -85,7 +89,7 @@ fn run() -> Result<(), String> {
             _ => return Err(format!("unexpected argument `{arg}`")),
         }
     }
-    let path = csv.ok_or("usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger] [--trt-frontend-ms MS|calibration] [--trt-frontend-us-per-output-token US|calibration] [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context] [--mixed-batches yes|no]")?;
+    let path = csv.ok_or("usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger] [--trt-frontend-ms MS|calibration] [--trt-frontend-us-per-output-token US|calibration] [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context] [--sglang-scheduler sglang|vllm] [--mixed-batches yes|no]")?;
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
     let rows = parse_csv(&text).map_err(|e| e.to_string())?;
     let report = validate(&rows, &options).map_err(|e| e.to_string())?;

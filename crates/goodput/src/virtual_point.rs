@@ -156,6 +156,13 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         cfg.enable_prefix_caching = !e.no_prefix_caching;
         cfg.mixed_batches = !e.no_mixed_batches;
         cfg.scheduler = e.scheduler.parse()?;
+        if e.schedule_conservativeness != 1.0 && cfg.scheduler != goodput_sim::engine::SchedulerPolicy::Sglang {
+            bail!(
+                "--schedule-conservativeness is SGLang's, and the scheduler is {}: add --scheduler sglang, or drop it",
+                cfg.scheduler
+            );
+        }
+        cfg.schedule_conservativeness = e.schedule_conservativeness;
         cfg.max_num_batched_tokens = step_budget(&cfg, e.max_num_batched_tokens)?;
         if e.spec_tokens == 0 && (e.spec_acceptance.is_some() || e.spec_draft_cost.is_some()) {
             bail!(
@@ -634,7 +641,8 @@ pub fn run_virtual_until(
 
 /// The step's token budget: `given`, or the default (vLLM's by GPU: 8,192
 /// tokens on GPUs of 70 GiB or more but the A100, 2,048 on the others,
-/// [`goodput_sim::engine::vllm_large_gpu`]). vLLM without chunked
+/// [`goodput_sim::engine::vllm_large_gpu`]; SGLang's `--chunked-prefill-size`
+/// by GPU memory, [`goodput_sim::engine::sglang_default_chunk`]). vLLM without chunked
 /// prefill takes a whole prompt in one step: it sets the budget to the
 /// model's context (at least 2,048) when none is given, and refuses at
 /// start one smaller than the context (every longer prompt would be
@@ -644,7 +652,11 @@ pub fn run_virtual_until(
 /// the 8,192 of its `max_num_tokens`, and refuses a longer prompt without
 /// chunked context per request, as TensorRT-LLM does.
 fn step_budget(cfg: &EngineConfig, given: Option<u32>) -> Result<u32> {
-    let vllm_whole_prompts = !cfg.enable_chunked_prefill && cfg.scheduler == goodput_sim::engine::SchedulerPolicy::Vllm;
+    use goodput_sim::engine::SchedulerPolicy;
+    // SGLang without chunks (`--chunked-prefill-size -1`) takes a prompt
+    // of any length whole too.
+    let whole_prompts = !cfg.enable_chunked_prefill && cfg.scheduler != SchedulerPolicy::Trtllm;
+    let vllm_whole_prompts = whole_prompts && cfg.scheduler == SchedulerPolicy::Vllm;
     let context = cfg.model.max_context.max(2048);
     match given {
         Some(n) if vllm_whole_prompts && n < cfg.model.max_context => bail!(
@@ -656,11 +668,10 @@ fn step_budget(cfg: &EngineConfig, given: Option<u32>) -> Result<u32> {
             cfg.model.max_context
         ),
         Some(n) => Ok(n),
-        None if vllm_whole_prompts => Ok(context),
+        None if whole_prompts => Ok(context),
         // vLLM's by GPU; TensorRT-LLM's max_num_tokens on every GPU.
-        None if cfg.scheduler == goodput_sim::engine::SchedulerPolicy::Vllm => {
-            Ok(goodput_sim::engine::vllm_default_budget(&cfg.gpu))
-        }
+        None if cfg.scheduler == SchedulerPolicy::Vllm => Ok(goodput_sim::engine::vllm_default_budget(&cfg.gpu)),
+        None if cfg.scheduler == SchedulerPolicy::Sglang => Ok(goodput_sim::engine::sglang_default_chunk(&cfg.gpu)),
         None => Ok(goodput_sim::engine::DEFAULT_MAX_NUM_BATCHED_TOKENS),
     }
 }

@@ -6,8 +6,9 @@ use super::calibration::Calibration;
 use super::catalog::{GpuSpec, KvCacheDtype, ModelSpec, Precision};
 use super::disagg::{Disaggregation, KvLink};
 use super::error::Error;
+use super::roofline::kv_capacity;
 use super::router::RouterPolicy;
-use super::scheduler::{SchedulerPolicy, TRTLLM_MAX_BATCH_SIZE};
+use super::scheduler::{sglang_default_max_running, SchedulerPolicy, TRTLLM_MAX_BATCH_SIZE};
 use crate::template::ChatTemplate;
 use goodput_core::doc::config::pool_gpus;
 use serde::{Deserialize, Serialize};
@@ -82,6 +83,19 @@ pub struct EngineConfig {
     /// prefill.
     #[serde(default = "yes")]
     pub mixed_batches: bool,
+    /// SGLang's `--schedule-conservativeness` (under `--scheduler sglang`):
+    /// scales the share of the running requests' remaining tokens that
+    /// admission keeps free for them (0.7 of it at 1, the default).
+    #[serde(default = "one_f64", skip_serializing_if = "is_one")]
+    pub schedule_conservativeness: f64,
+}
+
+fn one_f64() -> f64 {
+    1.0
+}
+
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
 }
 
 /// Speculative decoding, as vLLM runs it: each step, every decoding
@@ -295,6 +309,7 @@ impl EngineConfig {
             ep: 1,
             pp: 1,
             mixed_batches: true,
+            schedule_conservativeness: 1.0,
         }
     }
 
@@ -325,6 +340,11 @@ impl EngineConfig {
                 default.min(self.max_num_batched_tokens.max(1))
             }
             SchedulerPolicy::Trtllm => TRTLLM_MAX_BATCH_SIZE,
+            // SGLang's by its KV pool (one attention rank's).
+            SchedulerPolicy::Sglang => {
+                let tokens = kv_capacity(self).map_or(0, |c| c.tokens() / u64::from(self.attention_ranks().max(1)));
+                sglang_default_max_running(tokens, self.model.max_context)
+            }
         })
     }
 
@@ -384,6 +404,12 @@ impl EngineConfig {
                 ));
             }
         }
+        if !(self.schedule_conservativeness >= 0.0 && self.schedule_conservativeness <= 100.0) {
+            return bad(format!(
+                "--schedule-conservativeness {} must lie in [0, 100] (SGLang's default is 1; lower admits more)",
+                self.schedule_conservativeness
+            ));
+        }
         if self.block_size == 0 || self.block_size > 1024 {
             return bad(format!("--block-size {} must lie in 1..=1024 (vLLM uses 16)", self.block_size));
         }
@@ -405,6 +431,13 @@ impl EngineConfig {
                     "--router {} picks among --dp replicas; with --pd each pool routes to its least-loaded \
                      instance: drop --router",
                     self.router
+                ));
+            }
+            if self.scheduler == SchedulerPolicy::Sglang {
+                return bad(format!(
+                    "--scheduler sglang with --pd {}: SGLang's disaggregated instances (its decode side's \
+                     preallocation) are not modelled; drop --scheduler (the instances then run vLLM's)",
+                    pd.spec()
                 ));
             }
             if !self.mixed_batches {

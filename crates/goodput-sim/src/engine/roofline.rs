@@ -77,7 +77,10 @@ fn kv_capacity_unchecked(cfg: &EngineConfig) -> KvCapacity {
     let kv_bytes_per_gpu = match cfg.scheduler {
         // vLLM's gpu_memory_utilization: a share of the whole memory, the
         // weights and the rest inside it.
-        super::SchedulerPolicy::Vllm => cfg.gpu.memory_bytes() * cfg.gpu_memory_utilization - reserved,
+        // SGLang's mem_fraction_static is the same kind of share.
+        super::SchedulerPolicy::Vllm | super::SchedulerPolicy::Sglang => {
+            cfg.gpu.memory_bytes() * cfg.gpu_memory_utilization - reserved
+        }
         // TensorRT-LLM's kv_cache_free_gpu_mem_fraction: a share of what
         // is free once the weights and the rest are loaded.
         super::SchedulerPolicy::Trtllm => (cfg.gpu.memory_bytes() - reserved) * cfg.gpu_memory_utilization,

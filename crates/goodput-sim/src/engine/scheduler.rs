@@ -10,7 +10,9 @@ use super::roofline::{kv_capacity, BatchShape, KvCapacity, Roofline, StepPower};
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
+mod sglang;
 mod trtllm;
+pub use sglang::{sglang_default_chunk, sglang_default_max_running};
 pub use trtllm::{SchedulerPolicy, TRTLLM_MAX_BATCH_SIZE};
 
 /// Salts the draft acceptances' generator apart from the step times'.
@@ -298,6 +300,9 @@ pub struct Engine {
     /// This step's such chunks: (slot, how long after its end), kept to
     /// reuse its allocation.
     late_now: Vec<(u32, Duration)>,
+    /// SGLang's estimate of the running requests' remaining tokens
+    /// (`scheduler/sglang.rs`; unused by the other schedulers).
+    sglang_ratio: sglang::NewTokenRatio,
 }
 
 /// A pipeline's prompt chunk whose trip through every stage outlasts its
@@ -344,6 +349,7 @@ impl Engine {
             late: Vec::new(),
             late_now: Vec::new(),
             joins: 0,
+            sglang_ratio: sglang::NewTokenRatio::new(cfg.schedule_conservativeness),
             cfg,
         })
     }
@@ -892,8 +898,10 @@ impl Engine {
     /// prefill chunks and the admissions go first, and the decodes run only
     /// in a step that prefills nothing.
     fn schedule(&mut self, out: &mut StepOutcome) {
-        if self.cfg.scheduler == SchedulerPolicy::Trtllm {
-            return self.schedule_trtllm(out);
+        match self.cfg.scheduler {
+            SchedulerPolicy::Trtllm => return self.schedule_trtllm(out),
+            SchedulerPolicy::Sglang => return self.schedule_sglang(out),
+            SchedulerPolicy::Vllm => {}
         }
         self.scheduled.clear();
         let mut budget = self.cfg.step_token_budget();
@@ -1254,10 +1262,10 @@ mod tests {
     /// Without mixed batches a step that computes a prompt decodes nothing:
     /// a stream's gap across another request's prefill is that prefill step
     /// and its own decode step, where a mixed batch gives it one step, a
-    /// little longer than the prefill alone. Under both schedulers.
+    /// little longer than the prefill alone. Under every scheduler.
     #[test]
     fn without_mixed_batches_a_prefill_step_decodes_nothing() {
-        for policy in [SchedulerPolicy::Vllm, SchedulerPolicy::Trtllm] {
+        for policy in SchedulerPolicy::ALL {
             let mut prefill_step = Vec::new();
             for mixed in [true, false] {
                 let mut cfg = config(None, 16);

@@ -572,6 +572,10 @@ pub struct ValidationOptions {
     /// (`Some(false)`) on every row, to compare; `None` follows each row's
     /// `mixed` column.
     pub mixed_batches: Option<bool>,
+    /// The scheduler SGLang rows run under: SGLang's own by default (with
+    /// its default chunk budget by GPU), or vLLM's to compare (as before
+    /// session 74).
+    pub sglang_scheduler: SchedulerPolicy,
 }
 
 /// NIM's time from a request's send to its prefill, less the prefill: the
@@ -601,6 +605,7 @@ impl Default for ValidationOptions {
             tensorrt_llm_scheduler: SchedulerPolicy::Trtllm,
             tensorrt_llm_chunked_context: true,
             mixed_batches: None,
+            sglang_scheduler: SchedulerPolicy::Sglang,
         }
     }
 }
@@ -651,6 +656,10 @@ pub fn row_config(row: &ReferenceRow, options: &ValidationOptions) -> Result<Eng
         // TensorRT-LLM's max_num_tokens on every GPU (vLLM's default
         // budget, which the configuration starts from, is 2,048 on some).
         cfg.max_num_batched_tokens = super::config::DEFAULT_MAX_NUM_BATCHED_TOKENS;
+    }
+    if row.engine == ReferenceEngine::Sglang && options.sglang_scheduler == SchedulerPolicy::Sglang {
+        cfg.scheduler = SchedulerPolicy::Sglang;
+        cfg.max_num_batched_tokens = super::sglang_default_chunk(&gpu);
     }
     // The benchmark's own limits, where the row gives them.
     if let Some(n) = row.max_num_seqs {
@@ -1235,6 +1244,23 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
         ))
         .unwrap_err();
         assert!(bad.to_string().contains("`ep`"), "{bad}");
+    }
+
+    /// SGLang's rows run SGLang's scheduler with its default chunk on the
+    /// GPU (8,192 on an H200), or vLLM's to compare.
+    #[test]
+    fn sglang_rows_run_sglangs_own_scheduler() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/validation");
+        let rows = parse_csv(&std::fs::read_to_string(dir.join("sglang-open-loop.csv")).unwrap()).unwrap();
+        let row = &rows[0];
+        assert_eq!(row.engine, ReferenceEngine::Sglang);
+        let cfg = row_config(row, &ValidationOptions::default()).unwrap();
+        assert_eq!(
+            (cfg.scheduler, cfg.max_num_batched_tokens, cfg.mixed_batches),
+            (SchedulerPolicy::Sglang, 8192, false)
+        );
+        let before = ValidationOptions { sglang_scheduler: SchedulerPolicy::Vllm, ..ValidationOptions::default() };
+        assert_eq!(row_config(row, &before).unwrap().scheduler, SchedulerPolicy::Vllm);
     }
 
     #[test]

@@ -506,10 +506,10 @@ pub struct EngineHwArgs {
     /// Share of GPU memory the engine may use.
     #[arg(long, default_value_t = 0.9, value_parser = number("--gpu-memory-utilization", "a share of GPU memory", "0.9", Units::Share), help_heading = "Simulated engine")]
     pub gpu_memory_utilization: f64,
-    /// Most sequences in one batch (default: vLLM's, 1024 on GPUs of 70 GiB or more but the A100, else 256, never above the step's token budget; with --scheduler trtllm, 2048). Under the vllm scheduler one above --max-num-batched-tokens is refused, as vLLM refuses it.
+    /// Most sequences in one batch (default: vLLM's, 1024 on GPUs of 70 GiB or more but the A100, else 256, never above the step's token budget; with --scheduler trtllm, 2048; with --scheduler sglang, SGLang's: half the KV cache's tokens, at most 2048 to 4096 by the cache over the model's context). Under the vllm scheduler one above --max-num-batched-tokens is refused, as vLLM refuses it.
     #[arg(long, help_heading = "Simulated engine")]
     pub max_num_seqs: Option<u32>,
-    /// Token budget of one step [default: vLLM's, 8192 on GPUs of 70 GiB or more but the A100, else 2048; 8192 with --scheduler trtllm; with --no-chunked-prefill under the vllm scheduler, the model's context, as vLLM sets it, and a smaller one is refused as vLLM refuses it].
+    /// Token budget of one step [default: vLLM's, 8192 on GPUs of 70 GiB or more but the A100, else 2048; 8192 with --scheduler trtllm; with --scheduler sglang, SGLang's --chunked-prefill-size by GPU memory (2048 below 35 GiB, 4096 below 60, 8192 below 160, else 16384), which holds its prompts only, not its decodes; with --no-chunked-prefill under the vllm or sglang scheduler, the model's context, as vLLM sets it, and a smaller one is refused as vLLM refuses it].
     #[arg(long, help_heading = "Simulated engine")]
     pub max_num_batched_tokens: Option<u32>,
     /// Tokens per KV block.
@@ -524,9 +524,12 @@ pub struct EngineHwArgs {
     /// Keep prompts and decodes in separate steps: a step that computes any prompt decodes nothing, and the running requests decode when no prompt is waiting. SGLang's default (without --enable-mixed-chunk) and vLLM V0's without chunked prefill; vLLM V1 and TensorRT-LLM mix them (the default).
     #[arg(long, help_heading = "Simulated engine")]
     pub no_mixed_batches: bool,
-    /// Whose batch scheduler to run: vllm (admits by the blocks a step needs, preempts and recomputes when the cache runs out) or trtllm (TensorRT-LLM's guaranteed-no-evict: admits a request only when its prompt plus max tokens fit, never preempts; decodes before prompt chunks; 2,048 sequences by default; the KV cache a share of the memory left after the weights).
+    /// Whose batch scheduler to run: vllm (admits by the blocks a step needs, preempts and recomputes when the cache runs out), trtllm (TensorRT-LLM's guaranteed-no-evict: admits a request only when its prompt plus max tokens fit, never preempts; decodes before prompt chunks; 2,048 sequences by default; the KV cache a share of the memory left after the weights) or sglang (SGLang's: admits a request while its prompt and max tokens fit beside an estimated share of the running requests' remaining tokens, a share that learns; retracts the requests with the fewest tokens out when decodes run out of room; decodes not held to the token budget; add --no-mixed-batches for SGLang's default of separate prompt and decode steps).
     #[arg(long, default_value = "vllm", help_heading = "Simulated engine")]
     pub scheduler: String,
+    /// SGLang's --schedule-conservativeness, with --scheduler sglang: the share of the running requests' remaining tokens admission keeps free starts at 0.7 times it (and falls to a seventh of that as decodes run). Lower admits more and retracts more.
+    #[arg(long, default_value_t = 1.0, value_parser = number("--schedule-conservativeness", "a factor", "1", Units::Plain), help_heading = "Simulated engine")]
+    pub schedule_conservativeness: f64,
     /// A JSON file of step-time constants overriding the GPU family's calibration.
     #[arg(long, help_heading = "Simulated engine")]
     pub calibration: Option<PathBuf>,
@@ -582,6 +585,7 @@ impl Default for EngineHwArgs {
             no_prefix_caching: false,
             no_mixed_batches: false,
             scheduler: "vllm".into(),
+            schedule_conservativeness: 1.0,
             calibration: None,
             chat_template: "auto".into(),
             spec_tokens: 0,

@@ -401,9 +401,26 @@ fn estimate_takes_tensorrt_llms_scheduler_and_records_it_and_the_calibration() {
         (&amd["config"]["engine"]["gpu_family"], amd["config"]["engine"]["calibrated"].as_bool()),
         (&serde_json::json!("cdna3"), Some(false))
     );
-    let err = goodput().args(["estimate", "--scheduler", "sglang", "-n", "1"]).output().unwrap();
+    // SGLang's: admission keeps room for the answers it expects, so it
+    // retracts less than vLLM preempts, and its decodes are not held to
+    // the budget; its conservativeness is its own flag.
+    let sgl = run("sglang.json", &["--scheduler", "sglang"]);
+    assert_eq!(sgl["config"]["engine"]["scheduler"], "sglang");
+    let preempted = |v: &serde_json::Value| v["engine"]["preemptions"].as_u64().unwrap();
+    assert!(preempted(&sgl) < preempted(&vllm), "SGLang {} against vLLM {}", sgl["engine"], vllm["engine"]);
+    assert_eq!(sgl["summary"]["requests"]["completed"].as_u64(), Some(128), "{}", sgl["summary"]["requests"]);
+    let bold = run("bold.json", &["--scheduler", "sglang", "--schedule-conservativeness", "0.1"]);
+    assert!(
+        preempted(&bold) > preempted(&sgl),
+        "less room kept, more retracted: {} against {}",
+        bold["engine"],
+        sgl["engine"]
+    );
+    let err = goodput().args(["estimate", "--schedule-conservativeness", "0.5", "-n", "1"]).refusal();
+    assert!(err.contains("--schedule-conservativeness is SGLang's") && err.contains("add --scheduler sglang"), "{err}");
+    let err = goodput().args(["estimate", "--scheduler", "lmdeploy", "-n", "1"]).output().unwrap();
     let text = String::from_utf8_lossy(&err.stderr);
-    assert!(!err.status.success() && text.contains("--scheduler") && text.contains("trtllm"), "{text}");
+    assert!(!err.status.success() && text.contains("--scheduler") && text.contains("sglang"), "{text}");
 }
 
 /// `--no-mixed-batches` keeps prompts and decodes in separate steps: the

@@ -35,6 +35,9 @@ pub enum SchedulerPolicy {
     /// TensorRT-LLM's `GUARANTEED_NO_EVICT` capacity scheduler and its
     /// micro-batch scheduler (this module).
     Trtllm,
+    /// SGLang's: admission by an estimate of the running requests'
+    /// remaining tokens, retraction when it was wrong (`sglang.rs`).
+    Sglang,
 }
 
 /// TensorRT-LLM's default `max_batch_size` (trtllm-build's and the LLM
@@ -42,12 +45,13 @@ pub enum SchedulerPolicy {
 pub const TRTLLM_MAX_BATCH_SIZE: u32 = 2048;
 
 impl SchedulerPolicy {
-    pub const ALL: [SchedulerPolicy; 2] = [SchedulerPolicy::Vllm, SchedulerPolicy::Trtllm];
+    pub const ALL: [SchedulerPolicy; 3] = [SchedulerPolicy::Vllm, SchedulerPolicy::Trtllm, SchedulerPolicy::Sglang];
 
     pub fn as_str(self) -> &'static str {
         match self {
             SchedulerPolicy::Vllm => "vllm",
             SchedulerPolicy::Trtllm => "trtllm",
+            SchedulerPolicy::Sglang => "sglang",
         }
     }
 }
@@ -65,9 +69,11 @@ impl FromStr for SchedulerPolicy {
         match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
             "vllm" => Ok(SchedulerPolicy::Vllm),
             "trtllm" | "trt-llm" | "tensorrt-llm" => Ok(SchedulerPolicy::Trtllm),
+            "sglang" => Ok(SchedulerPolicy::Sglang),
             _ => Err(Error::InvalidConfig(format!(
-                "unknown --scheduler `{s}`; use vllm (preemption with recompute) or trtllm (TensorRT-LLM's \
-                 guaranteed-no-evict admission)"
+                "unknown --scheduler `{s}`; use vllm (preemption with recompute), trtllm (TensorRT-LLM's \
+                 guaranteed-no-evict admission) or sglang (SGLang's admission by its new-token ratio, with \
+                 retraction)"
             ))),
         }
     }
@@ -268,8 +274,9 @@ mod tests {
             assert_eq!(p.as_str().parse::<SchedulerPolicy>().unwrap(), p);
         }
         assert_eq!("TensorRT-LLM".parse::<SchedulerPolicy>().unwrap(), SchedulerPolicy::Trtllm);
-        let err = "sglang".parse::<SchedulerPolicy>().unwrap_err().to_string();
-        assert!(err.contains("--scheduler") && err.contains("trtllm"), "{err}");
+        assert_eq!("SGLang".parse::<SchedulerPolicy>().unwrap(), SchedulerPolicy::Sglang);
+        let err = "lmdeploy".parse::<SchedulerPolicy>().unwrap_err().to_string();
+        assert!(err.contains("--scheduler") && err.contains("trtllm") && err.contains("sglang"), "{err}");
         assert_eq!(serde_json::to_string(&SchedulerPolicy::Trtllm).unwrap(), "\"trtllm\"");
     }
 

@@ -1544,7 +1544,8 @@ mod tests {
         // before has ended on the decode instance (it had crossed during
         // that one's decode, and waited there), so its first token comes a
         // transfer or more after that end.
-        for policy in crate::engine::SchedulerPolicy::ALL {
+        // SGLang's disaggregated instances are not modelled (refused).
+        for policy in [crate::engine::SchedulerPolicy::Vllm, crate::engine::SchedulerPolicy::Trtllm] {
             let mut cfg = disaggregated(&h100_8b(), "1:1");
             cfg.num_gpu_blocks_override = Some(24);
             cfg.scheduler = policy;

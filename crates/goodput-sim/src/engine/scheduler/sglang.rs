@@ -1,0 +1,500 @@
+//! SGLang's batch scheduler, as its `Scheduler` and `PrefillAdder` run it
+//! (`python/sglang/srt/managers/scheduler.py`, `schedule_policy.py`;
+//! constants from `environ.py`). docs/simulator.md ("SGLang's scheduler")
+//! says what it leaves out.
+//!
+//! What differs from vLLM's schedule (`Engine::schedule`):
+//! - **Admission reserves the answer, by an estimate.** A waiting request
+//!   starts only while its prompt (less what the prefix cache holds) plus
+//!   its whole `max_tokens` (clipped at 4,096) is below what is free, less
+//!   what the running requests are expected still to take: each's
+//!   remaining tokens times the *new-token ratio*. The first that does not
+//!   fit stops admission.
+//! - **The ratio learns.** It starts at 0.7 × `--schedule-conservativeness`,
+//!   falls by a 600th of the way to a seventh of that on each decode step,
+//!   goes back to its start when the server is idle, and, when the decodes
+//!   run out of room, is set from the running batch: what it decoded plus
+//!   20 steps each, over what it may decode.
+//! - **Decodes are retracted, not preempted.** Out of room, the requests
+//!   with the fewest tokens out (of those, the longest prompt) go back to
+//!   the end of the queue until the rest fit, at least one; their KV is
+//!   computed again when they return.
+//! - **Prompts and decodes run in separate steps** unless mixed batches are
+//!   on (`--enable-mixed-chunk`), and a decode step is not held to the
+//!   prompt budget (`--chunked-prefill-size`): only to the sequence cap.
+//! - **A step's prompts stop at 16,384 tokens** (`--max-prefill-tokens`),
+//!   beside the chunk budget; one prompt is chunked at a time.
+
+use super::{Engine, Pull, StepOutcome};
+use crate::engine::catalog::GpuSpec;
+
+/// `SGLANG_INIT_NEW_TOKEN_RATIO`: the ratio's start, times
+/// `--schedule-conservativeness`.
+pub const SGLANG_INIT_NEW_TOKEN_RATIO: f64 = 0.7;
+/// `SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR`: the ratio's floor, as a share of its
+/// start.
+pub const SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR: f64 = 0.14;
+/// `SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS`: decode steps from start to floor.
+pub const SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS: f64 = 600.0;
+/// `SGLANG_RETRACT_DECODE_STEPS`: the steps each remaining request is
+/// counted for when a retraction sets the ratio.
+pub const SGLANG_RETRACT_DECODE_STEPS: u32 = 20;
+/// `SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION`: a request's `max_tokens` as the
+/// scheduler counts it, at most.
+pub const SGLANG_CLIP_MAX_NEW_TOKENS: u32 = 4096;
+/// `--max-prefill-tokens`' default: a step's prompt tokens (past its first
+/// prompt's).
+pub const SGLANG_MAX_PREFILL_TOKENS: u32 = 16384;
+
+/// SGLang's estimate of the share of their remaining tokens the running
+/// requests will still take (`new_token_ratio`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct NewTokenRatio {
+    init: f64,
+    min: f64,
+    decay: f64,
+    pub(super) now: f64,
+}
+
+impl NewTokenRatio {
+    /// As SGLang's scheduler sets it up for `conservativeness`.
+    pub(super) fn new(conservativeness: f64) -> NewTokenRatio {
+        let init = (SGLANG_INIT_NEW_TOKEN_RATIO * conservativeness).min(1.0);
+        let min = (init * SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR).min(1.0);
+        NewTokenRatio { init, min, decay: (init - min) / SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS, now: init }
+    }
+
+    fn reset(&mut self) {
+        self.now = self.init;
+    }
+
+    fn decay(&mut self) {
+        self.now = (self.now - self.decay).max(self.min);
+    }
+}
+
+/// SGLang's default `--chunked-prefill-size` on `gpu`, by its memory
+/// (`ServerArgs._handle_gpu_memory_settings`): 2,048 below 35 GiB, 4,096
+/// below 60, 8,192 below 160 (the A100 80GB, H100, H200), 16,384 above (the
+/// B200, MI300X).
+pub fn sglang_default_chunk(gpu: &GpuSpec) -> u32 {
+    match gpu.memory_gib {
+        m if m < 35.0 => 2048,
+        m if m < 60.0 => 4096,
+        m if m < 160.0 => 8192,
+        _ => 16384,
+    }
+}
+
+/// SGLang's default `--max-running-requests` for a KV pool of `kv_tokens`
+/// and a model of `context` tokens: half the pool's tokens, and at most its
+/// request pool's size, `min(max(kv_tokens / context × 512, 2048), 4096)`
+/// (`ModelRunner` and the scheduler's `max_running_requests`).
+pub fn sglang_default_max_running(kv_tokens: u64, context: u32) -> u32 {
+    let pool = (kv_tokens as f64 / f64::from(context.max(1)) * 512.0).clamp(2048.0, 4096.0) as u64;
+    (kv_tokens / 2).min(pool).clamp(1, u64::from(u32::MAX)) as u32
+}
+
+impl Engine {
+    /// One step of SGLang's schedule (see the module doc). Fills
+    /// `self.scheduled`.
+    pub(super) fn schedule_sglang(&mut self, out: &mut StepOutcome) {
+        self.scheduled.clear();
+        // A server with nothing running was idle (SGLang resets the ratio
+        // on each loop that finds nothing to run).
+        if self.running.is_empty() && self.late.is_empty() {
+            self.sglang_ratio.reset();
+        }
+        let mixed = self.cfg.mixed_batches;
+        let ranks = self.cfg.attention_ranks().max(1) * self.cfg.pp.max(1);
+        let mut budget = self.cfg.step_token_budget();
+        let mut input_left = SGLANG_MAX_PREFILL_TOKENS.saturating_mul(ranks);
+        // Mixed, the decodes join the step first, and take their tokens out
+        // of both budgets (`num_mixed_decode_tokens`).
+        let mut decode = (false, false);
+        if mixed {
+            decode = self.schedule_sglang_decodes(out);
+            let tokens: u32 = self.scheduled.iter().map(|&(_, n)| n).sum();
+            budget = budget.saturating_sub(tokens);
+            input_left = input_left.saturating_sub(tokens);
+        }
+        let mut rem = self.sglang_room();
+
+        // 1. The prompt in chunks (SGLang's `chunked_req`), first.
+        let mut prompts = 0;
+        for i in 0..self.running.len() {
+            if budget == 0 {
+                break;
+            }
+            let slot = self.running[i];
+            let r = &self.slots[slot as usize];
+            if r.decoding() {
+                continue;
+            }
+            let new = (r.num_tokens() - r.num_computed).min(budget).min(self.cfg.max_num_batched_tokens);
+            let target = r.num_computed + new;
+            if !self.pool.grow(&mut self.slots[slot as usize].blocks, target) {
+                continue;
+            }
+            self.register_full_blocks(slot, target);
+            self.scheduled.push((slot, new));
+            budget -= new;
+            input_left = input_left.saturating_sub(new);
+            prompts += 1;
+        }
+
+        // 2. New prompts, first come first served, while each one's prompt
+        // and answer fit beside what the running ones are expected to take.
+        while budget > 0 && (self.num_running() as u32) < self.max_num_seqs {
+            let Some(&slot) = self.waiting.front() else { break };
+            let cached = self.look_up(slot);
+            let r = &self.slots[slot as usize];
+            let extend = r.num_tokens() - cached;
+            let total = f64::from(extend) + f64::from(r.max_tokens.min(SGLANG_CLIP_MAX_NEW_TOKENS));
+            if total >= rem {
+                break;
+            }
+            if extend >= input_left && prompts > 0 {
+                break;
+            }
+            let whole_fits_a_step = extend <= self.cfg.max_num_batched_tokens;
+            if !self.cfg.enable_chunked_prefill && whole_fits_a_step && extend > budget {
+                break;
+            }
+            let new = extend.min(budget).min(self.cfg.max_num_batched_tokens);
+            if !self.pool.admit(&mut self.slots[slot as usize].blocks, &self.hits, cached + new) {
+                break;
+            }
+            self.waiting.pop_front();
+            self.start(slot, cached, new, out);
+            rem -= total;
+            budget -= new;
+            input_left = input_left.saturating_sub(new);
+            prompts += 1;
+            if new < extend {
+                // One prompt in chunks at a time: the budget is spent.
+                break;
+            }
+        }
+        if prompts > 0 {
+            return;
+        }
+        if !mixed {
+            decode = self.schedule_sglang_decodes(out);
+        }
+        // A decode step with no retraction: the ratio falls toward its floor.
+        if decode == (true, false) {
+            self.sglang_ratio.decay();
+        }
+    }
+
+    /// What admission may still promise, in tokens: the free blocks' tokens
+    /// (an idle cached block is free: SGLang evicts it) less what each
+    /// running request is expected still to take. A request still in its
+    /// prompt is owed the rest of it and its whole answer, as it was
+    /// charged when admitted; a decoding one, the ratio of its remaining
+    /// tokens (`_get_running_request_total_token_offset`).
+    fn sglang_room(&self) -> f64 {
+        let ratio = self.sglang_ratio.now;
+        let late = self.late.iter().map(|l| l.slot);
+        let mut owed = 0.0;
+        for slot in self.running.iter().copied().chain(late) {
+            let r = &self.slots[slot as usize];
+            let left = f64::from((r.max_tokens - r.num_output).min(SGLANG_CLIP_MAX_NEW_TOKENS));
+            owed += if !r.decoding() { f64::from(r.num_tokens() - r.num_computed) + left } else { left * ratio };
+        }
+        f64::from(self.pool.num_free()) * f64::from(self.cfg.block_size) - owed
+    }
+
+    /// The decode pass: every decoding request takes its token (and its
+    /// drafts), held to no token budget. When their blocks are not free,
+    /// requests are retracted (SGLang's `retract_decode`) and the ratio set
+    /// from those left. Whether some decoded, and whether it retracted.
+    fn schedule_sglang_decodes(&mut self, out: &mut StepOutcome) -> (bool, bool) {
+        let need = |e: &Engine| -> u64 {
+            e.running
+                .iter()
+                .map(|&s| {
+                    let r = &e.slots[s as usize];
+                    if !r.decoding() {
+                        return 0;
+                    }
+                    let target = r.num_computed + 1 + e.drafts(r);
+                    u64::from(e.pool.blocks_for(target).saturating_sub(r.blocks.len() as u32))
+                })
+                .sum()
+        };
+        let decoding = |e: &Engine| e.running.iter().filter(|&&s| e.slots[s as usize].decoding()).count();
+        let mut retracted = false;
+        while need(self) > u64::from(self.pool.num_free()) {
+            // The fewest tokens out, of those the longest prompt; SGLang
+            // keeps one. Past that, a prompt in chunks gives its blocks
+            // back (its charge had counted on the ratio, which was low).
+            let victim = if decoding(self) > 1 {
+                self.running.iter().copied().filter(|&s| self.slots[s as usize].decoding()).min_by_key(|&s| {
+                    let r = &self.slots[s as usize];
+                    (r.num_output, std::cmp::Reverse(r.prompt_len))
+                })
+            } else {
+                self.running.iter().rev().copied().find(|&s| !self.slots[s as usize].decoding())
+            };
+            let Some(victim) = victim else { break };
+            self.retract(victim, out);
+            retracted = true;
+        }
+        if retracted {
+            let (mut done, mut most) = (0u64, 0u64);
+            let mut n = 0u64;
+            for &s in &self.running {
+                let r = &self.slots[s as usize];
+                if r.decoding() {
+                    done += u64::from(r.num_output);
+                    most += u64::from(r.max_tokens);
+                    n += 1;
+                }
+            }
+            let ratio = (done + u64::from(SGLANG_RETRACT_DECODE_STEPS) * n) as f64 / (most + 1) as f64;
+            self.sglang_ratio.now = ratio.min(1.0);
+        }
+        let mut any = false;
+        for i in 0..self.running.len() {
+            let slot = self.running[i];
+            let r = &self.slots[slot as usize];
+            if !r.decoding() {
+                continue;
+            }
+            let drafts = self.drafts(r);
+            let new = 1 + drafts;
+            let target = r.num_computed + new;
+            if !self.pool.grow(&mut self.slots[slot as usize].blocks, target) {
+                // A lone request past the whole cache: add_request refuses
+                // one that cannot fit, so it is not reached.
+                continue;
+            }
+            self.register_full_blocks(slot, super::r_kept(target, new, drafts));
+            self.scheduled.push((slot, new));
+            any = true;
+        }
+        (any, retracted)
+    }
+
+    /// The drafts a decoding request carries: as many as its output has room
+    /// for.
+    fn drafts(&self, r: &super::Request) -> u32 {
+        match self.cfg.spec {
+            Some(sd) => sd.tokens.min(r.max_tokens - r.num_output - 1),
+            None => 0,
+        }
+    }
+
+    /// Frees a running request's blocks and puts it at the end of the
+    /// queue (SGLang's `_extend_requests_to_queue`), to be computed again.
+    fn retract(&mut self, slot: u32, out: &mut StepOutcome) {
+        self.running.retain(|&s| s != slot);
+        let r = &mut self.slots[slot as usize];
+        debug_assert_eq!(r.pull, Pull::None);
+        self.pool.release(&mut r.blocks);
+        r.num_computed = 0;
+        r.num_registered = 0;
+        out.preempted.push(r.id);
+        self.waiting.push_back(slot);
+        self.stats.preemptions += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::*;
+    use super::*;
+    use crate::engine::catalog::Precision;
+    use crate::engine::scheduler::tests::drain;
+
+    fn config(blocks: Option<u32>, policy: SchedulerPolicy) -> EngineConfig {
+        let mut c = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
+        c.num_gpu_blocks_override = blocks;
+        c.scheduler = policy;
+        c.enable_prefix_caching = false;
+        c
+    }
+
+    fn prompt(len: u32, seed: u64, cfg: &EngineConfig) -> Prompt {
+        Prompt::synthetic(len, &[], seed, cfg.block_size)
+    }
+
+    /// 256 blocks of 16 tokens (4,096). Eight requests of 16 prompt and
+    /// 1,000 answer tokens: vLLM admits all eight at once (their prompts
+    /// fit) and preempts as they grow. SGLang admits a request while its
+    /// 1,016 tokens are below what is free less what the running ones are
+    /// expected to take: four at first, each charged its whole answer. Once
+    /// they run, each is owed 0.7 of its remaining answer, so a fifth fits
+    /// at once; a sixth does not (4,096 − 5 × 17 − 5 × 700 < 1,016) until
+    /// the ratio has fallen on some 200 decode steps, long before the first
+    /// ends: the ratio learns.
+    #[test]
+    fn sglangs_admission_keeps_room_for_the_answers_it_expects_and_learns() {
+        let run = |policy| {
+            let cfg = config(Some(256), policy);
+            let mut e = Engine::new(cfg.clone()).unwrap();
+            for id in 1..=8 {
+                e.add_request(id, prompt(16, id, &cfg), 1000).unwrap();
+            }
+            let first = e.step().unwrap();
+            let steps = drain(&mut e);
+            (first, steps, e.stats())
+        };
+        let (first, _, vllm) = run(SchedulerPolicy::Vllm);
+        assert_eq!(first.admitted.len(), 8);
+        assert!(vllm.preemptions >= 4, "vLLM admits all and preempts: {vllm:?}");
+
+        let (first, steps, sglang) = run(SchedulerPolicy::Sglang);
+        assert_eq!(first.admitted, vec![1, 2, 3, 4], "the fifth's 1,016 tokens are not below the 32 left");
+        assert_eq!((sglang.requests_finished, sglang.generation_tokens), (8, 8 * 1000));
+        assert!(sglang.preemptions < vllm.preemptions, "{} against vLLM's {}", sglang.preemptions, vllm.preemptions);
+        let at = |id| steps.iter().position(|s| s.admitted.contains(&id)).unwrap();
+        let first_done = steps.iter().position(|s| s.tokens.iter().any(|t| t.finished)).unwrap();
+        assert!(at(5) < 5, "the fifth is admitted once the four run, at step {}", at(5));
+        assert!(
+            at(6) > 100 && at(6) + 500 < first_done,
+            "the sixth is admitted at step {}, once the ratio fell, long before the first ends ({first_done})",
+            at(6)
+        );
+    }
+
+    /// With no room held for the running answers (conservativeness 0),
+    /// SGLang admits by prompt and answer alone, the decodes run out of
+    /// room, and the requests with the fewest tokens out are retracted;
+    /// the ratio is then what the batch decoded plus 20 steps each, over
+    /// what it may decode. Every request still ends, each token once.
+    #[test]
+    fn decodes_out_of_room_retract_the_least_advanced_and_set_the_ratio() {
+        let mut cfg = config(Some(40), SchedulerPolicy::Sglang);
+        cfg.schedule_conservativeness = 0.0;
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        // 640 tokens. Each asks 64 + 128 = 192: three admitted (576 < 640
+        // less nothing held), then a fourth is not (192 ≥ 64).
+        for id in 1..=6 {
+            e.add_request(id, prompt(64, id, &cfg), 128).unwrap();
+        }
+        let mut steps = Vec::new();
+        let mut ratio_after = None;
+        while let Some(s) = e.step() {
+            if !s.preempted.is_empty() && ratio_after.is_none() {
+                let (mut done, mut most, mut n) = (0u64, 0u64, 0u64);
+                for &slot in &e.running {
+                    let r = &e.slots[slot as usize];
+                    if r.decoding() {
+                        (done, most, n) = (done + u64::from(r.num_output), most + u64::from(r.max_tokens), n + 1);
+                    }
+                }
+                let want = ((done + 20 * n) as f64 / (most + 1) as f64).min(1.0);
+                // The step's decodes ran after the ratio was set: one token each.
+                let want_lo = ((done - n + 20 * n) as f64 / (most + 1) as f64).min(1.0);
+                let got = e.sglang_ratio.now;
+                assert!(got >= want_lo - 1e-9 && got <= want + 1e-9, "ratio {got}, want {want_lo}..{want}");
+                ratio_after = Some((s.preempted.clone(), got));
+            }
+            steps.push(s);
+            assert!(steps.len() < 10_000);
+        }
+        let (retracted, ratio) = ratio_after.expect("the decodes ran out of room");
+        assert!(ratio > 0.0, "a retraction sets the ratio above its start of 0");
+        assert!(!retracted.is_empty());
+        let stats = e.stats();
+        assert_eq!((stats.requests_finished, stats.generation_tokens), (6, 6 * 128));
+        for id in 1..=6 {
+            let idx: Vec<u32> = steps.iter().flat_map(|s| &s.tokens).filter(|t| t.id == id).map(|t| t.index).collect();
+            assert_eq!(idx, (0..128).collect::<Vec<_>>(), "request {id}'s tokens, once each, in order");
+        }
+    }
+
+    /// SGLang holds its prompt chunks to `--chunked-prefill-size`, not its
+    /// decodes: 200 sequences decode in one step under a budget of 64
+    /// tokens (vLLM refuses a cap above its budget).
+    #[test]
+    fn a_decode_step_is_not_held_to_the_prompt_budget() {
+        let mut cfg = config(None, SchedulerPolicy::Sglang);
+        (cfg.max_num_batched_tokens, cfg.max_num_seqs, cfg.mixed_batches) = (64, Some(256), false);
+        cfg.validate().unwrap();
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        for id in 1..=200 {
+            e.add_request(id, prompt(16, id, &cfg), 8).unwrap();
+        }
+        let steps = drain(&mut e);
+        let widest = steps.iter().map(|s| s.batch.decodes).max().unwrap();
+        assert_eq!(widest, 200, "every sequence decodes in one step");
+        assert!(steps.iter().all(|s| s.batch.prefill_tokens <= 64), "prompts stay within the budget");
+        assert!(steps.iter().all(|s| s.batch.decodes == 0 || s.batch.prefills == 0), "separate steps");
+        cfg.scheduler = SchedulerPolicy::Vllm;
+        assert!(cfg.validate().unwrap_err().to_string().contains("vLLM refuses it"));
+    }
+
+    /// A step's prompts stop at `--max-prefill-tokens` (16,384) past the
+    /// first: three prompts of 8,000 under a chunk budget of 32,768 run two
+    /// in the first step (the third's 8,000 is not below the 384 left);
+    /// vLLM runs all three.
+    #[test]
+    fn a_step_s_prompts_stop_at_sglangs_max_prefill_tokens() {
+        for (policy, want) in [(SchedulerPolicy::Sglang, 16_000), (SchedulerPolicy::Vllm, 24_000)] {
+            let mut cfg = config(None, policy);
+            cfg.max_num_batched_tokens = 32_768;
+            let mut e = Engine::new(cfg.clone()).unwrap();
+            for id in 1..=3 {
+                e.add_request(id, prompt(8000, id, &cfg), 4).unwrap();
+            }
+            let s = e.step().unwrap();
+            assert_eq!(s.batch.prefill_tokens, want, "{policy}");
+        }
+    }
+
+    /// The ratio falls on decode steps only, and an idle server starts it
+    /// again from 0.7 (× the conservativeness).
+    #[test]
+    fn the_ratio_falls_with_decodes_and_starts_again_after_idle() {
+        let mut cfg = config(None, SchedulerPolicy::Sglang);
+        cfg.schedule_conservativeness = 0.5;
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        assert_eq!(e.sglang_ratio.now, 0.35);
+        e.add_request(1, prompt(64, 1, &cfg), 101).unwrap();
+        drain(&mut e);
+        // One prefill step, then 100 decode steps each a 600th of the way
+        // from 0.35 down to 0.35 × 0.14.
+        let want = 0.35 - 100.0 * (0.35 - 0.35 * 0.14) / 600.0;
+        assert!((e.sglang_ratio.now - want).abs() < 1e-9, "{} against {want}", e.sglang_ratio.now);
+        e.add_request(2, prompt(64, 2, &cfg), 4).unwrap();
+        e.step().unwrap();
+        assert_eq!(e.sglang_ratio.now, 0.35, "reset when it found the server idle; a prefill step keeps it");
+    }
+
+    /// SGLang's disaggregated instances are not modelled: refused, and a
+    /// conservativeness out of range too.
+    #[test]
+    fn what_the_sglang_scheduler_does_not_take_is_refused() {
+        let mut cfg = config(None, SchedulerPolicy::Sglang);
+        cfg.pd = Some(crate::engine::Disaggregation::parse("1:1").unwrap());
+        let e = cfg.validate().unwrap_err().to_string();
+        assert!(e.contains("--scheduler sglang with --pd 1:1") && e.contains("drop --scheduler"), "{e}");
+        let mut cfg = config(None, SchedulerPolicy::Sglang);
+        cfg.schedule_conservativeness = -1.0;
+        let e = cfg.validate().unwrap_err().to_string();
+        assert!(e.contains("--schedule-conservativeness -1 must lie in [0, 100]"), "{e}");
+    }
+
+    /// SGLang's defaults: its chunk by GPU memory, its running cap by the
+    /// KV pool.
+    #[test]
+    fn sglangs_defaults_follow_the_gpu_and_the_pool() {
+        use crate::engine::catalog::GpuSpec;
+        for (gpu, chunk) in
+            [("l4", 2048), ("l40s", 4096), ("a100", 8192), ("h100", 8192), ("h200", 8192), ("b200", 16384)]
+        {
+            assert_eq!(sglang_default_chunk(&GpuSpec::lookup(gpu).unwrap()), chunk, "{gpu}");
+        }
+        // Half the pool, within 2,048..4,096 by the pool over the context.
+        assert_eq!(sglang_default_max_running(1_000, 131_072), 500);
+        assert_eq!(sglang_default_max_running(400_000, 131_072), 2048);
+        assert_eq!(sglang_default_max_running(400_000, 8_192), 4096);
+        let cfg = config(None, SchedulerPolicy::Sglang);
+        let tokens = kv_capacity(&cfg).unwrap().tokens();
+        assert_eq!(cfg.resolved_max_num_seqs(), sglang_default_max_running(tokens, 131_072));
+    }
+}
