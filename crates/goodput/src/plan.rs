@@ -43,7 +43,7 @@ use goodput_load::trace::TraceEntry;
 use goodput_load::{LoadPlan, Workload};
 use goodput_sim::engine::{
     kv_capacity, BatchShape, Disaggregation, EngineConfig, GpuSpec, KvCacheDtype, ModelSpec, Precision, PromptKind,
-    Roofline, RouterPolicy, SpecDecoding,
+    Roofline, RouterPolicy, SchedulerPolicy, SpecDecoding,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -1249,15 +1249,19 @@ impl Search<'_> {
         cfg.max_num_batched_tokens = c.max_num_batched_tokens;
         cfg.pd = c.pd.map(|pd| pd.disaggregation());
         cfg.spec = (c.spec > 0).then(|| self.spec(c.spec));
-        cfg.mixed_batches = !self.separate_steps(c);
+        if self.sglang_scheduler(c) {
+            cfg.scheduler = SchedulerPolicy::Sglang;
+            cfg.mixed_batches = false;
+        }
         cfg
     }
 
-    /// Whether `c`'s server computes prompts and decodes in separate steps:
-    /// SGLang's does unless started with `--enable-mixed-chunk` (off by
-    /// default, and its scripts here leave it off); disaggregated
-    /// instances prefill or decode, never both.
-    fn separate_steps(&self, c: &Candidate) -> bool {
+    /// Whether `c` runs SGLang's scheduler: behind SGLang, but for
+    /// disaggregated instances (simulated with vLLM's). SGLang's computes
+    /// prompts and decodes in separate steps unless started with
+    /// `--enable-mixed-chunk` (off by default, and its scripts here leave it
+    /// off); disaggregated instances prefill or decode, never both.
+    fn sglang_scheduler(&self, c: &Candidate) -> bool {
         self.args.serve_engine == crate::launch::Server::Sglang && c.pd.is_none()
     }
 
@@ -1397,6 +1401,7 @@ impl Search<'_> {
         }
         notes.extend(self.unplaceable(&tps, &pps, &eps));
         let auto_pd = a.pd.as_deref().is_some_and(|s| s.trim().eq_ignore_ascii_case("auto"));
+        let sglang = a.serve_engine == crate::launch::Server::Sglang;
         let lengths = mean_lengths(&self.workload);
         let mut groups = Vec::new();
         let mut counted = 0;
@@ -1425,7 +1430,9 @@ impl Search<'_> {
                     let mbt32 = mbt.min(u64::from(u32::MAX)) as u32;
                     // vLLM's default cap, held to the budget; a cap given
                     // above the budget vLLM refuses: left out, said once.
+                    // SGLang takes it (its budget holds prompt chunks only).
                     let seqs: Vec<u32> = match a.max_num_seqs {
+                        Some(_) if sglang => given.clone(),
                         Some(_) => given.iter().copied().filter(|&s| s <= mbt32).collect(),
                         None => {
                             defaults.max_num_batched_tokens = mbt32;
@@ -1434,21 +1441,10 @@ impl Search<'_> {
                     };
                     if seqs.len() < given.len() {
                         let above: Vec<String> = given.iter().filter(|&&s| s > mbt32).map(u32::to_string).collect();
-                        let why = match a.serve_engine {
-                            // SGLang takes the pair; the engine cannot run it.
-                            crate::launch::Server::Sglang => {
-                                "the simulated scheduler holds every step, decodes included, to the token budget \
-                                 (each running sequence takes a token of it), where SGLang holds only its prompt \
-                                 chunks to --chunked-prefill-size"
-                            }
-                            _ => {
-                                "vLLM refuses a sequence cap above the step's token budget (each running sequence \
-                                 takes a token of it)"
-                            }
-                        };
                         let n = format!(
-                            "--max-num-seqs {} with --max-num-batched-tokens {mbt}: left out, {why}: give caps of \
-                             at most {mbt} there",
+                            "--max-num-seqs {} with --max-num-batched-tokens {mbt}: left out, vLLM refuses a \
+                             sequence cap above the step's token budget (each running sequence takes a token of it): \
+                             give caps of at most {mbt} there",
                             above.join(",")
                         );
                         if !notes.contains(&n) {
@@ -1459,6 +1455,19 @@ impl Search<'_> {
                         let first = *first.get_or_insert((seq, mbt));
                         let (mut kept, left) =
                             self.balanced(&ratios, &gpu, precision, offer, seq, mbt32, lengths, !auto_pd);
+                        // SGLang's disaggregated instances run vLLM's
+                        // scheduler here, which cannot take the pair.
+                        if sglang && seq > mbt32 && kept.iter().any(Option::is_some) {
+                            kept.retain(Option::is_none);
+                            let n = format!(
+                                "--max-num-seqs {seq} with --max-num-batched-tokens {mbt}: disaggregated ratios left \
+                                 out, SGLang's disaggregated instances are simulated with vLLM's scheduler, which \
+                                 holds decodes to the token budget too: give caps of at most {mbt} for them"
+                            );
+                            if !notes.contains(&n) {
+                                notes.push(n);
+                            }
+                        }
                         if (seq, mbt) == first {
                             notes.extend(left);
                         }
@@ -2156,7 +2165,8 @@ impl Search<'_> {
                 params.insert(k.into(), v.to_string());
             }
         }
-        if self.separate_steps(c) {
+        if self.sglang_scheduler(c) {
+            params.insert("scheduler".into(), "sglang".into());
             params.insert("mixed_batches".into(), "false".into());
         }
         if c.spec > 0 {

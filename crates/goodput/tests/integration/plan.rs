@@ -307,11 +307,18 @@ fn a_batch_limit_above_the_token_budget_is_left_out_as_vllm_refuses_it() {
     let err = c.refusal();
     assert!(err.contains("no configuration is left") && err.contains("give caps of at most 512"), "{err}");
     assert!(err.contains("vLLM refuses a sequence cap above"), "{err}");
-    // SGLang takes the pair; the note says why the engine does not.
-    let (mut c, _) =
+    // SGLang takes the pair, its scheduler holding only its prompt chunks
+    // to the budget: predicted with it, and started so.
+    let (mut c, out) =
         run("sglang.json", &["--max-num-seqs", "1024", "--max-num-batched-tokens", "512", "--serve-engine", "sglang"]);
-    let err = c.refusal();
-    assert!(err.contains("where SGLang holds only its prompt chunks to --chunked-prefill-size"), "{err}");
+    c.assert().success();
+    let doc = read_json(&out);
+    let config = &doc["configs"][0];
+    let params = &config["params"];
+    assert_eq!((params["max_num_seqs"].as_str(), params["scheduler"].as_str()), (Some("1024"), Some("sglang")));
+    let command = config["serve_command"]["command"].as_str().unwrap();
+    assert!(command.contains("--max-running-requests 1024 --chunked-prefill-size 512"), "{command}");
+    assert!(!doc["notes"].to_string().contains("left out"), "{}", doc["notes"]);
     // `estimate` refuses the pair as vLLM does, naming both fixes.
     let err =
         goodput().args(["estimate", "-n", "2", "--max-num-seqs", "1024", "--max-num-batched-tokens", "512"]).refusal();
@@ -686,6 +693,7 @@ fn sglangs_prompts_and_decodes_run_in_separate_steps() {
     let (vllm, sglang) = (run("vllm"), run("sglang"));
     assert_eq!(vllm["params"].get("mixed_batches"), None, "{}", vllm["params"]);
     assert_eq!(sglang["params"]["mixed_batches"], "false", "{}", sglang["params"]);
+    assert_eq!((vllm["params"].get("scheduler"), sglang["params"]["scheduler"].as_str()), (None, Some("sglang")));
     let command = sglang["serve_command"]["command"].as_str().unwrap();
     assert!(!command.contains("mixed"), "{command}");
     let (v, s) = (&vllm["points"][0], &sglang["points"][0]);

@@ -151,7 +151,11 @@ impl Engine {
             let r = &self.slots[slot as usize];
             let extend = r.num_tokens() - cached;
             let total = f64::from(extend) + f64::from(r.max_tokens.min(SGLANG_CLIP_MAX_NEW_TOKENS));
-            if total >= rem {
+            // An idle server takes its first request whatever it asks: one
+            // that fills the whole cache would otherwise wait forever
+            // (the engine refuses only what cannot fit at all).
+            let idle = self.running.is_empty() && self.late.is_empty() && prompts == 0;
+            if total >= rem && !idle {
                 break;
             }
             if extend >= input_left && prompts > 0 {
@@ -463,6 +467,19 @@ mod tests {
         e.add_request(2, prompt(64, 2, &cfg), 4).unwrap();
         e.step().unwrap();
         assert_eq!(e.sglang_ratio.now, 0.35, "reset when it found the server idle; a prefill step keeps it");
+    }
+
+    /// A request whose prompt and answer fill the whole cache runs alone
+    /// (SGLang's admission asks for them to be below what is free).
+    #[test]
+    fn a_request_that_fills_the_cache_still_runs_alone() {
+        let cfg = config(Some(8), SchedulerPolicy::Sglang);
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.add_request(1, prompt(64, 1, &cfg), 64).unwrap();
+        e.add_request(2, prompt(16, 2, &cfg), 8).unwrap();
+        let steps = drain(&mut e);
+        assert_eq!(e.stats().requests_finished, 2);
+        assert_eq!(steps[0].admitted, vec![1]);
     }
 
     /// SGLang's disaggregated instances are not modelled: refused, and a
