@@ -263,7 +263,8 @@ fn plan_refuses_what_it_cannot_search() {
 /// vLLM's sequence cap against its step budget: a cap given above a budget
 /// is left out at that budget with a note (vLLM refuses it), the default
 /// cap is held to a smaller budget as vLLM holds it, in the parameters and
-/// the command, and a search with nothing left says why.
+/// the command, and a search with nothing left says why. Behind SGLang,
+/// which takes the pair, it runs, but for disaggregated ratios.
 #[test]
 fn a_batch_limit_above_the_token_budget_is_left_out_as_vllm_refuses_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -319,6 +320,25 @@ fn a_batch_limit_above_the_token_budget_is_left_out_as_vllm_refuses_it() {
     let command = config["serve_command"]["command"].as_str().unwrap();
     assert!(command.contains("--max-running-requests 1024 --chunked-prefill-size 512"), "{command}");
     assert!(!doc["notes"].to_string().contains("left out"), "{}", doc["notes"]);
+    // Disaggregated, SGLang's instances run vLLM's scheduler: those ratios
+    // are left out at that pair, with a note, and colocated ones still run.
+    let out = dir.path().join("sglang-pd.json");
+    goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "2", "--tp", "1", "--pp", "1"])
+        .args(["--precision", "fp8", "--input-tokens", "128", "--output-tokens", "8", "--concurrency", "1,4"])
+        .args(["--requests-per-user", "2", "--max-num-seqs", "1024", "--max-num-batched-tokens", "512"])
+        .args(["--serve-engine", "sglang", "--pd", "1:1", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    let configs = doc["configs"].as_array().unwrap();
+    assert!(!configs.is_empty() && configs.iter().all(|c| c["params"].get("pd").is_none()), "{}", doc["configs"]);
+    let notes = doc["notes"].to_string();
+    assert!(
+        notes.contains("--max-num-seqs 1024 with --max-num-batched-tokens 512: disaggregated ratios left out"),
+        "{notes}"
+    );
     // `estimate` refuses the pair as vLLM does, naming both fixes.
     let err =
         goodput().args(["estimate", "-n", "2", "--max-num-seqs", "1024", "--max-num-batched-tokens", "512"]).refusal();
