@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 /// The simulator's knobs a configuration's settings map onto, as `goodput
 /// plan` names them in its documents' `params`.
-pub const KNOBS: [&str; 14] = [
+pub const KNOBS: [&str; 15] = [
     "gpu",
     "tp",
     "dp",
@@ -33,6 +33,7 @@ pub const KNOBS: [&str; 14] = [
     "spec_tokens",
     "router",
     "mixed_batches",
+    "schedule_conservativeness",
 ];
 
 /// Each knob's other names: the servers' flags for it (vLLM's
@@ -40,7 +41,7 @@ pub const KNOBS: [&str; 14] = [
 /// `max_running_requests`, `chunked_prefill_size`; llama.cpp's `np`
 /// (parallel slots) and `b` (batch size in tokens); the routers'
 /// `policy` and SGLang's `load_balance_method`) and short forms.
-pub const KNOB_ALIASES: [(&str, &[&str]); 14] = [
+pub const KNOB_ALIASES: [(&str, &[&str]); 15] = [
     ("gpu", &["gpu_type"]),
     ("tp", &["tensor_parallel_size", "tp_size"]),
     ("dp", &["data_parallel_size", "dp_size"]),
@@ -56,6 +57,8 @@ pub const KNOB_ALIASES: [(&str, &[&str]); 14] = [
     ("router", &["policy", "load_balance_method", "router_policy"]),
     // Prompts and decodes in one step: SGLang's --enable-mixed-chunk.
     ("mixed_batches", &["enable_mixed_chunk"]),
+    // SGLang's own name; its scheduler's alone.
+    ("schedule_conservativeness", &[]),
 ];
 
 /// The value a knob has where a configuration's settings leave it out: `goodput
@@ -67,6 +70,7 @@ fn absent_value(knob: &str) -> Option<&'static str> {
         "pp" | "ep" => Some("1"),
         "spec_tokens" => Some("0"),
         "mixed_batches" => Some("true"),
+        "schedule_conservativeness" => Some("1"),
         _ => None,
     }
 }

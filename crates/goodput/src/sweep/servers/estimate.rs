@@ -47,6 +47,14 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
                     goodput_sim::engine::MAX_SPEC_TOKENS
                 );
             }
+            if knob == "schedule_conservativeness" && !v.trim().parse::<f64>().is_ok_and(|c| (0.0..=100.0).contains(&c))
+            {
+                bail!(
+                    "--estimate: {k}={v} in {} is not a number from 0 to 100 (SGLang's --schedule-conservativeness; \
+                     1 by default)",
+                    p.id()
+                );
+            }
             if knob == "mixed_batches" && mixed_batches_value(v).is_none() {
                 bail!("--estimate: {k}={v} in {} is not true or false (prompts and decodes in one step)", p.id());
             }
@@ -229,6 +237,10 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
             Some("scheduler") => args.hw.scheduler = v.to_string(),
             Some("router") => args.hw.router = v.to_string(),
             Some("mixed_batches") => args.hw.no_mixed_batches = mixed_batches_value(v) == Some(false),
+            Some("schedule_conservativeness") => {
+                args.hw.schedule_conservativeness =
+                    v.parse::<f64>().with_context(|| format!("--estimate: {k}={v} is not a number"))?;
+            }
             // The sweep's --spec-acceptance and --spec-draft-cost describe
             // the drafts of the configurations that have them.
             Some("spec_tokens") => {
@@ -471,6 +483,26 @@ mod tests {
         assert_eq!(routers, ["cache_aware", "least-loaded", "least-loaded"]);
         let e = engine_args(&a, &grid(&[&[("dp", "2")]])[0], "llama-3.1-8b", Path::new("p.json")).unwrap();
         assert_eq!(e.hw.router, "round-robin", "the sweep's own, where the grid names none");
+    }
+
+    /// SGLang's scheduler and its conservativeness are knobs of the grid:
+    /// each configuration's, a value out of [0, 100] refused before any
+    /// server starts.
+    #[test]
+    fn sglangs_scheduler_and_its_conservativeness_are_knobs() {
+        let g = grid(&[&[("scheduler", "sglang"), ("schedule_conservativeness", "0.3")], &[("scheduler", "sglang")]]);
+        assert!(check_grid(&g).is_ok());
+        let a = sweep_args(&[]);
+        let hw: Vec<(String, f64)> = g
+            .iter()
+            .map(|p| engine_args(&a, p, "llama-3.1-8b", Path::new("p.json")).unwrap().hw)
+            .map(|hw| (hw.scheduler, hw.schedule_conservativeness))
+            .collect();
+        assert_eq!(hw, [("sglang".to_string(), 0.3), ("sglang".to_string(), 1.0)]);
+        for bad in ["-1", "101", "lots"] {
+            let e = check_grid(&grid(&[&[("schedule_conservativeness", bad)]])).unwrap_err().to_string();
+            assert!(e.contains(&format!("schedule_conservativeness={bad}")) && e.contains("from 0 to 100"), "{e}");
+        }
     }
 
     #[test]
