@@ -249,6 +249,15 @@ mod tests {
             "Llama-3.1-8B on 1× MI300X · fp8 · prefix caching on · TensorRT-LLM scheduler · uncalibrated (cdna3: \
              Hopper's constants)"
         );
+        let e = engine(json!({"config": {
+            "model": "Llama-3.1-8B", "gpu": "H100 SXM", "tp": 1, "precision": "fp8", "enable_prefix_caching": true,
+            "scheduler": "sglang", "mixed_batches": false
+        }}));
+        assert_eq!(
+            e.config_line(),
+            "Llama-3.1-8B on 1× H100 SXM · fp8 · prefix caching on · SGLang scheduler · prompts and decodes in separate \
+             steps"
+        );
         // Replicas behind a router, and one whose loads are polled.
         let replicas = |poll: Value| {
             engine(json!({"config": {

@@ -398,10 +398,15 @@ pub struct EngineSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_decode: Option<SpecDecodeSettings>,
     /// Whose batch scheduler the engine ran: `vllm` (preemption with
-    /// recompute) or `trtllm` (TensorRT-LLM's guaranteed-no-evict
-    /// admission); empty in documents written before it was recorded, which
-    /// ran vLLM's.
+    /// recompute), `trtllm` (TensorRT-LLM's guaranteed-no-evict
+    /// admission) or `sglang` (SGLang's admission by its new-token ratio,
+    /// with retraction); empty in documents written before it was
+    /// recorded, which ran vLLM's.
     pub scheduler: String,
+    /// SGLang's `--schedule-conservativeness`, under its scheduler (the
+    /// new-token ratio starts at 0.7 times it); absent under the others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule_conservativeness: Option<f64>,
     /// `false` when a step that computes a prompt decoded nothing (SGLang's
     /// default, vLLM V0's without chunked prefill: `--no-mixed-batches`);
     /// absent when prompts and decodes shared steps, vLLM V1's and

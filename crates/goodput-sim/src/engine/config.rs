@@ -203,6 +203,8 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             enable_chunked_prefill: cfg.enable_chunked_prefill,
             enable_prefix_caching: cfg.enable_prefix_caching,
             scheduler: cfg.scheduler.to_string(),
+            schedule_conservativeness: (cfg.scheduler == SchedulerPolicy::Sglang)
+                .then_some(cfg.schedule_conservativeness),
             mixed_batches: (!cfg.mixed_batches).then_some(false),
             gpu_family: cfg.gpu.family.to_string(),
             calibrated: Some(super::calibration::Calibration::is_calibrated(cfg.gpu.family)),

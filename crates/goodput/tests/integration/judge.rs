@@ -416,6 +416,11 @@ fn estimate_takes_tensorrt_llms_scheduler_and_records_it_and_the_calibration() {
         bold["engine"],
         sgl["engine"]
     );
+    let conservativeness = |v: &serde_json::Value| v["config"]["engine"]["schedule_conservativeness"].as_f64();
+    assert_eq!(
+        (conservativeness(&vllm), conservativeness(&sgl), conservativeness(&bold)),
+        (None, Some(1.0), Some(0.1))
+    );
     let err = goodput().args(["estimate", "--schedule-conservativeness", "0.5", "-n", "1"]).refusal();
     assert!(err.contains("--schedule-conservativeness is SGLang's") && err.contains("add --scheduler sglang"), "{err}");
     let err = goodput().args(["estimate", "--scheduler", "lmdeploy", "-n", "1"]).output().unwrap();
