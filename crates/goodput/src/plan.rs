@@ -614,6 +614,22 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
              their replicas"
         ));
     }
+    // Which scheduler SGLang's configurations were predicted with.
+    if a.serve_engine == crate::launch::Server::Sglang && !doc.configs.is_empty() {
+        let apart = doc.configs.iter().any(|c| c.params.contains_key("pd"));
+        doc.notes.push(format!(
+            "SGLang's configurations ran SGLang's scheduler (scheduler = \"sglang\" in their parameters): a newcomer \
+             is admitted while its prompt and whole answer fit beside an estimated share of the running requests' \
+             remaining answers, the least advanced are retracted when that share proves short, only prompt chunks \
+             are held to --chunked-prefill-size, and prompts and decodes run in separate steps (SGLang's default \
+             without --enable-mixed-chunk){}",
+            if apart {
+                "; its disaggregated configurations ran vLLM's, as SGLang's disaggregated instances are not modelled"
+            } else {
+                ""
+            }
+        ));
+    }
     if interrupted {
         doc.notes.push(format!(
             "the plan was interrupted: {} of the {searched} configurations searched {} in the document (those whose \

@@ -714,6 +714,14 @@ fn sglangs_prompts_and_decodes_run_in_separate_steps() {
     assert_eq!(vllm["params"].get("mixed_batches"), None, "{}", vllm["params"]);
     assert_eq!(sglang["params"]["mixed_batches"], "false", "{}", sglang["params"]);
     assert_eq!((vllm["params"].get("scheduler"), sglang["params"]["scheduler"].as_str()), (None, Some("sglang")));
+    let said = |engine: &str| {
+        let doc = read_json(&dir.path().join(format!("{engine}.json")));
+        let notes = doc["notes"].as_array().unwrap().clone();
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().starts_with("SGLang's configurations ran SGLang's scheduler (scheduler"))
+    };
+    assert!(said("sglang") && !said("vllm"), "the note is SGLang's alone");
     let command = sglang["serve_command"]["command"].as_str().unwrap();
     assert!(!command.contains("mixed"), "{command}");
     let (v, s) = (&vllm["points"][0], &sglang["points"][0]);
