@@ -1099,10 +1099,15 @@ pub fn engine_kv_bound(
         (Some(c), Some(_)) => format!(", against the {c} in flight that -c allows"),
         _ => String::new(),
     };
+    // SGLang's scheduler retracts where vLLM's preempts: the same recompute.
+    let (noun, done) = match engine.config.scheduler.as_str() {
+        "sglang" => ("retraction", "retracted"),
+        _ => ("preemption", "preempted"),
+    };
     let preempted = if engine.preemptions > 0 {
         format!(
-            "; {} preemption{} ({} a request: a preempted request gives its blocks back and recomputes its prompt \
-             and context when let in again)",
+            "; {} {noun}{} ({} a request: a {done} request gives its blocks back and recomputes its prompt and \
+             context when let in again)",
             engine.preemptions,
             if engine.preemptions == 1 { "" } else { "s" },
             if preempt_share < 0.1 { format!("{preempt_share:.2}") } else { format!("{preempt_share:.1}") }
@@ -1119,7 +1124,7 @@ pub fn engine_kv_bound(
             "; a request waited about {} for cache room on average (Little's law over the engine's waiting count, \
              {waiting:.1} on average{}), against a mean TTFT of {}",
             time(wait_s),
-            if engine.preemptions > 0 { "; waits after a preemption included" } else { "" },
+            if engine.preemptions > 0 { format!("; waits after a {noun} included") } else { String::new() },
             time(t)
         ),
         _ => String::new(),
@@ -1971,6 +1976,14 @@ mod tests {
         assert!(m.starts_with("the KV cache is the binding limit: its 4224 tokens hold about 11.0 requests"), "{m}");
         assert!(m.contains("(384 tokens, prompt and answer), against the 64 users' requests in flight"), "{m}");
         assert!(m.contains("peaked at 100%; 80 preemptions (0.4 a request"), "{m}");
+        // SGLang's scheduler retracts.
+        let mut sglang = engine.clone();
+        sglang.config.scheduler = "sglang".into();
+        let s = engine_kv_bound(&sglang, &records, &summary, load).unwrap().message;
+        assert!(
+            s.contains("80 retractions (0.4 a request: a retracted request gives") && !s.contains("preempt"),
+            "{s}"
+        );
         // 50 waiting over 100.5 s for 200 requests: 25.1 s each.
         assert!(m.contains("waited about 25.1 s for cache room") && m.contains("mean TTFT of 300 ms"), "{m}");
         for fix in [
