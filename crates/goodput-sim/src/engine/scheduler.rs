@@ -1171,8 +1171,17 @@ mod tests {
         c
     }
 
-    fn prompt(len: u32, seed: u64, cfg: &EngineConfig) -> Prompt {
+    pub(super) fn prompt(len: u32, seed: u64, cfg: &EngineConfig) -> Prompt {
         Prompt::synthetic(len, &[], seed, cfg.block_size)
+    }
+
+    /// [`config`] under `policy`, without prefix caching (the other
+    /// schedulers' tests).
+    pub(super) fn policy_config(blocks: Option<u32>, block_size: u32, policy: SchedulerPolicy) -> EngineConfig {
+        let mut c = config(blocks, block_size);
+        c.scheduler = policy;
+        c.enable_prefix_caching = false;
+        c
     }
 
     fn speculating(tokens: u32, acceptance: f64) -> EngineConfig {

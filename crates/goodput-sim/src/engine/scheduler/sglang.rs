@@ -310,19 +310,10 @@ impl Engine {
 mod tests {
     use super::super::*;
     use super::*;
-    use crate::engine::catalog::Precision;
-    use crate::engine::scheduler::tests::drain;
+    use crate::engine::scheduler::tests::{drain, policy_config, prompt};
 
     fn config(blocks: Option<u32>, policy: SchedulerPolicy) -> EngineConfig {
-        let mut c = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
-        c.num_gpu_blocks_override = blocks;
-        c.scheduler = policy;
-        c.enable_prefix_caching = false;
-        c
-    }
-
-    fn prompt(len: u32, seed: u64, cfg: &EngineConfig) -> Prompt {
-        Prompt::synthetic(len, &[], seed, cfg.block_size)
+        policy_config(blocks, crate::engine::DEFAULT_BLOCK_SIZE, policy)
     }
 
     /// 256 blocks of 16 tokens (4,096). Eight requests of 16 prompt and

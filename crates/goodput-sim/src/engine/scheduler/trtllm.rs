@@ -253,20 +253,7 @@ mod tests {
     use super::super::*;
     use super::*;
     use crate::engine::catalog::Precision;
-    use crate::engine::scheduler::tests::drain;
-
-    fn config(blocks: Option<u32>, block_size: u32, policy: SchedulerPolicy) -> EngineConfig {
-        let mut c = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
-        c.num_gpu_blocks_override = blocks;
-        c.block_size = block_size;
-        c.scheduler = policy;
-        c.enable_prefix_caching = false;
-        c
-    }
-
-    fn prompt(len: u32, seed: u64, cfg: &EngineConfig) -> Prompt {
-        Prompt::synthetic(len, &[], seed, cfg.block_size)
-    }
+    use crate::engine::scheduler::tests::{drain, policy_config as config, prompt};
 
     #[test]
     fn policy_names_parse_and_print() {
