@@ -121,27 +121,11 @@ impl Engine {
         let mut rem = self.sglang_room();
 
         // 1. The prompt in chunks (SGLang's `chunked_req`), first.
-        let mut prompts = 0;
-        for i in 0..self.running.len() {
-            if budget == 0 {
-                break;
-            }
-            let slot = self.running[i];
-            let r = &self.slots[slot as usize];
-            if r.decoding() {
-                continue;
-            }
-            let new = (r.num_tokens() - r.num_computed).min(budget).min(self.cfg.max_num_batched_tokens);
-            let target = r.num_computed + new;
-            if !self.pool.grow(&mut self.slots[slot as usize].blocks, target) {
-                continue;
-            }
-            self.register_full_blocks(slot, target);
-            self.scheduled.push((slot, new));
-            budget -= new;
-            input_left = input_left.saturating_sub(new);
-            prompts += 1;
-        }
+        let before = self.scheduled.len();
+        let continued = self
+            .continue_prompts(&mut budget, |e, left, budget| Some(left.min(budget).min(e.cfg.max_num_batched_tokens)));
+        input_left = input_left.saturating_sub(continued);
+        let mut prompts = self.scheduled.len() - before;
 
         // 2. New prompts, first come first served, while each one's prompt
         // and answer fit beside what the running ones are expected to take.

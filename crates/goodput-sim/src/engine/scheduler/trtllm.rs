@@ -116,29 +116,7 @@ impl Engine {
         }
 
         // 2. Contexts already started (chunked), oldest first.
-        for i in 0..self.running.len() {
-            if budget == 0 {
-                break;
-            }
-            let slot = self.running[i];
-            let r = &self.slots[slot as usize];
-            if r.decoding() {
-                continue;
-            }
-            let remaining = r.num_tokens() - r.num_computed;
-            let Some(new) = self.context_chunk(remaining, budget, unit) else { break };
-            if new == 0 {
-                continue;
-            }
-            let target = r.num_computed + new;
-            if !self.pool.grow(&mut self.slots[slot as usize].blocks, target) {
-                debug_assert!(false, "a running request could not grow under guaranteed-no-evict");
-                continue;
-            }
-            self.register_full_blocks(slot, target);
-            self.scheduled.push((slot, new));
-            budget -= new;
-        }
+        self.continue_prompts(&mut budget, |e, remaining, budget| e.context_chunk(remaining, budget, unit));
 
         // 3. New contexts, first come first served, each admitted only when
         // its whole run fits beside what the running ones are owed.
@@ -197,6 +175,43 @@ impl Engine {
         if !self.cfg.mixed_batches && !self.prefills() {
             self.schedule_generation(&mut budget);
         }
+    }
+
+    /// The prompts the running requests have started, oldest first, each
+    /// its next chunk within `budget` (`chunk` of what is left and the
+    /// budget: `None` stops the pass, 0 skips it), where its blocks can
+    /// grow (under guaranteed-no-evict they always can). The tokens
+    /// scheduled.
+    pub(super) fn continue_prompts(
+        &mut self,
+        budget: &mut u32,
+        chunk: impl Fn(&Engine, u32, u32) -> Option<u32>,
+    ) -> u32 {
+        let mut tokens = 0;
+        for i in 0..self.running.len() {
+            if *budget == 0 {
+                break;
+            }
+            let slot = self.running[i];
+            let r = &self.slots[slot as usize];
+            if r.decoding() {
+                continue;
+            }
+            let Some(new) = chunk(self, r.num_tokens() - r.num_computed, *budget) else { break };
+            if new == 0 {
+                continue;
+            }
+            let target = r.num_computed + new;
+            if !self.pool.grow(&mut self.slots[slot as usize].blocks, target) {
+                debug_assert!(self.cfg.scheduler != SchedulerPolicy::Trtllm, "a running request could not grow");
+                continue;
+            }
+            self.register_full_blocks(slot, target);
+            self.scheduled.push((slot, new));
+            *budget -= new;
+            tokens += new;
+        }
+        tokens
     }
 
     /// The generation phase: every decoding request, oldest admission
