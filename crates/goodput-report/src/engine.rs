@@ -110,7 +110,7 @@ impl EngineView for SimulatedEngine {
             ),
             f("steps", num(Some(self.steps as f64), 0), "", format!("engine steps{busy}")),
             f(
-                "preemptions",
+                self.preemptions_word(),
                 num(Some(self.preemptions as f64), 0),
                 "",
                 "requests whose KV blocks were taken back".into(),
@@ -258,6 +258,12 @@ mod tests {
             "Llama-3.1-8B on 1× H100 SXM · fp8 · prefix caching on · SGLang scheduler · prompts and decodes in separate \
              steps"
         );
+        // SGLang's scheduler retracts where vLLM's preempts: its figure says so.
+        let label = |scheduler: &str| {
+            let e = engine(json!({"config": {"scheduler": scheduler}, "preemptions": 3}));
+            e.figures().into_iter().find(|f| f.value == "3").map(|f| f.label)
+        };
+        assert_eq!((label("sglang"), label("vllm")), (Some("retractions"), Some("preemptions")));
         // Replicas behind a router, and one whose loads are polled.
         let replicas = |poll: Value| {
             engine(json!({"config": {

@@ -780,7 +780,8 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
     );
     let _ = writeln!(
         o,
-        "  preemptions {} · prefix cache hit rate {} · busy {:.1}% of {:.2} s",
+        "  {} {} · prefix cache hit rate {} · busy {:.1}% of {:.2} s",
+        e.preemptions_word(),
         e.preemptions,
         e.prefix_cache_hit_rate.map(|r| format!("{:.1}%", r * 100.0)).unwrap_or("-".into()),
         100.0 * e.busy_s / e.makespan_s.max(1e-9),

@@ -19,7 +19,8 @@ pub struct SimulatedEngine {
     pub mean_batch_seqs: f64,
     pub mean_batch_tokens: f64,
     pub max_batch_seqs: u32,
-    /// Requests whose KV blocks were taken back, to be recomputed.
+    /// Requests whose KV blocks were taken back, to be recomputed
+    /// (SGLang's scheduler's retractions: [`SimulatedEngine::preemptions_word`]).
     pub preemptions: u64,
     /// Prompt tokens looked up in the prefix cache, and found there.
     pub prefix_cache_queries_tokens: u64,
@@ -61,6 +62,17 @@ pub struct SimulatedEngine {
     /// (docs/simulator.md, "Said where the engine's figures are shown").
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+impl SimulatedEngine {
+    /// What its scheduler calls a request whose KV blocks were taken back:
+    /// SGLang's retracts, vLLM's preempts (TensorRT-LLM's never does).
+    pub fn preemptions_word(&self) -> &'static str {
+        match self.config.scheduler.as_str() {
+            "sglang" => "retractions",
+            _ => "preemptions",
+        }
+    }
 }
 
 /// The simulated engine's speculative decoding over the whole run (warm-up
