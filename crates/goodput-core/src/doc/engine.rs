@@ -19,8 +19,8 @@ pub struct SimulatedEngine {
     pub mean_batch_seqs: f64,
     pub mean_batch_tokens: f64,
     pub max_batch_seqs: u32,
-    /// Requests whose KV blocks were taken back, to be recomputed
-    /// (SGLang's scheduler's retractions: [`SimulatedEngine::preemptions_word`]).
+    /// Requests whose KV blocks were taken back, to be recomputed (under
+    /// SGLang's scheduler, its retractions).
     pub preemptions: u64,
     /// Prompt tokens looked up in the prefix cache, and found there.
     pub prefix_cache_queries_tokens: u64,
