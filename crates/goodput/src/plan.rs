@@ -622,9 +622,16 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
              is admitted while its prompt and whole answer fit beside an estimated share of the running requests' \
              remaining answers, the least advanced are retracted when that share proves short, only prompt chunks \
              are held to --chunked-prefill-size, and prompts and decodes run in separate steps (SGLang's default \
-             without --enable-mixed-chunk){}",
+             without --enable-mixed-chunk){}{}",
             if apart {
                 "; its disaggregated configurations ran vLLM's, as SGLang's disaggregated instances are not modelled"
+            } else {
+                ""
+            },
+            if a.max_num_seqs.is_none() {
+                ". With no --max-num-seqs given, the cap searched is vLLM's default, held to the budget, and SGLang's \
+                 commands name it (--max-running-requests); SGLang's own default would be half its KV cache's \
+                 tokens, at most 2,048 to 4,096"
             } else {
                 ""
             }

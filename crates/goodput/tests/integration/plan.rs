@@ -320,6 +320,7 @@ fn a_batch_limit_above_the_token_budget_is_left_out_as_vllm_refuses_it() {
     let command = config["serve_command"]["command"].as_str().unwrap();
     assert!(command.contains("--max-running-requests 1024 --chunked-prefill-size 512"), "{command}");
     assert!(!doc["notes"].to_string().contains("left out"), "{}", doc["notes"]);
+    assert!(!doc["notes"].to_string().contains("the cap searched is vLLM's default"), "{}", doc["notes"]);
     // Disaggregated, SGLang's instances run vLLM's scheduler: those ratios
     // are left out at that pair, with a note, and colocated ones still run.
     let out = dir.path().join("sglang-pd.json");
@@ -722,6 +723,9 @@ fn sglangs_prompts_and_decodes_run_in_separate_steps() {
             .any(|n| n.as_str().unwrap().starts_with("SGLang's configurations ran SGLang's scheduler (scheduler"))
     };
     assert!(said("sglang") && !said("vllm"), "the note is SGLang's alone");
+    let doc = read_json(&dir.path().join("sglang.json"));
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("the cap searched is vLLM's default"), "no --max-num-seqs was given: {notes}");
     let command = sglang["serve_command"]["command"].as_str().unwrap();
     assert!(!command.contains("mixed"), "{command}");
     let (v, s) = (&vllm["points"][0], &sglang["points"][0]);
