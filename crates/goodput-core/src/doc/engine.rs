@@ -65,12 +65,20 @@ pub struct SimulatedEngine {
 }
 
 impl SimulatedEngine {
-    /// What its scheduler calls a request whose KV blocks were taken back:
-    /// SGLang's retracts, vLLM's preempts (TensorRT-LLM's never does).
+    /// Whether its scheduler calls taking a request's KV blocks back a
+    /// retraction (SGLang's) rather than a preemption (vLLM's; TensorRT-LLM's
+    /// never does it).
+    pub fn retracts(&self) -> bool {
+        self.config.scheduler == "sglang"
+    }
+
+    /// What its scheduler calls the requests whose KV blocks were taken
+    /// back ([`SimulatedEngine::retracts`]).
     pub fn preemptions_word(&self) -> &'static str {
-        match self.config.scheduler.as_str() {
-            "sglang" => "retractions",
-            _ => "preemptions",
+        if self.retracts() {
+            "retractions"
+        } else {
+            "preemptions"
         }
     }
 }

@@ -279,6 +279,9 @@ pub fn vllm_default_budget(gpu: &GpuSpec) -> u32 {
 }
 
 pub const DEFAULT_BLOCK_SIZE: u32 = 16;
+/// The largest `--schedule-conservativeness` taken: past 1/0.7 the ratio's
+/// start is 1 anyway, and only its floor (0.14 of the start) still moves.
+pub const MAX_SCHEDULE_CONSERVATIVENESS: f64 = 100.0;
 pub const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
 
 impl EngineConfig {
@@ -406,9 +409,10 @@ impl EngineConfig {
                 ));
             }
         }
-        if !(self.schedule_conservativeness >= 0.0 && self.schedule_conservativeness <= 100.0) {
+        if !(0.0..=MAX_SCHEDULE_CONSERVATIVENESS).contains(&self.schedule_conservativeness) {
             return bad(format!(
-                "--schedule-conservativeness {} must lie in [0, 100] (SGLang's default is 1; lower admits more)",
+                "--schedule-conservativeness {} must lie in [0, {MAX_SCHEDULE_CONSERVATIVENESS}] (SGLang's default \
+                 is 1; lower admits more)",
                 self.schedule_conservativeness
             ));
         }

@@ -986,10 +986,7 @@ impl Engine {
             }
             // A decoding sequence carries its drafts, as many as its output
             // has room for and the budget allows.
-            let drafts = match self.cfg.spec {
-                Some(sd) if r.decoding() => sd.tokens.min(r.max_tokens - r.num_output - 1),
-                _ => 0,
-            };
+            let drafts = if r.decoding() { self.drafts(r) } else { 0 };
             let new = (r.num_tokens() - r.num_computed + drafts).min(*budget).min(self.cfg.max_num_batched_tokens);
             let target = r.num_computed + new;
             let mut scheduled = true;
@@ -1105,16 +1102,32 @@ impl Engine {
     /// queue (behind the requests whose KV landed), to be recomputed
     /// (prompt and output so far) when readmitted.
     fn preempt(&mut self, slot: u32, out: &mut StepOutcome) {
+        self.take_back(slot, out);
+        // Behind the requests whose KV landed, which hold their blocks: a
+        // recompute too large for the blocks they leave, put ahead of them,
+        // stopped admission for good, nothing running to free any.
+        self.waiting.insert(self.landed_ahead(), slot);
+    }
+
+    /// Frees a request's blocks, to be recomputed (prompt and output so
+    /// far) when it is let in again, and counts it: a preemption (vLLM's)
+    /// or a retraction (SGLang's), which then queue it each its own way.
+    fn take_back(&mut self, slot: u32, out: &mut StepOutcome) {
         let r = &mut self.slots[slot as usize];
         self.pool.release(&mut r.blocks);
         r.num_computed = 0;
         r.num_registered = 0;
         out.preempted.push(r.id);
-        // Behind the requests whose KV landed, which hold their blocks: a
-        // recompute too large for the blocks they leave, put ahead of them,
-        // stopped admission for good, nothing running to free any.
-        self.waiting.insert(self.landed_ahead(), slot);
         self.stats.preemptions += 1;
+    }
+
+    /// The drafts a decoding request carries a step: as many as speculation
+    /// proposes and its output has room for.
+    fn drafts(&self, r: &Request) -> u32 {
+        match self.cfg.spec {
+            Some(sd) => sd.tokens.min(r.max_tokens - r.num_output - 1),
+            None => 0,
+        }
     }
 
     /// The requests at the front of the waiting queue whose KV landed: each

@@ -1100,10 +1100,7 @@ pub fn engine_kv_bound(
         _ => String::new(),
     };
     // SGLang's scheduler retracts where vLLM's preempts: the same recompute.
-    let (noun, done) = match engine.config.scheduler.as_str() {
-        "sglang" => ("retraction", "retracted"),
-        _ => ("preemption", "preempted"),
-    };
+    let (noun, done) = if engine.retracts() { ("retraction", "retracted") } else { ("preemption", "preempted") };
     let preempted = if engine.preemptions > 0 {
         format!(
             "; {} {noun}{} ({} a request: a {done} request gives its blocks back and recomputes its prompt and \

@@ -266,27 +266,13 @@ impl Engine {
         (any, retracted)
     }
 
-    /// The drafts a decoding request carries: as many as its output has room
-    /// for.
-    fn drafts(&self, r: &super::Request) -> u32 {
-        match self.cfg.spec {
-            Some(sd) => sd.tokens.min(r.max_tokens - r.num_output - 1),
-            None => 0,
-        }
-    }
-
     /// Frees a running request's blocks and puts it at the end of the
     /// queue (SGLang's `_extend_requests_to_queue`), to be computed again.
     fn retract(&mut self, slot: u32, out: &mut StepOutcome) {
         self.running.retain(|&s| s != slot);
-        let r = &mut self.slots[slot as usize];
-        debug_assert_eq!(r.pull, Pull::None);
-        self.pool.release(&mut r.blocks);
-        r.num_computed = 0;
-        r.num_registered = 0;
-        out.preempted.push(r.id);
+        debug_assert_eq!(self.slots[slot as usize].pull, Pull::None);
+        self.take_back(slot, out);
         self.waiting.push_back(slot);
-        self.stats.preemptions += 1;
     }
 }
 

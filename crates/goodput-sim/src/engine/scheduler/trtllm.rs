@@ -223,10 +223,7 @@ impl Engine {
             if !r.decoding() {
                 continue;
             }
-            let drafts = match self.cfg.spec {
-                Some(sd) => sd.tokens.min(r.max_tokens - r.num_output - 1),
-                None => 0,
-            };
+            let drafts = self.drafts(r);
             let new = 1 + drafts;
             if new > *budget {
                 break;

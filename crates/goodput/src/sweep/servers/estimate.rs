@@ -47,10 +47,11 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
                     goodput_sim::engine::MAX_SPEC_TOKENS
                 );
             }
-            if knob == "schedule_conservativeness" && !v.trim().parse::<f64>().is_ok_and(|c| (0.0..=100.0).contains(&c))
+            let most = goodput_sim::engine::MAX_SCHEDULE_CONSERVATIVENESS;
+            if knob == "schedule_conservativeness" && !v.trim().parse::<f64>().is_ok_and(|c| (0.0..=most).contains(&c))
             {
                 bail!(
-                    "--estimate: {k}={v} in {} is not a number from 0 to 100 (SGLang's --schedule-conservativeness; \
+                    "--estimate: {k}={v} in {} is not a number from 0 to {most} (SGLang's --schedule-conservativeness; \
                      1 by default)",
                     p.id()
                 );
