@@ -624,7 +624,9 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
              are held to --chunked-prefill-size, and prompts and decodes run in separate steps (SGLang's default \
              without --enable-mixed-chunk){}{}",
             if apart {
-                "; its disaggregated configurations ran vLLM's, as SGLang's disaggregated instances are not modelled"
+                "; in its disaggregated configurations the decode instance reserves a request's prompt and 512 \
+                 decoding tokens before its prefill starts, sends the prefill's token once the KV has landed, and \
+                 retracts to host memory"
             } else {
                 ""
             },
@@ -1272,20 +1274,20 @@ impl Search<'_> {
         cfg.max_num_batched_tokens = c.max_num_batched_tokens;
         cfg.pd = c.pd.map(|pd| pd.disaggregation());
         cfg.spec = (c.spec > 0).then(|| self.spec(c.spec));
-        if self.sglang_scheduler(c) {
+        if self.sglang_scheduler() {
             cfg.scheduler = SchedulerPolicy::Sglang;
-            cfg.mixed_batches = false;
+            // SGLang computes prompts and decodes in separate steps unless
+            // started with `--enable-mixed-chunk` (off by default, and its
+            // scripts here leave it off); disaggregated instances prefill or
+            // decode, never both.
+            cfg.mixed_batches = c.pd.is_some();
         }
         cfg
     }
 
-    /// Whether `c` runs SGLang's scheduler: behind SGLang, but for
-    /// disaggregated instances (simulated with vLLM's). SGLang's computes
-    /// prompts and decodes in separate steps unless started with
-    /// `--enable-mixed-chunk` (off by default, and its scripts here leave it
-    /// off); disaggregated instances prefill or decode, never both.
-    fn sglang_scheduler(&self, c: &Candidate) -> bool {
-        self.args.serve_engine == crate::launch::Server::Sglang && c.pd.is_none()
+    /// Whether the configurations run SGLang's scheduler: behind SGLang.
+    fn sglang_scheduler(&self) -> bool {
+        self.args.serve_engine == crate::launch::Server::Sglang
     }
 
     /// Speculative decoding of `tokens` drafts a step, at the plan's
@@ -1478,19 +1480,6 @@ impl Search<'_> {
                         let first = *first.get_or_insert((seq, mbt));
                         let (mut kept, left) =
                             self.balanced(&ratios, &gpu, precision, offer, seq, mbt32, lengths, !auto_pd);
-                        // SGLang's disaggregated instances run vLLM's
-                        // scheduler here, which cannot take the pair.
-                        if sglang && seq > mbt32 && kept.iter().any(Option::is_some) {
-                            kept.retain(Option::is_none);
-                            let n = format!(
-                                "--max-num-seqs {seq} with --max-num-batched-tokens {mbt}: disaggregated ratios left \
-                                 out, SGLang's disaggregated instances are simulated with vLLM's scheduler, which \
-                                 holds decodes to the token budget too: give caps of at most {mbt} for them"
-                            );
-                            if !notes.contains(&n) {
-                                notes.push(n);
-                            }
-                        }
                         if (seq, mbt) == first {
                             notes.extend(left);
                         }
@@ -2188,9 +2177,11 @@ impl Search<'_> {
                 params.insert(k.into(), v.to_string());
             }
         }
-        if self.sglang_scheduler(c) {
+        if self.sglang_scheduler() {
             params.insert("scheduler".into(), "sglang".into());
-            params.insert("mixed_batches".into(), "false".into());
+            if c.pd.is_none() {
+                params.insert("mixed_batches".into(), "false".into());
+            }
         }
         if c.spec > 0 {
             let sd = self.spec(c.spec);

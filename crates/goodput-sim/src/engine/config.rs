@@ -439,13 +439,6 @@ impl EngineConfig {
                     self.router
                 ));
             }
-            if self.scheduler == SchedulerPolicy::Sglang {
-                return bad(format!(
-                    "--scheduler sglang with --pd {}: SGLang's disaggregated instances (its decode side's \
-                     preallocation) are not modelled; drop --scheduler (the instances then run vLLM's)",
-                    pd.spec()
-                ));
-            }
             if !self.mixed_batches {
                 return bad(format!(
                     "--no-mixed-batches keeps prompts and decodes in separate steps, and with --pd {} they are on \

@@ -216,6 +216,9 @@ struct Request {
     /// Where its KV is, prefilled elsewhere (disaggregation). A preemption
     /// after it started frees that KV: the instance recomputes it all.
     pull: Pull,
+    /// Prefilled elsewhere (disaggregation): under SGLang's scheduler, a
+    /// retraction moves its KV to the host rather than dropping it.
+    remote: bool,
     /// A pooling pass (embeddings, rerank; [`Engine::add_pooling_request`]):
     /// its prefill yields the answer and no token.
     pooling: bool,
@@ -303,6 +306,10 @@ pub struct Engine {
     /// SGLang's estimate of the running requests' remaining tokens
     /// (`scheduler/sglang.rs`; unused by the other schedulers).
     sglang_ratio: sglang::NewTokenRatio,
+    /// A decode instance's requests SGLang's scheduler retracted, oldest
+    /// first: their KV on the host (no blocks), to be loaded back, not
+    /// computed again (its `retracted_queue`).
+    offloaded: Vec<u32>,
 }
 
 /// A pipeline's prompt chunk whose trip through every stage outlasts its
@@ -350,6 +357,7 @@ impl Engine {
             late_now: Vec::new(),
             joins: 0,
             sglang_ratio: sglang::NewTokenRatio::new(cfg.schedule_conservativeness),
+            offloaded: Vec::new(),
             cfg,
         })
     }
@@ -412,7 +420,9 @@ impl Engine {
     /// over the rest, a decode, and yields its first token.
     pub fn add_remote_request(&mut self, id: u64, prompt: Prompt, max_tokens: u32) -> Result<(), Error> {
         self.add_request(id, prompt, max_tokens)?;
-        self.slots[self.index[&id] as usize].pull = Pull::Awaiting;
+        let r = &mut self.slots[self.index[&id] as usize];
+        r.pull = Pull::Awaiting;
+        r.remote = true;
         Ok(())
     }
 
@@ -502,6 +512,7 @@ impl Engine {
             live: true,
             joined: 0,
             pull: Pull::None,
+            remote: false,
             pooling,
         };
         let slot = match self.free_slots.pop() {
@@ -544,6 +555,8 @@ impl Engine {
             self.waiting.remove(pos);
         } else if let Some(pos) = self.pulling.iter().position(|&s| s == slot) {
             self.pulling.remove(pos);
+        } else if let Some(pos) = self.offloaded.iter().position(|&s| s == slot) {
+            self.offloaded.remove(pos);
         }
         let req = &mut self.slots[slot as usize];
         self.pool.release(&mut req.blocks);
@@ -555,7 +568,7 @@ impl Engine {
 
     /// Whether a step would do anything.
     pub fn has_work(&self) -> bool {
-        !self.running.is_empty() || !self.waiting.is_empty() || !self.late.is_empty()
+        !self.running.is_empty() || !self.waiting.is_empty() || !self.late.is_empty() || !self.offloaded.is_empty()
     }
 
     /// Running requests, those whose output is still crossing a pipeline's
@@ -564,10 +577,10 @@ impl Engine {
         self.running.len() + self.late.len()
     }
 
-    /// Waiting requests, those pulling their KV in included (vLLM counts
-    /// them waiting).
+    /// Waiting requests, those pulling their KV in (vLLM counts them
+    /// waiting) and those whose KV SGLang moved to the host included.
     pub fn num_waiting(&self) -> usize {
-        self.waiting.len() + self.pulling.len()
+        self.waiting.len() + self.pulling.len() + self.offloaded.len()
     }
 
     pub fn kv_usage(&self) -> f64 {
@@ -623,6 +636,12 @@ impl Engine {
             return false;
         }
         self.schedule(out);
+        if self.scheduled.is_empty() && !out.tokens.is_empty() {
+            // SGLang's decode instance handed on the first tokens its
+            // prefill instances made: a pass with no forward, of no time
+            // (`ForwardMode.PREBUILT`).
+            return true;
+        }
         if self.scheduled.is_empty() {
             // A lone running request that preempted itself can leave a step
             // empty, and add_request guarantees a lone request fits, so

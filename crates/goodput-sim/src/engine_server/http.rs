@@ -172,8 +172,12 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     // abort follows the add in the channel).
     let (replica, commands) = s.route(&prompt);
     let mut ticket = Ticket { id, commands: commands.clone(), live: false, router: s.router.clone(), replica };
-    // Disaggregated: the prefill pool first.
-    let prefilled = match s.pd.is_some() {
+    // Disaggregated: the prefill pool first, as vLLM's proxy and
+    // TensorRT-LLM's send it; SGLang's decode instance reserves for the
+    // request first, and only then is it prefilled.
+    let decode_first = s.pd.is_some() && s.cfg.engine.scheduler == crate::engine::SchedulerPolicy::Sglang;
+    let reserved_prompt = decode_first.then(|| prompt.clone());
+    let prefilled = match s.pd.is_some() && !decode_first {
         true => match super::disagg::prefill(&s, id, &prompt, n_out, arrived).await {
             Ok(done) => Some(done),
             Err(super::disagg::Refused::Invalid(m)) => return error_response(route, StatusCode::BAD_REQUEST, &m),
@@ -189,8 +193,9 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
         progress.cached.store(p.cached, Ordering::Release);
     }
     let (reply, answer) = oneshot::channel();
-    // Prefilled: told when its decode instance admits it to pull the KV.
-    let (pull, pulled) = prefilled.as_ref().map(|_| oneshot::channel()).unzip();
+    // Prefilled elsewhere: told when its decode instance admits it to pull
+    // the KV (SGLang's: reserves blocks for it).
+    let (pull, pulled) = s.pd.as_ref().map(|_| oneshot::channel()).unzip();
     ticket.live = true;
     let prompt_len = prompt.len();
     let add = Command::Add {
@@ -220,8 +225,22 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     }
     // Then its decode instance admits it and pulls its KV: only the blocks
     // its prefix cache lacks cross (vLLM's NIXL connector pulls just those).
-    if let (Some(prefilled), Some(pulled)) = (prefilled, pulled) {
+    // In SGLang's order the prefill runs now, into the blocks reserved.
+    if let Some(pulled) = pulled {
         let Ok(cached) = pulled.await else { return engine_gone(route, &mut ticket) };
+        let prefilled = match (prefilled, reserved_prompt) {
+            (Some(p), _) => p,
+            (None, Some(prompt)) => match super::disagg::prefill(&s, id, &prompt, n_out, arrived).await {
+                Ok(done) => {
+                    progress.cached.store(done.cached, Ordering::Release);
+                    done
+                }
+                // The ticket, live, gives the blocks reserved back.
+                Err(super::disagg::Refused::Invalid(m)) => return error_response(route, StatusCode::BAD_REQUEST, &m),
+                Err(super::disagg::Refused::Gone) => return engine_gone(route, &mut ticket),
+            },
+            (None, None) => return engine_gone(route, &mut ticket),
+        };
         let took = super::disagg::transfer(&s, prefilled, prompt_len.saturating_sub(cached)).await;
         s.observe_kv_transfer(replica, took);
         if commands.send(Command::Landed(id)).is_err() {

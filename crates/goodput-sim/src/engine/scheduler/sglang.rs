@@ -24,6 +24,21 @@
 //!   prompt budget (`--chunked-prefill-size`): only to the sequence cap.
 //! - **A step's prompts stop at 16,384 tokens** (`--max-prefill-tokens`),
 //!   beside the chunk budget; one prompt is chunked at a time.
+//!
+//! A decode instance of a disaggregated server
+//! (`python/sglang/srt/disaggregation/decode.py`) admits differently:
+//! - **It reserves before the prefill.** A request queued there (it has not
+//!   been prefilled yet: its prefill instance waits for this) gets blocks
+//!   for its prompt while they, and 512 tokens of decoding for every
+//!   request it holds (`SGLANG_NUM_RESERVED_DECODE_TOKENS`), fit, and while
+//!   the longest request could still finish were all the others retracted;
+//!   first come, first served. The driver then starts its prefill.
+//! - **The first token is the prefill's.** Once its KV has landed, the
+//!   request's first token goes out in a pass with no forward, and its
+//!   first decode makes the second.
+//! - **A retraction moves the KV to the host**, and the request comes back
+//!   with it once its tokens and 512 more fit; while any waits so, no
+//!   request is reserved for.
 
 use super::{Engine, Pull, StepOutcome};
 use crate::engine::catalog::GpuSpec;
@@ -45,6 +60,14 @@ pub const SGLANG_CLIP_MAX_NEW_TOKENS: u32 = 4096;
 /// `--max-prefill-tokens`' default: a step's prompt tokens (past its first
 /// prompt's).
 pub const SGLANG_MAX_PREFILL_TOKENS: u32 = 16384;
+/// `SGLANG_NUM_RESERVED_DECODE_TOKENS`: the decoding room a disaggregated
+/// decode instance keeps for each request it holds.
+pub const SGLANG_RESERVED_DECODE_TOKENS: u32 = 512;
+/// A decode instance's request slots past the running cap, as a multiple
+/// of it, when the cap is at most [`SGLANG_PREALLOC_SMALL_CAP`]
+/// (`DecodeReqToTokenPool`'s `pre_alloc_size`).
+const SGLANG_PREALLOC_SEATS: u32 = 2;
+const SGLANG_PREALLOC_SMALL_CAP: u32 = 32;
 
 /// SGLang's estimate of the share of their remaining tokens the running
 /// requests will still take (`new_token_ratio`).
@@ -105,6 +128,9 @@ impl Engine {
         if self.running.is_empty() && self.late.is_empty() {
             self.sglang_ratio.reset();
         }
+        if self.sglang_decode_queue(out) {
+            return;
+        }
         let mixed = self.cfg.mixed_batches;
         let ranks = self.cfg.attention_ranks().max(1) * self.cfg.pp.max(1);
         let mut budget = self.cfg.step_token_budget();
@@ -131,6 +157,10 @@ impl Engine {
         // and answer fit beside what the running ones are expected to take.
         while budget > 0 && (self.num_running() as u32) < self.max_num_seqs {
             let Some(&slot) = self.waiting.front() else { break };
+            // Prefilled elsewhere: reserved for, never computed here.
+            if self.slots[slot as usize].pull != Pull::None {
+                break;
+            }
             let cached = self.look_up(slot);
             let r = &self.slots[slot as usize];
             let extend = r.num_tokens() - cached;
@@ -267,12 +297,155 @@ impl Engine {
     }
 
     /// Frees a running request's blocks and puts it at the end of the
-    /// queue (SGLang's `_extend_requests_to_queue`), to be computed again.
+    /// queue (SGLang's `_extend_requests_to_queue`), to be computed again;
+    /// one prefilled elsewhere keeps its KV on the host instead, to be
+    /// loaded back (`offload_kv_cache`).
     fn retract(&mut self, slot: u32, out: &mut StepOutcome) {
         self.running.retain(|&s| s != slot);
         debug_assert_eq!(self.slots[slot as usize].pull, Pull::None);
+        let r = &mut self.slots[slot as usize];
+        if r.remote {
+            self.pool.release(&mut r.blocks);
+            r.num_registered = 0;
+            out.preempted.push(r.id);
+            self.stats.preemptions += 1;
+            self.offloaded.push(slot);
+            return;
+        }
         self.take_back(slot, out);
         self.waiting.push_back(slot);
+    }
+
+    /// A disaggregated decode instance's queues, as SGLang's
+    /// `process_decode_queue` and `get_new_prebuilt_batch` take them (see
+    /// the module doc): requests retracted to the host come back, then
+    /// (unless one still waits) requests are reserved for, first come first
+    /// served (the step's [`StepOutcome::pulls`] name them: their prefill
+    /// may start); then those whose KV landed send their first token. True
+    /// when some did: that pass is the step, and has no forward.
+    fn sglang_decode_queue(&mut self, out: &mut StepOutcome) -> bool {
+        let remote_waits = self.waiting.front().is_some_and(|&s| self.slots[s as usize].pull != Pull::None);
+        if !remote_waits && self.offloaded.is_empty() {
+            return false;
+        }
+        let reserve = u64::from(SGLANG_RESERVED_DECODE_TOKENS);
+        let per_rank = self.cfg.resolved_max_num_seqs();
+        let seats = if per_rank <= SGLANG_PREALLOC_SMALL_CAP {
+            self.max_num_seqs.saturating_mul(1 + SGLANG_PREALLOC_SEATS)
+        } else {
+            self.max_num_seqs
+        } as usize;
+
+        // 1. Back from the host, oldest first (`resume_retracted_reqs`).
+        let mut room = self.sglang_allocatable(false);
+        while let Some(&slot) = self.offloaded.first() {
+            let r = &self.slots[slot as usize];
+            let required = i64::from(r.num_tokens()) + reserve as i64;
+            if self.sglang_seats_taken() >= seats || required > room {
+                break;
+            }
+            let computed = r.num_computed;
+            if !self.pool.admit(&mut self.slots[slot as usize].blocks, &[], computed) {
+                break;
+            }
+            self.offloaded.remove(0);
+            room -= required;
+            self.register_full_blocks(slot, computed);
+            self.join_running(slot);
+        }
+
+        // 2. Reserved for, first come first served (`pop_preallocated`):
+        // its prompt and 512 tokens, and, were all the running requests
+        // retracted, its whole answer.
+        if self.offloaded.is_empty() {
+            let mut room = self.sglang_allocatable(true);
+            let retractable: i64 = self.running.iter().map(|&s| i64::from(self.slots[s as usize].num_tokens())).sum();
+            let at = self.landed_ahead();
+            while let Some(&slot) = self.waiting.get(at) {
+                let r = &self.slots[slot as usize];
+                debug_assert_eq!(r.pull, Pull::Awaiting);
+                let prompt = i64::from(r.prompt_len);
+                let required = prompt + reserve as i64;
+                let whole = prompt + i64::from(r.max_tokens.min(SGLANG_CLIP_MAX_NEW_TOKENS)) - retractable;
+                if self.sglang_seats_taken() >= seats || required.max(whole) > room {
+                    break;
+                }
+                let tokens = r.prompt_len;
+                if !self.pool.admit(&mut self.slots[slot as usize].blocks, &[], tokens) {
+                    break;
+                }
+                room -= required;
+                self.waiting.remove(at);
+                let r = &mut self.slots[slot as usize];
+                r.pull = Pull::Pulling;
+                r.num_registered = 0;
+                out.pulls.push((r.id, 0));
+                self.pulling.push(slot);
+            }
+        }
+
+        // 3. Landed: the first token, the prefill's, goes out now.
+        let mut sent = false;
+        while let Some(&slot) = self.waiting.front() {
+            if self.slots[slot as usize].pull != Pull::Landed || self.running.len() >= self.max_num_seqs as usize {
+                break;
+            }
+            self.waiting.pop_front();
+            let r = &mut self.slots[slot as usize];
+            let n = r.num_tokens();
+            r.pull = Pull::None;
+            r.num_computed = n;
+            r.num_output = 1;
+            r.admitted_once = true;
+            let finished = r.max_tokens <= 1;
+            let (id, prompt) = (r.id, r.prompt_len);
+            self.stats.requests_admitted += 1;
+            self.stats.prompt_tokens += u64::from(prompt);
+            self.stats.generation_tokens += 1;
+            out.admitted.push(id);
+            out.tokens.push(super::TokenEvent { id, index: 0, tokens: 1, first: true, finished });
+            sent = true;
+            if finished {
+                self.finish(slot);
+            } else {
+                self.register_full_blocks(slot, n);
+                self.join_running(slot);
+            }
+        }
+        sent
+    }
+
+    /// A decode instance's requests that hold a request slot: running,
+    /// reserved for (their KV on its way, or landed).
+    fn sglang_seats_taken(&self) -> usize {
+        self.running.len() + self.pulling.len() + self.landed_ahead()
+    }
+
+    /// What a decode instance may still reserve, in tokens
+    /// (`_allocatable_tokens`): the free tokens, less the larger of 512 for
+    /// each request it holds and the room the longest running request
+    /// would need to finish were all the others retracted; less, when
+    /// `count_offloaded`, what the requests on the host will need.
+    fn sglang_allocatable(&self, count_offloaded: bool) -> i64 {
+        let tokens = |s: &u32| i64::from(self.slots[*s as usize].num_tokens());
+        let retractable: i64 = self.running.iter().map(tokens).sum();
+        let single = self
+            .running
+            .iter()
+            .map(|&s| {
+                let r = &self.slots[s as usize];
+                i64::from(r.max_tokens.min(SGLANG_CLIP_MAX_NEW_TOKENS)) + i64::from(r.prompt_len) - retractable
+            })
+            .max()
+            .unwrap_or(0);
+        let reserve = i64::from(SGLANG_RESERVED_DECODE_TOKENS);
+        let held = (self.running.len() + self.pulling.len() + self.landed_ahead()) as i64;
+        let free = i64::from(self.pool.num_free()) * i64::from(self.cfg.block_size);
+        let mut room = free - (reserve * held).max(single);
+        if count_offloaded {
+            room -= self.offloaded.iter().map(|s| tokens(s) + reserve).sum::<i64>();
+        }
+        room
     }
 }
 
@@ -443,14 +616,13 @@ mod tests {
         assert_eq!(steps[0].admitted, vec![1]);
     }
 
-    /// SGLang's disaggregated instances are not modelled: refused, and a
-    /// conservativeness out of range too.
+    /// A conservativeness out of range is refused; disaggregated instances
+    /// are taken.
     #[test]
     fn what_the_sglang_scheduler_does_not_take_is_refused() {
         let mut cfg = config(None, SchedulerPolicy::Sglang);
         cfg.pd = Some(crate::engine::Disaggregation::parse("1:1").unwrap());
-        let e = cfg.validate().unwrap_err().to_string();
-        assert!(e.contains("--scheduler sglang with --pd 1:1") && e.contains("drop --scheduler"), "{e}");
+        cfg.validate().unwrap();
         let mut cfg = config(None, SchedulerPolicy::Sglang);
         cfg.schedule_conservativeness = -1.0;
         let e = cfg.validate().unwrap_err().to_string();
@@ -474,5 +646,107 @@ mod tests {
         let cfg = config(None, SchedulerPolicy::Sglang);
         let tokens = kv_capacity(&cfg).unwrap().tokens();
         assert_eq!(cfg.resolved_max_num_seqs(), sglang_default_max_running(tokens, 131_072));
+    }
+
+    /// Steps a decode instance until it is idle or has `pulls` reserved,
+    /// landing each reserved request's KV at once: the steps.
+    fn decode_instance(e: &mut Engine) -> Vec<StepOutcome> {
+        let (mut steps, mut out) = (Vec::new(), StepOutcome::default());
+        loop {
+            let stepped = e.step_into(&mut out);
+            for &(id, _) in &out.pulls {
+                e.kv_landed(id);
+            }
+            match stepped {
+                true => steps.push(out.clone()),
+                // An idle engine may still reserve (and its KV land).
+                false if out.pulls.is_empty() => return steps,
+                false => {}
+            }
+            assert!(steps.len() < 100_000, "the decode instance does not finish");
+        }
+    }
+
+    /// A decode instance of 2,048 tokens and eight requests of 100 prompt
+    /// and 200 answer tokens, none prefilled yet. vLLM's decode instance
+    /// admits a request when blocks for its prompt are free: all eight.
+    /// SGLang's reserves its prompt and 512 decoding tokens for each it
+    /// holds: 2,048 − 612 − 612 − 612 leaves 212, so three, and no more
+    /// while they are held (1,712 free less 3 × 512).
+    #[test]
+    fn a_decode_instance_reserves_512_tokens_a_request_before_the_prefill() {
+        let reserve = |policy| {
+            let cfg = config(Some(128), policy);
+            let mut e = Engine::new(cfg.clone()).unwrap();
+            for id in 1..=8 {
+                e.add_remote_request(id, prompt(100, id, &cfg), 200).unwrap();
+            }
+            let first = e.step();
+            let again = e.step();
+            (first.map(|s| s.pulls), again.map(|s| s.pulls), e)
+        };
+        let (vllm, _, _) = reserve(SchedulerPolicy::Vllm);
+        assert_eq!(vllm.map(|p| p.len()), None, "vLLM's idle engine admits all eight with no step to run");
+        let (first, again, e) = reserve(SchedulerPolicy::Sglang);
+        assert!(first.is_none() && again.is_none(), "nothing to run while the KV crosses");
+        assert_eq!(e.num_waiting(), 8, "reserved or queued, all wait");
+        assert_eq!(e.pulling.len(), 3);
+        assert_eq!(e.pool.num_free(), 128 - 3 * 7, "the prompts' blocks only");
+        let (_, _, v) = reserve(SchedulerPolicy::Vllm);
+        assert_eq!(v.pulling.len(), 8);
+    }
+
+    /// The first token is the prefill instance's: once the KV has landed it
+    /// goes out in a pass of no time and no forward, and the first decode
+    /// makes the second. A request of 8 tokens takes 7 decode steps here
+    /// (vLLM's decode instance computes the last prompt token again: 8).
+    #[test]
+    fn a_decode_instance_sends_the_prefills_token_without_a_forward() {
+        for (policy, forwards) in [(SchedulerPolicy::Sglang, 7), (SchedulerPolicy::Vllm, 8)] {
+            let cfg = config(None, policy);
+            let mut e = Engine::new(cfg.clone()).unwrap();
+            e.add_remote_request(1, prompt(300, 1, &cfg), 8).unwrap();
+            let steps = decode_instance(&mut e);
+            let passes: Vec<&StepOutcome> = steps.iter().filter(|s| !s.tokens.is_empty()).collect();
+            let idx: Vec<u32> = passes.iter().flat_map(|s| &s.tokens).map(|t| t.index).collect();
+            assert_eq!(idx, (0..8).collect::<Vec<_>>(), "{policy:?}");
+            let with_forward = passes.iter().filter(|s| s.batch.seqs > 0).count();
+            assert_eq!(with_forward, forwards, "{policy:?}");
+            if policy == SchedulerPolicy::Sglang {
+                let first = passes[0];
+                assert_eq!((first.duration, first.batch.seqs, first.admitted.clone()), (Duration::ZERO, 0, vec![1]));
+                assert!(passes[1..].iter().all(|s| s.batch.decodes == 1 && s.batch.prefill_tokens == 0));
+            }
+            let stats = e.stats();
+            assert_eq!((stats.requests_finished, stats.generation_tokens, stats.prompt_tokens), (1, 8, 300));
+        }
+    }
+
+    /// Out of room, a decode instance retracts to the host: the request
+    /// comes back with its KV, and no prompt is computed there again.
+    /// Eight requests of 16 + 2,000 tokens on 4,096 tokens of cache (256
+    /// blocks): four are reserved for at first (a fifth's whole answer no
+    /// longer fits beside their 4 × 528), and their answers outgrow the
+    /// 512 tokens kept for each.
+    #[test]
+    fn a_decode_instance_retracts_to_the_host_and_computes_no_prompt_again() {
+        let cfg = config(Some(256), SchedulerPolicy::Sglang);
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        for id in 1..=8 {
+            e.add_remote_request(id, prompt(16, id, &cfg), 2000).unwrap();
+        }
+        let steps = decode_instance(&mut e);
+        let stats = e.stats();
+        assert!(stats.preemptions > 0, "the decodes ran out of room: {stats:?}");
+        assert!(steps.iter().all(|s| s.batch.prefill_tokens == 0 && s.batch.prefills == 0));
+        assert_eq!((stats.requests_finished, stats.generation_tokens), (8, 8 * 2000));
+        for id in 1..=8 {
+            let idx: Vec<u32> = steps.iter().flat_map(|s| &s.tokens).filter(|t| t.id == id).map(|t| t.index).collect();
+            assert_eq!(idx, (0..2000).collect::<Vec<_>>(), "request {id}'s tokens, once each, in order");
+        }
+        // Each token computed once: the decode steps' tokens are the
+        // answers' less the prefills' first tokens.
+        let decoded: u64 = steps.iter().map(|s| u64::from(s.batch.tokens)).sum();
+        assert_eq!(decoded, 8 * 1999);
     }
 }

@@ -35,6 +35,12 @@ pub(super) struct Pools {
     /// was given when it arrived, until its prefill ends and it is queued
     /// there (`NONE` after).
     decode_of: Vec<u32>,
+    /// SGLang's order (`decode_first`): the prefill instance each request
+    /// was given when it arrived, until its prefill ends (`NONE` after).
+    /// Its decode instance reserves for it first, and only then is it
+    /// prefilled.
+    prefill_of: Vec<u32>,
+    pub(super) decode_first: bool,
     /// Transfers started, and their time on the link, summed.
     pub(super) count: u64,
     pub(super) seconds: f64,
@@ -42,7 +48,14 @@ pub(super) struct Pools {
 
 impl Pools {
     /// `blocks`: a prefill and a decode instance's KV blocks.
-    pub(super) fn new(link: KvLink, prefill: usize, decode: usize, blocks: (u32, u32), requests: usize) -> Pools {
+    pub(super) fn new(
+        link: KvLink,
+        prefill: usize,
+        decode: usize,
+        blocks: (u32, u32),
+        requests: usize,
+        decode_first: bool,
+    ) -> Pools {
         Pools {
             prefill,
             link,
@@ -54,6 +67,8 @@ impl Pools {
             tokens: vec![0; requests],
             prompts: vec![None; requests],
             decode_of: vec![NONE; requests],
+            prefill_of: vec![NONE; requests],
+            decode_first,
             count: 0,
             seconds: 0.0,
         }
@@ -66,6 +81,38 @@ impl Pools {
         self.prompts[i] = Some(prompt.clone());
         self.decode_of[i] = (self.prefill + self.decode_router.route(prompt)) as u32;
         self.prefill_router.route(prompt)
+    }
+
+    /// SGLang's order: the prefill and decode instances a request goes to,
+    /// both chosen as it comes (counted there from now); its prompt is
+    /// kept for its prefill, which waits for the decode instance to
+    /// reserve for it ([`Pools::reserved`]).
+    pub(super) fn route_both(&mut self, i: usize, prompt: &Prompt) -> (usize, usize) {
+        self.prompts[i] = Some(prompt.clone());
+        let p = self.prefill_router.route(prompt);
+        self.prefill_of[i] = p as u32;
+        (p, self.prefill + self.decode_router.route(prompt))
+    }
+
+    /// SGLang's order: request `i`'s decode instance reserved for it, so its
+    /// prefill may start: its prefill instance and its prompt (`None` for a
+    /// request given up on).
+    pub(super) fn reserved(&mut self, i: usize) -> Option<(usize, Prompt)> {
+        let prompt = self.prompts[i].take()?;
+        self.tokens[i] = prompt.len();
+        Some((self.prefill_of[i] as usize, prompt))
+    }
+
+    /// SGLang's order: request `i`'s prefill ended on instance `p`, which
+    /// keeps its blocks; its decode instance holds blocks for it already,
+    /// so its KV crosses now ([`Pools::start_transfer`]). False for a
+    /// request given up on.
+    pub(super) fn prefill_ended(&mut self, i: usize, p: usize) -> bool {
+        if std::mem::replace(&mut self.prefill_of[i], NONE) == NONE {
+            return false;
+        }
+        self.holder[i] = p as u32;
+        true
     }
 
     /// A request left instance `r` (either pool).
@@ -129,10 +176,16 @@ impl Pools {
         Some((i, Some(p as usize)))
     }
 
-    /// A request given up on: the prefill instance holding its blocks, if
-    /// its prefill had ended and its KV had not crossed.
+    /// A request given up on: the prefill instance holding anything of it
+    /// (its blocks, its prefill ended and its KV not crossed; or, in
+    /// SGLang's order, its prefill under way or to come), to abort it there.
     pub(super) fn give_up(&mut self, i: usize) -> Option<usize> {
         self.prompts[i] = None;
+        let p = std::mem::replace(&mut self.prefill_of[i], NONE);
+        if p != NONE {
+            self.prefill_router.done(p as usize);
+            return Some(p as usize);
+        }
         // Not yet on its decode instance: counted out of its router here.
         let d = std::mem::replace(&mut self.decode_of[i], NONE);
         if d != NONE {

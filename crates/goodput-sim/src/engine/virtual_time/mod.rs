@@ -353,7 +353,7 @@ pub fn simulate_until(
         run.send_due();
         run.admit_arrived()?;
         run.land_transfers();
-        run.start_steps();
+        run.start_steps()?;
 
         if let Some(end) = run.next_step_end() {
             // With a replica between steps, what happens before the others'
@@ -1241,6 +1241,49 @@ mod tests {
         assert!((t - (2000.0 * 131_072.0 * 8.0 / 10e9 + 10e-6)).abs() < 1e-9);
     }
 
+    /// Under SGLang's scheduler the decode instance reserves first and
+    /// the first token is the prefill's, sent once the KV has landed with
+    /// no forward: at one user, TTFT is the colocated TTFT and the transfer,
+    /// with no decode step (vLLM's decode instance adds one).
+    #[test]
+    fn sglangs_disaggregated_ttft_at_one_user_is_colocated_ttft_plus_the_transfer() {
+        let mut cfg = h100_8b();
+        cfg.scheduler = crate::engine::SchedulerPolicy::Sglang;
+        let load = VirtualLoad::closed_loop(same(3, 2000, 16), 1);
+        let colo = simulate(&cfg, &load).unwrap();
+        let (pd, c) = run_pools(&cfg, "1:1", &load);
+        let transfer = crate::engine::KvLink::new(&c).unwrap().transfer_time(2000);
+        for (a, b) in pd.records.iter().zip(&colo.records) {
+            let (ttft, base) = (a.ttft().unwrap(), b.ttft().unwrap());
+            assert!(ttft.abs_diff(base + transfer) < Duration::from_micros(2), "{ttft:?} vs {base:?} + {transfer:?}");
+            assert!(a.outcome.is_success() && a.chunks.len() == 16);
+        }
+        assert_eq!((pd.engine.kv_transfers, pd.engine.generation_tokens), (3, 3 * 16));
+    }
+
+    /// SGLang's decode instance reserves before the prefill, 512 decoding
+    /// tokens a request: on a decode cache of 8,192 tokens, where five
+    /// requests of 1,000 + 600 tokens fit whole, it retracts none; vLLM's
+    /// admits the prefilled prompts as their blocks allow, eight, and
+    /// preempts as their answers grow. Every request finishes either way,
+    /// every token once.
+    #[test]
+    fn sglangs_decode_reservation_keeps_room_that_vllms_admission_does_not() {
+        let mut cfg = h100_8b();
+        cfg.num_gpu_blocks_override = Some(512);
+        let load = VirtualLoad::closed_loop(same(64, 1000, 600), 32);
+        let (vllm, _) = run_pools(&cfg, "1:1", &load);
+        cfg.scheduler = crate::engine::SchedulerPolicy::Sglang;
+        let (sglang, _) = run_pools(&cfg, "1:1", &load);
+        for run in [&vllm, &sglang] {
+            assert!(run.records.iter().all(|r| r.outcome.is_success() && r.chunks.len() == 600));
+            assert_eq!(run.engine.generation_tokens, 64 * 600);
+            assert_eq!(run.engine.kv_transfers, 64);
+        }
+        assert_eq!(sglang.engine.preemptions, 0);
+        assert!(vllm.engine.preemptions > 0);
+    }
+
     #[test]
     fn a_pool_of_its_own_tp_decodes_or_prefills_at_that_tp_and_counts_its_gpus() {
         // 24 users of 1,000-token prompts and 200-token answers, on two
@@ -1544,7 +1587,8 @@ mod tests {
         // before has ended on the decode instance (it had crossed during
         // that one's decode, and waited there), so its first token comes a
         // transfer or more after that end.
-        // SGLang's disaggregated instances are not modelled (refused).
+        // (SGLang's decode instance reserves before the prefill instead:
+        // `sglangs_decode_reservation_keeps_room_that_vllms_admission_does_not`.)
         for policy in [crate::engine::SchedulerPolicy::Vllm, crate::engine::SchedulerPolicy::Trtllm] {
             let mut cfg = disaggregated(&h100_8b(), "1:1");
             cfg.num_gpu_blocks_override = Some(24);

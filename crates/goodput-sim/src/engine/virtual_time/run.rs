@@ -82,7 +82,15 @@ impl<'a> VirtualRun<'a> {
                     e.hold_finished();
                 }
                 let decode_blocks = engines[pd.prefill as usize].capacity().num_blocks;
-                Some(Pools::new(link, pd.prefill as usize, pd.decode as usize, (blocks, decode_blocks), n))
+                let decode_first = cfg.scheduler == crate::engine::SchedulerPolicy::Sglang;
+                Some(Pools::new(
+                    link,
+                    pd.prefill as usize,
+                    pd.decode as usize,
+                    (blocks, decode_blocks),
+                    n,
+                    decode_first,
+                ))
             }
             _ => None,
         };
@@ -177,7 +185,8 @@ impl<'a> VirtualRun<'a> {
                 self.replica_of[i] = NONE;
             }
             if let Some(p) = self.pd.as_mut().and_then(|pd| pd.give_up(i)) {
-                self.engines[p].release_held(i as u64);
+                // Its prefill, under way or done and holding its blocks.
+                self.engines[p].abort(i as u64);
             }
             self.transit.retain(|&(_, j)| j != i);
             if !chose {
@@ -261,6 +270,22 @@ impl<'a> VirtualRun<'a> {
                     self.refuse(i, message);
                     continue;
                 }
+                if pd.decode_first {
+                    // SGLang's order: its decode instance reserves for it
+                    // first, then its prefill starts (`start_steps`).
+                    let (_, d) = pd.route_both(i, &prompt);
+                    self.replica_of[i] = d as u32;
+                    if let Err(e) = self.engines[d].add_remote_request(i as u64, prompt, r.output_tokens) {
+                        let message = refused(e)?;
+                        if let Some(p) = self.pd.as_mut() {
+                            p.done(d);
+                            p.give_up(i);
+                        }
+                        self.replica_of[i] = NONE;
+                        self.refuse(i, message);
+                    }
+                    continue;
+                }
                 // Prefill only: the prefill instance's one token is not sent.
                 let replica = pd.route_prefill(i, &prompt);
                 self.replica_of[i] = replica as u32;
@@ -329,20 +354,51 @@ impl<'a> VirtualRun<'a> {
     /// Starts a step on every replica that is not in one and has work;
     /// disaggregated, the KV pulls a decode instance admitted start now
     /// (whether or not it had a step to run).
-    pub(super) fn start_steps(&mut self) {
-        for r in 0..self.engines.len() {
-            if self.ends[r].is_some() {
-                continue;
-            }
-            if self.engines[r].step_into(&mut self.outs[r]) {
-                self.ends[r] = Some(self.now + self.outs[r].duration);
-            }
-            if let Some(pd) = self.pd.as_mut() {
-                for (id, cached) in self.outs[r].pulls.drain(..) {
-                    pd.start_transfer(self.now, id as usize, cached);
+    pub(super) fn start_steps(&mut self) -> Result<(), Error> {
+        // In SGLang's order a decode instance's reservations start prefills,
+        // on instances this pass may have found idle already: once more.
+        let mut again = true;
+        while std::mem::take(&mut again) {
+            for r in 0..self.engines.len() {
+                if self.ends[r].is_some() {
+                    continue;
                 }
+                if self.engines[r].step_into(&mut self.outs[r]) {
+                    self.ends[r] = Some(self.now + self.outs[r].duration);
+                }
+                let Some(pd) = self.pd.as_mut() else { continue };
+                if !pd.decode_first {
+                    for (id, cached) in self.outs[r].pulls.drain(..) {
+                        pd.start_transfer(self.now, id as usize, cached);
+                    }
+                    continue;
+                }
+                let mut pulls = std::mem::take(&mut self.outs[r].pulls);
+                for (id, _) in pulls.drain(..) {
+                    again |= self.reserved(id as usize, r)?;
+                }
+                self.outs[r].pulls = pulls;
             }
         }
+        Ok(())
+    }
+
+    /// SGLang's order: decode instance `d` reserved blocks for request `i`,
+    /// whose prefill starts now on its prefill instance (one token, not
+    /// sent). A prompt that instance refuses is answered as a 400, the
+    /// blocks given back. Whether a prefill was queued.
+    fn reserved(&mut self, i: usize, d: usize) -> Result<bool, Error> {
+        let Some((p, prompt)) = self.pd.as_mut().and_then(|pd| pd.reserved(i)) else { return Ok(false) };
+        let Err(e) = self.engines[p].add_request(i as u64, prompt, 1) else { return Ok(true) };
+        let message = refused(e)?;
+        self.engines[d].abort(i as u64);
+        if let Some(pd) = self.pd.as_mut() {
+            pd.done(d);
+            pd.give_up(i);
+        }
+        self.replica_of[i] = NONE;
+        self.refuse(i, message);
+        Ok(false)
     }
 
     /// When the earliest step in progress ends.
@@ -399,6 +455,13 @@ impl<'a> VirtualRun<'a> {
                 continue;
             }
             route_done(&mut self.pd, &mut self.router, p);
+            if let Some(pd) = self.pd.as_mut().filter(|pd| pd.decode_first) {
+                // On its decode instance already, which holds blocks for it.
+                if pd.prefill_ended(i, p) {
+                    pd.start_transfer(self.now, i, 0);
+                }
+                continue;
+            }
             self.replica_of[i] = NONE;
             if let Some((d, prompt)) = self.pd.as_mut().and_then(|pd| pd.prefilled(i, p)) {
                 self.replica_of[i] = d as u32;
