@@ -341,7 +341,10 @@ impl Engine {
         while let Some(&slot) = self.offloaded.first() {
             let r = &self.slots[slot as usize];
             let required = i64::from(r.num_tokens()) + reserve as i64;
-            if self.sglang_seats_taken() >= seats || required > room {
+            // With nothing else held it comes back whatever it needs: it
+            // fitted before, and nothing else would ever free room for it.
+            let alone = self.sglang_seats_taken() == 0;
+            if self.sglang_seats_taken() >= seats || (required > room && !alone) {
                 break;
             }
             let computed = r.num_computed;
@@ -367,7 +370,11 @@ impl Engine {
                 let prompt = i64::from(r.prompt_len);
                 let required = prompt + reserve as i64;
                 let whole = prompt + i64::from(r.max_tokens.min(SGLANG_CLIP_MAX_NEW_TOKENS)) - retractable;
-                if self.sglang_seats_taken() >= seats || required.max(whole) > room {
+                // An idle instance takes its first request whatever it asks
+                // (one whose prompt and 512 pass the cache would wait for
+                // ever; the engine refuses only what cannot fit at all).
+                let alone = self.sglang_seats_taken() == 0;
+                if self.sglang_seats_taken() >= seats || (required.max(whole) > room && !alone) {
                     break;
                 }
                 let tokens = r.prompt_len;
@@ -748,5 +755,23 @@ mod tests {
         // answers' less the prefills' first tokens.
         let decoded: u64 = steps.iter().map(|s| u64::from(s.batch.tokens)).sum();
         assert_eq!(decoded, 8 * 1999);
+    }
+
+    /// An idle decode instance reserves for its first request whatever it
+    /// asks: 900 + 50 tokens on 1,024 fit, though its prompt and 512 do
+    /// not.
+    #[test]
+    fn an_idle_decode_instance_takes_a_request_whose_reserve_passes_its_cache() {
+        let cfg = config(Some(64), SchedulerPolicy::Sglang);
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.add_remote_request(1, prompt(900, 1, &cfg), 50).unwrap();
+        e.add_remote_request(2, prompt(900, 2, &cfg), 50).unwrap();
+        let steps = decode_instance(&mut e);
+        let stats = e.stats();
+        assert_eq!((stats.requests_finished, stats.generation_tokens), (2, 100));
+        // One at a time: the second waits for the first to end.
+        let end = |id| steps.iter().position(|s| s.tokens.iter().any(|t| t.id == id && t.finished)).unwrap();
+        let start = |id| steps.iter().position(|s| s.tokens.iter().any(|t| t.id == id && t.first)).unwrap();
+        assert!(start(2) > end(1), "{} {}", start(2), end(1));
     }
 }
