@@ -631,9 +631,10 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
                 ""
             },
             if a.max_num_seqs.is_none() {
-                ". With no --max-num-seqs given, the cap searched is vLLM's default, held to the budget, and SGLang's \
-                 commands name it (--max-running-requests); SGLang's own default would be half its KV cache's \
-                 tokens, at most 2,048 to 4,096"
+                ". With no --max-num-seqs given, each configuration's cap is SGLang's own default for its KV cache \
+                 (half its tokens, at most 2,048 to 4,096 as the cache holds more of the model's context; a \
+                 disaggregated configuration's, its decode instances'), and its commands name it \
+                 (--max-running-requests)"
             } else {
                 ""
             }
@@ -1165,6 +1166,10 @@ fn mean_lengths(w: &Workload) -> Option<(f64, f64)> {
 /// instance) over its share of a decode instance's time (its output's steps
 /// at the largest batch the batch limit and the KV cache allow, divided by
 /// that batch). The roofline's step times, without the scheduler.
+/// The cap searched behind SGLang where no `--max-num-seqs` was given: its
+/// own default, resolved for each configuration ([`Search::own_cap`]).
+const SGLANG_OWN_CAP: u32 = 0;
+
 fn pd_balance(cfg: &EngineConfig, input: f64, output: f64) -> Option<f64> {
     let roof = Roofline::new(cfg).ok()?;
     let (input, output) = (input.round().max(1.0) as u32, output.round().max(1.0) as u32);
@@ -1283,6 +1288,19 @@ impl Search<'_> {
             cfg.mixed_batches = c.pd.is_some();
         }
         cfg
+    }
+
+    /// Resolves [`SGLANG_OWN_CAP`] to SGLang's default cap for `c`'s KV
+    /// cache (its decode instances' where disaggregated: the prefill
+    /// instances' one token a request never fills theirs), which its
+    /// command then names.
+    fn own_cap(&self, c: &mut Candidate) {
+        if c.max_num_seqs != SGLANG_OWN_CAP {
+            return;
+        }
+        let mut cfg = self.engine(c);
+        cfg.max_num_seqs = None;
+        c.max_num_seqs = cfg.pool(true).resolved_max_num_seqs().max(1);
     }
 
     /// Whether the configurations run SGLang's scheduler: behind SGLang.
@@ -1459,6 +1477,8 @@ impl Search<'_> {
                     let seqs: Vec<u32> = match a.max_num_seqs {
                         Some(_) if sglang => given.clone(),
                         Some(_) => given.iter().copied().filter(|&s| s <= mbt32).collect(),
+                        // SGLang's own, by each configuration's cache.
+                        None if sglang => vec![SGLANG_OWN_CAP],
                         None => {
                             defaults.max_num_batched_tokens = mbt32;
                             vec![defaults.resolved_max_num_seqs()]
@@ -1758,7 +1778,7 @@ impl Search<'_> {
             // Whole expert-parallel groups (whole disaggregated units) fill
             // the budget; `dp` counts the units' prefill-pool ranks.
             let dp = self.args.budget / unit * ranks;
-            let c = Candidate {
+            let mut c = Candidate {
                 tp,
                 dp,
                 pp,
@@ -1768,6 +1788,7 @@ impl Search<'_> {
                 pd,
                 ..self.base(offer, gpu, precision)
             };
+            self.own_cap(&mut c);
             match self.fits(&c) {
                 // Every depth that fits: a deeper pipeline gives no speed,
                 // but halves the weights on each GPU, and the cache that
@@ -2022,7 +2043,8 @@ impl Search<'_> {
     ) -> (Vec<Option<Pools>>, Vec<String>) {
         // A ratio that names a pool's TP is the user's own: always kept.
         let (sized, pds): (Vec<Pools>, Vec<Pools>) = ratios.iter().flatten().partition(|pd| pd.names_sizes());
-        let c = Candidate { max_num_seqs: seq, max_num_batched_tokens: mbt, ..self.base(offer, gpu, precision) };
+        let mut c = Candidate { max_num_seqs: seq, max_num_batched_tokens: mbt, ..self.base(offer, gpu, precision) };
+        self.own_cap(&mut c);
         let balance = lengths.and_then(|(i, o)| pd_balance(&self.engine(&c), i, o));
         let Some(r) = balance.filter(|r| r.is_finite() && *r > 0.0) else { return (ratios.to_vec(), Vec::new()) };
         let off = |pd: Pools| (f64::from(pd.p) / f64::from(pd.d) / r).ln().abs();

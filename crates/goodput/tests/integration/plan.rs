@@ -320,7 +320,7 @@ fn a_batch_limit_above_the_token_budget_is_left_out_as_vllm_refuses_it() {
     let command = config["serve_command"]["command"].as_str().unwrap();
     assert!(command.contains("--max-running-requests 1024 --chunked-prefill-size 512"), "{command}");
     assert!(!doc["notes"].to_string().contains("left out"), "{}", doc["notes"]);
-    assert!(!doc["notes"].to_string().contains("the cap searched is vLLM's default"), "{}", doc["notes"]);
+    assert!(!doc["notes"].to_string().contains("SGLang's own default"), "{}", doc["notes"]);
     // Disaggregated, SGLang's instances run its scheduler too, whose decode
     // instance reserves before the prefill: those ratios take the pair.
     let out = dir.path().join("sglang-pd.json");
@@ -728,8 +728,19 @@ fn sglangs_prompts_and_decodes_run_in_separate_steps() {
     assert!(said("sglang") && !said("vllm"), "the note is SGLang's alone");
     let doc = read_json(&dir.path().join("sglang.json"));
     let notes = doc["notes"].to_string();
-    assert!(notes.contains("the cap searched is vLLM's default"), "no --max-num-seqs was given: {notes}");
+    assert!(notes.contains("each configuration's cap is SGLang's own default"), "no --max-num-seqs was given: {notes}");
+    // That cap is SGLang's for this configuration's cache (half its tokens,
+    // at most 2,048 to 4,096), not vLLM's default of 1,024, and the command
+    // names it.
+    use goodput_sim::engine::{EngineConfig, Precision, SchedulerPolicy};
+    let mut cfg = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Fp8).unwrap();
+    (cfg.scheduler, cfg.max_num_batched_tokens) = (SchedulerPolicy::Sglang, 2048);
+    let own = cfg.resolved_max_num_seqs();
+    assert!((2048..=4096).contains(&own), "{own}");
+    assert_eq!(sglang["params"]["max_num_seqs"], own.to_string(), "{}", sglang["params"]);
+    assert_eq!(vllm["params"]["max_num_seqs"], "1024", "{}", vllm["params"]);
     let command = sglang["serve_command"]["command"].as_str().unwrap();
+    assert!(command.contains(&format!("--max-running-requests {own} ")), "{command}");
     assert!(!command.contains("mixed"), "{command}");
     let (v, s) = (&vllm["points"][0], &sglang["points"][0]);
     let f = |p: &serde_json::Value, k: &str| p[k].as_f64().unwrap();
