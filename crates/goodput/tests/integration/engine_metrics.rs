@@ -119,3 +119,76 @@ async fn scraped_signals_match_the_engines_true_state() {
     assert_eq!(signals.counter_total(CounterSignal::GenerationTokens), Some(server.stats().generation_tokens as f64));
     let _ = stop.send(());
 }
+
+/// SGLang's order on the live server (`--pd 1:1 --scheduler sglang`): the
+/// decode instance reserves for a request before the prefill instance
+/// takes it, so with a decode cache of 4,096 tokens and twelve long
+/// streams, a few are prefilled and the rest wait unprefilled (vLLM's order
+/// prefills all twelve at once, their prompts fitting the prefill cache).
+/// Clients that leave in any state (waiting for a reservation, reserved
+/// and being prefilled, running, retracted to the host) leave both
+/// instances empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sglangs_decode_instance_reserves_before_the_prefill_on_the_live_server() {
+    use goodput_sim::engine::{Disaggregation, SchedulerPolicy};
+    let mut engine = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
+    engine.pd = Some(Disaggregation::parse("1:1").unwrap());
+    engine.scheduler = SchedulerPolicy::Sglang;
+    engine.num_gpu_blocks_override = Some(256);
+    let server = EngineServer::start(EngineServerConfig { speed: 1.0, ..EngineServerConfig::new(engine) }).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(goodput_sim::server::serve(listener, app(server.clone()), async {
+        let _ = stopped.await;
+    }));
+    #[allow(clippy::disallowed_methods)] // A test's own client of the simulator.
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    // Sent at once: a stream's headers come with its first token, which
+    // the later ones wait for.
+    let mut streams = Vec::new();
+    for i in 0..12 {
+        let body = serde_json::json!({"prompt": words(64, &format!("s{i}-")), "max_tokens": 1000, "stream": true});
+        let req = http.post(format!("{base}/v1/completions")).header("content-type", "application/json");
+        let req = req.body(body.to_string());
+        streams.push(tokio::spawn(async move {
+            let resp = req.send().await.unwrap();
+            // Held open until the test aborts the task: the client leaves.
+            std::future::pending::<()>().await;
+            drop(resp);
+        }));
+    }
+    // The decode instance runs what it reserved for; the prefill instance
+    // has taken only those. At real speed nothing ends for some 7 s (1,000
+    // decode steps), so a late look finds the same.
+    let t0 = Instant::now();
+    let (prefill, decode) = loop {
+        let stats = server.replica_stats();
+        if stats[1].generation_tokens >= 200 {
+            break (stats[0].clone(), stats[1].clone());
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "the decode instance did not run: {stats:?}");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    };
+    assert!(
+        prefill.requests_admitted >= 5 && prefill.requests_admitted < 12,
+        "prefilled {} of 12, decoding {}: {prefill:?} {decode:?}",
+        prefill.requests_admitted,
+        decode.running
+    );
+    assert!(decode.running >= 1 && u64::from(decode.running) <= prefill.requests_admitted);
+    for s in &streams {
+        s.abort();
+    }
+    let t0 = Instant::now();
+    loop {
+        let stats = server.replica_stats();
+        let empty = stats.iter().all(|s| s.running == 0 && s.waiting == 0 && s.kv_usage == 0.0);
+        if empty {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "the instances kept something: {stats:?}");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let _ = stop.send(());
+}
