@@ -1671,9 +1671,9 @@ done
 # SGLang computes prompts and decodes in separate steps unless mixed chunks
 # are on; a disaggregated instance does one or the other.
 [ -z "$mixed" ] && [ -z "$role" ] && args="$args --no-mixed-batches"
-# SGLang's scheduler, but for a disaggregated instance: a server of its own
-# here, it cannot reserve before its prefill as one server's --pd does.
-[ -z "$role" ] && args="$args --scheduler sglang"
+# SGLang's scheduler, a disaggregated instance's too: the router serves the
+# pools as one engine, whose decode instance reserves before the prefill.
+args="$args --scheduler sglang"
 # With DP attention --tp-size counts every GPU, each rank's attention on TP / DP.
 [ -n "$dpa" ] && tp=$(( ${{tp:-1}} / ${{dp:-1}} ))
 [ -n "$tp" ] && args="$args --tp $tp"
