@@ -32,6 +32,24 @@ async fn scrape(http: &reqwest::Client, base: &str) -> Signals {
     signals
 }
 
+/// The engine server of `engine` at `speed` on a loopback port: it, its
+/// base URL, what stops it, and a client of it.
+async fn serve(
+    engine: EngineConfig,
+    speed: f64,
+) -> (std::sync::Arc<EngineServer>, String, tokio::sync::oneshot::Sender<()>, reqwest::Client) {
+    let server = EngineServer::start(EngineServerConfig { speed, ..EngineServerConfig::new(engine) }).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(goodput_sim::server::serve(listener, app(server.clone()), async {
+        let _ = stopped.await;
+    }));
+    #[allow(clippy::disallowed_methods)] // A test's own client of the simulator.
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    (server, base, stop, http)
+}
+
 async fn wait_for(server: &EngineServer, what: &str, f: impl Fn(&EngineStats) -> bool) {
     let t0 = Instant::now();
     while !f(&server.stats()) {
@@ -45,15 +63,7 @@ async fn scraped_signals_match_the_engines_true_state() {
     let mut engine = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
     // Two sequences at most, so a queue forms and stays.
     engine.max_num_seqs = Some(2);
-    let server = EngineServer::start(EngineServerConfig { speed: 10.0, ..EngineServerConfig::new(engine) }).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(goodput_sim::server::serve(listener, app(server.clone()), async {
-        let _ = stopped.await;
-    }));
-    #[allow(clippy::disallowed_methods)] // A test's own client of the simulator.
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let (server, base, stop, http) = serve(engine, 10.0).await;
     let post = |body: String| {
         http.post(format!("{base}/v1/completions")).header("content-type", "application/json").body(body)
     };
@@ -135,15 +145,7 @@ async fn sglangs_decode_instance_reserves_before_the_prefill_on_the_live_server(
     engine.pd = Some(Disaggregation::parse("1:1").unwrap());
     engine.scheduler = SchedulerPolicy::Sglang;
     engine.num_gpu_blocks_override = Some(256);
-    let server = EngineServer::start(EngineServerConfig { speed: 1.0, ..EngineServerConfig::new(engine) }).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(goodput_sim::server::serve(listener, app(server.clone()), async {
-        let _ = stopped.await;
-    }));
-    #[allow(clippy::disallowed_methods)] // A test's own client of the simulator.
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let (server, base, stop, http) = serve(engine, 1.0).await;
     // Sent at once: a stream's headers come with its first token, which
     // the later ones wait for.
     let mut streams = Vec::new();

@@ -270,33 +270,19 @@ impl<'a> VirtualRun<'a> {
                     self.refuse(i, message);
                     continue;
                 }
-                if pd.decode_first {
+                let (replica, added) = if pd.decode_first {
                     // SGLang's order: its decode instance reserves for it
                     // first, then its prefill starts (`start_steps`).
                     let (_, d) = pd.route_both(i, &prompt);
-                    self.replica_of[i] = d as u32;
-                    if let Err(e) = self.engines[d].add_remote_request(i as u64, prompt, r.output_tokens) {
-                        let message = refused(e)?;
-                        if let Some(p) = self.pd.as_mut() {
-                            p.done(d);
-                            p.give_up(i);
-                        }
-                        self.replica_of[i] = NONE;
-                        self.refuse(i, message);
-                    }
-                    continue;
-                }
-                // Prefill only: the prefill instance's one token is not sent.
-                let replica = pd.route_prefill(i, &prompt);
+                    (d, self.engines[d].add_remote_request(i as u64, prompt, r.output_tokens))
+                } else {
+                    // Prefill only: the prefill instance's one token is not sent.
+                    let p = pd.route_prefill(i, &prompt);
+                    (p, self.engines[p].add_request(i as u64, prompt, 1))
+                };
                 self.replica_of[i] = replica as u32;
-                if let Err(e) = self.engines[replica].add_request(i as u64, prompt, 1) {
-                    let message = refused(e)?;
-                    if let Some(p) = self.pd.as_mut() {
-                        p.done(replica);
-                        p.give_up(i);
-                    }
-                    self.replica_of[i] = NONE;
-                    self.refuse(i, message);
+                if let Err(e) = added {
+                    self.refuse_pooled(i, replica, refused(e)?);
                 }
                 continue;
             }
@@ -392,13 +378,20 @@ impl<'a> VirtualRun<'a> {
         let Err(e) = self.engines[p].add_request(i as u64, prompt, 1) else { return Ok(true) };
         let message = refused(e)?;
         self.engines[d].abort(i as u64);
+        self.refuse_pooled(i, d, message);
+        Ok(false)
+    }
+
+    /// Disaggregated: request `i`, counted on instance `r`, was refused
+    /// there (or by the instance it was to go to next): counted out of both
+    /// pools and answered as a 400 (see [`VirtualRun::refuse`]).
+    fn refuse_pooled(&mut self, i: usize, r: usize, message: String) {
         if let Some(pd) = self.pd.as_mut() {
-            pd.done(d);
+            pd.done(r);
             pd.give_up(i);
         }
         self.replica_of[i] = NONE;
         self.refuse(i, message);
-        Ok(false)
     }
 
     /// When the earliest step in progress ends.
@@ -470,12 +463,7 @@ impl<'a> VirtualRun<'a> {
                     // small for the whole request): answered as a 400.
                     let message = refused(e)?;
                     self.engines[p].release_held(ev.id);
-                    if let Some(pd) = self.pd.as_mut() {
-                        pd.done(d);
-                        pd.give_up(i);
-                    }
-                    self.replica_of[i] = NONE;
-                    self.refuse(i, message);
+                    self.refuse_pooled(i, d, message);
                 }
             }
         }
