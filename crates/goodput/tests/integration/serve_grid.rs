@@ -1211,7 +1211,7 @@ fn a_grid_of_disaggregation_ratios_and_schedulers_is_predicted_and_paired() {
             "sh -c {} {{port}}",
             shlex::try_quote(&serve_script("--speed 5 --pd {pd} --scheduler {scheduler}")).unwrap()
         ))
-        .args(["--serve-grid", "pd=1:1,1:2;scheduler=trtllm"])
+        .args(["--serve-grid", "pd=1:1,1:2;scheduler=trtllm,sglang"])
         .args(["--concurrency", "2", "-n", "8", "--progress", "none"])
         .args(["--input-tokens", "256", "--output-tokens", "8", "-o"])
         .arg(&out)
@@ -1221,12 +1221,12 @@ fn a_grid_of_disaggregation_ratios_and_schedulers_is_predicted_and_paired() {
     assert!(o.status.success(), "{err}");
     let predicted = read_json(&dir.path().join("frontier.predicted.json"));
     let gpus: Vec<u64> = configs(&predicted).iter().map(|c| c["gpus"].as_u64().unwrap()).collect();
-    assert_eq!(gpus, [2, 3], "one prefill and one or two decode instances, one GPU each");
+    assert_eq!(gpus, [2, 2, 3, 3], "one prefill and one or two decode instances, one GPU each");
     for c in configs(&predicted) {
         assert_eq!(c["status"], "ok", "{c}");
     }
     let (_, pairs) = compared(&read_json(&dir.path().join("frontier.compare.json")));
-    assert_eq!(pairs.len(), 2, "{pairs:?}");
+    assert_eq!(pairs.len(), 4, "{pairs:?}");
     // A ratio that is not P:D is refused before any server starts.
     let (_, err) = refused_before_any_server(dir.path(), "pd", &["--serve-grid", "pd=1-1"]);
     assert!(err.contains("P:D"), "{err}");
