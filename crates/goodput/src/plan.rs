@@ -1917,6 +1917,18 @@ impl Search<'_> {
         }
         let layers = self.model.num_layers;
         let ranks = ep_ranks(c.tp, c.ep);
+        // An expert-parallel group of several ranks: one rank over the same
+        // GPUs (TP as wide as EP) pools their caches for each request.
+        if ranks > 1 && c.pd.is_none() && fits(&Candidate { tp: c.ep, dp: c.dp / ranks, ..c.clone() }) {
+            let ep = c.ep;
+            let one =
+                format!("one attention rank over the group's {ep} GPUs, whose caches then hold each request together");
+            options.push(match a.tp.0.contains(&u64::from(ep)) {
+                true => format!("TP {ep} with EP {ep}, which the search runs ({one})"),
+                false => format!("add --tp {ep} (TP {ep} with EP {ep}: {one})"),
+            });
+            return options;
+        }
         let wider = std::iter::successors(Some(c.tp.saturating_mul(c.pp).saturating_mul(ranks) * 2), |&n| {
             (n < MAX_GPUS).then_some(n * 2)
         })
@@ -1988,18 +2000,31 @@ impl Search<'_> {
             return Ok(());
         };
         let prompt = input + u64::from(self.prompts.first_turn_extra(cfg.chat_template));
+        // An expert-parallel group's ranks each keep their own cache and
+        // run a request whole: one rank's share must hold it.
         let pools = match cfg.pd {
             Some(_) => vec![
-                (cfg.pool(false), prompt + 1, "a prefill instance's cache"),
-                (cfg.pool(true), prompt + output, "a decode instance's cache"),
+                (
+                    cfg.pool(false),
+                    prompt + 1,
+                    ["a prefill instance's cache", "one attention rank of a prefill instance"],
+                ),
+                (
+                    cfg.pool(true),
+                    prompt + output,
+                    ["a decode instance's cache", "one attention rank of a decode instance"],
+                ),
             ],
-            None => vec![(cfg.clone(), prompt + output, "its replica's cache")],
+            None => vec![(cfg.clone(), prompt + output, ["its replica's cache", "one attention rank of its replica"])],
         };
-        for (pool, need, whose) in pools {
+        for (pool, need, [whose, rank]) in pools {
             // A cache that does not fit at all is said by `fits` itself.
             let Ok(cap) = kv_capacity(&pool) else { continue };
-            if need > cap.tokens() {
-                return Err(RequestPastCache { flags, prompt, output, need, whose, holds: cap.tokens() });
+            let ranks = pool.attention_ranks().max(1);
+            let holds = cap.tokens() / u64::from(ranks);
+            if need > holds {
+                let whose = if ranks > 1 { rank } else { whose };
+                return Err(RequestPastCache { flags, prompt, output, need, whose, holds });
             }
         }
         Ok(())

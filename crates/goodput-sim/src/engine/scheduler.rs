@@ -377,6 +377,14 @@ impl Engine {
         &self.capacity
     }
 
+    /// The most tokens one request may hold: the cache of the attention rank
+    /// it runs on. An expert-parallel group's data-parallel ranks each keep
+    /// their own cache, which [`Engine::capacity`] adds up (the engine
+    /// schedules them together), and a request lives on one of them.
+    pub fn request_kv_tokens(&self) -> u64 {
+        self.capacity.tokens() / u64::from(self.cfg.attention_ranks().max(1))
+    }
+
     pub fn roofline(&self) -> &Roofline {
         &self.roofline
     }
@@ -479,6 +487,22 @@ impl Engine {
         let output = if pooling { 0 } else { max_tokens.into() };
         if let Err(message) = self.cfg.model.check_context(prompt.len() as u64, output) {
             return reject(message);
+        }
+        let ranks = self.cfg.attention_ranks().max(1);
+        if total > self.request_kv_tokens() && ranks > 1 {
+            return reject(format!(
+                "{} prompt + {} output tokens need more KV cache than one attention rank holds: \
+                 {} tokens, the expert-parallel group's {} over its {ranks} data-parallel ranks, \
+                 each of which keeps its own cache and runs a request whole; shorten the request, \
+                 or give each rank more memory (--tp {} --ep {}: one rank over the group's GPUs; \
+                 a lower precision, --kv-cache-dtype fp8, --gpu-memory-utilization)",
+                prompt.len(),
+                max_tokens,
+                self.request_kv_tokens(),
+                self.capacity.tokens(),
+                self.cfg.ep,
+                self.cfg.ep
+            ));
         }
         if total > self.capacity.tokens() {
             return reject(format!(
@@ -1905,5 +1929,31 @@ mod tests {
         e.step().unwrap();
         let s = e.stats();
         assert_eq!(s.kv_blocks_free, s.kv_blocks_total);
+    }
+
+    /// An expert-parallel group's data-parallel ranks each keep their own
+    /// KV cache and run a request whole on one of them: a request longer
+    /// than one rank's cache is refused, though the group's caches added up
+    /// would hold it (it had run, over the pooled blocks), and the refusal
+    /// names the rank's share and the layout that pools it.
+    #[test]
+    fn a_request_must_fit_one_attention_ranks_cache() {
+        let mut cfg = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Fp8).unwrap();
+        cfg.ep = 2;
+        cfg.dp = 2;
+        cfg.num_gpu_blocks_override = Some(400);
+        let mut e = Engine::new(cfg.engine_configs().remove(0)).unwrap();
+        let (whole, rank) = (e.capacity().tokens(), e.request_kv_tokens());
+        assert_eq!((whole, rank), (400 * 16, 200 * 16));
+        e.add_request(0, prompt(rank as u32 - 10, 0, &cfg), 10).unwrap();
+        let err = e.add_request(1, prompt(rank as u32 - 9, 1, &cfg), 10).unwrap_err().to_string();
+        for part in ["one attention rank holds: 3200 tokens", "group's 6400 over its 2", "--tp 2 --ep 2"] {
+            assert!(err.contains(part), "{part}: {err}");
+        }
+        // One rank (TP as wide as EP) holds a request as long as its cache.
+        cfg.tp = 2;
+        let mut one = Engine::new(cfg.engine_configs().remove(0)).unwrap();
+        assert_eq!(one.request_kv_tokens(), one.capacity().tokens());
+        one.add_request(1, prompt(one.capacity().tokens() as u32 - 10, 1, &cfg), 10).unwrap();
     }
 }

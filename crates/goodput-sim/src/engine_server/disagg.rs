@@ -24,15 +24,17 @@ pub(super) struct PrefillPool {
     pub(super) router: Arc<Mutex<Router>>,
     /// When each prefill instance's link is next free, on the wall clock.
     link_free: Vec<Mutex<Instant>>,
-    /// The tokens one prefill instance's KV cache holds.
+    /// The tokens one request may hold on a prefill instance (one
+    /// attention rank's cache).
     kv_tokens: u64,
 }
 
 impl PrefillPool {
-    pub(super) fn new(link: KvLink, prefill: usize, capacity: &crate::engine::KvCapacity) -> PrefillPool {
-        let blocks = capacity.num_blocks;
+    /// `first`: a prefill instance's engine.
+    pub(super) fn new(link: KvLink, prefill: usize, first: &crate::engine::Engine) -> PrefillPool {
+        let blocks = first.capacity().num_blocks;
         PrefillPool {
-            kv_tokens: capacity.tokens(),
+            kv_tokens: first.request_kv_tokens(),
             prefill,
             link,
             router: Arc::new(Mutex::new(Router::new(crate::engine::RouterPolicy::LeastLoaded, prefill, blocks))),
@@ -140,7 +142,7 @@ fn too_long_to_prefill(s: &EngineServer, pool: &PrefillPool, prompt: u32, max_to
     let e = &s.cfg.engine;
     let (p_tp, d_tp) = (e.pool_tp(false), e.pool_tp(true));
     let (p, d) = e.pd.map_or((pool.prefill as u32, 1), |pd| (pd.prefill, pd.decode));
-    let decode = s.capacity().tokens();
+    let decode = s.request_kv_tokens();
     let decode = if decode > pool.kv_tokens { format!(" (a decode instance's holds {decode})") } else { String::new() };
     format!(
         "the {prompt}-token prompt (max_tokens {max_tokens}) needs more KV cache than a prefill instance holds: \

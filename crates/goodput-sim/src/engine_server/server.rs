@@ -32,6 +32,8 @@ pub struct EngineServer {
     /// multiples of the poll's interval, on the engine's clock.
     started: tokio::time::Instant,
     capacity: KvCapacity,
+    /// The most tokens one request may hold there (one attention rank's).
+    request_kv_tokens: u64,
     max_num_seqs: u32,
 }
 
@@ -51,15 +53,14 @@ impl EngineServer {
             .map_err(|_| Error::InvalidConfig("the engine server must be started inside a tokio runtime".into()))?;
         let mut engines = cfg.engine.engine_configs().into_iter().map(Engine::new).collect::<Result<Vec<_>, _>>()?;
         let pd = match (cfg.engine.pd, crate::engine::KvLink::new(&cfg.engine)) {
-            (Some(pd), Some(link)) => {
-                Some(super::disagg::PrefillPool::new(link, pd.prefill as usize, engines[0].capacity()))
-            }
+            (Some(pd), Some(link)) => Some(super::disagg::PrefillPool::new(link, pd.prefill as usize, &engines[0])),
             _ => None,
         };
         let prefill = pd.as_ref().map_or(0, |p| p.prefill);
         // The instances that serve responses (the decode pool's, when
         // disaggregated) give the server's cache and sequence cap.
         let (capacity, max_num_seqs) = (*engines[prefill].capacity(), engines[prefill].max_num_seqs());
+        let request_kv_tokens = engines[prefill].request_kv_tokens();
         for e in &mut engines[..prefill] {
             e.hold_finished();
         }
@@ -81,6 +82,7 @@ impl EngineServer {
             frontend_free: Mutex::new(tokio::time::Instant::now()),
             started: tokio::time::Instant::now(),
             capacity,
+            request_kv_tokens,
             max_num_seqs,
             counters: FaultCounters::default(),
             commands,
@@ -140,6 +142,12 @@ impl EngineServer {
     /// The KV cache of one replica of the engine, as sized at start.
     pub fn capacity(&self) -> &KvCapacity {
         &self.capacity
+    }
+
+    /// The most tokens one request may hold: one attention rank's cache
+    /// ([`crate::engine::Engine::request_kv_tokens`]).
+    pub fn request_kv_tokens(&self) -> u64 {
+        self.request_kv_tokens
     }
 
     pub fn max_num_seqs(&self) -> u32 {

@@ -1857,6 +1857,39 @@ fn a_trace_replayed_as_a_burst_is_not_steady_and_never_the_best() {
     assert!(notes.contains("not steady") && notes.contains("ends its curve"), "{notes}");
 }
 
+/// An expert-parallel group's ranks each keep their own KV cache and run a
+/// request whole: a request longer than one rank's share is refused by the
+/// engine (it had run over the group's caches added up), so the plan leaves
+/// such a group out, names the rank's share, and points to TP as wide as
+/// EP (one rank over the same GPUs), which it simulates.
+#[test]
+fn a_request_past_one_attention_ranks_cache_leaves_the_group_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ranks.json");
+    goodput()
+        .args(["plan", "-q", "--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "2", "--tp", "1,2", "--ep", "2"])
+        .args(["--precision", "bf16", "--gpu-memory-utilization", "0.45", "--max-num-batched-tokens", "2048"])
+        .args(["--input-tokens", "6000", "--output-tokens", "32", "--concurrency", "1,2", "--requests-per-user", "2"])
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    let configs = doc["configs"].as_array().unwrap();
+    let ids: Vec<&str> = configs.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["h100-sxm tp2x1 ep2 bf16 mbt2048"], "{ids:?}");
+    for p in configs[0]["points"].as_array().unwrap() {
+        assert_eq!(p["failed"], 0, "{p}");
+    }
+    let notes = doc["notes"].to_string();
+    assert!(
+        notes.contains("h100-sxm tp1 ep2 bf16: left out (")
+            && notes.contains("more than the 5232 one attention rank of its replica holds")
+            && notes.contains("TP 2 with EP 2, which the search runs"),
+        "{notes}"
+    );
+}
+
 /// A replica whose KV cache cannot hold the workload's typical request is
 /// not simulated: the engine refuses each such request. A single L4 in
 /// BF16 (8,128 tokens of cache) had run long-document's prompts of about
