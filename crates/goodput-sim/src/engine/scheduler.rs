@@ -222,6 +222,9 @@ struct Request {
     /// A pooling pass (embeddings, rerank; [`Engine::add_pooling_request`]):
     /// its prefill yields the answer and no token.
     pooling: bool,
+    /// Its attention rank's mark on the prefix cache's hashes (0 for the
+    /// first rank, and where the engine has one): see [`Engine::next_rank`].
+    salt: u64,
 }
 
 /// A request prefilled on another instance (disaggregation), as vLLM's
@@ -310,6 +313,12 @@ pub struct Engine {
     /// first: their KV on the host (no blocks), to be loaded back, not
     /// computed again (its `retracted_queue`).
     offloaded: Vec<u32>,
+    /// The attention rank the next request goes to, round-robin, where an
+    /// expert-parallel group has several (`attention_ranks`): each rank
+    /// keeps its own prefix cache, so a request finds only the blocks its
+    /// own rank cached, which the pooled cache gives by marking each rank's
+    /// hashes apart ([`crate::engine::kv::salted`]).
+    next_rank: u32,
 }
 
 /// A pipeline's prompt chunk whose trip through every stage outlasts its
@@ -358,6 +367,7 @@ impl Engine {
             joins: 0,
             sglang_ratio: sglang::NewTokenRatio::new(cfg.schedule_conservativeness),
             offloaded: Vec::new(),
+            next_rank: 0,
             cfg,
         })
     }
@@ -375,6 +385,19 @@ impl Engine {
 
     pub fn capacity(&self) -> &KvCapacity {
         &self.capacity
+    }
+
+    /// The prefix-cache mark of the attention rank the next request goes
+    /// to, round-robin over the ranks ([`Engine::next_rank`]); 0 where there
+    /// is one rank.
+    fn rank_salt(&mut self) -> u64 {
+        let ranks = self.cfg.attention_ranks().max(1);
+        if ranks == 1 {
+            return 0;
+        }
+        let rank = self.next_rank % ranks;
+        self.next_rank = (rank + 1) % ranks;
+        super::kv::rank_salt(rank)
     }
 
     /// The most tokens one request may hold: the cache of the attention rank
@@ -538,6 +561,7 @@ impl Engine {
             pull: Pull::None,
             remote: false,
             pooling,
+            salt: self.rank_salt(),
         };
         let slot = match self.free_slots.pop() {
             Some(s) => {
@@ -1066,7 +1090,7 @@ impl Engine {
         let (num_tokens, bs) = (r.num_tokens(), self.cfg.block_size);
         if self.cfg.enable_prefix_caching {
             let max_hit = self.reusable_blocks(num_tokens);
-            self.pool.find_prefix(r.prompt.block_hashes(), max_hit, &mut self.hits);
+            self.pool.find_prefix(r.prompt.block_hashes(), r.salt, max_hit, &mut self.hits);
         } else {
             self.hits.clear();
         }
@@ -1208,7 +1232,7 @@ impl Engine {
         full = full.min(base + r.output_hashes.len() as u32);
         for j in r.num_registered..full {
             let h = if j < base { prompt[j as usize] } else { r.output_hashes[(j - base) as usize] };
-            self.pool.register(r.blocks[j as usize], h);
+            self.pool.register(r.blocks[j as usize], super::kv::salted(h, r.salt));
         }
         r.num_registered = r.num_registered.max(full);
     }
@@ -1955,5 +1979,35 @@ mod tests {
         let mut one = Engine::new(cfg.engine_configs().remove(0)).unwrap();
         assert_eq!(one.request_kv_tokens(), one.capacity().tokens());
         one.add_request(1, prompt(one.capacity().tokens() as u32 - 10, 1, &cfg), 10).unwrap();
+    }
+
+    /// Each attention rank of an expert-parallel group keeps its own prefix
+    /// cache, and requests go to the ranks in turn: a prefix one rank cached
+    /// is found by the next request on that rank, not by one on another
+    /// (the pooled cache had served every rank's requests from any rank's
+    /// blocks). One rank finds it for every request after the first.
+    #[test]
+    fn a_rank_finds_only_the_prefixes_it_cached() {
+        let hits = |ep: u32, tp: u32| {
+            let mut cfg = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Fp8).unwrap();
+            (cfg.tp, cfg.ep, cfg.dp) = (tp, ep, ep / tp);
+            let cfg = cfg.engine_configs().remove(0);
+            assert_eq!(cfg.attention_ranks(), ep / tp);
+            let mut e = Engine::new(cfg.clone()).unwrap();
+            let mut found = Vec::new();
+            // One request at a time, each opening with the same 512 tokens.
+            for id in 0..5u64 {
+                let p = Prompt::synthetic(600, &[(7, 512)], id, cfg.block_size);
+                e.add_request(id, p, 4).unwrap();
+                let cached: u32 = drain(&mut e).iter().flat_map(|s| &s.prefix_hits).map(|&(_, c)| c).sum();
+                found.push(cached);
+            }
+            found
+        };
+        // Two ranks: requests 0, 2, 4 on the first, 1, 3 on the second.
+        assert_eq!(hits(2, 1), [0, 0, 512, 512, 512]);
+        assert_eq!(hits(2, 2), [0, 512, 512, 512, 512]);
+        assert_eq!(super::super::kv::salted(42, super::super::kv::rank_salt(0)), 42);
+        assert_ne!(super::super::kv::salted(42, super::super::kv::rank_salt(1)), 42);
     }
 }
