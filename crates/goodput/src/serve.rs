@@ -212,7 +212,7 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
     };
     let replicas = format!("{replicas}{}", c.engine.parallel_words());
     let what = format!(
-        "engine: {} ({}) on {replicas}{}{} · KV cache {} tokens · max {} sequences · chat template {} · speed {}× · \
+        "engine: {} ({}) on {replicas}{}{} · KV cache {} tokens{} · max {} sequences · chat template {} · speed {}× · \
          serving '{}'",
         c.engine.model.name,
         c.engine.precision,
@@ -222,6 +222,11 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
         },
         c.engine.gpu.name,
         server.capacity().tokens(),
+        // A request lives on one rank of an expert-parallel group.
+        match server.request_kv_tokens() {
+            rank if rank < server.capacity().tokens() => format!(" ({rank} a rank, the most one request holds)"),
+            _ => String::new(),
+        },
         server.max_num_seqs(),
         c.engine.chat_template,
         c.speed,
