@@ -1857,6 +1857,19 @@ fn a_trace_replayed_as_a_burst_is_not_steady_and_never_the_best() {
     assert!(notes.contains("not steady") && notes.contains("ends its curve"), "{notes}");
 }
 
+/// The configurations a plan ran, each of whose points answered every
+/// request (checked here), and its notes as one string.
+fn ran_whole(doc: &Value) -> (Vec<String>, String) {
+    let mut ids = Vec::new();
+    for c in doc["configs"].as_array().unwrap() {
+        for p in c["points"].as_array().unwrap() {
+            assert_eq!(p["failed"], 0, "{p}");
+        }
+        ids.push(c["id"].as_str().unwrap().to_string());
+    }
+    (ids, doc["notes"].to_string())
+}
+
 /// An expert-parallel group's ranks each keep their own KV cache and run a
 /// request whole: a request longer than one rank's share is refused by the
 /// engine (it had run over the group's caches added up), so the plan leaves
@@ -1874,14 +1887,8 @@ fn a_request_past_one_attention_ranks_cache_leaves_the_group_out() {
         .arg(&out)
         .assert()
         .success();
-    let doc = read_json(&out);
-    let configs = doc["configs"].as_array().unwrap();
-    let ids: Vec<&str> = configs.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    let (ids, notes) = ran_whole(&read_json(&out));
     assert_eq!(ids, ["h100-sxm tp2x1 ep2 bf16 mbt2048"], "{ids:?}");
-    for p in configs[0]["points"].as_array().unwrap() {
-        assert_eq!(p["failed"], 0, "{p}");
-    }
-    let notes = doc["notes"].to_string();
     assert!(
         notes.contains("h100-sxm tp1 ep2 bf16: left out (")
             && notes.contains("more than the 5232 one attention rank of its replica holds")
@@ -1913,14 +1920,8 @@ fn a_replica_whose_cache_cannot_hold_the_request_is_left_out_with_why() {
             .success();
         read_json(&out)
     };
-    let doc = run("deeper.json", &["--tp", "1", "--pp", "1,2"]);
-    let configs = doc["configs"].as_array().unwrap();
-    let ids: Vec<&str> = configs.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    let (ids, notes) = ran_whole(&run("deeper.json", &["--tp", "1", "--pp", "1,2"]));
     assert_eq!(ids, ["l4 tp1x1 pp2 bf16 mbt2048"], "{ids:?}");
-    for p in configs[0]["points"].as_array().unwrap() {
-        assert_eq!(p["failed"], 0, "{p}");
-    }
-    let notes = doc["notes"].to_string();
     assert!(
         notes.contains("l4 tp1 bf16 pp1: left out (")
             && notes.contains("tokens of KV cache, more than the 8128 its replica's cache holds")
@@ -1928,10 +1929,8 @@ fn a_replica_whose_cache_cannot_hold_the_request_is_left_out_with_why() {
         "{notes}"
     );
 
-    let doc = run("none.json", &["--tp", "1,2", "--pp", "1"]);
-    let ids: Vec<&str> = doc["configs"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    let (ids, notes) = ran_whole(&run("none.json", &["--tp", "1,2", "--pp", "1"]));
     assert_eq!(ids, ["l4 tp2x1 bf16 mbt2048"], "{ids:?}");
-    let notes = doc["notes"].to_string();
     assert!(
         notes.contains("l4 tp1 bf16: left out (at --pp 1 (1 GPU a replica): --input-tokens uniform:8192..12288")
             && notes.contains("give --precision fp8")
