@@ -222,8 +222,10 @@ struct Request {
     /// A pooling pass (embeddings, rerank; [`Engine::add_pooling_request`]):
     /// its prefill yields the answer and no token.
     pooling: bool,
-    /// Its attention rank's mark on the prefix cache's hashes (0 for the
-    /// first rank, and where the engine has one): see [`Engine::next_rank`].
+    /// Its attention rank (0 where the engine has one: see
+    /// [`Engine::rank_load`]), and that rank's mark on the prefix cache's
+    /// hashes.
+    rank: u32,
     salt: u64,
 }
 
@@ -313,11 +315,15 @@ pub struct Engine {
     /// first: their KV on the host (no blocks), to be loaded back, not
     /// computed again (its `retracted_queue`).
     offloaded: Vec<u32>,
-    /// The attention rank the next request goes to, round-robin, where an
-    /// expert-parallel group has several (`attention_ranks`): each rank
-    /// keeps its own prefix cache, so a request finds only the blocks its
-    /// own rank cached, which the pooled cache gives by marking each rank's
-    /// hashes apart ([`crate::engine::kv::salted`]).
+    /// Where an expert-parallel group has several attention ranks
+    /// (`attention_ranks`), the requests each holds: a request goes to the
+    /// one that holds the fewest (the first such), as vLLM's data-parallel
+    /// balancer picks the least-loaded rank, or under SGLang's scheduler to
+    /// the ranks in turn (`next_rank`), as its DP attention's round-robin
+    /// does. Each rank keeps its own prefix cache, so a request finds only
+    /// the blocks its own rank cached, which the pooled cache gives by
+    /// marking each rank's hashes apart ([`crate::engine::kv::salted`]).
+    rank_load: Vec<u32>,
     next_rank: u32,
 }
 
@@ -367,6 +373,7 @@ impl Engine {
             joins: 0,
             sglang_ratio: sglang::NewTokenRatio::new(cfg.schedule_conservativeness),
             offloaded: Vec::new(),
+            rank_load: vec![0; if cfg.attention_ranks() > 1 { cfg.attention_ranks() as usize } else { 0 }],
             next_rank: 0,
             cfg,
         })
@@ -387,17 +394,31 @@ impl Engine {
         &self.capacity
     }
 
-    /// The prefix-cache mark of the attention rank the next request goes
-    /// to, round-robin over the ranks ([`Engine::next_rank`]); 0 where there
-    /// is one rank.
-    fn rank_salt(&mut self) -> u64 {
-        let ranks = self.cfg.attention_ranks().max(1);
-        if ranks == 1 {
+    /// The attention rank a new request goes to ([`Engine::rank_load`]),
+    /// counted there until it leaves; 0 where there is one rank.
+    fn take_rank(&mut self) -> u32 {
+        let ranks = self.rank_load.len() as u32;
+        if ranks == 0 {
             return 0;
         }
-        let rank = self.next_rank % ranks;
-        self.next_rank = (rank + 1) % ranks;
-        super::kv::rank_salt(rank)
+        let rank = match self.cfg.scheduler {
+            SchedulerPolicy::Sglang => {
+                let r = self.next_rank % ranks;
+                self.next_rank = (r + 1) % ranks;
+                r
+            }
+            _ => (0..ranks).min_by_key(|&r| self.rank_load[r as usize]).unwrap_or(0),
+        };
+        self.rank_load[rank as usize] += 1;
+        rank
+    }
+
+    /// Request `slot` left its rank.
+    fn leave_rank(&mut self, slot: u32) {
+        let rank = self.slots[slot as usize].rank as usize;
+        if let Some(n) = self.rank_load.get_mut(rank) {
+            *n = n.saturating_sub(1);
+        }
     }
 
     /// The most tokens one request may hold: the cache of the attention rank
@@ -561,7 +582,8 @@ impl Engine {
             pull: Pull::None,
             remote: false,
             pooling,
-            salt: self.rank_salt(),
+            rank: 0,
+            salt: 0,
         };
         let slot = match self.free_slots.pop() {
             Some(s) => {
@@ -576,6 +598,9 @@ impl Engine {
             }
         };
         self.index.insert(id, slot);
+        let rank = self.take_rank();
+        let r = &mut self.slots[slot as usize];
+        (r.rank, r.salt) = (rank, super::kv::rank_salt(rank));
         self.waiting.push_back(slot);
         Ok(())
     }
@@ -609,6 +634,7 @@ impl Engine {
         let req = &mut self.slots[slot as usize];
         self.pool.release(&mut req.blocks);
         req.live = false;
+        self.leave_rank(slot);
         self.free_slots.push(slot);
         self.stats.requests_aborted += 1;
         true
@@ -930,6 +956,7 @@ impl Engine {
         }
         r.live = false;
         self.index.remove(&r.id);
+        self.leave_rank(slot);
         self.free_slots.push(slot);
         self.stats.requests_finished += 1;
     }
@@ -1982,31 +2009,54 @@ mod tests {
     }
 
     /// Each attention rank of an expert-parallel group keeps its own prefix
-    /// cache, and requests go to the ranks in turn: a prefix one rank cached
-    /// is found by the next request on that rank, not by one on another
-    /// (the pooled cache had served every rank's requests from any rank's
-    /// blocks). One rank finds it for every request after the first.
+    /// cache: a prefix one rank cached is found by a later request on that
+    /// rank, not by one on another (the pooled cache had served every rank's
+    /// requests from any rank's blocks). Under vLLM's scheduler a request
+    /// goes to the rank holding the fewest requests (vLLM's data-parallel
+    /// balancer), under SGLang's to the ranks in turn.
     #[test]
     fn a_rank_finds_only_the_prefixes_it_cached() {
-        let hits = |ep: u32, tp: u32| {
+        // Requests `(prefix, answer)` added one after another, each step run
+        // until the request before it has ended when `one_at_a_time`, else
+        // until one has: the prompt tokens each found cached.
+        let run = |ep: u32, tp: u32, policy: SchedulerPolicy, requests: &[(u64, u32)], one_at_a_time: bool| {
             let mut cfg = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Fp8).unwrap();
-            (cfg.tp, cfg.ep, cfg.dp) = (tp, ep, ep / tp);
+            (cfg.tp, cfg.ep, cfg.dp, cfg.scheduler) = (tp, ep, ep / tp, policy);
             let cfg = cfg.engine_configs().remove(0);
             assert_eq!(cfg.attention_ranks(), ep / tp);
             let mut e = Engine::new(cfg.clone()).unwrap();
-            let mut found = Vec::new();
-            // One request at a time, each opening with the same 512 tokens.
-            for id in 0..5u64 {
-                let p = Prompt::synthetic(600, &[(7, 512)], id, cfg.block_size);
-                e.add_request(id, p, 4).unwrap();
-                let cached: u32 = drain(&mut e).iter().flat_map(|s| &s.prefix_hits).map(|&(_, c)| c).sum();
-                found.push(cached);
+            let mut found = vec![0; requests.len()];
+            let mut out = StepOutcome::default();
+            for (id, &(prefix, answer)) in requests.iter().enumerate() {
+                let p = Prompt::synthetic(600, &[(prefix, 512)], id as u64, cfg.block_size);
+                e.add_request(id as u64, p, answer).unwrap();
+                loop {
+                    let stepped = e.step_into(&mut out);
+                    for &(i, c) in &out.prefix_hits {
+                        found[i as usize] = c;
+                    }
+                    let ended = out.tokens.iter().any(|t| t.finished);
+                    if !stepped || (!one_at_a_time && ended && id > 0) || (!one_at_a_time && id == 0) {
+                        break;
+                    }
+                }
             }
             found
         };
-        // Two ranks: requests 0, 2, 4 on the first, 1, 3 on the second.
-        assert_eq!(hits(2, 1), [0, 0, 512, 512, 512]);
-        assert_eq!(hits(2, 2), [0, 512, 512, 512, 512]);
+        let same = [(7, 4); 5];
+        // One at a time: vLLM's balancer finds every rank empty and takes
+        // the first; SGLang's alternates (0, 2, 4 on the first rank).
+        assert_eq!(run(2, 1, SchedulerPolicy::Vllm, &same, true), [0, 512, 512, 512, 512]);
+        assert_eq!(run(2, 1, SchedulerPolicy::Sglang, &same, true), [0, 0, 512, 512, 512]);
+        // One rank (TP as wide as EP) finds it for every request after the first.
+        assert_eq!(run(2, 2, SchedulerPolicy::Sglang, &same, true), [0, 512, 512, 512, 512]);
+        // A long answer on prefix 1 holds the first rank; a short one on
+        // prefix 2 takes the second and ends; the next on prefix 2 goes
+        // where the fewest are under vLLM (the second rank, which cached
+        // it), in turn under SGLang (the first, which did not).
+        let mixed = [(1, 400), (2, 2), (2, 4)];
+        assert_eq!(run(2, 1, SchedulerPolicy::Vllm, &mixed, false), [0, 0, 512]);
+        assert_eq!(run(2, 1, SchedulerPolicy::Sglang, &mixed, false), [0, 0, 0]);
         assert_eq!(super::super::kv::salted(42, super::super::kv::rank_salt(0)), 42);
         assert_ne!(super::super::kv::salted(42, super::super::kv::rank_salt(1)), 42);
     }
