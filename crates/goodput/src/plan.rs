@@ -1161,15 +1161,15 @@ fn mean_lengths(w: &Workload) -> Option<(f64, f64)> {
     }
 }
 
+/// The cap searched behind SGLang where no `--max-num-seqs` was given: its
+/// own default, resolved for each configuration ([`Search::own_cap`]).
+const SGLANG_OWN_CAP: u32 = 0;
+
 /// The prefill instances a decode instance keeps busy at saturation: a
 /// request's prefill time (its prompt in budget-sized chunks, alone on an
 /// instance) over its share of a decode instance's time (its output's steps
 /// at the largest batch the batch limit and the KV cache allow, divided by
 /// that batch). The roofline's step times, without the scheduler.
-/// The cap searched behind SGLang where no `--max-num-seqs` was given: its
-/// own default, resolved for each configuration ([`Search::own_cap`]).
-const SGLANG_OWN_CAP: u32 = 0;
-
 fn pd_balance(cfg: &EngineConfig, input: f64, output: f64) -> Option<f64> {
     let roof = Roofline::new(cfg).ok()?;
     let (input, output) = (input.round().max(1.0) as u32, output.round().max(1.0) as u32);
@@ -2224,9 +2224,12 @@ impl Search<'_> {
                 params.insert(k.into(), v.to_string());
             }
         }
-        if self.sglang_scheduler() {
+        // The scheduler and steps the engine runs the configuration with
+        // ([`Search::engine`]), so that the grid's --estimate runs them too.
+        let cfg = self.engine(c);
+        if cfg.scheduler == SchedulerPolicy::Sglang {
             params.insert("scheduler".into(), "sglang".into());
-            if c.pd.is_none() {
+            if !cfg.mixed_batches {
                 params.insert("mixed_batches".into(), "false".into());
             }
         }

@@ -353,6 +353,13 @@ impl EngineConfig {
         })
     }
 
+    /// Disaggregated under SGLang's scheduler: a request's decode instance
+    /// reserves for it before its prefill starts (SGLang's order), where
+    /// vLLM's proxy and TensorRT-LLM prefill first.
+    pub fn decode_first(&self) -> bool {
+        self.pd.is_some() && self.scheduler == SchedulerPolicy::Sglang
+    }
+
     /// Checks every setting; the roofline and KV sizing check the rest.
     pub fn validate(&self) -> Result<(), Error> {
         let bad = |m: String| Err(Error::InvalidConfig(m));

@@ -154,7 +154,6 @@ fn unique_content(unique_seed: u64, i: u32) -> u64 {
     mix(mix(unique_seed ^ 0x5eed_0000_0000_0002).wrapping_add(i as u64))
 }
 
-/// splitmix64's finaliser: a cheap, well-mixed, run-to-run stable hash.
 /// Attention rank `rank`'s mark on a block's hash ([`salted`]): 0 for the
 /// first rank, which keeps the hashes as they are.
 pub fn rank_salt(rank: u32) -> u64 {
@@ -177,6 +176,7 @@ pub fn salted(hash: u64, salt: u64) -> u64 {
     }
 }
 
+/// splitmix64's finaliser: a cheap, well-mixed, run-to-run stable hash.
 fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

@@ -5,7 +5,7 @@
 
 use super::config::EngineConfig;
 use super::error::Error;
-use super::kv::{BlockPool, Prompt};
+use super::kv::{rank_salt, BlockPool, Prompt};
 use super::roofline::{kv_capacity, BatchShape, KvCapacity, Roofline, StepPower};
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
@@ -222,11 +222,8 @@ struct Request {
     /// A pooling pass (embeddings, rerank; [`Engine::add_pooling_request`]):
     /// its prefill yields the answer and no token.
     pooling: bool,
-    /// Its attention rank (0 where the engine has one: see
-    /// [`Engine::rank_load`]), and that rank's mark on the prefix cache's
-    /// hashes.
+    /// Its attention rank (see [`Engine::rank_load`]).
     rank: u32,
-    salt: u64,
 }
 
 /// A request prefilled on another instance (disaggregation), as vLLM's
@@ -373,7 +370,7 @@ impl Engine {
             joins: 0,
             sglang_ratio: sglang::NewTokenRatio::new(cfg.schedule_conservativeness),
             offloaded: Vec::new(),
-            rank_load: vec![0; if cfg.attention_ranks() > 1 { cfg.attention_ranks() as usize } else { 0 }],
+            rank_load: vec![0; cfg.attention_ranks().max(1) as usize],
             next_rank: 0,
             cfg,
         })
@@ -395,12 +392,9 @@ impl Engine {
     }
 
     /// The attention rank a new request goes to ([`Engine::rank_load`]),
-    /// counted there until it leaves; 0 where there is one rank.
+    /// counted there until it leaves.
     fn take_rank(&mut self) -> u32 {
         let ranks = self.rank_load.len() as u32;
-        if ranks == 0 {
-            return 0;
-        }
         let rank = match self.cfg.scheduler {
             SchedulerPolicy::Sglang => {
                 let r = self.next_rank % ranks;
@@ -415,10 +409,8 @@ impl Engine {
 
     /// Request `slot` left its rank.
     fn leave_rank(&mut self, slot: u32) {
-        let rank = self.slots[slot as usize].rank as usize;
-        if let Some(n) = self.rank_load.get_mut(rank) {
-            *n = n.saturating_sub(1);
-        }
+        let n = &mut self.rank_load[self.slots[slot as usize].rank as usize];
+        *n = n.saturating_sub(1);
     }
 
     /// The most tokens one request may hold: the cache of the attention rank
@@ -532,31 +524,24 @@ impl Engine {
         if let Err(message) = self.cfg.model.check_context(prompt.len() as u64, output) {
             return reject(message);
         }
-        let ranks = self.cfg.attention_ranks().max(1);
-        if total > self.request_kv_tokens() && ranks > 1 {
-            return reject(format!(
-                "{} prompt + {} output tokens need more KV cache than one attention rank holds: \
-                 {} tokens, the expert-parallel group's {} over its {ranks} data-parallel ranks, \
-                 each of which keeps its own cache and runs a request whole; shorten the request, \
-                 or give each rank more memory (--tp {} --ep {}: one rank over the group's GPUs; \
-                 a lower precision, --kv-cache-dtype fp8, --gpu-memory-utilization)",
-                prompt.len(),
-                max_tokens,
-                self.request_kv_tokens(),
-                self.capacity.tokens(),
-                self.cfg.ep,
-                self.cfg.ep
-            ));
-        }
-        if total > self.capacity.tokens() {
-            return reject(format!(
-                "{} prompt + {} output tokens need more KV cache than the engine's {} tokens; \
-                 shorten the request, or give the engine more memory (--tp, a lower precision, \
-                 --kv-cache-dtype fp8, --gpu-memory-utilization)",
-                prompt.len(),
-                max_tokens,
-                self.capacity.tokens()
-            ));
+        let (holds, ranks, ep) = (self.request_kv_tokens(), self.cfg.attention_ranks(), self.cfg.ep);
+        if total > holds {
+            let (p, whole) = (prompt.len(), self.capacity.tokens());
+            return reject(if ranks > 1 {
+                format!(
+                    "{p} prompt + {max_tokens} output tokens need more KV cache than one attention rank holds: \
+                     {holds} tokens, the expert-parallel group's {whole} over its {ranks} data-parallel ranks, \
+                     each of which keeps its own cache and runs a request whole; shorten the request, or give \
+                     each rank more memory (--tp {ep} --ep {ep}: one rank over the group's GPUs; a lower \
+                     precision, --kv-cache-dtype fp8, --gpu-memory-utilization)"
+                )
+            } else {
+                format!(
+                    "{p} prompt + {max_tokens} output tokens need more KV cache than the engine's {whole} tokens; \
+                     shorten the request, or give the engine more memory (--tp, a lower precision, \
+                     --kv-cache-dtype fp8, --gpu-memory-utilization)"
+                )
+            });
         }
         if !self.cfg.enable_chunked_prefill && prompt.len() > self.cfg.max_num_batched_tokens {
             return reject(format!(
@@ -583,7 +568,6 @@ impl Engine {
             remote: false,
             pooling,
             rank: 0,
-            salt: 0,
         };
         let slot = match self.free_slots.pop() {
             Some(s) => {
@@ -598,9 +582,7 @@ impl Engine {
             }
         };
         self.index.insert(id, slot);
-        let rank = self.take_rank();
-        let r = &mut self.slots[slot as usize];
-        (r.rank, r.salt) = (rank, super::kv::rank_salt(rank));
+        self.slots[slot as usize].rank = self.take_rank();
         self.waiting.push_back(slot);
         Ok(())
     }
@@ -1117,7 +1099,7 @@ impl Engine {
         let (num_tokens, bs) = (r.num_tokens(), self.cfg.block_size);
         if self.cfg.enable_prefix_caching {
             let max_hit = self.reusable_blocks(num_tokens);
-            self.pool.find_prefix(r.prompt.block_hashes(), r.salt, max_hit, &mut self.hits);
+            self.pool.find_prefix(r.prompt.block_hashes(), rank_salt(r.rank), max_hit, &mut self.hits);
         } else {
             self.hits.clear();
         }
@@ -1207,9 +1189,16 @@ impl Engine {
     /// far) when it is let in again, and counts it: a preemption (vLLM's)
     /// or a retraction (SGLang's), which then queue it each its own way.
     fn take_back(&mut self, slot: u32, out: &mut StepOutcome) {
+        self.release_counted(slot, out);
+        self.slots[slot as usize].num_computed = 0;
+    }
+
+    /// Frees a request's blocks and counts it preempted; what it had
+    /// computed stays counted (its KV kept elsewhere, as SGLang's decode
+    /// instance moves it to the host) unless [`Engine::take_back`] drops it.
+    fn release_counted(&mut self, slot: u32, out: &mut StepOutcome) {
         let r = &mut self.slots[slot as usize];
         self.pool.release(&mut r.blocks);
-        r.num_computed = 0;
         r.num_registered = 0;
         out.preempted.push(r.id);
         self.stats.preemptions += 1;
@@ -1257,9 +1246,10 @@ impl Engine {
             }
         }
         full = full.min(base + r.output_hashes.len() as u32);
+        let salt = rank_salt(r.rank);
         for j in r.num_registered..full {
             let h = if j < base { prompt[j as usize] } else { r.output_hashes[(j - base) as usize] };
-            self.pool.register(r.blocks[j as usize], super::kv::salted(h, r.salt));
+            self.pool.register(r.blocks[j as usize], super::kv::salted(h, salt));
         }
         r.num_registered = r.num_registered.max(full);
     }

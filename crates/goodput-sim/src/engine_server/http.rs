@@ -175,7 +175,7 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
     // Disaggregated: the prefill pool first, as vLLM's proxy and
     // TensorRT-LLM's send it; SGLang's decode instance reserves for the
     // request first, and only then is it prefilled.
-    let decode_first = s.pd.is_some() && s.cfg.engine.scheduler == crate::engine::SchedulerPolicy::Sglang;
+    let decode_first = s.cfg.engine.decode_first();
     let reserved_prompt = decode_first.then(|| prompt.clone());
     let prefilled = match s.pd.is_some() && !decode_first {
         true => match super::disagg::prefill(&s, id, &prompt, n_out, arrived).await {

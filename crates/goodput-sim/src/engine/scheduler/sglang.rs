@@ -303,12 +303,8 @@ impl Engine {
     fn retract(&mut self, slot: u32, out: &mut StepOutcome) {
         self.running.retain(|&s| s != slot);
         debug_assert_eq!(self.slots[slot as usize].pull, Pull::None);
-        let r = &mut self.slots[slot as usize];
-        if r.remote {
-            self.pool.release(&mut r.blocks);
-            r.num_registered = 0;
-            out.preempted.push(r.id);
-            self.stats.preemptions += 1;
+        if self.slots[slot as usize].remote {
+            self.release_counted(slot, out);
             self.offloaded.push(slot);
             return;
         }
@@ -343,8 +339,8 @@ impl Engine {
             let required = i64::from(r.num_tokens()) + reserve as i64;
             // With nothing else held it comes back whatever it needs: it
             // fitted before, and nothing else would ever free room for it.
-            let alone = self.sglang_seats_taken() == 0;
-            if self.sglang_seats_taken() >= seats || (required > room && !alone) {
+            let taken = self.sglang_seats_taken();
+            if taken >= seats || (required > room && taken > 0) {
                 break;
             }
             let computed = r.num_computed;
@@ -362,19 +358,19 @@ impl Engine {
         // retracted, its whole answer.
         if self.offloaded.is_empty() {
             let mut room = self.sglang_allocatable(true);
-            let retractable: i64 = self.running.iter().map(|&s| i64::from(self.slots[s as usize].num_tokens())).sum();
+            let retractable = self.sglang_running_tokens();
             let at = self.landed_ahead();
             while let Some(&slot) = self.waiting.get(at) {
                 let r = &self.slots[slot as usize];
                 debug_assert_eq!(r.pull, Pull::Awaiting);
                 let prompt = i64::from(r.prompt_len);
                 let required = prompt + reserve as i64;
-                let whole = prompt + i64::from(r.max_tokens.min(SGLANG_CLIP_MAX_NEW_TOKENS)) - retractable;
+                let whole = sglang_whole_need(r, retractable);
                 // An idle instance takes its first request whatever it asks
                 // (one whose prompt and 512 pass the cache would wait for
                 // ever; the engine refuses only what cannot fit at all).
-                let alone = self.sglang_seats_taken() == 0;
-                if self.sglang_seats_taken() >= seats || (required.max(whole) > room && !alone) {
+                let taken = self.sglang_seats_taken();
+                if taken >= seats || (required.max(whole) > room && taken > 0) {
                     break;
                 }
                 let tokens = r.prompt_len;
@@ -428,6 +424,12 @@ impl Engine {
         self.running.len() + self.pulling.len() + self.landed_ahead()
     }
 
+    /// The tokens the running requests hold: what retracting them all
+    /// would free.
+    fn sglang_running_tokens(&self) -> i64 {
+        self.running.iter().map(|&s| i64::from(self.slots[s as usize].num_tokens())).sum()
+    }
+
     /// What a decode instance may still reserve, in tokens
     /// (`_allocatable_tokens`): the free tokens, less the larger of 512 for
     /// each request it holds and the room the longest running request
@@ -435,18 +437,11 @@ impl Engine {
     /// `count_offloaded`, what the requests on the host will need.
     fn sglang_allocatable(&self, count_offloaded: bool) -> i64 {
         let tokens = |s: &u32| i64::from(self.slots[*s as usize].num_tokens());
-        let retractable: i64 = self.running.iter().map(tokens).sum();
-        let single = self
-            .running
-            .iter()
-            .map(|&s| {
-                let r = &self.slots[s as usize];
-                i64::from(r.max_tokens.min(SGLANG_CLIP_MAX_NEW_TOKENS)) + i64::from(r.prompt_len) - retractable
-            })
-            .max()
-            .unwrap_or(0);
+        let retractable = self.sglang_running_tokens();
+        let single =
+            self.running.iter().map(|&s| sglang_whole_need(&self.slots[s as usize], retractable)).max().unwrap_or(0);
         let reserve = i64::from(SGLANG_RESERVED_DECODE_TOKENS);
-        let held = (self.running.len() + self.pulling.len() + self.landed_ahead()) as i64;
+        let held = self.sglang_seats_taken() as i64;
         let free = i64::from(self.pool.num_free()) * i64::from(self.cfg.block_size);
         let mut room = free - (reserve * held).max(single);
         if count_offloaded {
@@ -454,6 +449,13 @@ impl Engine {
         }
         room
     }
+}
+
+/// What request `r` would need to finish were every running request
+/// retracted (`retractable`, their tokens, freed): its prompt and its answer
+/// (at most [`SGLANG_CLIP_MAX_NEW_TOKENS`]) beyond them.
+fn sglang_whole_need(r: &super::Request, retractable: i64) -> i64 {
+    i64::from(r.prompt_len) + i64::from(r.max_tokens.min(SGLANG_CLIP_MAX_NEW_TOKENS)) - retractable
 }
 
 #[cfg(test)]

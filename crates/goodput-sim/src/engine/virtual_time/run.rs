@@ -82,14 +82,13 @@ impl<'a> VirtualRun<'a> {
                     e.hold_finished();
                 }
                 let decode_blocks = engines[pd.prefill as usize].capacity().num_blocks;
-                let decode_first = cfg.scheduler == crate::engine::SchedulerPolicy::Sglang;
                 Some(Pools::new(
                     link,
                     pd.prefill as usize,
                     pd.decode as usize,
                     (blocks, decode_blocks),
                     n,
-                    decode_first,
+                    cfg.decode_first(),
                 ))
             }
             _ => None,
