@@ -129,7 +129,14 @@ impl EngineView for SimulatedEngine {
                 "KV capacity",
                 num(Some(self.kv_capacity_tokens as f64), 0),
                 "tokens",
-                format!("peak use {}", pct(Some(self.kv_usage_max))),
+                match self.kv_rank_tokens {
+                    Some(t) => format!(
+                        "peak use {}; {} tokens a rank, the most one request holds",
+                        pct(Some(self.kv_usage_max)),
+                        num(Some(t as f64), 0)
+                    ),
+                    None => format!("peak use {}", pct(Some(self.kv_usage_max))),
+                },
             ),
         ];
         if !self.replicas.is_empty() {

@@ -770,12 +770,13 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "\nengine (simulated): {} steps · mean batch {:.1} seqs / {:.0} tokens (max {}) · KV capacity {} tokens, peak use {:.1}%",
+        "\nengine (simulated): {} steps · mean batch {:.1} seqs / {:.0} tokens (max {}) · KV capacity {} tokens{}, peak use {:.1}%",
         e.steps,
         e.mean_batch_seqs,
         e.mean_batch_tokens,
         e.max_batch_seqs,
         e.kv_capacity_tokens,
+        e.kv_rank_tokens.map(|t| format!(" ({t} a rank, the most one request holds)")).unwrap_or_default(),
         e.kv_usage_max * 100.0
     );
     let _ = writeln!(

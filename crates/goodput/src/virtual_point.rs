@@ -559,6 +559,7 @@ pub fn engine_view(cfg: &EngineConfig, v: &EngineView) -> SimulatedEngine {
         prefix_cache_hits_tokens: v.prefix_cache_hits,
         prefix_cache_hit_rate: v.prefix_cache_hit_rate,
         kv_capacity_tokens: v.kv_capacity_tokens,
+        kv_rank_tokens: v.kv_rank_tokens,
         max_num_seqs: v.max_num_seqs,
         busy_s: v.busy.as_secs_f64(),
         makespan_s: v.makespan.as_secs_f64(),

@@ -28,6 +28,11 @@ pub struct SimulatedEngine {
     pub prefix_cache_hit_rate: Option<f64>,
     /// Tokens the KV cache holds when full.
     pub kv_capacity_tokens: u64,
+    /// Where an expert-parallel group's attention ranks each keep their own
+    /// cache: the tokens one rank's holds, the most one request may hold
+    /// (the smallest such share of the run's instances).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kv_rank_tokens: Option<u64>,
     pub max_num_seqs: u32,
     /// Virtual time the engine was stepping, and from the first arrival to
     /// the last token.

@@ -27,6 +27,12 @@ fn estimate_takes_pipeline_and_expert_parallelism_and_counts_their_gpus() {
     assert_eq!((e["ep"].as_u64(), e["dp"].as_u64(), e.get("pp")), (Some(4), Some(4), None), "{e}");
     assert_eq!(ep["energy"]["gpus"].as_u64(), Some(4));
     assert_eq!(ep["summary"]["requests"]["completed"].as_u64(), Some(64));
+    // Each of its four ranks keeps its own cache, a quarter of the group's:
+    // the most one request holds. A group of one rank (TP = EP) has no share.
+    let (whole, rank) = (ep["engine"]["kv_capacity_tokens"].as_u64().unwrap(), ep["engine"]["kv_rank_tokens"].as_u64());
+    assert_eq!(rank.map(|r| whole / r), Some(4), "{}", ep["engine"]);
+    let one = run("ep-one.json", &["--model", "qwen3-30b-a3b", "--tp", "4", "--ep", "4"]);
+    assert!(one["engine"].get("kv_rank_tokens").is_none(), "{}", one["engine"]);
     // The target names the expert-parallel degree, and a disaggregated
     // engine's stages (both had been left out: `--ep 4` read as `--dp 4`).
     assert!(ep["target"]["url"].as_str().unwrap().ends_with("@4x1xH100 SXM/ep4"), "{}", ep["target"]["url"]);

@@ -199,7 +199,12 @@ pub(super) fn engine_section(o: &mut String, r: &RunResult) {
         vec![Series::new("KV-cache use", Style::Line, 2, e.kv_usage())],
     );
     if let Some(c) = kv.as_mut().filter(|_| e.kv_capacity_tokens > 0) {
-        c.note = Some(format!("Of a capacity of {} tokens.", e.kv_capacity_tokens));
+        c.note = Some(match e.kv_rank_tokens {
+            Some(t) => {
+                format!("Of a capacity of {} tokens ({t} a rank, the most one request holds).", e.kv_capacity_tokens)
+            }
+            None => format!("Of a capacity of {} tokens.", e.kv_capacity_tokens),
+        });
     }
     let queue = series_chart(
         "engine-requests-time",

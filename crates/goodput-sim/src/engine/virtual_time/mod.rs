@@ -243,6 +243,10 @@ pub struct EngineView {
     pub prefix_cache_hits: u64,
     pub prefix_cache_hit_rate: Option<f64>,
     pub kv_capacity_tokens: u64,
+    /// The most tokens one request may hold ([`Engine::request_kv_tokens`]),
+    /// where that is less than an instance's cache: an expert-parallel
+    /// group's rank's share (the smallest of the instances').
+    pub kv_rank_tokens: Option<u64>,
     pub max_num_seqs: u32,
     /// KV usage and queue depths over time, at most a few thousand points
     /// evenly spaced in virtual time.

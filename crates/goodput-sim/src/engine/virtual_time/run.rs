@@ -627,6 +627,11 @@ impl<'a> VirtualRun<'a> {
                 prefix_cache_hits: stats.prefix_cache_hits,
                 prefix_cache_hit_rate: stats.prefix_cache_hit_rate(),
                 kv_capacity_tokens: engines.iter().map(|e| e.capacity().tokens()).sum(),
+                kv_rank_tokens: engines
+                    .iter()
+                    .filter(|e| e.request_kv_tokens() < e.capacity().tokens())
+                    .map(Engine::request_kv_tokens)
+                    .min(),
                 max_num_seqs: engines.iter().map(Engine::max_num_seqs).sum(),
                 samples: self.samples,
                 // A replica's mean, so that busy ÷ makespan stays a share.
