@@ -419,10 +419,43 @@ pub(super) fn suggest_ep(cfg: &EngineConfig, fits: &dyn Fn(&EngineConfig) -> boo
     })
 }
 
-/// A step's batch cut over the busiest rank's micro-batches: their count,
-/// the step's prefill tokens, an even micro-batch's share of them and the
-/// heavy one's (the largest chunk whole), each micro-batch's share of the
-/// decode work and of the sequences.
+/// One attention rank's part of a step's batch, in [`BatchShape`]'s terms:
+/// a rank's own where the engine counted them, or the busiest rank's share
+/// of a batch spread evenly ([`Parallel::even_rank`]), fractional there.
+#[derive(Debug, Clone, Copy, Default)]
+struct RankPart {
+    tokens: f64,
+    seqs: f64,
+    prefill_tokens: f64,
+    largest_prefill: f64,
+    decode_context: f64,
+    prefill_context: f64,
+    prefill_attention: f64,
+}
+
+impl RankPart {
+    fn of(b: &super::BatchShape) -> RankPart {
+        RankPart {
+            tokens: b.tokens as f64,
+            seqs: b.seqs as f64,
+            prefill_tokens: b.prefill_tokens as f64,
+            largest_prefill: b.largest_prefill as f64,
+            decode_context: b.decode_context as f64,
+            prefill_context: b.prefill_context as f64,
+            prefill_attention: b.prefill_attention,
+        }
+    }
+
+    /// Its decodes (one token each).
+    fn decodes(&self) -> f64 {
+        (self.tokens - self.prefill_tokens).max(0.0)
+    }
+}
+
+/// A rank's part cut over its micro-batches: their count, the rank's
+/// prefill tokens, an even micro-batch's share of them and the heavy one's
+/// (the largest chunk whole), each micro-batch's share of the rank's
+/// decode work and of its sequences.
 struct Shares {
     micro: f64,
     prefill: f64,
@@ -587,22 +620,60 @@ impl Parallel {
 
     /// One step of `b`'s batch: the terms of one micro-batch on the busiest rank,
     /// times the stage times the step lasts; the compute and memory seconds
-    /// are one GPU's busy time over the step.
-    pub(super) fn split(&self, r: &Roofline, b: &super::BatchShape) -> Terms {
+    /// are one GPU's busy time over the step. `ranks`: each attention rank's
+    /// part of the batch, where the engine counted them (the ranks step
+    /// together: the slowest sets the step); without them, the busiest
+    /// rank's share of a batch spread evenly.
+    pub(super) fn split(&self, r: &Roofline, b: &super::BatchShape, ranks: Option<&[super::BatchShape]>) -> Terms {
         if b.tokens == 0 {
             return Terms::default();
         }
-        // The busiest rank holds ⌈B / ranks⌉ of the B sequences; its
-        // micro-batch, 1/m of that, sets the stage time. A lone sequence is
-        // all on one rank. A prefill chunk runs whole on its request's rank:
-        // the busiest holds ⌈k / ranks⌉ of the k chunks, and at least the
-        // largest (a lone prompt among decodes holds the whole group's step
-        // while the other ranks wait), and decodes for the rest of its
-        // sequences. Its shares of the prefill and of the decode work (`fp`,
-        // `fd`) are 1 with one rank, and each 1 / ranks for a batch spread
-        // evenly.
-        let Shares { micro, prefill, fp_even, fp_heavy, fd, part } = self.shares(b);
-        let (even, even_head) = self.micro_batch(r, b, fp_even, fd, part, micro, 0.0);
+        match ranks.filter(|rs| rs.len() > 1) {
+            Some(rs) => rs
+                .iter()
+                .filter(|s| s.tokens > 0)
+                .map(|s| self.split_rank(r, b, &RankPart::of(s)))
+                .max_by(|x, y| x.total().total_cmp(&y.total()))
+                .unwrap_or_default(),
+            None => self.split_rank(r, b, &self.even_rank(b)),
+        }
+    }
+
+    /// The busiest rank's part of `b` spread evenly over the ranks: ⌈B /
+    /// ranks⌉ of the B sequences (a lone sequence is all on one rank). A
+    /// prefill chunk runs whole on its request's rank: the busiest holds
+    /// ⌈k / ranks⌉ of the k chunks, and at least the largest (a lone prompt
+    /// among decodes holds the whole group's step while the other ranks
+    /// wait), and decodes for the rest of its sequences; its shares of the
+    /// prefill and decode work (their tokens and context) follow. With one
+    /// rank, the whole batch.
+    fn even_rank(&self, b: &super::BatchShape) -> RankPart {
+        let seqs = b.seqs.max(1) as f64;
+        let rank_seqs = (seqs / self.ranks).ceil();
+        let (k, prefill) = (b.prefills as f64, b.prefill_tokens as f64);
+        let rank_prefills = (k / self.ranks).ceil().min(rank_seqs);
+        let rank_prefill =
+            if prefill > 0.0 { (b.largest_prefill as f64).max(rank_prefills / k * prefill).min(prefill) } else { 0.0 };
+        let decodes = seqs - k;
+        let rank_decodes = if decodes > 0.0 { (rank_seqs - rank_prefills).max(0.0).min(decodes) } else { 0.0 };
+        let fp = if prefill > 0.0 { rank_prefill / prefill } else { 0.0 };
+        let fd = if decodes > 0.0 { rank_decodes / decodes } else { 0.0 };
+        RankPart {
+            tokens: rank_prefill + (b.tokens as f64 - prefill) * fd,
+            seqs: rank_seqs,
+            prefill_tokens: rank_prefill,
+            largest_prefill: b.largest_prefill as f64,
+            decode_context: b.decode_context as f64 * fd,
+            prefill_context: b.prefill_context as f64 * fp,
+            prefill_attention: b.prefill_attention * fp,
+        }
+    }
+
+    /// [`split`](Self::split) with the part `p` on the busiest rank: its
+    /// micro-batch, 1/m of it, sets the stage time.
+    fn split_rank(&self, r: &Roofline, b: &super::BatchShape, p: &RankPart) -> Terms {
+        let Shares { micro, prefill, fp_even, fp_heavy, fd, part } = self.shares(p);
+        let (even, even_head) = self.micro_batch(r, b, p, fp_even, fd, part, micro, 0.0);
         // Each stage passes each of the m micro-batches once a step, and a
         // micro-batch goes again only when its trip through every stage has
         // ended: the step lasts the slowest stage's m passes, or one trip if
@@ -630,10 +701,10 @@ impl Parallel {
             // later than the others ([`chunk_late`](Self::chunk_late)), and
             // sits out the steps until then (the scheduler's `late`).
             let extra = (fp_heavy - fp_even) * prefill;
-            let (heavy, heavy_head) = self.micro_batch(r, b, fp_heavy, fd, part, micro, extra);
+            let (heavy, heavy_head) = self.micro_batch(r, b, p, fp_heavy, fd, part, micro, extra);
             let rank = fp_even * micro * prefill;
             let fp_rest = ((rank - fp_heavy * prefill).max(0.0) / (micro - 1.0)) / prefill;
-            let (rest, rest_head) = self.micro_batch(r, b, fp_rest, fd, part, micro, (fp_rest - fp_even) * prefill);
+            let (rest, rest_head) = self.micro_batch(r, b, p, fp_rest, fd, part, micro, (fp_rest - fp_even) * prefill);
             // The slowest stage's passes of them all.
             let round = rest.scaled((micro - 1.0) / self.pp).plus(&heavy.scaled(1.0 / self.pp));
             let (work, head) = (round.total() * self.pp, (micro - 1.0) * rest_head + heavy_head);
@@ -650,30 +721,24 @@ impl Parallel {
         out
     }
 
-    /// How a step's batch is cut over the busiest rank's micro-batches (see
+    /// How a rank's part is cut over its micro-batches (see
     /// [`split`](Self::split)).
-    fn shares(&self, b: &super::BatchShape) -> Shares {
-        let seqs = b.seqs.max(1) as f64;
-        let rank_seqs = (seqs / self.ranks).ceil();
-        let micro = self.pp.min(rank_seqs.max(1.0));
-        let (k, prefill) = (b.prefills as f64, b.prefill_tokens as f64);
-        let rank_prefills = (k / self.ranks).ceil().min(rank_seqs);
-        // The rank's prefill tokens, and a micro-batch's of them: an even
-        // 1/m share, or, in the micro-batch that holds it, the largest chunk
-        // whole (a sequence's chunk passes the stages in one micro-batch; it
-        // is not cut over them).
+    fn shares(&self, p: &RankPart) -> Shares {
+        let micro = self.pp.min(p.seqs.max(1.0));
+        let prefill = p.prefill_tokens;
+        // A micro-batch's share of the rank's prefill tokens: an even 1/m,
+        // or, in the micro-batch that holds it, the largest chunk whole (a
+        // sequence's chunk passes the stages in one micro-batch; it is not
+        // cut over them).
         let (fp_even, fp_heavy) = if prefill > 0.0 {
-            let rank = (b.largest_prefill as f64).max(rank_prefills / k * prefill).min(prefill);
-            let even = rank / micro;
-            (even / prefill, even.max(b.largest_prefill as f64).min(rank) / prefill)
+            let even = prefill / micro;
+            (1.0 / micro, even.max(p.largest_prefill).min(prefill) / prefill)
         } else {
             (0.0, 0.0)
         };
-        let decodes = seqs - k;
-        let fd = if decodes > 0.0 { (rank_seqs - rank_prefills).max(0.0).min(decodes) / decodes / micro } else { 0.0 };
-        // The share of the batch's sequences, for the per-sequence terms.
-        let part = rank_seqs / seqs / micro;
-        Shares { micro, prefill, fp_even, fp_heavy, fd, part }
+        let fd = if p.decodes() > 0.0 { 1.0 / micro } else { 0.0 };
+        // The share of the rank's sequences, for the per-sequence terms.
+        Shares { micro, prefill, fp_even, fp_heavy, fd, part: 1.0 / micro }
     }
 
     /// Seconds after a step of `step_s` ends at which a chunk of `chunk`
@@ -682,14 +747,24 @@ impl Parallel {
     /// the step; 0 where the trip ends within the step (every chunk no
     /// larger than an even micro-batch's share). Each chunk's own, so a
     /// step's second-largest chunk waits for its own trip too.
-    pub(super) fn chunk_late(&self, r: &Roofline, b: &super::BatchShape, chunk: u32, step_s: f64) -> f64 {
-        let Shares { micro, prefill, fp_even, fd, part, .. } = self.shares(b);
+    /// `rank`: the part of the batch on the chunk's rank, where the engine
+    /// counted it (else the busiest rank's even share).
+    pub(super) fn chunk_late(
+        &self,
+        r: &Roofline,
+        b: &super::BatchShape,
+        rank: Option<&super::BatchShape>,
+        chunk: u32,
+        step_s: f64,
+    ) -> f64 {
+        let p = rank.map_or_else(|| self.even_rank(b), RankPart::of);
+        let Shares { micro, prefill, fp_even, fd, part, .. } = self.shares(&p);
         let c = f64::from(chunk);
         if prefill <= 0.0 || c <= fp_even * prefill {
             return 0.0;
         }
         let fp = c.min(prefill) / prefill;
-        let trip = self.micro_batch(r, b, fp, fd, part, micro, (fp - fp_even) * prefill).0.total();
+        let trip = self.micro_batch(r, b, &p, fp, fd, part, micro, (fp - fp_even) * prefill).0.total();
         (trip - step_s).max(0.0)
     }
 
@@ -708,25 +783,27 @@ impl Parallel {
     }
 
     /// The terms of one micro-batch's trip through every stage: `fp` and
-    /// `fd` of the step's prefill and decode work, `part` of its sequences;
-    /// `extra` tokens beyond an even micro-batch's (the expert-parallel
-    /// group's routed tokens grow by as many). With them, the LM head's
-    /// seconds in the trip's matrix products: its flops where those are
-    /// compute-bound, its table's bytes where they are memory-bound.
+    /// `fd` of the rank's part `p` of the prefill and decode work, `part`
+    /// of its sequences; the group's micro-batch is 1/m of the step `b`'s
+    /// tokens, and `extra` tokens beyond an even micro-batch's (the
+    /// expert-parallel group's routed tokens grow by as many). With them, the
+    /// LM head's seconds in the trip's matrix products: its flops where
+    /// those are compute-bound, its table's bytes where they are
+    /// memory-bound.
     #[allow(clippy::too_many_arguments)]
     fn micro_batch(
         &self,
         r: &Roofline,
         b: &super::BatchShape,
+        p: &RankPart,
         fp: f64,
         fd: f64,
         part: f64,
         micro: f64,
         extra: f64,
     ) -> (Terms, f64) {
-        let (seqs, prefill) = (b.seqs.max(1) as f64, b.prefill_tokens as f64);
-        let decodes = seqs - b.prefills as f64;
-        let n = prefill * fp + (b.tokens as f64 - prefill) * fd;
+        let (seqs, prefill, decodes) = (p.seqs, p.prefill_tokens, p.decodes());
+        let n = prefill * fp + decodes * fd;
         let head = |c: f64, m: f64| {
             if c >= m {
                 seqs * part * r.lm_head_s_per_seq
@@ -754,12 +831,12 @@ impl Parallel {
                 (dense_c + expert_c, dense_m + expert_m, gemm, a2a, head(dense_c, dense_m))
             }
         };
-        let flops = r.attention_flops(b.prefill_attention * fp, b.decode_context as f64 * fd, 1.0);
-        let kv_tokens = (b.decode_context as f64 + decodes) * fd + (b.prefill_context as f64 + prefill) * fp;
+        let flops = r.attention_flops(p.prefill_attention * fp, p.decode_context * fd, 1.0);
+        let kv_tokens = (p.decode_context + decodes) * fd + (p.prefill_context + prefill) * fp;
         let (att_c, att_m) = (flops / r.attention_rate, kv_tokens * r.kv_bytes_per_token_per_gpu / r.kv_rate);
         let tp = r.allreduce_calls * (r.allreduce_latency + n * r.allreduce_bytes_per_token / r.link_rate);
         let handoffs = (self.pp - 1.0) * (self.handoff_latency + n * self.handoff_s_per_token);
-        let overhead = r.fixed_overhead + r.per_seq_overhead * b.seqs as f64 * part;
+        let overhead = r.fixed_overhead + r.per_seq_overhead * seqs * part;
         let terms = Terms {
             gemm,
             attention: att_c.max(att_m),
@@ -1133,6 +1210,57 @@ mod tests {
     }
 
     #[test]
+    fn the_rank_that_holds_the_most_work_sets_the_group_s_step() {
+        let mut c = cfg("qwen3-30b-a3b", "h100", Precision::Bf16);
+        (c.dp, c.ep) = (2, 2);
+        let r = Roofline::new(&c).unwrap();
+        // Two 2,000-token prompts and two decodes of 1,000-token contexts.
+        let rank = |prompts: u32, ctx: &[u32]| {
+            let mut b = BatchShape::default();
+            (0..prompts).for_each(|_| b.add_prefill(0, 2000));
+            ctx.iter().for_each(|&s| b.add_decode(s));
+            b
+        };
+        let whole = rank(2, &[1000, 1000]);
+        let step = |ranks: Option<&[BatchShape]>| r.step_time_and_power_ranked(&whole, ranks).0.as_secs_f64();
+        let (even, apart, together) = (
+            step(None),
+            step(Some(&[rank(1, &[1000]), rank(1, &[1000])])),
+            step(Some(&[rank(2, &[]), rank(0, &[1000, 1000])])),
+        );
+        // One prompt a rank is the even share the batch alone gives.
+        assert!((apart / even - 1.0).abs() < 1e-9, "{apart} vs {even}");
+        // Both prompts on one rank: the other waits for its 4,000 tokens.
+        assert!(together > 1.5 * apart, "{together} vs {apart}");
+        // Decodes of longer contexts on one rank: its attention is the longer.
+        let (short, long) = (rank(0, &[100, 100]), rank(0, &[8000, 8000]));
+        let decodes = rank(0, &[100, 100, 8000, 8000]);
+        let skewed = r.step_time_and_power_ranked(&decodes, Some(&[short, long])).0;
+        let mixed = r.step_time_and_power_ranked(&decodes, Some(&[rank(0, &[100, 8000]), rank(0, &[100, 8000])])).0;
+        assert!(skewed > mixed, "{skewed:?} vs {mixed:?}");
+
+        // The engine counts each rank's own: under vLLM's balancer four
+        // requests alternate over the two ranks, so prompts of 4,000, 100,
+        // 4,000 and 100 tokens put 8,000 on the first rank, which the even
+        // share (the largest prompt, or half of the 8,200) would have put
+        // at 4,100.
+        c.max_num_batched_tokens = 8192;
+        let mut e = crate::engine::Engine::new(c.clone()).unwrap();
+        for (id, len) in [(1, 4000), (2, 100), (3, 4000), (4, 100)] {
+            e.add_request(id, crate::engine::kv::Prompt::synthetic(len, &[], id, c.block_size), 4).unwrap();
+        }
+        let first = e.step().unwrap();
+        assert_eq!(first.batch.prefill_tokens, 8200);
+        let mut lopsided = [BatchShape::default(); 2];
+        (0..2).for_each(|_| lopsided[0].add_prefill(0, 4000));
+        (0..2).for_each(|_| lopsided[1].add_prefill(0, 100));
+        let mut all = BatchShape::default();
+        [4000, 100, 4000, 100].into_iter().for_each(|n| all.add_prefill(0, n));
+        assert_eq!(first.duration, r.step_time_and_power_ranked(&all, Some(&lopsided)).0);
+        assert!(first.duration.as_secs_f64() > 1.5 * r.step_time(&all).as_secs_f64());
+    }
+
+    #[test]
     fn imbalance_makes_the_step_wait_for_the_busiest_gpu() {
         let mut c = cfg("qwen3-30b-a3b", "h100", Precision::Bf16);
         c.dp = 8;
@@ -1350,7 +1478,7 @@ mod tests {
         let t = |b: &BatchShape| r.step_time(b).as_secs_f64();
         let chunk_out = |b: &BatchShape| {
             let step = r.step_time(b);
-            (step + r.chunk_late(b, 4096, step)).as_secs_f64()
+            (step + r.chunk_late(b, None, 4096, step)).as_secs_f64()
         };
         let mut alone = BatchShape::default();
         alone.add_prefill(0, 4096);

@@ -391,7 +391,15 @@ impl Roofline {
     /// u_m are the shares of the step the roofline's compute and memory
     /// sides take (docs/simulator.md, "Power and energy").
     pub fn step_time_and_power(&self, b: &BatchShape) -> (Duration, StepPower) {
-        let t = self.split(b);
+        self.step_time_and_power_ranked(b, None)
+    }
+
+    /// [`Roofline::step_time_and_power`] of an expert-parallel group whose
+    /// attention ranks' parts of the batch are `ranks` (each rank's own
+    /// sequences; the slowest rank sets the step); `None`, or a group of one
+    /// rank, as the batch spread evenly.
+    pub fn step_time_and_power_ranked(&self, b: &BatchShape, ranks: Option<&[BatchShape]>) -> (Duration, StepPower) {
+        let t = self.split_ranked(b, ranks);
         let total = t.total();
         (seconds(total), self.power_over(&t, total))
     }
@@ -421,10 +429,11 @@ impl Roofline {
 
     /// How long after a step of `step` ends a chunk of `chunk` tokens in
     /// it gets its output: a pipeline's micro-batch trip that outlasts the
-    /// step (`parallel.rs`); zero elsewhere.
-    pub fn chunk_late(&self, b: &BatchShape, chunk: u32, step: Duration) -> Duration {
+    /// step (`parallel.rs`); zero elsewhere. `rank`: the part of the batch
+    /// on the chunk's attention rank, where the engine counted it.
+    pub fn chunk_late(&self, b: &BatchShape, rank: Option<&BatchShape>, chunk: u32, step: Duration) -> Duration {
         match &self.parallel {
-            Some(p) => seconds(p.chunk_late(self, b, chunk, step.as_secs_f64())),
+            Some(p) => seconds(p.chunk_late(self, b, rank, chunk, step.as_secs_f64())),
             None => Duration::ZERO,
         }
     }
@@ -487,8 +496,13 @@ impl Roofline {
 
     /// The terms, and the seconds of compute and of memory traffic in them.
     fn split(&self, b: &BatchShape) -> Terms {
+        self.split_ranked(b, None)
+    }
+
+    /// [`Roofline::split`] with the attention ranks' parts of the batch.
+    fn split_ranked(&self, b: &BatchShape, ranks: Option<&[BatchShape]>) -> Terms {
         if let Some(p) = &self.parallel {
-            return p.split(self, b);
+            return p.split(self, b, ranks);
         }
         if b.tokens == 0 {
             return Terms::default();

@@ -322,6 +322,9 @@ pub struct Engine {
     /// marking each rank's hashes apart ([`crate::engine::kv::salted`]).
     rank_load: Vec<u32>,
     next_rank: u32,
+    /// This step's batch on each attention rank (where there are several):
+    /// the ranks step together, and the slowest sets the step's time.
+    rank_shapes: Vec<BatchShape>,
 }
 
 /// A pipeline's prompt chunk whose trip through every stage outlasts its
@@ -372,6 +375,10 @@ impl Engine {
             offloaded: Vec::new(),
             rank_load: vec![0; cfg.attention_ranks().max(1) as usize],
             next_rank: 0,
+            rank_shapes: vec![
+                BatchShape::default();
+                if cfg.attention_ranks() > 1 { cfg.attention_ranks() as usize } else { 0 }
+            ],
             cfg,
         })
     }
@@ -727,26 +734,38 @@ impl Engine {
         let mut shape = BatchShape::default();
         let mut batch = BatchSummary::default();
         let mut most_drafts = 0;
+        self.rank_shapes.fill(BatchShape::default());
         for &(slot, new) in &self.scheduled {
             let r = &self.slots[slot as usize];
-            if new == 1 && r.decoding() {
-                shape.add_decode(r.num_computed);
+            let decode = new == 1 && r.decoding();
+            // Verifying drafts: the last token and the drafts in one pass over
+            // the context, as a short prefill is.
+            let add = |s: &mut BatchShape| {
+                if decode {
+                    s.add_decode(r.num_computed);
+                } else {
+                    s.add_prefill(r.num_computed, new);
+                }
+            };
+            add(&mut shape);
+            // The sequence's own rank's batch too, where there are several.
+            if let Some(s) = self.rank_shapes.get_mut(r.rank as usize) {
+                add(s);
+            }
+            if decode {
                 batch.decodes += 1;
             } else if r.decoding() {
-                // Verifying drafts: the last token and the drafts in one
-                // pass over the context, as a short prefill is.
-                shape.add_prefill(r.num_computed, new);
                 batch.decodes += 1;
                 most_drafts = most_drafts.max(new - 1);
             } else {
-                shape.add_prefill(r.num_computed, new);
                 batch.prefills += 1;
                 batch.prefill_tokens += new;
             }
             batch.tokens += new;
         }
         batch.seqs = self.scheduled.len() as u32;
-        (out.duration, out.power) = self.roofline.step_time_and_power(&shape);
+        let ranks = (!self.rank_shapes.is_empty()).then_some(&self.rank_shapes[..]);
+        (out.duration, out.power) = self.roofline.step_time_and_power_ranked(&shape, ranks);
         self.late_now.clear();
         if self.cfg.pp > 1 && shape.prefills > 0 {
             self.chunks_late(&shape, &mut out.duration);
@@ -911,7 +930,8 @@ impl Engine {
             if new <= 1 || self.slots[slot as usize].decoding() {
                 continue;
             }
-            let late = self.roofline.chunk_late(shape, new, *step);
+            let rank = self.rank_shapes.get(self.slots[slot as usize].rank as usize);
+            let late = self.roofline.chunk_late(shape, rank, new, *step);
             if late.is_zero() {
                 continue;
             }
