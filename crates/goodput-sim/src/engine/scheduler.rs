@@ -314,10 +314,11 @@ pub struct Engine {
     offloaded: Vec<u32>,
     /// Where an expert-parallel group has several attention ranks
     /// (`attention_ranks`), the requests each holds: a request goes to the
-    /// one that holds the fewest (the first such), as vLLM's data-parallel
-    /// balancer picks the least-loaded rank, or under SGLang's scheduler to
-    /// the ranks in turn (`next_rank`), as its DP attention's round-robin
-    /// does. Each rank keeps its own prefix cache, so a request finds only
+    /// rank vLLM's data-parallel balancer scores lowest (`rank_seen`,
+    /// [`Engine::take_rank`]), under TensorRT-LLM's to the one holding the
+    /// fewest, or under SGLang's scheduler to the ranks in turn
+    /// (`next_rank`), as its DP attention's round-robin does. Each rank
+    /// keeps its own prefix cache, so a request finds only
     /// the blocks its own rank cached, which the pooled cache gives by
     /// marking each rank's hashes apart ([`crate::engine::kv::salted`]).
     rank_load: Vec<u32>,
@@ -325,6 +326,16 @@ pub struct Engine {
     /// This step's batch on each attention rank (where there are several):
     /// the ranks step together, and the slowest sets the step's time.
     rank_shapes: Vec<BatchShape>,
+    /// Each rank's waiting and running requests as vLLM's balancer sees
+    /// them: counted at the end of each step, and a request it sends to a
+    /// rank counted waiting there at once ([`Engine::take_rank`]).
+    rank_seen: Vec<(u32, u32)>,
+    /// vLLM's scheduler with several ranks: each rank's token budget left
+    /// this step, its sequences, and whether its queue stopped (each rank
+    /// schedules its own requests, first come first served).
+    rank_budget: Vec<u32>,
+    rank_seats: Vec<u32>,
+    rank_blocked: Vec<bool>,
 }
 
 /// A pipeline's prompt chunk whose trip through every stage outlasts its
@@ -350,6 +361,8 @@ impl Engine {
         let roofline = Roofline::new(&cfg)?;
         // An expert-parallel group's ranks each bring their own limits.
         let max_num_seqs = cfg.resolved_max_num_seqs().saturating_mul(cfg.attention_ranks());
+        // Each rank's own counts, where a group has several ranks.
+        let ranked = if cfg.attention_ranks() > 1 { cfg.attention_ranks() as usize } else { 0 };
         Ok(Engine {
             pool: BlockPool::new(capacity.num_blocks, cfg.block_size),
             roofline,
@@ -375,10 +388,11 @@ impl Engine {
             offloaded: Vec::new(),
             rank_load: vec![0; cfg.attention_ranks().max(1) as usize],
             next_rank: 0,
-            rank_shapes: vec![
-                BatchShape::default();
-                if cfg.attention_ranks() > 1 { cfg.attention_ranks() as usize } else { 0 }
-            ],
+            rank_shapes: vec![BatchShape::default(); ranked],
+            rank_seen: vec![(0, 0); ranked],
+            rank_budget: vec![0; ranked],
+            rank_seats: vec![0; ranked],
+            rank_blocked: vec![false; ranked],
             cfg,
         })
     }
@@ -399,7 +413,14 @@ impl Engine {
     }
 
     /// The attention rank a new request goes to ([`Engine::rank_load`]),
-    /// counted there until it leaves.
+    /// counted there until it leaves. vLLM's balancer
+    /// (`DPLBAsyncMPClient.get_core_engine_for_request`) scores each rank
+    /// four times its waiting requests plus its running ones, takes the
+    /// lowest (the first on a tie), and counts the request waiting there
+    /// until the ranks' next counts come in. TensorRT-LLM's attention data
+    /// parallelism gives it to the rank with the fewest active requests
+    /// (`balance_requests_across_ranks`; its tie on their tokens is not
+    /// modelled: the first), SGLang's to the ranks in turn.
     fn take_rank(&mut self) -> u32 {
         let ranks = self.rank_load.len() as u32;
         let rank = match self.cfg.scheduler {
@@ -408,10 +429,96 @@ impl Engine {
                 self.next_rank = (r + 1) % ranks;
                 r
             }
-            _ => (0..ranks).min_by_key(|&r| self.rank_load[r as usize]).unwrap_or(0),
+            SchedulerPolicy::Trtllm => (0..ranks).min_by_key(|&r| self.rank_load[r as usize]).unwrap_or(0),
+            SchedulerPolicy::Vllm => {
+                let score = |&(waiting, running): &(u32, u32)| 4 * u64::from(waiting) + u64::from(running);
+                let r = (0..self.rank_seen.len()).min_by_key(|&r| score(&self.rank_seen[r])).unwrap_or(0);
+                if let Some(seen) = self.rank_seen.get_mut(r) {
+                    seen.0 += 1;
+                }
+                r as u32
+            }
         };
         self.rank_load[rank as usize] += 1;
         rank
+    }
+
+    /// Each rank's running requests, those whose output crosses a
+    /// pipeline's stages included, into `rank_seats`.
+    fn count_seats(&mut self) {
+        self.rank_seats.fill(0);
+        for slot in self.running.iter().copied().chain(self.late.iter().map(|l| l.slot)) {
+            self.rank_seats[self.slots[slot as usize].rank as usize] += 1;
+        }
+    }
+
+    /// The ranks' counts as the balancer sees them after a step: each
+    /// rank's running requests, and the rest of its requests waiting.
+    fn count_ranks(&mut self) {
+        if self.rank_seen.is_empty() {
+            return;
+        }
+        self.count_seats();
+        for ((seen, &load), &running) in self.rank_seen.iter_mut().zip(&self.rank_load).zip(&self.rank_seats) {
+            *seen = (load.saturating_sub(running), running);
+        }
+    }
+
+    /// Under vLLM's scheduler with several ranks, each rank's budget, seats
+    /// and queue for a new step: a rank schedules within its own
+    /// `max_num_batched_tokens` (a micro-batch's, times the stages) and
+    /// `max_num_seqs`.
+    fn open_ranks(&mut self) {
+        if self.rank_budget.is_empty() {
+            return;
+        }
+        self.count_seats();
+        let budget = self.cfg.max_num_batched_tokens.saturating_mul(self.cfg.pp.max(1));
+        self.rank_budget.fill(budget);
+        self.rank_blocked.fill(false);
+    }
+
+    /// The tokens the rank of the request in `slot` may still schedule this
+    /// step (no limit of its own with one rank).
+    fn rank_left(&self, slot: u32) -> u32 {
+        self.rank_budget.get(self.slots[slot as usize].rank as usize).copied().unwrap_or(u32::MAX)
+    }
+
+    /// Whether the rank of the waiting request in `slot` may admit it: its
+    /// queue not stopped, budget left, a seat free. One rank: always.
+    fn rank_admits(&self, slot: u32) -> bool {
+        let r = self.slots[slot as usize].rank as usize;
+        match self.rank_budget.get(r) {
+            Some(&budget) => {
+                !self.rank_blocked[r] && budget > 0 && self.rank_seats[r] < self.cfg.resolved_max_num_seqs()
+            }
+            None => true,
+        }
+    }
+
+    /// Counts `new` tokens scheduled on the rank of `slot` (and a seat
+    /// taken where `admitted`).
+    fn rank_took(&mut self, slot: u32, new: u32, admitted: bool) {
+        let r = self.slots[slot as usize].rank as usize;
+        if let Some(b) = self.rank_budget.get_mut(r) {
+            *b = b.saturating_sub(new);
+            self.rank_seats[r] += u32::from(admitted);
+        }
+    }
+
+    /// Stops the queue of the rank of the waiting request in `slot` for
+    /// this step (it could not be admitted, and a rank admits first come
+    /// first served); false once no rank's queue is open (with one rank, at
+    /// once).
+    fn block_rank(&mut self, slot: u32) -> bool {
+        let r = self.slots[slot as usize].rank as usize;
+        match self.rank_blocked.get_mut(r) {
+            Some(b) => {
+                *b = true;
+                self.rank_blocked.iter().any(|b| !b)
+            }
+            None => false,
+        }
     }
 
     /// Request `slot` left its rank.
@@ -698,6 +805,14 @@ impl Engine {
         if !self.has_work() {
             return false;
         }
+        let stepped = self.run_step(out);
+        // The ranks' counts after each step, as vLLM's engines publish them.
+        self.count_ranks();
+        stepped
+    }
+
+    /// [`step_into`](Self::step_into)'s step, the engine having work.
+    fn run_step(&mut self, out: &mut StepOutcome) -> bool {
         self.schedule(out);
         if self.scheduled.is_empty() && !out.tokens.is_empty() {
             // SGLang's decode instance handed on the first tokens its
@@ -1001,57 +1116,67 @@ impl Engine {
         }
         self.scheduled.clear();
         let mut budget = self.cfg.step_token_budget();
+        self.open_ranks();
         let mixed = self.cfg.mixed_batches;
         let running = if mixed { Phase::Both } else { Phase::Prefill };
         if self.schedule_running(running, &mut budget, out) {
             return;
         }
 
+        // The waiting requests first come first served; with several ranks,
+        // each rank's own in their order: one that cannot be admitted stops
+        // its rank's queue, not the others'.
+        let mut i = 0;
         while budget > 0 && (self.num_running() as u32) < self.max_num_seqs {
-            let Some(&slot) = self.waiting.front() else {
+            let Some(&slot) = self.waiting.get(i) else {
                 break;
             };
-            match self.slots[slot as usize].pull {
-                Pull::Awaiting => {
-                    if !self.admit_pull(slot, out) {
-                        break;
-                    }
-                    self.waiting.pop_front();
-                    continue;
+            let taken = if self.rank_admits(slot) { self.admit_waiting(slot, budget, out) } else { None };
+            let Some(new) = taken else {
+                if !self.block_rank(slot) {
+                    break;
                 }
-                Pull::Landed => {
-                    if !self.start_landed(slot, out) {
-                        break;
-                    }
-                    self.waiting.pop_front();
-                    budget -= 1;
-                    continue;
-                }
-                Pull::None | Pull::Pulling => {}
-            }
-            let r = &self.slots[slot as usize];
-            let num_tokens = r.num_tokens();
-            let cached = self.look_up(slot);
-            let mut new = num_tokens - cached;
-            let whole_fits_a_step = new <= self.cfg.max_num_batched_tokens;
-            if !self.cfg.enable_chunked_prefill && whole_fits_a_step && new > budget {
-                break;
-            }
-            // Without chunked prefill only a recompute longer than a whole
-            // step is chunked; the alternative is never running it again. A
-            // chunk runs on its request's rank, within that rank's budget
-            // (the group's is the ranks' together).
-            new = new.min(budget).min(self.cfg.max_num_batched_tokens);
-            if !self.pool.admit(&mut self.slots[slot as usize].blocks, &self.hits, cached + new) {
-                break;
-            }
-            self.waiting.pop_front();
-            self.start(slot, cached, new, out);
+                i += 1;
+                continue;
+            };
+            self.waiting.remove(i);
+            // One pulling its KV in is not running yet: it takes no seat.
+            let seat = self.slots[slot as usize].pull != Pull::Pulling;
+            self.rank_took(slot, new, seat);
             budget -= new;
         }
         if !mixed && !self.prefills() {
             self.schedule_running(Phase::Decode, &mut budget, out);
         }
+    }
+
+    /// Admits the waiting request in `slot` under vLLM's scheduler, within
+    /// `budget` and its rank's: the tokens it computes this step, or `None`
+    /// (holding nothing) where it cannot be admitted. A request prefilled
+    /// elsewhere is admitted to pull its KV (no tokens), or, its KV landed,
+    /// computes its last prompt token.
+    fn admit_waiting(&mut self, slot: u32, budget: u32, out: &mut StepOutcome) -> Option<u32> {
+        match self.slots[slot as usize].pull {
+            Pull::Awaiting => return self.admit_pull(slot, out).then_some(0),
+            Pull::Landed => return self.start_landed(slot, out).then_some(1),
+            Pull::None | Pull::Pulling => {}
+        }
+        let left = budget.min(self.rank_left(slot));
+        let num_tokens = self.slots[slot as usize].num_tokens();
+        let cached = self.look_up(slot);
+        let whole = num_tokens - cached;
+        // Without chunked prefill only a recompute longer than a whole step
+        // is chunked; the alternative is never running it again. A chunk
+        // runs on its request's rank, within that rank's budget.
+        if !self.cfg.enable_chunked_prefill && whole <= self.cfg.max_num_batched_tokens && whole > left {
+            return None;
+        }
+        let new = whole.min(left).min(self.cfg.max_num_batched_tokens);
+        if !self.pool.admit(&mut self.slots[slot as usize].blocks, &self.hits, cached + new) {
+            return None;
+        }
+        self.start(slot, cached, new, out);
+        Some(new)
     }
 
     /// Whether the step scheduled so far computes some prompt (a new
@@ -1080,10 +1205,17 @@ impl Engine {
                 i += 1;
                 continue;
             }
+            // With several ranks, each schedules its own within its budget.
+            let left = self.rank_left(slot);
+            if left == 0 {
+                i += 1;
+                continue;
+            }
             // A decoding sequence carries its drafts, as many as its output
             // has room for and the budget allows.
             let drafts = if r.decoding() { self.drafts(r) } else { 0 };
-            let new = (r.num_tokens() - r.num_computed + drafts).min(*budget).min(self.cfg.max_num_batched_tokens);
+            let new =
+                (r.num_tokens() - r.num_computed + drafts).min(*budget).min(left).min(self.cfg.max_num_batched_tokens);
             let target = r.num_computed + new;
             let mut scheduled = true;
             while !self.pool.grow(&mut self.slots[slot as usize].blocks, target) {
@@ -1105,6 +1237,7 @@ impl Engine {
             let kept = r_kept(target, new, drafts);
             self.register_full_blocks(slot, kept);
             self.scheduled.push((slot, new));
+            self.rank_took(slot, new, false);
             *budget -= new;
             i += 1;
         }
@@ -2024,6 +2157,52 @@ mod tests {
     /// requests from any rank's blocks). Under vLLM's scheduler a request
     /// goes to the rank holding the fewest requests (vLLM's data-parallel
     /// balancer), under SGLang's to the ranks in turn.
+    #[test]
+    fn each_rank_schedules_its_own_requests_within_its_own_limits() {
+        // Two attention ranks of Qwen3-30B-A3B, each with a budget of 2,048
+        // tokens and `cap` sequences.
+        let group = |cap: u32| {
+            let mut cfg = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Fp8).unwrap();
+            (cfg.tp, cfg.ep, cfg.dp, cfg.max_num_batched_tokens, cfg.max_num_seqs) = (1, 2, 2, 2048, Some(cap));
+            let cfg = cfg.engine_configs().remove(0);
+            Engine::new(cfg).unwrap()
+        };
+        let add = |e: &mut Engine, id: u64, len: u32, answer: u32| {
+            let p = prompt(len, id, e.config());
+            e.add_request(id, p, answer).unwrap();
+        };
+        // vLLM's balancer alternates over empty ranks (a request counted
+        // waiting where it was sent, four times a running one): 0, 1, 0, 1.
+        let mut e = group(256);
+        for (id, len) in [(1, 1500), (2, 100), (3, 1500), (4, 100)] {
+            add(&mut e, id, len, 8);
+        }
+        let ranks: Vec<u32> = (1..=4).map(|id| e.slots[e.index[&id] as usize].rank).collect();
+        assert_eq!(ranks, [0, 1, 0, 1]);
+        // The first rank's 3,000 prompt tokens exceed its budget: the second
+        // of its prompts is cut to the 548 left, where the group's budgets
+        // added up had taken it whole.
+        let first = e.step().unwrap();
+        assert_eq!(first.batch.prefill_tokens, 1500 + 548 + 100 + 100);
+        let rank0 = e.rank_shapes[0];
+        assert_eq!((rank0.prefill_tokens, rank0.largest_prefill), (2048, 1500));
+
+        // One sequence a rank: the first rank's long request holds its seat,
+        // and when the second rank's short one ends, the request admitted is
+        // the next on the second rank, not the older one queued on the first
+        // (the group's cap of two, pooled, had let that one in).
+        let mut e = group(1);
+        for (id, answer) in [(1, 64), (2, 2), (3, 8), (4, 8)] {
+            add(&mut e, id, 32, answer);
+        }
+        let mut admitted = Vec::new();
+        while let Some(out) = e.step() {
+            assert!(e.rank_seats.iter().all(|&n| n <= 1), "{:?}", e.rank_seats);
+            admitted.extend(out.admitted);
+        }
+        assert_eq!(admitted, [1, 2, 4, 3]);
+    }
+
     #[test]
     fn a_rank_finds_only_the_prefixes_it_cached() {
         // Requests `(prefix, answer)` added one after another, each step run
