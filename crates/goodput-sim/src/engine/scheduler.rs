@@ -330,9 +330,10 @@ pub struct Engine {
     /// them: counted at the end of each step, and a request it sends to a
     /// rank counted waiting there at once ([`Engine::take_rank`]).
     rank_seen: Vec<(u32, u32)>,
-    /// vLLM's scheduler with several ranks: each rank's token budget left
-    /// this step, its sequences, and whether its queue stopped (each rank
-    /// schedules its own requests, first come first served).
+    /// vLLM's and TensorRT-LLM's schedulers with several ranks: each rank's
+    /// token budget left this step, its sequences, and whether its queue
+    /// stopped (each rank schedules its own requests, first come first
+    /// served).
     rank_budget: Vec<u32>,
     rank_seats: Vec<u32>,
     rank_blocked: Vec<bool>,
@@ -363,6 +364,9 @@ impl Engine {
         let max_num_seqs = cfg.resolved_max_num_seqs().saturating_mul(cfg.attention_ranks());
         // Each rank's own counts, where a group has several ranks.
         let ranked = if cfg.attention_ranks() > 1 { cfg.attention_ranks() as usize } else { 0 };
+        // Ranks that each schedule their own (vLLM's and TensorRT-LLM's;
+        // SGLang's group keeps one queue).
+        let own_queues = if cfg.scheduler == SchedulerPolicy::Sglang { 0 } else { ranked };
         Ok(Engine {
             pool: BlockPool::new(capacity.num_blocks, cfg.block_size),
             roofline,
@@ -390,9 +394,9 @@ impl Engine {
             next_rank: 0,
             rank_shapes: vec![BatchShape::default(); ranked],
             rank_seen: vec![(0, 0); ranked],
-            rank_budget: vec![0; ranked],
+            rank_budget: vec![0; own_queues],
             rank_seats: vec![0; ranked],
-            rank_blocked: vec![false; ranked],
+            rank_blocked: vec![false; own_queues],
             cfg,
         })
     }
@@ -464,11 +468,11 @@ impl Engine {
         }
     }
 
-    /// Under vLLM's scheduler with several ranks, each rank's budget, seats
-    /// and queue for a new step: a rank schedules within its own
-    /// `max_num_batched_tokens` (a micro-batch's, times the stages) and
-    /// `max_num_seqs`.
-    fn open_ranks(&mut self) {
+    /// Under vLLM's or TensorRT-LLM's scheduler with several ranks, each
+    /// rank's budget, seats and queue for a new step: a rank schedules
+    /// within its own `max_num_batched_tokens` (a micro-batch's, times the
+    /// stages) and `max_num_seqs`.
+    pub(super) fn open_ranks(&mut self) {
         if self.rank_budget.is_empty() {
             return;
         }
@@ -480,13 +484,13 @@ impl Engine {
 
     /// The tokens the rank of the request in `slot` may still schedule this
     /// step (no limit of its own with one rank).
-    fn rank_left(&self, slot: u32) -> u32 {
+    pub(super) fn rank_left(&self, slot: u32) -> u32 {
         self.rank_budget.get(self.slots[slot as usize].rank as usize).copied().unwrap_or(u32::MAX)
     }
 
     /// Whether the rank of the waiting request in `slot` may admit it: its
     /// queue not stopped, budget left, a seat free. One rank: always.
-    fn rank_admits(&self, slot: u32) -> bool {
+    pub(super) fn rank_admits(&self, slot: u32) -> bool {
         let r = self.slots[slot as usize].rank as usize;
         match self.rank_budget.get(r) {
             Some(&budget) => {
@@ -498,7 +502,7 @@ impl Engine {
 
     /// Counts `new` tokens scheduled on the rank of `slot` (and a seat
     /// taken where `admitted`).
-    fn rank_took(&mut self, slot: u32, new: u32, admitted: bool) {
+    pub(super) fn rank_took(&mut self, slot: u32, new: u32, admitted: bool) {
         let r = self.slots[slot as usize].rank as usize;
         if let Some(b) = self.rank_budget.get_mut(r) {
             *b = b.saturating_sub(new);
@@ -510,7 +514,7 @@ impl Engine {
     /// this step (it could not be admitted, and a rank admits first come
     /// first served); false once no rank's queue is open (with one rank, at
     /// once).
-    fn block_rank(&mut self, slot: u32) -> bool {
+    pub(super) fn block_rank(&mut self, slot: u32) -> bool {
         let r = self.slots[slot as usize].rank as usize;
         match self.rank_blocked.get_mut(r) {
             Some(b) => {
@@ -2161,9 +2165,10 @@ mod tests {
     fn each_rank_schedules_its_own_requests_within_its_own_limits() {
         // Two attention ranks of Qwen3-30B-A3B, each with a budget of 2,048
         // tokens and `cap` sequences.
-        let group = |cap: u32| {
+        let group = |cap: u32, policy: SchedulerPolicy| {
             let mut cfg = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Fp8).unwrap();
             (cfg.tp, cfg.ep, cfg.dp, cfg.max_num_batched_tokens, cfg.max_num_seqs) = (1, 2, 2, 2048, Some(cap));
+            cfg.scheduler = policy;
             let cfg = cfg.engine_configs().remove(0);
             Engine::new(cfg).unwrap()
         };
@@ -2173,34 +2178,40 @@ mod tests {
         };
         // vLLM's balancer alternates over empty ranks (a request counted
         // waiting where it was sent, four times a running one): 0, 1, 0, 1.
-        let mut e = group(256);
-        for (id, len) in [(1, 1500), (2, 100), (3, 1500), (4, 100)] {
-            add(&mut e, id, len, 8);
-        }
-        let ranks: Vec<u32> = (1..=4).map(|id| e.slots[e.index[&id] as usize].rank).collect();
-        assert_eq!(ranks, [0, 1, 0, 1]);
+        // TensorRT-LLM's gives each to the rank with the fewest: the same.
         // The first rank's 3,000 prompt tokens exceed its budget: the second
-        // of its prompts is cut to the 548 left, where the group's budgets
-        // added up had taken it whole.
-        let first = e.step().unwrap();
-        assert_eq!(first.batch.prefill_tokens, 1500 + 548 + 100 + 100);
-        let rank0 = e.rank_shapes[0];
-        assert_eq!((rank0.prefill_tokens, rank0.largest_prefill), (2048, 1500));
+        // of its prompts is cut to the 548 left (TensorRT-LLM's to whole
+        // blocks of 16: 544), where the group's budgets added up had taken
+        // it whole.
+        for (policy, left) in [(SchedulerPolicy::Vllm, 548), (SchedulerPolicy::Trtllm, 544)] {
+            let mut e = group(256, policy);
+            for (id, len) in [(1, 1500), (2, 100), (3, 1500), (4, 100)] {
+                add(&mut e, id, len, 8);
+            }
+            let ranks: Vec<u32> = (1..=4).map(|id| e.slots[e.index[&id] as usize].rank).collect();
+            assert_eq!(ranks, [0, 1, 0, 1], "{policy:?}");
+            let first = e.step().unwrap();
+            assert_eq!(first.batch.prefill_tokens, 1500 + left + 100 + 100, "{policy:?}");
+            let rank0 = e.rank_shapes[0];
+            assert_eq!((rank0.prefill_tokens, rank0.largest_prefill), (1500 + u64::from(left), 1500), "{policy:?}");
+        }
 
         // One sequence a rank: the first rank's long request holds its seat,
         // and when the second rank's short one ends, the request admitted is
         // the next on the second rank, not the older one queued on the first
         // (the group's cap of two, pooled, had let that one in).
-        let mut e = group(1);
-        for (id, answer) in [(1, 64), (2, 2), (3, 8), (4, 8)] {
-            add(&mut e, id, 32, answer);
+        for policy in [SchedulerPolicy::Vllm, SchedulerPolicy::Trtllm] {
+            let mut e = group(1, policy);
+            for (id, answer) in [(1, 64), (2, 2), (3, 8), (4, 8)] {
+                add(&mut e, id, 32, answer);
+            }
+            let mut admitted = Vec::new();
+            while let Some(out) = e.step() {
+                assert!(e.rank_seats.iter().all(|&n| n <= 1), "{policy:?}: {:?}", e.rank_seats);
+                admitted.extend(out.admitted);
+            }
+            assert_eq!(admitted, [1, 2, 4, 3], "{policy:?}");
         }
-        let mut admitted = Vec::new();
-        while let Some(out) = e.step() {
-            assert!(e.rank_seats.iter().all(|&n| n <= 1), "{:?}", e.rank_seats);
-            admitted.extend(out.admitted);
-        }
-        assert_eq!(admitted, [1, 2, 4, 3]);
     }
 
     #[test]

@@ -85,9 +85,11 @@ impl Engine {
     pub(super) fn schedule_trtllm(&mut self, out: &mut StepOutcome) {
         self.scheduled.clear();
         let bs = self.cfg.block_size;
-        // Each attention data-parallel rank has its own budget (and its own
-        // `max_batch_size`, added in `max_num_seqs`), as in vLLM's schedule.
+        // Each attention data-parallel rank schedules its own requests within
+        // its own budget and `max_batch_size` (`open_ranks`); the step's are
+        // the ranks' together.
         let mut budget = self.cfg.step_token_budget();
+        self.open_ranks();
         // Chunks are whole blocks (TensorRT-LLM's chunk unit is
         // tokens_per_block), unless a block is more than the whole budget.
         let unit = if bs <= budget { bs } else { 1 };
@@ -120,18 +122,34 @@ impl Engine {
 
         // 3. New contexts, first come first served, each admitted only when
         // its whole run fits beside what the running ones are owed.
+        // With several ranks, each rank's own in their order: one that
+        // cannot be admitted stops its rank's queue, not the others'.
         let mut fitting = self.num_running() as u32;
         let mut k = 0;
         while budget > 0 && fitting < self.max_num_seqs && k < self.waiting.len() {
             let slot = self.waiting[k];
+            // Stops this rank's queue (or, with one rank, the pass).
+            macro_rules! stop {
+                () => {{
+                    if !self.block_rank(slot) {
+                        break;
+                    }
+                    k += 1;
+                    continue;
+                }};
+            }
+            if !self.rank_admits(slot) {
+                stop!();
+            }
             let r = &self.slots[slot as usize];
             match r.pull {
                 // Its reservation is already counted owed, above.
                 Pull::Landed => {
                     if !self.start_landed(slot, out) {
-                        break;
+                        stop!();
                     }
                     let _ = self.waiting.remove(k);
+                    self.rank_took(slot, 1, true);
                     fitting += 1;
                     budget -= 1;
                     continue;
@@ -141,7 +159,7 @@ impl Engine {
                 Pull::Awaiting => {
                     let need = self.pool.blocks_for(r.prompt_len + r.max_tokens) as u64;
                     if need > available || !self.admit_pull(slot, out) {
-                        break;
+                        stop!();
                     }
                     available -= need;
                     let _ = self.waiting.remove(k);
@@ -152,15 +170,18 @@ impl Engine {
             let num_tokens = r.num_tokens();
             let need = self.pool.blocks_for(r.prompt_len + r.max_tokens) as u64;
             if need > available {
-                break;
+                stop!();
             }
             let cached = self.look_up(slot);
-            let Some(new) = self.context_chunk(num_tokens - cached, budget, unit) else { break };
+            let Some(new) = self.context_chunk(num_tokens - cached, budget.min(self.rank_left(slot)), unit) else {
+                stop!()
+            };
             // The capacity scheduler counted it as fitting whether or not the
             // micro-batch had room for a chunk of it this step.
             available -= need;
             fitting += 1;
             if new == 0 {
+                self.rank_took(slot, 0, true);
                 k += 1;
                 continue;
             }
@@ -170,6 +191,7 @@ impl Engine {
             }
             let _ = self.waiting.remove(k);
             self.start(slot, cached, new, out);
+            self.rank_took(slot, new, true);
             budget -= new;
         }
         if !self.cfg.mixed_batches && !self.prefills() {
@@ -197,7 +219,13 @@ impl Engine {
             if r.decoding() {
                 continue;
             }
-            let Some(new) = chunk(self, r.num_tokens() - r.num_computed, *budget) else { break };
+            // With several ranks, within its own rank's budget too (under
+            // TensorRT-LLM's scheduler; SGLang's group keeps one).
+            let left = (*budget).min(self.rank_left(slot));
+            if left == 0 {
+                continue;
+            }
+            let Some(new) = chunk(self, r.num_tokens() - r.num_computed, left) else { break };
             if new == 0 {
                 continue;
             }
@@ -208,6 +236,7 @@ impl Engine {
             }
             self.register_full_blocks(slot, target);
             self.scheduled.push((slot, new));
+            self.rank_took(slot, new, false);
             *budget -= new;
             tokens += new;
         }
@@ -228,6 +257,10 @@ impl Engine {
             if new > *budget {
                 break;
             }
+            // Its rank's budget spent: the rest of that rank's wait.
+            if new > self.rank_left(slot) {
+                continue;
+            }
             let target = r.num_computed + new;
             if !self.pool.grow(&mut self.slots[slot as usize].blocks, target) {
                 // Cannot happen: the blocks were promised at admission.
@@ -236,6 +269,7 @@ impl Engine {
             }
             self.register_full_blocks(slot, super::r_kept(target, new, drafts));
             self.scheduled.push((slot, new));
+            self.rank_took(slot, new, false);
             *budget -= new;
         }
     }
