@@ -479,7 +479,11 @@ impl Engine {
         self.count_seats();
         let budget = self.cfg.max_num_batched_tokens.saturating_mul(self.cfg.pp.max(1));
         self.rank_budget.fill(budget);
-        self.rank_blocked.fill(false);
+        // A rank whose requests all run has none queued: its queue is done,
+        // so a pass over the waiting requests stops once the others' are.
+        for ((blocked, &load), &seats) in self.rank_blocked.iter_mut().zip(&self.rank_load).zip(&self.rank_seats) {
+            *blocked = load <= seats;
+        }
     }
 
     /// The tokens the rank of the request in `slot` may still schedule this
