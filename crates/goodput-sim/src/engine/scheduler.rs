@@ -489,12 +489,19 @@ impl Engine {
     /// The tokens the rank of the request in `slot` may still schedule this
     /// step (no limit of its own with one rank).
     pub(super) fn rank_left(&self, slot: u32) -> u32 {
+        // One rank: nothing to look up (this runs for every request a step).
+        if self.rank_budget.is_empty() {
+            return u32::MAX;
+        }
         self.rank_budget.get(self.slots[slot as usize].rank as usize).copied().unwrap_or(u32::MAX)
     }
 
     /// Whether the rank of the waiting request in `slot` may admit it: its
     /// queue not stopped, budget left, a seat free. One rank: always.
     pub(super) fn rank_admits(&self, slot: u32) -> bool {
+        if self.rank_budget.is_empty() {
+            return true;
+        }
         let r = self.slots[slot as usize].rank as usize;
         match self.rank_budget.get(r) {
             Some(&budget) => {
@@ -507,6 +514,9 @@ impl Engine {
     /// Counts `new` tokens scheduled on the rank of `slot` (and a seat
     /// taken where `admitted`).
     pub(super) fn rank_took(&mut self, slot: u32, new: u32, admitted: bool) {
+        if self.rank_budget.is_empty() {
+            return;
+        }
         let r = self.slots[slot as usize].rank as usize;
         if let Some(b) = self.rank_budget.get_mut(r) {
             *b = b.saturating_sub(new);
@@ -872,8 +882,8 @@ impl Engine {
             };
             add(&mut shape);
             // The sequence's own rank's batch too, where there are several.
-            if let Some(s) = self.rank_shapes.get_mut(r.rank as usize) {
-                add(s);
+            if !self.rank_shapes.is_empty() {
+                add(&mut self.rank_shapes[r.rank as usize]);
             }
             if decode {
                 batch.decodes += 1;
