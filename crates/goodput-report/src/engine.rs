@@ -129,14 +129,13 @@ impl EngineView for SimulatedEngine {
                 "KV capacity",
                 num(Some(self.kv_capacity_tokens as f64), 0),
                 "tokens",
-                match self.kv_rank_tokens {
-                    Some(t) => format!(
-                        "peak use {}; {} tokens a rank, the most one request holds",
-                        pct(Some(self.kv_usage_max)),
-                        num(Some(t as f64), 0)
-                    ),
-                    None => format!("peak use {}", pct(Some(self.kv_usage_max))),
-                },
+                format!(
+                    "peak use {}{}",
+                    pct(Some(self.kv_usage_max)),
+                    self.kv_rank_tokens
+                        .map(|t| format!("; {} tokens a rank, the most one request holds", num(Some(t as f64), 0)))
+                        .unwrap_or_default()
+                ),
             ),
         ];
         if !self.replicas.is_empty() {

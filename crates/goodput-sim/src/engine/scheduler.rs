@@ -493,7 +493,7 @@ impl Engine {
         if self.rank_budget.is_empty() {
             return u32::MAX;
         }
-        self.rank_budget.get(self.slots[slot as usize].rank as usize).copied().unwrap_or(u32::MAX)
+        self.rank_budget[self.slots[slot as usize].rank as usize]
     }
 
     /// Whether the rank of the waiting request in `slot` may admit it: its
@@ -503,12 +503,7 @@ impl Engine {
             return true;
         }
         let r = self.slots[slot as usize].rank as usize;
-        match self.rank_budget.get(r) {
-            Some(&budget) => {
-                !self.rank_blocked[r] && budget > 0 && self.rank_seats[r] < self.cfg.resolved_max_num_seqs()
-            }
-            None => true,
-        }
+        !self.rank_blocked[r] && self.rank_budget[r] > 0 && self.rank_seats[r] < self.cfg.resolved_max_num_seqs()
     }
 
     /// Counts `new` tokens scheduled on the rank of `slot` (and a seat
@@ -518,10 +513,8 @@ impl Engine {
             return;
         }
         let r = self.slots[slot as usize].rank as usize;
-        if let Some(b) = self.rank_budget.get_mut(r) {
-            *b = b.saturating_sub(new);
-            self.rank_seats[r] += u32::from(admitted);
-        }
+        self.rank_budget[r] = self.rank_budget[r].saturating_sub(new);
+        self.rank_seats[r] += u32::from(admitted);
     }
 
     /// Stops the queue of the rank of the waiting request in `slot` for
@@ -2169,12 +2162,6 @@ mod tests {
         one.add_request(1, prompt(one.capacity().tokens() as u32 - 10, 1, &cfg), 10).unwrap();
     }
 
-    /// Each attention rank of an expert-parallel group keeps its own prefix
-    /// cache: a prefix one rank cached is found by a later request on that
-    /// rank, not by one on another (the pooled cache had served every rank's
-    /// requests from any rank's blocks). Under vLLM's scheduler a request
-    /// goes to the rank holding the fewest requests (vLLM's data-parallel
-    /// balancer), under SGLang's to the ranks in turn.
     #[test]
     fn each_rank_schedules_its_own_requests_within_its_own_limits() {
         // Two attention ranks of Qwen3-30B-A3B, each with a budget of 2,048
@@ -2228,6 +2215,13 @@ mod tests {
         }
     }
 
+    /// Each attention rank of an expert-parallel group keeps its own prefix
+    /// cache: a prefix one rank cached is found by a later request on that
+    /// rank, not by one on another (the pooled cache had served every rank's
+    /// requests from any rank's blocks). Under vLLM's scheduler a request
+    /// goes to the rank its data-parallel balancer scores lowest (four times
+    /// its waiting requests plus its running ones), under SGLang's to the
+    /// ranks in turn.
     #[test]
     fn a_rank_finds_only_the_prefixes_it_cached() {
         // Requests `(prefix, answer)` added one after another, each step run

@@ -199,12 +199,8 @@ pub(super) fn engine_section(o: &mut String, r: &RunResult) {
         vec![Series::new("KV-cache use", Style::Line, 2, e.kv_usage())],
     );
     if let Some(c) = kv.as_mut().filter(|_| e.kv_capacity_tokens > 0) {
-        c.note = Some(match e.kv_rank_tokens {
-            Some(t) => {
-                format!("Of a capacity of {} tokens ({t} a rank, the most one request holds).", e.kv_capacity_tokens)
-            }
-            None => format!("Of a capacity of {} tokens.", e.kv_capacity_tokens),
-        });
+        let rank = e.kv_rank_tokens.map(|t| format!(" ({t} a rank, the most one request holds)")).unwrap_or_default();
+        c.note = Some(format!("Of a capacity of {} tokens{rank}.", e.kv_capacity_tokens));
     }
     let queue = series_chart(
         "engine-requests-time",
