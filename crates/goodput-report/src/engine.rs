@@ -42,18 +42,23 @@ impl EngineView for SimulatedEngine {
         let c = &self.config;
         let given = |s: &str| (!s.is_empty()).then(|| s.to_string());
         let mut parts = Vec::new();
+        // An expert-parallel group's data-parallel ranks share one
+        // scheduler's experts: they are a replica's ranks, not replicas.
+        let ranks = if c.pd.is_none() { goodput_core::doc::config::ep_ranks(c.tp, c.ep) } else { 1 };
+        let of = if ranks > 1 { format!("{ranks} ranks of ") } else { String::new() };
         match (given(&c.model), given(&c.gpu)) {
-            (Some(m), Some(g)) if c.pp > 1 => parts.push(format!("{m} on {} stages of {}× {g}", c.pp, c.tp.max(1))),
-            (Some(m), Some(g)) => parts.push(format!("{m} on {}× {g}", c.tp.max(1))),
+            (Some(m), Some(g)) if c.pp > 1 => parts.push(format!("{m} on {of}{} stages of {}× {g}", c.pp, c.tp.max(1))),
+            (Some(m), Some(g)) => parts.push(format!("{m} on {of}{}× {g}", c.tp.max(1))),
             (Some(m), None) => parts.push(m),
             (None, Some(g)) => parts.push(g),
             (None, None) => {}
         }
-        if c.dp > 1 {
+        let replicas = c.dp / ranks;
+        if replicas > 1 {
             parts.push(match (&c.router, c.router_poll_s) {
-                (Some(r), Some(s)) => format!("{} replicas ({r}, loads polled every {s} s)", c.dp),
-                (Some(r), None) => format!("{} replicas ({r})", c.dp),
-                (None, _) => format!("{} replicas", c.dp),
+                (Some(r), Some(s)) => format!("{replicas} replicas ({r}, loads polled every {s} s)"),
+                (Some(r), None) => format!("{replicas} replicas ({r})"),
+                (None, _) => format!("{replicas} replicas"),
             });
         }
         if let Some(pd) = &c.pd {
@@ -65,7 +70,9 @@ impl EngineView for SimulatedEngine {
                 pd.kv_link_latency_us
             ));
         }
-        if c.ep > 1 {
+        if ranks > 1 {
+            parts.push(format!("EP {}: experts over {} GPUs, one scheduler", c.ep, c.ep));
+        } else if c.ep > 1 {
             parts.push(format!("EP {}", c.ep));
         }
         parts.extend(given(&c.precision));
@@ -285,6 +292,31 @@ mod tests {
         assert_eq!(
             replicas(json!(10.0)),
             "Llama-3.1-8B on 1× H100 SXM · 4 replicas (power-of-two, loads polled every 10 s) · bf16 · prefix caching on"
+        );
+        // An expert-parallel group's data-parallel ranks are one scheduler's
+        // ranks: eight ranks in groups of four are two replicas, four in one
+        // group none (the line had said "4 replicas · EP 4").
+        let ranks = |dp: u32, tp: u32| {
+            engine(json!({"config": {
+                "model": "Qwen3-30B-A3B", "gpu": "H100 SXM", "tp": tp, "ep": 4, "dp": dp,
+                "router": "least-loaded", "precision": "fp8"
+            }}))
+            .config_line()
+        };
+        assert_eq!(
+            ranks(4, 1),
+            "Qwen3-30B-A3B on 4 ranks of 1× H100 SXM · EP 4: experts over 4 GPUs, one scheduler · fp8 · prefix caching \
+             off"
+        );
+        assert_eq!(
+            ranks(8, 1),
+            "Qwen3-30B-A3B on 4 ranks of 1× H100 SXM · 2 replicas (least-loaded) · EP 4: experts over 4 GPUs, one \
+             scheduler · fp8 · prefix caching off"
+        );
+        // TP = EP: one rank a scheduler, the replicas as before.
+        assert_eq!(
+            ranks(2, 4),
+            "Qwen3-30B-A3B on 4× H100 SXM · 2 replicas (least-loaded) · EP 4 · fp8 · prefix caching off"
         );
     }
 
