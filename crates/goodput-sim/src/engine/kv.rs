@@ -260,10 +260,6 @@ impl BlockPool {
         self.num_blocks
     }
 
-    pub fn block_size(&self) -> u32 {
-        self.block_size
-    }
-
     /// Blocks never handed out yet.
     fn untouched(&self) -> u32 {
         self.num_blocks - self.ref_count.len() as u32

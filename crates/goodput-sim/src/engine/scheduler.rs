@@ -273,7 +273,12 @@ pub struct Engine {
     roofline: Roofline,
     capacity: KvCapacity,
     max_num_seqs: u32,
-    pool: BlockPool,
+    /// The KV blocks: one pool, or, where an expert-parallel group's ranks
+    /// each schedule their own requests (vLLM's and TensorRT-LLM's), one
+    /// pool a rank, each its share of the group's blocks: a rank fills
+    /// only its own cache, and frees room in it only from its own requests
+    /// ([`Engine::pool_of`]).
+    pools: Vec<BlockPool>,
     slots: Vec<Request>,
     free_slots: Vec<u32>,
     index: HashMap<u64, u32>,
@@ -296,7 +301,7 @@ pub struct Engine {
     /// keeps its blocks (in `held`) until [`Engine::release_held`], while its
     /// KV crosses to a decode instance.
     hold_finished: bool,
-    held: HashMap<u64, Vec<u32>>,
+    held: HashMap<u64, (usize, Vec<u32>)>,
     /// Requests holding blocks while their KV is pulled in (see [`Pull`]).
     pulling: Vec<u32>,
     /// A pipeline's outputs still on their way through the stages after
@@ -337,6 +342,20 @@ pub struct Engine {
     rank_budget: Vec<u32>,
     rank_seats: Vec<u32>,
     rank_blocked: Vec<bool>,
+    /// vLLM's ranks whose pass over their running requests stopped this
+    /// step (a request could not get a block even by preempting).
+    rank_halt: Vec<bool>,
+    /// TensorRT-LLM's blocks free in each pool less what its requests are
+    /// owed, kept to reuse its allocation.
+    pool_room: Vec<u64>,
+}
+
+/// The share of `(total, free)` blocks held.
+fn usage((total, free): (u32, u32)) -> f64 {
+    if total == 0 {
+        return 0.0;
+    }
+    1.0 - f64::from(free) / f64::from(total)
 }
 
 /// A pipeline's prompt chunk whose trip through every stage outlasts its
@@ -367,8 +386,9 @@ impl Engine {
         // Ranks that each schedule their own (vLLM's and TensorRT-LLM's;
         // SGLang's group keeps one queue).
         let own_queues = if cfg.scheduler == SchedulerPolicy::Sglang { 0 } else { ranked };
+        let pools = own_queues.max(1);
         Ok(Engine {
-            pool: BlockPool::new(capacity.num_blocks, cfg.block_size),
+            pools: (0..pools).map(|_| BlockPool::new(capacity.num_blocks / pools as u32, cfg.block_size)).collect(),
             roofline,
             capacity,
             max_num_seqs,
@@ -397,6 +417,8 @@ impl Engine {
             rank_budget: vec![0; own_queues],
             rank_seats: vec![0; ranked],
             rank_blocked: vec![false; own_queues],
+            rank_halt: vec![false; own_queues],
+            pool_room: Vec::new(),
             cfg,
         })
     }
@@ -484,6 +506,29 @@ impl Engine {
         for ((blocked, &load), &seats) in self.rank_blocked.iter_mut().zip(&self.rank_load).zip(&self.rank_seats) {
             *blocked = load <= seats;
         }
+        self.rank_halt.fill(false);
+    }
+
+    /// Whether the rank of the running request in `slot` stopped its pass
+    /// this step ([`Engine::halt_rank`]; never with one rank).
+    fn rank_halted(&self, slot: u32) -> bool {
+        if self.rank_halt.is_empty() {
+            return false;
+        }
+        self.rank_halt[self.slots[slot as usize].rank as usize]
+    }
+
+    /// Stops the pass over the running requests of the rank of `slot`; false
+    /// with one rank (the whole pass stops).
+    fn halt_rank(&mut self, slot: u32) -> bool {
+        let r = self.slots[slot as usize].rank as usize;
+        match self.rank_halt.get_mut(r) {
+            Some(h) => {
+                *h = true;
+                true
+            }
+            None => false,
+        }
     }
 
     /// The tokens the rank of the request in `slot` may still schedule this
@@ -532,6 +577,37 @@ impl Engine {
         }
     }
 
+    /// The pool (in `pools`) of the request in `slot`: its rank's, where
+    /// each rank keeps its own.
+    pub(super) fn pool_of(&self, slot: u32) -> usize {
+        if self.pools.len() == 1 {
+            return 0;
+        }
+        self.slots[slot as usize].rank as usize
+    }
+
+    /// Blocks needed to hold `tokens` tokens.
+    pub(super) fn blocks_for(&self, tokens: u32) -> u32 {
+        tokens.div_ceil(self.cfg.block_size)
+    }
+
+    /// The blocks of every pool together: (total, free).
+    fn blocks(&self) -> (u32, u32) {
+        self.pools.iter().fold((0, 0), |(t, f), p| (t + p.num_blocks(), f + p.num_free()))
+    }
+
+    /// The newest running request on the rank of `slot`, taken out of
+    /// `running`: where a rank keeps its own blocks, a preemption frees
+    /// room only from its own requests (with one pool, the newest of all).
+    fn pop_newest_of(&mut self, slot: u32) -> Option<u32> {
+        if self.pools.len() == 1 {
+            return self.running.pop();
+        }
+        let rank = self.slots[slot as usize].rank;
+        let at = self.running.iter().rposition(|&s| self.slots[s as usize].rank == rank)?;
+        Some(self.running.remove(at))
+    }
+
     /// Request `slot` left its rank.
     fn leave_rank(&mut self, slot: u32) {
         let n = &mut self.rank_load[self.slots[slot as usize].rank as usize];
@@ -540,10 +616,12 @@ impl Engine {
 
     /// The most tokens one request may hold: the cache of the attention rank
     /// it runs on. An expert-parallel group's data-parallel ranks each keep
-    /// their own cache, which [`Engine::capacity`] adds up (the engine
-    /// schedules them together), and a request lives on one of them.
+    /// their own cache (whole blocks), which [`Engine::capacity`] adds up
+    /// (the engine schedules them together), and a request lives on one of
+    /// them.
     pub fn request_kv_tokens(&self) -> u64 {
-        self.capacity.tokens() / u64::from(self.cfg.attention_ranks().max(1))
+        let ranks = self.cfg.attention_ranks().max(1);
+        u64::from(self.capacity.num_blocks / ranks) * u64::from(self.cfg.block_size)
     }
 
     pub fn roofline(&self) -> &Roofline {
@@ -564,8 +642,8 @@ impl Engine {
     /// when none are held for it.
     pub fn release_held(&mut self, id: u64) -> bool {
         match self.held.remove(&id) {
-            Some(mut blocks) => {
-                self.pool.release(&mut blocks);
+            Some((pool, mut blocks)) => {
+                self.pools[pool].release(&mut blocks);
                 true
             }
             None => false,
@@ -716,7 +794,7 @@ impl Engine {
     /// request finds a prefix cached before it. Returns how many cached
     /// prefixes (blocks) were forgotten.
     pub fn reset_prefix_cache(&mut self) -> usize {
-        self.pool.reset_prefix_cache()
+        self.pools.iter_mut().map(BlockPool::reset_prefix_cache).sum()
     }
 
     /// Drops a request (a client disconnect), freeing its blocks: a finished
@@ -738,8 +816,9 @@ impl Engine {
         } else if let Some(pos) = self.offloaded.iter().position(|&s| s == slot) {
             self.offloaded.remove(pos);
         }
+        let pool = self.pool_of(slot);
         let req = &mut self.slots[slot as usize];
-        self.pool.release(&mut req.blocks);
+        self.pools[pool].release(&mut req.blocks);
         req.live = false;
         self.leave_rank(slot);
         self.free_slots.push(slot);
@@ -765,7 +844,10 @@ impl Engine {
     }
 
     pub fn kv_usage(&self) -> f64 {
-        self.pool.usage()
+        match &self.pools[..] {
+            [one] => one.usage(),
+            _ => usage(self.blocks()),
+        }
     }
 
     /// The load SGLang's scheduler reports to its router (`/get_load`'s
@@ -775,7 +857,8 @@ impl Engine {
     /// plus the prompt tokens of the requests waiting. Whole blocks here,
     /// where SGLang's pages are a token by default.
     pub fn load_tokens(&self) -> u64 {
-        let held = u64::from(self.pool.num_blocks() - self.pool.num_free()) * u64::from(self.pool.block_size());
+        let (total, free) = self.blocks();
+        let held = u64::from(total - free) * u64::from(self.cfg.block_size);
         held + self.waiting.iter().map(|&s| u64::from(self.slots[s as usize].prompt_len)).sum::<u64>()
     }
 
@@ -795,10 +878,10 @@ impl Engine {
         EngineStats {
             running: self.num_running() as u32,
             waiting: self.num_waiting() as u32,
-            kv_usage: self.pool.usage(),
-            kv_blocks_total: self.pool.num_blocks(),
-            kv_blocks_free: self.pool.num_free(),
-            prefix_cache_evictions: self.pool.evictions,
+            kv_usage: self.kv_usage(),
+            kv_blocks_total: self.blocks().0,
+            kv_blocks_free: self.blocks().1,
+            prefix_cache_evictions: self.pools.iter().map(|p| p.evictions).sum(),
             ..self.stats.clone()
         }
     }
@@ -1076,11 +1159,12 @@ impl Engine {
     /// Ends the request in `slot`, whose last output is out: its blocks
     /// freed (or held for a decode instance's pull), its slot given back.
     fn finish(&mut self, slot: u32) {
+        let pool = self.pool_of(slot);
         let r = &mut self.slots[slot as usize];
         if self.hold_finished {
-            self.held.insert(r.id, std::mem::take(&mut r.blocks));
+            self.held.insert(r.id, (pool, std::mem::take(&mut r.blocks)));
         } else {
-            self.pool.release(&mut r.blocks);
+            self.pools[pool].release(&mut r.blocks);
         }
         r.live = false;
         self.index.remove(&r.id);
@@ -1130,7 +1214,9 @@ impl Engine {
         self.open_ranks();
         let mixed = self.cfg.mixed_batches;
         let running = if mixed { Phase::Both } else { Phase::Prefill };
-        if self.schedule_running(running, &mut budget, out) {
+        // A preemption stops admission: with several ranks, on the rank
+        // that preempted (its queue blocked), the others' going on.
+        if self.schedule_running(running, &mut budget, out) && self.rank_budget.is_empty() {
             return;
         }
 
@@ -1183,7 +1269,8 @@ impl Engine {
             return None;
         }
         let new = whole.min(left).min(self.cfg.max_num_batched_tokens);
-        if !self.pool.admit(&mut self.slots[slot as usize].blocks, &self.hits, cached + new) {
+        let pool = self.pool_of(slot);
+        if !self.pools[pool].admit(&mut self.slots[slot as usize].blocks, &self.hits, cached + new) {
             return None;
         }
         self.start(slot, cached, new, out);
@@ -1200,7 +1287,11 @@ impl Engine {
     /// takes what is left of its prefill within `budget`, or its decode
     /// token (and drafts), as `phase` allows; a request that cannot get a
     /// block preempts the newest running one (possibly itself). True when it
-    /// preempted, and the step then admits nobody.
+    /// preempted, and the step then admits nobody. With several ranks each
+    /// keeping its own blocks, a request preempts its own rank's newest,
+    /// and a rank that preempted schedules no more this step (its running
+    /// pass stops, its queue is blocked), as each rank's scheduler does,
+    /// while the other ranks go on.
     fn schedule_running(&mut self, phase: Phase, budget: &mut u32, out: &mut StepOutcome) -> bool {
         let mut preempted = false;
         let mut i = 0;
@@ -1216,9 +1307,10 @@ impl Engine {
                 i += 1;
                 continue;
             }
-            // With several ranks, each schedules its own within its budget.
+            // With several ranks, each schedules its own within its budget;
+            // one that preempted has stopped.
             let left = self.rank_left(slot);
-            if left == 0 {
+            if left == 0 || self.rank_halted(slot) {
                 i += 1;
                 continue;
             }
@@ -1229,20 +1321,31 @@ impl Engine {
                 (r.num_tokens() - r.num_computed + drafts).min(*budget).min(left).min(self.cfg.max_num_batched_tokens);
             let target = r.num_computed + new;
             let mut scheduled = true;
-            while !self.pool.grow(&mut self.slots[slot as usize].blocks, target) {
-                let Some(victim) = self.running.pop() else {
+            let pool = self.pool_of(slot);
+            while !self.pools[pool].grow(&mut self.slots[slot as usize].blocks, target) {
+                let Some(victim) = self.pop_newest_of(slot) else {
                     scheduled = false;
                     break;
                 };
                 self.preempt(victim, out);
                 preempted = true;
+                // Its rank admits nobody this step.
+                self.block_rank(slot);
                 if victim == slot {
                     scheduled = false;
                     break;
                 }
             }
             if !scheduled {
-                break;
+                // One rank: the pass ends. Several: this rank's does.
+                if !self.halt_rank(slot) {
+                    break;
+                }
+                // `slot` itself was taken out where it preempted itself.
+                if self.running.get(i) == Some(&slot) {
+                    i += 1;
+                }
+                continue;
             }
             // Drafts not yet accepted fill no block of the prefix cache.
             let kept = r_kept(target, new, drafts);
@@ -1263,7 +1366,8 @@ impl Engine {
         let (num_tokens, bs) = (r.num_tokens(), self.cfg.block_size);
         if self.cfg.enable_prefix_caching {
             let max_hit = self.reusable_blocks(num_tokens);
-            self.pool.find_prefix(r.prompt.block_hashes(), rank_salt(r.rank), max_hit, &mut self.hits);
+            let pool = &self.pools[self.pool_of(slot)];
+            pool.find_prefix(r.prompt.block_hashes(), rank_salt(r.rank), max_hit, &mut self.hits);
         } else {
             self.hits.clear();
         }
@@ -1304,8 +1408,8 @@ impl Engine {
     /// when the KV lands (vLLM delays their caching until the load ends).
     pub(super) fn admit_pull(&mut self, slot: u32, out: &mut StepOutcome) -> bool {
         self.look_up(slot);
-        let tokens = self.slots[slot as usize].num_tokens();
-        if !self.pool.admit(&mut self.slots[slot as usize].blocks, &self.hits, tokens) {
+        let (tokens, pool) = (self.slots[slot as usize].num_tokens(), self.pool_of(slot));
+        if !self.pools[pool].admit(&mut self.slots[slot as usize].blocks, &self.hits, tokens) {
             return false;
         }
         let r = &mut self.slots[slot as usize];
@@ -1320,8 +1424,8 @@ impl Engine {
     /// its last prompt token is computed this step, a decode; false when its
     /// block cannot be had (it was taken at admission: never).
     pub(super) fn start_landed(&mut self, slot: u32, out: &mut StepOutcome) -> bool {
-        let n = self.slots[slot as usize].num_tokens();
-        if !self.pool.grow(&mut self.slots[slot as usize].blocks, n) {
+        let (n, pool) = (self.slots[slot as usize].num_tokens(), self.pool_of(slot));
+        if !self.pools[pool].grow(&mut self.slots[slot as usize].blocks, n) {
             return false;
         }
         let r = &mut self.slots[slot as usize];
@@ -1361,8 +1465,9 @@ impl Engine {
     /// computed stays counted (its KV kept elsewhere, as SGLang's decode
     /// instance moves it to the host) unless [`Engine::take_back`] drops it.
     fn release_counted(&mut self, slot: u32, out: &mut StepOutcome) {
+        let pool = self.pool_of(slot);
         let r = &mut self.slots[slot as usize];
-        self.pool.release(&mut r.blocks);
+        self.pools[pool].release(&mut r.blocks);
         r.num_registered = 0;
         out.preempted.push(r.id);
         self.stats.preemptions += 1;
@@ -1411,9 +1516,11 @@ impl Engine {
         }
         full = full.min(base + r.output_hashes.len() as u32);
         let salt = rank_salt(r.rank);
+        let at = if self.pools.len() == 1 { 0 } else { r.rank as usize };
+        let pool = &mut self.pools[at];
         for j in r.num_registered..full {
             let h = if j < base { prompt[j as usize] } else { r.output_hashes[(j - base) as usize] };
-            self.pool.register(r.blocks[j as usize], super::kv::salted(h, salt));
+            pool.register(r.blocks[j as usize], super::kv::salted(h, salt));
         }
         r.num_registered = r.num_registered.max(full);
     }
@@ -1746,19 +1853,19 @@ mod tests {
         let mut out = StepOutcome::default();
         e.step_into(&mut out);
         e.add_request(1, prompt(8000, 1, &cfg), 1).unwrap();
-        let free = e.pool.num_free();
+        let free = e.pools[0].num_free();
         assert!(e.step_into(&mut out));
         assert!(!out.tokens.iter().any(|ev| ev.id == 1));
         assert_eq!(e.late.len(), 1, "its output crosses the stages");
         assert_eq!(e.num_running(), 2);
-        assert!(e.pool.num_free() + 400 < free, "its blocks held: {} of {free} free", e.pool.num_free());
-        let (finished, held) = (e.stats().requests_finished, e.pool.num_free());
+        assert!(e.pools[0].num_free() + 400 < free, "its blocks held: {} of {free} free", e.pools[0].num_free());
+        let (finished, held) = (e.stats().requests_finished, e.pools[0].num_free());
         while e.late.len() == 1 {
             assert!(e.step_into(&mut out));
         }
         assert!(out.tokens.iter().any(|ev| ev.id == 1 && ev.finished), "{:?}", out.tokens);
         assert_eq!(e.stats().requests_finished, finished + 1);
-        assert!(e.pool.num_free() > held + 400, "freed once out");
+        assert!(e.pools[0].num_free() > held + 400, "freed once out");
         assert_eq!(e.num_running(), 1);
         // Aborted while it crosses, it is counted aborted and never output.
         e.add_request(2, prompt(8000, 2, &cfg), 1).unwrap();
@@ -1823,7 +1930,7 @@ mod tests {
         let mut landed = false;
         for _ in 0..200 {
             let a = &e.slots[e.index[&0] as usize];
-            if !landed && e.pool.num_free() == 0 && a.num_computed as usize == a.blocks.len() * 16 {
+            if !landed && e.pools[0].num_free() == 0 && a.num_computed as usize == a.blocks.len() * 16 {
                 landed = e.kv_landed(1);
             }
             if !e.step_into(&mut out) {
@@ -2213,6 +2320,75 @@ mod tests {
             }
             assert_eq!(admitted, [1, 2, 4, 3], "{policy:?}");
         }
+    }
+
+    /// Each attention rank of an expert-parallel group keeps its own blocks
+    /// under vLLM's and TensorRT-LLM's schedulers: a rank fills only its
+    /// share of the group's cache, a vLLM rank out of blocks preempts its
+    /// own newest request (the pooled cache had let one rank spill into
+    /// another's share, and preempted the group's newest, another rank's),
+    /// and TensorRT-LLM admits a request only where its own rank has the
+    /// room for the whole of it.
+    #[test]
+    fn each_rank_fills_and_frees_only_its_own_cache() {
+        // Two ranks, 64 blocks of 16 tokens in all: 32 a rank.
+        let group = |policy: SchedulerPolicy| {
+            let mut cfg = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Fp8).unwrap();
+            (cfg.tp, cfg.ep, cfg.dp, cfg.num_gpu_blocks_override, cfg.block_size) = (1, 2, 2, Some(64), 16);
+            cfg.scheduler = policy;
+            let e = Engine::new(cfg.engine_configs().remove(0)).unwrap();
+            assert_eq!(e.pools.iter().map(BlockPool::num_blocks).collect::<Vec<_>>(), [32, 32]);
+            assert_eq!(e.request_kv_tokens(), 32 * 16);
+            e
+        };
+        // The first rank's two requests each reach 29 blocks (160 + 300
+        // tokens), more than its 32 together; the second rank's two, 14
+        // blocks each (16 + 200), fit in its own. Added at once, the
+        // balancers alternate: 1 and 3 on the first rank, 2 and 4 on the
+        // second, 4 the group's newest.
+        let requests = [(1, 160, 300), (2, 16, 200), (3, 160, 300), (4, 16, 200)];
+        let mut e = group(SchedulerPolicy::Vllm);
+        for (id, len, answer) in requests {
+            let p = prompt(len, id, e.config());
+            e.add_request(id, p, answer).unwrap();
+        }
+        let (mut preempted, mut finished) = (Vec::new(), 0);
+        while let Some(out) = e.step() {
+            // Each rank's requests hold their blocks in its own pool.
+            for (rank, pool) in e.pools.iter().enumerate() {
+                let held: usize = e
+                    .running
+                    .iter()
+                    .map(|&s| &e.slots[s as usize])
+                    .filter(|r| r.rank as usize == rank)
+                    .map(|r| r.blocks.len())
+                    .sum();
+                assert_eq!(held as u32, 32 - pool.num_free(), "rank {rank}");
+            }
+            preempted.extend(out.preempted);
+            finished += out.tokens.iter().filter(|t| t.finished).count();
+        }
+        // The first rank preempted, and only its own newest, 3; the second
+        // rank's requests, 4 the newest of all, ran through.
+        assert!(!preempted.is_empty() && preempted.iter().all(|&id| id == 3), "{preempted:?}");
+        assert_eq!(finished, 4);
+
+        // TensorRT-LLM reserves each request's whole run: the first rank
+        // has room for one of its two, and the second rank's both are
+        // admitted beside it (pooled, 29 of the 35 blocks left had let 3 in).
+        let mut e = group(SchedulerPolicy::Trtllm);
+        for (id, len, answer) in requests {
+            let p = prompt(len, id, e.config());
+            e.add_request(id, p, answer).unwrap();
+        }
+        let first = e.step().unwrap();
+        assert_eq!(first.admitted, [1, 2, 4]);
+        let mut admitted = first.admitted;
+        while let Some(out) = e.step() {
+            assert!(out.preempted.is_empty(), "guaranteed no evict");
+            admitted.extend(out.admitted);
+        }
+        assert_eq!(admitted, [1, 2, 4, 3], "3 once 1 has ended");
     }
 
     /// Each attention rank of an expert-parallel group keeps its own prefix

@@ -120,7 +120,9 @@ pub fn sglang_default_max_running(kv_tokens: u64, context: u32) -> u32 {
 
 impl Engine {
     /// One step of SGLang's schedule (see the module doc). Fills
-    /// `self.scheduled`.
+    /// `self.scheduled`. An expert-parallel group's ranks keep one queue
+    /// and one pool of blocks here (`pools[0]`), each request held to its
+    /// rank's share.
     pub(super) fn schedule_sglang(&mut self, out: &mut StepOutcome) {
         self.scheduled.clear();
         // A server with nothing running was idle (SGLang resets the ratio
@@ -180,7 +182,7 @@ impl Engine {
                 break;
             }
             let new = extend.min(budget).min(self.cfg.max_num_batched_tokens);
-            if !self.pool.admit(&mut self.slots[slot as usize].blocks, &self.hits, cached + new) {
+            if !self.pools[0].admit(&mut self.slots[slot as usize].blocks, &self.hits, cached + new) {
                 break;
             }
             self.waiting.pop_front();
@@ -221,7 +223,7 @@ impl Engine {
             let left = f64::from((r.max_tokens - r.num_output).min(SGLANG_CLIP_MAX_NEW_TOKENS));
             owed += if !r.decoding() { f64::from(r.num_tokens() - r.num_computed) + left } else { left * ratio };
         }
-        f64::from(self.pool.num_free()) * f64::from(self.cfg.block_size) - owed
+        f64::from(self.pools[0].num_free()) * f64::from(self.cfg.block_size) - owed
     }
 
     /// The decode pass: every decoding request takes its token (and its
@@ -238,13 +240,13 @@ impl Engine {
                         return 0;
                     }
                     let target = r.num_computed + 1 + e.drafts(r);
-                    u64::from(e.pool.blocks_for(target).saturating_sub(r.blocks.len() as u32))
+                    u64::from(e.pools[0].blocks_for(target).saturating_sub(r.blocks.len() as u32))
                 })
                 .sum()
         };
         let decoding = |e: &Engine| e.running.iter().filter(|&&s| e.slots[s as usize].decoding()).count();
         let mut retracted = false;
-        while need(self) > u64::from(self.pool.num_free()) {
+        while need(self) > u64::from(self.pools[0].num_free()) {
             // The fewest tokens out, of those the longest prompt; SGLang
             // keeps one. Past that, a prompt in chunks gives its blocks
             // back (its charge had counted on the ratio, which was low).
@@ -284,7 +286,7 @@ impl Engine {
             let drafts = self.drafts(r);
             let new = 1 + drafts;
             let target = r.num_computed + new;
-            if !self.pool.grow(&mut self.slots[slot as usize].blocks, target) {
+            if !self.pools[0].grow(&mut self.slots[slot as usize].blocks, target) {
                 // A lone request past the whole cache: add_request refuses
                 // one that cannot fit, so it is not reached.
                 continue;
@@ -344,7 +346,7 @@ impl Engine {
                 break;
             }
             let computed = r.num_computed;
-            if !self.pool.admit(&mut self.slots[slot as usize].blocks, &[], computed) {
+            if !self.pools[0].admit(&mut self.slots[slot as usize].blocks, &[], computed) {
                 break;
             }
             self.offloaded.remove(0);
@@ -374,7 +376,7 @@ impl Engine {
                     break;
                 }
                 let tokens = r.prompt_len;
-                if !self.pool.admit(&mut self.slots[slot as usize].blocks, &[], tokens) {
+                if !self.pools[0].admit(&mut self.slots[slot as usize].blocks, &[], tokens) {
                     break;
                 }
                 room -= required;
@@ -442,7 +444,7 @@ impl Engine {
             self.running.iter().map(|&s| sglang_whole_need(&self.slots[s as usize], retractable)).max().unwrap_or(0);
         let reserve = i64::from(SGLANG_RESERVED_DECODE_TOKENS);
         let held = self.sglang_seats_taken() as i64;
-        let free = i64::from(self.pool.num_free()) * i64::from(self.cfg.block_size);
+        let free = i64::from(self.pools[0].num_free()) * i64::from(self.cfg.block_size);
         let mut room = free - (reserve * held).max(single);
         if count_offloaded {
             room -= self.offloaded.iter().map(|s| tokens(s) + reserve).sum::<i64>();
@@ -700,7 +702,7 @@ mod tests {
         assert!(first.is_none() && again.is_none(), "nothing to run while the KV crosses");
         assert_eq!(e.num_waiting(), 8, "reserved or queued, all wait");
         assert_eq!(e.pulling.len(), 3);
-        assert_eq!(e.pool.num_free(), 128 - 3 * 7, "the prompts' blocks only");
+        assert_eq!(e.pools[0].num_free(), 128 - 3 * 7, "the prompts' blocks only");
         let (_, _, v) = reserve(SchedulerPolicy::Vllm);
         assert_eq!(v.pulling.len(), 8);
     }

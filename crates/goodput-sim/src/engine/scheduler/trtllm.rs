@@ -99,16 +99,19 @@ impl Engine {
         // So are those promised to requests pulling their KV in, or whose KV
         // has landed (disaggregation): their reservation was made when they
         // were admitted to pull.
-        let mut owed: u64 = 0;
+        // With several ranks, each rank's own pool and its own requests'.
+        let mut available = std::mem::take(&mut self.pool_room);
+        available.clear();
+        available.extend(self.pools.iter().map(|p| u64::from(p.num_free())));
         let landed = self.waiting.iter().filter(|&&s| self.slots[s as usize].pull == Pull::Landed);
         let late = self.late.iter().map(|l| l.slot);
         for slot in self.running.iter().copied().chain(self.pulling.iter().copied()).chain(landed.copied()).chain(late)
         {
             let r = &self.slots[slot as usize];
-            let total = self.pool.blocks_for(r.prompt_len + r.max_tokens);
-            owed += total.saturating_sub(r.blocks.len() as u32) as u64;
+            let total = self.blocks_for(r.prompt_len + r.max_tokens);
+            let room = &mut available[self.pool_of(slot)];
+            *room = room.saturating_sub(total.saturating_sub(r.blocks.len() as u32) as u64);
         }
-        let mut available = (self.pool.num_free() as u64).saturating_sub(owed);
 
         // 1. Generation: every decoding request, oldest admission first.
         // Without mixed batches it comes last, and only into a step with no
@@ -157,19 +160,19 @@ impl Engine {
                 // The generation instance reserves the whole request, then
                 // receives the KV into it.
                 Pull::Awaiting => {
-                    let need = self.pool.blocks_for(r.prompt_len + r.max_tokens) as u64;
-                    if need > available || !self.admit_pull(slot, out) {
+                    let (need, pool) = (self.blocks_for(r.prompt_len + r.max_tokens) as u64, self.pool_of(slot));
+                    if need > available[pool] || !self.admit_pull(slot, out) {
                         stop!();
                     }
-                    available -= need;
+                    available[pool] -= need;
                     let _ = self.waiting.remove(k);
                     continue;
                 }
                 Pull::None | Pull::Pulling => {}
             }
             let num_tokens = r.num_tokens();
-            let need = self.pool.blocks_for(r.prompt_len + r.max_tokens) as u64;
-            if need > available {
+            let (need, pool) = (self.blocks_for(r.prompt_len + r.max_tokens) as u64, self.pool_of(slot));
+            if need > available[pool] {
                 stop!();
             }
             let cached = self.look_up(slot);
@@ -178,14 +181,14 @@ impl Engine {
             };
             // The capacity scheduler counted it as fitting whether or not the
             // micro-batch had room for a chunk of it this step.
-            available -= need;
+            available[pool] -= need;
             fitting += 1;
             if new == 0 {
                 self.rank_took(slot, 0, true);
                 k += 1;
                 continue;
             }
-            if !self.pool.admit(&mut self.slots[slot as usize].blocks, &self.hits, cached + new) {
+            if !self.pools[pool].admit(&mut self.slots[slot as usize].blocks, &self.hits, cached + new) {
                 debug_assert!(false, "an admitted request's first chunk did not fit");
                 break;
             }
@@ -197,6 +200,7 @@ impl Engine {
         if !self.cfg.mixed_batches && !self.prefills() {
             self.schedule_generation(&mut budget);
         }
+        self.pool_room = available;
     }
 
     /// The prompts the running requests have started, oldest first, each
@@ -229,8 +233,8 @@ impl Engine {
             if new == 0 {
                 continue;
             }
-            let target = r.num_computed + new;
-            if !self.pool.grow(&mut self.slots[slot as usize].blocks, target) {
+            let (target, pool) = (r.num_computed + new, self.pool_of(slot));
+            if !self.pools[pool].grow(&mut self.slots[slot as usize].blocks, target) {
                 debug_assert!(self.cfg.scheduler != SchedulerPolicy::Trtllm, "a running request could not grow");
                 continue;
             }
@@ -261,8 +265,8 @@ impl Engine {
             if new > self.rank_left(slot) {
                 continue;
             }
-            let target = r.num_computed + new;
-            if !self.pool.grow(&mut self.slots[slot as usize].blocks, target) {
+            let (target, pool) = (r.num_computed + new, self.pool_of(slot));
+            if !self.pools[pool].grow(&mut self.slots[slot as usize].blocks, target) {
                 // Cannot happen: the blocks were promised at admission.
                 debug_assert!(false, "a running request could not grow under guaranteed-no-evict");
                 continue;
