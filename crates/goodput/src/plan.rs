@@ -1293,14 +1293,17 @@ impl Search<'_> {
     /// Resolves [`SGLANG_OWN_CAP`] to SGLang's default cap for `c`'s KV
     /// cache (its decode instances' where disaggregated: the prefill
     /// instances' one token a request never fills theirs), which its
-    /// command then names.
+    /// command then names: under DP attention the group's, each rank's
+    /// default times its ranks (SGLang gives each rank `//` its ranks of
+    /// `--max-running-requests`).
     fn own_cap(&self, c: &mut Candidate) {
         if c.max_num_seqs != SGLANG_OWN_CAP {
             return;
         }
         let mut cfg = self.engine(c);
         cfg.max_num_seqs = None;
-        c.max_num_seqs = cfg.pool(true).resolved_max_num_seqs().max(1);
+        let decode = cfg.pool(true);
+        c.max_num_seqs = decode.resolved_max_num_seqs().max(1).saturating_mul(decode.attention_ranks().max(1));
     }
 
     /// Whether the configurations run SGLang's scheduler: behind SGLang.

@@ -91,6 +91,30 @@ impl EngineConfig {
         ep_ranks(self.tp, self.ep)
     }
 
+    /// The configuration each attention rank's scheduler runs with (what
+    /// [`crate::engine::Engine::new`] takes). SGLang's DP attention (its
+    /// scheduler over several attention ranks) reads the group's
+    /// `--chunked-prefill-size` and `--max-running-requests` (here
+    /// `max_num_batched_tokens` and `max_num_seqs`) for the whole group and
+    /// gives each rank its share, `// dp_size`, and takes its
+    /// `--schedule-conservativeness` times 0.3 (`ServerArgs`'
+    /// `_handle_data_parallelism`, the workers' `max_running_requests //
+    /// dp_size`); a prompt taken whole (chunked prefill off, SGLang's -1)
+    /// stays whole. Any other: as given.
+    pub fn rank_config(&self) -> EngineConfig {
+        let ranks = self.attention_ranks();
+        if self.scheduler != crate::engine::SchedulerPolicy::Sglang || ranks <= 1 {
+            return self.clone();
+        }
+        let mut c = self.clone();
+        if c.enable_chunked_prefill {
+            c.max_num_batched_tokens = (c.max_num_batched_tokens / ranks).max(1);
+        }
+        c.max_num_seqs = c.max_num_seqs.map(|n| (n / ranks).max(1));
+        c.schedule_conservativeness *= crate::engine::scheduler::SGLANG_DP_ATTENTION_CONSERVATIVENESS;
+        c
+    }
+
     /// The tokens one step may schedule: `max_num_batched_tokens` for each
     /// attention rank (each has its own budget) and each pipeline
     /// micro-batch (vLLM schedules a batch of its full budget for each of

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 mod sglang;
 mod trtllm;
-pub use sglang::{sglang_default_chunk, sglang_default_max_running};
+pub use sglang::{sglang_default_chunk, sglang_default_max_running, SGLANG_DP_ATTENTION_CONSERVATIVENESS};
 pub use trtllm::{SchedulerPolicy, TRTLLM_MAX_BATCH_SIZE};
 
 /// Salts the draft acceptances' generator apart from the step times'.
@@ -311,8 +311,16 @@ pub struct Engine {
     /// reuse its allocation.
     late_now: Vec<(u32, Duration)>,
     /// SGLang's estimate of the running requests' remaining tokens
-    /// (`scheduler/sglang.rs`; unused by the other schedulers).
-    sglang_ratio: sglang::NewTokenRatio,
+    /// (`scheduler/sglang.rs`; unused by the other schedulers), a pool's
+    /// each (its rank's scheduler's).
+    sglang_ratios: Vec<sglang::NewTokenRatio>,
+    /// SGLang's step: each pool's room, prompt tokens left and prompts,
+    /// and its decode pass's (decoded, retracted); kept to reuse their
+    /// allocations.
+    sglang_rem: Vec<f64>,
+    sglang_input: Vec<u32>,
+    sglang_prompts: Vec<u32>,
+    sglang_decoded: Vec<(bool, bool)>,
     /// A decode instance's requests SGLang's scheduler retracted, oldest
     /// first: their KV on the host (no blocks), to be loaded back, not
     /// computed again (its `retracted_queue`).
@@ -377,15 +385,18 @@ struct Late {
 
 impl Engine {
     pub fn new(cfg: EngineConfig) -> Result<Engine, Error> {
+        // SGLang's DP attention gives each rank its share of the group's
+        // limits.
+        let cfg = cfg.rank_config();
         let capacity = kv_capacity(&cfg)?;
         let roofline = Roofline::new(&cfg)?;
         // An expert-parallel group's ranks each bring their own limits.
         let max_num_seqs = cfg.resolved_max_num_seqs().saturating_mul(cfg.attention_ranks());
         // Each rank's own counts, where a group has several ranks.
         let ranked = if cfg.attention_ranks() > 1 { cfg.attention_ranks() as usize } else { 0 };
-        // Ranks that each schedule their own (vLLM's and TensorRT-LLM's;
-        // SGLang's group keeps one queue).
-        let own_queues = if cfg.scheduler == SchedulerPolicy::Sglang { 0 } else { ranked };
+        // Ranks that each schedule their own (all but a disaggregated
+        // instance's under SGLang's scheduler, which keep one queue).
+        let own_queues = if cfg.scheduler == SchedulerPolicy::Sglang && cfg.pd.is_some() { 0 } else { ranked };
         let pools = own_queues.max(1);
         Ok(Engine {
             pools: (0..pools).map(|_| BlockPool::new(capacity.num_blocks / pools as u32, cfg.block_size)).collect(),
@@ -408,7 +419,11 @@ impl Engine {
             late: Vec::new(),
             late_now: Vec::new(),
             joins: 0,
-            sglang_ratio: sglang::NewTokenRatio::new(cfg.schedule_conservativeness),
+            sglang_ratios: vec![sglang::NewTokenRatio::new(cfg.schedule_conservativeness); pools],
+            sglang_rem: Vec::new(),
+            sglang_input: Vec::new(),
+            sglang_prompts: Vec::new(),
+            sglang_decoded: Vec::new(),
             offloaded: Vec::new(),
             rank_load: vec![0; cfg.attention_ranks().max(1) as usize],
             next_rank: 0,

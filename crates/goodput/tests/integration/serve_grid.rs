@@ -2033,9 +2033,13 @@ fn a_plan_of_experts_over_data_parallel_ranks_is_measured() {
         let table: toml::Table = toml::from_str(&text).unwrap();
         let experts: Vec<&toml::Value> =
             table["config"].as_array().unwrap().iter().filter(|c| c.get("ep").is_some()).collect();
-        let [experts] = experts[..] else { panic!("one configuration of EP 2: {text}") };
-        assert!(experts["launch"].as_str().unwrap().contains(launch), "{text}");
-        let logs = measured_and_paired(dir.path(), &text, &plan, experts["id"].as_str().unwrap());
+        // Each budget the frontier keeps is launched the same way (under
+        // SGLang's DP attention the ranks split the budget, so two may).
+        let Some(&first) = experts.first() else { panic!("a configuration of EP 2: {text}") };
+        for c in &experts {
+            assert!(c["launch"].as_str().unwrap().contains(launch), "{text}");
+        }
+        let logs = measured_and_paired(dir.path(), &text, &plan, first["id"].as_str().unwrap());
         // The engine ran the plan's layout: one rank's attention on a GPU, experts over both.
         assert!(logs.contains("engine: Qwen/Qwen3-30B-A3B"), "{logs}");
         let layout = |l: &str| l.contains(" --dp 2") && l.contains(" --ep 2") && !l.contains(" --tp 2");

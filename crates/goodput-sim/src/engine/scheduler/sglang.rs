@@ -25,6 +25,12 @@
 //! - **A step's prompts stop at 16,384 tokens** (`--max-prefill-tokens`),
 //!   beside the chunk budget; one prompt is chunked at a time.
 //!
+//! - **Under DP attention each rank schedules its own** (an
+//!   expert-parallel group's ranks, [`crate::engine::EngineConfig::rank_config`]): its
+//!   own queue, blocks, ratio and prefill-or-decode step, with the group's
+//!   `--chunked-prefill-size` and `--max-running-requests` split over the
+//!   ranks and the conservativeness times 0.3.
+//!
 //! A decode instance of a disaggregated server
 //! (`python/sglang/srt/disaggregation/decode.py`) admits differently:
 //! - **It reserves before the prefill.** A request queued there (it has not
@@ -43,6 +49,9 @@
 use super::{Engine, Pull, StepOutcome};
 use crate::engine::catalog::GpuSpec;
 
+/// What DP attention multiplies `--schedule-conservativeness` by
+/// (`ServerArgs._handle_data_parallelism`).
+pub const SGLANG_DP_ATTENTION_CONSERVATIVENESS: f64 = 0.3;
 /// `SGLANG_INIT_NEW_TOKEN_RATIO`: the ratio's start, times
 /// `--schedule-conservativeness`.
 pub const SGLANG_INIT_NEW_TOKEN_RATIO: f64 = 0.7;
@@ -120,49 +129,95 @@ pub fn sglang_default_max_running(kv_tokens: u64, context: u32) -> u32 {
 
 impl Engine {
     /// One step of SGLang's schedule (see the module doc). Fills
-    /// `self.scheduled`. An expert-parallel group's ranks keep one queue
-    /// and one pool of blocks here (`pools[0]`), each request held to its
-    /// rank's share.
+    /// `self.scheduled`. Under DP attention (an expert-parallel group's
+    /// ranks, not disaggregated) each rank runs SGLang's scheduler on its
+    /// own: its own queue, pool of blocks, new-token ratio, budgets and
+    /// retractions, and it prefills or decodes whatever the others do; a
+    /// disaggregated instance's ranks keep one queue and one pool
+    /// (`pools[0]`), each request held to its rank's share.
     pub(super) fn schedule_sglang(&mut self, out: &mut StepOutcome) {
         self.scheduled.clear();
-        // A server with nothing running was idle (SGLang resets the ratio
-        // on each loop that finds nothing to run).
-        if self.running.is_empty() && self.late.is_empty() {
-            self.sglang_ratio.reset();
+        if self.pools.len() == 1 {
+            // A server with nothing running was idle (SGLang resets the
+            // ratio on each loop that finds nothing to run).
+            if self.running.is_empty() && self.late.is_empty() {
+                self.sglang_ratios[0].reset();
+            }
+            if self.sglang_decode_queue(out) {
+                return;
+            }
         }
-        if self.sglang_decode_queue(out) {
-            return;
+        // Each rank's budget, seats and queue (nothing with one rank); a
+        // rank with nothing running was idle.
+        self.open_ranks();
+        for (ratio, &seats) in self.sglang_ratios.iter_mut().zip(&self.rank_seats) {
+            if seats == 0 {
+                ratio.reset();
+            }
         }
         let mixed = self.cfg.mixed_batches;
-        let ranks = self.cfg.attention_ranks().max(1) * self.cfg.pp.max(1);
+        let ranks = self.pools.len();
+        let pp = self.cfg.pp.max(1);
         let mut budget = self.cfg.step_token_budget();
-        let mut input_left = SGLANG_MAX_PREFILL_TOKENS.saturating_mul(ranks);
+        // `--max-prefill-tokens` is each scheduler's (a micro-batch's); one
+        // pool for several ranks holds them all.
+        let shared = self.cfg.attention_ranks().max(1) / ranks as u32;
+        let mut input = std::mem::take(&mut self.sglang_input);
+        input.clear();
+        input.resize(ranks, SGLANG_MAX_PREFILL_TOKENS.saturating_mul(shared).saturating_mul(pp));
+        // Each rank's prompts this step.
+        let mut prompts = std::mem::take(&mut self.sglang_prompts);
+        prompts.clear();
+        prompts.resize(ranks, 0);
         // Mixed, the decodes join the step first, and take their tokens out
         // of both budgets (`num_mixed_decode_tokens`).
-        let mut decode = (false, false);
         if mixed {
-            decode = self.schedule_sglang_decodes(out);
-            let tokens: u32 = self.scheduled.iter().map(|&(_, n)| n).sum();
-            budget = budget.saturating_sub(tokens);
-            input_left = input_left.saturating_sub(tokens);
+            self.schedule_sglang_decodes(out, &prompts);
+            for i in 0..self.scheduled.len() {
+                let (slot, n) = self.scheduled[i];
+                budget = budget.saturating_sub(n);
+                self.rank_took(slot, n, false);
+                let p = self.pool_of(slot);
+                input[p] = input[p].saturating_sub(n);
+            }
         }
-        let mut rem = self.sglang_room();
+        let mut rem = std::mem::take(&mut self.sglang_rem);
+        self.sglang_room(&mut rem);
 
         // 1. The prompt in chunks (SGLang's `chunked_req`), first.
         let before = self.scheduled.len();
-        let continued = self
-            .continue_prompts(&mut budget, |e, left, budget| Some(left.min(budget).min(e.cfg.max_num_batched_tokens)));
-        input_left = input_left.saturating_sub(continued);
-        let mut prompts = self.scheduled.len() - before;
+        self.continue_prompts(&mut budget, |e, left, budget| Some(left.min(budget).min(e.cfg.max_num_batched_tokens)));
+        for i in before..self.scheduled.len() {
+            let (slot, n) = self.scheduled[i];
+            let p = self.pool_of(slot);
+            input[p] = input[p].saturating_sub(n);
+            prompts[p] += 1;
+        }
 
-        // 2. New prompts, first come first served, while each one's prompt
-        // and answer fit beside what the running ones are expected to take.
+        // 2. New prompts, first come first served (each rank its own),
+        // while each one's prompt and answer fit beside what its rank's
+        // running ones are expected to take.
+        let mut k = 0;
         while budget > 0 && (self.num_running() as u32) < self.max_num_seqs {
-            let Some(&slot) = self.waiting.front() else { break };
+            let Some(&slot) = self.waiting.get(k) else { break };
+            // Stops this rank's queue (or, with one rank, the pass).
+            macro_rules! stop {
+                () => {{
+                    if !self.block_rank(slot) {
+                        break;
+                    }
+                    k += 1;
+                    continue;
+                }};
+            }
             // Prefilled elsewhere: reserved for, never computed here.
             if self.slots[slot as usize].pull != Pull::None {
                 break;
             }
+            if !self.rank_admits(slot) {
+                stop!();
+            }
+            let p = self.pool_of(slot);
             let cached = self.look_up(slot);
             let r = &self.slots[slot as usize];
             let extend = r.num_tokens() - cached;
@@ -170,93 +225,149 @@ impl Engine {
             // An idle server takes its first request whatever it asks: one
             // that fills the whole cache would otherwise wait forever
             // (the engine refuses only what cannot fit at all).
-            let idle = self.running.is_empty() && self.late.is_empty() && prompts == 0;
-            if total >= rem && !idle {
-                break;
+            let idle = prompts[p] == 0 && self.rank_idle(p);
+            if total >= rem[p] && !idle {
+                stop!();
             }
-            if extend >= input_left && prompts > 0 {
-                break;
+            if extend >= input[p] && prompts[p] > 0 {
+                stop!();
             }
+            let left = budget.min(self.rank_left(slot));
             let whole_fits_a_step = extend <= self.cfg.max_num_batched_tokens;
-            if !self.cfg.enable_chunked_prefill && whole_fits_a_step && extend > budget {
-                break;
+            if !self.cfg.enable_chunked_prefill && whole_fits_a_step && extend > left {
+                stop!();
             }
-            let new = extend.min(budget).min(self.cfg.max_num_batched_tokens);
-            if !self.pools[0].admit(&mut self.slots[slot as usize].blocks, &self.hits, cached + new) {
-                break;
+            let new = extend.min(left).min(self.cfg.max_num_batched_tokens);
+            if !self.pools[p].admit(&mut self.slots[slot as usize].blocks, &self.hits, cached + new) {
+                stop!();
             }
-            self.waiting.pop_front();
+            let _ = self.waiting.remove(k);
             self.start(slot, cached, new, out);
-            rem -= total;
+            self.rank_took(slot, new, true);
+            rem[p] -= total;
             budget -= new;
-            input_left = input_left.saturating_sub(new);
-            prompts += 1;
-            if new < extend {
-                // One prompt in chunks at a time: the budget is spent.
+            input[p] = input[p].saturating_sub(new);
+            prompts[p] += 1;
+            // One prompt in chunks at a time: the rank's budget is spent.
+            if new < extend && !self.block_rank(slot) {
                 break;
             }
         }
-        if prompts > 0 {
-            return;
+        self.sglang_rem = rem;
+        self.sglang_input = input;
+        // A rank that prefills this step does not decode (unless mixed,
+        // above); the others do.
+        if !mixed && prompts.contains(&0) {
+            self.schedule_sglang_decodes(out, &prompts);
         }
-        if !mixed {
-            decode = self.schedule_sglang_decodes(out);
+        // A rank's decode step with no retraction: its ratio falls toward
+        // its floor.
+        for (p, ratio) in self.sglang_ratios.iter_mut().enumerate() {
+            if prompts[p] == 0 && self.sglang_decoded[p] == (true, false) {
+                ratio.decay();
+            }
         }
-        // A decode step with no retraction: the ratio falls toward its floor.
-        if decode == (true, false) {
-            self.sglang_ratio.decay();
+        self.sglang_prompts = prompts;
+    }
+
+    /// Whether the rank of pool `p` runs nothing (it admits its first
+    /// request whatever it asks).
+    fn rank_idle(&self, p: usize) -> bool {
+        match self.rank_seats.get(p) {
+            Some(&seats) => seats == 0,
+            None => self.running.is_empty() && self.late.is_empty(),
         }
     }
 
-    /// What admission may still promise, in tokens: the free blocks' tokens
-    /// (an idle cached block is free: SGLang evicts it) less what each
-    /// running request is expected still to take. A request still in its
-    /// prompt is owed the rest of it and its whole answer, as it was
-    /// charged when admitted; a decoding one, the ratio of its remaining
-    /// tokens (`_get_running_request_total_token_offset`).
-    fn sglang_room(&self) -> f64 {
-        let ratio = self.sglang_ratio.now;
+    /// What admission may still promise in each pool, in tokens, into
+    /// `rem`: the free blocks' tokens (an idle cached block is free: SGLang
+    /// evicts it) less what each running request there is expected still
+    /// to take. A request still in its prompt is owed the rest of it and
+    /// its whole answer, as it was charged when admitted; a decoding one,
+    /// its rank's ratio of its remaining tokens
+    /// (`_get_running_request_total_token_offset`).
+    fn sglang_room(&self, rem: &mut Vec<f64>) {
+        rem.clear();
+        rem.extend(self.pools.iter().map(|p| f64::from(p.num_free()) * f64::from(self.cfg.block_size)));
         let late = self.late.iter().map(|l| l.slot);
-        let mut owed = 0.0;
         for slot in self.running.iter().copied().chain(late) {
-            let r = &self.slots[slot as usize];
+            let (r, p) = (&self.slots[slot as usize], self.pool_of(slot));
             let left = f64::from((r.max_tokens - r.num_output).min(SGLANG_CLIP_MAX_NEW_TOKENS));
-            owed += if !r.decoding() { f64::from(r.num_tokens() - r.num_computed) + left } else { left * ratio };
+            let ratio = self.sglang_ratios[p].now;
+            rem[p] -= if !r.decoding() { f64::from(r.num_tokens() - r.num_computed) + left } else { left * ratio };
         }
-        f64::from(self.pools[0].num_free()) * f64::from(self.cfg.block_size) - owed
     }
 
-    /// The decode pass: every decoding request takes its token (and its
-    /// drafts), held to no token budget. When their blocks are not free,
-    /// requests are retracted (SGLang's `retract_decode`) and the ratio set
-    /// from those left. Whether some decoded, and whether it retracted.
-    fn schedule_sglang_decodes(&mut self, out: &mut StepOutcome) -> (bool, bool) {
+    /// The decode pass of the ranks that prefill nothing this step
+    /// (`prompts`: each rank's prompts): every decoding request takes its
+    /// token (and its drafts), held to no token budget. Where its rank's
+    /// blocks are not free, that rank's requests are retracted (SGLang's
+    /// `retract_decode`) and its ratio set from those left. Each rank's
+    /// (whether some decoded, whether it retracted) into `sglang_decoded`.
+    fn schedule_sglang_decodes(&mut self, out: &mut StepOutcome, prompts: &[u32]) {
+        let mut decoded = std::mem::take(&mut self.sglang_decoded);
+        decoded.clear();
+        decoded.resize(self.pools.len(), (false, false));
+        for p in 0..self.pools.len() {
+            if prompts[p] == 0 {
+                decoded[p].1 = self.retract_for_decodes(p, out);
+            }
+        }
+        for i in 0..self.running.len() {
+            let slot = self.running[i];
+            let (r, p) = (&self.slots[slot as usize], self.pool_of(slot));
+            if !r.decoding() || prompts[p] > 0 {
+                continue;
+            }
+            let drafts = self.drafts(r);
+            let new = 1 + drafts;
+            let target = r.num_computed + new;
+            if !self.pools[p].grow(&mut self.slots[slot as usize].blocks, target) {
+                // A lone request past the whole cache: add_request refuses
+                // one that cannot fit, so it is not reached.
+                continue;
+            }
+            self.register_full_blocks(slot, super::r_kept(target, new, drafts));
+            self.scheduled.push((slot, new));
+            decoded[p].0 = true;
+        }
+        self.sglang_decoded = decoded;
+    }
+
+    /// Retracts pool `p`'s running requests until its decodes' blocks are
+    /// free, and then sets its rank's ratio from those left; whether it
+    /// retracted.
+    fn retract_for_decodes(&mut self, p: usize, out: &mut StepOutcome) -> bool {
+        let on = |e: &Engine, s: u32| e.pool_of(s) == p;
         let need = |e: &Engine| -> u64 {
             e.running
                 .iter()
+                .filter(|&&s| on(e, s))
                 .map(|&s| {
                     let r = &e.slots[s as usize];
                     if !r.decoding() {
                         return 0;
                     }
                     let target = r.num_computed + 1 + e.drafts(r);
-                    u64::from(e.pools[0].blocks_for(target).saturating_sub(r.blocks.len() as u32))
+                    u64::from(e.blocks_for(target).saturating_sub(r.blocks.len() as u32))
                 })
                 .sum()
         };
-        let decoding = |e: &Engine| e.running.iter().filter(|&&s| e.slots[s as usize].decoding()).count();
+        let decoding = |e: &Engine| e.running.iter().filter(|&&s| on(e, s) && e.slots[s as usize].decoding()).count();
         let mut retracted = false;
-        while need(self) > u64::from(self.pools[0].num_free()) {
+        while need(self) > u64::from(self.pools[p].num_free()) {
             // The fewest tokens out, of those the longest prompt; SGLang
             // keeps one. Past that, a prompt in chunks gives its blocks
             // back (its charge had counted on the ratio, which was low).
             let victim = if decoding(self) > 1 {
-                self.running.iter().copied().filter(|&s| self.slots[s as usize].decoding()).min_by_key(|&s| {
-                    let r = &self.slots[s as usize];
-                    (r.num_output, std::cmp::Reverse(r.prompt_len))
-                })
+                self.running.iter().copied().filter(|&s| on(self, s) && self.slots[s as usize].decoding()).min_by_key(
+                    |&s| {
+                        let r = &self.slots[s as usize];
+                        (r.num_output, std::cmp::Reverse(r.prompt_len))
+                    },
+                )
             } else {
-                self.running.iter().rev().copied().find(|&s| !self.slots[s as usize].decoding())
+                self.running.iter().rev().copied().find(|&s| on(self, s) && !self.slots[s as usize].decoding())
             };
             let Some(victim) = victim else { break };
             self.retract(victim, out);
@@ -267,35 +378,16 @@ impl Engine {
             let mut n = 0u64;
             for &s in &self.running {
                 let r = &self.slots[s as usize];
-                if r.decoding() {
+                if on(self, s) && r.decoding() {
                     done += u64::from(r.num_output);
                     most += u64::from(r.max_tokens);
                     n += 1;
                 }
             }
             let ratio = (done + u64::from(SGLANG_RETRACT_DECODE_STEPS) * n) as f64 / (most + 1) as f64;
-            self.sglang_ratio.now = ratio.min(1.0);
+            self.sglang_ratios[p].now = ratio.min(1.0);
         }
-        let mut any = false;
-        for i in 0..self.running.len() {
-            let slot = self.running[i];
-            let r = &self.slots[slot as usize];
-            if !r.decoding() {
-                continue;
-            }
-            let drafts = self.drafts(r);
-            let new = 1 + drafts;
-            let target = r.num_computed + new;
-            if !self.pools[0].grow(&mut self.slots[slot as usize].blocks, target) {
-                // A lone request past the whole cache: add_request refuses
-                // one that cannot fit, so it is not reached.
-                continue;
-            }
-            self.register_full_blocks(slot, super::r_kept(target, new, drafts));
-            self.scheduled.push((slot, new));
-            any = true;
-        }
-        (any, retracted)
+        retracted
     }
 
     /// Frees a running request's blocks and puts it at the end of the
@@ -470,6 +562,76 @@ mod tests {
         policy_config(blocks, crate::engine::DEFAULT_BLOCK_SIZE, policy)
     }
 
+    /// Under DP attention (an expert-parallel group's ranks) each rank runs
+    /// SGLang's scheduler on its own: the group's `--chunked-prefill-size`
+    /// and `--max-running-requests` split over the ranks and the
+    /// conservativeness times 0.3, as SGLang's server arguments set them; a
+    /// rank prefills while another decodes in the same step; a rank out of
+    /// room retracts only its own requests and sets only its own ratio.
+    /// (The group had kept one queue, one pool and the ranks' limits added
+    /// up: a step with a prompt anywhere decoded nowhere, and a retraction
+    /// took from any rank.)
+    #[test]
+    fn each_dp_attention_rank_runs_its_own_sglang_scheduler() {
+        let group = |blocks: Option<u32>, conservativeness: f64| {
+            let fp8 = crate::engine::catalog::Precision::Fp8;
+            let mut cfg = EngineConfig::from_names("qwen3-30b-a3b", "h100", fp8).unwrap();
+            (cfg.tp, cfg.ep, cfg.dp, cfg.scheduler) = (1, 2, 2, SchedulerPolicy::Sglang);
+            (cfg.num_gpu_blocks_override, cfg.block_size, cfg.enable_prefix_caching) = (blocks, 16, false);
+            (cfg.max_num_batched_tokens, cfg.max_num_seqs) = (8192, Some(256));
+            // SGLang's default: prompts and decodes in separate steps.
+            (cfg.schedule_conservativeness, cfg.mixed_batches) = (conservativeness, false);
+            cfg.engine_configs().remove(0)
+        };
+        let rank = group(None, 1.0).rank_config();
+        assert_eq!((rank.max_num_batched_tokens, rank.max_num_seqs), (4096, Some(128)));
+        assert!((rank.schedule_conservativeness - 0.3).abs() < 1e-12);
+        let mut vllm = group(None, 1.0);
+        vllm.scheduler = SchedulerPolicy::Vllm;
+        assert_eq!(vllm.rank_config().max_num_batched_tokens, 8192, "vLLM's ranks each take the budget given");
+        let mut whole = group(None, 1.0);
+        whole.enable_chunked_prefill = false;
+        assert_eq!(whole.rank_config().max_num_batched_tokens, 8192, "a prompt taken whole stays whole");
+
+        // Requests go to the ranks in turn: 1 to the first, 2 to the second,
+        // 3 to the first. Once 1 and 2 decode, 3's prompt runs on the first
+        // rank (whose 1 waits) while 2 decodes on the second.
+        let cfg = group(None, 1.0);
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        for id in [1, 2] {
+            e.add_request(id, prompt(64, id, &cfg), 64).unwrap();
+        }
+        for _ in 0..3 {
+            e.step().unwrap();
+        }
+        e.add_request(3, prompt(64, 3, &cfg), 64).unwrap();
+        let step = e.step().unwrap();
+        assert_eq!(step.admitted, [3]);
+        let decoded: Vec<u64> = step.tokens.iter().filter(|t| !t.first).map(|t| t.id).collect();
+        assert_eq!(decoded, [2], "the second rank decodes beside the first rank's prompt");
+
+        // 32 blocks a rank, nothing held back for the answers: the first
+        // rank's two requests (64 + 300 tokens, 23 blocks each) run out of
+        // room and retract each other; the second rank's (64 + 40) never.
+        let cfg = group(Some(64), 0.0);
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        for (id, answer) in [(1, 300), (2, 40), (3, 300), (4, 40)] {
+            e.add_request(id, prompt(64, id, &cfg), answer).unwrap();
+        }
+        let mut retracted = Vec::new();
+        let (mut first_ratio_set, mut second_ratio_set) = (false, false);
+        while let Some(out) = e.step() {
+            retracted.extend(out.preempted);
+            first_ratio_set |= e.sglang_ratios[0].now > 0.0;
+            second_ratio_set |= e.sglang_ratios[1].now > 0.0;
+            assert!(retracted.len() < 1000);
+        }
+        assert!(!retracted.is_empty() && retracted.iter().all(|id| id % 2 == 1), "{retracted:?}");
+        assert!(first_ratio_set, "the first rank's retraction set its ratio");
+        assert!(!second_ratio_set, "the second rank's ratio stayed at its start of 0");
+        assert_eq!(e.stats().requests_finished, 4);
+    }
+
     /// 256 blocks of 16 tokens (4,096). Eight requests of 16 prompt and
     /// 1,000 answer tokens: vLLM admits all eight at once (their prompts
     /// fit) and preempts as they grow. SGLang admits a request while its
@@ -538,7 +700,7 @@ mod tests {
                 let want = ((done + 20 * n) as f64 / (most + 1) as f64).min(1.0);
                 // The step's decodes ran after the ratio was set: one token each.
                 let want_lo = ((done - n + 20 * n) as f64 / (most + 1) as f64).min(1.0);
-                let got = e.sglang_ratio.now;
+                let got = e.sglang_ratios[0].now;
                 assert!(got >= want_lo - 1e-9 && got <= want + 1e-9, "ratio {got}, want {want_lo}..{want}");
                 ratio_after = Some((s.preempted.clone(), got));
             }
@@ -602,16 +764,16 @@ mod tests {
         let mut cfg = config(None, SchedulerPolicy::Sglang);
         cfg.schedule_conservativeness = 0.5;
         let mut e = Engine::new(cfg.clone()).unwrap();
-        assert_eq!(e.sglang_ratio.now, 0.35);
+        assert_eq!(e.sglang_ratios[0].now, 0.35);
         e.add_request(1, prompt(64, 1, &cfg), 101).unwrap();
         drain(&mut e);
         // One prefill step, then 100 decode steps each a 600th of the way
         // from 0.35 down to 0.35 × 0.14.
         let want = 0.35 - 100.0 * (0.35 - 0.35 * 0.14) / 600.0;
-        assert!((e.sglang_ratio.now - want).abs() < 1e-9, "{} against {want}", e.sglang_ratio.now);
+        assert!((e.sglang_ratios[0].now - want).abs() < 1e-9, "{} against {want}", e.sglang_ratios[0].now);
         e.add_request(2, prompt(64, 2, &cfg), 4).unwrap();
         e.step().unwrap();
-        assert_eq!(e.sglang_ratio.now, 0.35, "reset when it found the server idle; a prefill step keeps it");
+        assert_eq!(e.sglang_ratios[0].now, 0.35, "reset when it found the server idle; a prefill step keeps it");
     }
 
     /// A request whose prompt and answer fill the whole cache runs alone
