@@ -80,7 +80,17 @@ impl EngineView for SimulatedEngine {
             parts.push(format!("KV {kv}"));
         }
         if c.max_num_batched_tokens > 0 {
-            parts.push(format!("max {} batched tokens", c.max_num_batched_tokens));
+            // SGLang's DP attention splits its --chunked-prefill-size over the
+            // ranks.
+            let split = c.scheduler == "sglang" && ranks > 1 && c.enable_chunked_prefill;
+            parts.push(match split {
+                true => format!(
+                    "max {} batched tokens ({} a rank)",
+                    c.max_num_batched_tokens,
+                    (c.max_num_batched_tokens / ranks).max(1)
+                ),
+                false => format!("max {} batched tokens", c.max_num_batched_tokens),
+            });
         }
         if c != &Default::default() {
             parts.push(if c.enable_prefix_caching { "prefix caching on" } else { "prefix caching off" }.into());
@@ -313,6 +323,12 @@ mod tests {
             "Qwen3-30B-A3B on 4 ranks of 1× H100 SXM · 2 replicas (least-loaded) · EP 4: experts over 4 GPUs, one \
              scheduler · fp8 · prefix caching off"
         );
+        // SGLang's DP attention gives each rank its share of the budget.
+        let sglang = engine(json!({"config": {
+            "model": "Qwen3-30B-A3B", "gpu": "H100 SXM", "tp": 1, "ep": 4, "dp": 4, "precision": "fp8",
+            "scheduler": "sglang", "max_num_batched_tokens": 8192, "enable_chunked_prefill": true
+        }}));
+        assert!(sglang.config_line().contains("max 8192 batched tokens (2048 a rank)"), "{}", sglang.config_line());
         // TP = EP: one rank a scheduler, the replicas as before.
         assert_eq!(
             ranks(2, 4),
