@@ -394,12 +394,8 @@ impl Engine {
         let max_num_seqs = cfg.resolved_max_num_seqs().saturating_mul(cfg.attention_ranks());
         // Each rank's own counts, where a group has several ranks.
         let ranked = if cfg.attention_ranks() > 1 { cfg.attention_ranks() as usize } else { 0 };
-        // Ranks that each schedule their own (all but a disaggregated
-        // instance's under SGLang's scheduler, which keep one queue).
-        let own_queues = if cfg.scheduler == SchedulerPolicy::Sglang && cfg.pd.is_some() { 0 } else { ranked };
-        let pools = own_queues.max(1);
-        Ok(Engine {
-            pools: (0..pools).map(|_| BlockPool::new(capacity.num_blocks / pools as u32, cfg.block_size)).collect(),
+        let mut engine = Engine {
+            pools: vec![BlockPool::new(capacity.num_blocks, cfg.block_size)],
             roofline,
             capacity,
             max_num_seqs,
@@ -419,7 +415,7 @@ impl Engine {
             late: Vec::new(),
             late_now: Vec::new(),
             joins: 0,
-            sglang_ratios: vec![sglang::NewTokenRatio::new(cfg.schedule_conservativeness); pools],
+            sglang_ratios: vec![sglang::NewTokenRatio::new(cfg.schedule_conservativeness)],
             sglang_rem: Vec::new(),
             sglang_input: Vec::new(),
             sglang_prompts: Vec::new(),
@@ -429,13 +425,36 @@ impl Engine {
             next_rank: 0,
             rank_shapes: vec![BatchShape::default(); ranked],
             rank_seen: vec![(0, 0); ranked],
-            rank_budget: vec![0; own_queues],
+            rank_budget: Vec::new(),
             rank_seats: vec![0; ranked],
-            rank_blocked: vec![false; own_queues],
-            rank_halt: vec![false; own_queues],
+            rank_blocked: Vec::new(),
+            rank_halt: Vec::new(),
             pool_room: Vec::new(),
             cfg,
-        })
+        };
+        // Ranks that each schedule their own: all but a disaggregated
+        // instance's under SGLang's scheduler, whose decode instance's
+        // keep one queue (its prefill instance's are told apart by
+        // `hold_finished`).
+        if !(engine.cfg.scheduler == SchedulerPolicy::Sglang && engine.cfg.pd.is_some()) {
+            engine.own_ranks();
+        }
+        Ok(engine)
+    }
+
+    /// Gives each attention rank (where there are several) its own queue,
+    /// budget and pool of blocks (its share of the group's), as each rank's
+    /// scheduler keeps them. On a new engine only.
+    fn own_ranks(&mut self) {
+        let ranks = self.cfg.attention_ranks();
+        if ranks <= 1 {
+            return;
+        }
+        debug_assert!(self.slots.is_empty(), "ranks are set apart before any request");
+        let n = ranks as usize;
+        (self.rank_budget, self.rank_blocked, self.rank_halt) = (vec![0; n], vec![false; n], vec![false; n]);
+        self.pools = (0..n).map(|_| BlockPool::new(self.capacity.num_blocks / ranks, self.cfg.block_size)).collect();
+        self.sglang_ratios = vec![sglang::NewTokenRatio::new(self.cfg.schedule_conservativeness); n];
     }
 
     pub fn config(&self) -> &EngineConfig {
@@ -649,8 +668,14 @@ impl Engine {
 
     /// Makes this engine a prefill instance of a disaggregated engine: each
     /// finished request keeps its KV blocks until [`Engine::release_held`].
+    /// Under SGLang's scheduler its DP attention ranks then each schedule
+    /// their own, as on an engine that is not disaggregated (the decode
+    /// instance's keep one queue).
     pub fn hold_finished(&mut self) {
         self.hold_finished = true;
+        if self.cfg.scheduler == SchedulerPolicy::Sglang && self.rank_budget.is_empty() {
+            self.own_ranks();
+        }
     }
 
     /// Frees the blocks a finished request kept (its KV has left); false

@@ -133,7 +133,7 @@ impl Engine {
     /// ranks, not disaggregated) each rank runs SGLang's scheduler on its
     /// own: its own queue, pool of blocks, new-token ratio, budgets and
     /// retractions, and it prefills or decodes whatever the others do; a
-    /// disaggregated instance's ranks keep one queue and one pool
+    /// disaggregated decode instance's ranks keep one queue and one pool
     /// (`pools[0]`), each request held to its rank's share.
     pub(super) fn schedule_sglang(&mut self, out: &mut StepOutcome) {
         self.scheduled.clear();
@@ -592,6 +592,18 @@ mod tests {
         let mut whole = group(None, 1.0);
         whole.enable_chunked_prefill = false;
         assert_eq!(whole.rank_config().max_num_batched_tokens, 8192, "a prompt taken whole stays whole");
+
+        // Disaggregated, a prefill instance's ranks each schedule their own
+        // too; a decode instance's keep one queue and one pool.
+        let mut pd = EngineConfig::from_names("qwen3-30b-a3b", "h100", crate::engine::catalog::Precision::Fp8).unwrap();
+        (pd.tp, pd.ep, pd.scheduler) = (1, 2, SchedulerPolicy::Sglang);
+        pd.pd = Some(crate::engine::Disaggregation::parse("1:1").unwrap());
+        let [p, d] = &pd.engine_configs()[..] else { panic!("two instances") };
+        assert_eq!(p.attention_ranks(), 2);
+        let (mut prefill, decode) = (Engine::new(p.clone()).unwrap(), Engine::new(d.clone()).unwrap());
+        prefill.hold_finished();
+        assert_eq!((prefill.pools.len(), prefill.rank_budget.len()), (2, 2));
+        assert_eq!((decode.pools.len(), decode.rank_budget.len()), (1, 0));
 
         // Requests go to the ranks in turn: 1 to the first, 2 to the second,
         // 3 to the first. Once 1 and 2 decode, 3's prompt runs on the first
