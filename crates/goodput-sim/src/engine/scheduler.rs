@@ -10,6 +10,20 @@ use super::roofline::{kv_capacity, BatchShape, KvCapacity, Roofline, StepPower};
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
+/// In an admission loop over the waiting requests (`$k` the index of the
+/// one in `$slot`): stops the queue of its rank and goes on to the next
+/// request, or ends the loop once no rank's queue is open (with one rank,
+/// at once).
+macro_rules! stop_rank {
+    ($engine:expr, $slot:expr, $k:ident) => {{
+        if !$engine.block_rank($slot) {
+            break;
+        }
+        $k += 1;
+        continue;
+    }};
+}
+
 mod sglang;
 mod trtllm;
 pub use sglang::{sglang_default_chunk, sglang_default_max_running, SGLANG_DP_ATTENTION_CONSERVATIVENESS};

@@ -200,22 +200,12 @@ impl Engine {
         let mut k = 0;
         while budget > 0 && (self.num_running() as u32) < self.max_num_seqs {
             let Some(&slot) = self.waiting.get(k) else { break };
-            // Stops this rank's queue (or, with one rank, the pass).
-            macro_rules! stop {
-                () => {{
-                    if !self.block_rank(slot) {
-                        break;
-                    }
-                    k += 1;
-                    continue;
-                }};
-            }
             // Prefilled elsewhere: reserved for, never computed here.
             if self.slots[slot as usize].pull != Pull::None {
                 break;
             }
             if !self.rank_admits(slot) {
-                stop!();
+                stop_rank!(self, slot, k);
             }
             let p = self.pool_of(slot);
             let cached = self.look_up(slot);
@@ -227,19 +217,19 @@ impl Engine {
             // (the engine refuses only what cannot fit at all).
             let idle = prompts[p] == 0 && self.rank_idle(p);
             if total >= rem[p] && !idle {
-                stop!();
+                stop_rank!(self, slot, k);
             }
             if extend >= input[p] && prompts[p] > 0 {
-                stop!();
+                stop_rank!(self, slot, k);
             }
             let left = budget.min(self.rank_left(slot));
             let whole_fits_a_step = extend <= self.cfg.max_num_batched_tokens;
             if !self.cfg.enable_chunked_prefill && whole_fits_a_step && extend > left {
-                stop!();
+                stop_rank!(self, slot, k);
             }
             let new = extend.min(left).min(self.cfg.max_num_batched_tokens);
             if !self.pools[p].admit(&mut self.slots[slot as usize].blocks, &self.hits, cached + new) {
-                stop!();
+                stop_rank!(self, slot, k);
             }
             let _ = self.waiting.remove(k);
             self.start(slot, cached, new, out);

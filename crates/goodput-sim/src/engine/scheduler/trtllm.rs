@@ -131,25 +131,15 @@ impl Engine {
         let mut k = 0;
         while budget > 0 && fitting < self.max_num_seqs && k < self.waiting.len() {
             let slot = self.waiting[k];
-            // Stops this rank's queue (or, with one rank, the pass).
-            macro_rules! stop {
-                () => {{
-                    if !self.block_rank(slot) {
-                        break;
-                    }
-                    k += 1;
-                    continue;
-                }};
-            }
             if !self.rank_admits(slot) {
-                stop!();
+                stop_rank!(self, slot, k);
             }
             let r = &self.slots[slot as usize];
             match r.pull {
                 // Its reservation is already counted owed, above.
                 Pull::Landed => {
                     if !self.start_landed(slot, out) {
-                        stop!();
+                        stop_rank!(self, slot, k);
                     }
                     let _ = self.waiting.remove(k);
                     self.rank_took(slot, 1, true);
@@ -162,7 +152,7 @@ impl Engine {
                 Pull::Awaiting => {
                     let (need, pool) = (self.blocks_for(r.prompt_len + r.max_tokens) as u64, self.pool_of(slot));
                     if need > available[pool] || !self.admit_pull(slot, out) {
-                        stop!();
+                        stop_rank!(self, slot, k);
                     }
                     available[pool] -= need;
                     let _ = self.waiting.remove(k);
@@ -173,11 +163,11 @@ impl Engine {
             let num_tokens = r.num_tokens();
             let (need, pool) = (self.blocks_for(r.prompt_len + r.max_tokens) as u64, self.pool_of(slot));
             if need > available[pool] {
-                stop!();
+                stop_rank!(self, slot, k);
             }
             let cached = self.look_up(slot);
             let Some(new) = self.context_chunk(num_tokens - cached, budget.min(self.rank_left(slot)), unit) else {
-                stop!()
+                stop_rank!(self, slot, k)
             };
             // The capacity scheduler counted it as fitting whether or not the
             // micro-batch had room for a chunk of it this step.
