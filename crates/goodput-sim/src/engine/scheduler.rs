@@ -446,25 +446,19 @@ impl Engine {
             pool_room: Vec::new(),
             cfg,
         };
-        // Ranks that each schedule their own: all but a disaggregated
-        // instance's under SGLang's scheduler, whose decode instance's
-        // keep one queue (its prefill instance's are told apart by
-        // `hold_finished`).
-        if !(engine.cfg.scheduler == SchedulerPolicy::Sglang && engine.cfg.pd.is_some()) {
-            engine.own_ranks();
-        }
+        // Each rank schedules its own requests.
+        engine.own_ranks();
         Ok(engine)
     }
 
     /// Gives each attention rank (where there are several) its own queue,
     /// budget and pool of blocks (its share of the group's), as each rank's
-    /// scheduler keeps them. On a new engine only.
+    /// scheduler keeps them.
     fn own_ranks(&mut self) {
         let ranks = self.cfg.attention_ranks();
         if ranks <= 1 {
             return;
         }
-        debug_assert!(self.slots.is_empty(), "ranks are set apart before any request");
         let n = ranks as usize;
         (self.rank_budget, self.rank_blocked, self.rank_halt) = (vec![0; n], vec![false; n], vec![false; n]);
         self.pools = (0..n).map(|_| BlockPool::new(self.capacity.num_blocks / ranks, self.cfg.block_size)).collect();
@@ -682,14 +676,8 @@ impl Engine {
 
     /// Makes this engine a prefill instance of a disaggregated engine: each
     /// finished request keeps its KV blocks until [`Engine::release_held`].
-    /// Under SGLang's scheduler its DP attention ranks then each schedule
-    /// their own, as on an engine that is not disaggregated (the decode
-    /// instance's keep one queue).
     pub fn hold_finished(&mut self) {
         self.hold_finished = true;
-        if self.cfg.scheduler == SchedulerPolicy::Sglang && self.rank_budget.is_empty() {
-            self.own_ranks();
-        }
     }
 
     /// Frees the blocks a finished request kept (its KV has left); false

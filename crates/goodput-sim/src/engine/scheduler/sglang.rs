@@ -132,28 +132,21 @@ impl Engine {
     /// `self.scheduled`. Under DP attention (an expert-parallel group's
     /// ranks, not disaggregated) each rank runs SGLang's scheduler on its
     /// own: its own queue, pool of blocks, new-token ratio, budgets and
-    /// retractions, and it prefills or decodes whatever the others do; a
-    /// disaggregated decode instance's ranks keep one queue and one pool
-    /// (`pools[0]`), each request held to its rank's share.
+    /// retractions, and it prefills or decodes whatever the others do (a
+    /// disaggregated decode instance's each reserves for its own requests).
     pub(super) fn schedule_sglang(&mut self, out: &mut StepOutcome) {
         self.scheduled.clear();
-        if self.pools.len() == 1 {
-            // A server with nothing running was idle (SGLang resets the
-            // ratio on each loop that finds nothing to run).
-            if self.running.is_empty() && self.late.is_empty() {
-                self.sglang_ratios[0].reset();
-            }
-            if self.sglang_decode_queue(out) {
-                return;
+        // Each rank's budget, seats and queue (nothing with one rank).
+        self.open_ranks();
+        // A rank with nothing running was idle (SGLang resets the ratio on
+        // each loop that finds nothing to run).
+        for p in 0..self.pools.len() {
+            if self.rank_idle(p) {
+                self.sglang_ratios[p].reset();
             }
         }
-        // Each rank's budget, seats and queue (nothing with one rank); a
-        // rank with nothing running was idle.
-        self.open_ranks();
-        for (ratio, &seats) in self.sglang_ratios.iter_mut().zip(&self.rank_seats) {
-            if seats == 0 {
-                ratio.reset();
-            }
+        if self.sglang_decode_queue(out) {
+            return;
         }
         let mixed = self.cfg.mixed_batches;
         let ranks = self.pools.len();
@@ -402,82 +395,120 @@ impl Engine {
     /// (unless one still waits) requests are reserved for, first come first
     /// served (the step's [`StepOutcome::pulls`] name them: their prefill
     /// may start); then those whose KV landed send their first token. True
-    /// when some did: that pass is the step, and has no forward.
+    /// when some did: that pass is the step, and has no forward. Under DP
+    /// attention each rank does this on its own, in its own pool and within
+    /// its own seats: a request that does not fit stops its own rank's
+    /// queue, not the others'.
     fn sglang_decode_queue(&mut self, out: &mut StepOutcome) -> bool {
         let remote_waits = self.waiting.front().is_some_and(|&s| self.slots[s as usize].pull != Pull::None);
         if !remote_waits && self.offloaded.is_empty() {
             return false;
         }
+        let pools = self.pools.len();
         let reserve = u64::from(SGLANG_RESERVED_DECODE_TOKENS);
         let per_rank = self.cfg.resolved_max_num_seqs();
         let seats = if per_rank <= SGLANG_PREALLOC_SMALL_CAP {
             self.max_num_seqs.saturating_mul(1 + SGLANG_PREALLOC_SEATS)
         } else {
             self.max_num_seqs
-        } as usize;
+        } as usize
+            / pools;
+        // Each pool's queue, stopped at its first request that does not fit.
+        let mut stopped = vec![false; pools];
 
         // 1. Back from the host, oldest first (`resume_retracted_reqs`).
-        let mut room = self.sglang_allocatable(false);
-        while let Some(&slot) = self.offloaded.first() {
+        let mut room: Vec<i64> = (0..pools).map(|p| self.sglang_allocatable(p, false)).collect();
+        let mut i = 0;
+        while let Some(&slot) = self.offloaded.get(i) {
+            if stopped.iter().all(|&s| s) {
+                break;
+            }
+            let p = self.pool_of(slot);
+            if stopped[p] {
+                i += 1;
+                continue;
+            }
             let r = &self.slots[slot as usize];
             let required = i64::from(r.num_tokens()) + reserve as i64;
             // With nothing else held it comes back whatever it needs: it
             // fitted before, and nothing else would ever free room for it.
-            let taken = self.sglang_seats_taken();
-            if taken >= seats || (required > room && taken > 0) {
-                break;
-            }
+            let taken = self.sglang_seats_taken(p);
             let computed = r.num_computed;
-            if !self.pools[0].admit(&mut self.slots[slot as usize].blocks, &[], computed) {
-                break;
+            if taken >= seats
+                || (required > room[p] && taken > 0)
+                || !self.pools[p].admit(&mut self.slots[slot as usize].blocks, &[], computed)
+            {
+                stopped[p] = true;
+                i += 1;
+                continue;
             }
-            self.offloaded.remove(0);
-            room -= required;
+            self.offloaded.remove(i);
+            room[p] -= required;
             self.register_full_blocks(slot, computed);
             self.join_running(slot);
         }
 
         // 2. Reserved for, first come first served (`pop_preallocated`):
         // its prompt and 512 tokens, and, were all the running requests
-        // retracted, its whole answer.
-        if self.offloaded.is_empty() {
-            let mut room = self.sglang_allocatable(true);
-            let retractable = self.sglang_running_tokens();
-            let at = self.landed_ahead();
-            while let Some(&slot) = self.waiting.get(at) {
-                let r = &self.slots[slot as usize];
-                debug_assert_eq!(r.pull, Pull::Awaiting);
-                let prompt = i64::from(r.prompt_len);
-                let required = prompt + reserve as i64;
-                let whole = sglang_whole_need(r, retractable);
-                // An idle instance takes its first request whatever it asks
-                // (one whose prompt and 512 pass the cache would wait for
-                // ever; the engine refuses only what cannot fit at all).
-                let taken = self.sglang_seats_taken();
-                if taken >= seats || (required.max(whole) > room && taken > 0) {
-                    break;
-                }
-                let tokens = r.prompt_len;
-                if !self.pools[0].admit(&mut self.slots[slot as usize].blocks, &[], tokens) {
-                    break;
-                }
-                room -= required;
-                self.waiting.remove(at);
-                let r = &mut self.slots[slot as usize];
-                r.pull = Pull::Pulling;
-                r.num_registered = 0;
-                out.pulls.push((r.id, 0));
-                self.pulling.push(slot);
-            }
+        // retracted, its whole answer. Not on a rank while one of its
+        // requests waits on the host.
+        for (p, stop) in stopped.iter_mut().enumerate() {
+            *stop = self.offloaded.iter().any(|&s| self.pool_of(s) == p);
+            room[p] = self.sglang_allocatable(p, true);
         }
-
-        // 3. Landed: the first token, the prefill's, goes out now.
-        let mut sent = false;
-        while let Some(&slot) = self.waiting.front() {
-            if self.slots[slot as usize].pull != Pull::Landed || self.running.len() >= self.max_num_seqs as usize {
+        let retractable: Vec<i64> = (0..pools).map(|p| self.sglang_running_tokens(p)).collect();
+        let mut i = self.landed_ahead();
+        while let Some(&slot) = self.waiting.get(i) {
+            if stopped.iter().all(|&s| s) {
                 break;
             }
-            self.waiting.pop_front();
+            let p = self.pool_of(slot);
+            if stopped[p] {
+                i += 1;
+                continue;
+            }
+            let r = &self.slots[slot as usize];
+            debug_assert_eq!(r.pull, Pull::Awaiting);
+            let prompt = i64::from(r.prompt_len);
+            let required = prompt + reserve as i64;
+            let whole = sglang_whole_need(r, retractable[p]);
+            // An idle rank takes its first request whatever it asks (one
+            // whose prompt and 512 pass the cache would wait for ever; the
+            // engine refuses only what cannot fit at all).
+            let taken = self.sglang_seats_taken(p);
+            let tokens = r.prompt_len;
+            if taken >= seats
+                || (required.max(whole) > room[p] && taken > 0)
+                || !self.pools[p].admit(&mut self.slots[slot as usize].blocks, &[], tokens)
+            {
+                stopped[p] = true;
+                i += 1;
+                continue;
+            }
+            room[p] -= required;
+            self.waiting.remove(i);
+            let r = &mut self.slots[slot as usize];
+            r.pull = Pull::Pulling;
+            r.num_registered = 0;
+            out.pulls.push((r.id, 0));
+            self.pulling.push(slot);
+        }
+
+        // 3. Landed: the first token, the prefill's, goes out now, on each
+        // rank within its running cap.
+        let mut sent = false;
+        let cap = (self.max_num_seqs as usize / pools).max(1);
+        let mut i = 0;
+        while let Some(&slot) = self.waiting.get(i) {
+            if self.slots[slot as usize].pull != Pull::Landed {
+                break;
+            }
+            let p = self.pool_of(slot);
+            if self.running_on(p) >= cap {
+                i += 1;
+                continue;
+            }
+            self.waiting.remove(i);
             let r = &mut self.slots[slot as usize];
             let n = r.num_tokens();
             r.pull = Pull::None;
@@ -502,34 +533,51 @@ impl Engine {
         sent
     }
 
-    /// A decode instance's requests that hold a request slot: running,
-    /// reserved for (their KV on its way, or landed).
-    fn sglang_seats_taken(&self) -> usize {
-        self.running.len() + self.pulling.len() + self.landed_ahead()
+    /// The running requests of pool `p` (all of them with one pool).
+    fn running_on(&self, p: usize) -> usize {
+        match self.pools.len() {
+            1 => self.running.len(),
+            _ => self.running.iter().filter(|&&s| self.pool_of(s) == p).count(),
+        }
     }
 
-    /// The tokens the running requests hold: what retracting them all
-    /// would free.
-    fn sglang_running_tokens(&self) -> i64 {
-        self.running.iter().map(|&s| i64::from(self.slots[s as usize].num_tokens())).sum()
+    /// A decode instance's requests of pool `p` that hold a request slot:
+    /// running, reserved for (their KV on its way, or landed).
+    fn sglang_seats_taken(&self, p: usize) -> usize {
+        let on = |s: &&u32| self.pool_of(**s) == p;
+        let landed = self.waiting.iter().take(self.landed_ahead());
+        self.running_on(p) + self.pulling.iter().filter(on).count() + landed.filter(on).count()
     }
 
-    /// What a decode instance may still reserve, in tokens
+    /// The tokens pool `p`'s running requests hold: what retracting them
+    /// all would free.
+    fn sglang_running_tokens(&self, p: usize) -> i64 {
+        let on = self.running.iter().filter(|&&s| self.pool_of(s) == p);
+        on.map(|&s| i64::from(self.slots[s as usize].num_tokens())).sum()
+    }
+
+    /// What a decode instance may still reserve in pool `p`, in tokens
     /// (`_allocatable_tokens`): the free tokens, less the larger of 512 for
     /// each request it holds and the room the longest running request
     /// would need to finish were all the others retracted; less, when
     /// `count_offloaded`, what the requests on the host will need.
-    fn sglang_allocatable(&self, count_offloaded: bool) -> i64 {
+    fn sglang_allocatable(&self, p: usize, count_offloaded: bool) -> i64 {
         let tokens = |s: &u32| i64::from(self.slots[*s as usize].num_tokens());
-        let retractable = self.sglang_running_tokens();
-        let single =
-            self.running.iter().map(|&s| sglang_whole_need(&self.slots[s as usize], retractable)).max().unwrap_or(0);
+        let on = |s: &&u32| self.pool_of(**s) == p;
+        let retractable = self.sglang_running_tokens(p);
+        let single = self
+            .running
+            .iter()
+            .filter(on)
+            .map(|&s| sglang_whole_need(&self.slots[s as usize], retractable))
+            .max()
+            .unwrap_or(0);
         let reserve = i64::from(SGLANG_RESERVED_DECODE_TOKENS);
-        let held = self.sglang_seats_taken() as i64;
-        let free = i64::from(self.pools[0].num_free()) * i64::from(self.cfg.block_size);
+        let held = self.sglang_seats_taken(p) as i64;
+        let free = i64::from(self.pools[p].num_free()) * i64::from(self.cfg.block_size);
         let mut room = free - (reserve * held).max(single);
         if count_offloaded {
-            room -= self.offloaded.iter().map(|s| tokens(s) + reserve).sum::<i64>();
+            room -= self.offloaded.iter().filter(on).map(|s| tokens(s) + reserve).sum::<i64>();
         }
         room
     }
@@ -583,8 +631,8 @@ mod tests {
         whole.enable_chunked_prefill = false;
         assert_eq!(whole.rank_config().max_num_batched_tokens, 8192, "a prompt taken whole stays whole");
 
-        // Disaggregated, a prefill instance's ranks each schedule their own
-        // too; a decode instance's keep one queue and one pool.
+        // Disaggregated, a prefill instance's ranks and a decode instance's
+        // each schedule their own too.
         let mut pd = EngineConfig::from_names("qwen3-30b-a3b", "h100", crate::engine::catalog::Precision::Fp8).unwrap();
         (pd.tp, pd.ep, pd.scheduler) = (1, 2, SchedulerPolicy::Sglang);
         pd.pd = Some(crate::engine::Disaggregation::parse("1:1").unwrap());
@@ -593,7 +641,25 @@ mod tests {
         let (mut prefill, decode) = (Engine::new(p.clone()).unwrap(), Engine::new(d.clone()).unwrap());
         prefill.hold_finished();
         assert_eq!((prefill.pools.len(), prefill.rank_budget.len()), (2, 2));
-        assert_eq!((decode.pools.len(), decode.rank_budget.len()), (1, 0));
+        assert_eq!((decode.pools.len(), decode.rank_budget.len()), (2, 2));
+
+        // The decode instance's ranks each reserve in their own pool (2,048
+        // tokens a rank, 4,096 in all), first come first served on each: the
+        // first rank's requests of 1,000 prompt tokens (1,512 reserved with
+        // the 512) leave room for one of them, the second's of 100 (612)
+        // for three. One queue over the pooled cache had reserved 1, 2 and
+        // 3 and stopped at 4.
+        let mut d = d.clone();
+        d.num_gpu_blocks_override = Some(256);
+        let mut decode = Engine::new(d.clone()).unwrap();
+        for id in 1..=8 {
+            let len = if id % 2 == 1 { 1000 } else { 100 };
+            decode.add_remote_request(id, prompt(len, id, &d), 200).unwrap();
+        }
+        let mut out = StepOutcome::default();
+        decode.step_into(&mut out);
+        let reserved: Vec<u64> = out.pulls.iter().map(|&(id, _)| id).collect();
+        assert_eq!(reserved, [1, 2, 4, 6]);
 
         // Requests go to the ranks in turn: 1 to the first, 2 to the second,
         // 3 to the first. Once 1 and 2 decode, 3's prompt runs on the first
