@@ -1330,10 +1330,11 @@ impl Engine {
     /// token (and drafts), as `phase` allows; a request that cannot get a
     /// block preempts the newest running one (possibly itself). True when it
     /// preempted, and the step then admits nobody. With several ranks each
-    /// keeping its own blocks, a request preempts its own rank's newest,
-    /// and a rank that preempted schedules no more this step (its running
-    /// pass stops, its queue is blocked), as each rank's scheduler does,
-    /// while the other ranks go on.
+    /// keeping its own blocks, a request preempts its own rank's newest, a
+    /// rank that preempted admits nobody this step (its queue is blocked)
+    /// and its pass over its running requests stops where one could not be
+    /// scheduled, as each rank's scheduler does, while the other ranks go
+    /// on.
     fn schedule_running(&mut self, phase: Phase, budget: &mut u32, out: &mut StepOutcome) -> bool {
         let mut preempted = false;
         let mut i = 0;
