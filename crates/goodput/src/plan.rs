@@ -617,12 +617,24 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     // Which scheduler SGLang's configurations were predicted with.
     if a.serve_engine == crate::launch::Server::Sglang && !doc.configs.is_empty() {
         let apart = doc.configs.iter().any(|c| c.params.contains_key("pd"));
+        // DP attention: more expert-parallel GPUs than a rank's TP.
+        let size = |c: &goodput_core::doc::frontier::FrontierConfig, k: &str| {
+            c.params.get(k).and_then(|v| v.parse::<u32>().ok()).unwrap_or(1)
+        };
+        let dp_attention = doc.configs.iter().any(|c| size(c, "ep") > size(c, "tp"));
         doc.notes.push(format!(
             "SGLang's configurations ran SGLang's scheduler (scheduler = \"sglang\" in their parameters): a newcomer \
              is admitted while its prompt and whole answer fit beside an estimated share of the running requests' \
              remaining answers, the least advanced are retracted when that share proves short, only prompt chunks \
              are held to --chunked-prefill-size, and prompts and decodes run in separate steps (SGLang's default \
-             without --enable-mixed-chunk){}{}",
+             without --enable-mixed-chunk){}{}{}",
+            if dp_attention {
+                "; under DP attention each rank runs its own scheduler, with --chunked-prefill-size and \
+                 --max-running-requests split over the ranks and --schedule-conservativeness taken times 0.3, as \
+                 SGLang sets them"
+            } else {
+                ""
+            },
             if apart {
                 "; in its disaggregated configurations the decode instance reserves a request's prompt and 512 \
                  decoding tokens before its prefill starts, sends the prefill's token once the KV has landed, and \
@@ -634,7 +646,8 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
                 ". With no --max-num-seqs given, each configuration's cap is SGLang's own default for its KV cache \
                  (half its tokens, at most 2,048 to 4,096 as the cache holds more of the model's context; a \
                  disaggregated configuration's, its decode instances'), and its commands name it \
-                 (--max-running-requests)"
+                 (--max-running-requests; under DP attention the group's, a rank's default times its ranks, as \
+                 SGLang gives each rank its share of the flag)"
             } else {
                 ""
             }

@@ -748,6 +748,39 @@ fn sglangs_prompts_and_decodes_run_in_separate_steps() {
     assert!(f(s, "output_tokens_per_s_per_gpu") < f(v, "output_tokens_per_s_per_gpu"), "SGLang {s}, vLLM {v}");
 }
 
+/// Under SGLang's DP attention (Qwen3-30B-A3B's experts over two ranks of
+/// one GPU each) the cap the plan names is the group's: a rank's own
+/// default times its two ranks, which SGLang's `--max-running-requests //
+/// dp_size` gives back to each rank (naming a rank's had left each rank
+/// half of SGLang's own); and the note says each rank runs its own
+/// scheduler with the limits split.
+#[test]
+fn sglangs_dp_attention_cap_is_named_for_the_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("plan.json");
+    goodput()
+        .args(["plan", "-q", "--model", "qwen3-30b-a3b", "--gpu", "h100=2.5", "--gpus", "2", "--tp", "1"])
+        .args(["--ep", "2", "--pp", "1", "--precision", "fp8", "--max-num-batched-tokens", "2048"])
+        .args(["--concurrency", "8", "--requests-per-user", "2", "--input-tokens", "512", "--output-tokens", "32"])
+        .args(["--serve-engine", "sglang", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    let configs = doc["configs"].as_array().unwrap();
+    let group = configs.iter().find(|c| c["params"]["ep"] == "2").unwrap_or_else(|| panic!("{doc}"));
+    use goodput_sim::engine::{EngineConfig, Precision, SchedulerPolicy};
+    let mut cfg = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Fp8).unwrap();
+    (cfg.tp, cfg.ep, cfg.dp, cfg.scheduler, cfg.max_num_batched_tokens) = (1, 2, 2, SchedulerPolicy::Sglang, 2048);
+    let rank = cfg.resolved_max_num_seqs();
+    assert_eq!(group["params"]["max_num_seqs"], (2 * rank).to_string(), "{}", group["params"]);
+    let command = group["serve_command"]["command"].as_str().unwrap();
+    assert!(command.contains(&format!("--max-running-requests {} ", 2 * rank)), "{command}");
+    assert!(command.contains("--enable-dp-attention"), "{command}");
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("under DP attention each rank runs its own scheduler"), "{notes}");
+}
+
 /// vLLM router's power_of_two on live counts among four groups runs whole
 /// too, and its note says so: a group at one user can be drawn a second
 /// user, which an even split never gives, so the p99 TPOT at one user a
