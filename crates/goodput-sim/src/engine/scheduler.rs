@@ -32,6 +32,12 @@ pub use trtllm::{SchedulerPolicy, TRTLLM_MAX_BATCH_SIZE};
 /// Salts the draft acceptances' generator apart from the step times'.
 const SPEC_NOISE_SALT: u64 = 0x5bd1_e995_9e37_79b9;
 
+/// How often vLLM's data-parallel coordinator publishes the ranks' counts to
+/// the front end's balancer (`DPLBAsyncMPClient`: "stats updates from the
+/// coordinator (which happen every 100ms)"); between them the front end
+/// counts each request it sends waiting where it went.
+const VLLM_DP_STATS_INTERVAL: Duration = Duration::from_millis(100);
+
 /// The tokens a scheduled decode keeps for certain: `target` less the drafts
 /// that fit in its `new` tokens (all but the one it decodes).
 fn r_kept(target: u32, new: u32, drafts: u32) -> u32 {
@@ -345,18 +351,21 @@ pub struct Engine {
     /// [`Engine::take_rank`]), under TensorRT-LLM's to the one holding the
     /// fewest, or under SGLang's scheduler to the ranks in turn
     /// (`next_rank`), as its DP attention's round-robin does. Each rank
-    /// keeps its own prefix cache, so a request finds only
-    /// the blocks its own rank cached, which the pooled cache gives by
-    /// marking each rank's hashes apart ([`crate::engine::kv::salted`]).
+    /// keeps its own blocks and prefix cache (`pools`), so a request finds
+    /// only the blocks its own rank cached (its hashes are also marked
+    /// with its rank, [`crate::engine::kv::salted`]).
     rank_load: Vec<u32>,
     next_rank: u32,
     /// This step's batch on each attention rank (where there are several):
     /// the ranks step together, and the slowest sets the step's time.
     rank_shapes: Vec<BatchShape>,
     /// Each rank's waiting and running requests as vLLM's balancer sees
-    /// them: counted at the end of each step, and a request it sends to a
-    /// rank counted waiting there at once ([`Engine::take_rank`]).
+    /// them: as its coordinator last published them
+    /// ([`VLLM_DP_STATS_INTERVAL`]), and a request it sent to a rank since
+    /// counted waiting there ([`Engine::take_rank`]).
     rank_seen: Vec<(u32, u32)>,
+    /// The engine's step time since the counts were last published.
+    rank_seen_age: Duration,
     /// vLLM's and TensorRT-LLM's schedulers with several ranks: each rank's
     /// token budget left this step, its sequences, and whether its queue
     /// stopped (each rank schedules its own requests, first come first
@@ -439,6 +448,7 @@ impl Engine {
             next_rank: 0,
             rank_shapes: vec![BatchShape::default(); ranked],
             rank_seen: vec![(0, 0); ranked],
+            rank_seen_age: Duration::ZERO,
             rank_budget: Vec::new(),
             rank_seats: vec![0; ranked],
             rank_blocked: Vec::new(),
@@ -942,8 +952,16 @@ impl Engine {
             return false;
         }
         let stepped = self.run_step(out);
-        // The ranks' counts after each step, as vLLM's engines publish them.
-        self.count_ranks();
+        // The ranks' counts as vLLM's coordinator publishes them: at the end
+        // of the first step 100 ms of steps after the last, and when the
+        // engine runs out of work (the engine's clock is its steps: an idle
+        // gap, in which the coordinator would publish too, is taken as long
+        // enough).
+        self.rank_seen_age += out.duration;
+        if self.rank_seen_age >= VLLM_DP_STATS_INTERVAL || !self.has_work() {
+            self.count_ranks();
+            self.rank_seen_age = Duration::ZERO;
+        }
         stepped
     }
 
@@ -2365,6 +2383,45 @@ mod tests {
         }
     }
 
+    /// vLLM's balancer reads the ranks' counts as its coordinator publishes
+    /// them, every 100 ms, with the requests it sent since counted waiting
+    /// where they went: a rank whose request has just ended still looks as
+    /// busy as before to a request sent within the 100 ms, and idle once
+    /// the counts come again (taken after every step, the first request
+    /// after the end had gone to the idle rank at once).
+    #[test]
+    fn vllms_balancer_reads_counts_published_every_100_ms() {
+        let mut cfg = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Fp8).unwrap();
+        (cfg.tp, cfg.ep, cfg.dp) = (1, 2, 2);
+        let mut e = Engine::new(cfg.engine_configs().remove(0)).unwrap();
+        let rank = |e: &Engine, id: u64| e.slots[e.index[&id] as usize].rank;
+        let add = |e: &mut Engine, id: u64, answer: u32| {
+            let p = prompt(64, id, e.config());
+            e.add_request(id, p, answer).unwrap();
+        };
+        // 1 to the first rank (a tie), 2 to the second (the first counted
+        // waiting); 2 ends after two steps, 1 runs on.
+        add(&mut e, 1, 2000);
+        add(&mut e, 2, 2);
+        assert_eq!((rank(&e, 1), rank(&e, 2)), (0, 1));
+        let mut elapsed = Duration::ZERO;
+        while e.index.contains_key(&2) {
+            elapsed += e.step().unwrap().duration;
+        }
+        assert!(elapsed < VLLM_DP_STATS_INTERVAL, "2 ended within the 100 ms: {elapsed:?}");
+        // The counts seen are still those sent: one waiting on each rank, a
+        // tie, and 3 goes to the first rank beside 1.
+        add(&mut e, 3, 2000);
+        assert_eq!(rank(&e, 3), 0);
+        // Once 100 ms of steps have passed, the counts come: the first rank
+        // runs two, the second none, and 4 goes to the second.
+        while elapsed < VLLM_DP_STATS_INTERVAL {
+            elapsed += e.step().unwrap().duration;
+        }
+        add(&mut e, 4, 2000);
+        assert_eq!(rank(&e, 4), 1);
+    }
+
     /// Each attention rank of an expert-parallel group keeps its own blocks
     /// under vLLM's and TensorRT-LLM's schedulers: a rank fills only its
     /// share of the group's cache, a vLLM rank out of blocks preempts its
@@ -2478,12 +2535,30 @@ mod tests {
         // One rank (TP as wide as EP) finds it for every request after the first.
         assert_eq!(run(2, 2, SchedulerPolicy::Sglang, &same, true), [0, 512, 512, 512, 512]);
         // A long answer on prefix 1 holds the first rank; a short one on
-        // prefix 2 takes the second and ends; the next on prefix 2 goes
-        // where the fewest are under vLLM (the second rank, which cached
-        // it), in turn under SGLang (the first, which did not).
+        // prefix 2 takes the second and ends; the next on prefix 2, sent at
+        // once, goes in turn under SGLang (the first rank, which did not
+        // cache it), and under vLLM to the first too: the counts its
+        // balancer reads still show the second rank busy (they come every
+        // 100 ms), a tie. Sent once the counts have come, it goes to the
+        // idle second rank, which cached it.
         let mixed = [(1, 400), (2, 2), (2, 4)];
-        assert_eq!(run(2, 1, SchedulerPolicy::Vllm, &mixed, false), [0, 0, 512]);
+        assert_eq!(run(2, 1, SchedulerPolicy::Vllm, &mixed, false), [0, 0, 0]);
         assert_eq!(run(2, 1, SchedulerPolicy::Sglang, &mixed, false), [0, 0, 0]);
+        let mut cfg = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Fp8).unwrap();
+        (cfg.tp, cfg.ep, cfg.dp) = (1, 2, 2);
+        let cfg = cfg.engine_configs().remove(0);
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        for (id, (prefix, answer)) in mixed.into_iter().enumerate().take(2) {
+            e.add_request(id as u64, Prompt::synthetic(600, &[(prefix, 512)], id as u64, cfg.block_size), answer)
+                .unwrap();
+        }
+        let mut elapsed = Duration::ZERO;
+        while e.index.contains_key(&1) || elapsed < 2 * VLLM_DP_STATS_INTERVAL {
+            elapsed += e.step().unwrap().duration;
+        }
+        e.add_request(2, Prompt::synthetic(600, &[(2, 512)], 2, cfg.block_size), 4).unwrap();
+        let hits: Vec<(u64, u32)> = e.step().unwrap().prefix_hits;
+        assert_eq!(hits, [(2, 512)], "on the second rank, which cached prefix 2");
         assert_eq!(super::super::kv::salted(42, super::super::kv::rank_salt(0)), 42);
         assert_ne!(super::super::kv::salted(42, super::super::kv::rank_salt(1)), 42);
     }
