@@ -419,15 +419,8 @@ impl Engine {
         // 1. Back from the host, oldest first (`resume_retracted_reqs`).
         let mut room: Vec<i64> = (0..pools).map(|p| self.sglang_allocatable(p, false)).collect();
         let mut i = 0;
-        while let Some(&slot) = self.offloaded.get(i) {
-            if stopped.iter().all(|&s| s) {
-                break;
-            }
-            let p = self.pool_of(slot);
-            if stopped[p] {
-                i += 1;
-                continue;
-            }
+        while let Some((at, slot, p)) = self.next_open(|e, i| e.offloaded.get(i).copied(), i, &stopped) {
+            i = at;
             let r = &self.slots[slot as usize];
             let required = i64::from(r.num_tokens()) + reserve as i64;
             // With nothing else held it comes back whatever it needs: it
@@ -458,15 +451,8 @@ impl Engine {
         }
         let retractable: Vec<i64> = (0..pools).map(|p| self.sglang_running_tokens(p)).collect();
         let mut i = self.landed_ahead();
-        while let Some(&slot) = self.waiting.get(i) {
-            if stopped.iter().all(|&s| s) {
-                break;
-            }
-            let p = self.pool_of(slot);
-            if stopped[p] {
-                i += 1;
-                continue;
-            }
+        while let Some((at, slot, p)) = self.next_open(|e, i| e.waiting.get(i).copied(), i, &stopped) {
+            i = at;
             let r = &self.slots[slot as usize];
             debug_assert_eq!(r.pull, Pull::Awaiting);
             let prompt = i64::from(r.prompt_len);
@@ -531,6 +517,26 @@ impl Engine {
             }
         }
         sent
+    }
+
+    /// From the `i`th on of the requests `get` gives, the first whose pool's
+    /// queue is not `stopped`: its index, slot and pool; none once every
+    /// pool's is stopped or the requests run out.
+    fn next_open(
+        &self,
+        get: impl Fn(&Engine, usize) -> Option<u32>,
+        mut i: usize,
+        stopped: &[bool],
+    ) -> Option<(usize, u32, usize)> {
+        while !stopped.iter().all(|&s| s) {
+            let slot = get(self, i)?;
+            let p = self.pool_of(slot);
+            if !stopped[p] {
+                return Some((i, slot, p));
+            }
+            i += 1;
+        }
+        None
     }
 
     /// The running requests of pool `p` (all of them with one pool).
