@@ -209,6 +209,14 @@ impl Hasher for IdentityHasher {
 
 const NIL: u32 = u32::MAX;
 
+/// The share of `total` blocks held when `free` are free (none of none).
+pub(crate) fn usage(total: u32, free: u32) -> f64 {
+    if total == 0 {
+        return 0.0;
+    }
+    1.0 - f64::from(free) / f64::from(total)
+}
+
 /// The block pool. Free blocks come in two kinds: plain ones (never cached,
 /// handed out first) and cached ones with no references, in an intrusive LRU
 /// list so a prefix hit can pull one out in O(1). Per-block state exists only
@@ -270,12 +278,11 @@ impl BlockPool {
         self.untouched() + self.plain_free.len() as u32 + self.lru_len
     }
 
-    /// Share of blocks held by requests (vLLM's `kv_cache_usage_perc`).
+    /// Share of blocks held by requests (vLLM's `kv_cache_usage_perc`; the
+    /// engine's is its pools' together, [`usage`]).
+    #[cfg(test)]
     pub fn usage(&self) -> f64 {
-        if self.num_blocks == 0 {
-            return 0.0;
-        }
-        1.0 - self.num_free() as f64 / self.num_blocks as f64
+        usage(self.num_blocks, self.num_free())
     }
 
     /// Blocks needed to hold `tokens` tokens.

@@ -293,10 +293,10 @@ pub struct Engine {
     roofline: Roofline,
     capacity: KvCapacity,
     max_num_seqs: u32,
-    /// The KV blocks: one pool, or, where an expert-parallel group's ranks
-    /// each schedule their own requests (vLLM's and TensorRT-LLM's), one
-    /// pool a rank, each its share of the group's blocks: a rank fills
-    /// only its own cache, and frees room in it only from its own requests
+    /// The KV blocks: one pool, or, where an expert-parallel group has
+    /// several attention ranks (each scheduling its own requests), one pool
+    /// a rank, each its share of the group's blocks: a rank fills only its
+    /// own cache, and frees room in it only from its own requests
     /// ([`Engine::pool_of`]).
     pools: Vec<BlockPool>,
     slots: Vec<Request>,
@@ -366,10 +366,9 @@ pub struct Engine {
     rank_seen: Vec<(u32, u32)>,
     /// The engine's step time since the counts were last published.
     rank_seen_age: Duration,
-    /// vLLM's and TensorRT-LLM's schedulers with several ranks: each rank's
-    /// token budget left this step, its sequences, and whether its queue
-    /// stopped (each rank schedules its own requests, first come first
-    /// served).
+    /// With several ranks: each rank's token budget left this step, its
+    /// sequences, and whether its queue stopped (each rank schedules its
+    /// own requests, first come first served).
     rank_budget: Vec<u32>,
     rank_seats: Vec<u32>,
     rank_blocked: Vec<bool>,
@@ -379,14 +378,6 @@ pub struct Engine {
     /// TensorRT-LLM's blocks free in each pool less what its requests are
     /// owed, kept to reuse its allocation.
     pool_room: Vec<u64>,
-}
-
-/// The share of `(total, free)` blocks held.
-fn usage((total, free): (u32, u32)) -> f64 {
-    if total == 0 {
-        return 0.0;
-    }
-    1.0 - f64::from(free) / f64::from(total)
 }
 
 /// A pipeline's prompt chunk whose trip through every stage outlasts its
@@ -542,8 +533,8 @@ impl Engine {
         }
     }
 
-    /// Under vLLM's or TensorRT-LLM's scheduler with several ranks, each
-    /// rank's budget, seats and queue for a new step: a rank schedules
+    /// With several ranks, each rank's budget, seats and queue for a new
+    /// step: a rank schedules
     /// within its own `max_num_batched_tokens` (a micro-batch's, times the
     /// stages) and `max_num_seqs`.
     pub(super) fn open_ranks(&mut self) {
@@ -896,10 +887,8 @@ impl Engine {
     }
 
     pub fn kv_usage(&self) -> f64 {
-        match &self.pools[..] {
-            [one] => one.usage(),
-            _ => usage(self.blocks()),
-        }
+        let (total, free) = self.blocks();
+        super::kv::usage(total, free)
     }
 
     /// The load SGLang's scheduler reports to its router (`/get_load`'s
@@ -927,12 +916,13 @@ impl Engine {
     }
 
     pub fn stats(&self) -> EngineStats {
+        let (total, free) = self.blocks();
         EngineStats {
             running: self.num_running() as u32,
             waiting: self.num_waiting() as u32,
-            kv_usage: self.kv_usage(),
-            kv_blocks_total: self.blocks().0,
-            kv_blocks_free: self.blocks().1,
+            kv_usage: super::kv::usage(total, free),
+            kv_blocks_total: total,
+            kv_blocks_free: free,
             prefix_cache_evictions: self.pools.iter().map(|p| p.evictions).sum(),
             ..self.stats.clone()
         }
@@ -1289,13 +1279,7 @@ impl Engine {
                 break;
             };
             let taken = if self.rank_admits(slot) { self.admit_waiting(slot, budget, out) } else { None };
-            let Some(new) = taken else {
-                if !self.block_rank(slot) {
-                    break;
-                }
-                i += 1;
-                continue;
-            };
+            let Some(new) = taken else { stop_rank!(self, slot, i) };
             self.waiting.remove(i);
             // One pulling its KV in is not running yet: it takes no seat.
             let seat = self.slots[slot as usize].pull != Pull::Pulling;
@@ -1557,6 +1541,7 @@ impl Engine {
         if !self.cfg.enable_prefix_caching {
             return;
         }
+        let at = self.pool_of(slot);
         let r = &mut self.slots[slot as usize];
         let mut full = target / self.cfg.block_size;
         // Every full block registered already (most steps of a decode, which
@@ -1577,7 +1562,6 @@ impl Engine {
         }
         full = full.min(base + r.output_hashes.len() as u32);
         let salt = rank_salt(r.rank);
-        let at = if self.pools.len() == 1 { 0 } else { r.rank as usize };
         let pool = &mut self.pools[at];
         for j in r.num_registered..full {
             let h = if j < base { prompt[j as usize] } else { r.output_hashes[(j - base) as usize] };

@@ -130,7 +130,7 @@ pub fn sglang_default_max_running(kv_tokens: u64, context: u32) -> u32 {
 impl Engine {
     /// One step of SGLang's schedule (see the module doc). Fills
     /// `self.scheduled`. Under DP attention (an expert-parallel group's
-    /// ranks, not disaggregated) each rank runs SGLang's scheduler on its
+    /// ranks) each rank runs SGLang's scheduler on its
     /// own: its own queue, pool of blocks, new-token ratio, budgets and
     /// retractions, and it prefills or decodes whatever the others do (a
     /// disaggregated decode instance's each reserves for its own requests).
@@ -152,12 +152,10 @@ impl Engine {
         let ranks = self.pools.len();
         let pp = self.cfg.pp.max(1);
         let mut budget = self.cfg.step_token_budget();
-        // `--max-prefill-tokens` is each scheduler's (a micro-batch's); one
-        // pool for several ranks holds them all.
-        let shared = self.cfg.attention_ranks().max(1) / ranks as u32;
+        // `--max-prefill-tokens` is each rank's scheduler's (a micro-batch's).
         let mut input = std::mem::take(&mut self.sglang_input);
         input.clear();
-        input.resize(ranks, SGLANG_MAX_PREFILL_TOKENS.saturating_mul(shared).saturating_mul(pp));
+        input.resize(ranks, SGLANG_MAX_PREFILL_TOKENS.saturating_mul(pp));
         // Each rank's prompts this step.
         let mut prompts = std::mem::take(&mut self.sglang_prompts);
         prompts.clear();
@@ -406,13 +404,10 @@ impl Engine {
         }
         let pools = self.pools.len();
         let reserve = u64::from(SGLANG_RESERVED_DECODE_TOKENS);
-        let per_rank = self.cfg.resolved_max_num_seqs();
-        let seats = if per_rank <= SGLANG_PREALLOC_SMALL_CAP {
-            self.max_num_seqs.saturating_mul(1 + SGLANG_PREALLOC_SEATS)
-        } else {
-            self.max_num_seqs
-        } as usize
-            / pools;
+        // A rank's running cap, and its request slots.
+        let cap = self.cfg.resolved_max_num_seqs().max(1);
+        let seats =
+            if cap <= SGLANG_PREALLOC_SMALL_CAP { cap.saturating_mul(1 + SGLANG_PREALLOC_SEATS) } else { cap } as usize;
         // Each pool's queue, stopped at its first request that does not fit.
         let mut stopped = vec![false; pools];
 
@@ -483,14 +478,13 @@ impl Engine {
         // 3. Landed: the first token, the prefill's, goes out now, on each
         // rank within its running cap.
         let mut sent = false;
-        let cap = (self.max_num_seqs as usize / pools).max(1);
         let mut i = 0;
         while let Some(&slot) = self.waiting.get(i) {
             if self.slots[slot as usize].pull != Pull::Landed {
                 break;
             }
             let p = self.pool_of(slot);
-            if self.running_on(p) >= cap {
+            if self.running_on(p) >= cap as usize {
                 i += 1;
                 continue;
             }
