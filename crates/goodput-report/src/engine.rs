@@ -87,7 +87,7 @@ impl EngineView for SimulatedEngine {
                 true => format!(
                     "max {} batched tokens ({} a rank)",
                     c.max_num_batched_tokens,
-                    (c.max_num_batched_tokens / ranks).max(1)
+                    goodput_core::doc::config::dp_attention_share(c.max_num_batched_tokens, ranks)
                 ),
                 false => format!("max {} batched tokens", c.max_num_batched_tokens),
             });

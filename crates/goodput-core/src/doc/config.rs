@@ -474,6 +474,13 @@ pub fn ep_ranks(tp: u32, ep: u32) -> u32 {
     }
 }
 
+/// One rank's share of a limit SGLang's DP attention reads for the whole
+/// group and splits over its `ranks` (`--chunked-prefill-size` and
+/// `--max-running-requests`: `// dp_size`, at least one).
+pub fn dp_attention_share(group: u32, ranks: u32) -> u32 {
+    (group / ranks.max(1)).max(1)
+}
+
 /// Every GPU of a prefill pool and a decode pool, each given as (instances,
 /// TP, EP): an instance is its TP times its expert-parallel ranks
 /// ([`ep_ranks`]) GPUs, times `pp` stages.

@@ -51,7 +51,7 @@ use crate::engine::catalog::GpuSpec;
 use crate::engine::config::EngineConfig;
 use crate::engine::error::Error;
 use crate::engine::Disaggregation;
-use goodput_core::doc::config::ep_ranks;
+use goodput_core::doc::config::{dp_attention_share, ep_ranks};
 
 /// GPUs one NVLink domain joins: 8 on an HGX or DGX board (H100, H200,
 /// A100, B200; the MI300X platform's Infinity Fabric alike), 72 in a GB200
@@ -108,9 +108,9 @@ impl EngineConfig {
         }
         let mut c = self.clone();
         if c.enable_chunked_prefill {
-            c.max_num_batched_tokens = (c.max_num_batched_tokens / ranks).max(1);
+            c.max_num_batched_tokens = dp_attention_share(c.max_num_batched_tokens, ranks);
         }
-        c.max_num_seqs = c.max_num_seqs.map(|n| (n / ranks).max(1));
+        c.max_num_seqs = c.max_num_seqs.map(|n| dp_attention_share(n, ranks));
         c.schedule_conservativeness *= crate::engine::scheduler::SGLANG_DP_ATTENTION_CONSERVATIVENESS;
         c
     }
