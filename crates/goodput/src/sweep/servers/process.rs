@@ -43,12 +43,24 @@ use std::time::{Duration, Instant};
 
 /// The first of `count` ports on 127.0.0.1 in a row that nothing listens
 /// on now (a script of several servers takes the ones after its own):
-/// each bound, all held until the last is, and let go. A free port the
-/// system gives is tried as the first, 64 times at most. The server is
-/// asked to bind them a moment later; another process could take one
-/// between, and the server then fails to start, which is reported.
+/// each bound, all held until the last is, and let go. The server is asked
+/// to bind them a moment later, so they are taken from below the system's
+/// ephemeral range (`/proc/sys/net/ipv4/ip_local_port_range`), where
+/// neither a client's connection (a bench's, while the next server starts)
+/// nor another program's bind to port 0 is given one meanwhile: the ports
+/// the system gives had been used, and the ones after the first were as
+/// likely to be taken by a connection as any. The start is random, and a
+/// block goodput gave out in the last minute is not given again (servers
+/// started side by side). Another program could still bind one between;
+/// the server then fails to start, which is reported. Where the range
+/// starts too low to leave room below it, a free port the system gives is
+/// tried as the first, as before.
 pub fn free_ports(count: u16) -> Result<u16> {
     let count = count.max(1);
+    let below = ephemeral_start().unwrap_or(32768);
+    if let Some(port) = ports_below(below, count) {
+        return Ok(port);
+    }
     for _ in 0..64 {
         let first = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))
             .context("cannot find a free port on 127.0.0.1 for the server")?;
@@ -61,6 +73,38 @@ pub fn free_ports(count: u16) -> Result<u16> {
         "cannot find {count} free ports in a row on 127.0.0.1 for the server (64 tries): free some, or make its \
          configuration's ports= smaller"
     )
+}
+
+/// The first port of the system's ephemeral range, the one it gives to
+/// connections and to binds to port 0.
+fn ephemeral_start() -> Option<u16> {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?.split_whitespace().next()?.parse().ok()
+}
+
+/// A block of `count` free ports within the 16,384 below `below` (not under
+/// 1,024), starting at random, none of it given out by goodput in the last
+/// minute (recorded as given); `None` where there is no room or 256 tries
+/// found none.
+fn ports_below(below: u16, count: u16) -> Option<u16> {
+    use std::hash::{BuildHasher, Hasher};
+    static GIVEN: OnceLock<Mutex<Vec<(u16, u16, Instant)>>> = OnceLock::new();
+    let low = below.saturating_sub(16384).max(1024);
+    let span = below.checked_sub(count)?.checked_sub(low).filter(|&s| s >= 256)?;
+    let mut given = GIVEN.get_or_init(Default::default).lock().ok()?;
+    given.retain(|&(_, _, at)| at.elapsed() < Duration::from_secs(60));
+    let mut random = std::collections::hash_map::RandomState::new().build_hasher();
+    random.write_u32(std::process::id());
+    for n in 0..256u64 {
+        random.write_u64(n);
+        let port = low + (random.finish() % u64::from(span)) as u16;
+        let taken = given.iter().any(|&(p, c, _)| port < p + c && p < port + count);
+        let first = || TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port)).ok();
+        if !taken && first().is_some_and(|_held| count == 1 || ports_free_after(port, count)) {
+            given.push((port, count, Instant::now()));
+            return Some(port);
+        }
+    }
+    None
 }
 
 /// Whether the `count − 1` ports after `port` can all be bound now, each
@@ -872,6 +916,19 @@ mod tests {
         assert!(!ports_free_after(port, 4) && !ports_free_after(port + 1, 2));
         assert!(ports_free_after(port, 2), "the ports before the held one");
         assert!(!ports_free_after(u16::MAX - 1, 3), "past the last port");
+    }
+
+    /// Blocks of ports come from below the system's ephemeral range, where
+    /// connections are not given them, and two in a row never overlap.
+    #[test]
+    fn ports_come_from_below_the_ephemeral_range_and_do_not_overlap() {
+        let below = ephemeral_start().unwrap_or(32768);
+        let (a, b) = (free_ports(5).unwrap(), free_ports(5).unwrap());
+        if below >= 1024 + 256 + 5 {
+            assert!(a + 5 <= below && b + 5 <= below && a >= 1024 && b >= 1024, "{a}, {b} under {below}");
+        }
+        assert!(a + 5 <= b || b + 5 <= a, "{a} and {b} overlap");
+        assert_eq!(ports_below(1024 + 100, 5), None, "no room below");
     }
 
     /// A stop waits for every port the server takes, and names the one
