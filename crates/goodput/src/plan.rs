@@ -1181,22 +1181,28 @@ const SGLANG_OWN_CAP: u32 = 0;
 /// The prefill instances a decode instance keeps busy at saturation: a
 /// request's prefill time (its prompt in budget-sized chunks, alone on an
 /// instance) over its share of a decode instance's time (its output's steps
-/// at the largest batch the batch limit and the KV cache allow, divided by
-/// that batch). The roofline's step times, without the scheduler.
+/// at the largest batch the group's cap, each rank's times its ranks, and
+/// the KV cache allow, divided by
+/// that batch). The roofline's step times, without the scheduler. In an
+/// expert-parallel group the lone prompt runs on one attention rank (as
+/// the roofline spreads a batch), in chunks of that rank's budget: SGLang's
+/// DP attention gives each rank its share of the group's (it had been
+/// chunked by the group's whole budget).
 fn pd_balance(cfg: &EngineConfig, input: f64, output: f64) -> Option<f64> {
     let roof = Roofline::new(cfg).ok()?;
     let (input, output) = (input.round().max(1.0) as u32, output.round().max(1.0) as u32);
+    let budget = cfg.rank_config().max_num_batched_tokens.max(1);
     let mut prefill_s = 0.0;
     let mut done = 0;
     while done < input {
-        let chunk = (input - done).min(cfg.max_num_batched_tokens.max(1));
+        let chunk = (input - done).min(budget);
         let mut b = BatchShape::default();
         b.add_prefill(done, chunk);
         prefill_s += roof.step_time(&b).as_secs_f64();
         done += chunk;
     }
     let kv_fit = kv_capacity(cfg).ok()?.tokens() / u64::from(input + output);
-    let batch = u64::from(cfg.resolved_max_num_seqs()).min(kv_fit).max(1) as u32;
+    let batch = u64::from(cfg.group_max_num_seqs()).min(kv_fit).max(1) as u32;
     let mut b = BatchShape::default();
     for _ in 0..batch {
         b.add_decode(input + output / 2);
@@ -1316,7 +1322,7 @@ impl Search<'_> {
         let mut cfg = self.engine(c);
         cfg.max_num_seqs = None;
         let decode = cfg.pool(true);
-        c.max_num_seqs = decode.resolved_max_num_seqs().max(1).saturating_mul(decode.attention_ranks().max(1));
+        c.max_num_seqs = decode.group_max_num_seqs().max(1);
     }
 
     /// Whether the configurations run SGLang's scheduler: behind SGLang.
@@ -2780,6 +2786,32 @@ mod tests {
         assert!(at_the_end(&[point(1, 100.0, false), point(2, 200.0, false)], true));
         // Throughput that stopped rising ends it, met or not.
         assert!(at_the_end(&[point(1, 100.0, true), point(2, 101.0, true)], false));
+    }
+
+    /// SGLang's DP attention chunks a group's prompt by one rank's share of
+    /// the group's budget and splits its cap: its balance is that of vLLM's
+    /// ranks with a quarter of each, not of the group's whole budget; and
+    /// vLLM's ranks each bring their own cap (the group's decode batch had
+    /// been one rank's).
+    #[test]
+    fn a_groups_balance_takes_each_ranks_share_of_budget_and_cap() {
+        use goodput_sim::engine::SchedulerPolicy;
+        let model = goodput_sim::engine::ModelSpec::lookup("qwen3-30b-a3b").unwrap();
+        let balance = |mbt: u32, seqs: u32, scheduler: SchedulerPolicy| {
+            let mut c = EngineConfig::new(model.clone(), GpuSpec::lookup("h100").unwrap(), Precision::Bf16);
+            (c.tp, c.ep, c.dp, c.max_num_batched_tokens, c.scheduler) = (1, 4, 4, mbt, scheduler);
+            c.max_num_seqs = Some(seqs);
+            pd_balance(&c, 8192.0, 256.0).unwrap()
+        };
+        let sglang = balance(8192, 64, SchedulerPolicy::Sglang);
+        let (quarter, whole) = (balance(2048, 16, SchedulerPolicy::Vllm), balance(8192, 16, SchedulerPolicy::Vllm));
+        assert!((sglang / quarter - 1.0).abs() < 1e-9, "{sglang} against {quarter}");
+        assert!(sglang > whole * 1.05, "smaller chunks, more prefill: {sglang} against {whole}");
+        // Four ranks of 16 seats decode 64 at once: far more prefill needed
+        // than for 16 in all.
+        let mut one = EngineConfig::new(model.clone(), GpuSpec::lookup("h100").unwrap(), Precision::Bf16);
+        (one.max_num_batched_tokens, one.max_num_seqs) = (2048, Some(16));
+        assert!(quarter > 2.0 * pd_balance(&one, 8192.0, 256.0).unwrap());
     }
 
     /// A unit of `pd` at prefill TP `tp`, EP `ep` and `pp` stages, replicated

@@ -115,6 +115,12 @@ impl EngineConfig {
         c
     }
 
+    /// The sequences a group runs at once at most: each attention rank's
+    /// cap ([`rank_config`](Self::rank_config)'s) times its ranks.
+    pub fn group_max_num_seqs(&self) -> u32 {
+        self.rank_config().resolved_max_num_seqs().saturating_mul(self.attention_ranks())
+    }
+
     /// The tokens one step may schedule: `max_num_batched_tokens` for each
     /// attention rank (each has its own budget) and each pipeline
     /// micro-batch (vLLM schedules a batch of its full budget for each of

@@ -705,7 +705,7 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
             // 30,000 for the same reason).
             let cap = kv_capacity(&cfg)?;
             let per_request = (row.input_tokens + row.output_tokens) as u64;
-            let seqs = u64::from(cfg.rank_config().resolved_max_num_seqs()) * u64::from(cfg.attention_ranks());
+            let seqs = u64::from(cfg.group_max_num_seqs());
             let batch = (cap.tokens() / per_request).clamp(1, seqs);
             let n = (10 * batch).clamp(1000, 30_000) as usize;
             VirtualLoad::burst(vec![request; n])
