@@ -154,28 +154,6 @@ fn unique_content(unique_seed: u64, i: u32) -> u64 {
     mix(mix(unique_seed ^ 0x5eed_0000_0000_0002).wrapping_add(i as u64))
 }
 
-/// Attention rank `rank`'s mark on a block's hash ([`salted`]): 0 for the
-/// first rank, which keeps the hashes as they are.
-pub fn rank_salt(rank: u32) -> u64 {
-    if rank == 0 {
-        0
-    } else {
-        mix(u64::from(rank) ^ 0x5a17_7ed0_0000_0000)
-    }
-}
-
-/// A block's hash as the prefix cache of the rank marked `salt` keeps it:
-/// one rank's cache never finds another's blocks (each rank of an
-/// expert-parallel group keeps its own), and within a rank equal prefixes
-/// still hash equal.
-pub fn salted(hash: u64, salt: u64) -> u64 {
-    if salt == 0 {
-        hash
-    } else {
-        mix(hash ^ salt)
-    }
-}
-
 /// splitmix64's finaliser: a cheap, well-mixed, run-to-run stable hash.
 fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -292,11 +270,9 @@ impl BlockPool {
 
     /// The cached blocks of the longest prefix of `hashes` (at most
     /// `max_blocks`), written into `out`.
-    /// `salt`: the attention rank's mark its blocks were registered under
-    /// ([`salted`]).
-    pub fn find_prefix(&self, hashes: &[u64], salt: u64, max_blocks: usize, out: &mut Vec<u32>) {
+    pub fn find_prefix(&self, hashes: &[u64], max_blocks: usize, out: &mut Vec<u32>) {
         out.clear();
-        out.extend(hashes.iter().take(max_blocks).map_while(|&h| self.cached_block(salted(h, salt))));
+        out.extend(hashes.iter().take(max_blocks).map_while(|&h| self.cached_block(h)));
     }
 
     /// The block registered under `hash`, where one still is (not a stale
@@ -569,9 +545,9 @@ mod tests {
         assert!(pool.admit(&mut d, &[], 16));
         assert_eq!(pool.evictions, 1);
         let mut hits = Vec::new();
-        pool.find_prefix(&[100, 101], 0, 2, &mut hits);
+        pool.find_prefix(&[100, 101], 2, &mut hits);
         assert_eq!(hits.len(), 1);
-        pool.find_prefix(&[200], 0, 1, &mut hits);
+        pool.find_prefix(&[200], 1, &mut hits);
         assert_eq!(hits.len(), 1);
     }
 
@@ -589,10 +565,10 @@ mod tests {
             pool.register(held[0], round);
             pool.release(&mut held);
             // The eight latest are cached; the ninth latest was evicted.
-            pool.find_prefix(&[round], 0, 1, &mut hits);
+            pool.find_prefix(&[round], 1, &mut hits);
             assert_eq!(hits.len(), 1, "{round} is cached");
             if round >= 8 {
-                pool.find_prefix(&[round - 8], 0, 1, &mut hits);
+                pool.find_prefix(&[round - 8], 1, &mut hits);
                 assert!(hits.is_empty(), "{} was evicted", round - 8);
             }
             assert!(pool.cached.len() <= 8 + 4097, "{} entries", pool.cached.len());
@@ -602,7 +578,7 @@ mod tests {
         let mut b = Vec::new();
         assert!(pool.admit(&mut b, &[], 16));
         pool.register(b[0], 3);
-        pool.find_prefix(&[3], 0, 1, &mut hits);
+        pool.find_prefix(&[3], 1, &mut hits);
         assert_eq!(hits, b);
         assert_eq!(pool.reset_prefix_cache(), 8, "seven idle and b's: stale entries are not prefixes");
     }
@@ -615,7 +591,7 @@ mod tests {
         pool.register(a[0], 1);
         pool.release(&mut a);
         let mut hits = Vec::new();
-        pool.find_prefix(&[1], 0, 1, &mut hits);
+        pool.find_prefix(&[1], 1, &mut hits);
         // The hit plus two fresh blocks would need three of two.
         let mut b = Vec::new();
         assert!(!pool.admit(&mut b, &hits, 48));
@@ -644,11 +620,11 @@ mod tests {
         pool.release(&mut a);
         // a's two blocks idle in the cache, b's held and registered.
         let mut hits = Vec::new();
-        pool.find_prefix(&[1, 2], 0, 2, &mut hits);
+        pool.find_prefix(&[1, 2], 2, &mut hits);
         assert_eq!(hits.len(), 2);
         assert_eq!(pool.reset_prefix_cache(), 3);
         for h in [1, 3] {
-            pool.find_prefix(&[h], 0, 1, &mut hits);
+            pool.find_prefix(&[h], 1, &mut hits);
             assert!(hits.is_empty(), "prefix {h} is still found");
         }
         // Nothing was lost: three blocks free, b's still held.

@@ -5,7 +5,7 @@
 
 use super::config::EngineConfig;
 use super::error::Error;
-use super::kv::{rank_salt, BlockPool, Prompt};
+use super::kv::{BlockPool, Prompt};
 use super::roofline::{kv_capacity, BatchShape, KvCapacity, Roofline, StepPower};
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
@@ -352,8 +352,7 @@ pub struct Engine {
     /// fewest, or under SGLang's scheduler to the ranks in turn
     /// (`next_rank`), as its DP attention's round-robin does. Each rank
     /// keeps its own blocks and prefix cache (`pools`), so a request finds
-    /// only the blocks its own rank cached (its hashes are also marked
-    /// with its rank, [`crate::engine::kv::salted`]).
+    /// only the blocks its own rank cached.
     rank_load: Vec<u32>,
     next_rank: u32,
     /// This step's batch on each attention rank (where there are several):
@@ -1412,7 +1411,7 @@ impl Engine {
         if self.cfg.enable_prefix_caching {
             let max_hit = self.reusable_blocks(num_tokens);
             let pool = &self.pools[self.pool_of(slot)];
-            pool.find_prefix(r.prompt.block_hashes(), rank_salt(r.rank), max_hit, &mut self.hits);
+            pool.find_prefix(r.prompt.block_hashes(), max_hit, &mut self.hits);
         } else {
             self.hits.clear();
         }
@@ -1561,11 +1560,10 @@ impl Engine {
             }
         }
         full = full.min(base + r.output_hashes.len() as u32);
-        let salt = rank_salt(r.rank);
         let pool = &mut self.pools[at];
         for j in r.num_registered..full {
             let h = if j < base { prompt[j as usize] } else { r.output_hashes[(j - base) as usize] };
-            pool.register(r.blocks[j as usize], super::kv::salted(h, salt));
+            pool.register(r.blocks[j as usize], h);
         }
         r.num_registered = r.num_registered.max(full);
     }
@@ -2543,7 +2541,5 @@ mod tests {
         e.add_request(2, Prompt::synthetic(600, &[(2, 512)], 2, cfg.block_size), 4).unwrap();
         let hits: Vec<(u64, u32)> = e.step().unwrap().prefix_hits;
         assert_eq!(hits, [(2, 512)], "on the second rank, which cached prefix 2");
-        assert_eq!(super::super::kv::salted(42, super::super::kv::rank_salt(0)), 42);
-        assert_ne!(super::super::kv::salted(42, super::super::kv::rank_salt(1)), 42);
     }
 }
