@@ -155,7 +155,7 @@ fn unique_content(unique_seed: u64, i: u32) -> u64 {
 }
 
 /// splitmix64's finaliser: a cheap, well-mixed, run-to-run stable hash.
-fn mix(mut x: u64) -> u64 {
+pub(crate) fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)

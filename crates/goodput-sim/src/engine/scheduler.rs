@@ -396,6 +396,18 @@ struct Late {
     stage: Duration,
 }
 
+/// Request `id`'s bootstrap room under SGLang's disaggregation: the router
+/// (`sglang_router`'s PD mode, its `mini_lb`) draws each request a random
+/// room of 63 bits, and a disaggregated instance's data-parallel controller
+/// sends the request to rank `room % dp` (`follow_bootstrap_room`, what its
+/// `round_robin` does under disaggregation), so the prefill and decode
+/// instances of one size put it on the same rank, and the ranks' loads are
+/// a random draw's, not dealt in turn. Here a hash of the id stands for the
+/// draw: the same for both instances, and the same from run to run.
+pub(crate) fn bootstrap_room(id: u64) -> u64 {
+    super::kv::mix(id ^ 0xb007_5742_0000_0000) >> 1
+}
+
 impl Engine {
     pub fn new(cfg: EngineConfig) -> Result<Engine, Error> {
         // SGLang's DP attention gives each rank its share of the group's
@@ -488,10 +500,14 @@ impl Engine {
     /// until the ranks' next counts come in. TensorRT-LLM's attention data
     /// parallelism gives it to the rank with the fewest active requests
     /// (`balance_requests_across_ranks`; its tie on their tokens is not
-    /// modelled: the first), SGLang's to the ranks in turn.
-    fn take_rank(&mut self) -> u32 {
+    /// modelled: the first), SGLang's to the ranks in turn; SGLang's
+    /// disaggregated instances to the rank its bootstrap room names
+    /// ([`bootstrap_room`]: the room modulo the ranks, on the prefill and
+    /// the decode instance alike).
+    fn take_rank(&mut self, id: u64) -> u32 {
         let ranks = self.rank_load.len() as u32;
         let rank = match self.cfg.scheduler {
+            SchedulerPolicy::Sglang if self.cfg.pd.is_some() => (bootstrap_room(id) % u64::from(ranks)) as u32,
             SchedulerPolicy::Sglang => {
                 let r = self.next_rank % ranks;
                 self.next_rank = (r + 1) % ranks;
@@ -827,7 +843,7 @@ impl Engine {
             }
         };
         self.index.insert(id, slot);
-        self.slots[slot as usize].rank = self.take_rank();
+        self.slots[slot as usize].rank = self.take_rank(id);
         self.waiting.push_back(slot);
         Ok(())
     }
