@@ -355,6 +355,15 @@ pub struct Engine {
     /// only the blocks its own rank cached.
     rank_load: Vec<u32>,
     next_rank: u32,
+    /// Each rank's requests' prompt tokens (TensorRT-LLM's attention data
+    /// parallelism balances these, [`Engine::rank_new_requests`]).
+    rank_tokens: Vec<u64>,
+    /// Under TensorRT-LLM's scheduler with several ranks, the requests
+    /// added since the last step, given their ranks together as its
+    /// executor fetches them at the start of an iteration
+    /// ([`Engine::rank_new_requests`]); their `rank` is [`UNRANKED`] until
+    /// then.
+    unranked: Vec<u32>,
     /// This step's batch on each attention rank (where there are several):
     /// the ranks step together, and the slowest sets the step's time.
     rank_shapes: Vec<BatchShape>,
@@ -396,14 +405,17 @@ struct Late {
     stage: Duration,
 }
 
+/// The rank of a request not yet given one ([`Engine::unranked`]).
+const UNRANKED: u32 = u32::MAX;
+
 /// Request `id`'s bootstrap room under SGLang's disaggregation: the router
 /// (`sglang_router`'s PD mode, its `mini_lb`) draws each request a random
-/// room of 63 bits, and a disaggregated instance's data-parallel controller
-/// sends the request to rank `room % dp` (`follow_bootstrap_room`, what its
-/// `round_robin` does under disaggregation), so the prefill and decode
-/// instances of one size put it on the same rank, and the ranks' loads are
-/// a random draw's, not dealt in turn. Here a hash of the id stands for the
-/// draw: the same for both instances, and the same from run to run.
+/// room of 63 bits, and a prefill instance's data-parallel controller sends
+/// the request to rank `room % dp` (its `--load-balance-method auto` is
+/// `follow_bootstrap_room` on a prefill instance; a decode instance's is
+/// `round_robin`), so the prefill ranks' loads are a random draw's, not
+/// dealt in turn. Here a hash of the id stands for the draw: the same from
+/// run to run.
 pub(crate) fn bootstrap_room(id: u64) -> u64 {
     super::kv::mix(id ^ 0xb007_5742_0000_0000) >> 1
 }
@@ -448,6 +460,8 @@ impl Engine {
             offloaded: Vec::new(),
             rank_load: vec![0; cfg.attention_ranks().max(1) as usize],
             next_rank: 0,
+            rank_tokens: vec![0; cfg.attention_ranks().max(1) as usize],
+            unranked: Vec::new(),
             rank_shapes: vec![BatchShape::default(); ranked],
             rank_seen: vec![(0, 0); ranked],
             rank_seen_age: Duration::ZERO,
@@ -498,22 +512,24 @@ impl Engine {
     /// four times its waiting requests plus its running ones, takes the
     /// lowest (the first on a tie), and counts the request waiting there
     /// until the ranks' next counts come in. TensorRT-LLM's attention data
-    /// parallelism gives it to the rank with the fewest active requests
-    /// (`balance_requests_across_ranks`; its tie on their tokens is not
-    /// modelled: the first), SGLang's to the ranks in turn; SGLang's
-    /// disaggregated instances to the rank its bootstrap room names
-    /// ([`bootstrap_room`]: the room modulo the ranks, on the prefill and
-    /// the decode instance alike).
-    fn take_rank(&mut self, id: u64) -> u32 {
+    /// parallelism gives the requests their ranks at the next step
+    /// ([`Engine::rank_new_requests`]), SGLang's to the ranks in turn, and
+    /// SGLang's disaggregated prefill instance to the rank its bootstrap
+    /// room names ([`bootstrap_room`]).
+    fn take_rank(&mut self, id: u64, prompt: u32) -> u32 {
         let ranks = self.rank_load.len() as u32;
         let rank = match self.cfg.scheduler {
-            SchedulerPolicy::Sglang if self.cfg.pd.is_some() => (bootstrap_room(id) % u64::from(ranks)) as u32,
+            SchedulerPolicy::Sglang if self.cfg.pd.is_some() && self.hold_finished => {
+                (bootstrap_room(id) % u64::from(ranks)) as u32
+            }
             SchedulerPolicy::Sglang => {
                 let r = self.next_rank % ranks;
                 self.next_rank = (r + 1) % ranks;
                 r
             }
-            SchedulerPolicy::Trtllm => (0..ranks).min_by_key(|&r| self.rank_load[r as usize]).unwrap_or(0),
+            // One rank: several are given theirs at the step
+            // (rank_new_requests).
+            SchedulerPolicy::Trtllm => 0,
             SchedulerPolicy::Vllm => {
                 let score = |&(waiting, running): &(u32, u32)| 4 * u64::from(waiting) + u64::from(running);
                 let r = (0..self.rank_seen.len()).min_by_key(|&r| score(&self.rank_seen[r])).unwrap_or(0);
@@ -523,8 +539,46 @@ impl Engine {
                 r as u32
             }
         };
-        self.rank_load[rank as usize] += 1;
+        self.join_rank(prompt, rank);
         rank
+    }
+
+    /// A request of `prompt` tokens joins `rank`.
+    fn join_rank(&mut self, prompt: u32, rank: u32) {
+        self.rank_load[rank as usize] += 1;
+        self.rank_tokens[rank as usize] += u64::from(prompt);
+    }
+
+    /// Gives the requests added since the last step their ranks, as
+    /// TensorRT-LLM's attention data parallelism routes the requests its
+    /// executor fetched for an iteration (`DefaultADPRouter`): longest
+    /// prompt first, each to the rank with the fewest prompt tokens among
+    /// its active requests (then the fewest requests, then the first),
+    /// among the ranks holding fewer than the expected number, the larger
+    /// of an even share of all (⌈(active + new) / ranks⌉) and the most any
+    /// rank holds. (A newer release also caps that number at a rank's most
+    /// active requests; here a rank full to its cap still takes requests,
+    /// which wait on it.)
+    fn rank_new_requests(&mut self) {
+        if self.unranked.is_empty() {
+            return;
+        }
+        let mut new = std::mem::take(&mut self.unranked);
+        new.sort_by_key(|&s| std::cmp::Reverse(self.slots[s as usize].prompt_len));
+        let ranks = self.rank_load.len() as u32;
+        let active: u32 = self.rank_load.iter().sum();
+        let most = self.rank_load.iter().copied().max().unwrap_or(0);
+        let expected = (active + new.len() as u32).div_ceil(ranks).max(most);
+        for &slot in &new {
+            let key = |r: u32| (self.rank_tokens[r as usize], self.rank_load[r as usize], r);
+            let open = (0..ranks).filter(|&r| self.rank_load[r as usize] < expected).min_by_key(|&r| key(r));
+            let rank = open.unwrap_or_else(|| (0..ranks).min_by_key(|&r| key(r)).unwrap_or(0));
+            let prompt = self.slots[slot as usize].prompt_len;
+            self.join_rank(prompt, rank);
+            self.slots[slot as usize].rank = rank;
+        }
+        new.clear();
+        self.unranked = new;
     }
 
     /// Each rank's running requests, those whose output crosses a
@@ -668,8 +722,12 @@ impl Engine {
 
     /// Request `slot` left its rank.
     fn leave_rank(&mut self, slot: u32) {
-        let n = &mut self.rank_load[self.slots[slot as usize].rank as usize];
+        let r = &self.slots[slot as usize];
+        let (rank, prompt) = (r.rank as usize, u64::from(r.prompt_len));
+        let n = &mut self.rank_load[rank];
         *n = n.saturating_sub(1);
+        let t = &mut self.rank_tokens[rank];
+        *t = t.saturating_sub(prompt);
     }
 
     /// The most tokens one request may hold: the cache of the attention rank
@@ -843,7 +901,13 @@ impl Engine {
             }
         };
         self.index.insert(id, slot);
-        self.slots[slot as usize].rank = self.take_rank(id);
+        if self.cfg.scheduler == SchedulerPolicy::Trtllm && self.rank_load.len() > 1 {
+            self.slots[slot as usize].rank = UNRANKED;
+            self.unranked.push(slot);
+        } else {
+            let prompt = self.slots[slot as usize].prompt_len;
+            self.slots[slot as usize].rank = self.take_rank(id, prompt);
+        }
         self.waiting.push_back(slot);
         Ok(())
     }
@@ -863,6 +927,17 @@ impl Engine {
         let Some(slot) = self.index.remove(&id) else {
             return self.release_held(id);
         };
+        if let Some(pos) = self.unranked.iter().position(|&s| s == slot) {
+            // Not yet given a rank: it holds nothing.
+            self.unranked.remove(pos);
+            if let Some(pos) = self.waiting.iter().position(|&s| s == slot) {
+                self.waiting.remove(pos);
+            }
+            self.slots[slot as usize].live = false;
+            self.free_slots.push(slot);
+            self.stats.requests_aborted += 1;
+            return true;
+        }
         if let Some(pos) = self.running.iter().position(|&s| s == slot) {
             self.running.remove(pos);
         } else if let Some(pos) = self.late.iter().position(|l| l.slot == slot) {
@@ -956,6 +1031,7 @@ impl Engine {
         if !self.has_work() {
             return false;
         }
+        self.rank_new_requests();
         let stepped = self.run_step(out);
         // The ranks' counts as vLLM's coordinator publishes them: at the end
         // of the first step 100 ms of steps after the last, and when the
@@ -2345,23 +2421,31 @@ mod tests {
         };
         // vLLM's balancer alternates over empty ranks (a request counted
         // waiting where it was sent, four times a running one): 0, 1, 0, 1.
-        // TensorRT-LLM's gives each to the rank with the fewest: the same.
         // The first rank's 3,000 prompt tokens exceed its budget: the second
-        // of its prompts is cut to the 548 left (TensorRT-LLM's to whole
-        // blocks of 16: 544), where the group's budgets added up had taken
-        // it whole.
-        for (policy, left) in [(SchedulerPolicy::Vllm, 548), (SchedulerPolicy::Trtllm, 544)] {
-            let mut e = group(256, policy);
-            for (id, len) in [(1, 1500), (2, 100), (3, 1500), (4, 100)] {
-                add(&mut e, id, len, 8);
-            }
-            let ranks: Vec<u32> = (1..=4).map(|id| e.slots[e.index[&id] as usize].rank).collect();
-            assert_eq!(ranks, [0, 1, 0, 1], "{policy:?}");
-            let first = e.step().unwrap();
-            assert_eq!(first.batch.prefill_tokens, 1500 + left + 100 + 100, "{policy:?}");
-            let rank0 = e.rank_shapes[0];
-            assert_eq!((rank0.prefill_tokens, rank0.largest_prefill), (1500 + u64::from(left), 1500), "{policy:?}");
+        // of its prompts is cut to the 548 left, where the group's budgets
+        // added up had taken it whole.
+        let mut e = group(256, SchedulerPolicy::Vllm);
+        for (id, len) in [(1, 1500), (2, 100), (3, 1500), (4, 100)] {
+            add(&mut e, id, len, 8);
         }
+        let ranks = |e: &Engine| (1..=4).map(|id| e.slots[e.index[&id] as usize].rank).collect::<Vec<u32>>();
+        assert_eq!(ranks(&e), [0, 1, 0, 1]);
+        let first = e.step().unwrap();
+        assert_eq!(first.batch.prefill_tokens, 1500 + 548 + 100 + 100);
+        assert_eq!((e.rank_shapes[0].prefill_tokens, e.rank_shapes[0].largest_prefill), (1500 + 548, 1500));
+        // TensorRT-LLM's router gives the four their ranks together at the
+        // step, longest first, each to the rank with the fewest prompt
+        // tokens among those under an even share (two): 1 and 3 apart, then
+        // 2 with 1 (a tie on tokens and requests: the first), 4 with 3. Each
+        // rank's 1,600 tokens fit its budget, and both prefill whole.
+        let mut e = group(256, SchedulerPolicy::Trtllm);
+        for (id, len) in [(1, 1500), (2, 100), (3, 1500), (4, 100)] {
+            add(&mut e, id, len, 8);
+        }
+        let first = e.step().unwrap();
+        assert_eq!(ranks(&e), [0, 0, 1, 1]);
+        assert_eq!(first.batch.prefill_tokens, 2 * (1500 + 100));
+        assert_eq!((e.rank_shapes[0].prefill_tokens, e.rank_shapes[0].largest_prefill), (1600, 1500));
 
         // One sequence a rank: the first rank's long request holds its seat,
         // and when the second rank's short one ends, the request admitted is
@@ -2420,6 +2504,57 @@ mod tests {
         assert_eq!(rank(&e, 4), 1);
     }
 
+    /// TensorRT-LLM's attention data parallelism routes the requests that
+    /// came since the last step together at the step: longest prompt
+    /// first, each to the rank with the fewest prompt tokens among the
+    /// ranks under an even share of requests. (It had given each request,
+    /// as it came, to the rank with the fewest requests.)
+    #[test]
+    fn tensorrt_llms_ranks_are_balanced_by_prompt_tokens_at_the_step() {
+        let group = |ranks: u32| {
+            let mut cfg = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Fp8).unwrap();
+            (cfg.tp, cfg.ep, cfg.dp, cfg.scheduler) = (1, ranks, ranks, SchedulerPolicy::Trtllm);
+            Engine::new(cfg.engine_configs().remove(0)).unwrap()
+        };
+        let rank = |e: &Engine, id: u64| e.slots[e.index[&id] as usize].rank;
+        let add = |e: &mut Engine, id: u64, len: u32| {
+            let p = prompt(len, id, e.config());
+            e.add_request(id, p, 64).unwrap();
+        };
+        // Four ranks, eight prompts: 900, 800, 700 and 600 take a rank each,
+        // then 400 joins the 600, 300 the 700, 200 the 800, 100 the 900.
+        let mut e = group(4);
+        for (id, len) in [(1, 100), (2, 900), (3, 200), (4, 800), (5, 300), (6, 700), (7, 400), (8, 600)] {
+            add(&mut e, id, len);
+        }
+        assert_eq!(rank(&e, 1), UNRANKED, "given at the step");
+        e.step().unwrap();
+        let ranks: Vec<u32> = (1..=8).map(|id| rank(&e, id)).collect();
+        assert_eq!(ranks, [0, 0, 1, 1, 2, 2, 3, 3]);
+        assert_eq!(e.rank_tokens, [1000; 4]);
+        // Two ranks: a long prompt and three short ones. The short ones go
+        // to the rank of fewer tokens until it holds its even share (two),
+        // and the third short one joins the long one.
+        let mut e = group(2);
+        for (id, len) in [(1, 2000), (2, 10), (3, 10), (4, 10)] {
+            add(&mut e, id, len);
+        }
+        e.step().unwrap();
+        assert_eq!((1..=4).map(|id| rank(&e, id)).collect::<Vec<_>>(), [0, 1, 1, 0]);
+        // A later arrival sees the requests the ranks hold: the rank of
+        // fewer prompt tokens.
+        add(&mut e, 5, 10);
+        e.step().unwrap();
+        assert_eq!(rank(&e, 5), 1);
+        // One aborted before its step leaves nothing behind.
+        add(&mut e, 6, 10);
+        assert!(e.abort(6));
+        e.step().unwrap();
+        assert_eq!((e.rank_load.iter().sum::<u32>(), e.rank_tokens.iter().sum::<u64>()), (5, 2040));
+        while e.step().is_some() {}
+        assert_eq!((&e.rank_load[..], &e.rank_tokens[..], e.stats().requests_finished), (&[0, 0][..], &[0, 0][..], 5));
+    }
+
     /// Each attention rank of an expert-parallel group keeps its own blocks
     /// under vLLM's and TensorRT-LLM's schedulers: a rank fills only its
     /// share of the group's cache, a vLLM rank out of blocks preempts its
@@ -2439,12 +2574,13 @@ mod tests {
             assert_eq!(e.request_kv_tokens(), 32 * 16);
             e
         };
-        // The first rank's two requests each reach 29 blocks (160 + 300
-        // tokens), more than its 32 together; the second rank's two, 14
-        // blocks each (16 + 200), fit in its own. Added at once, the
-        // balancers alternate: 1 and 3 on the first rank, 2 and 4 on the
-        // second, 4 the group's newest.
-        let requests = [(1, 160, 300), (2, 16, 200), (3, 160, 300), (4, 16, 200)];
+        // The first rank's two requests reach 29 and 20 blocks (16 + 448
+        // and 16 + 304 tokens), more than its 32 together; the second
+        // rank's two, 4 blocks each (16 + 48), fit in its own. Added at
+        // once, the balancers alternate: 1 and 3 on the first rank, 2 and 4
+        // on the second, 4 the group's newest (TensorRT-LLM's router, which
+        // balances prompt tokens, finds them all equal).
+        let requests = [(1, 16, 448), (2, 16, 48), (3, 16, 304), (4, 16, 48)];
         let mut e = group(SchedulerPolicy::Vllm);
         for (id, len, answer) in requests {
             let p = prompt(len, id, e.config());
@@ -2473,7 +2609,8 @@ mod tests {
 
         // TensorRT-LLM reserves each request's whole run: the first rank
         // has room for one of its two, and the second rank's both are
-        // admitted beside it (pooled, 29 of the 35 blocks left had let 3 in).
+        // admitted beside it (pooled, the 57 blocks of all four fit the 64
+        // and had let 3 in).
         let mut e = group(SchedulerPolicy::Trtllm);
         for (id, len, answer) in requests {
             let p = prompt(len, id, e.config());
