@@ -749,10 +749,14 @@ fn flags(
     }
     // SGLang balances its ranks by the plan's router where it has that
     // policy (prefix-aware is replicas behind its router: Servers::replicas).
+    // Least-loaded is its `total_requests` (the fewest running and waiting
+    // requests); `shortest_queue`, the older name, is no longer one of its
+    // choices (auto, round_robin, follow_bootstrap_room, total_requests,
+    // total_tokens), and a server given it refuses to start.
     let router = get("router").and_then(|r| r.parse::<RouterPolicy>().ok());
     match (router, sglang && dp > 1) {
         (Some(RouterPolicy::RoundRobin), true) => flag("--load-balance-method", "round_robin".into()),
-        (Some(RouterPolicy::LeastLoaded), true) => flag("--load-balance-method", "shortest_queue".into()),
+        (Some(RouterPolicy::LeastLoaded), true) => flag("--load-balance-method", "total_requests".into()),
         _ => {}
     }
     if ep > 1 {
@@ -1500,7 +1504,7 @@ mod tests {
         let one = command(Server::Vllm, &[("tp", "1"), ("dp", "2"), ("router", "least-loaded")], &w).unwrap();
         assert!(one.contains("--data-parallel-size 2") && !one.contains("balance"), "{one}");
         // SGLang's for round-robin and least-loaded.
-        for (router, method) in [("round-robin", "round_robin"), ("least-loaded", "shortest_queue")] {
+        for (router, method) in [("round-robin", "round_robin"), ("least-loaded", "total_requests")] {
             assert!(Servers::replicas(Server::Sglang, &knobs(router)).is_none());
             let one = command(Server::Sglang, &[("tp", "1"), ("dp", "2"), ("router", router)], &w).unwrap();
             assert!(one.contains(&format!("--dp-size 2 --load-balance-method {method}")), "{one}");

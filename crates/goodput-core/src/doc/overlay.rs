@@ -132,11 +132,12 @@ pub fn mixed_batches_value(v: &str) -> Option<bool> {
 /// A router's policy as the simulator names it (`round-robin`,
 /// `least-loaded`, `prefix-aware`, `power-of-two`), from that or a router's
 /// own name for it (vLLM router's and SGLang's `round_robin`, `cache_aware`
-/// and `power_of_two`, SGLang's `shortest_queue`); `None` for another.
+/// and `power_of_two`, SGLang's `total_requests` and its older
+/// `shortest_queue`); `None` for another.
 pub fn router_name(v: &str) -> Option<&'static str> {
     match v.trim().to_ascii_lowercase().replace('_', "-").as_str() {
         "round-robin" | "roundrobin" | "rr" => Some("round-robin"),
-        "least-loaded" | "least-load" | "shortest-queue" => Some("least-loaded"),
+        "least-loaded" | "least-load" | "total-requests" | "shortest-queue" => Some("least-loaded"),
         "prefix-aware" | "cache-aware" | "prefix" => Some("prefix-aware"),
         "power-of-two" | "poweroftwo" | "p2c" => Some("power-of-two"),
         _ => None,
@@ -1043,6 +1044,7 @@ mod tests {
         assert_eq!(knob_of("load_balance_method"), Some("router"));
         assert!(same_value("router", "cache_aware", "prefix-aware"));
         assert!(same_value("router", "shortest_queue", "Least-Loaded"));
+        assert!(same_value("router", "total_requests", "least-loaded"));
         assert!(!same_value("router", "round_robin", "least-loaded"));
     }
 

@@ -1657,7 +1657,7 @@ while [ $# -gt 0 ]; do
     --base-gpu-id) gpus="from $2"; shift 2;;
     --load-balance-method)
       case "$2" in
-        round_robin) args="$args --router round-robin";; shortest_queue) args="$args --router least-loaded";;
+        round_robin) args="$args --router round-robin";; total_requests) args="$args --router least-loaded";;
         *) echo "sglang shim: load balance $2" >&2; exit 2;;
       esac; shift 2;;
     --served-model-name) args="$args $1 $2"; shift 2;;
@@ -2200,7 +2200,7 @@ fn a_script_of_several_servers_takes_its_gpus_and_ends_them_all() {
 
 /// The router a trace plan put in front of its replicas is the one
 /// measured: vLLM's replicas behind `vllm-router --policy cache_aware` for
-/// prefix-aware, SGLang's own `--load-balance-method shortest_queue` for
+/// prefix-aware, SGLang's own `--load-balance-method total_requests` for
 /// least-loaded; the header's sweep predicts them with the same router.
 #[test]
 fn a_trace_plans_router_is_the_one_measured() {
@@ -2236,7 +2236,7 @@ fn a_trace_plans_router_is_the_one_measured() {
         assert!(!sweep.contains("--router"), "{sweep}");
         match engine {
             "vllm" => assert!(launch.contains("--policy cache_aware"), "{launch}"),
-            _ => assert!(launch.contains("--dp-size 2 --load-balance-method shortest_queue"), "{launch}"),
+            _ => assert!(launch.contains("--dp-size 2 --load-balance-method total_requests"), "{launch}"),
         }
         run_header_sweep(dir.path(), &text, "h100", &["--progress", "none"]);
         let stem = grid.file_stem().unwrap().to_string_lossy().into_owned();

@@ -66,7 +66,7 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
             if knob == "router" && goodput_core::doc::overlay::router_name(v).is_none() {
                 bail!(
                     "--estimate: {k}={v} in {} is no router policy the simulator has: round-robin (round_robin), \
-                     least-loaded (shortest_queue), prefix-aware (cache_aware) or power-of-two (power_of_two)",
+                     least-loaded (total_requests), prefix-aware (cache_aware) or power-of-two (power_of_two)",
                     p.id()
                 );
             }
