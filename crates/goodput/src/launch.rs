@@ -747,14 +747,16 @@ fn flags(
             flag(f, n.to_string());
         }
     }
-    // SGLang balances its ranks by the plan's router where it has that
+    // SGLang balances its replicas by the plan's router where it has that
     // policy (prefix-aware is replicas behind its router: Servers::replicas).
+    // Not the ranks of its DP attention: one group, whose ranks the engine
+    // deals in turn, as SGLang's default (`auto`, `round_robin` there) does.
     // Least-loaded is its `total_requests` (the fewest running and waiting
     // requests); `shortest_queue`, the older name, is no longer one of its
     // choices (auto, round_robin, follow_bootstrap_room, total_requests,
     // total_tokens), and a server given it refuses to start.
     let router = get("router").and_then(|r| r.parse::<RouterPolicy>().ok());
-    match (router, sglang && dp > 1) {
+    match (router, sglang && dp > 1 && !dp_attention) {
         (Some(RouterPolicy::RoundRobin), true) => flag("--load-balance-method", "round_robin".into()),
         (Some(RouterPolicy::LeastLoaded), true) => flag("--load-balance-method", "total_requests".into()),
         _ => {}
@@ -1385,6 +1387,12 @@ mod tests {
         assert!(w.starts_with("--tp-size 8 --dp-size 4 --enable-dp-attention --ep-size 8 "), "{w}");
         let w = sgl(&[("tp", "2"), ("dp", "4"), ("ep", "2")]).join(" ");
         assert!(w.starts_with("--tp-size 2 --dp-size 4 --ep-size 2 "), "{w}");
+        // A router names the replicas' balancing, not the DP attention
+        // ranks', which SGLang deals in turn, as the engine does.
+        let w = sgl(&[("tp", "2"), ("dp", "4"), ("ep", "2"), ("router", "least-loaded")]).join(" ");
+        assert!(w.contains("--load-balance-method total_requests"), "{w}");
+        let w = sgl(&[("tp", "2"), ("dp", "4"), ("ep", "8"), ("router", "least-loaded")]).join(" ");
+        assert!(!w.contains("--load-balance-method"), "{w}");
         let why = |kv: &[(&str, &str)]| command(Server::Sglang, kv, &weights("my-org/tuned")).unwrap_err();
         assert!(why(&[("tp", "1"), ("dp", "8"), ("ep", "4")]).contains("or with its DP attention over all 8 GPUs"));
         assert!(why(&[("spec_tokens", "3")]).contains("SGLang needs the drafter named"));
