@@ -62,8 +62,13 @@ impl EngineView for SimulatedEngine {
             });
         }
         if let Some(pd) = &c.pd {
+            // Each pool's router, where it is not the default.
+            let routed = match c.router.as_deref() {
+                Some(r) if r != "least-loaded" => format!(" ({r})"),
+                _ => String::new(),
+            };
             parts.push(format!(
-                "disaggregated {} · KV link {} Gb/s per GPU ({}), {} µs",
+                "disaggregated {}{routed} · KV link {} Gb/s per GPU ({}), {} µs",
                 pd.pools_words(c.tp, c.ep),
                 pd.kv_link_gbps,
                 pd.kv_link,
@@ -303,6 +308,17 @@ mod tests {
             replicas(json!(10.0)),
             "Llama-3.1-8B on 1× H100 SXM · 4 replicas (power-of-two, loads polled every 10 s) · bf16 · prefix caching on"
         );
+        // Each pool's router, where it is not least-loaded.
+        let pools = |router: &str| {
+            engine(json!({"config": {
+                "model": "Llama-3.1-8B", "gpu": "H100 SXM", "tp": 1, "router": router, "precision": "bf16",
+                "pd": {"prefill": 2, "decode": 1, "kv_link": "nvlink", "kv_link_gbps": 3600.0,
+                       "kv_link_latency_us": 10.0}
+            }}))
+            .config_line()
+        };
+        assert!(pools("prefix-aware").contains("disaggregated 2 prefill + 1 decode instances (prefix-aware) · KV link"));
+        assert!(pools("least-loaded").contains("disaggregated 2 prefill + 1 decode instances · KV link"));
         // An expert-parallel group's data-parallel ranks are one scheduler's
         // ranks: eight ranks in groups of four are two replicas, four in one
         // group none (the line had said "4 replicas · EP 4").

@@ -188,13 +188,14 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
     let c = server.config();
     let replicas = match (c.engine.pd, goodput_sim::engine::KvLink::new(&c.engine)) {
         (Some(pd), Some(link)) => format!(
-            "{} (KV link {} Gb/s per GPU, {} µs) {}",
+            "{} (KV link {} Gb/s per GPU, {} µs; {} router) {}",
             goodput_core::doc::config::EngineSettings::from(&c.engine)
                 .pd
                 .map(|s| s.pools_words(c.engine.pool_tp(false), c.engine.pool_ep(false)))
                 .unwrap_or_default(),
             link.gbps,
             link.latency.as_secs_f64() * 1e6,
+            c.engine.router,
             if pd.names_sizes() { "of " } else { "each " }
         ),
         _ => {

@@ -386,8 +386,9 @@ pub struct EngineSettings {
     /// Data-parallel replicas, each on `tp` GPUs; absent for one.
     #[serde(skip_serializing_if = "one_replica")]
     pub dp: u32,
-    /// The router in front of the replicas, with `dp` > 1: `round-robin`,
-    /// `least-loaded`, `prefix-aware` or `power-of-two`.
+    /// The router in front of the replicas, with `dp` > 1, or of each pool
+    /// of a disaggregated engine: `round-robin`, `least-loaded`,
+    /// `prefix-aware` or `power-of-two`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub router: Option<String>,
     /// Seconds between the polls of the loads that `power-of-two` compares

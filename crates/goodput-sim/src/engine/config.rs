@@ -177,7 +177,7 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             // where it differs).
             tp: cfg.pool_tp(false),
             dp: cfg.dp,
-            router: (cfg.dp > 1).then(|| cfg.router.to_string()),
+            router: (cfg.dp > 1 || cfg.pd.is_some()).then(|| cfg.router.to_string()),
             router_poll_s: cfg.router_poll_s.filter(|_| cfg.dp > 1),
             ep: cfg.pool_ep(false),
             pp: cfg.pp,
@@ -439,11 +439,11 @@ impl EngineConfig {
                     self.dp
                 ));
             }
-            if self.router != RouterPolicy::LeastLoaded {
+            if self.router_poll_s.is_some() {
                 return bad(format!(
-                    "--router {} picks among --dp replicas; with --pd each pool routes to its least-loaded \
-                     instance: drop --router",
-                    self.router
+                    "--router-poll polls the loads of --dp replicas; with --pd {} each pool's router counts its \
+                     instances' requests as it sends them: drop --router-poll",
+                    pd.spec()
                 ));
             }
             if !self.mixed_batches {

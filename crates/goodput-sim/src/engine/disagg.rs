@@ -423,7 +423,7 @@ mod tests {
     }
 
     #[test]
-    fn the_pools_count_every_gpu_and_refuse_dp_and_a_router() {
+    fn the_pools_count_every_gpu_and_refuse_dp_and_a_polled_router() {
         let mut cfg = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
         cfg.tp = 2;
         cfg.pd = Some(Disaggregation::parse("3:5").unwrap());
@@ -433,9 +433,13 @@ mod tests {
         let e = cfg.validate().unwrap_err().to_string();
         assert!(e.contains("--pd 3:5 and --dp 2") && e.contains("drop --dp"), "{e}");
         cfg.dp = 1;
+        // Each pool's router may be any policy, on its own counts.
         cfg.router = crate::engine::RouterPolicy::PrefixAware;
-        assert!(cfg.validate().unwrap_err().to_string().contains("drop --router"));
-        cfg.router = crate::engine::RouterPolicy::LeastLoaded;
+        cfg.validate().unwrap();
+        cfg.router = crate::engine::RouterPolicy::PowerOfTwo;
+        cfg.router_poll_s = Some(1.0);
+        assert!(cfg.validate().unwrap_err().to_string().contains("drop --router-poll"));
+        (cfg.router, cfg.router_poll_s) = (crate::engine::RouterPolicy::LeastLoaded, None);
         cfg.pd = Some(Disaggregation::parse("1:0").unwrap());
         assert!(cfg.validate().unwrap_err().to_string().contains("0 decode instances"));
     }

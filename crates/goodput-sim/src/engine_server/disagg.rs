@@ -30,14 +30,20 @@ pub(super) struct PrefillPool {
 }
 
 impl PrefillPool {
-    /// `first`: a prefill instance's engine.
-    pub(super) fn new(link: KvLink, prefill: usize, first: &crate::engine::Engine) -> PrefillPool {
+    /// `first`: a prefill instance's engine; `policy`: how the pool's
+    /// router picks its instance (`--router`).
+    pub(super) fn new(
+        link: KvLink,
+        prefill: usize,
+        first: &crate::engine::Engine,
+        policy: crate::engine::RouterPolicy,
+    ) -> PrefillPool {
         let blocks = first.capacity().num_blocks;
         PrefillPool {
             kv_tokens: first.request_kv_tokens(),
             prefill,
             link,
-            router: Arc::new(Mutex::new(Router::new(crate::engine::RouterPolicy::LeastLoaded, prefill, blocks))),
+            router: Arc::new(Mutex::new(Router::new(policy, prefill, blocks))),
             link_free: (0..prefill).map(|_| Mutex::new(Instant::now())).collect(),
         }
     }

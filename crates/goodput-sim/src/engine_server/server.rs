@@ -53,7 +53,9 @@ impl EngineServer {
             .map_err(|_| Error::InvalidConfig("the engine server must be started inside a tokio runtime".into()))?;
         let mut engines = cfg.engine.engine_configs().into_iter().map(Engine::new).collect::<Result<Vec<_>, _>>()?;
         let pd = match (cfg.engine.pd, crate::engine::KvLink::new(&cfg.engine)) {
-            (Some(pd), Some(link)) => Some(super::disagg::PrefillPool::new(link, pd.prefill as usize, &engines[0])),
+            (Some(pd), Some(link)) => {
+                Some(super::disagg::PrefillPool::new(link, pd.prefill as usize, &engines[0], cfg.engine.router))
+            }
             _ => None,
         };
         let prefill = pd.as_ref().map_or(0, |p| p.prefill);

@@ -491,7 +491,7 @@ pub struct EngineHwArgs {
     /// Data-parallel degree: replicas of the engine, each on --tp GPUs, behind a router.
     #[arg(long, default_value_t = 1, help_heading = "Simulated engine")]
     pub dp: u32,
-    /// How the router in front of --dp replicas picks one: least-loaded (fewest requests in flight), round-robin, prefix-aware (vLLM router's and SGLang's cache_aware policy), or power-of-two (their power_of_two: the lighter of two drawn at random).
+    /// How the router in front of --dp replicas (or, with --pd, of each pool's instances) picks one: least-loaded (fewest requests in flight), round-robin, prefix-aware (vLLM router's and SGLang's cache_aware policy), or power-of-two (their power_of_two: the lighter of two drawn at random).
     #[arg(long, default_value = "least-loaded", help_heading = "Simulated engine")]
     pub router: String,
     /// With --router power-of-two: compare the loads polled this often instead of live counts, as SGLang's router does (its --worker-load-check-interval, 10s by default; a load is the tokens a replica's requests hold in its KV cache plus its waiting prompts, as SGLang's /get_load counts them); between polls every request of a pair goes to the replica that was lighter at the last poll.

@@ -47,7 +47,9 @@ pub(super) struct Pools {
 }
 
 impl Pools {
-    /// `blocks`: a prefill and a decode instance's KV blocks.
+    /// `blocks`: a prefill and a decode instance's KV blocks; `policy`:
+    /// how each pool's router picks its instance (`--router`).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         link: KvLink,
         prefill: usize,
@@ -55,12 +57,13 @@ impl Pools {
         blocks: (u32, u32),
         requests: usize,
         decode_first: bool,
+        policy: RouterPolicy,
     ) -> Pools {
         Pools {
             prefill,
             link,
-            prefill_router: Router::new(RouterPolicy::LeastLoaded, prefill, blocks.0),
-            decode_router: Router::new(RouterPolicy::LeastLoaded, decode, blocks.1),
+            prefill_router: Router::new(policy, prefill, blocks.0),
+            decode_router: Router::new(policy, decode, blocks.1),
             link_free: vec![Duration::ZERO; prefill],
             transfers: BinaryHeap::new(),
             holder: vec![NONE; requests],

@@ -1114,6 +1114,42 @@ mod tests {
         assert!(pa.engine.replicas.iter().all(|r| r.requests > 100), "{:?}", pa.engine.replicas);
     }
 
+    /// Disaggregated, each pool's router picks by `--router` too: the same
+    /// prompts over four prefill instances, prefix-aware keeps each prompt
+    /// on one, whose cache holds its share, where round-robin shows every
+    /// instance every prompt, and least-loaded (the default) sends each to
+    /// the first instance, idle again by the next arrival, whose cache
+    /// holds a third of the prompts.
+    #[test]
+    fn a_prefix_aware_router_finds_more_of_the_prefixes_on_the_prefill_pool() {
+        let requests: Vec<VirtualRequest> = (0..1024u64)
+            .map(|i| VirtualRequest {
+                shared_prefix: Some(SharedPrefix { id: 1 + draw(i) % 32, len: 2048 }),
+                ..VirtualRequest::new(2048 + 64, 16)
+            })
+            .collect();
+        let run = |router: RouterPolicy| {
+            let mut cfg = h100_8b();
+            (cfg.router, cfg.num_gpu_blocks_override) = (router, Some(1600));
+            let load = VirtualLoad::open_loop(requests.clone(), constant_rate(requests.len(), 16.0));
+            run_pools(&cfg, "4:1", &load).0
+        };
+        let hits = |r: &SimRun| r.engine.prefix_cache_hit_rate.unwrap();
+        let (ll, rr, pa) =
+            (run(RouterPolicy::LeastLoaded), run(RouterPolicy::RoundRobin), run(RouterPolicy::PrefixAware));
+        assert!(
+            hits(&pa) > hits(&ll) + 0.2 && hits(&pa) > hits(&rr) + 0.2,
+            "{} {} {}",
+            hits(&ll),
+            hits(&rr),
+            hits(&pa)
+        );
+        assert!(mean_ttft(&pa) < mean_ttft(&ll), "{} vs {}", mean_ttft(&pa), mean_ttft(&ll));
+        // Every prefill instance served some of the load, each request once.
+        assert!(pa.engine.replicas[..4].iter().all(|r| r.requests > 50), "{:?}", pa.engine.replicas);
+        assert_eq!(pa.engine.replicas[..4].iter().map(|r| r.requests).sum::<u64>(), 1024);
+    }
+
     /// Power-of-two on loads polled every 10 s (SGLang's router's default)
     /// piles each interval's requests on the replicas that were light at
     /// the poll: at the same rate the busiest replica's share of the work

@@ -89,6 +89,7 @@ impl<'a> VirtualRun<'a> {
                     (blocks, decode_blocks),
                     n,
                     cfg.decode_first(),
+                    cfg.router,
                 ))
             }
             _ => None,
