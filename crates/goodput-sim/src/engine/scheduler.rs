@@ -358,11 +358,11 @@ pub struct Engine {
     /// Each rank's requests' prompt tokens (TensorRT-LLM's attention data
     /// parallelism balances these, [`Engine::rank_new_requests`]).
     rank_tokens: Vec<u64>,
-    /// Under TensorRT-LLM's scheduler with several ranks, the requests
-    /// added since the last step, given their ranks together as its
-    /// executor fetches them at the start of an iteration
-    /// ([`Engine::rank_new_requests`]); their `rank` is [`UNRANKED`] until
-    /// then.
+    /// Under TensorRT-LLM's scheduler with several ranks, the requests not
+    /// yet fetched, oldest first: given their ranks together at a step
+    /// (as its executor fetches them for an iteration,
+    /// [`Engine::rank_new_requests`]) and queued in `waiting` then; their
+    /// `rank` is [`UNRANKED`] until then.
     unranked: Vec<u32>,
     /// This step's batch on each attention rank (where there are several):
     /// the ranks step together, and the slowest sets the step's time.
@@ -549,36 +549,41 @@ impl Engine {
         self.rank_tokens[rank as usize] += u64::from(prompt);
     }
 
-    /// Gives the requests added since the last step their ranks, as
-    /// TensorRT-LLM's attention data parallelism routes the requests its
-    /// executor fetched for an iteration (`DefaultADPRouter`): longest
-    /// prompt first, each to the rank with the fewest prompt tokens among
-    /// its active requests (then the fewest requests, then the first),
-    /// among the ranks holding fewer than the expected number, the larger
-    /// of an even share of all (⌈(active + new) / ranks⌉) and the most any
-    /// rank holds. (A newer release also caps that number at a rank's most
-    /// active requests; here a rank full to its cap still takes requests,
-    /// which wait on it.)
+    /// Gives the queued requests their ranks, as TensorRT-LLM's executor
+    /// fetches requests for an iteration and its attention data
+    /// parallelism routes them (`DefaultADPRouter`): the oldest, as many as
+    /// the ranks have room for below their cap of active requests (a
+    /// rank's `max_num_seqs`), longest prompt first, each to the rank whose
+    /// active requests hold the fewest prompt tokens (then the fewest
+    /// requests, then the first), among the ranks holding fewer than the
+    /// expected number: the larger of an even share of all (⌈(active +
+    /// new) / ranks⌉) and the most any rank holds, at most the cap. Those
+    /// left wait, unranked, for a rank's room.
     fn rank_new_requests(&mut self) {
         if self.unranked.is_empty() {
             return;
         }
-        let mut new = std::mem::take(&mut self.unranked);
+        let (ranks, cap) = (self.rank_load.len() as u32, self.cfg.resolved_max_num_seqs().max(1));
+        let room: u32 = self.rank_load.iter().map(|&l| cap.saturating_sub(l)).sum();
+        let take = (room as usize).min(self.unranked.len());
+        if take == 0 {
+            return;
+        }
+        let mut new: Vec<u32> = self.unranked.drain(..take).collect();
         new.sort_by_key(|&s| std::cmp::Reverse(self.slots[s as usize].prompt_len));
-        let ranks = self.rank_load.len() as u32;
         let active: u32 = self.rank_load.iter().sum();
         let most = self.rank_load.iter().copied().max().unwrap_or(0);
-        let expected = (active + new.len() as u32).div_ceil(ranks).max(most);
+        let expected = (active + new.len() as u32).div_ceil(ranks).max(most).min(cap);
         for &slot in &new {
             let key = |r: u32| (self.rank_tokens[r as usize], self.rank_load[r as usize], r);
             let open = (0..ranks).filter(|&r| self.rank_load[r as usize] < expected).min_by_key(|&r| key(r));
+            // Always one: the ranks' room below `expected` holds them all.
             let rank = open.unwrap_or_else(|| (0..ranks).min_by_key(|&r| key(r)).unwrap_or(0));
             let prompt = self.slots[slot as usize].prompt_len;
             self.join_rank(prompt, rank);
             self.slots[slot as usize].rank = rank;
+            self.waiting.push_back(slot);
         }
-        new.clear();
-        self.unranked = new;
     }
 
     /// Each rank's running requests, those whose output crosses a
@@ -902,13 +907,14 @@ impl Engine {
         };
         self.index.insert(id, slot);
         if self.cfg.scheduler == SchedulerPolicy::Trtllm && self.rank_load.len() > 1 {
+            // Queued for TensorRT-LLM's executor to fetch at a step.
             self.slots[slot as usize].rank = UNRANKED;
             self.unranked.push(slot);
         } else {
             let prompt = self.slots[slot as usize].prompt_len;
             self.slots[slot as usize].rank = self.take_rank(id, prompt);
+            self.waiting.push_back(slot);
         }
-        self.waiting.push_back(slot);
         Ok(())
     }
 
@@ -930,9 +936,6 @@ impl Engine {
         if let Some(pos) = self.unranked.iter().position(|&s| s == slot) {
             // Not yet given a rank: it holds nothing.
             self.unranked.remove(pos);
-            if let Some(pos) = self.waiting.iter().position(|&s| s == slot) {
-                self.waiting.remove(pos);
-            }
             self.slots[slot as usize].live = false;
             self.free_slots.push(slot);
             self.stats.requests_aborted += 1;
@@ -961,7 +964,11 @@ impl Engine {
 
     /// Whether a step would do anything.
     pub fn has_work(&self) -> bool {
-        !self.running.is_empty() || !self.waiting.is_empty() || !self.late.is_empty() || !self.offloaded.is_empty()
+        !self.running.is_empty()
+            || !self.waiting.is_empty()
+            || !self.late.is_empty()
+            || !self.offloaded.is_empty()
+            || !self.unranked.is_empty()
     }
 
     /// Running requests, those whose output is still crossing a pipeline's
@@ -971,9 +978,10 @@ impl Engine {
     }
 
     /// Waiting requests, those pulling their KV in (vLLM counts them
-    /// waiting) and those whose KV SGLang moved to the host included.
+    /// waiting), those whose KV SGLang moved to the host and those
+    /// TensorRT-LLM's executor has not yet fetched included.
     pub fn num_waiting(&self) -> usize {
-        self.waiting.len() + self.pulling.len() + self.offloaded.len()
+        self.waiting.len() + self.pulling.len() + self.offloaded.len() + self.unranked.len()
     }
 
     pub fn kv_usage(&self) -> f64 {
@@ -990,7 +998,8 @@ impl Engine {
     pub fn load_tokens(&self) -> u64 {
         let (total, free) = self.blocks();
         let held = u64::from(total - free) * u64::from(self.cfg.block_size);
-        held + self.waiting.iter().map(|&s| u64::from(self.slots[s as usize].prompt_len)).sum::<u64>()
+        let queued = self.waiting.iter().chain(&self.unranked);
+        held + queued.map(|&s| u64::from(self.slots[s as usize].prompt_len)).sum::<u64>()
     }
 
     /// Running requests, oldest admission first (those whose output is
@@ -1002,7 +1011,7 @@ impl Engine {
 
     /// Waiting requests, next to be admitted first.
     pub fn waiting_ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.waiting.iter().map(|&s| self.slots[s as usize].id)
+        self.waiting.iter().chain(&self.unranked).map(|&s| self.slots[s as usize].id)
     }
 
     pub fn stats(&self) -> EngineStats {
@@ -2448,10 +2457,13 @@ mod tests {
         assert_eq!((e.rank_shapes[0].prefill_tokens, e.rank_shapes[0].largest_prefill), (1600, 1500));
 
         // One sequence a rank: the first rank's long request holds its seat,
-        // and when the second rank's short one ends, the request admitted is
-        // the next on the second rank, not the older one queued on the first
-        // (the group's cap of two, pooled, had let that one in).
-        for policy in [SchedulerPolicy::Vllm, SchedulerPolicy::Trtllm] {
+        // and when the second rank's short one ends, vLLM admits the next on
+        // the second rank, not the older one queued on the first (the group's
+        // cap of two, pooled, had let that one in). TensorRT-LLM's executor
+        // fetches a request only when a rank has room below its cap: 3 and 4
+        // wait unranked, and 3, the older, goes to the second rank when 2
+        // ends.
+        for (policy, order) in [(SchedulerPolicy::Vllm, [1, 2, 4, 3]), (SchedulerPolicy::Trtllm, [1, 2, 3, 4])] {
             let mut e = group(1, policy);
             for (id, answer) in [(1, 64), (2, 2), (3, 8), (4, 8)] {
                 add(&mut e, id, 32, answer);
@@ -2461,7 +2473,7 @@ mod tests {
                 assert!(e.rank_seats.iter().all(|&n| n <= 1), "{policy:?}: {:?}", e.rank_seats);
                 admitted.extend(out.admitted);
             }
-            assert_eq!(admitted, [1, 2, 4, 3], "{policy:?}");
+            assert_eq!(admitted, order, "{policy:?}");
         }
     }
 
@@ -2546,13 +2558,41 @@ mod tests {
         add(&mut e, 5, 10);
         e.step().unwrap();
         assert_eq!(rank(&e, 5), 1);
-        // One aborted before its step leaves nothing behind.
+        // One aborted before its step leaves nothing behind (nor does one
+        // waiting for room, below).
         add(&mut e, 6, 10);
         assert!(e.abort(6));
         e.step().unwrap();
         assert_eq!((e.rank_load.iter().sum::<u32>(), e.rank_tokens.iter().sum::<u64>()), (5, 2040));
         while e.step().is_some() {}
         assert_eq!((&e.rank_load[..], &e.rank_tokens[..], e.stats().requests_finished), (&[0, 0][..], &[0, 0][..], 5));
+
+        // A rank's cap of active requests (its max_num_seqs, 2 here): the
+        // executor fetches only what the ranks have room for, the oldest
+        // first; the rest wait unranked, counted waiting, and go to the
+        // first rank with room.
+        let mut cfg = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Fp8).unwrap();
+        (cfg.tp, cfg.ep, cfg.dp, cfg.scheduler, cfg.max_num_seqs) = (1, 2, 2, SchedulerPolicy::Trtllm, Some(2));
+        let mut e = Engine::new(cfg.engine_configs().remove(0)).unwrap();
+        for (id, len, answer) in [(1, 100, 200), (2, 100, 4), (3, 100, 200), (4, 100, 200), (5, 900, 8), (6, 50, 8)] {
+            let p = prompt(len, id, e.config());
+            e.add_request(id, p, answer).unwrap();
+        }
+        e.step().unwrap();
+        assert_eq!(e.rank_load, [2, 2]);
+        assert_eq!((e.unranked.len(), e.stats().waiting), (2, 2), "5 and 6 not yet fetched");
+        assert_eq!((rank(&e, 5), rank(&e, 6)), (UNRANKED, UNRANKED));
+        assert!(e.abort(6));
+        // 2 ends after four tokens: 5, the oldest waiting, takes its rank.
+        let mut steps = 0;
+        while rank(&e, 5) == UNRANKED {
+            e.step().unwrap();
+            steps += 1;
+            assert!(steps < 20);
+        }
+        assert_eq!(rank(&e, 5), 1);
+        while e.step().is_some() {}
+        assert_eq!((e.stats().requests_finished, e.rank_load.iter().sum::<u32>()), (5, 0));
     }
 
     /// Each attention rank of an expert-parallel group keeps its own blocks
