@@ -1084,6 +1084,17 @@ mod tests {
         x ^ (x >> 31)
     }
 
+    /// 1,024 requests of 64 tokens after one of 32 system prompts of 2,048
+    /// tokens (128 blocks each), drawn at random, 16 tokens out each.
+    fn thirty_two_prompts() -> Vec<VirtualRequest> {
+        (0..1024u64)
+            .map(|i| VirtualRequest {
+                shared_prefix: Some(SharedPrefix { id: 1 + draw(i) % 32, len: 2048 }),
+                ..VirtualRequest::new(2048 + 64, 16)
+            })
+            .collect()
+    }
+
     #[test]
     fn prefix_aware_routing_finds_more_of_the_prefixes_than_round_robin() {
         // 32 system prompts of 2,048 tokens (128 blocks each), requests
@@ -1091,12 +1102,7 @@ mod tests {
         // prompts' blocks each. Round-robin shows every replica every
         // prompt, and their caches thrash; prefix-aware keeps each prompt on
         // one replica, whose cache holds its share.
-        let requests: Vec<VirtualRequest> = (0..1024u64)
-            .map(|i| VirtualRequest {
-                shared_prefix: Some(SharedPrefix { id: 1 + draw(i) % 32, len: 2048 }),
-                ..VirtualRequest::new(2048 + 64, 16)
-            })
-            .collect();
+        let requests = thirty_two_prompts();
         let run = |router: RouterPolicy| {
             let mut cfg = h100_8b();
             cfg.dp = 4;
@@ -1122,12 +1128,7 @@ mod tests {
     /// holds a third of the prompts.
     #[test]
     fn a_prefix_aware_router_finds_more_of_the_prefixes_on_the_prefill_pool() {
-        let requests: Vec<VirtualRequest> = (0..1024u64)
-            .map(|i| VirtualRequest {
-                shared_prefix: Some(SharedPrefix { id: 1 + draw(i) % 32, len: 2048 }),
-                ..VirtualRequest::new(2048 + 64, 16)
-            })
-            .collect();
+        let requests = thirty_two_prompts();
         let run = |router: RouterPolicy| {
             let mut cfg = h100_8b();
             (cfg.router, cfg.num_gpu_blocks_override) = (router, Some(1600));
