@@ -1182,8 +1182,8 @@ const SGLANG_OWN_CAP: u32 = 0;
 /// request's prefill time (its prompt in budget-sized chunks, alone on an
 /// instance) over its share of a decode instance's time (its output's steps
 /// at the largest batch the group's cap, each rank's times its ranks, and
-/// the KV cache allow, divided by
-/// that batch). The roofline's step times, without the scheduler. In an
+/// the KV cache allow, divided by that batch). The roofline's step times,
+/// without the scheduler. In an
 /// expert-parallel group the lone prompt runs on one attention rank (as
 /// the roofline spreads a batch), in chunks of that rank's budget: SGLang's
 /// DP attention gives each rank its share of the group's (it had been

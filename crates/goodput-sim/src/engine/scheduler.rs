@@ -934,14 +934,8 @@ impl Engine {
             return self.release_held(id);
         };
         if let Some(pos) = self.unranked.iter().position(|&s| s == slot) {
-            // Not yet given a rank: it holds nothing.
             self.unranked.remove(pos);
-            self.slots[slot as usize].live = false;
-            self.free_slots.push(slot);
-            self.stats.requests_aborted += 1;
-            return true;
-        }
-        if let Some(pos) = self.running.iter().position(|&s| s == slot) {
+        } else if let Some(pos) = self.running.iter().position(|&s| s == slot) {
             self.running.remove(pos);
         } else if let Some(pos) = self.late.iter().position(|l| l.slot == slot) {
             self.late.remove(pos);
@@ -952,11 +946,13 @@ impl Engine {
         } else if let Some(pos) = self.offloaded.iter().position(|&s| s == slot) {
             self.offloaded.remove(pos);
         }
-        let pool = self.pool_of(slot);
-        let req = &mut self.slots[slot as usize];
-        self.pools[pool].release(&mut req.blocks);
-        req.live = false;
-        self.leave_rank(slot);
+        // One not yet given a rank holds nothing there.
+        if self.slots[slot as usize].rank != UNRANKED {
+            let pool = self.pool_of(slot);
+            self.pools[pool].release(&mut self.slots[slot as usize].blocks);
+            self.leave_rank(slot);
+        }
+        self.slots[slot as usize].live = false;
         self.free_slots.push(slot);
         self.stats.requests_aborted += 1;
         true
