@@ -61,18 +61,10 @@ impl EngineView for SimulatedEngine {
                 (None, _) => format!("{replicas} replicas"),
             });
         }
-        if let Some(pd) = &c.pd {
-            // Each pool's router, where it is not the default.
-            let routed = match c.router.as_deref() {
-                Some(r) if r != "least-loaded" => format!(" ({r})"),
-                _ => String::new(),
-            };
+        if let (Some(pd), Some(pools)) = (&c.pd, c.pools_routed()) {
             parts.push(format!(
-                "disaggregated {}{routed} · KV link {} Gb/s per GPU ({}), {} µs",
-                pd.pools_words(c.tp, c.ep),
-                pd.kv_link_gbps,
-                pd.kv_link,
-                pd.kv_link_latency_us
+                "disaggregated {pools} · KV link {} Gb/s per GPU ({}), {} µs",
+                pd.kv_link_gbps, pd.kv_link, pd.kv_link_latency_us
             ));
         }
         if ranks > 1 {

@@ -801,15 +801,12 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
             let _ = writeln!(o, "  {pool}: busiest {spread}× the mean · requests {each}");
         }
     }
-    if let Some(pd) = &e.config.pd {
+    if let (Some(pd), Some(pools)) = (&e.config.pd, e.config.pools_routed()) {
         let mean = e.kv_transfer_mean_s.map(|s| format!(" · KV transfer mean {:.2} ms", s * 1e3)).unwrap_or_default();
         let _ = writeln!(
             o,
-            "  disaggregated: {} · KV link {} Gb/s per GPU ({}), {} µs a transfer{mean}",
-            pd.pools_words(e.config.tp, e.config.ep),
-            pd.kv_link_gbps,
-            pd.kv_link,
-            pd.kv_link_latency_us
+            "  disaggregated: {pools} · KV link {} Gb/s per GPU ({}), {} µs a transfer{mean}",
+            pd.kv_link_gbps, pd.kv_link, pd.kv_link_latency_us
         );
     }
     let c = &e.config;

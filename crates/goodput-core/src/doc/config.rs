@@ -490,6 +490,21 @@ pub fn pool_gpus(pools: [(u32, u32, u32); 2], pp: u32) -> u32 {
     pp.max(1).saturating_mul(pool(pools[0]).saturating_add(pool(pools[1])))
 }
 
+impl EngineSettings {
+    /// A disaggregated engine's pools in words ([`PdSettings::pools_words`]),
+    /// with the pools' router where it is not the default least-loaded:
+    /// `2 prefill + 1 decode instances (prefix-aware)`; `None` when not
+    /// disaggregated.
+    pub fn pools_routed(&self) -> Option<String> {
+        let pd = self.pd.as_ref()?;
+        let routed = match self.router.as_deref() {
+            Some(r) if r != "least-loaded" => format!(" ({r})"),
+            _ => String::new(),
+        };
+        Some(format!("{}{routed}", pd.pools_words(self.tp, self.ep)))
+    }
+}
+
 impl PdSettings {
     /// The pools in words, `2 prefill + 1 decode instances`, each pool's TP
     /// and EP named where they differ (`tp`, `ep`: the prefill pool's).
@@ -603,6 +618,23 @@ pub struct SweepConfig {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The pools in words name their router where it is not least-loaded.
+    #[test]
+    fn pools_name_a_router_other_than_least_loaded() {
+        let engine = |router: Option<&str>, pd: bool| {
+            let pd = pd.then(|| {
+                json!({"prefill": 2, "decode": 1, "kv_link": "nvlink", "kv_link_gbps": 3600.0,
+                                     "kv_link_latency_us": 10.0})
+            });
+            serde_json::from_value::<EngineSettings>(json!({"tp": 1, "router": router, "pd": pd})).unwrap()
+        };
+        let words = |router| engine(router, true).pools_routed();
+        assert_eq!(words(Some("prefix-aware")).as_deref(), Some("2 prefill + 1 decode instances (prefix-aware)"));
+        assert_eq!(words(Some("least-loaded")).as_deref(), Some("2 prefill + 1 decode instances"));
+        assert_eq!(words(None).as_deref(), Some("2 prefill + 1 decode instances"));
+        assert_eq!(engine(Some("round-robin"), false).pools_routed(), None);
+    }
 
     #[test]
     fn a_rate_is_a_number_or_inf_and_nothing_else() {
