@@ -205,6 +205,70 @@ fn failed_configurations_are_recorded_and_the_sweep_goes_on() {
     assert_all_gone(&logged_pids(&logs));
 }
 
+/// A server whose port another process took between goodput's check and
+/// its bind (here a listener that never answers, started first on it)
+/// exits before it is ready, saying the address is in use: it is started
+/// once more on other ports and measured, the first try's log kept and the
+/// document noting it. One that says so again is not started a third
+/// time; one that exits for another reason is not started again.
+#[test]
+fn a_server_whose_port_was_taken_is_started_again_on_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let grid = dir.path().join("grid.json");
+    let (marker, held) = (dir.path().join("tried"), dir.path().join("held"));
+    let q = |p: &Path| shlex::try_quote(p.to_str().unwrap()).unwrap().into_owned();
+    let taken = format!(
+        "if [ ! -e {m} ]; then touch {m}; GOODPUT_TEST_MUTE_PORT=\"$0\" {me} --exact serve_grid::mute_server \
+         --nocapture --test-threads 1 > {h} & echo pid $!; until grep -q listening {h}; do sleep 0.05; done; fi; {}",
+        serve_script("--speed 20"),
+        m = q(&marker),
+        h = q(&held),
+        me = q(&std::env::current_exe().unwrap()),
+    );
+    let configs_json = serde_json::json!([
+        {"case": "taken", "script": taken},
+        {"case": "always", "script": "echo pid $$; echo 'OSError: [Errno 98] address already in use' >&2; exit 1"},
+        {"case": "exits", "script": "echo pid $$; echo 'no GPU found' >&2; exit 3"},
+    ]);
+    std::fs::write(&grid, configs_json.to_string()).unwrap();
+    let (out, logs) = (dir.path().join("f.json"), dir.path().join("logs"));
+    let o = goodput()
+        .args(["sweep", "--serve-cmd", "sh -c {script} {port}", "--serve-grid"])
+        .arg(&grid)
+        .arg("--serve-logs")
+        .arg(&logs)
+        .args(["--concurrency", "2", "-n", "8", "--output-tokens", "16", "--progress", "none", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let doc = read_json(&out);
+    let c = configs(&doc);
+    assert_eq!(c[0]["status"], "ok", "{doc}");
+    assert_eq!(c[0]["points"][0]["completed"].as_u64(), Some(8), "{doc}");
+    // The first try's log of configuration `n`, where kept.
+    let names: Vec<String> =
+        std::fs::read_dir(&logs).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let kept_log = |n: &str| names.iter().find(|f| f.starts_with(n) && f.ends_with(".port-taken.log"));
+    let kept =
+        std::fs::read_to_string(logs.join(kept_log("01-").unwrap_or_else(|| panic!("{names:?} {doc}")))).unwrap();
+    assert!(kept.contains("port is in use"), "{kept}");
+    let notes = doc["notes"].to_string();
+    assert!(
+        notes.contains("case=taken")
+            && notes.contains(": the server exited before it was ready because one of its ports was taken"),
+        "{notes}"
+    );
+    assert!(err.contains("started once more on other ports"), "{err}");
+    // Started twice at most; one that exits for another reason, once.
+    assert_eq!((c[1]["status"].as_str(), c[1]["exit_status"].as_i64()), (Some("failed"), Some(1)), "{doc}");
+    assert!(kept_log("02-").is_some(), "{names:?}");
+    assert_eq!((c[2]["status"].as_str(), c[2]["exit_status"].as_i64()), (Some("failed"), Some(3)), "{doc}");
+    assert!(kept_log("03-").is_none(), "{names:?}");
+    assert_all_gone(&logged_pids(&logs));
+}
+
 /// A server that never becomes ready is stopped at --serve-ready-timeout,
 /// and its configuration recorded as failed.
 #[test]
@@ -2130,8 +2194,15 @@ const MOE_LOAD: [&str; 10] = [
 fn measured_and_paired(dir: &Path, text: &str, plan: &Path, id: &str) -> String {
     run_header_sweep(dir, text, "h100", &["-n", "24", "--progress", "none"]);
     let measured = read_json(&dir.join("grid.measured.json"));
-    assert!(configs(&measured).iter().all(|c| c["status"] == "ok"), "{measured}");
     let logs_dir = dir.join("grid.measured.logs");
+    // A failure names its configuration, error and log's tail first (a
+    // whole document is cut short where a test's output is).
+    let failed: Vec<String> = configs(&measured)
+        .iter()
+        .filter(|c| c["status"] != "ok")
+        .map(|c| format!("{} {}: {}\n{}", c["id"], c["status"], c["error"], c["log_tail"]))
+        .collect();
+    assert!(failed.is_empty(), "{failed:#?}\n{}", all_logs(&logs_dir));
     assert_all_gone(&logged_pids(&logs_dir));
     let both = compare_plan(plan, &dir.join("grid.measured.json"), &dir.join("both.json")).0;
     assert!(compared(&both).1.contains(&(id.to_string(), id.to_string())), "{id}: {both}");

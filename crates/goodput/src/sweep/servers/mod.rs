@@ -45,6 +45,8 @@ struct Failure {
     /// The load of the point the server exited during, when it exited
     /// mid-sweep.
     exited_during: Option<Load>,
+    /// Whether it exited before it was ready.
+    before_ready: bool,
 }
 
 struct Ctx {
@@ -816,7 +818,7 @@ impl Ctx {
         let mut failure = None;
         for (k, load) in segments.into_iter().enumerate() {
             let name = if self.args.serve.restart_per_point { format!("{base}.point{k:02}") } else { base.clone() };
-            match self.server_part(params, gpus, &name, load, k as u64, doc).await? {
+            match self.server_part_retried(params, gpus, &name, load, k as u64, doc).await? {
                 Part::Points(p) => swept.extend(p),
                 Part::Failed(f) => {
                     failure = Some(f);
@@ -849,6 +851,40 @@ impl Ctx {
         Ok(Outcome::Done(Box::new(c)))
     }
 
+    /// [`Ctx::server_part`], started once more on other ports where the
+    /// server exited before it was ready because one of its ports was
+    /// taken (its log says the address is in use): the ports are checked
+    /// free and the server binds them a moment later, and another program
+    /// can bind one between. The first try's log is kept beside
+    /// (`NAME.port-taken.log`), and the document notes the second start.
+    async fn server_part_retried(
+        &self,
+        params: &Params,
+        gpus: u32,
+        name: &str,
+        load: Option<Segment>,
+        first_run: u64,
+        doc: &mut FrontierResult,
+    ) -> Result<Part> {
+        let part = self.server_part(params, gpus, name, load, first_run, doc).await?;
+        let Part::Failed(f) = &part else { return Ok(part) };
+        if !f.before_ready || !process::says_port_taken(&log_tail(&f.log, 200)) {
+            return Ok(part);
+        }
+        let kept = self.logs.join(format!("{name}.port-taken.log"));
+        std::fs::rename(&f.log, &kept)
+            .with_context(|| format!("cannot keep the log {} as {}", f.log.display(), kept.display()))?;
+        let note = format!(
+            "{}: the server exited before it was ready because one of its ports was taken between goodput's check \
+             and its bind (its log: {}); started once more on other ports",
+            goodput_report::escape::terminal(&params.id()),
+            kept.display()
+        );
+        goodput_core::tell!("warning: {note}");
+        doc.notes.push(note);
+        self.server_part(params, gpus, name, load, first_run, doc).await
+    }
+
     /// One server's life: start, ready, its points (all of them, or `load`
     /// alone), stop.
     async fn server_part(
@@ -868,7 +904,7 @@ impl Ctx {
             goodput_core::tell!("starting: {} (log: {})", terminal_command(&argv, &self.args.target), log.display());
         }
         let failed = |error: String, status: Option<i32>| {
-            Ok(Part::Failed(Failure { error, status, log: log.clone(), exited_during: None }))
+            Ok(Part::Failed(Failure { error, status, log: log.clone(), exited_during: None, before_ready: false }))
         };
         let mut server = match Server::start(&argv, port, &log, self.args.serve.serve_log_max_mib << 20) {
             Ok(s) => s,
@@ -889,10 +925,13 @@ impl Ctx {
                 }
                 Ready::Exited => {
                     let st = server.reap().await?;
-                    return failed(
-                        format!("the server exited before it was ready ({})", status_text(st)),
-                        status_code(st),
-                    );
+                    return Ok(Part::Failed(Failure {
+                        error: format!("the server exited before it was ready ({})", status_text(st)),
+                        status: status_code(st),
+                        log: log.clone(),
+                        exited_during: None,
+                        before_ready: true,
+                    }));
                 }
                 Ready::TimedOut(last) => {
                     let st = self.stop(&mut server).await;
@@ -1020,6 +1059,7 @@ impl Ctx {
                     status: status_code(st),
                     log: log.clone(),
                     exited_during: load,
+                    before_ready: false,
                 }));
             }
             if self.interrupt.stopped() {

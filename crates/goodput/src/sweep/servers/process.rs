@@ -118,6 +118,15 @@ fn ports_free_after(port: u16, count: u16) -> bool {
     held.is_some()
 }
 
+/// Whether a server's output says it could not bind its address because
+/// another process holds it: goodput's own words, Python's (uvicorn, as
+/// vLLM and SGLang serve: `[Errno 98] … address already in use`), Rust's
+/// and C's (`Address already in use`, `EADDRINUSE`).
+pub fn says_port_taken(log: &str) -> bool {
+    let log = log.to_ascii_lowercase();
+    ["address already in use", "eaddrinuse", "[errno 98]", "the port is in use"].iter().any(|w| log.contains(w))
+}
+
 /// Whether nothing listens on `port` any more: a listener can be bound
 /// there. (std binds with SO_REUSEADDR, so connections of the stopped
 /// server's still in TIME_WAIT do not count.)
