@@ -568,7 +568,8 @@ fn servers_script(
     let mut s = match servers.policy {
         None => format!(
             "# {} prefill and {} decode {title} servers on {gpus} GPUs, the KV cache carried by NIXL{}, behind \
-             {router}.\n",
+             {router}, which picks each pool's server by its cache_aware policy (the one whose earlier prompts \
+             share the most of this one's beginning, past 30 % of it; else the least loaded).\n",
             servers.count(Role::Prefill),
             servers.count(Role::Decode),
             if sglang { "" } else { " (NixlConnector)" }
@@ -661,8 +662,8 @@ fn servers_script(
     );
     let start = if sglang { "python3 -m sglang_router.launch_router" } else { "vllm-router" };
     let how = match (servers.policy, sglang) {
-        (None, false) => format!("--vllm-pd-disaggregation {}", urls.join(" ")),
-        (None, true) => format!("--pd-disaggregation {}", urls.join(" ")),
+        (None, false) => format!("--vllm-pd-disaggregation {} --policy cache_aware", urls.join(" ")),
+        (None, true) => format!("--pd-disaggregation {} --policy cache_aware", urls.join(" ")),
         (Some(policy), _) => format!(
             "--worker-urls {} --policy {policy}{}",
             urls.join(" "),
@@ -1439,13 +1440,14 @@ mod tests {
                  $((port + 3)) &"
             ),
             "vllm-router --vllm-pd-disaggregation --prefill http://127.0.0.1:$((port + 1)) --prefill \
-             http://127.0.0.1:$((port + 2)) --decode http://127.0.0.1:$((port + 3)) --host 127.0.0.1 --port \"$port\" \
-             --prometheus-port $((port + 7)) &"
+             http://127.0.0.1:$((port + 2)) --decode http://127.0.0.1:$((port + 3)) --policy cache_aware --host \
+             127.0.0.1 --port \"$port\" --prometheus-port $((port + 7)) &"
                 .to_string(),
         ] {
             assert!(vllm.lines().any(|l| l == line), "{line}\nnot in\n{vllm}");
         }
         assert!(vllm.starts_with("# 2 prefill and 1 decode vLLM servers on 4 GPUs,"), "{vllm}");
+        assert!(vllm.contains("which picks each pool's server by its cache_aware policy"), "{vllm}");
         // The first four of the GPUs it may use, and no fewer.
         assert!(vllm.contains("\nvisible=${CUDA_VISIBLE_DEVICES:-0,1,2,3}\n"), "{vllm}");
         assert!(vllm.contains("-ge 4 ] || { echo \"these servers take 4 GPUs;"), "{vllm}");
@@ -1461,7 +1463,8 @@ mod tests {
         assert!(sglang.contains(
             "python3 -m sglang_router.launch_router --pd-disaggregation --prefill http://127.0.0.1:$((port + 1)) \
              $((port + 4)) --prefill http://127.0.0.1:$((port + 2)) $((port + 5)) --decode \
-             http://127.0.0.1:$((port + 3)) --host 127.0.0.1 --port \"$port\" --prometheus-port $((port + 7)) &"
+             http://127.0.0.1:$((port + 3)) --policy cache_aware --host 127.0.0.1 --port \"$port\" --prometheus-port \
+             $((port + 7)) &"
         ));
         // Both read as a POSIX shell reads them.
         for script in [&vllm, &sglang] {

@@ -1297,6 +1297,10 @@ impl Search<'_> {
         cfg.max_num_seqs = Some(c.max_num_seqs);
         cfg.max_num_batched_tokens = c.max_num_batched_tokens;
         cfg.pd = c.pd.map(|pd| pd.disaggregation());
+        if c.pd.is_some() {
+            // Each pool's instance as the script's router picks it.
+            cfg.router = c.router;
+        }
         cfg.spec = (c.spec > 0).then(|| self.spec(c.spec));
         if self.sglang_scheduler() {
             cfg.scheduler = SchedulerPolicy::Sglang;
@@ -1547,12 +1551,14 @@ impl Search<'_> {
                             eps.into_iter().map(move |ep| (pd, ep))
                         });
                         for ((pd, ep), &router) in units.flat_map(|u| routers.iter().map(move |r| (u, r))) {
-                            // Disaggregated pools route to their least-loaded
-                            // instance: no router to choose.
+                            // Disaggregated pools are routed by the router their
+                            // script starts, cache_aware (prefix-aware) in each
+                            // pool, vllm-router's and SGLang's default: no
+                            // router to choose.
                             if pd.is_some() && router != routers[0] {
                                 continue;
                             }
-                            let routed = if pd.is_some() { RouterPolicy::LeastLoaded } else { router };
+                            let routed = if pd.is_some() { RouterPolicy::PrefixAware } else { router };
                             let mut group = Vec::new();
                             let group_tps = match pd.and_then(|p| p.prefill_tp) {
                                 Some(t) => vec![t],
@@ -2232,11 +2238,15 @@ impl Search<'_> {
         .into_iter()
         .chain(c.pd.map(|pd| ("pd", pd.spec())))
         // The router where a trace routes among replicas, or where it is not
-        // the default (several expert-parallel groups' power_of_two), so
-        // that the grid's own prediction and the command agree.
+        // the default (several expert-parallel groups' power_of_two; pools'
+        // prefix-aware where a pool has several instances), so that the
+        // grid's own prediction and the command agree.
         .chain(
-            (c.engines() > 1 && c.pd.is_none() && (self.trace.is_some() || c.router != RouterPolicy::default()))
-                .then(|| ("router", c.router.to_string())),
+            match c.pd {
+                None => c.engines() > 1 && (self.trace.is_some() || c.router != RouterPolicy::default()),
+                Some(pd) => c.engines() * pd.p.max(pd.d) > 1,
+            }
+            .then(|| ("router", c.router.to_string())),
         )
         .map(|(k, v)| (k.to_string(), v))
         .collect();

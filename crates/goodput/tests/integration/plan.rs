@@ -1055,6 +1055,10 @@ fn plan_searches_pools_of_their_own_tp() {
     // Two prefill GPUs (two instances of one) and four decode GPUs (one
     // instance of four).
     assert_eq!(a[0]["id"], "h100-sxm 2P+4D tp1+tp4 bf16 mbt8192");
+    // Its two prefill instances picked as its script's router picks them
+    // (cache_aware, both routers' default, which the script names), and
+    // predicted so.
+    assert_eq!(a[0]["params"]["router"], "prefix-aware", "{}", a[0]);
     // 1:4xTP2, unbalanced for this workload but named: at TP 1 (1 + 8 GPUs
     // is over the budget) nothing; at TP 2 the decode pool's TP is the
     // prefill pool's, so it is the plain 1:4 of TP 2 (10 GPUs): over too.

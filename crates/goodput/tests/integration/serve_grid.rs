@@ -1573,8 +1573,9 @@ fn a_server_that_exits_mid_point_fails_it_and_resume_runs_it_again() {
 /// its role and GPUs, keeps its knobs in `$SHIM_POOLS/PORT` and serves its
 /// /health; the router (`vllm-router`, SGLang's `python3 -m
 /// sglang_router.launch_router`) reads the knobs of the instances it is
-/// given and serves their pools as one simulated engine (`--pd`) on its
-/// port, as the servers and the router together would. `python3 -c`, the
+/// given and serves their pools as one simulated engine (`--pd`, each
+/// pool's instance picked by the simulator's router of the router's
+/// `--policy`) on its port, as the servers and the router together would. `python3 -c`, the
 /// script's wait for each /health, asks it over a real socket.
 fn server_shims(dir: &Path) -> PathBuf {
     let bin = dir.join("bin");
@@ -1592,7 +1593,11 @@ exec {goodput} serve --profile engine --model "$SHIM_MODEL" --gpu "$SHIM_GPU" --
     );
     // The pools' knobs, from the first instance of each, as one engine.
     let route = format!(
-        r#"if [ -n "$workers" ]; then
+        r#"case "$policy" in
+  round_robin) router=round-robin;; cache_aware) router=prefix-aware;; power_of_two) router=power-of-two;;
+  *) echo "router shim: policy $policy" >&2; exit 2;;
+esac
+if [ -n "$workers" ]; then
   # Replicas behind the router's policy: the engine's --dp behind its router,
   # which routes among its expert-parallel groups (SGLang's power_of_two on
   # the loads it polls every --worker-load-check-interval seconds).
@@ -1602,10 +1607,6 @@ exec {goodput} serve --profile engine --model "$SHIM_MODEL" --gpu "$SHIM_GPU" --
   # A replica of several ranks (an expert-parallel group): the engine's --dp counts them all.
   ranks=$(printf '%s' "$knobs" | sed -n 's/.* --dp \([0-9]*\).*/\1/p')
   knobs=$(printf '%s' "$knobs" | sed 's/ --tp [0-9]*//; s/ --dp [0-9]*//')
-  case "$policy" in
-    round_robin) router=round-robin;; cache_aware) router=prefix-aware;; power_of_two) router=power-of-two;;
-    *) echo "router shim: policy $policy" >&2; exit 2;;
-  esac
   echo "router: $n replicas ($workers) by $policy at $port"
   echo "pid $$"
   exec {goodput} serve --profile engine --model "$SHIM_MODEL" --gpu "$SHIM_GPU" --speed 20 -q --progress none $knobs \
@@ -1619,10 +1620,10 @@ knobs=$(cat "$SHIM_POOLS/$first") || exit 2
 ptp=$(printf '%s' "$knobs" | sed -n 's/.* --tp \([0-9]*\).*/\1/p')
 dtp=$(sed -n 's/.* --tp \([0-9]*\).*/\1/p' "$SHIM_POOLS/$last")
 knobs=$(printf '%s' "$knobs" | sed 's/ --tp [0-9]*//; s/ --dp [0-9]*//')
-echo "router: $p prefill ($prefill) and $d decode ($decode) at $port"
+echo "router: $p prefill ($prefill) and $d decode ($decode) by $policy at $port"
 echo "pid $$"
 exec {goodput} serve --profile engine --model "$SHIM_MODEL" --gpu "$SHIM_GPU" --speed 20 -q --progress none $knobs \
-  --pd "$p:${{d}}xTP${{dtp:-1}}" --tp "${{ptp:-1}}" --host 127.0.0.1 --port "$port"
+  --pd "$p:${{d}}xTP${{dtp:-1}}" --tp "${{ptp:-1}}" --router "$router" --host 127.0.0.1 --port "$port"
 "#
     );
     // Each --prefill URL [BOOTSTRAP_PORT] and --decode URL, by the URL's port.
@@ -2046,7 +2047,9 @@ fn a_plan_that_runs_prefill_apart_is_measured_through_its_servers_and_router() {
         let logs = all_logs(&logs_dir);
         // Each instance on a GPU of its own, and the router over both, as one engine of their pools.
         assert!(roles.iter().all(|r| logs.contains(r)), "{logs}");
-        assert!(logs.contains("router: 1 prefill ("), "{logs}");
+        assert!(logs.contains("router: 1 prefill (") && logs.contains(") by cache_aware at "), "{logs}");
+        // One instance a pool: its router has nothing to pick, and the grid names none.
+        assert!(apart[0].get("router").is_none(), "{text}");
         // The sweep read each server's own metrics (the grid's `metrics`), not the router's.
         let sweep_doc = std::fs::read_dir(&logs_dir)
             .unwrap()
