@@ -24,8 +24,10 @@ pub enum RouterPolicy {
     LeastLoaded,
     /// vLLM router's and SGLang's `cache_aware` policy with their defaults:
     /// the replica whose past prompts share the longest leading run of
-    /// blocks with this one, when that covers more than 30 % of it; else the
-    /// replica with the smallest record; but the least-loaded replica once
+    /// blocks with this one (the lighter on a tie), when that covers more
+    /// than 30 % of it; else the least-loaded replica (vllm-router 0.1.17's
+    /// and SGLang's router's, smg 1.13's, rule; an older SGLang took the
+    /// replica with the smallest record); and the least-loaded replica once
     /// the busiest has more than 64 requests over the idlest and more than
     /// 1.5 times as many.
     PrefixAware,
@@ -285,8 +287,8 @@ impl Router {
         if share > CACHE_THRESHOLD {
             return best;
         }
-        // The smallest record: the replica whose cache the router has filled least.
-        (0..self.records.len()).min_by_key(|&i| (self.records[i].order.len(), self.in_flight[i], i)).unwrap_or(0)
+        // A miss: the least loaded, as the current routers take it.
+        self.least_loaded()
     }
 }
 
@@ -435,5 +437,18 @@ mod tests {
         let first = picks[0];
         assert!(picks[..65].iter().all(|&i| i == first), "{picks:?}");
         assert!(picks[65..].contains(&(1 - first)), "{picks:?}");
+        // A prompt no record covers past 30 % goes to the least-loaded
+        // replica (vllm-router 0.1.17's rule and smg 1.13's), not the one
+        // whose record is smallest (an older SGLang's): replica 0 has sent
+        // ten prompts, all ended; replica 1 one, still in flight.
+        let mut r = Router::new(RouterPolicy::PrefixAware, 2, 100_000);
+        for s in 0..10 {
+            assert_eq!(r.route(&Prompt::synthetic(1024, &[(1, 960)], s, 16)), 0);
+            r.done(0);
+        }
+        assert_eq!(r.route(&Prompt::synthetic(1024, &[(2, 960)], 50, 16)), 0, "the least loaded, the first on a tie");
+        r.done(0);
+        r.in_flight[1] = 1;
+        assert_eq!(r.route(&Prompt::synthetic(1024, &[(3, 960)], 60, 16)), 0, "a miss: the least loaded");
     }
 }

@@ -1099,16 +1099,19 @@ mod tests {
     fn prefix_aware_routing_finds_more_of_the_prefixes_than_round_robin() {
         // 32 system prompts of 2,048 tokens (128 blocks each), requests
         // drawing one at random; four replicas whose caches hold about 12
-        // prompts' blocks each. Round-robin shows every replica every
-        // prompt, and their caches thrash; prefix-aware keeps each prompt on
-        // one replica, whose cache holds its share.
+        // prompts' blocks each, 32 requests a second. Round-robin shows
+        // every replica every prompt, and their caches thrash; prefix-aware
+        // keeps each prompt on one replica, whose cache holds its share. (A
+        // prompt it has not seen goes to the least-loaded replica, the first
+        // on a tie, as the current routers send it: at 16 a second the
+        // fourth replica is never needed.)
         let requests = thirty_two_prompts();
         let run = |router: RouterPolicy| {
             let mut cfg = h100_8b();
             cfg.dp = 4;
             cfg.router = router;
             cfg.num_gpu_blocks_override = Some(1600);
-            let load = VirtualLoad::open_loop(requests.clone(), constant_rate(requests.len(), 16.0));
+            let load = VirtualLoad::open_loop(requests.clone(), constant_rate(requests.len(), 32.0));
             simulate(&cfg, &load).unwrap()
         };
         let (rr, pa) = (run(RouterPolicy::RoundRobin), run(RouterPolicy::PrefixAware));
@@ -1121,18 +1124,20 @@ mod tests {
     }
 
     /// Disaggregated, each pool's router picks by `--router` too: the same
-    /// prompts over four prefill instances, prefix-aware keeps each prompt
-    /// on one, whose cache holds its share, where round-robin shows every
-    /// instance every prompt, and least-loaded (the default) sends each to
-    /// the first instance, idle again by the next arrival, whose cache
-    /// holds a third of the prompts.
+    /// prompts over four prefill instances at 64 requests a second,
+    /// prefix-aware keeps each prompt on one, whose cache holds its share,
+    /// where round-robin shows every instance every prompt, and
+    /// least-loaded (the default) sends each to the idlest, the first on a
+    /// tie. (At 16 a second the first instance is idle again by each
+    /// arrival, and prefix-aware, whose misses go to the least loaded,
+    /// sends it every request, as least-loaded does.)
     #[test]
     fn a_prefix_aware_router_finds_more_of_the_prefixes_on_the_prefill_pool() {
         let requests = thirty_two_prompts();
         let run = |router: RouterPolicy| {
             let mut cfg = h100_8b();
             (cfg.router, cfg.num_gpu_blocks_override) = (router, Some(1600));
-            let load = VirtualLoad::open_loop(requests.clone(), constant_rate(requests.len(), 16.0));
+            let load = VirtualLoad::open_loop(requests.clone(), constant_rate(requests.len(), 64.0));
             run_pools(&cfg, "4:1", &load).0
         };
         let hits = |r: &SimRun| r.engine.prefix_cache_hit_rate.unwrap();
