@@ -167,7 +167,10 @@ fn chain(parent: u64, content: u64) -> u64 {
 
 /// Block hashes are already uniform, so the map need not hash them again.
 #[derive(Default)]
-struct IdentityHasher(u64);
+pub(crate) struct IdentityHasher(u64);
+
+/// A map keyed by block hashes, which it takes as they are.
+pub(crate) type BlockMap<V> = HashMap<u64, V, BuildHasherDefault<IdentityHasher>>;
 
 impl Hasher for IdentityHasher {
     fn finish(&self) -> u64 {
@@ -216,7 +219,7 @@ pub(crate) struct BlockPool {
     /// and read as absent: removing it was a probe of a table larger than
     /// the CPU's caches for every block evicted. The stale entries are
     /// swept out together once they outnumber the live ones.
-    cached: HashMap<u64, u32, BuildHasherDefault<IdentityHasher>>,
+    cached: BlockMap<u32>,
     /// Stale entries in `cached`.
     stale: usize,
     /// Blocks evicted from the cache to make room: a diagnostic.

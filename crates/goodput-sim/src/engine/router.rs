@@ -7,9 +7,9 @@
 
 use super::calibration::splitmix64;
 use super::error::Error;
-use super::kv::Prompt;
+use super::kv::{BlockMap, Prompt};
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::str::FromStr;
 
@@ -120,7 +120,7 @@ struct Poll {
 #[derive(Debug, Clone, Default)]
 struct Record {
     /// Hash → how many times it sits in `order`.
-    count: HashMap<u64, u32>,
+    count: BlockMap<u32>,
     order: VecDeque<u64>,
 }
 
