@@ -170,17 +170,8 @@ fn failed_configurations_are_recorded_and_the_sweep_goes_on() {
         {"case": "works", "script": serve_script("--speed 20")},
     ]);
     std::fs::write(&grid, configs_json.to_string()).unwrap();
-    let out = dir.path().join("f.json");
-    let logs = dir.path().join("logs");
-    let o = goodput()
-        .args(["sweep", "--serve-cmd", "sh -c {script} {port}", "--serve-grid"])
-        .arg(&grid)
-        .arg("--serve-logs")
-        .arg(&logs)
-        .args(["--concurrency", "4", "--duration", "3s", "--output-tokens", "16", "--progress", "none", "-o"])
-        .arg(&out)
-        .output()
-        .unwrap();
+    let (out, logs) = (dir.path().join("f.json"), dir.path().join("logs"));
+    let o = sweep_scripts(&grid, &logs, &out, &["--concurrency", "4", "--duration", "3s"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "one configuration ran: {err}");
     let doc = read_json(&out);
@@ -203,6 +194,22 @@ fn failed_configurations_are_recorded_and_the_sweep_goes_on() {
     let front = doc["frontier"].as_array().unwrap();
     assert!(!front.is_empty() && front.iter().all(|p| c[p["config"].as_u64().unwrap() as usize] == *works));
     assert_all_gone(&logged_pids(&logs));
+}
+
+/// `goodput sweep` of the grid of scripts `grid` (each configuration's
+/// `script` run by `sh` with its port), logs in `logs`, the frontier in
+/// `out`, 16 tokens an answer, and `load`.
+fn sweep_scripts(grid: &Path, logs: &Path, out: &Path, load: &[&str]) -> std::process::Output {
+    goodput()
+        .args(["sweep", "--serve-cmd", "sh -c {script} {port}", "--serve-grid"])
+        .arg(grid)
+        .arg("--serve-logs")
+        .arg(logs)
+        .args(load)
+        .args(["--output-tokens", "16", "--progress", "none", "-o"])
+        .arg(out)
+        .output()
+        .unwrap()
 }
 
 /// A server whose port another process took between goodput's check and
@@ -232,15 +239,7 @@ fn a_server_whose_port_was_taken_is_started_again_on_others() {
     ]);
     std::fs::write(&grid, configs_json.to_string()).unwrap();
     let (out, logs) = (dir.path().join("f.json"), dir.path().join("logs"));
-    let o = goodput()
-        .args(["sweep", "--serve-cmd", "sh -c {script} {port}", "--serve-grid"])
-        .arg(&grid)
-        .arg("--serve-logs")
-        .arg(&logs)
-        .args(["--concurrency", "2", "-n", "8", "--output-tokens", "16", "--progress", "none", "-o"])
-        .arg(&out)
-        .output()
-        .unwrap();
+    let o = sweep_scripts(&grid, &logs, &out, &["--concurrency", "2", "-n", "8"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     let doc = read_json(&out);
