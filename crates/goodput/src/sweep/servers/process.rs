@@ -120,11 +120,14 @@ fn ports_free_after(port: u16, count: u16) -> bool {
 
 /// Whether a server's output says it could not bind its address because
 /// another process holds it: goodput's own words, Python's (uvicorn, as
-/// vLLM and SGLang serve: `[Errno 98] … address already in use`), Rust's
-/// and C's (`Address already in use`, `EADDRINUSE`).
+/// vLLM and SGLang serve: `[Errno 98] … address already in use`), Rust's,
+/// Go's and C's (`Address already in use`, `EADDRINUSE`), and
+/// llama-server's (`couldn't bind HTTP server socket`, all it says).
 pub fn says_port_taken(log: &str) -> bool {
     let log = log.to_ascii_lowercase();
-    ["address already in use", "eaddrinuse", "[errno 98]", "the port is in use"].iter().any(|w| log.contains(w))
+    ["address already in use", "eaddrinuse", "[errno 98]", "the port is in use", "couldn't bind http server socket"]
+        .iter()
+        .any(|w| log.contains(w))
 }
 
 /// Whether nothing listens on `port` any more: a listener can be bound
@@ -929,6 +932,23 @@ mod tests {
 
     /// Blocks of ports come from below the system's ephemeral range, where
     /// connections are not given them, and two in a row never overlap.
+    #[test]
+    fn the_servers_words_for_a_taken_port_are_known() {
+        for line in [
+            "error: cannot bind 127.0.0.1:35753 (the port is in use: pick another with --port, or --port 0 for a \
+             free one): Address already in use (os error 98)",
+            "ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 8000): address already in use",
+            "Error: listen tcp 127.0.0.1:11434: bind: address already in use",
+            "main: couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 8080",
+            "bind failed: EADDRINUSE",
+        ] {
+            assert!(says_port_taken(&format!("loading\n{line}\n")), "{line}");
+        }
+        for line in ["CUDA out of memory", "no GPU found", "Address family not supported by protocol"] {
+            assert!(!says_port_taken(line), "{line}");
+        }
+    }
+
     #[test]
     fn ports_come_from_below_the_ephemeral_range_and_do_not_overlap() {
         let below = ephemeral_start().unwrap_or(32768);
