@@ -662,8 +662,10 @@ fn servers_script(
     );
     let start = if sglang { "python3 -m sglang_router.launch_router" } else { "vllm-router" };
     let how = match (servers.policy, sglang) {
-        (None, false) => format!("--vllm-pd-disaggregation {} --policy cache_aware", urls.join(" ")),
-        (None, true) => format!("--pd-disaggregation {} --policy cache_aware", urls.join(" ")),
+        (None, _) => {
+            let pd = if sglang { "--pd-disaggregation" } else { "--vllm-pd-disaggregation" };
+            format!("{pd} {} --policy cache_aware", urls.join(" "))
+        }
         (Some(policy), _) => format!(
             "--worker-urls {} --policy {policy}{}",
             urls.join(" "),

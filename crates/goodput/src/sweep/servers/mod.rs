@@ -818,7 +818,11 @@ impl Ctx {
         let mut failure = None;
         for (k, load) in segments.into_iter().enumerate() {
             let name = if self.args.serve.restart_per_point { format!("{base}.point{k:02}") } else { base.clone() };
-            match self.server_part_retried(params, gpus, &name, load, k as u64, doc).await? {
+            let mut part = self.server_part(params, gpus, &name, load, k as u64, doc).await?;
+            if self.port_was_taken(&part, params, &name, doc)? {
+                part = self.server_part(params, gpus, &name, load, k as u64, doc).await?;
+            }
+            match part {
                 Part::Points(p) => swept.extend(p),
                 Part::Failed(f) => {
                     failure = Some(f);
@@ -851,25 +855,17 @@ impl Ctx {
         Ok(Outcome::Done(Box::new(c)))
     }
 
-    /// [`Ctx::server_part`], started once more on other ports where the
-    /// server exited before it was ready because one of its ports was
-    /// taken (its log says the address is in use): the ports are checked
-    /// free and the server binds them a moment later, and another program
-    /// can bind one between. The first try's log is kept beside
-    /// (`NAME.port-taken.log`), and the document notes the second start.
-    async fn server_part_retried(
-        &self,
-        params: &Params,
-        gpus: u32,
-        name: &str,
-        load: Option<Segment>,
-        first_run: u64,
-        doc: &mut FrontierResult,
-    ) -> Result<Part> {
-        let part = self.server_part(params, gpus, name, load, first_run, doc).await?;
-        let Part::Failed(f) = &part else { return Ok(part) };
+    /// Whether server `name`'s `part` failed because one of its ports was
+    /// taken (it exited before it was ready, its log saying the address is
+    /// in use), so that it is started once more on other ports: the ports
+    /// are checked free and the server binds them a moment later, and
+    /// another program can bind one between. The first try's log is then
+    /// kept beside (`NAME.port-taken.log`), and the document notes the
+    /// second start.
+    fn port_was_taken(&self, part: &Part, params: &Params, name: &str, doc: &mut FrontierResult) -> Result<bool> {
+        let Part::Failed(f) = part else { return Ok(false) };
         if !f.before_ready || !process::says_port_taken(&log_tail(&f.log, 200)) {
-            return Ok(part);
+            return Ok(false);
         }
         let kept = self.logs.join(format!("{name}.port-taken.log"));
         std::fs::rename(&f.log, &kept)
@@ -882,7 +878,7 @@ impl Ctx {
         );
         goodput_core::tell!("warning: {note}");
         doc.notes.push(note);
-        self.server_part(params, gpus, name, load, first_run, doc).await
+        Ok(true)
     }
 
     /// One server's life: start, ready, its points (all of them, or `load`
@@ -903,9 +899,14 @@ impl Ctx {
         if !self.args.output.quiet {
             goodput_core::tell!("starting: {} (log: {})", terminal_command(&argv, &self.args.target), log.display());
         }
-        let failed = |error: String, status: Option<i32>| {
-            Ok(Part::Failed(Failure { error, status, log: log.clone(), exited_during: None, before_ready: false }))
+        let failure = |error: String, status: Option<i32>| Failure {
+            error,
+            status,
+            log: log.clone(),
+            exited_during: None,
+            before_ready: false,
         };
+        let failed = |error: String, status: Option<i32>| Ok(Part::Failed(failure(error, status)));
         let mut server = match Server::start(&argv, port, &log, self.args.serve.serve_log_max_mib << 20) {
             Ok(s) => s,
             Err(e) => return failed(format!("{e:#}"), None),
@@ -926,11 +927,11 @@ impl Ctx {
                 Ready::Exited => {
                     let st = server.reap().await?;
                     return Ok(Part::Failed(Failure {
-                        error: format!("the server exited before it was ready ({})", status_text(st)),
-                        status: status_code(st),
-                        log: log.clone(),
-                        exited_during: None,
                         before_ready: true,
+                        ..failure(
+                            format!("the server exited before it was ready ({})", status_text(st)),
+                            status_code(st),
+                        )
                     }));
                 }
                 Ready::TimedOut(last) => {
