@@ -350,8 +350,8 @@ pub struct CompareArgs {
     /// Each run's per-request records (--records), in the runs' order (repeat it), to pair their answers by prompt: the share of identical answers and each score's change with a paired interval. Runs saved with --include-requests need none.
     #[arg(long)]
     pub records: Vec<PathBuf>,
-    /// Judge every run again by this one SLO, e.g. 'ttft<=200ms,tpot<=50ms' (as report --slo does, from each run's records: --records, RUN.jsonl or RUN.parquet beside RUN.json, or a document saved with --include-requests), so that their goodput, attainment and SLO verdicts compare. Without it each run keeps the SLO it was judged by, and runs judged by different SLOs, or by none, are said to be.
-    #[arg(long, value_parser = parse_slo)]
+    /// Judge every run again by this one SLO, e.g. 'ttft<=200ms,tpot<=50ms' (given again, its terms join the others') (as report --slo does, from each run's records: --records, RUN.jsonl or RUN.parquet beside RUN.json, or a document saved with --include-requests), so that their goodput, attainment and SLO verdicts compare. Without it each run keeps the SLO it was judged by, and runs judged by different SLOs, or by none, are said to be.
+    #[arg(long, value_parser = parse_slo, action = clap::ArgAction::Append)]
     pub slo: Option<goodput_core::Slo>,
     /// Write the comparison as a JSON document (schema goodput/v1, kind compare) to this file; - for standard output.
     #[arg(long, short = 'o', visible_alias = "json")]

@@ -390,8 +390,8 @@ impl ExportArgs {
 /// How a run is judged: SLOs and the price of the hardware.
 #[derive(Debug, Clone, Args)]
 pub struct JudgeArgs {
-    /// Per-request limits and/or percentile objectives, e.g. 'ttft<=200ms,tpot<=50ms' or 'ttft:p95<=200ms'; limits pass when --attainment of the requests meet them all. A request of two output tokens or more whose output came all at once (not streamed, or buffered on the way) does not meet a tpot or itl_max term: nothing of it was measured.
-    #[arg(long, value_parser = parse_slo, help_heading = "SLOs and cost")]
+    /// Per-request limits and/or percentile objectives, e.g. 'ttft<=200ms,tpot<=50ms' or 'ttft:p95<=200ms' (given again, its terms join the others': --slo 'ttft<=200ms' --slo 'tpot<=50ms' is the first example); limits pass when --attainment of the requests meet them all. A request of two output tokens or more whose output came all at once (not streamed, or buffered on the way) does not meet a tpot or itl_max term: nothing of it was measured.
+    #[arg(long, value_parser = parse_slo, action = clap::ArgAction::Append, help_heading = "SLOs and cost")]
     pub slo: Option<Slo>,
     /// Share of requests that must meet every per-request limit of --slo for it to pass (0.95 or 95%) [default: the SLO's own attainment>= term, else 0.9]; one that differs from --slo's own attainment>= term is refused. A percentile objective carries its own share (a p95 is 95%), so with percentile objectives alone bench, estimate, report and merge refuse it (write the share as the percentile, or attainment>= in --slo), and a sweep point must reach it besides its objectives.
     #[arg(long, value_parser = parse_attainment, help_heading = "SLOs and cost")]

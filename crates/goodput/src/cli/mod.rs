@@ -50,6 +50,18 @@ where
     let matches = Cli::command().try_get_matches_from(args)?;
     let mut cli = Cli::from_arg_matches(&matches)?;
     let given = Given::of(&matches);
+    if let Some(slo) = repeated_slo(&matches)? {
+        match &mut cli.command {
+            Command::Bench(a) => a.judge.slo = Some(slo),
+            Command::Estimate(a) => a.judge.slo = Some(slo),
+            Command::Sweep(a) => a.judge.slo = Some(slo),
+            Command::Report(a) => a.judge.slo = Some(slo),
+            Command::Merge(a) => a.judge.slo = Some(slo),
+            Command::Plan(a) => a.slo = Some(slo),
+            Command::Compare(a) => a.slo = Some(slo),
+            _ => {}
+        }
+    }
     match &mut cli.command {
         Command::Bench(a) => a.sim.given = given,
         Command::Estimate(a) => a.given = given,
@@ -63,6 +75,34 @@ where
         _ => {}
     }
     Ok(cli)
+}
+
+/// `--slo` given more than once (`--slo 'ttft:p95<=2s' --slo
+/// 'tpot:p95<=50ms'`): one SLO of all their terms, read as if they had been
+/// given in one, so a term given twice is refused as it is there. clap keeps
+/// only the first of an option given again; every command's `--slo`
+/// appends, and this joins them.
+fn repeated_slo(matches: &ArgMatches) -> Result<Option<goodput_core::Slo>, clap::Error> {
+    let Some((name, sub)) = matches.subcommand() else { return Ok(None) };
+    // Commands without --slo (serve, monitor) have no such id.
+    let parts: Vec<String> = match sub.try_get_raw("slo") {
+        Ok(Some(given)) if given.len() > 1 => given.map(|v| v.to_string_lossy().into_owned()).collect(),
+        _ => return Ok(None),
+    };
+    let joined = parts.join(",");
+    joined.parse().map(Some).map_err(|e: goodput_core::SloError| {
+        let mut cli = Cli::command();
+        cli.build();
+        let mut cmd = match cli.find_subcommand_mut(name) {
+            Some(sub) => sub.clone(),
+            None => cli,
+        };
+        clap::Error::raw(
+            clap::error::ErrorKind::ValueValidation,
+            format!("--slo given {} times is one SLO of all their terms ({joined}): {e}", parts.len()),
+        )
+        .format(&mut cmd)
+    })
 }
 
 /// The flags typed on the command line (or set by their environment
@@ -175,6 +215,48 @@ mod tests {
         assert_eq!(auto.resolve(Api::Messages, "http://127.0.0.1:8000"), KeyHeader::Bearer);
         assert_eq!(auto.resolve(Api::Chat, "https://api.anthropic.com"), KeyHeader::Bearer);
         assert_eq!(KeyHeaderArg::XApiKey.resolve(Api::Chat, "http://h"), KeyHeader::XApiKey);
+    }
+
+    /// `--slo` given twice is one SLO of both, on every command that takes
+    /// it (clap had refused the second, "cannot be used multiple times");
+    /// a term the two repeat is refused as it is in one --slo.
+    #[test]
+    fn slo_given_twice_is_one_slo_of_both() {
+        let slo_of = |cli: Cli| match cli.command {
+            Command::Bench(a) => a.judge.slo,
+            Command::Estimate(a) => a.judge.slo,
+            Command::Sweep(a) => a.judge.slo,
+            Command::Report(a) => a.judge.slo,
+            Command::Merge(a) => a.judge.slo,
+            Command::Plan(a) => a.slo,
+            Command::Compare(a) => a.slo,
+            _ => panic!("a command without --slo"),
+        };
+        let twice = ["--slo", "ttft:p95<=2s", "--slo=tpot:p95<=50ms,attainment>=0.95"];
+        for (command, rest) in [
+            ("bench", &["--url", "http://127.0.0.1:8000"][..]),
+            ("estimate", &[]),
+            ("sweep", &["--url", "http://127.0.0.1:8000"]),
+            ("report", &["run.json"]),
+            ("merge", &["a.json", "b.json"]),
+            ("plan", &["--gpu", "h100=2"]),
+            ("compare", &["a.json", "b.json"]),
+        ] {
+            let head = ["goodput", command];
+            let args: Vec<&str> = head.iter().chain(rest).chain(&twice).copied().collect();
+            let cli = parse_from(args).unwrap_or_else(|e| panic!("{command}: {e}"));
+            let slo = slo_of(cli).unwrap_or_else(|| panic!("{command}: no SLO"));
+            assert_eq!(slo.to_string(), "ttft:p95<=2s,tpot:p95<=50ms,attainment>=0.95", "{command}");
+            // Once, as before.
+            let once: Vec<&str> = head.iter().chain(rest).chain(&["--slo", "ttft<=1s"]).copied().collect();
+            assert_eq!(slo_of(parse_from(once).unwrap()).unwrap().to_string(), "ttft<=1s", "{command}");
+        }
+        let e = parse_from(["goodput", "plan", "--gpu", "h100", "--slo", "ttft:p95<=2s", "--slo", "ttft:p95<=1s"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--slo given 2 times") && e.contains("twice") && e.contains("goodput plan"), "{e}");
+        // A command without --slo still parses.
+        assert!(parse_from(["goodput", "serve", "--port", "0"]).is_ok());
     }
 
     /// bench's --sim-profile names exactly the engine flags bench takes, and

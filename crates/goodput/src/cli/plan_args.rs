@@ -169,8 +169,8 @@ pub struct PlanArgs {
     /// Requests each user sends at a point, after one warm-up request each (-n/--requests sets a point's total instead, raised to at least 4 per user: fewer leave no steady time to measure).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub requests_per_user: u64,
-    /// Per-request limits and/or percentile objectives, e.g. 'ttft:p95<=1s,tpot:p95<=50ms': the best point must meet them, and a curve stops at its first point that does not (at its second in a row where TTFT alone missed: TTFT can fall as more users batch their prompts).
-    #[arg(long, value_parser = parse_slo)]
+    /// Per-request limits and/or percentile objectives, e.g. 'ttft:p95<=1s,tpot:p95<=50ms' (given again, its terms join the others'): the best point must meet them, and a curve stops at its first point that does not (at its second in a row where TTFT alone missed: TTFT can fall as more users batch their prompts).
+    #[arg(long, value_parser = parse_slo, action = clap::ArgAction::Append)]
     pub slo: Option<Slo>,
     /// Share of requests that must meet the SLO's per-request limits (default 90%).
     #[arg(long, value_parser = parse_attainment)]
