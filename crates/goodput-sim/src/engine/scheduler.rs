@@ -92,6 +92,14 @@ pub struct StepOutcome {
     /// starts as the step does, and [`Engine::kv_landed`] says it ended.
     /// Filled even when no step runs (a pull admitted by an idle engine).
     pub pulls: Vec<(u64, u32)>,
+    /// On a prefill instance of SGLang's disaggregation
+    /// ([`EngineConfig::decode_first`]): each request whose prompt this step
+    /// computed a chunk of but not the last, with its prompt tokens computed
+    /// so far. SGLang sends a chunk's KV as the chunk ends
+    /// (`send_kv_chunk`), so the prompt crosses while the rest is computed.
+    /// Empty on every other engine, and with pipeline stages (whose chunks
+    /// end on the last stage later).
+    pub chunked: Vec<(u64, u32)>,
     pub batch: BatchSummary,
     /// The step's tokens as vLLM counts them for `vllm:iteration_tokens_total`:
     /// the whole prompt of each request whose first token came this step,
@@ -110,6 +118,7 @@ impl StepOutcome {
         self.prefix_hits.clear();
         self.preempted.clear();
         self.pulls.clear();
+        self.chunked.clear();
         self.batch = BatchSummary::default();
         self.iteration_tokens = 0;
     }
@@ -1182,6 +1191,8 @@ impl Engine {
                 // next chunk waits for this one's trip.
                 if let Some(left) = late {
                     self.late.push(Late { left, slot, event: None, watts: out.power.watts, stage });
+                } else if self.hold_finished && self.cfg.decode_first() && self.cfg.pp <= 1 {
+                    out.chunked.push((r.id, r.num_computed));
                 }
                 continue;
             }

@@ -22,8 +22,10 @@ pub(super) struct PrefillPool {
     pub(super) prefill: usize,
     pub(super) link: KvLink,
     pub(super) router: Arc<Mutex<Router>>,
-    /// When each prefill instance's link is next free, on the wall clock.
-    link_free: Vec<Mutex<Instant>>,
+    /// When each prefill instance's link is next free, on the wall clock
+    /// (shared with the instance's driver, which sends chunks over it in
+    /// SGLang's order: [`ChunkLink`]).
+    link_free: Vec<Arc<Mutex<Instant>>>,
     /// The tokens one request may hold on a prefill instance (one
     /// attention rank's cache).
     kv_tokens: u64,
@@ -44,8 +46,39 @@ impl PrefillPool {
             prefill,
             link,
             router: Arc::new(Mutex::new(Router::new(policy, prefill, blocks))),
-            link_free: (0..prefill).map(|_| Mutex::new(Instant::now())).collect(),
+            link_free: (0..prefill).map(|_| Arc::new(Mutex::new(Instant::now()))).collect(),
         }
+    }
+
+    /// Prefill instance `p`'s link, for its driver to send each chunk's KV
+    /// over as the chunk ends, as SGLang's prefill instances do.
+    pub(super) fn chunk_link(&self, p: usize, speed: f64) -> ChunkLink {
+        ChunkLink::new(self.link, self.link_free[p].clone(), speed)
+    }
+}
+
+/// A prefill instance's link as its driver sees it: in SGLang's order a
+/// chunk of a prompt, not its last, sends its KV as it ends
+/// (`send_kv_chunk`: the decode instance holds blocks for it already),
+/// behind the link's earlier transfers; only the rest crosses after the
+/// prefill ([`transfer`]).
+pub(super) struct ChunkLink {
+    link: KvLink,
+    free: Arc<Mutex<Instant>>,
+    speed: f64,
+}
+
+impl ChunkLink {
+    /// `link`, free from `free` on, on a server at `speed`.
+    pub(super) fn new(link: KvLink, free: Arc<Mutex<Instant>>, speed: f64) -> ChunkLink {
+        ChunkLink { link, free, speed }
+    }
+
+    /// `tokens` more of a prompt's KV go over the link from `now`.
+    pub(super) fn send(&self, now: Instant, tokens: u32) {
+        let took = self.link.transfer_time(tokens).div_f64(self.speed);
+        let mut free = lock(&self.free);
+        *free = (*free).max(now) + took;
     }
 }
 
@@ -78,6 +111,9 @@ pub(super) struct Prefilled {
     instance: usize,
     /// The prompt tokens the prefill instance's prefix cache served.
     pub(super) cached: u32,
+    /// The leading prompt tokens whose KV crossed chunk by chunk during
+    /// the prefill (SGLang's order).
+    pub(super) sent: u32,
 }
 
 /// Runs request `id`'s prefill on the least-loaded prefill instance;
@@ -136,7 +172,8 @@ pub(super) async fn prefill(
     }
     ticket.live = false;
     let cached = progress.cached.load(std::sync::atomic::Ordering::Acquire);
-    Ok(Prefilled { held: Held { id, commands }, instance: p, cached })
+    let sent = progress.sent.load(std::sync::atomic::Ordering::Acquire);
+    Ok(Prefilled { held: Held { id, commands }, instance: p, cached, sent })
 }
 
 /// Why a prompt is refused by the prefill pool: its instances' KV cache
@@ -159,13 +196,15 @@ fn too_long_to_prefill(s: &EngineServer, pool: &PrefillPool, prompt: u32, max_to
     )
 }
 
-/// Moves `tokens` of a prefilled request's KV (its prompt's, less what its
-/// decode instance caches) over its prefill instance's link, from now (its
-/// decode instance has admitted it), once that link's earlier transfers
-/// are done; returns when it has landed, the prefill instance's blocks
-/// freed, with the time it took.
-pub(super) async fn transfer(s: &EngineServer, prefilled: Prefilled, tokens: u32) -> std::time::Duration {
+/// Moves a prefilled request's KV (its `prompt` tokens', less the leading
+/// `cached` its decode instance holds and what crossed chunk by chunk)
+/// over its prefill instance's link, from now (its decode instance has
+/// admitted it), once that link's earlier transfers are done; returns when
+/// it has landed, the prefill instance's blocks freed, with the time it
+/// took.
+pub(super) async fn transfer(s: &EngineServer, prefilled: Prefilled, prompt: u32, cached: u32) -> std::time::Duration {
     let pool = s.pd.as_ref().expect("called only when disaggregated");
+    let tokens = prompt.saturating_sub(cached.max(prefilled.sent));
     let took = pool.link.transfer_time(tokens).div_f64(s.cfg.speed);
     let now = Instant::now();
     let landed = {

@@ -44,6 +44,9 @@ pub(super) struct Driver {
     /// A prefill instance of a disaggregated server: its requests' one
     /// token is not the client's, so it observes no request latencies.
     prefill: bool,
+    /// In SGLang's order, the prefill instance's link: each chunk's KV is
+    /// sent over it as the chunk ends.
+    chunks: Option<super::disagg::ChunkLink>,
 }
 
 impl Driver {
@@ -54,7 +57,23 @@ impl Driver {
         speed: f64,
         prefill: bool,
     ) -> Driver {
-        Driver { speed, engine, commands, observed, live: HashMap::new(), out: StepOutcome::default(), prefill }
+        Driver {
+            speed,
+            engine,
+            commands,
+            observed,
+            live: HashMap::new(),
+            out: StepOutcome::default(),
+            prefill,
+            chunks: None,
+        }
+    }
+
+    /// Sends each chunk's KV over `link` as the chunk ends (a prefill
+    /// instance in SGLang's order).
+    pub(super) fn sending_chunks(mut self, link: Option<super::disagg::ChunkLink>) -> Driver {
+        self.chunks = link;
+        self
     }
 
     pub(super) async fn run(mut self) {
@@ -204,6 +223,16 @@ impl Driver {
                 l.producer.0.cached.store(*cached, Ordering::Release);
             }
         }
+        if let Some(link) = &self.chunks {
+            for &(id, computed) in &self.out.chunked {
+                let Some(l) = self.live.get(&id) else { continue };
+                let sent = l.producer.0.sent.load(Ordering::Acquire);
+                if computed > sent {
+                    link.send(now, computed - sent);
+                    l.producer.0.sent.store(computed, Ordering::Release);
+                }
+            }
+        }
         for ev in &self.out.tokens {
             let Some(l) = self.live.get_mut(&ev.id) else {
                 continue;
@@ -244,6 +273,51 @@ mod tests {
     use super::super::progress::{Progress, Update};
     use super::*;
     use crate::engine::{EngineConfig, Precision, Prompt};
+
+    /// A prefill instance in SGLang's order sends each chunk's KV over its
+    /// link as the chunk ends: a 256-token prompt in chunks of 64 has sent
+    /// 192 tokens' when its prefill ends, and the link carried them (its
+    /// next free time moved on by at least their three transfers); only
+    /// the last chunk's is left to cross. Counts, not times: what each
+    /// step took on this machine's clock does not change them.
+    #[tokio::test]
+    async fn sglangs_prefill_instance_sends_each_chunk_over_its_link() {
+        let mut cfg = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
+        cfg.scheduler = crate::engine::SchedulerPolicy::Sglang;
+        cfg.pd = Some(crate::engine::Disaggregation::parse("1:1").unwrap());
+        cfg.max_num_batched_tokens = 64;
+        let link = crate::engine::KvLink::new(&cfg).unwrap();
+        let block_size = cfg.block_size;
+        let mut engine = Engine::new(cfg.engine_configs().swap_remove(0)).unwrap();
+        engine.hold_finished();
+        let observed = Arc::new(Mutex::new(Observed::new(&engine, false)));
+        let (tx, rx) = mpsc::unbounded_channel();
+        let started = Instant::now();
+        let free = Arc::new(Mutex::new(started));
+        let chunks = super::super::disagg::ChunkLink::new(link, free.clone(), 100.0);
+        let task = tokio::spawn(Driver::new(engine, rx, observed, 100.0, true).sending_chunks(Some(chunks)).run());
+        let progress = Arc::new(Progress::default());
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let prompt = Prompt::from_tokens(&(0..256).collect::<Vec<u32>>(), block_size);
+        let add = Command::Add {
+            id: 3,
+            prompt,
+            max_tokens: 1,
+            arrived: started,
+            progress: progress.clone(),
+            reply,
+            pull: None,
+            pooling: false,
+        };
+        tx.send(add).unwrap();
+        answer.await.unwrap().unwrap();
+        assert!(!matches!(progress.changed(0).await, Update::Closed), "the prefill's token");
+        assert_eq!(progress.sent.load(Ordering::Acquire), 192);
+        let carried = *lock(&free) - started;
+        assert!(carried >= 3 * link.transfer_time(64).div_f64(100.0), "{carried:?}");
+        drop(tx);
+        task.await.unwrap();
+    }
 
     /// A prefill instance's request leaves the driver's live set when its
     /// one token is delivered, while the engine keeps its KV for the decode

@@ -241,7 +241,7 @@ async fn generate(State(s): State<Arc<EngineServer>>, route: Route, body: Bytes)
             },
             (None, None) => return engine_gone(route, &mut ticket),
         };
-        let took = super::disagg::transfer(&s, prefilled, prompt_len.saturating_sub(cached)).await;
+        let took = super::disagg::transfer(&s, prefilled, prompt_len, cached).await;
         s.observe_kv_transfer(replica, took);
         if commands.send(Command::Landed(id)).is_err() {
             return engine_gone(route, &mut ticket);

@@ -68,6 +68,9 @@ pub(super) struct Progress {
     pub(super) produced: AtomicU32,
     /// Prompt tokens the prefix cache served when the request was admitted.
     pub(super) cached: AtomicU32,
+    /// On a prefill instance in SGLang's order: the prompt tokens whose KV
+    /// went over the link chunk by chunk while the rest was computed.
+    pub(super) sent: AtomicU32,
     /// The driver let go of the request: finished, aborted, or gone.
     pub(super) closed: AtomicBool,
     pub(super) waker: AtomicWaker,

@@ -77,7 +77,10 @@ impl EngineServer {
             let (tx, rx) = mpsc::unbounded_channel();
             commands.push(tx);
             observed.push(o.clone());
-            drivers.push(Driver::new(engine, rx, o, cfg.speed, i < prefill));
+            // SGLang's prefill instances send each chunk's KV as it ends.
+            let chunks =
+                pd.as_ref().filter(|_| i < prefill && cfg.engine.decode_first()).map(|p| p.chunk_link(i, cfg.speed));
+            drivers.push(Driver::new(engine, rx, o, cfg.speed, i < prefill).sending_chunks(chunks));
         }
         let server = Arc::new(EngineServer {
             frontend: cfg.engine.calibration.frontend_overhead().div_f64(cfg.speed),

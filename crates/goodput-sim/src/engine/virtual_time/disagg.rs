@@ -29,6 +29,9 @@ pub(super) struct Pools {
     /// prompt tokens it holds.
     holder: Vec<u32>,
     tokens: Vec<u32>,
+    /// SGLang's order: the prompt tokens whose KV has been sent while the
+    /// prompt's later chunks were computed ([`Pools::send_chunk`]).
+    sent: Vec<u32>,
     /// Each request's prompt, from its arrival until its prefill ends.
     prompts: Vec<Option<Prompt>>,
     /// The decode instance (an index into the run's engines) each request
@@ -68,6 +71,7 @@ impl Pools {
             transfers: BinaryHeap::new(),
             holder: vec![NONE; requests],
             tokens: vec![0; requests],
+            sent: vec![0; requests],
             prompts: vec![None; requests],
             decode_of: vec![NONE; requests],
             prefill_of: vec![NONE; requests],
@@ -139,16 +143,35 @@ impl Pools {
         Some((d as usize, prompt))
     }
 
+    /// SGLang's order: a chunk of request `i`'s prompt, not its last, ended
+    /// on prefill instance `p` at `now` with `computed` of its tokens done,
+    /// and their KV not sent yet goes over the instance's link now, behind
+    /// the transfers before it (SGLang's `send_kv_chunk`: its decode
+    /// instance holds blocks for it already). Only what is left crosses
+    /// after the prefill ([`Pools::start_transfer`]).
+    pub(super) fn send_chunk(&mut self, now: Duration, i: usize, p: usize, computed: u32) {
+        if self.prefill_of[i] as usize != p {
+            return;
+        }
+        let tokens = computed.saturating_sub(self.sent[i]);
+        if tokens == 0 {
+            return;
+        }
+        self.sent[i] = computed;
+        let link = &mut self.link_free[p];
+        *link = now.max(*link) + self.link.transfer_time(tokens);
+    }
+
     /// Request `i`'s decode instance admitted it to pull its KV at `now`:
-    /// its prompt's, less the `cached` leading tokens that instance holds,
-    /// crosses its prefill instance's link once the transfers before it
-    /// have.
+    /// its prompt's, less the `cached` leading tokens that instance holds
+    /// and what was sent chunk by chunk during its prefill, crosses its
+    /// prefill instance's link once the transfers before it have.
     pub(super) fn start_transfer(&mut self, now: Duration, i: usize, cached: u32) {
         let p = self.holder[i];
         if p == NONE {
             return;
         }
-        let tokens = self.tokens[i].saturating_sub(cached);
+        let tokens = self.tokens[i].saturating_sub(cached.max(std::mem::take(&mut self.sent[i])));
         let link = &mut self.link_free[p as usize];
         let start = now.max(*link);
         let took = self.link.transfer_time(tokens);
@@ -184,6 +207,7 @@ impl Pools {
     /// SGLang's order, its prefill under way or to come), to abort it there.
     pub(super) fn give_up(&mut self, i: usize) -> Option<usize> {
         self.prompts[i] = None;
+        self.sent[i] = 0;
         let p = std::mem::replace(&mut self.prefill_of[i], NONE);
         if p != NONE {
             self.prefill_router.done(p as usize);

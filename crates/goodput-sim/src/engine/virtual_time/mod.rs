@@ -1307,6 +1307,57 @@ mod tests {
         assert_eq!((pd.engine.kv_transfers, pd.engine.generation_tokens), (3, 3 * 16));
     }
 
+    /// SGLang's prefill instance sends each chunk's KV as the chunk ends
+    /// (`send_kv_chunk`), so a long prompt crosses while its later chunks
+    /// are computed: on a link that keeps up, TTFT at one user is the
+    /// colocated TTFT plus the last chunk's transfer alone, where the whole
+    /// prompt's had crossed after the prefill. On a link slower than the
+    /// chunks, the pieces queue behind each other, and TTFT lies between.
+    #[test]
+    fn sglangs_prefill_instance_sends_each_chunks_kv_as_it_ends() {
+        let mut cfg = h100_8b();
+        cfg.scheduler = crate::engine::SchedulerPolicy::Sglang;
+        cfg.max_num_batched_tokens = 2048;
+        // 8,000 tokens: chunks of 2,048, 2,048, 2,048 and 1,856.
+        let load = VirtualLoad::closed_loop(same(3, 8000, 16), 1);
+        let colo = simulate(&cfg, &load).unwrap();
+        let step = |cached, new| {
+            Roofline::new(&cfg).unwrap().step_time(&{
+                let mut b = crate::engine::BatchShape::default();
+                b.add_prefill(cached, new);
+                b
+            })
+        };
+        let chunk_step = step(0, 2048);
+        // From the first chunk's end to the prefill's: the other three steps.
+        let after_first = step(2048, 2048) + step(4096, 2048) + step(6144, 1856);
+        for gbps in [100.0, 10.0] {
+            let mut c = disaggregated(&cfg, "1:1");
+            c.pd.as_mut().unwrap().link_gbps = Some(gbps);
+            let link = crate::engine::KvLink::new(&c).unwrap();
+            let (last, whole) = (link.transfer_time(1856), link.transfer_time(8000));
+            let pd = simulate(&c, &load).unwrap();
+            for (a, b) in pd.records.iter().zip(&colo.records) {
+                let (ttft, base) = (a.ttft().unwrap(), b.ttft().unwrap());
+                assert!(a.outcome.is_success() && a.chunks.len() == 16);
+                if link.transfer_time(2048) < chunk_step {
+                    // 21 ms a chunk against a 2,048-token step of about 60.
+                    assert!(ttft.abs_diff(base + last) < Duration::from_micros(2), "{ttft:?} vs {base:?} + {last:?}");
+                } else {
+                    // 215 ms a chunk: the link is busy from the first
+                    // chunk's end on, carrying the four pieces (a latency
+                    // each), and what the prefill took after that chunk is
+                    // saved.
+                    assert!(ttft > base + last + chunk_step && ttft < base + whole, "{gbps}: {ttft:?} {base:?}");
+                    let saved = (base + whole + 3 * link.latency).saturating_sub(ttft);
+                    assert!(saved.abs_diff(after_first) < Duration::from_micros(2), "{saved:?} vs {after_first:?}");
+                }
+            }
+            // One transfer a request, timed from the prefill's end.
+            assert_eq!(pd.engine.kv_transfers, 3);
+        }
+    }
+
     /// SGLang's decode instance reserves before the prefill, 512 decoding
     /// tokens a request: on a decode cache of 8,192 tokens, where five
     /// requests of 1,000 + 600 tokens fit whole, it retracts none; vLLM's

@@ -440,6 +440,11 @@ impl<'a> VirtualRun<'a> {
                 r.counts.usage_cached_prompt = Some(c as u64);
             }
         }
+        if let Some(pd) = self.pd.as_mut() {
+            for &(id, computed) in &out.chunked {
+                pd.send_chunk(self.now, id as usize, p, computed);
+            }
+        }
         for ev in out.tokens.iter().filter(|ev| ev.finished) {
             let i = ev.id as usize;
             // Given up on during the step: the give-up counted it out.
