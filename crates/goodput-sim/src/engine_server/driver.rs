@@ -274,6 +274,28 @@ mod tests {
     use super::*;
     use crate::engine::{EngineConfig, Precision, Prompt};
 
+    /// Sends a prefill instance's driver request `id`, a prompt of
+    /// `tokens`, as the prefill pool sends it (one output token), and waits
+    /// for that token.
+    async fn prefill_one(tx: &mpsc::UnboundedSender<Command>, id: u64, tokens: u32, block_size: u32) -> Arc<Progress> {
+        let progress = Arc::new(Progress::default());
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let add = Command::Add {
+            id,
+            prompt: Prompt::from_tokens(&(0..tokens).collect::<Vec<u32>>(), block_size),
+            max_tokens: 1,
+            arrived: Instant::now(),
+            progress: progress.clone(),
+            reply,
+            pull: None,
+            pooling: false,
+        };
+        tx.send(add).unwrap();
+        answer.await.unwrap().unwrap();
+        assert!(!matches!(progress.changed(0).await, Update::Closed), "the prefill's token");
+        progress
+    }
+
     /// A prefill instance in SGLang's order sends each chunk's KV over its
     /// link as the chunk ends: a 256-token prompt in chunks of 64 has sent
     /// 192 tokens' when its prefill ends, and the link carried them (its
@@ -296,22 +318,7 @@ mod tests {
         let free = Arc::new(Mutex::new(started));
         let chunks = super::super::disagg::ChunkLink::new(link, free.clone(), 100.0);
         let task = tokio::spawn(Driver::new(engine, rx, observed, 100.0, true).sending_chunks(Some(chunks)).run());
-        let progress = Arc::new(Progress::default());
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        let prompt = Prompt::from_tokens(&(0..256).collect::<Vec<u32>>(), block_size);
-        let add = Command::Add {
-            id: 3,
-            prompt,
-            max_tokens: 1,
-            arrived: started,
-            progress: progress.clone(),
-            reply,
-            pull: None,
-            pooling: false,
-        };
-        tx.send(add).unwrap();
-        answer.await.unwrap().unwrap();
-        assert!(!matches!(progress.changed(0).await, Update::Closed), "the prefill's token");
+        let progress = prefill_one(&tx, 3, 256, block_size).await;
         assert_eq!(progress.sent.load(Ordering::Acquire), 192);
         let carried = *lock(&free) - started;
         assert!(carried >= 3 * link.transfer_time(64).div_f64(100.0), "{carried:?}");
@@ -345,23 +352,7 @@ mod tests {
                 }
             }
         };
-        let progress = Arc::new(Progress::default());
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        let prompt = Prompt::from_tokens(&(0..512).collect::<Vec<u32>>(), block_size);
-        let arrived = Instant::now();
-        let add = Command::Add {
-            id: 7,
-            prompt,
-            max_tokens: 1,
-            arrived,
-            progress: progress.clone(),
-            reply,
-            pull: None,
-            pooling: false,
-        };
-        tx.send(add).unwrap();
-        answer.await.unwrap().unwrap();
-        assert!(!matches!(progress.changed(0).await, Update::Closed), "the prefill's token");
+        prefill_one(&tx, 7, 512, block_size).await;
         // The instance holds the prompt's KV; the abort frees it.
         published(|usage| usage > 0.0).await;
         tx.send(Command::Abort(7)).unwrap();
