@@ -48,6 +48,22 @@ pub enum Command {
     Man(ManArgs),
 }
 
+impl Command {
+    /// The command's `--slo`, where it takes one.
+    pub fn slo_mut(&mut self) -> Option<&mut Option<goodput_core::Slo>> {
+        match self {
+            Command::Bench(a) => Some(&mut a.judge.slo),
+            Command::Estimate(a) => Some(&mut a.judge.slo),
+            Command::Sweep(a) => Some(&mut a.judge.slo),
+            Command::Report(a) => Some(&mut a.judge.slo),
+            Command::Merge(a) => Some(&mut a.judge.slo),
+            Command::Plan(a) => Some(&mut a.slo),
+            Command::Compare(a) => Some(&mut a.slo),
+            Command::Serve(_) | Command::Monitor(_) | Command::Completions(_) | Command::Man(_) => None,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
     /// The shell to complete for.

@@ -50,17 +50,8 @@ where
     let matches = Cli::command().try_get_matches_from(args)?;
     let mut cli = Cli::from_arg_matches(&matches)?;
     let given = Given::of(&matches);
-    if let Some(slo) = repeated_slo(&matches)? {
-        match &mut cli.command {
-            Command::Bench(a) => a.judge.slo = Some(slo),
-            Command::Estimate(a) => a.judge.slo = Some(slo),
-            Command::Sweep(a) => a.judge.slo = Some(slo),
-            Command::Report(a) => a.judge.slo = Some(slo),
-            Command::Merge(a) => a.judge.slo = Some(slo),
-            Command::Plan(a) => a.slo = Some(slo),
-            Command::Compare(a) => a.slo = Some(slo),
-            _ => {}
-        }
+    if let (Some(slo), Some(field)) = (repeated_slo(&matches)?, cli.command.slo_mut()) {
+        *field = Some(slo);
     }
     match &mut cli.command {
         Command::Bench(a) => a.sim.given = given,
@@ -222,16 +213,7 @@ mod tests {
     /// a term the two repeat is refused as it is in one --slo.
     #[test]
     fn slo_given_twice_is_one_slo_of_both() {
-        let slo_of = |cli: Cli| match cli.command {
-            Command::Bench(a) => a.judge.slo,
-            Command::Estimate(a) => a.judge.slo,
-            Command::Sweep(a) => a.judge.slo,
-            Command::Report(a) => a.judge.slo,
-            Command::Merge(a) => a.judge.slo,
-            Command::Plan(a) => a.slo,
-            Command::Compare(a) => a.slo,
-            _ => panic!("a command without --slo"),
-        };
+        let slo_of = |mut cli: Cli| cli.command.slo_mut().expect("a command with --slo").take();
         let twice = ["--slo", "ttft:p95<=2s", "--slo=tpot:p95<=50ms,attainment>=0.95"];
         for (command, rest) in [
             ("bench", &["--url", "http://127.0.0.1:8000"][..]),
