@@ -20,12 +20,10 @@ use tokio::time::Instant;
 /// The prefill pool (the server's first `prefill` drivers) and its links.
 pub(super) struct PrefillPool {
     pub(super) prefill: usize,
-    pub(super) link: KvLink,
     pub(super) router: Arc<Mutex<Router>>,
-    /// When each prefill instance's link is next free, on the wall clock
-    /// (shared with the instance's driver, which sends chunks over it in
-    /// SGLang's order: [`ChunkLink`]).
-    link_free: Vec<Arc<Mutex<Instant>>>,
+    /// Each prefill instance's link (shared with the instance's driver,
+    /// which sends chunks over it in SGLang's order).
+    links: Vec<PrefillLink>,
     /// The tokens one request may hold on a prefill instance (one
     /// attention rank's cache).
     kv_tokens: u64,
@@ -33,52 +31,57 @@ pub(super) struct PrefillPool {
 
 impl PrefillPool {
     /// `first`: a prefill instance's engine; `policy`: how the pool's
-    /// router picks its instance (`--router`).
+    /// router picks its instance (`--router`); `speed`: the server's.
     pub(super) fn new(
         link: KvLink,
         prefill: usize,
         first: &crate::engine::Engine,
         policy: crate::engine::RouterPolicy,
+        speed: f64,
     ) -> PrefillPool {
         let blocks = first.capacity().num_blocks;
         PrefillPool {
             kv_tokens: first.request_kv_tokens(),
             prefill,
-            link,
             router: Arc::new(Mutex::new(Router::new(policy, prefill, blocks))),
-            link_free: (0..prefill).map(|_| Arc::new(Mutex::new(Instant::now()))).collect(),
+            links: (0..prefill).map(|_| PrefillLink::new(link, Arc::new(Mutex::new(Instant::now())), speed)).collect(),
         }
     }
 
     /// Prefill instance `p`'s link, for its driver to send each chunk's KV
     /// over as the chunk ends, as SGLang's prefill instances do.
-    pub(super) fn chunk_link(&self, p: usize, speed: f64) -> ChunkLink {
-        ChunkLink::new(self.link, self.link_free[p].clone(), speed)
+    pub(super) fn link(&self, p: usize) -> PrefillLink {
+        self.links[p].clone()
     }
 }
 
-/// A prefill instance's link as its driver sees it: in SGLang's order a
-/// chunk of a prompt, not its last, sends its KV as it ends
-/// (`send_kv_chunk`: the decode instance holds blocks for it already),
-/// behind the link's earlier transfers; only the rest crosses after the
-/// prefill ([`transfer`]).
-pub(super) struct ChunkLink {
+/// A prefill instance's link on the wall clock: its transfers go one after
+/// another, each at the link's full bandwidth. The handler of a request
+/// sends what is left of its KV after the prefill ([`transfer`]); in
+/// SGLang's order the instance's driver first sends each chunk of a prompt
+/// but its last as the chunk ends (`send_kv_chunk`: the decode instance
+/// holds blocks for it already).
+#[derive(Clone)]
+pub(super) struct PrefillLink {
     link: KvLink,
+    /// When the link is next free.
     free: Arc<Mutex<Instant>>,
     speed: f64,
 }
 
-impl ChunkLink {
+impl PrefillLink {
     /// `link`, free from `free` on, on a server at `speed`.
-    pub(super) fn new(link: KvLink, free: Arc<Mutex<Instant>>, speed: f64) -> ChunkLink {
-        ChunkLink { link, free, speed }
+    pub(super) fn new(link: KvLink, free: Arc<Mutex<Instant>>, speed: f64) -> PrefillLink {
+        PrefillLink { link, free, speed }
     }
 
-    /// `tokens` more of a prompt's KV go over the link from `now`.
-    pub(super) fn send(&self, now: Instant, tokens: u32) {
+    /// `tokens` of a prompt's KV go over the link from `now`, behind its
+    /// earlier transfers: when they have landed.
+    pub(super) fn send(&self, now: Instant, tokens: u32) -> Instant {
         let took = self.link.transfer_time(tokens).div_f64(self.speed);
         let mut free = lock(&self.free);
         *free = (*free).max(now) + took;
+        *free
     }
 }
 
@@ -205,14 +208,8 @@ fn too_long_to_prefill(s: &EngineServer, pool: &PrefillPool, prompt: u32, max_to
 pub(super) async fn transfer(s: &EngineServer, prefilled: Prefilled, prompt: u32, cached: u32) -> std::time::Duration {
     let pool = s.pd.as_ref().expect("called only when disaggregated");
     let tokens = prompt.saturating_sub(cached.max(prefilled.sent));
-    let took = pool.link.transfer_time(tokens).div_f64(s.cfg.speed);
     let now = Instant::now();
-    let landed = {
-        let mut free = lock(&pool.link_free[prefilled.instance]);
-        let start = (*free).max(now);
-        *free = start + took;
-        *free
-    };
+    let landed = pool.links[prefilled.instance].send(now, tokens);
     sleep_until(landed).await;
     drop(prefilled.held);
     landed - now

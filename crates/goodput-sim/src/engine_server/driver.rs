@@ -46,7 +46,7 @@ pub(super) struct Driver {
     prefill: bool,
     /// In SGLang's order, the prefill instance's link: each chunk's KV is
     /// sent over it as the chunk ends.
-    chunks: Option<super::disagg::ChunkLink>,
+    chunks: Option<super::disagg::PrefillLink>,
 }
 
 impl Driver {
@@ -71,7 +71,7 @@ impl Driver {
 
     /// Sends each chunk's KV over `link` as the chunk ends (a prefill
     /// instance in SGLang's order).
-    pub(super) fn sending_chunks(mut self, link: Option<super::disagg::ChunkLink>) -> Driver {
+    pub(super) fn sending_chunks(mut self, link: Option<super::disagg::PrefillLink>) -> Driver {
         self.chunks = link;
         self
     }
@@ -316,7 +316,7 @@ mod tests {
         let (tx, rx) = mpsc::unbounded_channel();
         let started = Instant::now();
         let free = Arc::new(Mutex::new(started));
-        let chunks = super::super::disagg::ChunkLink::new(link, free.clone(), 100.0);
+        let chunks = super::super::disagg::PrefillLink::new(link, free.clone(), 100.0);
         let task = tokio::spawn(Driver::new(engine, rx, observed, 100.0, true).sending_chunks(Some(chunks)).run());
         let progress = prefill_one(&tx, 3, 256, block_size).await;
         assert_eq!(progress.sent.load(Ordering::Acquire), 192);

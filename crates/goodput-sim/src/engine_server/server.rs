@@ -53,9 +53,13 @@ impl EngineServer {
             .map_err(|_| Error::InvalidConfig("the engine server must be started inside a tokio runtime".into()))?;
         let mut engines = cfg.engine.engine_configs().into_iter().map(Engine::new).collect::<Result<Vec<_>, _>>()?;
         let pd = match (cfg.engine.pd, crate::engine::KvLink::new(&cfg.engine)) {
-            (Some(pd), Some(link)) => {
-                Some(super::disagg::PrefillPool::new(link, pd.prefill as usize, &engines[0], cfg.engine.router))
-            }
+            (Some(pd), Some(link)) => Some(super::disagg::PrefillPool::new(
+                link,
+                pd.prefill as usize,
+                &engines[0],
+                cfg.engine.router,
+                cfg.speed,
+            )),
             _ => None,
         };
         let prefill = pd.as_ref().map_or(0, |p| p.prefill);
@@ -78,8 +82,7 @@ impl EngineServer {
             commands.push(tx);
             observed.push(o.clone());
             // SGLang's prefill instances send each chunk's KV as it ends.
-            let chunks =
-                pd.as_ref().filter(|_| i < prefill && cfg.engine.decode_first()).map(|p| p.chunk_link(i, cfg.speed));
+            let chunks = pd.as_ref().filter(|_| i < prefill && cfg.engine.decode_first()).map(|p| p.link(i));
             drivers.push(Driver::new(engine, rx, o, cfg.speed, i < prefill).sending_chunks(chunks));
         }
         let server = Arc::new(EngineServer {

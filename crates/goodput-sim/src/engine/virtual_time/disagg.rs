@@ -158,8 +158,15 @@ impl Pools {
             return;
         }
         self.sent[i] = computed;
+        self.send(now, p, tokens);
+    }
+
+    /// `tokens` of a prompt's KV go over prefill instance `p`'s link from
+    /// `now`, behind its earlier transfers: when they have landed.
+    fn send(&mut self, now: Duration, p: usize, tokens: u32) -> Duration {
         let link = &mut self.link_free[p];
         *link = now.max(*link) + self.link.transfer_time(tokens);
+        *link
     }
 
     /// Request `i`'s decode instance admitted it to pull its KV at `now`:
@@ -172,13 +179,10 @@ impl Pools {
             return;
         }
         let tokens = self.tokens[i].saturating_sub(cached.max(std::mem::take(&mut self.sent[i])));
-        let link = &mut self.link_free[p as usize];
-        let start = now.max(*link);
-        let took = self.link.transfer_time(tokens);
-        *link = start + took;
-        self.transfers.push(Reverse((start + took, i, p)));
+        let landed = self.send(now, p as usize, tokens);
+        self.transfers.push(Reverse((landed, i, p)));
         self.count += 1;
-        self.seconds += (start + took - now).as_secs_f64();
+        self.seconds += (landed - now).as_secs_f64();
     }
 
     /// When the next transfer lands.
