@@ -68,7 +68,7 @@ impl EngineView for SimulatedEngine {
             ));
         }
         if ranks > 1 {
-            parts.push(format!("EP {}: experts over {} GPUs, one scheduler", c.ep, c.ep));
+            parts.push(format!("EP {}: experts over {} GPUs", c.ep, c.ep));
         } else if c.ep > 1 {
             parts.push(format!("EP {}", c.ep));
         }
@@ -94,7 +94,10 @@ impl EngineView for SimulatedEngine {
         }
         match c.scheduler.as_str() {
             "trtllm" => parts.push("TensorRT-LLM scheduler".into()),
-            "sglang" => parts.push("SGLang scheduler".into()),
+            "sglang" => parts.push(match &c.load_balance_method {
+                Some(m) => format!("SGLang scheduler (ranks by {m})"),
+                None => "SGLang scheduler".into(),
+            }),
             _ => {}
         }
         if c.mixed_batches == Some(false) {
@@ -311,7 +314,7 @@ mod tests {
         };
         assert!(pools("prefix-aware").contains("disaggregated 2 prefill + 1 decode instances (prefix-aware) · KV link"));
         assert!(pools("least-loaded").contains("disaggregated 2 prefill + 1 decode instances · KV link"));
-        // An expert-parallel group's data-parallel ranks are one scheduler's
+        // An expert-parallel group's data-parallel ranks are one engine's
         // ranks: eight ranks in groups of four are two replicas, four in one
         // group none (the line had said "4 replicas · EP 4").
         let ranks = |dp: u32, tp: u32| {
@@ -323,13 +326,12 @@ mod tests {
         };
         assert_eq!(
             ranks(4, 1),
-            "Qwen3-30B-A3B on 4 ranks of 1× H100 SXM · EP 4: experts over 4 GPUs, one scheduler · fp8 · prefix caching \
+            "Qwen3-30B-A3B on 4 ranks of 1× H100 SXM · EP 4: experts over 4 GPUs · fp8 · prefix caching \
              off"
         );
         assert_eq!(
             ranks(8, 1),
-            "Qwen3-30B-A3B on 4 ranks of 1× H100 SXM · 2 replicas (least-loaded) · EP 4: experts over 4 GPUs, one \
-             scheduler · fp8 · prefix caching off"
+            "Qwen3-30B-A3B on 4 ranks of 1× H100 SXM · 2 replicas (least-loaded) · EP 4: experts over 4 GPUs · fp8 · prefix caching off"
         );
         // SGLang's DP attention gives each rank its share of the budget.
         let sglang = engine(json!({"config": {
@@ -337,7 +339,18 @@ mod tests {
             "scheduler": "sglang", "max_num_batched_tokens": 8192, "enable_chunked_prefill": true
         }}));
         assert!(sglang.config_line().contains("max 8192 batched tokens (2048 a rank)"), "{}", sglang.config_line());
-        // TP = EP: one rank a scheduler, the replicas as before.
+        assert!(sglang.config_line().ends_with("· SGLang scheduler"), "{}", sglang.config_line());
+        // A load-balance method other than SGLang's default is named.
+        let by_tokens = engine(json!({"config": {
+            "model": "Qwen3-30B-A3B", "gpu": "H100 SXM", "tp": 1, "ep": 4, "dp": 4, "precision": "fp8",
+            "scheduler": "sglang", "load_balance_method": "total-tokens"
+        }}));
+        assert!(
+            by_tokens.config_line().ends_with("· SGLang scheduler (ranks by total-tokens)"),
+            "{}",
+            by_tokens.config_line()
+        );
+        // TP = EP: one rank, the replicas as before.
         assert_eq!(
             ranks(2, 4),
             "Qwen3-30B-A3B on 4× H100 SXM · 2 replicas (least-loaded) · EP 4 · fp8 · prefix caching off"

@@ -833,7 +833,7 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
             let _ = write!(o, " · {pp} pipeline stages, up to {pp} micro-batches in flight");
         }
         if c.ep > 1 {
-            let _ = write!(o, " · EP {}: experts over {} GPUs, {} ranks a scheduler", c.ep, c.ep, c.ep / tp);
+            let _ = write!(o, " · EP {}: experts over {} GPUs, {} ranks stepped together", c.ep, c.ep, c.ep / tp);
         }
         o.push('\n');
     }

@@ -142,7 +142,7 @@ struct Candidate {
     /// Pipeline stages of a replica (each on `tp` GPUs).
     pp: u32,
     /// Expert-parallel size (1: none): `ep / tp` of the `dp` ranks share
-    /// the experts and one scheduler.
+    /// the experts, stepped as one engine.
     ep: u32,
     max_num_seqs: u32,
     max_num_batched_tokens: u32,

@@ -408,6 +408,14 @@ pub struct EngineSettings {
     /// new-token ratio starts at 0.7 times it); absent under the others.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schedule_conservativeness: Option<f64>,
+    /// SGLang's `--load-balance-method` as given, where its ranks of DP
+    /// attention chose by another than its default (`round-robin`,
+    /// `follow-bootstrap-room`, `total-requests` or `total-tokens`); absent
+    /// under SGLang's default (`auto`: the ranks in turn, or on a
+    /// disaggregated prefill instance the rank the bootstrap room names) and
+    /// under the other schedulers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_balance_method: Option<String>,
     /// `false` when a step that computes a prompt decoded nothing (SGLang's
     /// default, vLLM V0's without chunked prefill: `--no-mixed-batches`);
     /// absent when prompts and decodes shared steps, vLLM V1's and

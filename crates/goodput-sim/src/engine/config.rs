@@ -8,9 +8,9 @@ use super::disagg::{Disaggregation, KvLink};
 use super::error::Error;
 use super::roofline::kv_capacity;
 use super::router::RouterPolicy;
-use super::scheduler::{sglang_default_max_running, SchedulerPolicy, TRTLLM_MAX_BATCH_SIZE};
+use super::scheduler::{sglang_default_max_running, LoadBalance, SchedulerPolicy, TRTLLM_MAX_BATCH_SIZE};
 use crate::template::ChatTemplate;
-use goodput_core::doc::config::pool_gpus;
+use goodput_core::doc::config::{ep_ranks, pool_gpus};
 use serde::{Deserialize, Serialize};
 
 /// Everything that defines one simulated engine.
@@ -88,6 +88,15 @@ pub struct EngineConfig {
     /// admission keeps free for them (0.7 of it at 1, the default).
     #[serde(default = "one_f64", skip_serializing_if = "is_one")]
     pub schedule_conservativeness: f64,
+    /// SGLang's `--load-balance-method` (under `--scheduler sglang`): which
+    /// attention rank of DP attention a request goes to
+    /// (`scheduler/balance.rs`).
+    #[serde(default, skip_serializing_if = "is_auto")]
+    pub load_balance: LoadBalance,
+}
+
+fn is_auto(m: &LoadBalance) -> bool {
+    *m == LoadBalance::Auto
 }
 
 fn one_f64() -> f64 {
@@ -205,6 +214,7 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             scheduler: cfg.scheduler.to_string(),
             schedule_conservativeness: (cfg.scheduler == SchedulerPolicy::Sglang)
                 .then_some(cfg.schedule_conservativeness),
+            load_balance_method: (cfg.load_balance != LoadBalance::Auto).then(|| cfg.load_balance.to_string()),
             mixed_batches: (!cfg.mixed_batches).then_some(false),
             gpu_family: cfg.gpu.family.to_string(),
             calibrated: Some(super::calibration::Calibration::is_calibrated(cfg.gpu.family)),
@@ -315,6 +325,7 @@ impl EngineConfig {
             pp: 1,
             mixed_batches: true,
             schedule_conservativeness: 1.0,
+            load_balance: LoadBalance::Auto,
         }
     }
 
@@ -361,6 +372,44 @@ impl EngineConfig {
     }
 
     /// Checks every setting; the roofline and KV sizing check the rest.
+    /// `--load-balance-method` chooses among the ranks of SGLang's DP
+    /// attention: refused under another scheduler, where an instance has one
+    /// rank, and (`follow-bootstrap-room`) where no router gives a room.
+    fn check_load_balance(&self) -> Result<(), Error> {
+        let m = self.load_balance;
+        if m == LoadBalance::Auto {
+            return Ok(());
+        }
+        let bad = |m: String| Err(Error::InvalidConfig(m));
+        if self.scheduler != SchedulerPolicy::Sglang {
+            return bad(format!(
+                "--load-balance-method {m} is SGLang's, for the ranks of its DP attention, and the scheduler is {}: \
+                 add --scheduler sglang, or drop it",
+                self.scheduler
+            ));
+        }
+        let ranks = match self.pd {
+            Some(pd) => pd.pools(self.tp, self.ep).iter().map(|&(_, tp, ep)| ep_ranks(tp, ep)).max().unwrap_or(1),
+            None => self.attention_ranks(),
+        };
+        if ranks <= 1 {
+            return bad(format!(
+                "--load-balance-method {m} picks one of an instance's DP-attention ranks, and each instance here has \
+                 one: give a mixture of experts more --ep than --tp (--tp 1 --ep 8 --dp 8: eight ranks, each with its own \
+                 scheduler), or drop it (replicas behind a router are --dp with --router)"
+            ));
+        }
+        if m == LoadBalance::FollowBootstrapRoom && self.pd.is_none() {
+            return bad(
+                "--load-balance-method follow-bootstrap-room follows the room SGLang's router gives a disaggregated \
+                 request, and without --pd there is none (SGLang refuses such a request): add --pd P:D, or use \
+                 round-robin, total-requests or total-tokens"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
     pub fn validate(&self) -> Result<(), Error> {
         let bad = |m: String| Err(Error::InvalidConfig(m));
         if self.tp == 0 {
@@ -423,6 +472,7 @@ impl EngineConfig {
                 self.schedule_conservativeness
             ));
         }
+        self.check_load_balance()?;
         if self.block_size == 0 || self.block_size > 1024 {
             return bad(format!("--block-size {} must lie in 1..=1024 (vLLM uses 16)", self.block_size));
         }
@@ -530,6 +580,39 @@ mod tests {
     /// held to the budget (its EngineArgs), and a cap given above it is
     /// refused (its SchedulerConfig), with both fixes named; TensorRT-LLM's
     /// batch size is not held to its token budget.
+    /// `--load-balance-method` chooses among SGLang's ranks of DP attention:
+    /// under another scheduler, with one rank an instance, or following a
+    /// bootstrap room no router gives, it is refused with what to change.
+    #[test]
+    fn the_load_balance_method_needs_sglangs_ranks_of_dp_attention() {
+        let moe = |tp, ep, dp, method: &str| {
+            let mut c = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Fp8).unwrap();
+            (c.tp, c.ep, c.dp, c.scheduler) = (tp, ep, dp, SchedulerPolicy::Sglang);
+            c.load_balance = method.parse().unwrap();
+            c
+        };
+        moe(1, 4, 4, "total-tokens").validate().unwrap();
+        moe(1, 1, 1, "auto").validate().unwrap();
+        let mut vllm = moe(1, 4, 4, "total-requests");
+        vllm.scheduler = SchedulerPolicy::Vllm;
+        let e = vllm.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("--load-balance-method total-requests is SGLang's") && e.contains("--scheduler sglang"),
+            "{e}"
+        );
+        let e = moe(4, 4, 1, "total-tokens").validate().unwrap_err().to_string();
+        assert!(e.contains("has one") && e.contains("--tp 1 --ep 8"), "{e}");
+        let e = moe(1, 4, 4, "follow-bootstrap-room").validate().unwrap_err().to_string();
+        assert!(e.contains("without --pd") && e.contains("add --pd P:D"), "{e}");
+        // Disaggregated, a room is given, and the decode pool's ranks count.
+        let mut pd = moe(2, 2, 1, "follow-bootstrap-room");
+        pd.pd = Some(Disaggregation::parse("1xEP2:1xEP8").unwrap());
+        pd.validate().unwrap();
+        let mut one = moe(2, 2, 1, "round-robin");
+        one.pd = Some(Disaggregation::parse("1:1").unwrap());
+        assert!(one.validate().unwrap_err().to_string().contains("has one"));
+    }
+
     #[test]
     fn a_sequence_cap_above_the_token_budget_is_vllms_refusal() {
         let llama = || ModelSpec::lookup("llama-3.1-8b").unwrap();

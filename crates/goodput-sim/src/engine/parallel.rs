@@ -9,10 +9,10 @@
 //! (and every weight that is not a routed expert) on its own T GPUs for its
 //! own sequences, and each of the N GPUs holds E / N whole experts. The ranks
 //! of a group step together (every MoE layer is a collective among them),
-//! so the model gives the group one scheduler, with the ranks' limits added
-//! (sequences, token budget, KV blocks) and its sequences spread evenly over
-//! the ranks, the step timed on the busiest rank's share; a prompt's chunk
-//! runs whole on one rank, so the busiest holds at least the largest. Where
+//! so the model steps the group as one engine, in which each rank schedules
+//! its own requests within its own limits (sequences, token budget, its
+//! share of the KV blocks), and the step is timed on the ranks' own batches,
+//! waiting for the slowest; a prompt's chunk runs whole on its rank. Where
 //! the group has several ranks, each MoE layer dispatches every token to
 //! the GPUs of its top-k experts and combines the results back (two
 //! all-to-alls); with one rank (`--ep` = `--tp`) every GPU already holds
@@ -86,7 +86,8 @@ const ACTIVATION_BYTES: f64 = 2.0;
 
 impl EngineConfig {
     /// The data-parallel ranks that share one set of experts (EP / TP), 1
-    /// without expert parallelism: one scheduler drives them together.
+    /// without expert parallelism: stepped together as one engine, each
+    /// scheduling its own requests.
     pub fn attention_ranks(&self) -> u32 {
         ep_ranks(self.tp, self.ep)
     }
@@ -218,7 +219,7 @@ impl EngineConfig {
         // Pools of their own EP sizes: the pools' words name them.
         if self.ep > 1 && !self.pd.is_some_and(|pd| pd.names_sizes()) {
             s += &format!(
-                "EP {} (experts over {} GPUs, {} ranks a scheduler) · ",
+                "EP {} (experts over {} GPUs, {} ranks stepped together) · ",
                 self.ep,
                 self.ep,
                 self.attention_ranks()

@@ -24,8 +24,10 @@ macro_rules! stop_rank {
     }};
 }
 
+mod balance;
 mod sglang;
 mod trtllm;
+pub use balance::LoadBalance;
 pub use sglang::{sglang_default_chunk, sglang_default_max_running, SGLANG_DP_ATTENTION_CONSERVATIVENESS};
 pub use trtllm::{SchedulerPolicy, TRTLLM_MAX_BATCH_SIZE};
 
@@ -395,6 +397,9 @@ pub struct Engine {
     /// TensorRT-LLM's blocks free in each pool less what its requests are
     /// owed, kept to reuse its allocation.
     pool_room: Vec<u64>,
+    /// SGLang's data-parallel controller where it counts the ranks' loads
+    /// (`--load-balance-method total-requests` or `total-tokens`).
+    balancer: Option<balance::Balancer>,
 }
 
 /// A pipeline's prompt chunk whose trip through every stage outlasts its
@@ -479,6 +484,9 @@ impl Engine {
             rank_blocked: Vec::new(),
             rank_halt: Vec::new(),
             pool_room: Vec::new(),
+            balancer: (cfg.scheduler == SchedulerPolicy::Sglang && ranked > 1)
+                .then(|| balance::Balancer::new(cfg.load_balance, ranked))
+                .flatten(),
             cfg,
         };
         // Each rank schedules its own requests.
@@ -522,19 +530,27 @@ impl Engine {
     /// lowest (the first on a tie), and counts the request waiting there
     /// until the ranks' next counts come in. TensorRT-LLM's attention data
     /// parallelism gives the requests their ranks at the next step
-    /// ([`Engine::rank_new_requests`]), SGLang's to the ranks in turn, and
-    /// SGLang's disaggregated prefill instance to the rank its bootstrap
-    /// room names ([`bootstrap_room`]).
+    /// ([`Engine::rank_new_requests`]), and SGLang's by its
+    /// `--load-balance-method` (`balance.rs`): by default the ranks in turn,
+    /// and on a disaggregated prefill instance the rank its bootstrap room
+    /// names ([`bootstrap_room`]).
     fn take_rank(&mut self, id: u64, prompt: u32) -> u32 {
         let ranks = self.rank_load.len() as u32;
         let rank = match self.cfg.scheduler {
-            SchedulerPolicy::Sglang if self.cfg.pd.is_some() && self.hold_finished => {
-                (bootstrap_room(id) % u64::from(ranks)) as u32
-            }
             SchedulerPolicy::Sglang => {
-                let r = self.next_rank % ranks;
-                self.next_rank = (r + 1) % ranks;
-                r
+                match self.cfg.load_balance.resolved(self.cfg.pd.is_some() && self.hold_finished) {
+                    LoadBalance::FollowBootstrapRoom => (bootstrap_room(id) % u64::from(ranks)) as u32,
+                    // The balancer is there for these two wherever there
+                    // are ranks to choose.
+                    LoadBalance::TotalRequests | LoadBalance::TotalTokens => {
+                        self.balancer.as_mut().map_or(0, |b| b.dispatch(prompt))
+                    }
+                    _ => {
+                        let r = self.next_rank % ranks;
+                        self.next_rank = (r + 1) % ranks;
+                        r
+                    }
+                }
             }
             // One rank: several are given theirs at the step
             // (rank_new_requests).
@@ -1057,7 +1073,30 @@ impl Engine {
             self.count_ranks();
             self.rank_seen_age = Duration::ZERO;
         }
+        // SGLang's ranks publish their loads (`balance.rs`).
+        if let Some(mut b) = self.balancer.take() {
+            let prefilled = |r: usize| self.sglang_prompts.get(r).is_some_and(|&n| n > 0);
+            b.after_step(out.duration, !self.has_work(), prefilled, |r| self.rank_snapshot(r));
+            self.balancer = Some(b);
+        }
         stepped
+    }
+
+    /// Rank `r`'s load as SGLang's scheduler publishes it: its requests,
+    /// running and waiting, and the tokens they hold (the KV its pool holds
+    /// for them, and the whole sequence of each waiting request that holds
+    /// none: `num_total_tokens`).
+    fn rank_snapshot(&self, r: usize) -> balance::Load {
+        let pool = &self.pools[r];
+        let held = u64::from(pool.num_blocks() - pool.num_free()) * u64::from(self.cfg.block_size);
+        let queued = self
+            .waiting
+            .iter()
+            .map(|&s| &self.slots[s as usize])
+            .filter(|q| q.rank as usize == r && q.blocks.is_empty())
+            .map(|q| u64::from(q.prompt_len) + u64::from(q.num_output))
+            .sum::<u64>();
+        balance::Load { requests: u64::from(self.rank_load[r]), tokens: held + queued }
     }
 
     /// [`step_into`](Self::step_into)'s step, the engine having work.

@@ -177,7 +177,7 @@ pub struct ReferenceRow {
     pub range_ratio: f64,
     /// The expert-parallel size (the optional `ep` column; 1, none, where
     /// absent): a mixture of experts' experts spread over `ep` GPUs, each
-    /// `tp` GPUs a data-parallel rank of one scheduler (`tp` 1 with `ep` 8:
+    /// `tp` GPUs a data-parallel rank of one engine (`tp` 1 with `ep` 8:
     /// attention data-parallel over eight ranks, TensorRT-LLM's
     /// `enable_attention_dp`).
     pub ep: u32,

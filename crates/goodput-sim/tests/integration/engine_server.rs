@@ -1088,7 +1088,7 @@ async fn disaggregated_pools_move_the_kv_and_export_vllms_nixl_histogram() {
 #[tokio::test]
 async fn expert_and_pipeline_parallel_engines_serve_and_say_their_layout_in_metrics() {
     // Qwen3-30B-A3B with its experts over two data-parallel ranks (EP 2) in
-    // two pipeline stages: one scheduler for the group, one engine label.
+    // two pipeline stages: one engine for the group, one engine label.
     let mut engine = EngineConfig::from_names("qwen3-30b-a3b", "h100", Precision::Bf16).unwrap();
     engine.dp = 2;
     engine.ep = 2;

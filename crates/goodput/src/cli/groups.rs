@@ -530,6 +530,9 @@ pub struct EngineHwArgs {
     /// SGLang's --schedule-conservativeness, with --scheduler sglang: the share of the running requests' remaining tokens admission keeps free starts at 0.7 times it (and falls to a seventh of that as decodes run). Lower admits more and retracts more.
     #[arg(long, default_value_t = 1.0, value_parser = number("--schedule-conservativeness", "a factor", "1", Units::Plain), help_heading = "Simulated engine")]
     pub schedule_conservativeness: f64,
+    /// SGLang's --load-balance-method, with --scheduler sglang and DP attention (a mixture of experts with more --ep than --tp: its ranks each schedule their own requests): which rank a request goes to. auto (SGLang's default: round-robin, and follow-bootstrap-room on a --pd prefill instance), round-robin (the ranks in turn), follow-bootstrap-room (with --pd: the rank the router's random bootstrap room names), total-requests (the fewest requests, running and waiting) or total-tokens (the fewest tokens held: the running requests' KV and the waiting ones' sequences). The last two read the loads the ranks publish (after a step that prefills, else every 15th step), at most every 20 ms, counting what they sent since.
+    #[arg(long, default_value = "auto", help_heading = "Simulated engine")]
+    pub load_balance_method: String,
     /// A JSON file of step-time constants overriding the GPU family's calibration.
     #[arg(long, help_heading = "Simulated engine")]
     pub calibration: Option<PathBuf>,
@@ -586,6 +589,7 @@ impl Default for EngineHwArgs {
             no_mixed_batches: false,
             scheduler: "vllm".into(),
             schedule_conservativeness: 1.0,
+            load_balance_method: "auto".into(),
             calibration: None,
             chat_template: "auto".into(),
             spec_tokens: 0,

@@ -332,13 +332,13 @@ fn estimate_reports_the_speculative_acceptance_it_achieved() {
 
 /// The served engine's banner names a rank's GPUs as a rank's where
 /// data-parallel ranks share an expert-parallel group: it had read
-/// "… EP 4 (experts over 4 GPUs, 2 ranks a scheduler) · 2× H100 SXM" for
+/// "… EP 4 (experts over 4 GPUs, 2 ranks stepped together) · 2× H100 SXM" for
 /// four GPUs.
 #[test]
 fn the_banner_of_an_expert_parallel_group_names_a_rank_s_gpus_as_a_rank_s() {
     let args = ["--profile", "engine", "--model", "mixtral-8x7b", "--tp", "2", "--dp", "2", "--ep", "4"];
     let (_, said, _server) = crate::cmd::serve(&args);
-    assert!(said.contains("EP 4 (experts over 4 GPUs, 2 ranks a scheduler) · each rank 2× H100 SXM"), "{said}");
+    assert!(said.contains("EP 4 (experts over 4 GPUs, 2 ranks stepped together) · each rank 2× H100 SXM"), "{said}");
     // A request lives on one rank: the banner gives that rank's share of the cache.
     let cache = |said: &str, after: &str| -> u64 {
         let rest = &said[said.find(after).unwrap_or_else(|| panic!("{after}: {said}")) + after.len()..];
@@ -348,7 +348,7 @@ fn the_banner_of_an_expert_parallel_group_names_a_rank_s_gpus_as_a_rank_s() {
     assert!(said.contains(" a rank, the most one request holds)") && rank * 2 == whole, "{said}");
     // With pipeline stages, the stages are a rank's too.
     let (_, said, _server) = crate::cmd::serve(&[&args[..], &["--pp", "2"]].concat());
-    assert!(said.contains("2 ranks a scheduler) · each rank 2 stages of 2× H100 SXM"), "{said}");
+    assert!(said.contains("2 ranks stepped together) · each rank 2 stages of 2× H100 SXM"), "{said}");
     // Replicas of their own already said "each".
     let (_, said, _server) = crate::cmd::serve(&["--profile", "engine", "--dp", "2"]);
     assert!(said.contains("2 replicas (least-loaded router) each 1× H100 SXM"), "{said}");

@@ -146,6 +146,8 @@ impl Engine {
             }
         }
         if self.sglang_decode_queue(out) {
+            // No rank prefilled.
+            self.sglang_prompts.fill(0);
             return;
         }
         let mixed = self.cfg.mixed_batches;
@@ -726,6 +728,64 @@ mod tests {
     /// at once; a sixth does not (4,096 − 5 × 17 − 5 × 700 < 1,016) until
     /// the ratio has fallen on some 200 decode steps, long before the first
     /// ends: the ratio learns.
+    /// SGLang's controller over the ranks of DP attention sends each request
+    /// by its `--load-balance-method` (`balance.rs`): in turn by default;
+    /// by the requests or the tokens it has sent since it last read the
+    /// ranks' loads; and those loads are the ones the ranks last published
+    /// (after a prefill, or every 15th step), not their live counts.
+    #[test]
+    fn sglangs_controller_sends_each_request_by_its_load_balance_method() {
+        use crate::engine::LoadBalance;
+        let group = |method: LoadBalance| {
+            let fp8 = crate::engine::catalog::Precision::Fp8;
+            let mut cfg = EngineConfig::from_names("qwen3-30b-a3b", "h100", fp8).unwrap();
+            (cfg.tp, cfg.ep, cfg.dp, cfg.scheduler, cfg.mixed_batches) = (1, 2, 2, SchedulerPolicy::Sglang, false);
+            cfg.load_balance = method;
+            cfg.validate().unwrap();
+            cfg.engine_configs().remove(0)
+        };
+        let rank = |e: &Engine, id: u64| e.slots[e.index[&id] as usize].rank;
+        let lengths = [1000, 100, 1000, 100];
+        for (method, want) in [
+            (LoadBalance::Auto, [0, 1, 0, 1]),
+            (LoadBalance::RoundRobin, [0, 1, 0, 1]),
+            (LoadBalance::TotalRequests, [0, 1, 0, 1]),
+            (LoadBalance::TotalTokens, [0, 1, 1, 0]),
+        ] {
+            let cfg = group(method);
+            let mut e = Engine::new(cfg.clone()).unwrap();
+            for (id, len) in (1..).zip(lengths) {
+                e.add_request(id, prompt(len, id, &cfg), 8).unwrap();
+            }
+            assert_eq!((1..=4).map(|id| rank(&e, id)).collect::<Vec<_>>(), want, "{method}");
+        }
+
+        // 1 on the first rank decodes long, 2 on the second ends at once.
+        let cfg = group(LoadBalance::TotalRequests);
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.add_request(1, prompt(64, 1, &cfg), 400).unwrap();
+        e.add_request(2, prompt(64, 2, &cfg), 2).unwrap();
+        let (mut steps, mut elapsed) = (0, Duration::ZERO);
+        while e.index.contains_key(&2) || elapsed < balance::READ_INTERVAL {
+            elapsed += e.step().unwrap().duration;
+            steps += 1;
+        }
+        assert!(steps < balance::SNAPSHOT_STEPS, "{steps} steps");
+        // The second rank is empty, but its last snapshot (its prompt's
+        // step) says one request, as the first rank's does: a tie.
+        e.add_request(3, prompt(64, 3, &cfg), 400).unwrap();
+        assert_eq!(rank(&e, 3), 0, "the loads as last published, not as they are");
+        // Fifteen steps on, the second rank has published its empty queue
+        // (and the first its two): both of the next two go to the second.
+        for _ in 0..balance::SNAPSHOT_STEPS {
+            e.step().unwrap();
+        }
+        for id in [4, 5] {
+            e.add_request(id, prompt(64, id, &cfg), 8).unwrap();
+        }
+        assert_eq!([rank(&e, 4), rank(&e, 5)], [1, 1]);
+    }
+
     #[test]
     fn sglangs_admission_keeps_room_for_the_answers_it_expects_and_learns() {
         let run = |policy| {
