@@ -428,6 +428,32 @@ fn estimate_takes_tensorrt_llms_scheduler_and_records_it_and_the_calibration() {
     assert!(!err.status.success() && text.contains("--scheduler") && text.contains("sglang"), "{text}");
 }
 
+/// `--load-balance-method` picks the rank of SGLang's DP attention a
+/// request goes to: recorded where it is not SGLang's default, and refused
+/// with what to change where there are no such ranks to pick.
+#[test]
+fn estimate_takes_sglangs_load_balance_method_for_its_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let group = ["--model", "qwen3-30b-a3b", "--tp", "1", "--ep", "2", "--dp", "2", "--scheduler", "sglang"];
+    let run = |name: &str, method: &str| {
+        let args = [&group[..], &["-c", "8", "-n", "32", "--load-balance-method", method]].concat();
+        estimate_doc(dir.path(), name, &args)
+    };
+    let method = |v: &serde_json::Value| v["config"]["engine"]["load_balance_method"].as_str().map(str::to_string);
+    let (auto, tokens) = (run("auto.json", "auto"), run("tokens.json", "total_tokens"));
+    assert_eq!((method(&auto), method(&tokens)), (None, Some("total-tokens".to_string())));
+    assert_eq!(tokens["summary"]["requests"]["completed"].as_u64(), Some(32), "{}", tokens["summary"]["requests"]);
+    let err = goodput().args(["estimate", "--load-balance-method", "total-tokens", "-n", "1"]).refusal();
+    assert!(
+        err.contains("--load-balance-method total-tokens is SGLang's") && err.contains("--scheduler sglang"),
+        "{err}"
+    );
+    let err = goodput()
+        .args(["estimate", "--scheduler", "sglang", "--load-balance-method", "total-tokens", "-n", "1"])
+        .refusal();
+    assert!(err.contains("each instance here has one") && err.contains("--ep"), "{err}");
+}
+
 /// `--no-mixed-batches` keeps prompts and decodes in separate steps: the
 /// streams stall for whole prefill steps (a longer worst gap), the result
 /// records it, and it is refused beside --pd, whose instances never mix.
