@@ -63,7 +63,10 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
                 goodput_sim::engine::Disaggregation::parse(v.trim())
                     .map_err(|e| anyhow::anyhow!("--estimate: {k}={v} in {}: {e}", p.id()))?;
             }
-            if knob == "router" && goodput_core::doc::overlay::router_name(v).is_none() {
+            // SGLang's --load-balance-method also picks the ranks of its DP
+            // attention (engine_args), by methods no router has.
+            let ranks_method = is_sglangs_balance(k) && v.parse::<goodput_sim::engine::LoadBalance>().is_ok();
+            if knob == "router" && goodput_core::doc::overlay::router_name(v).is_none() && !ranks_method {
                 bail!(
                     "--estimate: {k}={v} in {} is no router policy the simulator has: round-robin (round_robin), \
                      least-loaded (total_requests), prefix-aware (cache_aware) or power-of-two (power_of_two)",
@@ -73,6 +76,26 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether a grid's parameter is SGLang's own `--load-balance-method`:
+/// the replicas' router for a server of dense data parallelism, the choice
+/// of rank under its DP attention.
+fn is_sglangs_balance(param: &str) -> bool {
+    param.trim().trim_start_matches('-').to_ascii_lowercase().replace('-', "_") == "load_balance_method"
+}
+
+/// Whether the configuration of `hw` runs SGLang's scheduler over ranks of
+/// DP attention (in either pool, disaggregated).
+fn sglang_ranks(hw: &crate::cli::EngineHwArgs) -> bool {
+    let sglang = hw.scheduler.parse::<goodput_sim::engine::SchedulerPolicy>().ok()
+        == Some(goodput_sim::engine::SchedulerPolicy::Sglang);
+    let pools = hw.pd.as_deref().and_then(|t| Disaggregation::parse(t).ok()).map(|pd| pd.pools(hw.tp, hw.ep));
+    let ranks = match pools {
+        Some(pools) => pools.iter().map(|&(_, tp, ep)| ep_ranks(tp, ep)).max().unwrap_or(1),
+        None => ep_ranks(hw.tp, hw.ep),
+    };
+    sglang && ranks > 1
 }
 
 /// The sweep's `--spec-acceptance` and `--spec-draft-cost`, where a
@@ -252,6 +275,21 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
             }
             _ => {}
         }
+    }
+    // SGLang's --load-balance-method, on a server whose DP attention has
+    // ranks, picks among them: the router in front stays the sweep's.
+    match params.0.iter().find(|(k, _)| is_sglangs_balance(k)) {
+        Some((_, v)) if sglang_ranks(&args.hw) => {
+            args.hw.load_balance_method = v.trim().to_string();
+            args.hw.router = a.hw.router.clone();
+        }
+        Some((k, v)) if goodput_core::doc::overlay::router_name(v).is_none() => bail!(
+            "--estimate: {k}={v} in {}: SGLang's {v} picks among the ranks of its DP attention (the scheduler \
+             sglang with more ep than tp), and this configuration has none; for replicas the simulator's routers are \
+             round_robin, total_requests (least-loaded), cache_aware and power_of_two",
+            params.id()
+        ),
+        _ => {}
     }
     units_as_pools(&mut args.hw);
     // A router picks among replicas: a configuration of one, or of pools
@@ -484,6 +522,38 @@ mod tests {
         assert_eq!(routers, ["cache_aware", "least-loaded", "least-loaded"]);
         let e = engine_args(&a, &grid(&[&[("dp", "2")]])[0], "llama-3.1-8b", Path::new("p.json")).unwrap();
         assert_eq!(e.hw.router, "round-robin", "the sweep's own, where the grid names none");
+    }
+
+    /// SGLang's `load_balance_method` in a grid is the rank method of a
+    /// configuration under its DP attention, and the replicas' router
+    /// elsewhere: `total_tokens`, which no router has, passes the check.
+    #[test]
+    fn sglangs_load_balance_method_picks_the_ranks_of_its_dp_attention() {
+        let ranks = [("scheduler", "sglang"), ("tp", "1"), ("ep", "2"), ("dp", "2")];
+        let g = grid(&[
+            &[&ranks[..], &[("load_balance_method", "total_tokens")]].concat(),
+            &[("scheduler", "sglang"), ("dp", "2"), ("load_balance_method", "total_requests")],
+            &[&ranks[..], &[("load_balance_method", "round_robin")], &[("pd", "1:1")]].concat(),
+        ]);
+        assert!(check_grid(&g).is_ok());
+        let a = sweep_args(&["--router", "round-robin"]);
+        let hw: Vec<(String, String)> = g
+            .iter()
+            .map(|p| engine_args(&a, p, "qwen3-30b-a3b", Path::new("p.json")).unwrap().hw)
+            .map(|hw| (hw.load_balance_method, hw.router))
+            .collect();
+        let pair = |m: &str, r: &str| (m.to_string(), r.to_string());
+        assert_eq!(
+            hw,
+            [pair("total_tokens", "round-robin"), pair("auto", "total_requests"), pair("round_robin", "least-loaded")]
+        );
+        // Without ranks to pick, a method no router has is refused, before
+        // any server starts, naming what it would pick.
+        let dense = grid(&[&[("scheduler", "sglang"), ("dp", "2"), ("load_balance_method", "total_tokens")]]);
+        let e = engine_args(&a, &dense[0], "qwen3-30b-a3b", Path::new("p.json")).unwrap_err().to_string();
+        assert!(e.contains("load_balance_method=total_tokens") && e.contains("ranks of its DP attention"), "{e}");
+        let e = check_grid(&grid(&[&[("load_balance_method", "fastest")]])).unwrap_err().to_string();
+        assert!(e.contains("load_balance_method=fastest"), "{e}");
     }
 
     /// SGLang's scheduler and its conservativeness are knobs of the grid:
