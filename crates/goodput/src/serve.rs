@@ -173,6 +173,18 @@ pub(crate) fn uncalibrated_warning(gpu: &str) -> Option<String> {
     goodput_sim::engine::accuracy::uncalibrated_note(&goodput_sim::engine::GpuSpec::lookup(gpu).ok()?)
 }
 
+/// The banner's words for a scheduler other than vLLM's, and SGLang's
+/// choice of rank where it is not its default.
+fn scheduler_words(cfg: &goodput_sim::engine::EngineConfig) -> String {
+    use goodput_sim::engine::{LoadBalance, SchedulerPolicy};
+    match (cfg.scheduler, cfg.load_balance) {
+        (SchedulerPolicy::Vllm, _) => String::new(),
+        (SchedulerPolicy::Trtllm, _) => " · TensorRT-LLM's scheduler".into(),
+        (SchedulerPolicy::Sglang, LoadBalance::Auto) => " · SGLang's scheduler".into(),
+        (SchedulerPolicy::Sglang, m) => format!(" · SGLang's scheduler (ranks by {m})"),
+    }
+}
+
 /// The simulated engine's app, a line saying what it serves, and its live status.
 fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, StatusFn, LiveFn)> {
     if a.write_log.is_some() {
@@ -213,8 +225,8 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
     };
     let replicas = format!("{replicas}{}", c.engine.parallel_words());
     let what = format!(
-        "engine: {} ({}) on {replicas}{}{} · KV cache {} tokens{} · max {} sequences · chat template {} · speed {}× · \
-         serving '{}'",
+        "engine: {} ({}) on {replicas}{}{} · KV cache {} tokens{} · max {} sequences{} · chat template {} · speed {}× \
+         · serving '{}'",
         c.engine.model.name,
         c.engine.precision,
         match c.engine.pd.filter(|pd| pd.names_sizes()) {
@@ -229,6 +241,7 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
             _ => String::new(),
         },
         server.max_num_seqs(),
+        scheduler_words(&c.engine),
         c.engine.chat_template,
         c.speed,
         c.names().collect::<Vec<_>>().join("', '")

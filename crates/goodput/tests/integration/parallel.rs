@@ -349,6 +349,11 @@ fn the_banner_of_an_expert_parallel_group_names_a_rank_s_gpus_as_a_rank_s() {
     // With pipeline stages, the stages are a rank's too.
     let (_, said, _server) = crate::cmd::serve(&[&args[..], &["--pp", "2"]].concat());
     assert!(said.contains("2 ranks stepped together) · each rank 2 stages of 2× H100 SXM"), "{said}");
+    // SGLang's scheduler is named, and its choice of rank where it is not
+    // its default.
+    let sglang = [&args[..], &["--scheduler", "sglang", "--load-balance-method", "total-tokens"]].concat();
+    let (_, said, _server) = crate::cmd::serve(&sglang);
+    assert!(said.contains(" sequences · SGLang's scheduler (ranks by total-tokens) · chat template"), "{said}");
     // Replicas of their own already said "each".
     let (_, said, _server) = crate::cmd::serve(&["--profile", "engine", "--dp", "2"]);
     assert!(said.contains("2 replicas (least-loaded router) each 1× H100 SXM"), "{said}");
