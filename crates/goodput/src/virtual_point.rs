@@ -163,7 +163,10 @@ impl TryFrom<&EngineArgs> for EngineConfig {
             );
         }
         cfg.schedule_conservativeness = e.schedule_conservativeness;
-        cfg.load_balance = e.load_balance_method.parse()?;
+        (cfg.load_balance, cfg.decode_load_balance) = match e.load_balance_method.split_once(':') {
+            Some((prefill, decode)) => (prefill.parse()?, Some(decode.parse()?)),
+            None => (e.load_balance_method.parse()?, None),
+        };
         cfg.max_num_batched_tokens = step_budget(&cfg, e.max_num_batched_tokens)?;
         if e.spec_tokens == 0 && (e.spec_acceptance.is_some() || e.spec_draft_cost.is_some()) {
             bail!(

@@ -93,6 +93,10 @@ pub struct EngineConfig {
     /// (`scheduler/balance.rs`).
     #[serde(default, skip_serializing_if = "is_auto")]
     pub load_balance: LoadBalance,
+    /// The decode pool's own method under `--pd` (`--load-balance-method
+    /// P:D`); `None`: `load_balance` is both pools'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_load_balance: Option<LoadBalance>,
 }
 
 fn is_auto(m: &LoadBalance) -> bool {
@@ -214,7 +218,7 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             scheduler: cfg.scheduler.to_string(),
             schedule_conservativeness: (cfg.scheduler == SchedulerPolicy::Sglang)
                 .then_some(cfg.schedule_conservativeness),
-            load_balance_method: (cfg.load_balance != LoadBalance::Auto).then(|| cfg.load_balance.to_string()),
+            load_balance_method: cfg.load_balance_words(),
             mixed_batches: (!cfg.mixed_batches).then_some(false),
             gpu_family: cfg.gpu.family.to_string(),
             calibrated: Some(super::calibration::Calibration::is_calibrated(cfg.gpu.family)),
@@ -326,6 +330,7 @@ impl EngineConfig {
             mixed_batches: true,
             schedule_conservativeness: 1.0,
             load_balance: LoadBalance::Auto,
+            decode_load_balance: None,
         }
     }
 
@@ -372,40 +377,73 @@ impl EngineConfig {
     }
 
     /// Checks every setting; the roofline and KV sizing check the rest.
-    /// `--load-balance-method` chooses among the ranks of SGLang's DP
-    /// attention: refused under another scheduler, where an instance has one
-    /// rank, and (`follow-bootstrap-room`) where no router gives a room.
-    fn check_load_balance(&self) -> Result<(), Error> {
-        let m = self.load_balance;
-        if m == LoadBalance::Auto {
-            return Ok(());
+    /// `--load-balance-method` as given, where it is not SGLang's default:
+    /// one method, or under `--pd` the prefill pool's and the decode pool's
+    /// (`auto:total-tokens`).
+    pub fn load_balance_words(&self) -> Option<String> {
+        match self.decode_load_balance {
+            Some(d) => Some(format!("{}:{d}", self.load_balance)),
+            None => (self.load_balance != LoadBalance::Auto).then(|| self.load_balance.to_string()),
         }
+    }
+
+    /// `--load-balance-method` chooses among the ranks of SGLang's DP
+    /// attention: refused under another scheduler, where no instance has
+    /// ranks (or, given for each pool, where that pool has none), and
+    /// (`follow-bootstrap-room`) where no router gives a room.
+    fn check_load_balance(&self) -> Result<(), Error> {
+        let Some(given) = self.load_balance_words() else { return Ok(()) };
         let bad = |m: String| Err(Error::InvalidConfig(m));
         if self.scheduler != SchedulerPolicy::Sglang {
             return bad(format!(
-                "--load-balance-method {m} is SGLang's, for the ranks of its DP attention, and the scheduler is {}: \
-                 add --scheduler sglang, or drop it",
+                "--load-balance-method {given} is SGLang's, for the ranks of its DP attention, and the scheduler is \
+                 {}: add --scheduler sglang, or drop it",
                 self.scheduler
             ));
         }
-        let ranks = match self.pd {
-            Some(pd) => pd.pools(self.tp, self.ep).iter().map(|&(_, tp, ep)| ep_ranks(tp, ep)).max().unwrap_or(1),
-            None => self.attention_ranks(),
+        let one_rank = |which: &str| {
+            bad(format!(
+                "--load-balance-method {given} picks one of {which} DP-attention ranks, and {} one: give a mixture of \
+                 experts more --ep than --tp (--tp 1 --ep 8 --dp 8: eight ranks, each with its own scheduler), or drop \
+                 it (replicas behind a router are --dp with --router)",
+                if which == "an instance's" { "each instance here has" } else { "it has" }
+            ))
         };
-        if ranks <= 1 {
-            return bad(format!(
-                "--load-balance-method {m} picks one of an instance's DP-attention ranks, and each instance here has \
-                 one: give a mixture of experts more --ep than --tp (--tp 1 --ep 8 --dp 8: eight ranks, each with its own \
-                 scheduler), or drop it (replicas behind a router are --dp with --router)"
-            ));
-        }
-        if m == LoadBalance::FollowBootstrapRoom && self.pd.is_none() {
-            return bad(
-                "--load-balance-method follow-bootstrap-room follows the room SGLang's router gives a disaggregated \
-                 request, and without --pd there is none (SGLang refuses such a request): add --pd P:D, or use \
-                 round-robin, total-requests or total-tokens"
-                    .into(),
-            );
+        match (self.pd, self.decode_load_balance) {
+            (None, Some(_)) => {
+                return bad(format!(
+                    "--load-balance-method {given} gives the prefill pool's and the decode pool's methods, and there \
+                     are no pools without --pd: give one method, or add --pd P:D"
+                ))
+            }
+            (Some(pd), Some(decode)) => {
+                let [(_, ptp, pep), (_, dtp, dep)] = pd.pools(self.tp, self.ep);
+                for (m, tp, ep, which) in
+                    [(self.load_balance, ptp, pep, "a prefill instance's"), (decode, dtp, dep, "a decode instance's")]
+                {
+                    if m != LoadBalance::Auto && ep_ranks(tp, ep) <= 1 {
+                        return one_rank(which);
+                    }
+                }
+            }
+            (Some(pd), None) => {
+                if pd.pools(self.tp, self.ep).iter().all(|&(_, tp, ep)| ep_ranks(tp, ep) <= 1) {
+                    return one_rank("an instance's");
+                }
+            }
+            (None, None) => {
+                if self.attention_ranks() <= 1 {
+                    return one_rank("an instance's");
+                }
+                if self.load_balance == LoadBalance::FollowBootstrapRoom {
+                    return bad(
+                        "--load-balance-method follow-bootstrap-room follows the room SGLang's router gives a \
+                         disaggregated request, and without --pd there is none (SGLang refuses such a request): add \
+                         --pd P:D, or use round-robin, total-requests or total-tokens"
+                            .into(),
+                    );
+                }
+            }
         }
         Ok(())
     }
@@ -611,6 +649,29 @@ mod tests {
         let mut one = moe(2, 2, 1, "round-robin");
         one.pd = Some(Disaggregation::parse("1:1").unwrap());
         assert!(one.validate().unwrap_err().to_string().contains("has one"));
+        // One method for both pools applies where a pool has ranks: the
+        // prefill pool of one rank keeps SGLang's default.
+        let mut both = moe(2, 2, 1, "total-tokens");
+        both.pd = Some(Disaggregation::parse("1xEP2:1xEP8").unwrap());
+        both.validate().unwrap();
+        let methods = |c: &EngineConfig| [c.pool(false).load_balance, c.pool(true).load_balance];
+        assert_eq!(methods(&both), [LoadBalance::Auto, LoadBalance::TotalTokens]);
+        // P:D gives each pool its own, refused on a pool of one rank and
+        // without pools.
+        let mut split = moe(1, 4, 1, "auto");
+        split.pd = Some(Disaggregation::parse("1:1").unwrap());
+        split.decode_load_balance = Some(LoadBalance::TotalTokens);
+        split.validate().unwrap();
+        assert_eq!(methods(&split), [LoadBalance::Auto, LoadBalance::TotalTokens]);
+        assert_eq!(split.load_balance_words().as_deref(), Some("auto:total-tokens"));
+        let mut narrow = both.clone();
+        (narrow.load_balance, narrow.decode_load_balance) = (LoadBalance::TotalTokens, Some(LoadBalance::Auto));
+        let e = narrow.validate().unwrap_err().to_string();
+        assert!(e.contains("total-tokens:auto picks one of a prefill instance's") && e.contains("it has one"), "{e}");
+        let mut colocated = moe(1, 4, 4, "auto");
+        colocated.decode_load_balance = Some(LoadBalance::TotalTokens);
+        let e = colocated.validate().unwrap_err().to_string();
+        assert!(e.contains("no pools without --pd"), "{e}");
     }
 
     #[test]

@@ -164,7 +164,16 @@ impl EngineConfig {
             decode_ep: None,
             ..pd
         });
-        EngineConfig { tp: self.pool_tp(decode), ep: self.pool_ep(decode), pd, ..self.clone() }
+        let (tp, ep) = (self.pool_tp(decode), self.pool_ep(decode));
+        // The pool's own `--load-balance-method`: the decode pool's where it
+        // has one; one method for both applies where a pool has ranks.
+        let load_balance = match (decode, self.decode_load_balance) {
+            (true, Some(m)) => m,
+            (_, Some(_)) => self.load_balance,
+            (_, None) if ep_ranks(tp, ep) <= 1 => crate::engine::LoadBalance::Auto,
+            (_, None) => self.load_balance,
+        };
+        EngineConfig { tp, ep, pd, load_balance, decode_load_balance: None, ..self.clone() }
     }
 
     /// Each engine's configuration, in [`EngineConfig::engines`]' order: the

@@ -443,6 +443,17 @@ fn estimate_takes_sglangs_load_balance_method_for_its_ranks() {
     let (auto, tokens) = (run("auto.json", "auto"), run("tokens.json", "total_tokens"));
     assert_eq!((method(&auto), method(&tokens)), (None, Some("total-tokens".to_string())));
     assert_eq!(tokens["summary"]["requests"]["completed"].as_u64(), Some(32), "{}", tokens["summary"]["requests"]);
+    // Disaggregated, P:D gives each pool its own.
+    let pools = ["--model", "qwen3-30b-a3b", "--tp", "1", "--ep", "2", "--pd", "1:1", "--scheduler", "sglang"];
+    let split = estimate_doc(
+        dir.path(),
+        "split.json",
+        &[&pools[..], &["-c", "8", "-n", "16", "--load-balance-method", "auto:total_tokens"]].concat(),
+    );
+    assert_eq!(method(&split).as_deref(), Some("auto:total-tokens"));
+    let err =
+        goodput().args(["estimate", "-n", "1", "--load-balance-method", "auto:total-tokens"]).args(group).refusal();
+    assert!(err.contains("no pools without --pd"), "{err}");
     let err = goodput().args(["estimate", "--load-balance-method", "total-tokens", "-n", "1"]).refusal();
     assert!(
         err.contains("--load-balance-method total-tokens is SGLang's") && err.contains("--scheduler sglang"),

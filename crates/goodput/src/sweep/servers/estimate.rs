@@ -65,7 +65,11 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
             }
             // SGLang's --load-balance-method also picks the ranks of its DP
             // attention (engine_args), by methods no router has.
-            let ranks_method = is_sglangs_balance(k) && v.parse::<goodput_sim::engine::LoadBalance>().is_ok();
+            // One method, or each pool's (P:D).
+            let methods = v.split(':').collect::<Vec<_>>();
+            let ranks_method = is_sglangs_balance(k)
+                && methods.len() <= 2
+                && methods.iter().all(|m| m.parse::<goodput_sim::engine::LoadBalance>().is_ok());
             if knob == "router" && goodput_core::doc::overlay::router_name(v).is_none() && !ranks_method {
                 bail!(
                     "--estimate: {k}={v} in {} is no router policy the simulator has: round-robin (round_robin), \
@@ -533,7 +537,7 @@ mod tests {
         let g = grid(&[
             &[&ranks[..], &[("load_balance_method", "total_tokens")]].concat(),
             &[("scheduler", "sglang"), ("dp", "2"), ("load_balance_method", "total_requests")],
-            &[&ranks[..], &[("load_balance_method", "round_robin")], &[("pd", "1:1")]].concat(),
+            &[&ranks[..], &[("load_balance_method", "auto:total_tokens")], &[("pd", "1:1")]].concat(),
         ]);
         assert!(check_grid(&g).is_ok());
         let a = sweep_args(&["--router", "round-robin"]);
@@ -545,7 +549,11 @@ mod tests {
         let pair = |m: &str, r: &str| (m.to_string(), r.to_string());
         assert_eq!(
             hw,
-            [pair("total_tokens", "round-robin"), pair("auto", "total_requests"), pair("round_robin", "least-loaded")]
+            [
+                pair("total_tokens", "round-robin"),
+                pair("auto", "total_requests"),
+                pair("auto:total_tokens", "least-loaded")
+            ]
         );
         // Without ranks to pick, a method no router has is refused, before
         // any server starts, naming what it would pick.
