@@ -410,10 +410,11 @@ pub struct EngineSettings {
     pub schedule_conservativeness: Option<f64>,
     /// SGLang's `--load-balance-method` as given, where its ranks of DP
     /// attention chose by another than its default (`round-robin`,
-    /// `follow-bootstrap-room`, `total-requests` or `total-tokens`); absent
-    /// under SGLang's default (`auto`: the ranks in turn, or on a
-    /// disaggregated prefill instance the rank the bootstrap room names) and
-    /// under the other schedulers.
+    /// `follow-bootstrap-room`, `total-requests` or `total-tokens`; under
+    /// disaggregation `P:D`, the prefill pool's and the decode pool's, e.g.
+    /// `auto:total-tokens`); absent under SGLang's default (`auto`: the
+    /// ranks in turn, or on a disaggregated prefill instance the rank the
+    /// bootstrap room names) and under the other schedulers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_balance_method: Option<String>,
     /// `false` when a step that computes a prompt decoded nothing (SGLang's
