@@ -88,6 +88,11 @@ pub struct ModelSpec {
 struct ModelEntry {
     aliases: &'static [&'static str],
     name: &'static str,
+    /// Releases of the same architecture under an alias of their own: the
+    /// alias, the name the release is shown by, and its context where it
+    /// differs (0: the entry's). Llama 3 had 8,192 tokens; Llama 3.3 and
+    /// DeepSeek-R1 are Llama 3.1's and DeepSeek-V3's shapes.
+    releases: &'static [(&'static str, &'static str, u32)],
     layers: u32,
     hidden: u32,
     heads: u32,
@@ -109,6 +114,7 @@ struct ModelEntry {
 const PLAIN: ModelEntry = ModelEntry {
     aliases: &[],
     name: "",
+    releases: &[],
     layers: 0,
     hidden: 0,
     heads: 0,
@@ -129,6 +135,7 @@ const MODELS: [ModelEntry; 9] = [
     ModelEntry {
         aliases: &["llama-3.1-8b", "llama-3-8b", "llama3.1-8b", "llama3-8b"],
         name: "Llama-3.1-8B",
+        releases: &[("llama-3-8b", "Llama-3-8B", 8192), ("llama3-8b", "Llama-3-8B", 8192)],
         layers: 32,
         hidden: 4096,
         heads: 32,
@@ -142,6 +149,12 @@ const MODELS: [ModelEntry; 9] = [
     ModelEntry {
         aliases: &["llama-3.1-70b", "llama-3.3-70b", "llama-3-70b", "llama3.1-70b", "llama3.3-70b", "llama3-70b"],
         name: "Llama-3.1-70B",
+        releases: &[
+            ("llama-3.3-70b", "Llama-3.3-70B", 0),
+            ("llama3.3-70b", "Llama-3.3-70B", 0),
+            ("llama-3-70b", "Llama-3-70B", 8192),
+            ("llama3-70b", "Llama-3-70B", 8192),
+        ],
         layers: 80,
         hidden: 8192,
         heads: 64,
@@ -247,6 +260,11 @@ const MODELS: [ModelEntry; 9] = [
     ModelEntry {
         aliases: &["deepseek-v3", "deepseek-r1", "deepseek-v3-0324", "deepseek-r1-0528"],
         name: "DeepSeek-V3",
+        releases: &[
+            ("deepseek-r1", "DeepSeek-R1", 0),
+            ("deepseek-v3-0324", "DeepSeek-V3-0324", 0),
+            ("deepseek-r1-0528", "DeepSeek-R1-0528", 0),
+        ],
         layers: 61,
         hidden: 7168,
         heads: 128,
@@ -327,15 +345,23 @@ impl ModelSpec {
 
     /// Looks a shipped model up by name, case-insensitively; Hugging Face ids
     /// work too (`meta-llama/Llama-3.1-8B-Instruct`), and Llama 3 and 3.3 map
-    /// to the Llama 3.1 architecture of the same size.
+    /// to the Llama 3.1 architecture of the same size (Llama 3 with its
+    /// 8,192-token context), DeepSeek-R1 to DeepSeek-V3's, each shown by its
+    /// own name.
     pub fn lookup(name: &str) -> Result<ModelSpec, Error> {
         let key = ModelSpec::catalog_key(name);
-        MODELS.iter().find(|m| m.aliases.contains(&key.as_str())).map(ModelSpec::from_entry).ok_or_else(|| {
-            Error::UnknownModel {
-                name: name.to_string(),
-                known: MODELS.iter().map(|m| m.aliases[0]).collect::<Vec<_>>().join(", "),
+        let entry = MODELS.iter().find(|m| m.aliases.contains(&key.as_str())).ok_or_else(|| Error::UnknownModel {
+            name: name.to_string(),
+            known: MODELS.iter().map(|m| m.aliases[0]).collect::<Vec<_>>().join(", "),
+        })?;
+        let mut spec = ModelSpec::from_entry(entry);
+        if let Some(&(_, shown, context)) = entry.releases.iter().find(|r| r.0 == key) {
+            spec.name = shown.to_string();
+            if context > 0 {
+                spec.max_context = context;
             }
-        })
+        }
+        Ok(spec)
     }
 
     /// Every model the catalog ships.

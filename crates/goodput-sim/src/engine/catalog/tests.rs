@@ -50,14 +50,25 @@ fn model_aliases_resolve_case_insensitively() {
         ("llama-3.1-8b", "Llama-3.1-8B"),
         ("meta-llama/Llama-3.1-8B-Instruct", "Llama-3.1-8B"),
         ("meta-llama/Meta-Llama-3.1-8B-Instruct", "Llama-3.1-8B"),
-        ("LLAMA-3.3-70B", "Llama-3.1-70B"),
-        ("llama-3-70b", "Llama-3.1-70B"),
-        ("meta-llama/Llama-3.3-70B-Instruct", "Llama-3.1-70B"),
+        ("LLAMA-3.3-70B", "Llama-3.3-70B"),
+        ("llama-3-70b", "Llama-3-70B"),
+        ("meta-llama/Llama-3.3-70B-Instruct", "Llama-3.3-70B"),
+        ("deepseek-ai/DeepSeek-R1", "DeepSeek-R1"),
+        ("deepseek-r1-0528", "DeepSeek-R1-0528"),
         ("nvidia/Llama-3.1-8B-Instruct-FP8", "Llama-3.1-8B"),
         ("Qwen/Qwen2.5-72B-Instruct", "Qwen2.5-72B"),
         ("mistralai/Mixtral-8x7B-Instruct-v0.1", "Mixtral-8x7B"),
     ] {
         assert_eq!(ModelSpec::lookup(alias).unwrap().name, name, "{alias}");
+    }
+    // A release shares its architecture's shape, and Llama 3 its own
+    // context; its shown name looks it up again.
+    let [v31, v33, v3] = ["llama-3.1-70b", "llama-3.3-70b", "llama-3-70b"].map(|m| ModelSpec::lookup(m).unwrap());
+    assert_eq!((v33.num_layers, v33.hidden_size, v33.max_context), (v31.num_layers, v31.hidden_size, 131_072));
+    assert_eq!((v3.num_layers, v3.max_context), (80, 8192));
+    for alias in ["llama-3.3-70b", "llama3-8b", "deepseek-v3-0324"] {
+        let shown = ModelSpec::lookup(alias).unwrap().name;
+        assert_eq!(ModelSpec::lookup(&shown).unwrap().name, shown, "{alias}");
     }
     let err = ModelSpec::lookup("gpt-5").unwrap_err().to_string();
     assert!(err.contains("llama-3.1-8b") && err.contains("config.json"), "{err}");
@@ -272,15 +283,18 @@ fn deepseek_v3_sizes_match_its_model_card() {
     assert_eq!(m.kv_bytes_per_token_per_gpu(KvCacheDtype::Fp8, 8), 35_136.0);
     // Absorbed attention: scores over 576 and a sum of 512-wide latents.
     assert_eq!(m.attention_flops_per_pair(), 61.0 * 128.0 * (2.0 * 576.0 + 2.0 * 512.0));
-    for alias in [
-        "deepseek-ai/DeepSeek-V3",
-        "deepseek-ai/DeepSeek-V3-Base",
-        "deepseek-ai/DeepSeek-V3-0324",
-        "deepseek-ai/DeepSeek-R1",
-        "deepseek-ai/DeepSeek-R1-0528",
-        "DEEPSEEK_R1",
+    // Each release of the architecture is shown by its own name.
+    for (alias, shown) in [
+        ("deepseek-ai/DeepSeek-V3", "DeepSeek-V3"),
+        ("deepseek-ai/DeepSeek-V3-Base", "DeepSeek-V3"),
+        ("deepseek-ai/DeepSeek-V3-0324", "DeepSeek-V3-0324"),
+        ("deepseek-ai/DeepSeek-R1", "DeepSeek-R1"),
+        ("deepseek-ai/DeepSeek-R1-0528", "DeepSeek-R1-0528"),
+        ("DEEPSEEK_R1", "DeepSeek-R1"),
     ] {
-        assert_eq!(ModelSpec::lookup(alias).unwrap().name, "DeepSeek-V3", "{alias}");
+        let release = ModelSpec::lookup(alias).unwrap();
+        assert_eq!(release.name, shown, "{alias}");
+        assert_eq!((release.num_layers, release.moe, release.max_context), (m.num_layers, m.moe, m.max_context));
     }
 }
 
