@@ -832,8 +832,17 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
         if pp > 1 {
             let _ = write!(o, " · {pp} pipeline stages, up to {pp} micro-batches in flight");
         }
-        if c.ep > 1 {
-            let _ = write!(o, " · EP {}: experts over {} GPUs, {} ranks stepped together", c.ep, c.ep, c.ep / tp);
+        match (c.ep / tp).max(1) {
+            _ if c.ep <= 1 => {}
+            1 => {
+                let _ = write!(o, " · EP {}: experts over {} GPUs", c.ep, c.ep);
+            }
+            ranks => {
+                let _ = write!(o, " · EP {}: experts over {} GPUs, {ranks} ranks stepped together", c.ep, c.ep);
+            }
+        }
+        if let Some(m) = &c.load_balance_method {
+            let _ = write!(o, " · SGLang's ranks by {m}");
         }
         o.push('\n');
     }

@@ -443,6 +443,15 @@ fn estimate_takes_sglangs_load_balance_method_for_its_ranks() {
     let (auto, tokens) = (run("auto.json", "auto"), run("tokens.json", "total_tokens"));
     assert_eq!((method(&auto), method(&tokens)), (None, Some("total-tokens".to_string())));
     assert_eq!(tokens["summary"]["requests"]["completed"].as_u64(), Some(32), "{}", tokens["summary"]["requests"]);
+    // The terminal's engine lines name it.
+    let shown = goodput()
+        .args(["estimate", "-c", "4", "-n", "8", "--load-balance-method", "total-tokens"])
+        .args(group)
+        .output()
+        .unwrap();
+    // Lines wrap at the terminal's width.
+    let text = String::from_utf8_lossy(&shown.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(text.contains("2 ranks stepped together · SGLang's ranks by total-tokens"), "{text}");
     // Disaggregated, P:D gives each pool its own.
     let pools = ["--model", "qwen3-30b-a3b", "--tp", "1", "--ep", "2", "--pd", "1:1", "--scheduler", "sglang"];
     let split = estimate_doc(
