@@ -176,12 +176,12 @@ pub(crate) fn uncalibrated_warning(gpu: &str) -> Option<String> {
 /// The banner's words for a scheduler other than vLLM's, and SGLang's
 /// choice of rank where it is not its default.
 fn scheduler_words(cfg: &goodput_sim::engine::EngineConfig) -> String {
-    use goodput_sim::engine::{LoadBalance, SchedulerPolicy};
-    match (cfg.scheduler, cfg.load_balance) {
+    use goodput_sim::engine::SchedulerPolicy;
+    match (cfg.scheduler, cfg.load_balance_words()) {
         (SchedulerPolicy::Vllm, _) => String::new(),
         (SchedulerPolicy::Trtllm, _) => " · TensorRT-LLM's scheduler".into(),
-        (SchedulerPolicy::Sglang, LoadBalance::Auto) => " · SGLang's scheduler".into(),
-        (SchedulerPolicy::Sglang, m) => format!(" · SGLang's scheduler (ranks by {m})"),
+        (SchedulerPolicy::Sglang, None) => " · SGLang's scheduler".into(),
+        (SchedulerPolicy::Sglang, Some(m)) => format!(" · SGLang's scheduler (ranks by {m})"),
     }
 }
 

@@ -354,6 +354,12 @@ fn the_banner_of_an_expert_parallel_group_names_a_rank_s_gpus_as_a_rank_s() {
     let sglang = [&args[..], &["--scheduler", "sglang", "--load-balance-method", "total-tokens"]].concat();
     let (_, said, _server) = crate::cmd::serve(&sglang);
     assert!(said.contains(" sequences · SGLang's scheduler (ranks by total-tokens) · chat template"), "{said}");
+    // Each pool's, disaggregated.
+    let pools = ["--profile", "engine", "--model", "qwen3-30b-a3b", "--tp", "1", "--ep", "2", "--pd", "1:1"];
+    let (_, said, _server) = crate::cmd::serve(
+        &[&pools[..], &["--scheduler", "sglang", "--load-balance-method", "auto:total-tokens"]].concat(),
+    );
+    assert!(said.contains("SGLang's scheduler (ranks by auto:total-tokens)"), "{said}");
     // Replicas of their own already said "each".
     let (_, said, _server) = crate::cmd::serve(&["--profile", "engine", "--dp", "2"]);
     assert!(said.contains("2 replicas (least-loaded router) each 1× H100 SXM"), "{said}");
