@@ -15,8 +15,8 @@ use goodput_core::load::dispatch::Dispatcher;
 use goodput_core::{AnalysisOptions, RequestRecord, RunConfig, RunResult, SessionTurn, Target};
 use goodput_load::{LengthDist, LoadPlan, Workload};
 use goodput_sim::engine::{
-    simulate_until, Disaggregation, EngineConfig, EngineView, GpuSpec, KvCacheDtype, ModelSpec, Precision, PromptKind,
-    RouterPolicy, SharedPrefix, SimRun, VirtualLoad, VirtualRequest, VirtualTurn,
+    simulate_until, Disaggregation, EngineConfig, EngineView, GpuSpec, KvCacheDtype, LoadBalance, ModelSpec, Precision,
+    PromptKind, RouterPolicy, SharedPrefix, SimRun, VirtualLoad, VirtualRequest, VirtualTurn,
 };
 use goodput_sim::template::ChatTemplate;
 use std::collections::HashSet;
@@ -163,10 +163,7 @@ impl TryFrom<&EngineArgs> for EngineConfig {
             );
         }
         cfg.schedule_conservativeness = e.schedule_conservativeness;
-        (cfg.load_balance, cfg.decode_load_balance) = match e.load_balance_method.split_once(':') {
-            Some((prefill, decode)) => (prefill.parse()?, Some(decode.parse()?)),
-            None => (e.load_balance_method.parse()?, None),
-        };
+        (cfg.load_balance, cfg.decode_load_balance) = LoadBalance::parse_pools(&e.load_balance_method)?;
         cfg.max_num_batched_tokens = step_budget(&cfg, e.max_num_batched_tokens)?;
         if e.spec_tokens == 0 && (e.spec_acceptance.is_some() || e.spec_draft_cost.is_some()) {
             bail!(

@@ -79,8 +79,15 @@ fn absent_value(knob: &str) -> Option<&'static str> {
 /// names one: the knob's own name or one of [`KNOB_ALIASES`]. Case, leading
 /// dashes and `-` for `_` do not matter.
 pub fn knob_of(param: &str) -> Option<&'static str> {
-    let p = param.trim().trim_start_matches('-').to_ascii_lowercase().replace('-', "_");
+    let p = param_key(param);
     KNOB_ALIASES.iter().find(|(knob, names)| *knob == p || names.contains(&p.as_str())).map(|(knob, _)| *knob)
+}
+
+/// A server setting's name as the knobs' names are spelt: case, leading
+/// dashes and `-` for `_` do not matter (`--Load-Balance-Method` is
+/// `load_balance_method`).
+pub fn param_key(param: &str) -> String {
+    param.trim().trim_start_matches('-').to_ascii_lowercase().replace('-', "_")
 }
 
 /// The knobs and their other names, as an error lists them:

@@ -376,7 +376,6 @@ impl EngineConfig {
         self.pd.is_some() && self.scheduler == SchedulerPolicy::Sglang
     }
 
-    /// Checks every setting; the roofline and KV sizing check the rest.
     /// `--load-balance-method` as given, where it is not SGLang's default:
     /// one method, or under `--pd` the prefill pool's and the decode pool's
     /// (`auto:total-tokens`).
@@ -401,12 +400,11 @@ impl EngineConfig {
                 self.scheduler
             ));
         }
-        let one_rank = |which: &str| {
+        let one_rank = |which: &str, has: &str| {
             bad(format!(
-                "--load-balance-method {given} picks one of {which} DP-attention ranks, and {} one: give a mixture of \
-                 experts more --ep than --tp (--tp 1 --ep 8 --dp 8: eight ranks, each with its own scheduler), or drop \
-                 it (replicas behind a router are --dp with --router)",
-                if which == "an instance's" { "each instance here has" } else { "it has" }
+                "--load-balance-method {given} picks one of {which} DP-attention ranks, and {has} one: give a mixture \
+                 of experts more --ep than --tp (--tp 1 --ep 8 --dp 8: eight ranks, each with its own scheduler), or \
+                 drop it (replicas behind a router are --dp with --router)"
             ))
         };
         match (self.pd, self.decode_load_balance) {
@@ -422,18 +420,18 @@ impl EngineConfig {
                     [(self.load_balance, ptp, pep, "a prefill instance's"), (decode, dtp, dep, "a decode instance's")]
                 {
                     if m != LoadBalance::Auto && ep_ranks(tp, ep) <= 1 {
-                        return one_rank(which);
+                        return one_rank(which, "it has");
                     }
                 }
             }
             (Some(pd), None) => {
-                if pd.pools(self.tp, self.ep).iter().all(|&(_, tp, ep)| ep_ranks(tp, ep) <= 1) {
-                    return one_rank("an instance's");
+                if pd.most_ranks(self.tp, self.ep) <= 1 {
+                    return one_rank("an instance's", "each instance here has");
                 }
             }
             (None, None) => {
                 if self.attention_ranks() <= 1 {
-                    return one_rank("an instance's");
+                    return one_rank("an instance's", "each instance here has");
                 }
                 if self.load_balance == LoadBalance::FollowBootstrapRoom {
                     return bad(
@@ -448,6 +446,7 @@ impl EngineConfig {
         Ok(())
     }
 
+    /// Checks every setting; the roofline and KV sizing check the rest.
     pub fn validate(&self) -> Result<(), Error> {
         let bad = |m: String| Err(Error::InvalidConfig(m));
         if self.tp == 0 {
@@ -614,10 +613,6 @@ mod tests {
         assert_eq!(m, "--tp 3 does not divide DeepSeek-V3's 128 attention heads; use 1, 2, 4, 8, 16, 32, 64 or 128");
     }
 
-    /// vLLM's sequence cap and its step's token budget: the default cap is
-    /// held to the budget (its EngineArgs), and a cap given above it is
-    /// refused (its SchedulerConfig), with both fixes named; TensorRT-LLM's
-    /// batch size is not held to its token budget.
     /// `--load-balance-method` chooses among SGLang's ranks of DP attention:
     /// under another scheduler, with one rank an instance, or following a
     /// bootstrap room no router gives, it is refused with what to change.
@@ -674,6 +669,10 @@ mod tests {
         assert!(e.contains("no pools without --pd"), "{e}");
     }
 
+    /// vLLM's sequence cap and its step's token budget: the default cap is
+    /// held to the budget (its EngineArgs), and a cap given above it is
+    /// refused (its SchedulerConfig), with both fixes named; TensorRT-LLM's
+    /// batch size is not held to its token budget.
     #[test]
     fn a_sequence_cap_above_the_token_budget_is_vllms_refusal() {
         let llama = || ModelSpec::lookup("llama-3.1-8b").unwrap();

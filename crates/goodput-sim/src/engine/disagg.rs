@@ -102,6 +102,12 @@ impl Disaggregation {
         ]
     }
 
+    /// The most data-parallel ranks an instance of either pool has (EP / TP
+    /// at its sizes; 1 without expert parallelism).
+    pub fn most_ranks(&self, tp: u32, ep: u32) -> u32 {
+        self.pools(tp, ep).iter().map(|&(_, tp, ep)| goodput_core::doc::config::ep_ranks(tp, ep)).max().unwrap_or(1)
+    }
+
     /// `units` copies of these pools as one: P and D times the units, each
     /// pool's sizes as they are (beside `pd`, a plan's `dp` counts units).
     pub fn times(self, units: u32) -> Disaggregation {

@@ -259,6 +259,12 @@ impl BlockPool {
         self.untouched() + self.plain_free.len() as u32 + self.lru_len
     }
 
+    /// The tokens the blocks requests hold can store (whole blocks; cached
+    /// blocks no request holds are free, not held).
+    pub fn held_tokens(&self) -> u64 {
+        u64::from(self.num_blocks - self.num_free()) * u64::from(self.block_size)
+    }
+
     /// Share of blocks held by requests (vLLM's `kv_cache_usage_perc`; the
     /// engine's is its pools' together, [`usage`]).
     #[cfg(test)]

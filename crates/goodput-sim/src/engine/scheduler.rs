@@ -1017,8 +1017,7 @@ impl Engine {
     /// plus the prompt tokens of the requests waiting. Whole blocks here,
     /// where SGLang's pages are a token by default.
     pub fn load_tokens(&self) -> u64 {
-        let (total, free) = self.blocks();
-        let held = u64::from(total - free) * u64::from(self.cfg.block_size);
+        let held = self.pools.iter().map(BlockPool::held_tokens).sum::<u64>();
         let queued = self.waiting.iter().chain(&self.unranked);
         held + queued.map(|&s| u64::from(self.slots[s as usize].prompt_len)).sum::<u64>()
     }
@@ -1087,8 +1086,7 @@ impl Engine {
     /// for them, and the whole sequence of each waiting request that holds
     /// none: `num_total_tokens`).
     fn rank_snapshot(&self, r: usize) -> balance::Load {
-        let pool = &self.pools[r];
-        let held = u64::from(pool.num_blocks() - pool.num_free()) * u64::from(self.cfg.block_size);
+        let held = self.pools[r].held_tokens();
         let queued = self
             .waiting
             .iter()

@@ -62,6 +62,15 @@ impl LoadBalance {
         }
     }
 
+    /// `--load-balance-method` as given: one method, or under `--pd` the
+    /// prefill pool's and the decode pool's (`P:D`, `auto:total-tokens`).
+    pub fn parse_pools(text: &str) -> Result<(LoadBalance, Option<LoadBalance>), Error> {
+        match text.split_once(':') {
+            Some((prefill, decode)) => Ok((prefill.parse()?, Some(decode.parse()?))),
+            None => Ok((text.parse()?, None)),
+        }
+    }
+
     /// The method a server runs for this one: on a disaggregated prefill
     /// instance `auto` and `round-robin` follow the bootstrap room (SGLang's
     /// `_handle_load_balance_method`, the second with a warning); elsewhere

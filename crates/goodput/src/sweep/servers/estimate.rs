@@ -66,10 +66,7 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
             // SGLang's --load-balance-method also picks the ranks of its DP
             // attention (engine_args), by methods no router has.
             // One method, or each pool's (P:D).
-            let methods = v.split(':').collect::<Vec<_>>();
-            let ranks_method = is_sglangs_balance(k)
-                && methods.len() <= 2
-                && methods.iter().all(|m| m.parse::<goodput_sim::engine::LoadBalance>().is_ok());
+            let ranks_method = is_sglangs_balance(k) && goodput_sim::engine::LoadBalance::parse_pools(v).is_ok();
             if knob == "router" && goodput_core::doc::overlay::router_name(v).is_none() && !ranks_method {
                 bail!(
                     "--estimate: {k}={v} in {} is no router policy the simulator has: round-robin (round_robin), \
@@ -86,7 +83,7 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
 /// the replicas' router for a server of dense data parallelism, the choice
 /// of rank under its DP attention.
 fn is_sglangs_balance(param: &str) -> bool {
-    param.trim().trim_start_matches('-').to_ascii_lowercase().replace('-', "_") == "load_balance_method"
+    goodput_core::doc::overlay::param_key(param) == "load_balance_method"
 }
 
 /// Whether the configuration of `hw` runs SGLang's scheduler over ranks of
@@ -94,11 +91,8 @@ fn is_sglangs_balance(param: &str) -> bool {
 fn sglang_ranks(hw: &crate::cli::EngineHwArgs) -> bool {
     let sglang = hw.scheduler.parse::<goodput_sim::engine::SchedulerPolicy>().ok()
         == Some(goodput_sim::engine::SchedulerPolicy::Sglang);
-    let pools = hw.pd.as_deref().and_then(|t| Disaggregation::parse(t).ok()).map(|pd| pd.pools(hw.tp, hw.ep));
-    let ranks = match pools {
-        Some(pools) => pools.iter().map(|&(_, tp, ep)| ep_ranks(tp, ep)).max().unwrap_or(1),
-        None => ep_ranks(hw.tp, hw.ep),
-    };
+    let pd = hw.pd.as_deref().and_then(|t| Disaggregation::parse(t).ok());
+    let ranks = pd.map_or_else(|| ep_ranks(hw.tp, hw.ep), |pd| pd.most_ranks(hw.tp, hw.ep));
     sglang && ranks > 1
 }
 
