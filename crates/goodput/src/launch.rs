@@ -324,7 +324,7 @@ impl Server {
     }
 
     /// As prose names it.
-    fn title(self) -> &'static str {
+    pub(crate) fn title(self) -> &'static str {
         match self {
             Server::Vllm => "vLLM",
             Server::Sglang => "SGLang",
@@ -340,7 +340,9 @@ impl Server {
 /// out: the engine's pools are the instances (it refuses `--dp` beside
 /// them).
 fn goodput_flags(params: &ParamMap, gpu_memory_utilization: f64) -> Result<Vec<String>, String> {
-    let flag = |k: &str| KNOBS.contains(&k) || matches!(k, "router" | "spec_acceptance" | "spec_draft_cost");
+    let flag = |k: &str| {
+        KNOBS.contains(&k) || matches!(k, "router" | "spec_acceptance" | "spec_draft_cost" | "load_balance_method")
+    };
     let pools = Servers::pools(params).transpose()?;
     let mut flags = Vec::new();
     for (k, v) in params.iter().filter(|(k, _)| flag(k)) {
@@ -770,6 +772,12 @@ fn flags(
             true if dp_attention => flags.extend(["--enable-dp-attention".into(), "--ep-size".into(), ep.to_string()]),
             true => flags.extend(["--ep-size".into(), ep.to_string()]),
         }
+    }
+    // The method that picks among the ranks of its DP attention, as plan
+    // searched it (`--load-balance-method`); a pool without ranks (an
+    // instance of one) keeps SGLang's default.
+    if let Some(m) = get("load_balance_method").filter(|_| dp_attention) {
+        flags.extend(["--load-balance-method".into(), m.trim().to_string()]);
     }
     let mut flag = |f: &str, v: String| flags.extend([f.to_string(), v]);
     if get("kv_cache_dtype").is_some_and(|v| v.eq_ignore_ascii_case("fp8")) {

@@ -42,8 +42,8 @@ use goodput_core::{AnalysisOptions, Slo};
 use goodput_load::trace::TraceEntry;
 use goodput_load::{LoadPlan, Workload};
 use goodput_sim::engine::{
-    kv_capacity, BatchShape, Disaggregation, EngineConfig, GpuSpec, KvCacheDtype, ModelSpec, Precision, PromptKind,
-    Roofline, RouterPolicy, SchedulerPolicy, SpecDecoding,
+    kv_capacity, BatchShape, Disaggregation, EngineConfig, GpuSpec, KvCacheDtype, LoadBalance, ModelSpec, Precision,
+    PromptKind, Roofline, RouterPolicy, SchedulerPolicy, SpecDecoding,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -156,6 +156,9 @@ struct Candidate {
     /// Speculative decoding's draft tokens a step (0: none), at
     /// `--spec-acceptance` and `--spec-draft-cost`.
     spec: u32,
+    /// SGLang's `--load-balance-method` for the ranks of its DP attention
+    /// (`auto` where the configuration has none, or runs another scheduler).
+    balance: LoadBalance,
 }
 
 /// A unit's prefill and decode pools: P and D instances, and a pool's own
@@ -643,11 +646,14 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
              are held to --chunked-prefill-size, and prompts and decodes run in separate steps (SGLang's default \
              without --enable-mixed-chunk){}{}{}",
             if dp_attention {
-                "; under DP attention each rank runs its own scheduler, with --chunked-prefill-size and \
-                 --max-running-requests split over the ranks and --schedule-conservativeness taken times 0.3, as \
-                 SGLang sets them"
+                format!(
+                    "; under DP attention each rank runs its own scheduler, with --chunked-prefill-size and \
+                     --max-running-requests split over the ranks and --schedule-conservativeness taken times 0.3, as \
+                     SGLang sets them, and its data-parallel controller picks each request's rank by {}",
+                    balances_said(&a.load_balance_method)
+                )
             } else {
-                ""
+                String::new()
             },
             if apart {
                 "; in its disaggregated configurations the decode instance reserves a request's prompt and 512 \
@@ -991,6 +997,7 @@ fn check_args(a: &PlanArgs) -> Result<()> {
              add --spec-tokens (0,3 plans without and with three draft tokens a step), or drop them"
         );
     }
+    check_balances(a)?;
     // Refused here, before any configuration runs, not as each one's failure.
     if let Some(&tokens) = a.spec_tokens.0.iter().find(|&&k| k > 0) {
         spec_decoding(tokens, a.spec_acceptance, a.spec_draft_cost).check().map_err(|e| anyhow!(e))?;
@@ -1045,6 +1052,54 @@ fn check_args(a: &PlanArgs) -> Result<()> {
     Ok(())
 }
 
+/// `--load-balance-method`: SGLang's methods, each once, and only behind
+/// SGLang (whose scheduler the plan then runs).
+fn check_balances(a: &PlanArgs) -> Result<()> {
+    let methods = &a.load_balance_method;
+    if let Some((_, m)) = methods.iter().enumerate().find(|(i, m)| methods[..*i].contains(m)) {
+        bail!("--load-balance-method names {m} twice: give each method once");
+    }
+    let given: Vec<String> = methods.iter().map(LoadBalance::to_string).collect();
+    if methods.iter().any(|&m| m != LoadBalance::Auto) && a.serve_engine != crate::launch::Server::Sglang {
+        bail!(
+            "--load-balance-method {} is SGLang's, for the ranks of its DP attention, and the plan's server is {}: \
+             add --serve-engine sglang (the plan then runs SGLang's scheduler), or drop it",
+            given.join(","),
+            a.serve_engine.title()
+        );
+    }
+    if methods.contains(&LoadBalance::FollowBootstrapRoom) {
+        bail!(
+            "--load-balance-method follow-bootstrap-room is what auto runs on a disaggregated prefill instance, and \
+             a colocated configuration has no room to follow (SGLang refuses its requests): search auto, \
+             round-robin, total-requests or total-tokens"
+        );
+    }
+    Ok(())
+}
+
+/// The `--load-balance-method`s searched, each with what it does, as the
+/// note on SGLang's scheduler says them.
+fn balances_said(methods: &[LoadBalance]) -> String {
+    let said: Vec<String> = methods
+        .iter()
+        .map(|&m| {
+            let how = match m {
+                LoadBalance::Auto => "the ranks in turn, on a disaggregated prefill instance by the bootstrap room",
+                LoadBalance::RoundRobin => "the ranks in turn",
+                LoadBalance::FollowBootstrapRoom => "by the bootstrap room",
+                LoadBalance::TotalRequests => "the fewest requests, in the loads the ranks publish",
+                LoadBalance::TotalTokens => "the fewest tokens held, in the loads the ranks publish",
+            };
+            format!("{m} ({how})")
+        })
+        .collect();
+    match said.as_slice() {
+        [one] => format!("--load-balance-method {one}"),
+        _ => format!("each --load-balance-method searched: {}", said.join(", ")),
+    }
+}
+
 /// The percentile the SLO judges TPOT at (else TTFT), when it names one.
 fn slo_percentile(s: &Slo) -> Option<f64> {
     let of = |m: SloMetric| s.objectives.iter().find(|o| o.metric == m).map(|o| o.percentile);
@@ -1083,6 +1138,9 @@ fn id_of(search: &Search, c: &Candidate) -> String {
     }
     if c.spec > 0 {
         id.push_str(&format!(" spec{}", c.spec));
+    }
+    if c.balance != LoadBalance::Auto {
+        id.push_str(&format!(" {}", c.balance));
     }
     // A unit not in lowest terms (`--pd 2:2`) is another deployment than
     // the lowest terms' units of the same pools (`1:1` twice): its ratio
@@ -1317,6 +1375,7 @@ impl Search<'_> {
         cfg.spec = (c.spec > 0).then(|| self.spec(c.spec));
         if self.sglang_scheduler() {
             cfg.scheduler = SchedulerPolicy::Sglang;
+            cfg.load_balance = c.balance;
             // SGLang computes prompts and decodes in separate steps unless
             // started with `--enable-mixed-chunk` (off by default, and its
             // scripts here leave it off); disaggregated instances prefill or
@@ -1345,6 +1404,29 @@ impl Search<'_> {
     /// Whether the configurations run SGLang's scheduler: behind SGLang.
     fn sglang_scheduler(&self) -> bool {
         self.args.serve_engine == crate::launch::Server::Sglang
+    }
+
+    /// Whether `c` runs SGLang's scheduler over ranks of DP attention (in
+    /// either pool, disaggregated), among which its
+    /// `--load-balance-method` picks.
+    fn has_ranks(&self, c: &Candidate) -> bool {
+        let ranks = c.pd.map_or_else(|| c.ranks(), |pd| pd.disaggregation().most_ranks(c.tp, c.ep));
+        self.sglang_scheduler() && ranks > 1
+    }
+
+    /// The methods `c` is searched with: each of `--load-balance-method`
+    /// where it has ranks to pick, else SGLang's default alone.
+    fn balances(&self, c: &Candidate) -> Vec<LoadBalance> {
+        match self.has_ranks(c) {
+            true => self.args.load_balance_method.clone(),
+            false => vec![LoadBalance::Auto],
+        }
+    }
+
+    /// Whether several methods are searched (each id and configuration of
+    /// ranks then names its own).
+    fn several_balances(&self) -> bool {
+        self.sglang_scheduler() && self.args.load_balance_method.len() > 1
     }
 
     /// Speculative decoding of `tokens` drafts a step, at the plan's
@@ -1638,14 +1720,21 @@ impl Search<'_> {
                                             r => r,
                                         };
                                         cs.retain(|c| router_of(c) == routed || !routers.contains(&router_of(c)));
-                                        // Each draft length of --spec-tokens.
-                                        counted += cs.len() * a.spec_tokens.0.len();
+                                        // Each draft length of --spec-tokens, and
+                                        // under SGLang's DP attention each
+                                        // --load-balance-method.
                                         for &spec in &a.spec_tokens.0 {
-                                            group.extend(cs.iter().map(|c| Candidate {
-                                                router: router_of(c),
-                                                spec,
-                                                ..c.clone()
-                                            }));
+                                            for c in &cs {
+                                                for balance in self.balances(c) {
+                                                    counted += 1;
+                                                    group.push(Candidate {
+                                                        router: router_of(c),
+                                                        spec,
+                                                        balance,
+                                                        ..c.clone()
+                                                    });
+                                                }
+                                            }
                                         }
                                         // Past the cap a search runs for hours and
                                         // holds gigabytes (1,000 × 1,000 batch
@@ -1655,8 +1744,8 @@ impl Search<'_> {
                                                 "these lists make more than {MAX_CONFIGURATIONS} configurations, \
                                                  the most one plan searches: shorten them (--gpu, --precision, \
                                                  --tp, --pp, --ep, --pd, --max-num-seqs, \
-                                                 --max-num-batched-tokens, --spec-tokens), e.g. powers of two of \
-                                                 the batch limits"
+                                                 --max-num-batched-tokens, --spec-tokens, \
+                                                 --load-balance-method), e.g. powers of two of the batch limits"
                                             );
                                         }
                                     }
@@ -2085,6 +2174,7 @@ impl Search<'_> {
             pd: None,
             router: RouterPolicy::LeastLoaded,
             spec: 0,
+            balance: LoadBalance::Auto,
         }
     }
 
@@ -2276,6 +2366,12 @@ impl Search<'_> {
             params.insert("scheduler".into(), "sglang".into());
             if !cfg.mixed_batches {
                 params.insert("mixed_batches".into(), "false".into());
+            }
+            // SGLang's own flag and spelling, which its command and a grid
+            // take: where not its default, or where the search tried
+            // several (so a grid's configurations tell them apart).
+            if self.has_ranks(c) && (c.balance != LoadBalance::Auto || self.several_balances()) {
+                params.insert("load_balance_method".into(), c.balance.as_str().replace('-', "_"));
             }
         }
         if c.spec > 0 {
@@ -2882,6 +2978,7 @@ mod tests {
             pd: Some(pd),
             router: RouterPolicy::LeastLoaded,
             spec: 0,
+            balance: LoadBalance::Auto,
         }
     }
 

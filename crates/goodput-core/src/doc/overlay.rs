@@ -71,6 +71,7 @@ fn absent_value(knob: &str) -> Option<&'static str> {
         "spec_tokens" => Some("0"),
         "mixed_batches" => Some("true"),
         "schedule_conservativeness" => Some("1"),
+        RANK_BALANCE => Some("auto"),
         _ => None,
     }
 }
@@ -161,18 +162,55 @@ pub fn same_value(knob: &str, a: &str, b: &str) -> bool {
     if let ("router", Some(x), Some(y)) = (knob, router_name(a), router_name(b)) {
         return x == y;
     }
+    if knob == RANK_BALANCE {
+        return param_key(a) == param_key(b);
+    }
     match (a.trim().parse::<f64>(), b.trim().parse::<f64>()) {
         (Ok(x), Ok(y)) => x == y,
         _ => a.trim().eq_ignore_ascii_case(b.trim()),
     }
 }
 
+/// The knob SGLang's `load_balance_method` is on a configuration with
+/// ranks of DP attention ([`sglang_ranks`]): the rank each request goes
+/// to, not a router's replica (`plan --load-balance-method` searches it).
+pub const RANK_BALANCE: &str = "load_balance_method";
+
+/// Whether a configuration's settings run SGLang's scheduler over ranks of
+/// DP attention: more `ep` than `tp`, in either pool of a `pd` (whose
+/// sides may name their own, `1xEP8:1xEP16`).
+fn sglang_ranks(params: &crate::doc::frontier::ParamMap) -> bool {
+    let of =
+        |knob: &str| params.iter().find(|(k, _)| knob_of(k) == Some(knob)).map(|(_, v)| v.trim().to_ascii_lowercase());
+    let size = |knob: &str| of(knob).and_then(|v| v.parse::<u32>().ok()).unwrap_or(1);
+    if of("scheduler").as_deref() != Some("sglang") {
+        return false;
+    }
+    let (tp, ep) = (size("tp"), size("ep"));
+    // Each side's own sizes: `2xtp1xep8`, the count first.
+    let pool = |side: &str| {
+        let named = |prefix: &str| side.split('x').find_map(|w| w.strip_prefix(prefix)?.parse::<u32>().ok());
+        named("ep").unwrap_or(ep) > named("tp").unwrap_or(tp)
+    };
+    match of("pd") {
+        Some(pd) => pd.split(':').any(pool),
+        None => ep > tp,
+    }
+}
+
 /// A configuration's settings as knobs: knob → value, and the parameters
-/// that map onto none (bookkeeping ones left out).
+/// that map onto none (bookkeeping ones left out). SGLang's
+/// `load_balance_method` is the router's knob, but on a configuration with
+/// ranks of DP attention their own ([`RANK_BALANCE`]).
 pub fn knobs_of(params: &crate::doc::frontier::ParamMap) -> (BTreeMap<&'static str, String>, Vec<String>) {
     let mut knobs = BTreeMap::new();
     let mut other = Vec::new();
+    let ranks = sglang_ranks(params);
     for (k, v) in params {
+        if ranks && param_key(k) == RANK_BALANCE {
+            knobs.insert(RANK_BALANCE, v.clone());
+            continue;
+        }
         match knob_of(k) {
             Some(knob) => {
                 knobs.insert(knob, v.clone());
@@ -644,6 +682,25 @@ fn partner(pred: &FrontierResult, m: &FrontierConfig) -> Partner {
             left = same;
         }
     }
+    if left.len() > 1 {
+        // A knob the measured one leaves out is at its default there (no
+        // drafts, SGLang's `auto`): the candidate at those defaults, when
+        // that tells them apart.
+        let defaults: Vec<usize> = left
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let (pk, _) = knobs_of(&pred.configs[i].params);
+                pk.iter().filter(|(k, _)| !knobs.contains_key(*k)).all(|(k, v)| match absent_value(k) {
+                    Some(d) => same_value(k, d, v),
+                    None => true,
+                })
+            })
+            .collect();
+        if defaults.len() == 1 {
+            left = defaults;
+        }
+    }
     match left.as_slice() {
         [one] => Partner::One(*one),
         [] => {
@@ -655,6 +712,7 @@ fn partner(pred: &FrontierResult, m: &FrontierConfig) -> Partner {
             let mut differ: Vec<&str> = KNOBS
                 .iter()
                 .copied()
+                .chain([RANK_BALANCE])
                 .filter(|k| {
                     let vals: Vec<Option<&String>> = many.iter().map(|&i| pred.configs[i].params.get(*k)).collect();
                     vals.windows(2).any(|w| w[0] != w[1])
@@ -1035,6 +1093,60 @@ mod tests {
         let p = plan_params(seqs);
         let refs: Vec<(&str, &str)> = p.iter().map(|(k, v)| (*k, v.as_str())).collect();
         config(id, &refs, points)
+    }
+
+    /// SGLang's `load_balance_method` is the router's knob on dense data
+    /// parallelism, and its own on ranks of DP attention (colocated, or in
+    /// either pool of a `pd`), beside a router between the groups: so a
+    /// measured configuration of each method pairs with the plan's of that
+    /// method, `auto` where it names none.
+    #[test]
+    fn sglangs_load_balance_method_is_its_own_knob_on_ranks_of_dp_attention() {
+        let params = |kv: &[(&str, &str)]| -> crate::doc::frontier::ParamMap {
+            kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let ranks = [("scheduler", "sglang"), ("tp", "1"), ("ep", "4"), ("dp", "8"), ("router", "power_of_two")];
+        let (k, other) = knobs_of(&params(&[&ranks[..], &[("load_balance_method", "total_tokens")]].concat()));
+        assert_eq!((k[RANK_BALANCE].as_str(), k["router"].as_str(), other.len()), ("total_tokens", "power_of_two", 0));
+        let (k, _) =
+            knobs_of(&params(&[("scheduler", "sglang"), ("dp", "2"), ("load_balance_method", "total_requests")]));
+        assert_eq!((k.get(RANK_BALANCE), k["router"].as_str()), (None, "total_requests"));
+        // A pool's own EP makes ranks; under vLLM's scheduler it stays the router's.
+        let pools = |pd: &str, scheduler: &str| {
+            let (k, _) = knobs_of(&params(&[
+                ("scheduler", scheduler),
+                ("tp", "1"),
+                ("pd", pd),
+                ("load_balance_method", "total_tokens"),
+            ]));
+            k.contains_key(RANK_BALANCE)
+        };
+        assert!(pools("1:1xEP8", "sglang") && pools("1xTP1xEP4:1", "sglang"));
+        assert!(!pools("1:1xTP4", "sglang") && !pools("1:1xEP8", "vllm"));
+        // Paired by method, `auto` where the measured names none.
+        let pred = doc(
+            FrontierSource::Predicted,
+            ["auto", "total_tokens"]
+                .map(|m| {
+                    config(
+                        &format!("ep4 {m}"),
+                        &[&ranks[..], &[("load_balance_method", m)]].concat(),
+                        vec![point(4, 100.0, 50.0, 20.0)],
+                    )
+                })
+                .to_vec(),
+        );
+        let measured = |m: Option<&str>| {
+            let mut kv = ranks.to_vec();
+            kv.extend(m.map(|m| ("load_balance_method", m)));
+            config("m", &kv, vec![point(4, 90.0, 45.0, 25.0)])
+        };
+        for (m, want) in [(Some("total-tokens"), 1), (Some("auto"), 0), (None, 0)] {
+            match partner(&pred, &measured(m)) {
+                Partner::One(i) => assert_eq!(i, want, "{m:?}"),
+                Partner::None(why) => panic!("{m:?}: {why}"),
+            }
+        }
     }
 
     #[test]

@@ -160,6 +160,9 @@ pub struct PlanArgs {
     /// With --spec-tokens: the drafter's time per draft token as a share of the verifying step's (an EAGLE or MTP head: a few percent; n-gram lookup: 0) [default: 0.05].
     #[arg(long, value_parser = number("--spec-draft-cost", "a share of a step's time", "0.05", Units::Share))]
     pub spec_draft_cost: Option<f64>,
+    /// Under --serve-engine sglang: SGLang's --load-balance-method for the ranks of its DP attention, a list to try: auto (its default: round-robin, and on a disaggregated prefill instance the bootstrap room), round-robin, total-requests, total-tokens. A configuration with ranks (more --ep than --tp, in either pool) runs each; one without runs once.
+    #[arg(long, value_delimiter = ',', value_parser = parse_load_balance, default_value = "auto")]
+    pub load_balance_method: Vec<goodput_sim::engine::LoadBalance>,
     /// Share of GPU memory the engine may use.
     #[arg(long, default_value_t = 0.9, value_parser = number("--gpu-memory-utilization", "a share of GPU memory", "0.9", Units::Share))]
     pub gpu_memory_utilization: f64,
@@ -223,6 +226,11 @@ pub struct PlanArgs {
     /// The drafter of the configurations that draft (--spec-tokens): eagle3=WEIGHTS (an EAGLE-3 head), eagle=WEIGHTS, draft=WEIGHTS (a smaller model with the same tokenizer) or mtp (the model's own multi-token-prediction layers, as DeepSeek-V3's) [default: the one published for the catalog model, where goodput knows one].
     #[arg(long, value_name = "DRAFTER", value_parser = |s: &str| s.parse::<crate::launch::Drafter>(), help_heading = "Measuring the plan")]
     pub serve_drafter: Option<crate::launch::Drafter>,
+}
+
+/// One of `--load-balance-method`'s list, as SGLang or goodput spells it.
+fn parse_load_balance(s: &str) -> Result<goodput_sim::engine::LoadBalance, String> {
+    s.parse().map_err(|e: goodput_sim::engine::Error| e.to_string())
 }
 
 /// `--percentile`: one percentile, above 0 and at most 100 (`95` or

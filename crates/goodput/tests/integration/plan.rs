@@ -2190,3 +2190,67 @@ fn a_budget_that_never_binds_shares_the_first_budget_s_points() {
     assert!(doc["frontier"].as_array().unwrap().iter().all(|p| p["config"] == 0), "{:#}", doc["frontier"]);
     assert!(text.contains("1 ran, 1 share its points"), "{text}");
 }
+
+/// Behind SGLang, `--load-balance-method` is searched on each configuration
+/// whose DP attention has ranks to pick (more `ep` than `tp`), and only
+/// there: a dense replica set runs once. Each method is its own
+/// configuration, named in its id, its parameters and its command (SGLang's
+/// spelling), and it reaches the engine: the same group's figures differ
+/// by method. Given without SGLang, twice, or as the bootstrap room, it is
+/// refused with the fix.
+#[test]
+fn plan_searches_sglangs_load_balance_method_on_the_ranks_of_dp_attention() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("lb.json");
+    let base = |c: &mut assert_cmd::Command| {
+        c.args(["plan", "-q", "--model", "qwen3-30b-a3b", "--gpu", "h100=2.5", "--gpus", "4", "--tp", "1"])
+            .args(["--pp", "1", "--ep", "1,4", "--precision", "fp8", "--max-num-batched-tokens", "8192"])
+            .args(["--input-tokens", "lognormal:1024,0.8", "--output-tokens", "lognormal:256,0.8"])
+            .args(["--concurrency", "64", "--requests-per-user", "4"]);
+    };
+    let mut c = goodput();
+    base(&mut c);
+    c.args(["--serve-engine", "sglang", "--load-balance-method", "auto,total_tokens", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    assert_valid(&doc, "FrontierResult", "plan --load-balance-method");
+    let configs = doc["configs"].as_array().unwrap();
+    let ids: Vec<&str> = configs.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        ["h100-sxm tp1x4 fp8 mbt8192", "h100-sxm tp1x4 ep4 fp8 mbt8192", "h100-sxm tp1x4 ep4 fp8 mbt8192 total-tokens"]
+    );
+    let method = |i: usize| configs[i]["params"].get("load_balance_method").and_then(Value::as_str);
+    assert_eq!([method(0), method(1), method(2)], [None, Some("auto"), Some("total_tokens")]);
+    let command = |i: usize| configs[i]["serve_command"]["command"].as_str().unwrap().to_string();
+    assert!(!command(0).contains("--load-balance-method"), "{}", command(0));
+    assert!(command(1).contains("--enable-dp-attention --ep-size 4 --load-balance-method auto "), "{}", command(1));
+    assert!(command(2).contains("--load-balance-method total_tokens "), "{}", command(2));
+    // The method reached the engine: the two differ (a configuration whose
+    // points are another's within 0.1 % keeps none of its own).
+    let figures = |i: usize| {
+        let p = configs[i]["points"].as_array()?.first()?;
+        Some((p["output_tokens_per_s_per_gpu"].as_f64()?, p["ttft_ms"].as_f64()?))
+    };
+    let (auto, tokens) = (figures(1), figures(2));
+    assert!(auto.is_some() && tokens.is_some() && auto != tokens, "{auto:?} {tokens:?}");
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("each --load-balance-method searched: auto (the ranks in turn"), "{notes}");
+    assert!(notes.contains("total-tokens (the fewest tokens held"), "{notes}");
+    // Refused, each with its fix.
+    let refused = |extra: &[&str]| {
+        let mut c = goodput();
+        base(&mut c);
+        c.args(extra).refusal()
+    };
+    let e = refused(&["--load-balance-method", "total-tokens"]);
+    assert!(e.contains("add --serve-engine sglang"), "{e}");
+    let e = refused(&["--serve-engine", "sglang", "--load-balance-method", "auto,total-tokens,total_tokens"]);
+    assert!(e.contains("names total-tokens twice"), "{e}");
+    let e = refused(&["--serve-engine", "sglang", "--load-balance-method", "follow-bootstrap-room"]);
+    assert!(e.contains("no room to follow"), "{e}");
+    let e = refused(&["--serve-engine", "sglang", "--load-balance-method", "fewest"]);
+    assert!(e.contains("unknown --load-balance-method `fewest`"), "{e}");
+}
