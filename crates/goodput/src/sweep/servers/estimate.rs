@@ -257,6 +257,8 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
             Some("max_num_batched_tokens") => args.hw.max_num_batched_tokens = Some(n()?),
             Some("pd") => args.hw.pd = Some(v.to_string()),
             Some("scheduler") => args.hw.scheduler = v.to_string(),
+            // SGLang's own flag: below, once the layout is known.
+            Some("router") if is_sglangs_balance(k) => {}
             Some("router") => args.hw.router = v.to_string(),
             Some("mixed_batches") => args.hw.no_mixed_batches = mixed_batches_value(v) == Some(false),
             Some("schedule_conservativeness") => {
@@ -275,13 +277,13 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
         }
     }
     // SGLang's --load-balance-method, on a server whose DP attention has
-    // ranks, picks among them: the router in front stays the sweep's.
+    // ranks, picks among them: the router in front of its groups stays the
+    // grid's `router` (plan names both where several groups run), or the
+    // sweep's. Elsewhere it is the replicas' router.
     match params.0.iter().find(|(k, _)| is_sglangs_balance(k)) {
-        Some((_, v)) if sglang_ranks(&args.hw) => {
-            args.hw.load_balance_method = v.trim().to_string();
-            args.hw.router = a.hw.router.clone();
-        }
-        Some((k, v)) if goodput_core::doc::overlay::router_name(v).is_none() => bail!(
+        Some((_, v)) if sglang_ranks(&args.hw) => args.hw.load_balance_method = v.trim().to_string(),
+        Some((_, v)) if goodput_core::doc::overlay::router_name(v).is_some() => args.hw.router = v.trim().to_string(),
+        Some((k, v)) => bail!(
             "--estimate: {k}={v} in {}: SGLang's {v} picks among the ranks of its DP attention (the scheduler \
              sglang with more ep than tp), and this configuration has none; for replicas the simulator's routers are \
              round_robin, total_requests (least-loaded), cache_aware and power_of_two",
@@ -532,6 +534,11 @@ mod tests {
             &[&ranks[..], &[("load_balance_method", "total_tokens")]].concat(),
             &[("scheduler", "sglang"), ("dp", "2"), ("load_balance_method", "total_requests")],
             &[&ranks[..], &[("load_balance_method", "auto:total_tokens")], &[("pd", "1:1")]].concat(),
+            // Two groups: plan names the router in front of them beside the
+            // method, in either order.
+            &[&[("router", "power_of_two")], &ranks[..], &[("dp", "4"), ("load_balance_method", "total_requests")]]
+                .concat(),
+            &[&ranks[..], &[("dp", "4"), ("load_balance_method", "total_tokens"), ("router", "power_of_two")]].concat(),
         ]);
         assert!(check_grid(&g).is_ok());
         let a = sweep_args(&["--router", "round-robin"]);
@@ -546,7 +553,9 @@ mod tests {
             [
                 pair("total_tokens", "round-robin"),
                 pair("auto", "total_requests"),
-                pair("auto:total_tokens", "least-loaded")
+                pair("auto:total_tokens", "least-loaded"),
+                pair("total_requests", "power_of_two"),
+                pair("total_tokens", "power_of_two"),
             ]
         );
         // Without ranks to pick, a method no router has is refused, before
