@@ -794,6 +794,12 @@ fn flags(
         flag(tokens, v.to_string());
     }
     flag(memory, gpu_memory_utilization.to_string());
+    // A prompt chunk beside the running decodes: vLLM's way always,
+    // SGLang's when asked (plan's `--mixed-chunk on`; off by default).
+    let mixed = get("mixed_batches").and_then(goodput_core::doc::overlay::mixed_batches_value);
+    if sglang && mixed == Some(true) {
+        flags.push("--enable-mixed-chunk".into());
+    }
     // SGLang serves /metrics only when asked: the sweep reads the server's
     // own signals there.
     if sglang {

@@ -159,6 +159,9 @@ struct Candidate {
     /// SGLang's `--load-balance-method` for the ranks of its DP attention
     /// (`auto` where the configuration has none, or runs another scheduler).
     balance: LoadBalance,
+    /// Under SGLang's scheduler, colocated: a prompt chunk and the running
+    /// decodes in one step (`--enable-mixed-chunk`).
+    mixed: bool,
 }
 
 /// A unit's prefill and decode pools: P and D instances, and a pool's own
@@ -644,7 +647,14 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
              is admitted while its prompt and whole answer fit beside an estimated share of the running requests' \
              remaining answers, the least advanced are retracted when that share proves short, only prompt chunks \
              are held to --chunked-prefill-size, and prompts and decodes run in separate steps (SGLang's default \
-             without --enable-mixed-chunk){}{}{}",
+             without --enable-mixed-chunk){}{}{}{}",
+            if a.mixed_chunk.contains(&true) {
+                "; with --mixed-chunk on (mixed_batches = \"true\", ids ending in mixed, commands with \
+                 --enable-mixed-chunk) a prompt chunk runs in one step with the running decodes, which then wait for \
+                 no prompt but each take a token of the chunk's budget"
+            } else {
+                ""
+            },
             if dp_attention {
                 format!(
                     "; under DP attention each rank runs its own scheduler, with --chunked-prefill-size and \
@@ -998,6 +1008,7 @@ fn check_args(a: &PlanArgs) -> Result<()> {
         );
     }
     check_balances(a)?;
+    check_mixed_chunk(a)?;
     // Refused here, before any configuration runs, not as each one's failure.
     if let Some(&tokens) = a.spec_tokens.0.iter().find(|&&k| k > 0) {
         spec_decoding(tokens, a.spec_acceptance, a.spec_draft_cost).check().map_err(|e| anyhow!(e))?;
@@ -1078,6 +1089,23 @@ fn check_balances(a: &PlanArgs) -> Result<()> {
     Ok(())
 }
 
+/// `--mixed-chunk`: each switch once, and `on` only behind SGLang, whose
+/// scheduler alone runs prompts and decodes apart.
+fn check_mixed_chunk(a: &PlanArgs) -> Result<()> {
+    let given = &a.mixed_chunk;
+    if given.len() > 1 && given[0] == given[1] || given.len() > 2 {
+        bail!("--mixed-chunk names a switch twice: give off, on, or off,on");
+    }
+    if given.contains(&true) && a.serve_engine != crate::launch::Server::Sglang {
+        bail!(
+            "--mixed-chunk on is SGLang's --enable-mixed-chunk, and the plan's server is {}, whose scheduler \
+             already runs a prompt chunk beside the running decodes: add --serve-engine sglang, or drop it",
+            a.serve_engine.title()
+        );
+    }
+    Ok(())
+}
+
 /// The `--load-balance-method`s searched, each with what it does, as the
 /// note on SGLang's scheduler says them.
 fn balances_said(methods: &[LoadBalance]) -> String {
@@ -1141,6 +1169,9 @@ fn id_of(search: &Search, c: &Candidate) -> String {
     }
     if c.balance != LoadBalance::Auto {
         id.push_str(&format!(" {}", c.balance));
+    }
+    if c.mixed {
+        id.push_str(" mixed");
     }
     // A unit not in lowest terms (`--pd 2:2`) is another deployment than
     // the lowest terms' units of the same pools (`1:1` twice): its ratio
@@ -1377,10 +1408,10 @@ impl Search<'_> {
             cfg.scheduler = SchedulerPolicy::Sglang;
             cfg.load_balance = c.balance;
             // SGLang computes prompts and decodes in separate steps unless
-            // started with `--enable-mixed-chunk` (off by default, and its
-            // scripts here leave it off); disaggregated instances prefill or
-            // decode, never both.
-            cfg.mixed_batches = c.pd.is_some();
+            // started with `--enable-mixed-chunk` (off by default; on where
+            // `--mixed-chunk` searches it); disaggregated instances prefill
+            // or decode, never both.
+            cfg.mixed_batches = c.pd.is_some() || c.mixed;
         }
         cfg
     }
@@ -1420,6 +1451,15 @@ impl Search<'_> {
         match self.has_ranks(c) {
             true => self.args.load_balance_method.clone(),
             false => vec![LoadBalance::Auto],
+        }
+    }
+
+    /// Whether `c` is searched with each of `--mixed-chunk`: colocated
+    /// under SGLang's scheduler; elsewhere once, as it runs.
+    fn mixings(&self, c: &Candidate) -> Vec<bool> {
+        match self.sglang_scheduler() && c.pd.is_none() {
+            true => self.args.mixed_chunk.clone(),
+            false => vec![false],
         }
     }
 
@@ -1726,13 +1766,16 @@ impl Search<'_> {
                                         for &spec in &a.spec_tokens.0 {
                                             for c in &cs {
                                                 for balance in self.balances(c) {
-                                                    counted += 1;
-                                                    group.push(Candidate {
-                                                        router: router_of(c),
-                                                        spec,
-                                                        balance,
-                                                        ..c.clone()
-                                                    });
+                                                    for mixed in self.mixings(c) {
+                                                        counted += 1;
+                                                        group.push(Candidate {
+                                                            router: router_of(c),
+                                                            spec,
+                                                            balance,
+                                                            mixed,
+                                                            ..c.clone()
+                                                        });
+                                                    }
                                                 }
                                             }
                                         }
@@ -1745,7 +1788,8 @@ impl Search<'_> {
                                                  the most one plan searches: shorten them (--gpu, --precision, \
                                                  --tp, --pp, --ep, --pd, --max-num-seqs, \
                                                  --max-num-batched-tokens, --spec-tokens, \
-                                                 --load-balance-method), e.g. powers of two of the batch limits"
+                                                 --load-balance-method, --mixed-chunk), e.g. powers of two of \
+                                                 the batch limits"
                                             );
                                         }
                                     }
@@ -2175,6 +2219,7 @@ impl Search<'_> {
             router: RouterPolicy::LeastLoaded,
             spec: 0,
             balance: LoadBalance::Auto,
+            mixed: false,
         }
     }
 
@@ -2364,8 +2409,13 @@ impl Search<'_> {
         let cfg = self.engine(c);
         if cfg.scheduler == SchedulerPolicy::Sglang {
             params.insert("scheduler".into(), "sglang".into());
+            // Named where SGLang's steps are its own default (apart), and
+            // where `--mixed-chunk on` mixed them, which its command then
+            // turns on.
             if !cfg.mixed_batches {
                 params.insert("mixed_batches".into(), "false".into());
+            } else if c.mixed {
+                params.insert("mixed_batches".into(), "true".into());
             }
             // SGLang's own flag and spelling, which its command and a grid
             // take: where not its default, or where the search tried
@@ -2979,6 +3029,7 @@ mod tests {
             router: RouterPolicy::LeastLoaded,
             spec: 0,
             balance: LoadBalance::Auto,
+            mixed: false,
         }
     }
 

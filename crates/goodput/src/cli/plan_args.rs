@@ -163,6 +163,9 @@ pub struct PlanArgs {
     /// Under --serve-engine sglang: SGLang's --load-balance-method for the ranks of its DP attention, a list to try: auto (its default: round-robin, and on a disaggregated prefill instance the bootstrap room), round-robin, total-requests, total-tokens. A configuration with ranks (more --ep than --tp, in either pool) runs each; one without runs once.
     #[arg(long, value_delimiter = ',', value_parser = parse_load_balance, default_value = "auto")]
     pub load_balance_method: Vec<goodput_sim::engine::LoadBalance>,
+    /// Under --serve-engine sglang: prompts and decodes in separate steps (off, SGLang's default) or a prompt chunk and the running decodes in one (on: its --enable-mixed-chunk), a list to try: off,on runs each colocated configuration both ways (a disaggregated instance prefills or decodes, and runs once).
+    #[arg(long, value_delimiter = ',', value_parser = parse_on_off, default_value = "off")]
+    pub mixed_chunk: Vec<bool>,
     /// Share of GPU memory the engine may use.
     #[arg(long, default_value_t = 0.9, value_parser = number("--gpu-memory-utilization", "a share of GPU memory", "0.9", Units::Share))]
     pub gpu_memory_utilization: f64,
@@ -226,6 +229,12 @@ pub struct PlanArgs {
     /// The drafter of the configurations that draft (--spec-tokens): eagle3=WEIGHTS (an EAGLE-3 head), eagle=WEIGHTS, draft=WEIGHTS (a smaller model with the same tokenizer) or mtp (the model's own multi-token-prediction layers, as DeepSeek-V3's) [default: the one published for the catalog model, where goodput knows one].
     #[arg(long, value_name = "DRAFTER", value_parser = |s: &str| s.parse::<crate::launch::Drafter>(), help_heading = "Measuring the plan")]
     pub serve_drafter: Option<crate::launch::Drafter>,
+}
+
+/// One of `--mixed-chunk`'s list: on or off (true or false, yes or no, 1 or 0).
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    goodput_core::doc::overlay::mixed_batches_value(s)
+        .ok_or_else(|| format!("'{s}' is neither on nor off: give off (SGLang's default), on, or off,on to try both"))
 }
 
 /// One of `--load-balance-method`'s list, as SGLang or goodput spells it.

@@ -2254,3 +2254,58 @@ fn plan_searches_sglangs_load_balance_method_on_the_ranks_of_dp_attention() {
     let e = refused(&["--serve-engine", "sglang", "--load-balance-method", "fewest"]);
     assert!(e.contains("unknown --load-balance-method `fewest`"), "{e}");
 }
+
+/// Behind SGLang, `--mixed-chunk off,on` runs each colocated configuration
+/// with prompts and decodes apart (SGLang's default) and with a prompt chunk
+/// beside the running decodes (`--enable-mixed-chunk`); a disaggregated one
+/// runs once. Mixed, the decodes stall behind no prompt: at 64 users of
+/// 2,048-token prompts the p99 TPOT falls and the output rises. Each is
+/// named in its id, its parameters and its command; `on` without SGLang,
+/// a switch twice, or another word is refused with the fix.
+#[test]
+fn plan_searches_sglangs_mixed_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("mixed.json");
+    let base = |c: &mut assert_cmd::Command| {
+        c.args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2.5", "--gpus", "2", "--tp", "1"])
+            .args(["--pp", "1", "--precision", "fp8", "--max-num-batched-tokens", "2048", "--concurrency", "64"])
+            .args(["--requests-per-user", "2", "--input-tokens", "2048", "--output-tokens", "64"])
+            .args(["--percentile", "99"]);
+    };
+    let mut c = goodput();
+    base(&mut c);
+    c.args(["--serve-engine", "sglang", "--mixed-chunk", "off,on", "--pd", "1:1", "-o"]).arg(&out).assert().success();
+    let doc = read_json(&out);
+    assert_valid(&doc, "FrontierResult", "plan --mixed-chunk");
+    let configs = doc["configs"].as_array().unwrap();
+    let ids: Vec<&str> = configs.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        ["h100-sxm tp1x2 fp8 mbt2048", "h100-sxm tp1x2 fp8 mbt2048 mixed", "h100-sxm 1P+1D tp1 fp8 mbt2048"]
+    );
+    let mixed = |i: usize| configs[i]["params"].get("mixed_batches").and_then(Value::as_str);
+    assert_eq!([mixed(0), mixed(1), mixed(2)], [Some("false"), Some("true"), None]);
+    let command = |i: usize| configs[i]["serve_command"]["command"].as_str().unwrap().to_string();
+    assert!(!command(0).contains("--enable-mixed-chunk"), "{}", command(0));
+    assert!(command(1).contains("--enable-mixed-chunk"), "{}", command(1));
+    assert!(!command(2).contains("--enable-mixed-chunk"), "{}", command(2));
+    let at = |i: usize| {
+        let p = &configs[i]["points"][0];
+        (p["tpot_ms"].as_f64().unwrap(), p["output_tokens_per_s_per_gpu"].as_f64().unwrap())
+    };
+    let ((apart_tpot, apart_out), (mixed_tpot, mixed_out)) = (at(0), at(1));
+    assert!(mixed_tpot < apart_tpot && mixed_out > apart_out, "apart {:?}, mixed {:?}", at(0), at(1));
+    assert!(doc["notes"].to_string().contains("with --mixed-chunk on"), "{}", doc["notes"]);
+    // Refused, each with its fix.
+    let refused = |extra: &[&str]| {
+        let mut c = goodput();
+        base(&mut c);
+        c.args(extra).refusal()
+    };
+    let e = refused(&["--mixed-chunk", "on"]);
+    assert!(e.contains("add --serve-engine sglang"), "{e}");
+    let e = refused(&["--serve-engine", "sglang", "--mixed-chunk", "on,true"]);
+    assert!(e.contains("names a switch twice"), "{e}");
+    let e = refused(&["--serve-engine", "sglang", "--mixed-chunk", "sometimes"]);
+    assert!(e.contains("'sometimes' is neither on nor off"), "{e}");
+}
