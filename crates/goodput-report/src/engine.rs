@@ -95,6 +95,8 @@ impl EngineView for SimulatedEngine {
         match c.scheduler.as_str() {
             "trtllm" => parts.push("TensorRT-LLM scheduler".into()),
             "sglang" => parts.push(match &c.load_balance_method {
+                // A dense model's replicas, where its controller picks them.
+                Some(m) if ranks <= 1 && c.pd.is_none() => format!("SGLang scheduler (replicas by {m})"),
                 Some(m) => format!("SGLang scheduler (ranks by {m})"),
                 None => "SGLang scheduler".into(),
             }),

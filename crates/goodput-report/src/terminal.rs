@@ -798,7 +798,12 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
         for (pool, replicas) in crate::engine::pools(e) {
             let (spread, each) = crate::engine::replica_spread(replicas, e.makespan_s);
             let spread = spread.map_or("—".into(), |x| format!("{x:.2}"));
-            let _ = writeln!(o, "  {pool}: busiest {spread}× the mean · requests {each}");
+            // A dense model's replicas behind SGLang's controller: its method.
+            let by = match (&e.config.load_balance_method, &e.config.router, &e.config.pd) {
+                (Some(m), None, None) if e.config.ep <= e.config.tp.max(1) => format!(" · SGLang's controller by {m}"),
+                _ => String::new(),
+            };
+            let _ = writeln!(o, "  {pool}: busiest {spread}× the mean · requests {each}{by}");
         }
     }
     if let (Some(pd), Some(pools)) = (&e.config.pd, e.config.pools_routed()) {
@@ -842,7 +847,8 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
             }
         }
         if let Some(m) = &c.load_balance_method {
-            let _ = write!(o, " · SGLang's ranks by {m}");
+            let whose = if c.pd.is_none() && c.ep <= tp { "replicas" } else { "ranks" };
+            let _ = write!(o, " · SGLang's {whose} by {m}");
         }
         o.push('\n');
     }

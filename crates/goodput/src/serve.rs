@@ -181,7 +181,9 @@ fn scheduler_words(cfg: &goodput_sim::engine::EngineConfig) -> String {
         (SchedulerPolicy::Vllm, _) => String::new(),
         (SchedulerPolicy::Trtllm, _) => " · TensorRT-LLM's scheduler".into(),
         (SchedulerPolicy::Sglang, None) => " · SGLang's scheduler".into(),
-        (SchedulerPolicy::Sglang, Some(m)) => format!(" · SGLang's scheduler (ranks by {m})"),
+        (SchedulerPolicy::Sglang, Some(m)) => {
+            format!(" · SGLang's scheduler ({} by {m})", cfg.load_balance_targets())
+        }
     }
 }
 

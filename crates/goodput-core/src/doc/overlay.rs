@@ -177,8 +177,9 @@ pub fn same_value(knob: &str, a: &str, b: &str) -> bool {
 pub const RANK_BALANCE: &str = "load_balance_method";
 
 /// Whether a configuration's settings run SGLang's scheduler over ranks of
-/// DP attention: more `ep` than `tp`, in either pool of a `pd` (whose
-/// sides may name their own, `1xEP8:1xEP16`).
+/// DP attention (more `ep` than `tp`, in either pool of a `pd`, whose
+/// sides may name their own, `1xEP8:1xEP16`) or over replicas of a dense
+/// model (`dp` above 1, no `pd`), among which its controller picks.
 fn sglang_ranks(params: &crate::doc::frontier::ParamMap) -> bool {
     let of =
         |knob: &str| params.iter().find(|(k, _)| knob_of(k) == Some(knob)).map(|(_, v)| v.trim().to_ascii_lowercase());
@@ -194,7 +195,7 @@ fn sglang_ranks(params: &crate::doc::frontier::ParamMap) -> bool {
     };
     match of("pd") {
         Some(pd) => pd.split(':').any(pool),
-        None => ep > tp,
+        None => ep > tp || size("dp") > 1,
     }
 }
 
@@ -1095,9 +1096,10 @@ mod tests {
         config(id, &refs, points)
     }
 
-    /// SGLang's `load_balance_method` is the router's knob on dense data
-    /// parallelism, and its own on ranks of DP attention (colocated, or in
-    /// either pool of a `pd`), beside a router between the groups: so a
+    /// SGLang's `load_balance_method` is its own knob under its scheduler,
+    /// on ranks of DP attention (colocated, or in either pool of a `pd`),
+    /// beside a router between the groups, and on a dense model's replicas
+    /// (its controller); the router's under vLLM's scheduler: so a
     /// measured configuration of each method pairs with the plan's of that
     /// method, `auto` where it names none.
     #[test]
@@ -1110,6 +1112,8 @@ mod tests {
         assert_eq!((k[RANK_BALANCE].as_str(), k["router"].as_str(), other.len()), ("total_tokens", "power_of_two", 0));
         let (k, _) =
             knobs_of(&params(&[("scheduler", "sglang"), ("dp", "2"), ("load_balance_method", "total_requests")]));
+        assert_eq!((k[RANK_BALANCE].as_str(), k.get("router")), ("total_requests", None));
+        let (k, _) = knobs_of(&params(&[("dp", "2"), ("load_balance_method", "total_requests")]));
         assert_eq!((k.get(RANK_BALANCE), k["router"].as_str()), (None, "total_requests"));
         // A pool's own EP makes ranks; under vLLM's scheduler it stays the router's.
         let pools = |pd: &str, scheduler: &str| {

@@ -190,7 +190,10 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             // where it differs).
             tp: cfg.pool_tp(false),
             dp: cfg.dp,
-            router: (cfg.dp > 1 || cfg.pd.is_some()).then(|| cfg.router.to_string()),
+            // SGLang's controller, where it takes the router's place, is
+            // named by its method (`load_balance_method`).
+            router: ((cfg.dp > 1 || cfg.pd.is_some()) && cfg.dense_controller().is_none())
+                .then(|| cfg.router.to_string()),
             router_poll_s: cfg.router_poll_s.filter(|_| cfg.dp > 1),
             ep: cfg.pool_ep(false),
             pp: cfg.pp,
@@ -386,8 +389,36 @@ impl EngineConfig {
         }
     }
 
+    /// What `--load-balance-method` picks among: SGLang's DP-attention
+    /// ranks, or a dense model's replicas ([`EngineConfig::dense_controller`]).
+    pub fn load_balance_targets(&self) -> &'static str {
+        if self.attention_ranks() <= 1 && self.pd.is_none() {
+            "replicas"
+        } else {
+            "ranks"
+        }
+    }
+
+    /// SGLang's data-parallel controller in front of `--dp` replicas of a
+    /// dense model (no DP attention, not disaggregated), where
+    /// `--load-balance-method` names one of its methods: it takes the
+    /// router's place ([`crate::engine::Router::controlled`]).
+    pub fn dense_controller(&self) -> Option<LoadBalance> {
+        let method = matches!(
+            self.load_balance,
+            LoadBalance::RoundRobin | LoadBalance::TotalRequests | LoadBalance::TotalTokens
+        );
+        (self.scheduler == SchedulerPolicy::Sglang
+            && self.pd.is_none()
+            && self.attention_ranks() <= 1
+            && self.dp > 1
+            && method)
+            .then_some(self.load_balance)
+    }
+
     /// `--load-balance-method` chooses among the ranks of SGLang's DP
-    /// attention: refused under another scheduler, where no instance has
+    /// attention, or (a dense model's `--dp` replicas) among the replicas:
+    /// refused under another scheduler, where no instance has
     /// ranks (or, given for each pool, where that pool has none), and
     /// (`follow-bootstrap-room`) where no router gives a room.
     fn check_load_balance(&self) -> Result<(), Error> {
@@ -404,7 +435,7 @@ impl EngineConfig {
             bad(format!(
                 "--load-balance-method {given} picks one of {which} DP-attention ranks, and {has} one: give a mixture \
                  of experts more --ep than --tp (--tp 1 --ep 8 --dp 8: eight ranks, each with its own scheduler), or \
-                 drop it (replicas behind a router are --dp with --router)"
+                 without --pd several replicas (--dp 2: SGLang's controller picks one of them), or drop it"
             ))
         };
         match (self.pd, self.decode_load_balance) {
@@ -430,6 +461,18 @@ impl EngineConfig {
                 }
             }
             (None, None) => {
+                // Replicas of a dense model: SGLang's controller picks one.
+                if self.attention_ranks() <= 1 && self.dp > 1 {
+                    if self.load_balance == LoadBalance::FollowBootstrapRoom {
+                        return bad(
+                            "--load-balance-method follow-bootstrap-room follows the room SGLang's router gives a \
+                             disaggregated request, and without --pd there is none: use round-robin, total-requests \
+                             or total-tokens"
+                                .into(),
+                        );
+                    }
+                    return Ok(());
+                }
                 if self.attention_ranks() <= 1 {
                     return one_rank("an instance's", "each instance here has");
                 }

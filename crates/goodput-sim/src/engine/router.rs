@@ -3,11 +3,15 @@
 //! of real replicas sees: the requests it sent each replica and has not seen
 //! end, and (prefix-aware) the prompts it sent them, not the replicas' own
 //! caches; power-of-two on polled loads compares what the replicas report
-//! (their tokens), as SGLang's router does.
+//! (their tokens), as SGLang's router does. In front of replicas of a
+//! dense model under SGLang's scheduler, `--load-balance-method` puts
+//! SGLang's data-parallel controller in the router's place
+//! ([`Router::controlled`]), reading the loads the replicas publish.
 
 use super::calibration::splitmix64;
 use super::error::Error;
 use super::kv::{BlockMap, Prompt};
+use super::scheduler::{Controller, Load, LoadBalance, Published};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::fmt;
@@ -100,6 +104,8 @@ pub struct Router {
     record_cap: usize,
     /// Power-of-two with polled loads: what it compares.
     poll: Option<Poll>,
+    /// SGLang's data-parallel controller, which picks instead of the policy.
+    controller: Option<Controller>,
 }
 
 /// Loads polled every `every_s` seconds from the run's start, as SGLang's
@@ -158,7 +164,23 @@ impl Router {
             records: if policy == RouterPolicy::PrefixAware { vec![Record::default(); replicas] } else { Vec::new() },
             record_cap: blocks_per_replica.max(1) as usize,
             poll: None,
+            controller: None,
         }
+    }
+
+    /// SGLang's data-parallel controller by `method` (round-robin,
+    /// total-requests or total-tokens) in place of the policy, as a server
+    /// started with `--dp-size` sends its requests to its replicas; `None`,
+    /// or another method, leaves the policy.
+    pub fn controlled(mut self, method: Option<LoadBalance>) -> Router {
+        self.controller = method.and_then(|m| Controller::new(m, self.in_flight.len()));
+        self
+    }
+
+    /// Whether it reads the loads the replicas publish (each must then
+    /// publish them: [`crate::engine::Engine::publish_loads`]).
+    pub fn reads_published(&self) -> bool {
+        self.controller.as_ref().is_some_and(Controller::reads_loads)
     }
 
     /// Power-of-two comparing the loads it polled every `every_s` seconds
@@ -208,6 +230,23 @@ impl Router {
     /// fell due since the last routing is taken first: `load(i)` is replica
     /// `i`'s load then, asked only for a poll.
     pub fn route_at(&mut self, prompt: &Prompt, now_s: f64, load: impl Fn(usize) -> u64) -> usize {
+        self.route_with(prompt, now_s, load, |_| (Load::default(), 0))
+    }
+
+    /// [`Router::route_at`], `published(i)` giving what replica `i` last
+    /// published, which SGLang's controller reads ([`Router::controlled`]).
+    pub fn route_with(
+        &mut self,
+        prompt: &Prompt,
+        now_s: f64,
+        load: impl Fn(usize) -> u64,
+        published: impl Fn(usize) -> Published,
+    ) -> usize {
+        if let Some(c) = self.controller.as_mut() {
+            let i = c.dispatch(now_s, prompt.len(), published);
+            self.in_flight[i] += 1;
+            return i;
+        }
         if let Some(p) = self.poll.as_mut().filter(|p| now_s >= p.next_s) {
             for (i, l) in p.loads.iter_mut().enumerate() {
                 *l = load(i);

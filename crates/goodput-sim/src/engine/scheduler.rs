@@ -27,7 +27,7 @@ macro_rules! stop_rank {
 mod balance;
 mod sglang;
 mod trtllm;
-pub use balance::LoadBalance;
+pub use balance::{Controller, Load, LoadBalance, Published};
 pub use sglang::{sglang_default_chunk, sglang_default_max_running, SGLANG_DP_ATTENTION_CONSERVATIVENESS};
 pub use trtllm::{SchedulerPolicy, TRTLLM_MAX_BATCH_SIZE};
 
@@ -400,6 +400,9 @@ pub struct Engine {
     /// SGLang's data-parallel controller where it counts the ranks' loads
     /// (`--load-balance-method total-requests` or `total-tokens`).
     balancer: Option<balance::Balancer>,
+    /// A replica of a dense model behind SGLang's data-parallel controller
+    /// publishes its load ([`Engine::publish_loads`]).
+    publisher: Option<balance::Publisher>,
 }
 
 /// A pipeline's prompt chunk whose trip through every stage outlasts its
@@ -487,6 +490,7 @@ impl Engine {
             balancer: (cfg.scheduler == SchedulerPolicy::Sglang && ranked > 1)
                 .then(|| balance::Balancer::new(cfg.load_balance, ranked))
                 .flatten(),
+            publisher: None,
             cfg,
         };
         // Each rank schedules its own requests.
@@ -1072,6 +1076,12 @@ impl Engine {
             self.count_ranks();
             self.rank_seen_age = Duration::ZERO;
         }
+        // A replica behind SGLang's controller publishes its load, as
+        // each rank of its DP attention does (`balance.rs`).
+        if let Some(mut p) = self.publisher.take() {
+            p.after_step(!self.has_work(), out.batch.prefills > 0, || self.own_load());
+            self.publisher = Some(p);
+        }
         // SGLang's ranks publish their loads (`balance.rs`).
         if let Some(mut b) = self.balancer.take() {
             let prefilled = |r: usize| self.sglang_prompts.get(r).is_some_and(|&n| n > 0);
@@ -1081,11 +1091,36 @@ impl Engine {
         stepped
     }
 
+    /// Has this engine, a replica of a dense model behind SGLang's
+    /// data-parallel controller, publish its load after its steps: after a
+    /// step that prefilled, on its 15th step without, and when it runs out
+    /// of work ([`Engine::published_load`]).
+    pub fn publish_loads(&mut self) {
+        self.publisher = Some(balance::Publisher::default());
+    }
+
+    /// The load this replica last published, and how many it has
+    /// published; `None` where it does not publish.
+    pub fn published_load(&self) -> Option<Published> {
+        self.publisher.map(|p| p.published())
+    }
+
+    /// The whole engine's load as SGLang's scheduler publishes it: its
+    /// requests, running and waiting, and the tokens they hold (as a
+    /// rank's, [`Engine::rank_snapshot`]).
+    fn own_load(&self) -> Load {
+        let held = self.pools.iter().map(BlockPool::held_tokens).sum::<u64>();
+        let queued = self.waiting.iter().chain(&self.unranked).map(|&s| &self.slots[s as usize]);
+        let queued = queued.filter(|q| q.blocks.is_empty()).map(|q| u64::from(q.prompt_len) + u64::from(q.num_output));
+        let requests = self.running.len() + self.waiting.len() + self.unranked.len() + self.late.len();
+        Load { requests: requests as u64, tokens: held + queued.sum::<u64>() }
+    }
+
     /// Rank `r`'s load as SGLang's scheduler publishes it: its requests,
     /// running and waiting, and the tokens they hold (the KV its pool holds
     /// for them, and the whole sequence of each waiting request that holds
     /// none: `num_total_tokens`).
-    fn rank_snapshot(&self, r: usize) -> balance::Load {
+    fn rank_snapshot(&self, r: usize) -> Load {
         let held = self.pools[r].held_tokens();
         let queued = self
             .waiting
@@ -1094,7 +1129,7 @@ impl Engine {
             .filter(|q| q.rank as usize == r && q.blocks.is_empty())
             .map(|q| u64::from(q.prompt_len) + u64::from(q.num_output))
             .sum::<u64>();
-        balance::Load { requests: u64::from(self.rank_load[r]), tokens: held + queued }
+        Load { requests: u64::from(self.rank_load[r]), tokens: held + queued }
     }
 
     /// [`step_into`](Self::step_into)'s step, the engine having work.

@@ -20,6 +20,9 @@ pub(super) struct Observed {
     /// ([`Engine::load_tokens`]), published with `engine` where a router
     /// polls it (`None`: none does, and it is not counted).
     pub(super) load_tokens: Option<u64>,
+    /// What the replica last published to SGLang's data-parallel
+    /// controller ([`Engine::published_load`]), where it publishes.
+    pub(super) published: Option<crate::engine::Published>,
     pub(super) ttft: Histogram,
     pub(super) itl: Histogram,
     pub(super) e2e: Histogram,
@@ -46,6 +49,7 @@ impl Observed {
         if let Some(l) = &mut self.load_tokens {
             *l = engine.load_tokens();
         }
+        self.published = engine.published_load();
     }
 
     /// `polled`: a router polls the replica's load ([`Observed::publish`]).
@@ -53,6 +57,7 @@ impl Observed {
         Observed {
             engine: engine.stats(),
             load_tokens: polled.then(|| engine.load_tokens()),
+            published: engine.published_load(),
             ttft: Histogram::new(TTFT_BUCKETS),
             itl: Histogram::new(ITL_BUCKETS),
             e2e: Histogram::new(REQUEST_LATENCY_BUCKETS),

@@ -71,7 +71,12 @@ impl EngineServer {
             e.hold_finished();
         }
         let router = Router::new(cfg.engine.router, engines.len() - prefill, capacity.num_blocks)
-            .polled(cfg.engine.router_poll_s);
+            .polled(cfg.engine.router_poll_s)
+            .controlled(cfg.engine.dense_controller());
+        // SGLang's controller reads the loads the replicas publish.
+        if router.reads_published() {
+            engines.iter_mut().for_each(Engine::publish_loads);
+        }
         let mut commands = Vec::new();
         let mut observed = Vec::new();
         let mut drivers = Vec::new();
@@ -111,7 +116,8 @@ impl EngineServer {
         let now_s = self.started.elapsed().as_secs_f64() * self.cfg.speed;
         let (offset, observed) = (self.decode_offset(), &self.observed);
         let load = |i: usize| observed.get(offset + i).and_then(|o| lock(o).load_tokens).unwrap_or(0);
-        let replica = lock(&self.router).route_at(prompt, now_s, load);
+        let published = |i: usize| observed.get(offset + i).and_then(|o| lock(o).published).unwrap_or_default();
+        let replica = lock(&self.router).route_with(prompt, now_s, load, published);
         (replica, self.commands[offset + replica].clone())
     }
 

@@ -512,6 +512,57 @@ async fn data_parallel_replicas_each_serve_and_show_under_their_own_engine_label
     drop(open);
 }
 
+/// SGLang's controller in front of a dense model's replicas, served: by
+/// tokens, five short requests all go away from the replica holding a long
+/// prompt, where the router (or the controller's round-robin) would have
+/// split them; and once a long request has ended, its replica's snapshot
+/// (it published on running out of work) shows it empty again, and four
+/// short ones split two and two (without it, the controller would still
+/// count the long prompt there and send all four to the other).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sglangs_controller_sends_short_requests_away_from_a_replica_holding_a_long_one() {
+    let served = |method: &'static str, long_ends: bool| async move {
+        let mut cfg = config();
+        cfg.engine.dp = 2;
+        cfg.engine.scheduler = goodput_sim::engine::SchedulerPolicy::Sglang;
+        cfg.engine.load_balance = method.parse().unwrap();
+        let (base, _server, _stop) = start(cfg).await;
+        let http = client();
+        let body = |n: usize, salt: &str| json!({"prompt": words(n, salt), "max_tokens": 20_000, "stream": true});
+        // Held open (each decodes for minutes of wall time) until the end.
+        let mut open = Vec::new();
+        let mut long = post(&http, format!("{base}/v1/completions"), &body(3000, "long"));
+        if long_ends {
+            long =
+                post(&http, format!("{base}/v1/completions"), &json!({"prompt": words(3000, "long"), "max_tokens": 1}));
+            assert!(long.send().await.unwrap().status().is_success());
+        } else {
+            let mut long = long.send().await.unwrap();
+            assert!(long.chunk().await.unwrap().is_some());
+            open.push(long);
+        }
+        // Its replica published after its prefill; the controller reads
+        // 20 ms of the server's clock after its last read (2 ms of wall time).
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        for k in 0..if long_ends { 4 } else { 5 } {
+            let mut r = post(&http, format!("{base}/v1/completions"), &body(8, &format!("s{k}"))).send().await.unwrap();
+            assert!(r.chunk().await.unwrap().is_some());
+            open.push(r);
+        }
+        let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+        let running = |engine: u32| {
+            metric(&text, &format!("vllm:num_requests_running{{engine=\"{engine}\",model_name=\"sim-8b\"}}"))
+        };
+        let mut split = [running(0), running(1)];
+        split.sort_by(f64::total_cmp);
+        drop(open);
+        split
+    };
+    assert_eq!(served("total-tokens", false).await, [1.0, 5.0]);
+    assert_eq!(served("round-robin", false).await, [3.0, 3.0]);
+    assert_eq!(served("total-tokens", true).await, [2.0, 2.0]);
+}
+
 /// Power-of-two on polled loads, served: between polls every request
 /// goes to the replica that was lighter at the last poll. A first request
 /// lands on either (the poll at the start saw none); after the next poll

@@ -112,24 +112,140 @@ pub const SNAPSHOT_STEPS: u32 = 15;
 /// (`DataParallelController.refresh_load_budget`).
 pub const READ_INTERVAL: Duration = Duration::from_millis(20);
 
-/// One rank's counts: its requests, and the tokens they hold.
+/// One rank's (or replica's) counts: its requests, and the tokens they hold.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Load {
+pub struct Load {
     pub requests: u64,
     pub tokens: u64,
+}
+
+/// What a rank or a replica last published: its counts, and how many
+/// snapshots it has published (the controller takes only a newer one).
+pub type Published = (Load, u64);
+
+/// One scheduler's snapshots: it publishes after a step in which it
+/// prefilled, on its 15th step without, and when it runs out of work.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Publisher {
+    published: Published,
+    /// Steps since the last snapshot.
+    steps: u32,
+}
+
+impl Publisher {
+    pub fn published(&self) -> Published {
+        self.published
+    }
+
+    /// After a step: publishes `load()` where the step prefilled, where it
+    /// was the 15th without a snapshot, or where the scheduler is `idle`.
+    pub fn after_step(&mut self, idle: bool, prefilled: bool, load: impl FnOnce() -> Load) {
+        self.steps += 1;
+        if idle || prefilled || self.steps >= SNAPSHOT_STEPS {
+            self.steps = 0;
+            self.published = (load(), self.published.1 + 1);
+        }
+    }
+}
+
+/// The controller's counts of each rank or replica, each with the serial
+/// of the snapshot it was read from: between reads it adds what it sends.
+#[derive(Debug, Clone)]
+struct View {
+    by_tokens: bool,
+    seen: Vec<Published>,
+}
+
+impl View {
+    /// The view of `n` for `method`, where it counts (`None` for the
+    /// methods that read no load).
+    fn new(method: LoadBalance, n: usize) -> Option<View> {
+        let by_tokens = match method {
+            LoadBalance::TotalRequests => false,
+            LoadBalance::TotalTokens => true,
+            _ => return None,
+        };
+        Some(View { by_tokens, seen: vec![(Load::default(), 0); n] })
+    }
+
+    /// Takes each newer snapshot in place of its count.
+    fn read(&mut self, published: impl Fn(usize) -> Published) {
+        for (i, seen) in self.seen.iter_mut().enumerate() {
+            let (load, n) = published(i);
+            if seen.1 != n {
+                *seen = (load, n);
+            }
+        }
+    }
+
+    /// The lightest (by requests, or by tokens and then requests; the
+    /// first on a tie), counted with one more request of `prompt` tokens.
+    fn pick(&mut self, prompt: u32) -> usize {
+        let key = |l: &Load| if self.by_tokens { (l.tokens, l.requests) } else { (l.requests, 0) };
+        let i = (0..self.seen.len()).min_by_key(|&i| key(&self.seen[i].0)).unwrap_or(0);
+        let load = &mut self.seen[i].0;
+        load.requests += 1;
+        if self.by_tokens {
+            load.tokens += u64::from(prompt);
+        }
+        i
+    }
+}
+
+/// SGLang's data-parallel controller in front of replicas of a dense model
+/// (`--dp-size` without DP attention): the same methods as for ranks, each
+/// replica publishing its own snapshots ([`Publisher`]), the controller
+/// reading them at most every 20 ms of the run's clock.
+#[derive(Debug, Clone)]
+pub struct Controller {
+    /// `None`: round-robin.
+    view: Option<View>,
+    next: usize,
+    replicas: usize,
+    last_read_s: Option<f64>,
+}
+
+impl Controller {
+    /// The controller of `replicas` for `method`: round-robin,
+    /// total-requests or total-tokens (`None` for another).
+    pub fn new(method: LoadBalance, replicas: usize) -> Option<Controller> {
+        let view = match method {
+            LoadBalance::RoundRobin => None,
+            LoadBalance::TotalRequests | LoadBalance::TotalTokens => View::new(method, replicas),
+            _ => return None,
+        };
+        Some(Controller { view, next: 0, replicas: replicas.max(1), last_read_s: None })
+    }
+
+    /// Whether it reads the replicas' snapshots (they must publish them).
+    pub fn reads_loads(&self) -> bool {
+        self.view.is_some()
+    }
+
+    /// The replica a request of `prompt` tokens goes to at `now_s`, each
+    /// replica's last snapshot `published(i)`.
+    pub fn dispatch(&mut self, now_s: f64, prompt: u32, published: impl Fn(usize) -> Published) -> usize {
+        let Some(view) = self.view.as_mut() else {
+            let r = self.next % self.replicas;
+            self.next = (r + 1) % self.replicas;
+            return r;
+        };
+        if self.last_read_s.is_none_or(|t| now_s - t >= READ_INTERVAL.as_secs_f64()) {
+            view.read(published);
+            self.last_read_s = Some(now_s);
+        }
+        view.pick(prompt)
+    }
 }
 
 /// The controller's view of the ranks under `total-requests` or
 /// `total-tokens`, and the snapshots it reads.
 #[derive(Debug, Clone)]
 pub(crate) struct Balancer {
-    by_tokens: bool,
-    /// Each rank's last snapshot and how many it has published.
-    published: Vec<(Load, u64)>,
-    /// Steps each rank ran since its last snapshot.
-    steps: Vec<u32>,
-    /// The controller's counts, and the snapshot each was read from.
-    seen: Vec<(Load, u64)>,
+    /// Each rank's snapshots.
+    ranks: Vec<Publisher>,
+    /// The controller's counts.
+    view: View,
     /// Step time since the controller last read; `None`: it reads at the
     /// next request (the engine's first, or after it ran out of work).
     since_read: Option<Duration>,
@@ -139,39 +255,18 @@ impl Balancer {
     /// The balancer of `ranks` ranks for `method`, where it counts (`None`
     /// for the methods that read no load).
     pub fn new(method: LoadBalance, ranks: usize) -> Option<Balancer> {
-        let by_tokens = match method {
-            LoadBalance::TotalRequests => false,
-            LoadBalance::TotalTokens => true,
-            _ => return None,
-        };
-        Some(Balancer {
-            by_tokens,
-            published: vec![(Load::default(), 0); ranks],
-            steps: vec![0; ranks],
-            seen: vec![(Load::default(), 0); ranks],
-            since_read: None,
-        })
+        Some(Balancer { ranks: vec![Publisher::default(); ranks], view: View::new(method, ranks)?, since_read: None })
     }
 
     /// The rank a request of `prompt` tokens goes to, counted there until
     /// the rank's next snapshot is read.
     pub fn dispatch(&mut self, prompt: u32) -> u32 {
         if self.since_read.is_none_or(|t| t >= READ_INTERVAL) {
-            for (seen, &(load, n)) in self.seen.iter_mut().zip(&self.published) {
-                if seen.1 != n {
-                    *seen = (load, n);
-                }
-            }
+            let ranks = &self.ranks;
+            self.view.read(|r| ranks[r].published());
             self.since_read = Some(Duration::ZERO);
         }
-        let key = |l: &Load| if self.by_tokens { (l.tokens, l.requests) } else { (l.requests, 0) };
-        let rank = (0..self.seen.len()).min_by_key(|&r| key(&self.seen[r].0)).unwrap_or(0);
-        let load = &mut self.seen[rank].0;
-        load.requests += 1;
-        if self.by_tokens {
-            load.tokens += u64::from(prompt);
-        }
-        rank as u32
+        self.view.pick(prompt) as u32
     }
 
     /// After a step of `duration`: each rank that prefilled in it
@@ -187,14 +282,8 @@ impl Balancer {
         load: impl Fn(usize) -> Load,
     ) {
         self.since_read = if idle { None } else { self.since_read.map(|t| t + duration) };
-        for r in 0..self.published.len() {
-            let steps = &mut self.steps[r];
-            *steps += 1;
-            if idle || prefilled(r) || *steps >= SNAPSHOT_STEPS {
-                *steps = 0;
-                let n = self.published[r].1 + 1;
-                self.published[r] = (load(r), n);
-            }
+        for (r, p) in self.ranks.iter_mut().enumerate() {
+            p.after_step(idle, prefilled(r), || load(r));
         }
     }
 }
@@ -233,6 +322,42 @@ mod tests {
         assert_eq!(ranks(LoadBalance::TotalTokens), [0, 1, 1, 0, 0, 1]);
     }
 
+    /// In front of replicas the controller deals round-robin in turn, and
+    /// for the counted methods reads what each replica last published, at
+    /// most every 20 ms of the run's clock, adding what it sends between.
+    #[test]
+    fn the_replicas_controller_reads_their_snapshots_every_20_ms() {
+        let mut rr = Controller::new(LoadBalance::RoundRobin, 3).unwrap();
+        assert_eq!([0.0; 4].map(|t| rr.dispatch(t, 10, |_| (Load::default(), 0))), [0, 1, 2, 0]);
+        assert!(!rr.reads_loads() && Controller::new(LoadBalance::Auto, 2).is_none());
+        let mut c = Controller::new(LoadBalance::TotalTokens, 2).unwrap();
+        let mut published = [(Load { requests: 1, tokens: 5000 }, 1), (Load { requests: 3, tokens: 900 }, 1)];
+        assert_eq!(c.dispatch(0.0, 1000, |i| published[i]), 1, "900 tokens against 5,000");
+        assert_eq!(c.dispatch(0.010, 1000, |i| published[i]), 1, "1,900 with the one sent");
+        // Newer snapshots, but read only 20 ms after the last read.
+        published = [(Load { requests: 0, tokens: 0 }, 2), (Load { requests: 9, tokens: 9000 }, 2)];
+        assert_eq!(c.dispatch(0.015, 4000, |i| published[i]), 1, "2,900 against 5,000: the old view");
+        assert_eq!(c.dispatch(0.016, 100, |i| published[i]), 0, "5,000 against 6,900: the old view");
+        assert_eq!(c.dispatch(0.020, 100, |i| published[i]), 0, "read at 20 ms: 0 against 9,000");
+        // A snapshot already read is not read again.
+        assert_eq!(c.dispatch(0.041, 20000, |i| published[i]), 0, "100 against 9,000");
+        assert_eq!(c.dispatch(0.042, 100, |i| published[i]), 1, "20,100 against 9,000");
+        // A replica publishes after a step that prefilled, on its 15th step
+        // without, and when it runs out of work.
+        let mut p = Publisher::default();
+        let load = |n| move || Load { requests: n, tokens: 0 };
+        p.after_step(false, true, load(4));
+        assert_eq!(p.published(), (Load { requests: 4, tokens: 0 }, 1));
+        for _ in 0..SNAPSHOT_STEPS - 1 {
+            p.after_step(false, false, load(3));
+        }
+        assert_eq!(p.published().1, 1, "14 steps without a prompt");
+        p.after_step(false, false, load(3));
+        assert_eq!(p.published(), (Load { requests: 3, tokens: 0 }, 2));
+        p.after_step(true, false, load(0));
+        assert_eq!(p.published(), (Load::default(), 3));
+    }
+
     /// A rank's snapshot replaces the controller's count only once the rank
     /// has published it and 20 ms have passed since the last read; a rank
     /// that only decodes publishes on its 15th step, one that prefilled at
@@ -264,6 +389,6 @@ mod tests {
         // Out of work: all publish, and the next request reads at once.
         b.after_step(step, true, |_| false, |_| load(0));
         assert_eq!(b.dispatch(10), 0);
-        assert_eq!(b.seen.iter().map(|s| s.0.requests).collect::<Vec<_>>(), [1, 0]);
+        assert_eq!(b.view.seen.iter().map(|s| s.0.requests).collect::<Vec<_>>(), [1, 0]);
     }
 }

@@ -74,7 +74,12 @@ impl<'a> VirtualRun<'a> {
             engine.seed_noise(load.seed.wrapping_add(i as u64));
         }
         let blocks = engines[0].capacity().num_blocks;
-        let router = Router::new(cfg.router, engines.len(), blocks).polled(cfg.router_poll_s);
+        let router =
+            Router::new(cfg.router, engines.len(), blocks).polled(cfg.router_poll_s).controlled(cfg.dense_controller());
+        // SGLang's controller reads the loads the replicas publish.
+        if router.reads_published() {
+            engines.iter_mut().for_each(Engine::publish_loads);
+        }
         let n = load.requests.len();
         let pd = match (cfg.pd, crate::engine::disagg::KvLink::new(cfg)) {
             (Some(pd), Some(link)) => {
@@ -287,7 +292,12 @@ impl<'a> VirtualRun<'a> {
                 continue;
             }
             let engines = &self.engines;
-            let replica = self.router.route_at(&prompt, self.now.as_secs_f64(), |i| engines[i].load_tokens());
+            let replica = self.router.route_with(
+                &prompt,
+                self.now.as_secs_f64(),
+                |i| engines[i].load_tokens(),
+                |i| engines[i].published_load().unwrap_or_default(),
+            );
             self.replica_of[i] = replica as u32;
             if let Err(e) = self.engines[replica].add_request(i as u64, prompt, r.output_tokens) {
                 let message = refused(e)?;

@@ -87,13 +87,17 @@ fn is_sglangs_balance(param: &str) -> bool {
 }
 
 /// Whether the configuration of `hw` runs SGLang's scheduler over ranks of
-/// DP attention (in either pool, disaggregated).
+/// DP attention (in either pool, disaggregated), or over replicas of a
+/// dense model (`dp` above 1, not disaggregated), among which its
+/// data-parallel controller picks.
 fn sglang_ranks(hw: &crate::cli::EngineHwArgs) -> bool {
     let sglang = hw.scheduler.parse::<goodput_sim::engine::SchedulerPolicy>().ok()
         == Some(goodput_sim::engine::SchedulerPolicy::Sglang);
     let pd = hw.pd.as_deref().and_then(|t| Disaggregation::parse(t).ok());
     let ranks = pd.map_or_else(|| ep_ranks(hw.tp, hw.ep), |pd| pd.most_ranks(hw.tp, hw.ep));
-    sglang && ranks > 1
+    // Replicas of a dense model, not disaggregated.
+    let replicas = pd.is_none() && ep_ranks(hw.tp, hw.ep) <= 1 && hw.dp > 1;
+    sglang && (ranks > 1 || replicas)
 }
 
 /// The sweep's `--spec-acceptance` and `--spec-draft-cost`, where a
@@ -279,14 +283,17 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
     // SGLang's --load-balance-method, on a server whose DP attention has
     // ranks, picks among them: the router in front of its groups stays the
     // grid's `router` (plan names both where several groups run), or the
-    // sweep's. Elsewhere it is the replicas' router.
+    // sweep's. On a dense model's replicas under SGLang's scheduler its
+    // controller picks them, in the router's place. Elsewhere it is the
+    // replicas' router.
     match params.0.iter().find(|(k, _)| is_sglangs_balance(k)) {
         Some((_, v)) if sglang_ranks(&args.hw) => args.hw.load_balance_method = v.trim().to_string(),
         Some((_, v)) if goodput_core::doc::overlay::router_name(v).is_some() => args.hw.router = v.trim().to_string(),
         Some((k, v)) => bail!(
-            "--estimate: {k}={v} in {}: SGLang's {v} picks among the ranks of its DP attention (the scheduler \
-             sglang with more ep than tp), and this configuration has none; for replicas the simulator's routers are \
-             round_robin, total_requests (least-loaded), cache_aware and power_of_two",
+            "--estimate: {k}={v} in {}: SGLang's {v} picks among the ranks of its DP attention or its replicas (the \
+             scheduler sglang, with more ep than tp or dp above 1), and this configuration has neither; for \
+             replicas under another scheduler the simulator's routers are round_robin, total_requests \
+             (least-loaded), cache_aware and power_of_two",
             params.id()
         ),
         _ => {}
@@ -552,7 +559,7 @@ mod tests {
             hw,
             [
                 pair("total_tokens", "round-robin"),
-                pair("auto", "total_requests"),
+                pair("total_requests", "round-robin"),
                 pair("auto:total_tokens", "least-loaded"),
                 pair("total_requests", "power_of_two"),
                 pair("total_tokens", "power_of_two"),
@@ -560,9 +567,13 @@ mod tests {
         );
         // Without ranks to pick, a method no router has is refused, before
         // any server starts, naming what it would pick.
-        let dense = grid(&[&[("scheduler", "sglang"), ("dp", "2"), ("load_balance_method", "total_tokens")]]);
-        let e = engine_args(&a, &dense[0], "qwen3-30b-a3b", Path::new("p.json")).unwrap_err().to_string();
-        assert!(e.contains("load_balance_method=total_tokens") && e.contains("ranks of its DP attention"), "{e}");
+        let one = grid(&[&[("scheduler", "sglang"), ("dp", "1"), ("load_balance_method", "total_tokens")]]);
+        let e = engine_args(&a, &one[0], "qwen3-30b-a3b", Path::new("p.json")).unwrap_err().to_string();
+        assert!(e.contains("load_balance_method=total_tokens") && e.contains("has neither"), "{e}");
+        // Under vLLM's scheduler it is the replicas' router.
+        let vllm = grid(&[&[("dp", "2"), ("load_balance_method", "total_requests")]]);
+        let hw = engine_args(&a, &vllm[0], "qwen3-30b-a3b", Path::new("p.json")).unwrap().hw;
+        assert_eq!((hw.load_balance_method.as_str(), hw.router.as_str()), ("auto", "total_requests"));
         let e = check_grid(&grid(&[&[("load_balance_method", "fastest")]])).unwrap_err().to_string();
         assert!(e.contains("load_balance_method=fastest"), "{e}");
     }
