@@ -647,7 +647,17 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
              is admitted while its prompt and whole answer fit beside an estimated share of the running requests' \
              remaining answers, the least advanced are retracted when that share proves short, only prompt chunks \
              are held to --chunked-prefill-size, and prompts and decodes run in separate steps (SGLang's default \
-             without --enable-mixed-chunk){}{}{}{}",
+             without --enable-mixed-chunk){}{}{}{}{}",
+            // A trace runs the replicas whole: SGLang's controller routes
+            // a dense model's, as their one server of --dp-size does.
+            if search.trace.is_some() && doc.configs.iter().any(|c| dense_replicas(&c.params)) {
+                "; with --trace, a dense model's replicas behind round-robin or least-loaded are one SGLang server \
+                 of --dp-size, whose data-parallel controller routes them (its --load-balance-method round_robin, \
+                 or total_requests on the loads the replicas publish, read at most every 20 ms), and were predicted \
+                 so"
+            } else {
+                ""
+            },
             if a.mixed_chunk.contains(&true) {
                 "; with --mixed-chunk on (mixed_batches = \"true\", ids ending in mixed, commands with \
                  --enable-mixed-chunk) a prompt chunk runs in one step with the running decodes, which then wait for \
@@ -1106,6 +1116,16 @@ fn check_mixed_chunk(a: &PlanArgs) -> Result<()> {
     Ok(())
 }
 
+/// Whether a configuration's params are a dense model's replicas behind
+/// round-robin or least-loaded: one SGLang server of `--dp-size`, its
+/// controller routing them ([`Search::replicas_controller`]).
+fn dense_replicas(params: &ParamMap) -> bool {
+    let (tp, ep, _, dp) = crate::launch::sizes(params);
+    let routed = params.get("router").and_then(|r| r.parse::<RouterPolicy>().ok());
+    let controlled = matches!(routed, Some(RouterPolicy::RoundRobin | RouterPolicy::LeastLoaded));
+    !params.contains_key("pd") && ep_ranks(tp, ep) <= 1 && dp > 1 && controlled
+}
+
 /// The `--load-balance-method`s searched, each with what it does, as the
 /// note on SGLang's scheduler says them.
 fn balances_said(methods: &[LoadBalance]) -> String {
@@ -1451,6 +1471,22 @@ impl Search<'_> {
         match self.has_ranks(c) {
             true => self.args.load_balance_method.clone(),
             false => vec![LoadBalance::Auto],
+        }
+    }
+
+    /// Behind SGLang, a dense model's replicas (one server of `--dp-size`,
+    /// its command's `--load-balance-method`: [`crate::launch`]) are routed
+    /// by its data-parallel controller: round-robin in turn, least-loaded as
+    /// its `total-requests`, on the loads the replicas publish. `None`
+    /// elsewhere (another router is replicas behind SGLang's router).
+    fn replicas_controller(&self, c: &Candidate) -> Option<LoadBalance> {
+        if !self.sglang_scheduler() || c.pd.is_some() || c.ranks() > 1 || c.dp < 2 {
+            return None;
+        }
+        match c.router {
+            RouterPolicy::RoundRobin => Some(LoadBalance::RoundRobin),
+            RouterPolicy::LeastLoaded => Some(LoadBalance::TotalRequests),
+            _ => None,
         }
     }
 
@@ -2634,6 +2670,7 @@ impl Search<'_> {
                 cfg.dp = c.dp;
                 cfg.router = c.router;
                 cfg.router_poll_s = self.polled(c);
+                cfg.load_balance = self.replicas_controller(c).unwrap_or(cfg.load_balance);
             }
         }
         cfg.validate()?;

@@ -2309,3 +2309,43 @@ fn plan_searches_sglangs_mixed_chunk() {
     let e = refused(&["--serve-engine", "sglang", "--mixed-chunk", "sometimes"]);
     assert!(e.contains("'sometimes' is neither on nor off"), "{e}");
 }
+
+/// With a trace behind SGLang, a dense model's replicas behind round-robin
+/// or least-loaded are one server of `--dp-size` (their commands name its
+/// `--load-balance-method`), and are predicted behind its controller, on
+/// the loads the replicas publish: both run, and the note says so; a plan
+/// for vLLM says nothing of it.
+#[test]
+fn a_trace_plan_routes_sglangs_dense_replicas_by_its_controller() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.jsonl");
+    let lines: Vec<String> = (0..200)
+        .map(|i| format!(r#"{{"timestamp": {:.2}, "input_tokens": 1024, "output_tokens": 32}}"#, i as f64 * 0.02))
+        .collect();
+    std::fs::write(&trace, lines.join("\n")).unwrap();
+    let run = |engine: &str| {
+        let out = dir.path().join(format!("{engine}.json"));
+        goodput()
+            .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2.5", "--gpus", "2", "--tp", "1"])
+            .args(["--pp", "1", "--precision", "fp8", "--max-num-batched-tokens", "2048"])
+            .args(["--router", "round-robin,least-loaded", "--trace-speed", "2", "--serve-engine", engine, "--trace"])
+            .arg(&trace)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        read_json(&out)
+    };
+    let said = "whose data-parallel controller routes them";
+    let doc = run("sglang");
+    let configs = doc["configs"].as_array().unwrap();
+    assert_eq!(configs.len(), 2, "{}", doc["configs"]);
+    for c in configs {
+        assert_eq!(c["status"], "ok", "{c}");
+        assert_eq!(c["points"][0]["completed"], 200, "{c}");
+        let command = c["serve_command"]["command"].as_str().unwrap();
+        assert!(command.contains("--dp-size 2 --load-balance-method "), "{command}");
+    }
+    assert!(doc["notes"].to_string().contains(said), "{}", doc["notes"]);
+    assert!(!run("vllm")["notes"].to_string().contains(said));
+}
