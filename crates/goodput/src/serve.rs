@@ -213,9 +213,11 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
             if pd.names_sizes() { "of " } else { "each " }
         ),
         _ => {
-            let router = match c.engine.router_poll_s {
-                Some(s) => format!("{} router, loads polled every {s} s", c.engine.router),
-                None => format!("{} router", c.engine.router),
+            let router = match (c.engine.dense_controller(), c.engine.router_poll_s) {
+                // SGLang's controller in the router's place.
+                (Some(m), _) => format!("SGLang's controller by {m}"),
+                (None, Some(s)) => format!("{} router, loads polled every {s} s", c.engine.router),
+                (None, None) => format!("{} router", c.engine.router),
             };
             match (c.engine.dp, c.engine.engines()) {
                 (1, _) => String::new(),

@@ -472,6 +472,17 @@ fn estimate_takes_sglangs_load_balance_method_for_its_ranks() {
         .args(["estimate", "--scheduler", "sglang", "--load-balance-method", "total-tokens", "-n", "1"])
         .refusal();
     assert!(err.contains("each instance here has one") && err.contains("--ep"), "{err}");
+    assert!(err.contains("several replicas (--dp 2"), "{err}");
+    // A dense model's replicas: SGLang's controller in the router's place,
+    // recorded, and named on the terminal's replicas line.
+    let dense =
+        ["--scheduler", "sglang", "--dp", "2", "-c", "8", "-n", "32", "--load-balance-method", "total-requests"];
+    let doc = estimate_doc(dir.path(), "dense.json", &dense);
+    assert_eq!(method(&doc).as_deref(), Some("total-requests"));
+    assert!(doc["config"]["engine"]["router"].is_null(), "{}", doc["config"]["engine"]);
+    let shown = goodput().arg("estimate").args(dense).output().unwrap();
+    let text = String::from_utf8_lossy(&shown.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(text.contains("SGLang's controller by total-requests"), "{text}");
 }
 
 /// `--no-mixed-batches` keeps prompts and decodes in separate steps: the

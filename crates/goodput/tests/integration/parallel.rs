@@ -360,6 +360,11 @@ fn the_banner_of_an_expert_parallel_group_names_a_rank_s_gpus_as_a_rank_s() {
         &[&pools[..], &["--scheduler", "sglang", "--load-balance-method", "auto:total-tokens"]].concat(),
     );
     assert!(said.contains("SGLang's scheduler (ranks by auto:total-tokens)"), "{said}");
+    // A dense model's replicas behind SGLang's controller.
+    let dense = ["--profile", "engine", "--dp", "2", "--scheduler", "sglang", "--load-balance-method", "total-tokens"];
+    let (_, said, _server) = crate::cmd::serve(&dense);
+    assert!(said.contains("SGLang's scheduler (replicas by total-tokens)"), "{said}");
+    assert!(said.contains("2 replicas (SGLang's controller by total-tokens) each"), "{said}");
     // Replicas of their own already said "each".
     let (_, said, _server) = crate::cmd::serve(&["--profile", "engine", "--dp", "2"]);
     assert!(said.contains("2 replicas (least-loaded router) each 1× H100 SXM"), "{said}");
