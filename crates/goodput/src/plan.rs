@@ -2459,6 +2459,12 @@ impl Search<'_> {
             if self.has_ranks(c) && (c.balance != LoadBalance::Auto || self.several_balances()) {
                 params.insert("load_balance_method".into(), c.balance.as_str().replace('-', "_"));
             }
+            // With a trace, a dense model's replicas ran behind SGLang's
+            // controller (`trace_curve`): named, so that a grid's own
+            // --estimate runs it too.
+            if let Some(m) = self.replicas_controller(c).filter(|_| self.trace.is_some()) {
+                params.insert("load_balance_method".into(), m.as_str().replace('-', "_"));
+            }
         }
         if c.spec > 0 {
             let sd = self.spec(c.spec);

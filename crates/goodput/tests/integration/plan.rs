@@ -2340,11 +2340,13 @@ fn a_trace_plan_routes_sglangs_dense_replicas_by_its_controller() {
     let doc = run("sglang");
     let configs = doc["configs"].as_array().unwrap();
     assert_eq!(configs.len(), 2, "{}", doc["configs"]);
-    for c in configs {
+    for (c, method) in configs.iter().zip(["round_robin", "total_requests"]) {
         assert_eq!(c["status"], "ok", "{c}");
         assert_eq!(c["points"][0]["completed"], 200, "{c}");
         let command = c["serve_command"]["command"].as_str().unwrap();
-        assert!(command.contains("--dp-size 2 --load-balance-method "), "{command}");
+        assert!(command.contains(&format!("--dp-size 2 --load-balance-method {method} ")), "{command}");
+        // Named in the parameters, so that a grid's --estimate runs it too.
+        assert_eq!(c["params"]["load_balance_method"], method, "{}", c["params"]);
     }
     assert!(doc["notes"].to_string().contains(said), "{}", doc["notes"]);
     assert!(!run("vllm")["notes"].to_string().contains(said));
