@@ -516,9 +516,11 @@ async fn data_parallel_replicas_each_serve_and_show_under_their_own_engine_label
 /// tokens, five short requests all go away from the replica holding a long
 /// prompt, where the router (or the controller's round-robin) would have
 /// split them; and once a long request has ended, its replica's snapshot
-/// (it published on running out of work) shows it empty again, and four
-/// short ones split two and two (without it, the controller would still
-/// count the long prompt there and send all four to the other).
+/// (it published on running out of work) shows it empty again, and the
+/// first of four short ones goes back to it (without the snapshot, the
+/// controller would still count the long prompt there and send all four to
+/// the other). How the rest split depends on when the controller reads
+/// the replicas' later snapshots, which a busy machine moves.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sglangs_controller_sends_short_requests_away_from_a_replica_holding_a_long_one() {
     let served = |method: &'static str, long_ends: bool| async move {
@@ -560,7 +562,8 @@ async fn sglangs_controller_sends_short_requests_away_from_a_replica_holding_a_l
     };
     assert_eq!(served("total-tokens", false).await, [1.0, 5.0]);
     assert_eq!(served("round-robin", false).await, [3.0, 3.0]);
-    assert_eq!(served("total-tokens", true).await, [2.0, 2.0]);
+    let after = served("total-tokens", true).await;
+    assert!(after[0] >= 1.0 && after[0] + after[1] == 4.0, "{after:?}");
 }
 
 /// Power-of-two on polled loads, served: between polls every request
