@@ -96,8 +96,7 @@ impl EngineView for SimulatedEngine {
             "trtllm" => parts.push("TensorRT-LLM scheduler".into()),
             "sglang" => parts.push(match &c.load_balance_method {
                 // A dense model's replicas, where its controller picks them.
-                Some(m) if ranks <= 1 && c.pd.is_none() => format!("SGLang scheduler (replicas by {m})"),
-                Some(m) => format!("SGLang scheduler (ranks by {m})"),
+                Some(m) => format!("SGLang scheduler ({} by {m})", balanced(c)),
                 None => "SGLang scheduler".into(),
             }),
             _ => {}
@@ -197,6 +196,16 @@ impl EngineView for SimulatedEngine {
 /// How evenly the router spread the load: the busiest replica's requests
 /// over the mean (1.00: even; `None` before any request), and each
 /// replica's requests with its busy share (the first eight, then a count).
+/// What SGLang's `load_balance_method` picks among, in words: a dense
+/// model's replicas, or the ranks of its DP attention.
+pub(crate) fn balanced(c: &goodput_core::doc::config::EngineSettings) -> &'static str {
+    if c.balances_replicas() {
+        "replicas"
+    } else {
+        "ranks"
+    }
+}
+
 pub(crate) fn replica_spread(replicas: &[ReplicaShare], makespan_s: f64) -> (Option<f64>, String) {
     let n = replicas.len() as f64;
     let mean = replicas.iter().map(|r| r.requests as f64).sum::<f64>() / n;

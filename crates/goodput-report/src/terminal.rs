@@ -799,8 +799,8 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
             let (spread, each) = crate::engine::replica_spread(replicas, e.makespan_s);
             let spread = spread.map_or("—".into(), |x| format!("{x:.2}"));
             // A dense model's replicas behind SGLang's controller: its method.
-            let by = match (&e.config.load_balance_method, &e.config.router, &e.config.pd) {
-                (Some(m), None, None) if e.config.ep <= e.config.tp.max(1) => format!(" · SGLang's controller by {m}"),
+            let by = match (&e.config.load_balance_method, &e.config.router) {
+                (Some(m), None) if e.config.balances_replicas() => format!(" · SGLang's controller by {m}"),
                 _ => String::new(),
             };
             let _ = writeln!(o, "  {pool}: busiest {spread}× the mean · requests {each}{by}");
@@ -847,8 +847,7 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
             }
         }
         if let Some(m) = &c.load_balance_method {
-            let whose = if c.pd.is_none() && c.ep <= tp { "replicas" } else { "ranks" };
-            let _ = write!(o, " · SGLang's {whose} by {m}");
+            let _ = write!(o, " · SGLang's {} by {m}", crate::engine::balanced(c));
         }
         o.push('\n');
     }

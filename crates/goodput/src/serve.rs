@@ -182,7 +182,8 @@ fn scheduler_words(cfg: &goodput_sim::engine::EngineConfig) -> String {
         (SchedulerPolicy::Trtllm, _) => " · TensorRT-LLM's scheduler".into(),
         (SchedulerPolicy::Sglang, None) => " · SGLang's scheduler".into(),
         (SchedulerPolicy::Sglang, Some(m)) => {
-            format!(" · SGLang's scheduler ({} by {m})", cfg.load_balance_targets())
+            let whose = if cfg.balances_replicas() { "replicas" } else { "ranks" };
+            format!(" · SGLang's scheduler ({whose} by {m})")
         }
     }
 }

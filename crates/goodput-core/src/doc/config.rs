@@ -500,6 +500,14 @@ pub fn pool_gpus(pools: [(u32, u32, u32); 2], pp: u32) -> u32 {
 }
 
 impl EngineSettings {
+    /// Whether SGLang's `load_balance_method` picks among a dense model's
+    /// replicas (its data-parallel controller in front of `dp` replicas
+    /// without DP attention, not disaggregated) rather than among ranks of
+    /// DP attention.
+    pub fn balances_replicas(&self) -> bool {
+        self.pd.is_none() && ep_ranks(self.tp, self.ep) <= 1
+    }
+
     /// A disaggregated engine's pools in words ([`PdSettings::pools_words`]),
     /// with the pools' router where it is not the default least-loaded:
     /// `2 prefill + 1 decode instances (prefix-aware)`; `None` when not

@@ -389,14 +389,11 @@ impl EngineConfig {
         }
     }
 
-    /// What `--load-balance-method` picks among: SGLang's DP-attention
-    /// ranks, or a dense model's replicas ([`EngineConfig::dense_controller`]).
-    pub fn load_balance_targets(&self) -> &'static str {
-        if self.attention_ranks() <= 1 && self.pd.is_none() {
-            "replicas"
-        } else {
-            "ranks"
-        }
+    /// Whether `--load-balance-method` picks among a dense model's replicas
+    /// ([`EngineConfig::dense_controller`]: no DP attention, not
+    /// disaggregated) rather than among SGLang's DP-attention ranks.
+    pub fn balances_replicas(&self) -> bool {
+        self.attention_ranks() <= 1 && self.pd.is_none()
     }
 
     /// SGLang's data-parallel controller in front of `--dp` replicas of a
@@ -408,11 +405,7 @@ impl EngineConfig {
             self.load_balance,
             LoadBalance::RoundRobin | LoadBalance::TotalRequests | LoadBalance::TotalTokens
         );
-        (self.scheduler == SchedulerPolicy::Sglang
-            && self.pd.is_none()
-            && self.attention_ranks() <= 1
-            && self.dp > 1
-            && method)
+        (self.scheduler == SchedulerPolicy::Sglang && self.balances_replicas() && self.dp > 1 && method)
             .then_some(self.load_balance)
     }
 
@@ -462,27 +455,18 @@ impl EngineConfig {
             }
             (None, None) => {
                 // Replicas of a dense model: SGLang's controller picks one.
-                if self.attention_ranks() <= 1 && self.dp > 1 {
-                    if self.load_balance == LoadBalance::FollowBootstrapRoom {
-                        return bad(
-                            "--load-balance-method follow-bootstrap-room follows the room SGLang's router gives a \
-                             disaggregated request, and without --pd there is none: use round-robin, total-requests \
-                             or total-tokens"
-                                .into(),
-                        );
-                    }
-                    return Ok(());
-                }
-                if self.attention_ranks() <= 1 {
+                let replicas = self.balances_replicas();
+                if replicas && self.dp <= 1 {
                     return one_rank("an instance's", "each instance here has");
                 }
                 if self.load_balance == LoadBalance::FollowBootstrapRoom {
-                    return bad(
+                    // Disaggregated pools of replicas have no ranks to pick.
+                    let fix = if replicas { "use" } else { "add --pd P:D, or use" };
+                    return bad(format!(
                         "--load-balance-method follow-bootstrap-room follows the room SGLang's router gives a \
-                         disaggregated request, and without --pd there is none (SGLang refuses such a request): add \
-                         --pd P:D, or use round-robin, total-requests or total-tokens"
-                            .into(),
-                    );
+                         disaggregated request, and without --pd there is none (SGLang refuses such a request): \
+                         {fix} round-robin, total-requests or total-tokens"
+                    ));
                 }
             }
         }

@@ -104,7 +104,8 @@ pub struct Router {
     record_cap: usize,
     /// Power-of-two with polled loads: what it compares.
     poll: Option<Poll>,
-    /// SGLang's data-parallel controller, which picks instead of the policy.
+    /// SGLang's data-parallel controller where it reads the replicas'
+    /// loads, which picks instead of the policy.
     controller: Option<Controller>,
 }
 
@@ -168,11 +169,15 @@ impl Router {
         }
     }
 
-    /// SGLang's data-parallel controller by `method` (round-robin,
-    /// total-requests or total-tokens) in place of the policy, as a server
-    /// started with `--dp-size` sends its requests to its replicas; `None`,
-    /// or another method, leaves the policy.
+    /// SGLang's data-parallel controller by `method` in place of the
+    /// policy, as a server started with `--dp-size` sends its requests to
+    /// its replicas: round-robin is the router's own, total-requests and
+    /// total-tokens read the loads the replicas publish; `None`, or another
+    /// method, leaves the policy.
     pub fn controlled(mut self, method: Option<LoadBalance>) -> Router {
+        if method == Some(LoadBalance::RoundRobin) {
+            self.policy = RouterPolicy::RoundRobin;
+        }
         self.controller = method.and_then(|m| Controller::new(m, self.in_flight.len()));
         self
     }
@@ -180,7 +185,7 @@ impl Router {
     /// Whether it reads the loads the replicas publish (each must then
     /// publish them: [`crate::engine::Engine::publish_loads`]).
     pub fn reads_published(&self) -> bool {
-        self.controller.as_ref().is_some_and(Controller::reads_loads)
+        self.controller.is_some()
     }
 
     /// Power-of-two comparing the loads it polled every `every_s` seconds

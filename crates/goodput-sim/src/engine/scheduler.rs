@@ -1079,7 +1079,8 @@ impl Engine {
         // A replica behind SGLang's controller publishes its load, as
         // each rank of its DP attention does (`balance.rs`).
         if let Some(mut p) = self.publisher.take() {
-            p.after_step(!self.has_work(), out.batch.prefills > 0, || self.own_load());
+            // A dense replica is one rank: its whole load is that rank's.
+            p.after_step(!self.has_work(), out.batch.prefills > 0, || self.rank_snapshot(0));
             self.publisher = Some(p);
         }
         // SGLang's ranks publish their loads (`balance.rs`).
@@ -1103,17 +1104,6 @@ impl Engine {
     /// published; `None` where it does not publish.
     pub fn published_load(&self) -> Option<Published> {
         self.publisher.map(|p| p.published())
-    }
-
-    /// The whole engine's load as SGLang's scheduler publishes it: its
-    /// requests, running and waiting, and the tokens they hold (as a
-    /// rank's, [`Engine::rank_snapshot`]).
-    fn own_load(&self) -> Load {
-        let held = self.pools.iter().map(BlockPool::held_tokens).sum::<u64>();
-        let queued = self.waiting.iter().chain(&self.unranked).map(|&s| &self.slots[s as usize]);
-        let queued = queued.filter(|q| q.blocks.is_empty()).map(|q| u64::from(q.prompt_len) + u64::from(q.num_output));
-        let requests = self.running.len() + self.waiting.len() + self.unranked.len() + self.late.len();
-        Load { requests: requests as u64, tokens: held + queued.sum::<u64>() }
     }
 
     /// Rank `r`'s load as SGLang's scheduler publishes it: its requests,

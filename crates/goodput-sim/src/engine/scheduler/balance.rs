@@ -62,6 +62,11 @@ impl LoadBalance {
         }
     }
 
+    /// The method as SGLang's own flag spells it (`total_tokens`).
+    pub fn sglang_name(self) -> String {
+        self.as_str().replace('-', "_")
+    }
+
     /// `--load-balance-method` as given: one method, or under `--pd` the
     /// prefill pool's and the decode pool's (`P:D`, `auto:total-tokens`).
     pub fn parse_pools(text: &str) -> Result<(LoadBalance, Option<LoadBalance>), Error> {
@@ -193,48 +198,32 @@ impl View {
 }
 
 /// SGLang's data-parallel controller in front of replicas of a dense model
-/// (`--dp-size` without DP attention): the same methods as for ranks, each
-/// replica publishing its own snapshots ([`Publisher`]), the controller
-/// reading them at most every 20 ms of the run's clock.
+/// (`--dp-size` without DP attention) under `total-requests` or
+/// `total-tokens`, each replica publishing its own snapshots
+/// ([`Publisher`]), the controller reading them at most every 20 ms of the
+/// run's clock. Its `round-robin` is the router's
+/// ([`crate::engine::Router::controlled`]).
 #[derive(Debug, Clone)]
 pub struct Controller {
-    /// `None`: round-robin.
-    view: Option<View>,
-    next: usize,
-    replicas: usize,
+    view: View,
     last_read_s: Option<f64>,
 }
 
 impl Controller {
-    /// The controller of `replicas` for `method`: round-robin,
-    /// total-requests or total-tokens (`None` for another).
+    /// The controller of `replicas` for `method`, where it counts (`None`
+    /// for the methods that read no load).
     pub fn new(method: LoadBalance, replicas: usize) -> Option<Controller> {
-        let view = match method {
-            LoadBalance::RoundRobin => None,
-            LoadBalance::TotalRequests | LoadBalance::TotalTokens => View::new(method, replicas),
-            _ => return None,
-        };
-        Some(Controller { view, next: 0, replicas: replicas.max(1), last_read_s: None })
-    }
-
-    /// Whether it reads the replicas' snapshots (they must publish them).
-    pub fn reads_loads(&self) -> bool {
-        self.view.is_some()
+        Some(Controller { view: View::new(method, replicas)?, last_read_s: None })
     }
 
     /// The replica a request of `prompt` tokens goes to at `now_s`, each
     /// replica's last snapshot `published(i)`.
     pub fn dispatch(&mut self, now_s: f64, prompt: u32, published: impl Fn(usize) -> Published) -> usize {
-        let Some(view) = self.view.as_mut() else {
-            let r = self.next % self.replicas;
-            self.next = (r + 1) % self.replicas;
-            return r;
-        };
         if self.last_read_s.is_none_or(|t| now_s - t >= READ_INTERVAL.as_secs_f64()) {
-            view.read(published);
+            self.view.read(published);
             self.last_read_s = Some(now_s);
         }
-        view.pick(prompt)
+        self.view.pick(prompt)
     }
 }
 
@@ -296,7 +285,7 @@ mod tests {
     fn the_method_parses_as_sglang_spells_it_and_resolves_by_instance() {
         for m in LoadBalance::ALL {
             assert_eq!(m.as_str().parse::<LoadBalance>().unwrap(), m);
-            assert_eq!(m.as_str().replace('-', "_").to_uppercase().parse::<LoadBalance>().unwrap(), m);
+            assert_eq!(m.sglang_name().to_uppercase().parse::<LoadBalance>().unwrap(), m);
         }
         let e = "least_loaded".parse::<LoadBalance>().unwrap_err().to_string();
         assert!(e.contains("least_loaded") && e.contains("total-tokens"), "{e}");
@@ -322,14 +311,18 @@ mod tests {
         assert_eq!(ranks(LoadBalance::TotalTokens), [0, 1, 1, 0, 0, 1]);
     }
 
-    /// In front of replicas the controller deals round-robin in turn, and
-    /// for the counted methods reads what each replica last published, at
-    /// most every 20 ms of the run's clock, adding what it sends between.
+    /// In front of replicas the controller deals round-robin in turn (the
+    /// router's), and for the counted methods reads what each replica last
+    /// published, at most every 20 ms of the run's clock, adding what it
+    /// sends between.
     #[test]
     fn the_replicas_controller_reads_their_snapshots_every_20_ms() {
-        let mut rr = Controller::new(LoadBalance::RoundRobin, 3).unwrap();
-        assert_eq!([0.0; 4].map(|t| rr.dispatch(t, 10, |_| (Load::default(), 0))), [0, 1, 2, 0]);
-        assert!(!rr.reads_loads() && Controller::new(LoadBalance::Auto, 2).is_none());
+        let prompt = crate::engine::kv::Prompt::from_tokens(&[1; 10], 16);
+        let mut rr = crate::engine::Router::new(crate::engine::RouterPolicy::LeastLoaded, 3, 64)
+            .controlled(Some(LoadBalance::RoundRobin));
+        assert_eq!([0.0; 4].map(|t| rr.route_with(&prompt, t, |_| 0, |_| (Load::default(), 0))), [0, 1, 2, 0]);
+        assert!(!rr.reads_published() && Controller::new(LoadBalance::Auto, 2).is_none());
+        assert!(Controller::new(LoadBalance::RoundRobin, 2).is_none());
         let mut c = Controller::new(LoadBalance::TotalTokens, 2).unwrap();
         let mut published = [(Load { requests: 1, tokens: 5000 }, 1), (Load { requests: 3, tokens: 900 }, 1)];
         assert_eq!(c.dispatch(0.0, 1000, |i| published[i]), 1, "900 tokens against 5,000");

@@ -1370,7 +1370,7 @@ mod tests {
         c.load_balance = crate::engine::LoadBalance::TotalTokens;
         let doc = goodput_core::doc::config::EngineSettings::from(&c);
         assert_eq!((doc.router, doc.load_balance_method.as_deref()), (None, Some("total-tokens")));
-        assert_eq!(c.load_balance_targets(), "replicas");
+        assert!(c.balances_replicas());
         // One replica has none to pick.
         c.dp = 1;
         assert!(c.validate().unwrap_err().to_string().contains("several replicas (--dp 2"));
