@@ -24,7 +24,7 @@ use goodput_core::doc::frontier::{FrontierConfig, FrontierResult, ParamMap, Serv
 use goodput_core::doc::overlay::KNOBS;
 use goodput_core::doc::sweep::Load;
 use goodput_sim::engine::disagg::MAX_INSTANCES;
-use goodput_sim::engine::{Disaggregation, ModelSpec, Precision, RouterPolicy};
+use goodput_sim::engine::{Disaggregation, LoadBalance, ModelSpec, Precision, RouterPolicy};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -754,17 +754,11 @@ fn flags(
     }
     // SGLang balances its replicas by the plan's router where it has that
     // policy (prefix-aware is replicas behind its router: Servers::replicas).
-    // Not the ranks of its DP attention: one group, whose ranks the engine
-    // deals in turn, as SGLang's default (`auto`, `round_robin` there) does.
-    // Least-loaded is its `total_requests` (the fewest running and waiting
-    // requests); `shortest_queue`, the older name, is no longer one of its
-    // choices (auto, round_robin, follow_bootstrap_room, total_requests,
-    // total_tokens), and a server given it refuses to start.
+    // The ranks of its DP attention take the plan's `load_balance_method`
+    // (below).
     let router = get("router").and_then(|r| r.parse::<RouterPolicy>().ok());
-    match (router, sglang && dp > 1 && !dp_attention) {
-        (Some(RouterPolicy::RoundRobin), true) => flag("--load-balance-method", "round_robin".into()),
-        (Some(RouterPolicy::LeastLoaded), true) => flag("--load-balance-method", "total_requests".into()),
-        _ => {}
+    if let Some(m) = router.and_then(sglang_replicas_method).filter(|_| sglang && dp > 1 && !dp_attention) {
+        flag("--load-balance-method", m.sglang_name());
     }
     if ep > 1 {
         match sglang {
@@ -807,6 +801,21 @@ fn flags(
     }
     flags.extend(drafts.unwrap_or_default());
     Ok(flags)
+}
+
+/// SGLang's `--load-balance-method` for the router a plan puts in front of a
+/// dense model's replicas, where one server of `--dp-size` balances them
+/// itself: round-robin is its `round_robin`, least-loaded its
+/// `total_requests` (the fewest running and waiting requests;
+/// `shortest_queue`, the older name, is no longer one of its choices, and a
+/// server given it refuses to start). `None` for the others, which are
+/// replicas behind SGLang's router ([`Servers::replicas`]).
+pub fn sglang_replicas_method(router: RouterPolicy) -> Option<LoadBalance> {
+    match router {
+        RouterPolicy::RoundRobin => Some(LoadBalance::RoundRobin),
+        RouterPolicy::LeastLoaded => Some(LoadBalance::TotalRequests),
+        _ => None,
+    }
 }
 
 /// Words joined as a POSIX shell reads them back.

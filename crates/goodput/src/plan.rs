@@ -1077,7 +1077,7 @@ fn check_args(a: &PlanArgs) -> Result<()> {
 /// SGLang (whose scheduler the plan then runs).
 fn check_balances(a: &PlanArgs) -> Result<()> {
     let methods = &a.load_balance_method;
-    if let Some((_, m)) = methods.iter().enumerate().find(|(i, m)| methods[..*i].contains(m)) {
+    if let Some(m) = crate::cli::first_repeat(methods) {
         bail!("--load-balance-method names {m} twice: give each method once");
     }
     let given: Vec<String> = methods.iter().map(LoadBalance::to_string).collect();
@@ -1103,7 +1103,7 @@ fn check_balances(a: &PlanArgs) -> Result<()> {
 /// scheduler alone runs prompts and decodes apart.
 fn check_mixed_chunk(a: &PlanArgs) -> Result<()> {
     let given = &a.mixed_chunk;
-    if given.len() > 1 && given[0] == given[1] || given.len() > 2 {
+    if crate::cli::first_repeat(given).is_some() {
         bail!("--mixed-chunk names a switch twice: give off, on, or off,on");
     }
     if given.contains(&true) && a.serve_engine != crate::launch::Server::Sglang {
@@ -1122,8 +1122,18 @@ fn check_mixed_chunk(a: &PlanArgs) -> Result<()> {
 fn dense_replicas(params: &ParamMap) -> bool {
     let (tp, ep, _, dp) = crate::launch::sizes(params);
     let routed = params.get("router").and_then(|r| r.parse::<RouterPolicy>().ok());
-    let controlled = matches!(routed, Some(RouterPolicy::RoundRobin | RouterPolicy::LeastLoaded));
-    !params.contains_key("pd") && ep_ranks(tp, ep) <= 1 && dp > 1 && controlled
+    replicas_method(params.contains_key("pd"), ep_ranks(tp, ep), dp, routed).is_some()
+}
+
+/// SGLang's method for a dense model's replicas behind `router`
+/// ([`crate::launch::sglang_replicas_method`]): `None` where the
+/// configuration is disaggregated, has ranks of DP attention, or one
+/// replica.
+fn replicas_method(disaggregated: bool, ranks: u32, dp: u32, router: Option<RouterPolicy>) -> Option<LoadBalance> {
+    if disaggregated || ranks > 1 || dp < 2 {
+        return None;
+    }
+    router.and_then(crate::launch::sglang_replicas_method)
 }
 
 /// The `--load-balance-method`s searched, each with what it does, as the
@@ -1480,14 +1490,8 @@ impl Search<'_> {
     /// its `total-requests`, on the loads the replicas publish. `None`
     /// elsewhere (another router is replicas behind SGLang's router).
     fn replicas_controller(&self, c: &Candidate) -> Option<LoadBalance> {
-        if !self.sglang_scheduler() || c.pd.is_some() || c.ranks() > 1 || c.dp < 2 {
-            return None;
-        }
-        match c.router {
-            RouterPolicy::RoundRobin => Some(LoadBalance::RoundRobin),
-            RouterPolicy::LeastLoaded => Some(LoadBalance::TotalRequests),
-            _ => None,
-        }
+        let method = replicas_method(c.pd.is_some(), c.ranks(), c.dp, Some(c.router));
+        method.filter(|_| self.sglang_scheduler())
     }
 
     /// Whether `c` is searched with each of `--mixed-chunk`: colocated
@@ -2457,13 +2461,13 @@ impl Search<'_> {
             // take: where not its default, or where the search tried
             // several (so a grid's configurations tell them apart).
             if self.has_ranks(c) && (c.balance != LoadBalance::Auto || self.several_balances()) {
-                params.insert("load_balance_method".into(), c.balance.as_str().replace('-', "_"));
+                params.insert("load_balance_method".into(), c.balance.sglang_name());
             }
             // With a trace, a dense model's replicas ran behind SGLang's
             // controller (`trace_curve`): named, so that a grid's own
             // --estimate runs it too.
             if let Some(m) = self.replicas_controller(c).filter(|_| self.trace.is_some()) {
-                params.insert("load_balance_method".into(), m.as_str().replace('-', "_"));
+                params.insert("load_balance_method".into(), m.sglang_name());
             }
         }
         if c.spec > 0 {

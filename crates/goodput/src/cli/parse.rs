@@ -467,7 +467,7 @@ pub fn parse_stages(s: &str) -> Result<Stages, String> {
 }
 
 /// The first item of a list that an earlier one repeats.
-fn first_repeat<T: PartialEq>(v: &[T]) -> Option<&T> {
+pub(crate) fn first_repeat<T: PartialEq>(v: &[T]) -> Option<&T> {
     v.iter().enumerate().find(|(i, x)| v[..*i].contains(x)).map(|(_, x)| x)
 }
 

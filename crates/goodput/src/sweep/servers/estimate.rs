@@ -83,7 +83,7 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
 /// the replicas' router for a server of dense data parallelism, the choice
 /// of rank under its DP attention.
 fn is_sglangs_balance(param: &str) -> bool {
-    goodput_core::doc::overlay::param_key(param) == "load_balance_method"
+    goodput_core::doc::overlay::param_key(param) == goodput_core::doc::overlay::RANK_BALANCE
 }
 
 /// Whether the configuration of `hw` runs SGLang's scheduler over ranks of
