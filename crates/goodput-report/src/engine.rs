@@ -58,6 +58,8 @@ impl EngineView for SimulatedEngine {
             parts.push(match (&c.router, c.router_poll_s) {
                 (Some(r), Some(s)) => format!("{replicas} replicas ({r}, loads polled every {s} s)"),
                 (Some(r), None) => format!("{replicas} replicas ({r})"),
+                // vLLM's front end balanced them, in the router's place.
+                (None, _) if c.internal_lb => format!("{replicas} replicas (vLLM's internal balancing)"),
                 (None, _) => format!("{replicas} replicas"),
             });
         }

@@ -798,9 +798,11 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
         for (pool, replicas) in crate::engine::pools(e) {
             let (spread, each) = crate::engine::replica_spread(replicas, e.makespan_s);
             let spread = spread.map_or("—".into(), |x| format!("{x:.2}"));
-            // A dense model's replicas behind SGLang's controller: its method.
+            // A dense model's replicas behind the server's own balancer:
+            // SGLang's controller by its method, or vLLM's front end.
             let by = match (&e.config.load_balance_method, &e.config.router) {
                 (Some(m), None) if e.config.balances_replicas() => format!(" · SGLang's controller by {m}"),
+                (_, None) if e.config.internal_lb => " · vLLM's balancer, least 4 × waiting + running".to_string(),
                 _ => String::new(),
             };
             let _ = writeln!(o, "  {pool}: busiest {spread}× the mean · requests {each}{by}");

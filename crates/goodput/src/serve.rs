@@ -215,8 +215,8 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
         ),
         _ => {
             let router = match (c.engine.dense_controller(), c.engine.router_poll_s) {
-                // SGLang's controller in the router's place.
-                (Some(m), _) => format!("SGLang's controller by {m}"),
+                // The server's own balancer in the router's place.
+                (Some(b), _) => b.to_string(),
                 (None, Some(s)) => format!("{} router, loads polled every {s} s", c.engine.router),
                 (None, None) => format!("{} router", c.engine.router),
             };

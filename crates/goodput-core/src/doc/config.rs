@@ -417,6 +417,13 @@ pub struct EngineSettings {
     /// bootstrap room names) and under the other schedulers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_balance_method: Option<String>,
+    /// `true` when vLLM's own front end balanced a dense model's `dp`
+    /// replicas (`--internal-lb`: one `vllm serve --data-parallel-size`,
+    /// each request to the replica of least 4 × waiting + running requests
+    /// as its coordinator last published them), in the router's place
+    /// (`router` absent); absent otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub internal_lb: bool,
     /// `false` when a step that computes a prompt decoded nothing (SGLang's
     /// default, vLLM V0's without chunked prefill: `--no-mixed-batches`);
     /// absent when prompts and decodes shared steps, vLLM V1's and

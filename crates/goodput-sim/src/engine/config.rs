@@ -8,7 +8,9 @@ use super::disagg::{Disaggregation, KvLink};
 use super::error::Error;
 use super::roofline::kv_capacity;
 use super::router::RouterPolicy;
-use super::scheduler::{sglang_default_max_running, LoadBalance, SchedulerPolicy, TRTLLM_MAX_BATCH_SIZE};
+use super::scheduler::{
+    sglang_default_max_running, LoadBalance, ReplicaBalancer, SchedulerPolicy, TRTLLM_MAX_BATCH_SIZE,
+};
 use crate::template::ChatTemplate;
 use goodput_core::doc::config::{ep_ranks, pool_gpus};
 use serde::{Deserialize, Serialize};
@@ -97,6 +99,12 @@ pub struct EngineConfig {
     /// P:D`); `None`: `load_balance` is both pools'.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decode_load_balance: Option<LoadBalance>,
+    /// vLLM's internal load balancing (`--internal-lb`, under `--scheduler
+    /// vllm`): a dense model's `dp` replicas are one `vllm serve
+    /// --data-parallel-size`, balanced by its front end in the router's place
+    /// ([`ReplicaBalancer::Vllm`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub internal_lb: bool,
 }
 
 fn is_auto(m: &LoadBalance) -> bool {
@@ -190,8 +198,9 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             // where it differs).
             tp: cfg.pool_tp(false),
             dp: cfg.dp,
-            // SGLang's controller, where it takes the router's place, is
-            // named by its method (`load_balance_method`).
+            // The server's own balancer, where it takes the router's place,
+            // is named by SGLang's method (`load_balance_method`) or vLLM's
+            // `internal_lb`.
             router: ((cfg.dp > 1 || cfg.pd.is_some()) && cfg.dense_controller().is_none())
                 .then(|| cfg.router.to_string()),
             router_poll_s: cfg.router_poll_s.filter(|_| cfg.dp > 1),
@@ -222,6 +231,7 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             schedule_conservativeness: (cfg.scheduler == SchedulerPolicy::Sglang)
                 .then_some(cfg.schedule_conservativeness),
             load_balance_method: cfg.load_balance_words(),
+            internal_lb: cfg.dense_controller() == Some(ReplicaBalancer::Vllm),
             mixed_batches: (!cfg.mixed_batches).then_some(false),
             gpu_family: cfg.gpu.family.to_string(),
             calibrated: Some(super::calibration::Calibration::is_calibrated(cfg.gpu.family)),
@@ -334,6 +344,7 @@ impl EngineConfig {
             schedule_conservativeness: 1.0,
             load_balance: LoadBalance::Auto,
             decode_load_balance: None,
+            internal_lb: false,
         }
     }
 
@@ -396,17 +407,68 @@ impl EngineConfig {
         self.attention_ranks() <= 1 && self.pd.is_none()
     }
 
-    /// SGLang's data-parallel controller in front of `--dp` replicas of a
-    /// dense model (no DP attention, not disaggregated), where
-    /// `--load-balance-method` names one of its methods: it takes the
-    /// router's place ([`crate::engine::Router::controlled`]).
-    pub fn dense_controller(&self) -> Option<LoadBalance> {
+    /// The server's own balancer in front of `--dp` replicas of a dense
+    /// model (no DP attention, not disaggregated): SGLang's data-parallel
+    /// controller where `--load-balance-method` names one of its methods,
+    /// vLLM's front end with `--internal-lb`. It takes the router's place
+    /// ([`crate::engine::Router::controlled`]).
+    pub fn dense_controller(&self) -> Option<ReplicaBalancer> {
+        if !(self.balances_replicas() && self.dp > 1) {
+            return None;
+        }
         let method = matches!(
             self.load_balance,
             LoadBalance::RoundRobin | LoadBalance::TotalRequests | LoadBalance::TotalTokens
         );
-        (self.scheduler == SchedulerPolicy::Sglang && self.balances_replicas() && self.dp > 1 && method)
-            .then_some(self.load_balance)
+        match self.scheduler {
+            SchedulerPolicy::Sglang if method => Some(ReplicaBalancer::Sglang(self.load_balance)),
+            SchedulerPolicy::Vllm if self.internal_lb => Some(ReplicaBalancer::Vllm),
+            _ => None,
+        }
+    }
+
+    /// `--internal-lb` is vLLM's balancing of a dense model's replicas in
+    /// one server: refused under another scheduler, with one replica, with
+    /// ranks of DP attention (which vLLM balances so already), disaggregated,
+    /// and beside a router of another policy than the default.
+    fn check_internal_lb(&self) -> Result<(), Error> {
+        if !self.internal_lb {
+            return Ok(());
+        }
+        let bad = |m: String| Err(Error::InvalidConfig(m));
+        if self.scheduler != SchedulerPolicy::Vllm {
+            let sglang = if self.scheduler == SchedulerPolicy::Sglang {
+                " (SGLang's own controller is --load-balance-method round-robin, total-requests or total-tokens)"
+            } else {
+                ""
+            };
+            return bad(format!(
+                "--internal-lb is vLLM's balancing of its --data-parallel-size replicas, and the scheduler is {}: \
+                 add --scheduler vllm, or drop it{sglang}",
+                self.scheduler
+            ));
+        }
+        if self.pd.is_some() {
+            return bad("--internal-lb balances one server's replicas, and --pd runs pools of instances behind a \
+                        router: drop one of them"
+                .into());
+        }
+        if self.attention_ranks() > 1 {
+            return bad("--internal-lb balances a dense model's replicas, and these are ranks of DP attention (more \
+                        --ep than --tp), which vLLM balances by the same rule already: drop it"
+                .into());
+        }
+        if self.dp <= 1 {
+            return bad("--internal-lb balances --dp replicas, and there is one: add --dp N, or drop it".into());
+        }
+        if self.router != RouterPolicy::default() || self.router_poll_s.is_some() {
+            return bad(format!(
+                "--internal-lb puts vLLM's own balancer in the router's place, and --router {} names a router in \
+                 front of separate servers: drop one of them",
+                self.router
+            ));
+        }
+        Ok(())
     }
 
     /// `--load-balance-method` chooses among the ranks of SGLang's DP
@@ -537,6 +599,7 @@ impl EngineConfig {
             ));
         }
         self.check_load_balance()?;
+        self.check_internal_lb()?;
         if self.block_size == 0 || self.block_size > 1024 {
             return bad(format!("--block-size {} must lie in 1..=1024 (vLLM uses 16)", self.block_size));
         }

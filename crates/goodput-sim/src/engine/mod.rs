@@ -38,7 +38,7 @@ pub use roofline::{kv_capacity, BatchShape, KvCapacity, Roofline, StepBreakdown,
 pub use router::{Router, RouterPolicy};
 pub use scheduler::{
     sglang_default_chunk, sglang_default_max_running, BatchSummary, Controller, Engine, EngineStats, Load, LoadBalance,
-    Published, SchedulerPolicy, StepOutcome, TokenEvent, TRTLLM_MAX_BATCH_SIZE,
+    Published, ReplicaBalancer, SchedulerPolicy, StepOutcome, TokenEvent, TRTLLM_MAX_BATCH_SIZE,
 };
 pub use virtual_time::{
     simulate, simulate_until, EngineSample, EngineView, PrefixBlocks, PromptKind, ReplicaView, SharedPrefix, SimRun,

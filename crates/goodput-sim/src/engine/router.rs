@@ -11,7 +11,7 @@
 use super::calibration::splitmix64;
 use super::error::Error;
 use super::kv::{BlockMap, Prompt};
-use super::scheduler::{Controller, Load, LoadBalance, Published};
+use super::scheduler::{Controller, Load, LoadBalance, Published, ReplicaBalancer};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::fmt;
@@ -169,16 +169,17 @@ impl Router {
         }
     }
 
-    /// SGLang's data-parallel controller by `method` in place of the
-    /// policy, as a server started with `--dp-size` sends its requests to
-    /// its replicas: round-robin is the router's own, total-requests and
-    /// total-tokens read the loads the replicas publish; `None`, or another
-    /// method, leaves the policy.
-    pub fn controlled(mut self, method: Option<LoadBalance>) -> Router {
-        if method == Some(LoadBalance::RoundRobin) {
+    /// The server's own balancer in place of the policy, as a server
+    /// started with several data-parallel replicas of a dense model sends
+    /// its requests to them: SGLang's controller by its method (round-robin
+    /// is the router's own, total-requests and total-tokens read the loads
+    /// the replicas publish), or vLLM's front end (reading the counts they
+    /// publish); `None`, or another method, leaves the policy.
+    pub fn controlled(mut self, balancer: Option<ReplicaBalancer>) -> Router {
+        if balancer == Some(ReplicaBalancer::Sglang(LoadBalance::RoundRobin)) {
             self.policy = RouterPolicy::RoundRobin;
         }
-        self.controller = method.and_then(|m| Controller::new(m, self.in_flight.len()));
+        self.controller = balancer.and_then(|b| Controller::of(b, self.in_flight.len()));
         self
     }
 

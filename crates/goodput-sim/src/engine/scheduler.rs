@@ -27,7 +27,7 @@ macro_rules! stop_rank {
 mod balance;
 mod sglang;
 mod trtllm;
-pub use balance::{Controller, Load, LoadBalance, Published};
+pub use balance::{Controller, Load, LoadBalance, Published, ReplicaBalancer};
 pub use sglang::{sglang_default_chunk, sglang_default_max_running, SGLANG_DP_ATTENTION_CONSERVATIVENESS};
 pub use trtllm::{SchedulerPolicy, TRTLLM_MAX_BATCH_SIZE};
 
@@ -403,6 +403,8 @@ pub struct Engine {
     /// A replica of a dense model behind SGLang's data-parallel controller
     /// publishes its load ([`Engine::publish_loads`]).
     publisher: Option<balance::Publisher>,
+    /// It publishes vLLM's counts (waiting and running), not SGLang's load.
+    publishes_counts: bool,
 }
 
 /// A pipeline's prompt chunk whose trip through every stage outlasts its
@@ -491,6 +493,7 @@ impl Engine {
                 .then(|| balance::Balancer::new(cfg.load_balance, ranked))
                 .flatten(),
             publisher: None,
+            publishes_counts: false,
             cfg,
         };
         // Each rank schedules its own requests.
@@ -1080,7 +1083,14 @@ impl Engine {
         // each rank of its DP attention does (`balance.rs`).
         if let Some(mut p) = self.publisher.take() {
             // A dense replica is one rank: its whole load is that rank's.
-            p.after_step(!self.has_work(), out.batch.prefills > 0, || self.rank_snapshot(0));
+            let vllm = self.publishes_counts;
+            p.after_step(!self.has_work(), out.batch.prefills > 0, || {
+                if vllm {
+                    self.replica_counts()
+                } else {
+                    self.rank_snapshot(0)
+                }
+            });
             self.publisher = Some(p);
         }
         // SGLang's ranks publish their loads (`balance.rs`).
@@ -1095,9 +1105,20 @@ impl Engine {
     /// Has this engine, a replica of a dense model behind SGLang's
     /// data-parallel controller, publish its load after its steps: after a
     /// step that prefilled, on its 15th step without, and when it runs out
-    /// of work ([`Engine::published_load`]).
-    pub fn publish_loads(&mut self) {
-        self.publisher = Some(balance::Publisher::default());
+    /// of work ([`Engine::published_load`]); behind vLLM's balancer
+    /// (`vllm`), its waiting and running requests after every step.
+    pub fn publish_loads(&mut self, vllm: bool) {
+        self.publisher = Some(if vllm { balance::Publisher::every_step() } else { balance::Publisher::default() });
+        self.publishes_counts = vllm;
+    }
+
+    /// This replica's requests as vLLM's scheduler counts them for its
+    /// balancer: all it holds, and how many of them run (`len(running)`;
+    /// the rest wait).
+    fn replica_counts(&self) -> Load {
+        let running = (self.running.len() + self.late.len()) as u64;
+        let requests = u64::from(self.rank_load.first().copied().unwrap_or(0));
+        Load { requests, tokens: 0, running: running.min(requests) }
     }
 
     /// The load this replica last published, and how many it has
@@ -1119,7 +1140,8 @@ impl Engine {
             .filter(|q| q.rank as usize == r && q.blocks.is_empty())
             .map(|q| u64::from(q.prompt_len) + u64::from(q.num_output))
             .sum::<u64>();
-        Load { requests: u64::from(self.rank_load[r]), tokens: held + queued }
+        // SGLang's methods read no running count.
+        Load { requests: u64::from(self.rank_load[r]), tokens: held + queued, running: 0 }
     }
 
     /// [`step_into`](Self::step_into)'s step, the engine having work.

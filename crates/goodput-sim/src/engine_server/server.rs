@@ -5,7 +5,7 @@ use super::config::EngineServerConfig;
 use super::driver::Driver;
 use super::metrics::{lock, Observed};
 use super::progress::Command;
-use crate::engine::{Engine, EngineStats, Error, KvCapacity, Prompt, Router};
+use crate::engine::{Engine, EngineStats, Error, KvCapacity, Prompt, ReplicaBalancer, Router};
 use crate::faults::FaultCounters;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -73,9 +73,11 @@ impl EngineServer {
         let router = Router::new(cfg.engine.router, engines.len() - prefill, capacity.num_blocks)
             .polled(cfg.engine.router_poll_s)
             .controlled(cfg.engine.dense_controller());
-        // SGLang's controller reads the loads the replicas publish.
+        // SGLang's controller reads the loads the replicas publish, vLLM's
+        // front end their counts.
         if router.reads_published() {
-            engines.iter_mut().for_each(Engine::publish_loads);
+            let vllm = cfg.engine.dense_controller() == Some(ReplicaBalancer::Vllm);
+            engines.iter_mut().for_each(|e| e.publish_loads(vllm));
         }
         let mut commands = Vec::new();
         let mut observed = Vec::new();

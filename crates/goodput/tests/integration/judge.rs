@@ -485,6 +485,45 @@ fn estimate_takes_sglangs_load_balance_method_for_its_ranks() {
     assert!(text.contains("SGLang's controller by total-requests"), "{text}");
 }
 
+/// `--internal-lb`: vLLM's own front end balances a dense model's replicas
+/// (one `vllm serve --data-parallel-size 2`) on the counts its coordinator
+/// publishes every 100 ms, counting what it sent between: short requests 50
+/// ms apart, each done before the next, spread over both replicas, where a
+/// router on live counts sends every one to the first (both idle). It is
+/// recorded in the router's place, named on the terminal, and refused
+/// where it has nothing to balance.
+#[test]
+fn estimate_balances_vllms_replicas_by_its_own_front_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let load = ["--dp", "2", "--rate", "20", "--arrival", "constant", "-n", "40", "--input-tokens", "100"];
+    let run = |name: &str, extra: &[&str]| {
+        estimate_doc(dir.path(), name, &[&load[..], &["--output-tokens", "2"], extra].concat())
+    };
+    let split = |doc: &serde_json::Value| -> Vec<u64> {
+        doc["engine"]["replicas"].as_array().unwrap().iter().map(|r| r["requests"].as_u64().unwrap()).collect()
+    };
+    let (live, own) = (run("live.json", &[]), run("own.json", &["--internal-lb"]));
+    assert_eq!(split(&live), [40, 0], "{}", live["engine"]["replicas"]);
+    let own_split = split(&own);
+    assert!(own_split.iter().sum::<u64>() == 40 && own_split[1] >= 10, "{own_split:?}");
+    let engine = &own["config"]["engine"];
+    assert!(engine["router"].is_null() && engine["internal_lb"] == true, "{engine}");
+    assert!(live["config"]["engine"].get("internal_lb").is_none(), "{}", live["config"]["engine"]);
+    let shown = goodput().arg("estimate").args(load).args(["--output-tokens", "2", "--internal-lb"]).output().unwrap();
+    let text = String::from_utf8_lossy(&shown.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(text.contains("· vLLM's balancer, least 4 × waiting + running"), "{text}");
+    // Refused with the fix where it has nothing to balance.
+    for (extra, says) in [
+        (&["--internal-lb"][..], "there is one: add --dp N"),
+        (&["--internal-lb", "--dp", "2", "--scheduler", "sglang"], "--load-balance-method"),
+        (&["--internal-lb", "--dp", "2", "--router", "round-robin"], "--router round-robin"),
+        (&["--internal-lb", "--pd", "1:1"], "--pd runs pools"),
+    ] {
+        let err = goodput().args(["estimate", "-n", "1"]).args(extra).refusal();
+        assert!(err.contains("--internal-lb") && err.contains(says), "{err}");
+    }
+}
+
 /// `--no-mixed-batches` keeps prompts and decodes in separate steps: the
 /// streams stall for whole prefill steps (a longer worst gap), the result
 /// records it, and it is refused beside --pd, whose instances never mix.

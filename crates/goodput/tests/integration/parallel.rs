@@ -365,6 +365,9 @@ fn the_banner_of_an_expert_parallel_group_names_a_rank_s_gpus_as_a_rank_s() {
     let (_, said, _server) = crate::cmd::serve(&dense);
     assert!(said.contains("SGLang's scheduler (replicas by total-tokens)"), "{said}");
     assert!(said.contains("2 replicas (SGLang's controller by total-tokens) each"), "{said}");
+    // A dense model's replicas behind vLLM's own front end.
+    let (_, said, _server) = crate::cmd::serve(&["--profile", "engine", "--dp", "2", "--internal-lb"]);
+    assert!(said.contains("2 replicas (vLLM's balancer, least 4 × waiting + running) each"), "{said}");
     // Replicas of their own already said "each".
     let (_, said, _server) = crate::cmd::serve(&["--profile", "engine", "--dp", "2"]);
     assert!(said.contains("2 replicas (least-loaded router) each 1× H100 SXM"), "{said}");

@@ -22,6 +22,9 @@
 //! newer one replaces what it holds; between reads it adds each request it
 //! sends to its rank's counts (one request, and its prompt's tokens), so a
 //! burst spreads instead of going whole to the rank that looked lightest.
+//!
+//! vLLM's front end balances a dense model's `--data-parallel-size` replicas
+//! the same way, by its own rule ([`ReplicaBalancer::Vllm`]).
 
 use crate::engine::error::Error;
 use serde::{Deserialize, Serialize};
@@ -117,36 +120,77 @@ pub const SNAPSHOT_STEPS: u32 = 15;
 /// (`DataParallelController.refresh_load_budget`).
 pub const READ_INTERVAL: Duration = Duration::from_millis(20);
 
-/// One rank's (or replica's) counts: its requests, and the tokens they hold.
+/// One rank's (or replica's) counts: its requests, the tokens they hold,
+/// and (vLLM's count) how many of them run; the rest wait.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Load {
     pub requests: u64,
     pub tokens: u64,
+    pub running: u64,
 }
+
+/// Who balances a dense model's data-parallel replicas from inside one
+/// server, in the router's place ([`crate::engine::Router::controlled`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplicaBalancer {
+    /// SGLang's data-parallel controller by its `--load-balance-method`.
+    Sglang(LoadBalance),
+    /// vLLM's front end in front of one `vllm serve --data-parallel-size N`
+    /// (`DPLBAsyncMPClient.get_core_engine_for_request`, its internal load
+    /// balancing, the default): the replica of least 4 × waiting + running
+    /// requests (the first on a tie), on the counts its coordinator
+    /// publishes every 100 ms (`DPCoordinator`'s
+    /// `min_stats_update_interval_ms`), each replica having sent its counts
+    /// after each step in which they changed; between publications it counts
+    /// each request it sends waiting where it went.
+    Vllm,
+}
+
+impl fmt::Display for ReplicaBalancer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReplicaBalancer::Sglang(m) => write!(f, "SGLang's controller by {m}"),
+            ReplicaBalancer::Vllm => f.write_str("vLLM's balancer, least 4 × waiting + running"),
+        }
+    }
+}
+
+/// How often vLLM's coordinator publishes the replicas' counts to its front
+/// end while they change.
+pub const VLLM_READ_INTERVAL: Duration = Duration::from_millis(100);
 
 /// What a rank or a replica last published: its counts, and how many
 /// snapshots it has published (the controller takes only a newer one).
 pub type Published = (Load, u64);
 
-/// One scheduler's snapshots: it publishes after a step in which it
-/// prefilled, on its 15th step without, and when it runs out of work.
+/// One scheduler's snapshots: SGLang's publishes after a step in which it
+/// prefilled, on its 15th step without, and when it runs out of work; vLLM's
+/// (`every_step`) after each step.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Publisher {
     published: Published,
     /// Steps since the last snapshot.
     steps: u32,
+    every_step: bool,
 }
 
 impl Publisher {
+    /// A vLLM replica's: after every step its counts as they then are (vLLM
+    /// sends them whenever they changed, before and after each step).
+    pub fn every_step() -> Publisher {
+        Publisher { every_step: true, ..Publisher::default() }
+    }
+
     pub fn published(&self) -> Published {
         self.published
     }
 
     /// After a step: publishes `load()` where the step prefilled, where it
-    /// was the 15th without a snapshot, or where the scheduler is `idle`.
+    /// was the 15th without a snapshot, or where the scheduler is `idle`
+    /// (vLLM's: always).
     pub fn after_step(&mut self, idle: bool, prefilled: bool, load: impl FnOnce() -> Load) {
         self.steps += 1;
-        if idle || prefilled || self.steps >= SNAPSHOT_STEPS {
+        if self.every_step || idle || prefilled || self.steps >= SNAPSHOT_STEPS {
             self.steps = 0;
             self.published = (load(), self.published.1 + 1);
         }
@@ -157,20 +201,31 @@ impl Publisher {
 /// of the snapshot it was read from: between reads it adds what it sends.
 #[derive(Debug, Clone)]
 struct View {
-    by_tokens: bool,
+    by: Score,
     seen: Vec<Published>,
+}
+
+/// What a view takes the lightest by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Score {
+    /// SGLang's `total_requests`.
+    Requests,
+    /// SGLang's `total_tokens`: tokens, then requests.
+    Tokens,
+    /// vLLM's: 4 × waiting + running.
+    Vllm,
 }
 
 impl View {
     /// The view of `n` for `method`, where it counts (`None` for the
     /// methods that read no load).
     fn new(method: LoadBalance, n: usize) -> Option<View> {
-        let by_tokens = match method {
-            LoadBalance::TotalRequests => false,
-            LoadBalance::TotalTokens => true,
+        let by = match method {
+            LoadBalance::TotalRequests => Score::Requests,
+            LoadBalance::TotalTokens => Score::Tokens,
             _ => return None,
         };
-        Some(View { by_tokens, seen: vec![(Load::default(), 0); n] })
+        Some(View { by, seen: vec![(Load::default(), 0); n] })
     }
 
     /// Takes each newer snapshot in place of its count.
@@ -183,14 +238,20 @@ impl View {
         }
     }
 
-    /// The lightest (by requests, or by tokens and then requests; the
-    /// first on a tie), counted with one more request of `prompt` tokens.
+    /// The lightest (by requests, by tokens and then requests, or by vLLM's
+    /// score; the first on a tie), counted with one more request of `prompt`
+    /// tokens, waiting.
     fn pick(&mut self, prompt: u32) -> usize {
-        let key = |l: &Load| if self.by_tokens { (l.tokens, l.requests) } else { (l.requests, 0) };
+        let by = self.by;
+        let key = |l: &Load| match by {
+            Score::Requests => (l.requests, 0),
+            Score::Tokens => (l.tokens, l.requests),
+            Score::Vllm => (4 * l.requests.saturating_sub(l.running) + l.running.min(l.requests), 0),
+        };
         let i = (0..self.seen.len()).min_by_key(|&i| key(&self.seen[i].0)).unwrap_or(0);
         let load = &mut self.seen[i].0;
         load.requests += 1;
-        if self.by_tokens {
+        if by == Score::Tokens {
             load.tokens += u64::from(prompt);
         }
         i
@@ -202,24 +263,41 @@ impl View {
 /// `total-tokens`, each replica publishing its own snapshots
 /// ([`Publisher`]), the controller reading them at most every 20 ms of the
 /// run's clock. Its `round-robin` is the router's
-/// ([`crate::engine::Router::controlled`]).
+/// ([`crate::engine::Router::controlled`]). vLLM's front end
+/// ([`ReplicaBalancer::Vllm`]) reads its replicas' counts every 100 ms.
 #[derive(Debug, Clone)]
 pub struct Controller {
     view: View,
     last_read_s: Option<f64>,
+    every_s: f64,
 }
 
 impl Controller {
     /// The controller of `replicas` for `method`, where it counts (`None`
     /// for the methods that read no load).
     pub fn new(method: LoadBalance, replicas: usize) -> Option<Controller> {
-        Some(Controller { view: View::new(method, replicas)?, last_read_s: None })
+        Some(Controller { view: View::new(method, replicas)?, last_read_s: None, every_s: READ_INTERVAL.as_secs_f64() })
+    }
+
+    /// The balancer of `replicas` (`None` for SGLang's methods that read no
+    /// load: its round-robin is the router's).
+    pub fn of(balancer: ReplicaBalancer, replicas: usize) -> Option<Controller> {
+        match balancer {
+            ReplicaBalancer::Sglang(m) => Controller::new(m, replicas),
+            ReplicaBalancer::Vllm => Some(Controller {
+                view: View { by: Score::Vllm, seen: vec![(Load::default(), 0); replicas] },
+                last_read_s: None,
+                every_s: VLLM_READ_INTERVAL.as_secs_f64(),
+            }),
+        }
     }
 
     /// The replica a request of `prompt` tokens goes to at `now_s`, each
     /// replica's last snapshot `published(i)`.
     pub fn dispatch(&mut self, now_s: f64, prompt: u32, published: impl Fn(usize) -> Published) -> usize {
-        if self.last_read_s.is_none_or(|t| now_s - t >= READ_INTERVAL.as_secs_f64()) {
+        // Within a nanosecond: a clock's seconds summed in floating point
+        // (0.7 − 0.6 < 0.1) do not put a read off by a whole request.
+        if self.last_read_s.is_none_or(|t| now_s - t >= self.every_s - 1e-9) {
             self.view.read(published);
             self.last_read_s = Some(now_s);
         }
@@ -319,16 +397,22 @@ mod tests {
     fn the_replicas_controller_reads_their_snapshots_every_20_ms() {
         let prompt = crate::engine::kv::Prompt::from_tokens(&[1; 10], 16);
         let mut rr = crate::engine::Router::new(crate::engine::RouterPolicy::LeastLoaded, 3, 64)
-            .controlled(Some(LoadBalance::RoundRobin));
+            .controlled(Some(ReplicaBalancer::Sglang(LoadBalance::RoundRobin)));
         assert_eq!([0.0; 4].map(|t| rr.route_with(&prompt, t, |_| 0, |_| (Load::default(), 0))), [0, 1, 2, 0]);
         assert!(!rr.reads_published() && Controller::new(LoadBalance::Auto, 2).is_none());
         assert!(Controller::new(LoadBalance::RoundRobin, 2).is_none());
         let mut c = Controller::new(LoadBalance::TotalTokens, 2).unwrap();
-        let mut published = [(Load { requests: 1, tokens: 5000 }, 1), (Load { requests: 3, tokens: 900 }, 1)];
+        let mut published = [
+            (Load { requests: 1, tokens: 5000, ..Load::default() }, 1),
+            (Load { requests: 3, tokens: 900, ..Load::default() }, 1),
+        ];
         assert_eq!(c.dispatch(0.0, 1000, |i| published[i]), 1, "900 tokens against 5,000");
         assert_eq!(c.dispatch(0.010, 1000, |i| published[i]), 1, "1,900 with the one sent");
         // Newer snapshots, but read only 20 ms after the last read.
-        published = [(Load { requests: 0, tokens: 0 }, 2), (Load { requests: 9, tokens: 9000 }, 2)];
+        published = [
+            (Load { requests: 0, tokens: 0, ..Load::default() }, 2),
+            (Load { requests: 9, tokens: 9000, ..Load::default() }, 2),
+        ];
         assert_eq!(c.dispatch(0.015, 4000, |i| published[i]), 1, "2,900 against 5,000: the old view");
         assert_eq!(c.dispatch(0.016, 100, |i| published[i]), 0, "5,000 against 6,900: the old view");
         assert_eq!(c.dispatch(0.020, 100, |i| published[i]), 0, "read at 20 ms: 0 against 9,000");
@@ -338,17 +422,43 @@ mod tests {
         // A replica publishes after a step that prefilled, on its 15th step
         // without, and when it runs out of work.
         let mut p = Publisher::default();
-        let load = |n| move || Load { requests: n, tokens: 0 };
+        let load = |n| move || Load { requests: n, tokens: 0, ..Load::default() };
         p.after_step(false, true, load(4));
-        assert_eq!(p.published(), (Load { requests: 4, tokens: 0 }, 1));
+        assert_eq!(p.published(), (Load { requests: 4, tokens: 0, ..Load::default() }, 1));
         for _ in 0..SNAPSHOT_STEPS - 1 {
             p.after_step(false, false, load(3));
         }
         assert_eq!(p.published().1, 1, "14 steps without a prompt");
         p.after_step(false, false, load(3));
-        assert_eq!(p.published(), (Load { requests: 3, tokens: 0 }, 2));
+        assert_eq!(p.published(), (Load { requests: 3, tokens: 0, ..Load::default() }, 2));
         p.after_step(true, false, load(0));
         assert_eq!(p.published(), (Load::default(), 3));
+    }
+
+    /// vLLM's front end scores a replica 4 × waiting + running on the counts
+    /// last published, reads them every 100 ms, and counts what it sends
+    /// between as waiting; a replica publishes after every step.
+    #[test]
+    fn vllms_balancer_weighs_waiting_four_times_on_counts_read_every_100_ms() {
+        let counts = |requests, running| Load { requests, tokens: 0, running };
+        let mut c = Controller::of(ReplicaBalancer::Vllm, 2).unwrap();
+        let mut published = [(counts(3, 3), 1), (counts(1, 0), 1)];
+        assert_eq!(c.dispatch(0.0, 10, |i| published[i]), 0, "3 running (3) against 1 waiting (4)");
+        assert_eq!(c.dispatch(0.050, 10, |i| published[i]), 1, "7 with the one sent as waiting, against 4");
+        assert_eq!(c.dispatch(0.060, 10, |i| published[i]), 0, "7 against 8");
+        // Newer counts are read only 100 ms after the last read.
+        published = [(counts(9, 9), 2), (counts(0, 0), 2)];
+        assert_eq!(c.dispatch(0.099, 10, |i| published[i]), 1, "11 against 8: the old view");
+        assert_eq!(c.dispatch(0.100, 10, |i| published[i]), 1, "read: 9 against 0");
+        // A replica behind vLLM's balancer publishes after every step.
+        let mut p = Publisher::every_step();
+        for n in 1..=3 {
+            p.after_step(false, false, || counts(n, 1));
+            assert_eq!(p.published(), (counts(n, 1), n));
+        }
+        assert_eq!(ReplicaBalancer::Vllm.to_string(), "vLLM's balancer, least 4 × waiting + running");
+        let sglang = ReplicaBalancer::Sglang(LoadBalance::TotalTokens);
+        assert_eq!(sglang.to_string(), "SGLang's controller by total-tokens");
     }
 
     /// A rank's snapshot replaces the controller's count only once the rank
@@ -357,7 +467,7 @@ mod tests {
     /// once; every rank publishes when the engine runs out of work.
     #[test]
     fn the_controller_reads_published_loads_at_most_every_20_ms() {
-        let load = |requests| Load { requests, tokens: 0 };
+        let load = |requests| Load { requests, tokens: 0, ..Load::default() };
         let mut b = Balancer::new(LoadBalance::TotalRequests, 2).unwrap();
         assert_eq!((b.dispatch(10), b.dispatch(10)), (0, 1));
         let step = Duration::from_millis(5);

@@ -1376,6 +1376,49 @@ mod tests {
         assert!(c.validate().unwrap_err().to_string().contains("several replicas (--dp 2"));
     }
 
+    /// vLLM's own balancer (`--internal-lb`) in front of a dense model's
+    /// replicas reads their counts every 100 ms and counts what it sends
+    /// between: short requests arriving 50 ms apart, each done before the
+    /// next, go to the replicas in turn, where a router on live counts sends
+    /// each to the first (both idle at each arrival).
+    #[test]
+    fn vllms_internal_balancer_reads_the_replicas_counts_every_100_ms() {
+        let mut cfg = h100_8b();
+        cfg.dp = 2;
+        let n = 40;
+        let arrivals = (0..n).map(|i| Duration::from_millis(50 * i)).collect();
+        let load = VirtualLoad::open_loop(same(n as usize, 100, 2), arrivals);
+        let shares = |internal: bool| {
+            let mut c = cfg.clone();
+            c.internal_lb = internal;
+            c.validate().unwrap();
+            let run = simulate(&c, &load).unwrap();
+            assert!(run.records.iter().all(|r| r.outcome.is_success()));
+            // Each ends before the next arrives.
+            assert!(run.records.iter().all(|r| r.end - r.sent < Duration::from_millis(50)));
+            run.engine.replicas.iter().map(|r| r.requests).collect::<Vec<_>>()
+        };
+        assert_eq!(shares(false), [n, 0], "live least-loaded: the first of two idle replicas");
+        assert_eq!(shares(true), [n / 2, n / 2], "vLLM's: in turn, between reads of counts");
+        // Named in the router's place; refused where it has no replicas to
+        // balance, or beside another router.
+        let mut c = cfg.clone();
+        c.internal_lb = true;
+        assert_eq!(c.dense_controller(), Some(crate::engine::ReplicaBalancer::Vllm));
+        let doc = goodput_core::doc::config::EngineSettings::from(&c);
+        assert!(doc.router.is_none() && doc.internal_lb);
+        for (change, says) in [
+            (&(|c: &mut EngineConfig| c.dp = 1) as &dyn Fn(&mut EngineConfig), "there is one"),
+            (&|c: &mut EngineConfig| c.router = crate::engine::RouterPolicy::RoundRobin, "--router round-robin"),
+            (&|c: &mut EngineConfig| c.scheduler = crate::engine::SchedulerPolicy::Sglang, "--load-balance-method"),
+        ] {
+            let mut c = c.clone();
+            change(&mut c);
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains("--internal-lb") && e.contains(says), "{e}");
+        }
+    }
+
     #[test]
     fn sglangs_prefill_instance_sends_each_chunks_kv_as_it_ends() {
         let mut cfg = h100_8b();
