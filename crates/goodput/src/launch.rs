@@ -354,6 +354,13 @@ fn goodput_flags(params: &ParamMap, gpu_memory_utilization: f64) -> Result<Vec<S
             }
             continue;
         }
+        // vLLM's own balancing of its replicas is a switch too.
+        if k == "internal_lb" {
+            if goodput_core::doc::overlay::mixed_batches_value(v) == Some(true) {
+                flags.push("--internal-lb".into());
+            }
+            continue;
+        }
         let v = match (k.as_str(), &pools) {
             ("dp", Some(_)) => continue,
             ("pd", Some(Servers { spec: Some(spec), .. })) => spec.as_str(),
@@ -1082,6 +1089,7 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
         let mut loads = BTreeSet::new();
         let mut rates: Vec<f64> = Vec::new();
         let mut own_balance = false;
+        let mut own_predicted = false;
         for (i, c) in &mine {
             let sc = c.serve_command.as_ref();
             match sc.and_then(|s| s.command.as_deref()) {
@@ -1100,7 +1108,11 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
                     // vLLM's own balancing stands for least-loaded; every
                     // other router is the server's flag or a script's.
                     let own = sc.is_some_and(|s| s.server == "vllm" && !s.script);
-                    own_balance |= own && c.params.get("router").is_some_and(|r| r.trim() == "least-loaded");
+                    let least = c.params.get("router").is_some_and(|r| r.trim() == "least-loaded");
+                    let internal =
+                        c.params.get("internal_lb").and_then(|v| goodput_core::doc::overlay::mixed_batches_value(v));
+                    own_balance |= own && (least || internal == Some(true));
+                    own_predicted |= own && internal == Some(true);
                 }
                 None if !planned.contains(i) => {}
                 None => left_out.push(format!(
@@ -1171,7 +1183,12 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
             let _ = writeln!(
                 text,
                 "# vLLM balances its data-parallel ranks itself, each request to the rank of least waiting × 4 + \
-                 running requests: it stands for the plan's least-loaded router."
+                 running requests: {}",
+                if own_predicted {
+                    "the plan predicted it so (internal_lb = true)."
+                } else {
+                    "it stands for the plan's least-loaded router."
+                }
             );
         }
         if !left_out.is_empty() {

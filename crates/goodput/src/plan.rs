@@ -634,6 +634,17 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
              their replicas"
         ));
     }
+    // A trace runs the replicas whole: vLLM's front end balances a dense
+    // model's behind least-loaded, as their one server does.
+    if doc.configs.iter().any(|c| c.params.get("internal_lb").is_some_and(|v| v == "true")) {
+        doc.notes.push(
+            "With --trace, a dense model's replicas behind least-loaded are one vLLM server of \
+             --data-parallel-size (internal_lb = \"true\" in their parameters), whose front end balances them \
+             itself: each request to the replica of least 4 × waiting + running requests, on the counts its \
+             coordinator publishes every 100 ms, counting what it sent since as waiting; they were predicted so"
+                .into(),
+        );
+    }
     // Which scheduler SGLang's configurations were predicted with.
     if a.serve_engine == crate::launch::Server::Sglang && !doc.configs.is_empty() {
         let apart = doc.configs.iter().any(|c| c.params.contains_key("pd"));
@@ -1136,6 +1147,13 @@ fn replicas_method(disaggregated: bool, ranks: u32, dp: u32, router: Option<Rout
     router.and_then(crate::launch::sglang_replicas_method)
 }
 
+/// Whether a configuration is a dense model's replicas behind least-loaded,
+/// which vLLM's one server of `--data-parallel-size` balances itself
+/// ([`Search::vllm_internal`]).
+fn vllm_internal(disaggregated: bool, ranks: u32, dp: u32, router: RouterPolicy) -> bool {
+    !disaggregated && ranks <= 1 && dp > 1 && router == RouterPolicy::LeastLoaded
+}
+
 /// The `--load-balance-method`s searched, each with what it does, as the
 /// note on SGLang's scheduler says them.
 fn balances_said(methods: &[LoadBalance]) -> String {
@@ -1492,6 +1510,15 @@ impl Search<'_> {
     fn replicas_controller(&self, c: &Candidate) -> Option<LoadBalance> {
         let method = replicas_method(c.pd.is_some(), c.ranks(), c.dp, Some(c.router));
         method.filter(|_| self.sglang_scheduler())
+    }
+
+    /// Behind vLLM, a dense model's replicas behind least-loaded are one
+    /// server of `--data-parallel-size` ([`crate::launch`]), whose front end
+    /// balances them by its own rule (`--internal-lb`): 4 × waiting +
+    /// running on the counts published every 100 ms.
+    fn vllm_internal(&self, c: &Candidate) -> bool {
+        self.args.serve_engine == crate::launch::Server::Vllm
+            && vllm_internal(c.pd.is_some(), c.ranks(), c.dp, c.router)
     }
 
     /// Whether `c` is searched with each of `--mixed-chunk`: colocated
@@ -2470,6 +2497,12 @@ impl Search<'_> {
                 params.insert("load_balance_method".into(), m.sglang_name());
             }
         }
+        // With a trace, vLLM's replicas behind least-loaded ran behind its
+        // own balancer (`trace_curve`): named, so that a grid's own
+        // --estimate runs it too.
+        if self.trace.is_some() && self.vllm_internal(c) {
+            params.insert("internal_lb".into(), "true".into());
+        }
         if c.spec > 0 {
             let sd = self.spec(c.spec);
             params.insert("spec_tokens".into(), sd.tokens.to_string());
@@ -2681,6 +2714,7 @@ impl Search<'_> {
                 cfg.router = c.router;
                 cfg.router_poll_s = self.polled(c);
                 cfg.load_balance = self.replicas_controller(c).unwrap_or(cfg.load_balance);
+                cfg.internal_lb = self.vllm_internal(c);
             }
         }
         cfg.validate()?;

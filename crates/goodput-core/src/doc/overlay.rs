@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 /// The simulator's knobs a configuration's settings map onto, as `goodput
 /// plan` names them in its documents' `params`.
-pub const KNOBS: [&str; 15] = [
+pub const KNOBS: [&str; 16] = [
     "gpu",
     "tp",
     "dp",
@@ -34,6 +34,7 @@ pub const KNOBS: [&str; 15] = [
     "router",
     "mixed_batches",
     "schedule_conservativeness",
+    "internal_lb",
 ];
 
 /// Each knob's other names: the servers' flags for it (vLLM's
@@ -41,7 +42,7 @@ pub const KNOBS: [&str; 15] = [
 /// `max_running_requests`, `chunked_prefill_size`; llama.cpp's `np`
 /// (parallel slots) and `b` (batch size in tokens); the routers'
 /// `policy` and SGLang's `load_balance_method`) and short forms.
-pub const KNOB_ALIASES: [(&str, &[&str]); 15] = [
+pub const KNOB_ALIASES: [(&str, &[&str]); 16] = [
     ("gpu", &["gpu_type"]),
     ("tp", &["tensor_parallel_size", "tp_size"]),
     ("dp", &["data_parallel_size", "dp_size"]),
@@ -59,6 +60,9 @@ pub const KNOB_ALIASES: [(&str, &[&str]); 15] = [
     ("mixed_batches", &["enable_mixed_chunk"]),
     // SGLang's own name; its scheduler's alone.
     ("schedule_conservativeness", &[]),
+    // vLLM's own balancing of its --data-parallel-size replicas (the
+    // default of one vLLM server; `plan` names it where it predicted it).
+    ("internal_lb", &[]),
 ];
 
 /// The value a knob has where a configuration's settings leave it out: `goodput
@@ -71,6 +75,7 @@ fn absent_value(knob: &str) -> Option<&'static str> {
         "spec_tokens" => Some("0"),
         "mixed_batches" => Some("true"),
         "schedule_conservativeness" => Some("1"),
+        "internal_lb" => Some("false"),
         RANK_BALANCE => Some("auto"),
         _ => None,
     }
@@ -128,7 +133,8 @@ fn precision_name(v: &str) -> String {
 
 /// A `mixed_batches` setting (SGLang's `enable_mixed_chunk`) as a switch:
 /// prompts and decodes in one step (`true`, `yes`, `1`, `on`) or in
-/// separate steps (`false`, `no`, `0`, `off`); `None` for other text.
+/// separate steps (`false`, `no`, `0`, `off`); `None` for other text. An
+/// `internal_lb` setting reads the same.
 pub fn mixed_batches_value(v: &str) -> Option<bool> {
     match v.trim().to_ascii_lowercase().as_str() {
         "true" | "yes" | "1" | "on" => Some(true),
@@ -164,6 +170,9 @@ pub fn same_value(knob: &str, a: &str, b: &str) -> bool {
     }
     if knob == RANK_BALANCE {
         return param_key(a) == param_key(b);
+    }
+    if let ("internal_lb", Some(x), Some(y)) = (knob, mixed_batches_value(a), mixed_batches_value(b)) {
+        return x == y;
     }
     match (a.trim().parse::<f64>(), b.trim().parse::<f64>()) {
         (Ok(x), Ok(y)) => x == y,
@@ -1149,6 +1158,33 @@ mod tests {
             match partner(&pred, &measured(m)) {
                 Partner::One(i) => assert_eq!(i, want, "{m:?}"),
                 Partner::None(why) => panic!("{m:?}: {why}"),
+            }
+        }
+    }
+
+    /// vLLM's own balancing of its replicas is a switch: a measured
+    /// configuration that names it pairs with the predicted one that ran it,
+    /// one that does not with the one behind the router.
+    #[test]
+    fn vllms_internal_balancing_is_a_knob_whose_absence_is_off() {
+        assert!(same_value("internal_lb", "true", "On") && !same_value("internal_lb", "true", "false"));
+        let replicas = [("tp", "1"), ("dp", "2"), ("router", "least-loaded")];
+        let pred = doc(
+            FrontierSource::Predicted,
+            [None, Some("true")]
+                .map(|lb| {
+                    let mut kv = replicas.to_vec();
+                    kv.extend(lb.map(|v| ("internal_lb", v)));
+                    config(&format!("dp2 {lb:?}"), &kv, vec![point(4, 100.0, 50.0, 20.0)])
+                })
+                .to_vec(),
+        );
+        for (lb, want) in [(Some("true"), 1), (Some("false"), 0), (None, 0)] {
+            let mut kv = replicas.to_vec();
+            kv.extend(lb.map(|v| ("internal_lb", v)));
+            match partner(&pred, &config("m", &kv, vec![point(4, 90.0, 45.0, 25.0)])) {
+                Partner::One(i) => assert_eq!(i, want, "{lb:?}"),
+                Partner::None(why) => panic!("{lb:?}: {why}"),
             }
         }
     }

@@ -2313,10 +2313,12 @@ fn plan_searches_sglangs_mixed_chunk() {
 /// With a trace behind SGLang, a dense model's replicas behind round-robin
 /// or least-loaded are one server of `--dp-size` (their commands name its
 /// `--load-balance-method`), and are predicted behind its controller, on
-/// the loads the replicas publish: both run, and the note says so; a plan
-/// for vLLM says nothing of it.
+/// the loads the replicas publish: both run, and the note says so. Behind
+/// vLLM, least-loaded is one server of `--data-parallel-size`, predicted
+/// behind its own front end's balancer (`internal_lb`), and round-robin
+/// replicas behind a router.
 #[test]
-fn a_trace_plan_routes_sglangs_dense_replicas_by_its_controller() {
+fn a_trace_plan_routes_dense_replicas_by_the_servers_own_balancer() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("trace.jsonl");
     let lines: Vec<String> = (0..200)
@@ -2349,5 +2351,16 @@ fn a_trace_plan_routes_sglangs_dense_replicas_by_its_controller() {
         assert_eq!(c["params"]["load_balance_method"], method, "{}", c["params"]);
     }
     assert!(doc["notes"].to_string().contains(said), "{}", doc["notes"]);
-    assert!(!run("vllm")["notes"].to_string().contains(said));
+    assert!(doc["configs"].to_string().find("internal_lb").is_none(), "{}", doc["configs"]);
+    let vllm = run("vllm");
+    assert!(!vllm["notes"].to_string().contains(said));
+    let configs = vllm["configs"].as_array().unwrap();
+    let internal = |c: &Value| c["params"].get("internal_lb").and_then(Value::as_str).map(str::to_string);
+    let by_router = |r: &str| configs.iter().find(|c| c["params"]["router"] == r).unwrap_or_else(|| panic!("{r}"));
+    let (rr, least) = (by_router("round-robin"), by_router("least-loaded"));
+    assert_eq!((internal(rr), internal(least).as_deref()), (None, Some("true")));
+    assert_eq!(least["points"][0]["completed"], 200, "{least}");
+    let command = least["serve_command"]["command"].as_str().unwrap();
+    assert!(command.contains("--data-parallel-size 2"), "{command}");
+    assert!(vllm["notes"].to_string().contains("whose front end balances them itself"), "{}", vllm["notes"]);
 }

@@ -59,6 +59,9 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
             if knob == "mixed_batches" && mixed_batches_value(v).is_none() {
                 bail!("--estimate: {k}={v} in {} is not true or false (prompts and decodes in one step)", p.id());
             }
+            if knob == "internal_lb" && mixed_batches_value(v).is_none() {
+                bail!("--estimate: {k}={v} in {} is not true or false (vLLM's own balancing of its replicas)", p.id());
+            }
             if knob == "pd" {
                 goodput_sim::engine::Disaggregation::parse(v.trim())
                     .map_err(|e| anyhow::anyhow!("--estimate: {k}={v} in {}: {e}", p.id()))?;
@@ -265,6 +268,10 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
             Some("router") if is_sglangs_balance(k) => {}
             Some("router") => args.hw.router = v.to_string(),
             Some("mixed_batches") => args.hw.no_mixed_batches = mixed_batches_value(v) == Some(false),
+            Some("internal_lb") => {
+                args.hw.internal_lb = mixed_batches_value(v)
+                    .with_context(|| format!("--estimate: {k}={v} is not a switch: give true or false"))?;
+            }
             Some("schedule_conservativeness") => {
                 args.hw.schedule_conservativeness =
                     v.parse::<f64>().with_context(|| format!("--estimate: {k}={v} is not a number"))?;
@@ -305,6 +312,8 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
     // those predictions with the engine's refusal).
     if args.hw.dp <= 1 || args.hw.pd.is_some() {
         args.hw.router = goodput_sim::engine::RouterPolicy::default().to_string();
+        // Nor has vLLM's own balancer.
+        args.hw.internal_lb = false;
     }
     // --router-poll polls the loads power-of-two compares: the grid's other
     // routers route on their own, as their servers do.
@@ -576,6 +585,26 @@ mod tests {
         assert_eq!((hw.load_balance_method.as_str(), hw.router.as_str()), ("auto", "total_requests"));
         let e = check_grid(&grid(&[&[("load_balance_method", "fastest")]])).unwrap_err().to_string();
         assert!(e.contains("load_balance_method=fastest"), "{e}");
+    }
+
+    /// vLLM's own balancing of its replicas (`internal_lb`, which plan names
+    /// where it predicted it) is a switch of the grid: taken where there
+    /// are replicas, dropped with the router where there is one, and a
+    /// value not a switch refused before any server starts.
+    #[test]
+    fn vllms_internal_balancing_is_a_switch_of_the_grid() {
+        let g = grid(&[
+            &[("dp", "2"), ("router", "least-loaded"), ("internal_lb", "true")],
+            &[("dp", "1"), ("internal_lb", "true")],
+            &[("dp", "2"), ("internal_lb", "false")],
+        ]);
+        assert!(check_grid(&g).is_ok());
+        let a = sweep_args(&[]);
+        let hw: Vec<bool> =
+            g.iter().map(|p| engine_args(&a, p, "llama-3.1-8b", Path::new("p.json")).unwrap().hw.internal_lb).collect();
+        assert_eq!(hw, [true, false, false]);
+        let e = check_grid(&grid(&[&[("dp", "2"), ("internal_lb", "sometimes")]])).unwrap_err().to_string();
+        assert!(e.contains("internal_lb=sometimes") && e.contains("not true or false"), "{e}");
     }
 
     /// SGLang's scheduler and its conservativeness are knobs of the grid:
