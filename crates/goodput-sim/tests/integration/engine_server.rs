@@ -566,6 +566,54 @@ async fn sglangs_controller_sends_short_requests_away_from_a_replica_holding_a_l
     assert!(after[0] >= 1.0 && after[0] + after[1] == 4.0, "{after:?}");
 }
 
+/// vLLM's own balancer in front of a dense model's replicas
+/// (`--internal-lb`), served: two short requests one after the other, the
+/// first done before the second is sent, go one to each replica, the
+/// balancer counting the first as waiting on its replica until it next
+/// reads the counts (100 ms of the server's clock: 2 s of wall time at
+/// 0.05×), where a router on live counts sends both to the first, idle
+/// again. Once the interval has passed, the balancer reads the replicas'
+/// counts (both idle, as each published on running out of work), and a
+/// third request goes to the first again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllms_internal_balancer_counts_what_it_sent_until_it_reads_the_replicas_counts() {
+    let served = |internal: bool| async move {
+        let mut cfg = config();
+        cfg.engine.dp = 2;
+        cfg.engine.internal_lb = internal;
+        cfg.speed = 0.05;
+        let (base, server, _stop) = start(cfg).await;
+        let http = client();
+        let send = |k: usize| {
+            let (http, base) = (http.clone(), base.clone());
+            async move {
+                let body = json!({"prompt": words(8, &format!("s{k}")), "max_tokens": 1});
+                let r = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
+                assert_eq!(r.status(), 200);
+                r.text().await.unwrap();
+            }
+        };
+        let started = std::time::Instant::now();
+        send(0).await;
+        send(1).await;
+        let early = started.elapsed();
+        let finished = || server.replica_stats().iter().map(|r| r.requests_finished).collect::<Vec<_>>();
+        let two = finished();
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        send(2).await;
+        (two, finished(), early)
+    };
+    let (two, three, _) = served(false).await;
+    assert_eq!((two, three), (vec![2, 0], vec![3, 0]), "live counts: the first of two idle replicas");
+    let (two, three, early) = served(true).await;
+    // Both sent within the interval: nothing read between them.
+    if early < Duration::from_millis(1900) {
+        assert_eq!(two, [1, 1], "vLLM's: the first counted waiting until the next read");
+    }
+    assert_eq!(three.iter().sum::<u64>(), 3);
+    assert_eq!(three[0], two[0] + 1, "read after the interval: both idle, the first");
+}
+
 /// Power-of-two on polled loads, served: between polls every request
 /// goes to the replica that was lighter at the last poll. A first request
 /// lands on either (the poll at the start saw none); after the next poll
