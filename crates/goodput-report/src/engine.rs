@@ -316,6 +316,15 @@ mod tests {
             replicas(json!(10.0)),
             "Llama-3.1-8B on 1× H100 SXM · 4 replicas (power-of-two, loads polled every 10 s) · bf16 · prefix caching on"
         );
+        // vLLM's own balancing of one server's replicas, in the router's place.
+        let own = engine(json!({"config": {
+            "model": "Llama-3.1-8B", "gpu": "H100 SXM", "tp": 1, "dp": 4, "internal_lb": true,
+            "precision": "bf16", "enable_prefix_caching": true
+        }}));
+        assert_eq!(
+            own.config_line(),
+            "Llama-3.1-8B on 1× H100 SXM · 4 replicas (vLLM's internal balancing) · bf16 · prefix caching on"
+        );
         // Each pool's router, where it is not least-loaded.
         let pools = |router: &str| {
             engine(json!({"config": {
