@@ -1556,6 +1556,14 @@ mod tests {
         assert!(Servers::replicas(Server::Vllm, &knobs("least-loaded")).is_none());
         let one = command(Server::Vllm, &[("tp", "1"), ("dp", "2"), ("router", "least-loaded")], &w).unwrap();
         assert!(one.contains("--data-parallel-size 2") && !one.contains("balance"), "{one}");
+        // Where plan names it (`internal_lb`), vLLM's command is the same one
+        // server, and goodput serve's rehearsal balances as it does.
+        let own = [("tp", "1"), ("dp", "2"), ("router", "least-loaded"), ("internal_lb", "true")];
+        assert_eq!(command(Server::Vllm, &own, &w).unwrap(), one);
+        let g = goodput_flags(&params(&own), 0.9).unwrap().join(" ");
+        assert!(g.contains("--internal-lb") && !g.contains("true"), "{g}");
+        let off = goodput_flags(&params(&[("dp", "2"), ("internal_lb", "false")]), 0.9).unwrap().join(" ");
+        assert!(!off.contains("internal"), "{off}");
         // SGLang's for round-robin and least-loaded.
         for (router, method) in [("round-robin", "round_robin"), ("least-loaded", "total_requests")] {
             assert!(Servers::replicas(Server::Sglang, &knobs(router)).is_none());
