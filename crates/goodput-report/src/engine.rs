@@ -59,7 +59,10 @@ impl EngineView for SimulatedEngine {
                 (Some(r), Some(s)) => format!("{replicas} replicas ({r}, loads polled every {s} s)"),
                 (Some(r), None) => format!("{replicas} replicas ({r})"),
                 // vLLM's front end balanced them, in the router's place.
-                (None, _) if c.internal_lb => format!("{replicas} replicas (vLLM's internal balancing)"),
+                (None, _) if c.internal_lb => match c.api_server_count {
+                    Some(n) if n > 1 => format!("{replicas} replicas (vLLM's internal balancing, {n} API servers)"),
+                    _ => format!("{replicas} replicas (vLLM's internal balancing)"),
+                },
                 (None, _) => format!("{replicas} replicas"),
             });
         }
@@ -325,6 +328,11 @@ mod tests {
             own.config_line(),
             "Llama-3.1-8B on 1× H100 SXM · 4 replicas (vLLM's internal balancing) · bf16 · prefix caching on"
         );
+        let fronts = engine(json!({"config": {
+            "model": "Llama-3.1-8B", "gpu": "H100 SXM", "tp": 1, "dp": 4, "internal_lb": true,
+            "api_server_count": 4, "precision": "bf16"
+        }}));
+        assert!(fronts.config_line().contains("4 replicas (vLLM's internal balancing, 4 API servers)"));
         // Each pool's router, where it is not least-loaded.
         let pools = |router: &str| {
             engine(json!({"config": {

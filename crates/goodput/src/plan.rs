@@ -634,14 +634,15 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
              their replicas"
         ));
     }
-    // A trace runs the replicas whole: vLLM's front end balances a dense
+    // A trace runs the replicas whole: vLLM's front ends balance a dense
     // model's behind least-loaded, as their one server does.
     if doc.configs.iter().any(|c| c.params.get("internal_lb").is_some_and(|v| v == "true")) {
         doc.notes.push(
             "With --trace, a dense model's replicas behind least-loaded are one vLLM server of \
-             --data-parallel-size (internal_lb = \"true\" in their parameters), whose front end balances them \
-             itself: each request to the replica of least 4 × waiting + running requests, on the counts its \
-             coordinator publishes every 100 ms, counting what it sent since as waiting; they were predicted so"
+             --data-parallel-size (internal_lb = \"true\" in their parameters), whose front ends balance them \
+             themselves (one API server a replica, vLLM's default): each request to the replica of least 4 × \
+             waiting + running requests, on the counts its coordinator publishes every 100 ms, each front end \
+             counting what it sent since as waiting; they were predicted so"
                 .into(),
         );
     }

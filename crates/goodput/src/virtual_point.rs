@@ -165,6 +165,7 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         cfg.schedule_conservativeness = e.schedule_conservativeness;
         (cfg.load_balance, cfg.decode_load_balance) = LoadBalance::parse_pools(&e.load_balance_method)?;
         cfg.internal_lb = e.internal_lb;
+        cfg.api_server_count = e.api_server_count;
         cfg.max_num_batched_tokens = step_budget(&cfg, e.max_num_batched_tokens)?;
         if e.spec_tokens == 0 && (e.spec_acceptance.is_some() || e.spec_draft_cost.is_some()) {
             bail!(

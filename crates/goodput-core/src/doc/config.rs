@@ -424,6 +424,10 @@ pub struct EngineSettings {
     /// (`router` absent); absent otherwise.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub internal_lb: bool,
+    /// With `internal_lb`, vLLM's API servers (`--api-server-count`, by
+    /// default one a replica): each front end balances on its own counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_server_count: Option<u32>,
     /// `false` when a step that computes a prompt decoded nothing (SGLang's
     /// default, vLLM V0's without chunked prefill: `--no-mixed-batches`);
     /// absent when prompts and decodes shared steps, vLLM V1's and

@@ -105,6 +105,10 @@ pub struct EngineConfig {
     /// ([`ReplicaBalancer::Vllm`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub internal_lb: bool,
+    /// vLLM's `--api-server-count` under `--internal-lb`: its front ends,
+    /// each balancing on its own; `None`: vLLM's default, one a replica.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_server_count: Option<u32>,
 }
 
 fn is_auto(m: &LoadBalance) -> bool {
@@ -184,6 +188,9 @@ fn yes() -> bool {
 /// The most replicas one engine configuration may have.
 pub const MAX_DP: u32 = 1024;
 
+/// The most front ends `--api-server-count` takes.
+pub const MAX_API_SERVERS: u32 = 1024;
+
 /// The engine's effective settings, as the result keeps them
 /// (`config.engine`, `engine.config`): the sequence cap resolved, the
 /// calibration's constants by name.
@@ -231,7 +238,11 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             schedule_conservativeness: (cfg.scheduler == SchedulerPolicy::Sglang)
                 .then_some(cfg.schedule_conservativeness),
             load_balance_method: cfg.load_balance_words(),
-            internal_lb: cfg.dense_controller() == Some(ReplicaBalancer::Vllm),
+            internal_lb: matches!(cfg.dense_controller(), Some(ReplicaBalancer::Vllm { .. })),
+            api_server_count: match cfg.dense_controller() {
+                Some(ReplicaBalancer::Vllm { api_servers }) => Some(api_servers),
+                _ => None,
+            },
             mixed_batches: (!cfg.mixed_batches).then_some(false),
             gpu_family: cfg.gpu.family.to_string(),
             calibrated: Some(super::calibration::Calibration::is_calibrated(cfg.gpu.family)),
@@ -345,6 +356,7 @@ impl EngineConfig {
             load_balance: LoadBalance::Auto,
             decode_load_balance: None,
             internal_lb: false,
+            api_server_count: None,
         }
     }
 
@@ -422,7 +434,9 @@ impl EngineConfig {
         );
         match self.scheduler {
             SchedulerPolicy::Sglang if method => Some(ReplicaBalancer::Sglang(self.load_balance)),
-            SchedulerPolicy::Vllm if self.internal_lb => Some(ReplicaBalancer::Vllm),
+            SchedulerPolicy::Vllm if self.internal_lb => {
+                Some(ReplicaBalancer::Vllm { api_servers: self.api_server_count.unwrap_or(self.dp) })
+            }
             _ => None,
         }
     }
@@ -432,10 +446,22 @@ impl EngineConfig {
     /// ranks of DP attention (which vLLM balances so already), disaggregated,
     /// and beside a router of another policy than the default.
     fn check_internal_lb(&self) -> Result<(), Error> {
+        let bad = |m: String| Err(Error::InvalidConfig(m));
+        if let Some(n) = self.api_server_count {
+            if !self.internal_lb {
+                return bad(format!(
+                    "--api-server-count {n} sets the front ends of vLLM's own balancing: add --internal-lb, or drop it"
+                ));
+            }
+            if !(1..=MAX_API_SERVERS).contains(&n) {
+                return bad(format!(
+                    "--api-server-count {n} must lie in 1..={MAX_API_SERVERS} (vLLM's default is one a replica)"
+                ));
+            }
+        }
         if !self.internal_lb {
             return Ok(());
         }
-        let bad = |m: String| Err(Error::InvalidConfig(m));
         if self.scheduler != SchedulerPolicy::Vllm {
             let sglang = if self.scheduler == SchedulerPolicy::Sglang {
                 " (SGLang's own controller is --load-balance-method round-robin, total-requests or total-tokens)"

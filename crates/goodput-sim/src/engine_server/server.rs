@@ -76,7 +76,7 @@ impl EngineServer {
         // SGLang's controller reads the loads the replicas publish, vLLM's
         // front end their counts.
         if router.reads_published() {
-            let vllm = cfg.engine.dense_controller() == Some(ReplicaBalancer::Vllm);
+            let vllm = matches!(cfg.engine.dense_controller(), Some(ReplicaBalancer::Vllm { .. }));
             engines.iter_mut().for_each(|e| e.publish_loads(vllm));
         }
         let mut commands = Vec::new();

@@ -567,7 +567,7 @@ async fn sglangs_controller_sends_short_requests_away_from_a_replica_holding_a_l
 }
 
 /// vLLM's own balancer in front of a dense model's replicas
-/// (`--internal-lb`), served: two short requests one after the other, the
+/// (`--internal-lb`, one API server), served: two short requests one after the other, the
 /// first done before the second is sent, go one to each replica, the
 /// balancer counting the first as waiting on its replica until it next
 /// reads the counts (100 ms of the server's clock: 2 s of wall time at
@@ -581,6 +581,7 @@ async fn vllms_internal_balancer_counts_what_it_sent_until_it_reads_the_replicas
         let mut cfg = config();
         cfg.engine.dp = 2;
         cfg.engine.internal_lb = internal;
+        cfg.engine.api_server_count = internal.then_some(1);
         cfg.speed = 0.05;
         let (base, server, _stop) = start(cfg).await;
         let http = client();

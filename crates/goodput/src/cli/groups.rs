@@ -533,9 +533,12 @@ pub struct EngineHwArgs {
     /// SGLang's --load-balance-method, with --scheduler sglang and DP attention (a mixture of experts with more --ep than --tp: its ranks each schedule their own requests): which rank a request goes to; or, for --dp replicas of a dense model, which replica (SGLang's data-parallel controller, in --router's place). auto (SGLang's default: round-robin, and follow-bootstrap-room on a --pd prefill instance), round-robin (the ranks in turn), follow-bootstrap-room (with --pd: the rank the router's random bootstrap room names), total-requests (the fewest requests, running and waiting) or total-tokens (the fewest tokens held: the running requests' KV and the waiting ones' sequences). The last two read the loads the ranks publish (after a step that prefills, else every 15th step), at most every 20 ms, counting what they sent since. With --pd, P:D gives each pool its own (auto:total-tokens: the prefill instances' ranks by the room, the decode instances' by tokens); one method applies to each pool that has ranks.
     #[arg(long, default_value = "auto", help_heading = "Simulated engine")]
     pub load_balance_method: String,
-    /// vLLM's internal load balancing, with --scheduler vllm and --dp replicas of a dense model: the replicas are one `vllm serve --data-parallel-size N`, whose front end picks the replica in --router's place: the least 4 × waiting + running requests (the first on a tie), on the counts its coordinator publishes every 100 ms (each replica sends them after each step), counting each request it sends since as waiting where it went. Without it, the replicas are separate servers behind --router.
+    /// vLLM's internal load balancing, with --scheduler vllm and --dp replicas of a dense model: the replicas are one `vllm serve --data-parallel-size N`, whose front ends (--api-server-count, one a replica by default) pick the replica in --router's place: the least 4 × waiting + running requests, on the counts its coordinator publishes every 100 ms (each replica sends them after each step), each front end counting the requests it sends since as waiting where they went. Without it, the replicas are separate servers behind --router.
     #[arg(long, help_heading = "Simulated engine")]
     pub internal_lb: bool,
+    /// vLLM's --api-server-count, with --internal-lb: its front ends (by default one a replica, as vLLM starts them). Each takes requests in turn, keeps its own counts between the coordinator's publications, counts each request it sends this many times (as if each of the others sent as many), and starts a tie at its own replica; so several send to the replica the last publication showed lightest before any sees the others' sends.
+    #[arg(long, value_name = "N", help_heading = "Simulated engine")]
+    pub api_server_count: Option<u32>,
     /// A JSON file of step-time constants overriding the GPU family's calibration.
     #[arg(long, help_heading = "Simulated engine")]
     pub calibration: Option<PathBuf>,
@@ -594,6 +597,7 @@ impl Default for EngineHwArgs {
             schedule_conservativeness: 1.0,
             load_balance_method: "auto".into(),
             internal_lb: false,
+            api_server_count: None,
             calibration: None,
             chat_template: "auto".into(),
             spec_tokens: 0,

@@ -367,6 +367,10 @@ fn the_banner_of_an_expert_parallel_group_names_a_rank_s_gpus_as_a_rank_s() {
     assert!(said.contains("2 replicas (SGLang's controller by total-tokens) each"), "{said}");
     // A dense model's replicas behind vLLM's own front end.
     let (_, said, _server) = crate::cmd::serve(&["--profile", "engine", "--dp", "2", "--internal-lb"]);
+    let own = "2 replicas (vLLM's balancer, least 4 × waiting + running, over 2 API servers) each";
+    assert!(said.contains(own), "{said}");
+    let one = ["--profile", "engine", "--dp", "2", "--internal-lb", "--api-server-count", "1"];
+    let (_, said, _server) = crate::cmd::serve(&one);
     assert!(said.contains("2 replicas (vLLM's balancer, least 4 × waiting + running) each"), "{said}");
     // Replicas of their own already said "each".
     let (_, said, _server) = crate::cmd::serve(&["--profile", "engine", "--dp", "2"]);

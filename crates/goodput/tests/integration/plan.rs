@@ -2362,5 +2362,5 @@ fn a_trace_plan_routes_dense_replicas_by_the_servers_own_balancer() {
     assert_eq!(least["points"][0]["completed"], 200, "{least}");
     let command = least["serve_command"]["command"].as_str().unwrap();
     assert!(command.contains("--data-parallel-size 2"), "{command}");
-    assert!(vllm["notes"].to_string().contains("whose front end balances them itself"), "{}", vllm["notes"]);
+    assert!(vllm["notes"].to_string().contains("whose front ends balance them themselves"), "{}", vllm["notes"]);
 }

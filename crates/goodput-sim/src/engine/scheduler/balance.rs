@@ -142,15 +142,22 @@ pub enum ReplicaBalancer {
     /// publishes every 100 ms (`DPCoordinator`'s
     /// `min_stats_update_interval_ms`), each replica having sent its counts
     /// after each step in which they changed; between publications it counts
-    /// each request it sends waiting where it went.
-    Vllm,
+    /// each request it sends waiting where it went. Its `api_servers` front
+    /// ends (`--api-server-count`, by default the data-parallel size) each
+    /// keep their own counts, take the requests in turn, start a tie at
+    /// their own replica, and count each request they send `api_servers`
+    /// times (as if each of the others sent as many).
+    Vllm { api_servers: u32 },
 }
 
 impl fmt::Display for ReplicaBalancer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ReplicaBalancer::Sglang(m) => write!(f, "SGLang's controller by {m}"),
-            ReplicaBalancer::Vllm => f.write_str("vLLM's balancer, least 4 × waiting + running"),
+            ReplicaBalancer::Vllm { api_servers: 1 } => f.write_str("vLLM's balancer, least 4 × waiting + running"),
+            ReplicaBalancer::Vllm { api_servers } => {
+                write!(f, "vLLM's balancer, least 4 × waiting + running, over {api_servers} API servers")
+            }
         }
     }
 }
@@ -203,6 +210,13 @@ impl Publisher {
 struct View {
     by: Score,
     seen: Vec<Published>,
+    /// Where a search for the lightest starts (ties go to the first from
+    /// here): vLLM's front end `i` of `n` starts at its engine `i`.
+    start: usize,
+    /// What a request sent adds to its replica's requests: one, or under
+    /// vLLM's each of its `n` front ends adds `n` (as if every front end
+    /// sent as many).
+    adds: u64,
 }
 
 /// What a view takes the lightest by.
@@ -225,11 +239,19 @@ impl View {
             LoadBalance::TotalTokens => Score::Tokens,
             _ => return None,
         };
-        Some(View { by, seen: vec![(Load::default(), 0); n] })
+        Some(View { by, seen: vec![(Load::default(), 0); n], start: 0, adds: 1 })
     }
 
-    /// Takes each newer snapshot in place of its count.
+    /// Takes each newer snapshot in place of its count. vLLM's front end
+    /// takes the coordinator's whole publication, which comes when any
+    /// replica's counts changed: every count, its own additions dropped.
     fn read(&mut self, published: impl Fn(usize) -> Published) {
+        if self.by == Score::Vllm {
+            if (0..self.seen.len()).any(|i| published(i).1 != self.seen[i].1) {
+                self.seen.iter_mut().enumerate().for_each(|(i, seen)| *seen = published(i));
+            }
+            return;
+        }
         for (i, seen) in self.seen.iter_mut().enumerate() {
             let (load, n) = published(i);
             if seen.1 != n {
@@ -239,8 +261,8 @@ impl View {
     }
 
     /// The lightest (by requests, by tokens and then requests, or by vLLM's
-    /// score; the first on a tie), counted with one more request of `prompt`
-    /// tokens, waiting.
+    /// score; the first on a tie from `start`), counted with `adds` more
+    /// requests (and `prompt` tokens), waiting.
     fn pick(&mut self, prompt: u32) -> usize {
         let by = self.by;
         let key = |l: &Load| match by {
@@ -248,9 +270,10 @@ impl View {
             Score::Tokens => (l.tokens, l.requests),
             Score::Vllm => (4 * l.requests.saturating_sub(l.running) + l.running.min(l.requests), 0),
         };
-        let i = (0..self.seen.len()).min_by_key(|&i| key(&self.seen[i].0)).unwrap_or(0);
+        let n = self.seen.len().max(1);
+        let i = (0..n).map(|k| (self.start + k) % n).min_by_key(|&i| key(&self.seen[i].0)).unwrap_or(0);
         let load = &mut self.seen[i].0;
-        load.requests += 1;
+        load.requests += self.adds;
         if by == Score::Tokens {
             load.tokens += u64::from(prompt);
         }
@@ -263,11 +286,16 @@ impl View {
 /// `total-tokens`, each replica publishing its own snapshots
 /// ([`Publisher`]), the controller reading them at most every 20 ms of the
 /// run's clock. Its `round-robin` is the router's
-/// ([`crate::engine::Router::controlled`]). vLLM's front end
-/// ([`ReplicaBalancer::Vllm`]) reads its replicas' counts every 100 ms.
+/// ([`crate::engine::Router::controlled`]). vLLM's front ends
+/// ([`ReplicaBalancer::Vllm`]), by default one API server a replica as vLLM
+/// starts them, read the replicas' counts every 100 ms, and take the
+/// requests in turn.
 #[derive(Debug, Clone)]
 pub struct Controller {
-    view: View,
+    /// Each front end's view (SGLang's controller is one).
+    views: Vec<View>,
+    /// Requests dealt so far, the next one's front end by turn.
+    dealt: usize,
     last_read_s: Option<f64>,
     every_s: f64,
 }
@@ -276,7 +304,12 @@ impl Controller {
     /// The controller of `replicas` for `method`, where it counts (`None`
     /// for the methods that read no load).
     pub fn new(method: LoadBalance, replicas: usize) -> Option<Controller> {
-        Some(Controller { view: View::new(method, replicas)?, last_read_s: None, every_s: READ_INTERVAL.as_secs_f64() })
+        Some(Controller {
+            views: vec![View::new(method, replicas)?],
+            dealt: 0,
+            last_read_s: None,
+            every_s: READ_INTERVAL.as_secs_f64(),
+        })
     }
 
     /// The balancer of `replicas` (`None` for SGLang's methods that read no
@@ -284,8 +317,19 @@ impl Controller {
     pub fn of(balancer: ReplicaBalancer, replicas: usize) -> Option<Controller> {
         match balancer {
             ReplicaBalancer::Sglang(m) => Controller::new(m, replicas),
-            ReplicaBalancer::Vllm => Some(Controller {
-                view: View { by: Score::Vllm, seen: vec![(Load::default(), 0); replicas] },
+            // Front end `i` of `n` starts its search at engine
+            // `engines × i / n` and adds `n` a request
+            // (`DPLBAsyncMPClient.eng_start_index`, `client_count`).
+            ReplicaBalancer::Vllm { api_servers } => Some(Controller {
+                views: (0..api_servers.max(1) as usize)
+                    .map(|i| View {
+                        by: Score::Vllm,
+                        seen: vec![(Load::default(), 0); replicas],
+                        start: replicas * i / api_servers.max(1) as usize,
+                        adds: u64::from(api_servers.max(1)),
+                    })
+                    .collect(),
+                dealt: 0,
                 last_read_s: None,
                 every_s: VLLM_READ_INTERVAL.as_secs_f64(),
             }),
@@ -298,10 +342,12 @@ impl Controller {
         // Within a nanosecond: a clock's seconds summed in floating point
         // (0.7 − 0.6 < 0.1) do not put a read off by a whole request.
         if self.last_read_s.is_none_or(|t| now_s - t >= self.every_s - 1e-9) {
-            self.view.read(published);
+            self.views.iter_mut().for_each(|v| v.read(&published));
             self.last_read_s = Some(now_s);
         }
-        self.view.pick(prompt)
+        let front = self.dealt % self.views.len();
+        self.dealt += 1;
+        self.views[front].pick(prompt)
     }
 }
 
@@ -441,22 +487,37 @@ mod tests {
     #[test]
     fn vllms_balancer_weighs_waiting_four_times_on_counts_read_every_100_ms() {
         let counts = |requests, running| Load { requests, tokens: 0, running };
-        let mut c = Controller::of(ReplicaBalancer::Vllm, 2).unwrap();
+        // Two replicas: two front ends, which take the requests in turn,
+        // each with its own additions (two a request: one for each).
+        let mut c = Controller::of(ReplicaBalancer::Vllm { api_servers: 2 }, 2).unwrap();
         let mut published = [(counts(3, 3), 1), (counts(1, 0), 1)];
-        assert_eq!(c.dispatch(0.0, 10, |i| published[i]), 0, "3 running (3) against 1 waiting (4)");
-        assert_eq!(c.dispatch(0.050, 10, |i| published[i]), 1, "7 with the one sent as waiting, against 4");
-        assert_eq!(c.dispatch(0.060, 10, |i| published[i]), 0, "7 against 8");
-        // Newer counts are read only 100 ms after the last read.
+        assert_eq!(c.dispatch(0.0, 10, |i| published[i]), 0, "front end 0: 3 running (3) against 1 waiting (4)");
+        assert_eq!(c.dispatch(0.050, 10, |i| published[i]), 0, "front end 1 has not seen front end 0's send");
+        assert_eq!(c.dispatch(0.060, 10, |i| published[i]), 1, "front end 0: 3 + 4 × 2 sent as waiting against 4");
+        // Newer counts are read only 100 ms after the last read, by each.
         published = [(counts(9, 9), 2), (counts(0, 0), 2)];
-        assert_eq!(c.dispatch(0.099, 10, |i| published[i]), 1, "11 against 8: the old view");
-        assert_eq!(c.dispatch(0.100, 10, |i| published[i]), 1, "read: 9 against 0");
+        assert_eq!(c.dispatch(0.099, 10, |i| published[i]), 1, "front end 1: 11 against 4, the old view");
+        assert_eq!(c.dispatch(0.100, 10, |i| published[i]), 1, "front end 0 reads: 9 against 0");
+        // The publication is whole: the second replica's count, unchanged,
+        // drops what was added to it; a tie goes to the first from the front
+        // end's own start.
+        published = [(counts(0, 0), 3), (counts(0, 0), 2)];
+        assert_eq!(c.dispatch(0.200, 10, |i| published[i]), 1, "front end 1 reads 0 and 0, starts at 1");
+        assert_eq!(c.dispatch(0.210, 10, |i| published[i]), 0, "front end 0: 0 and 0, starts at 0");
         // A replica behind vLLM's balancer publishes after every step.
         let mut p = Publisher::every_step();
         for n in 1..=3 {
             p.after_step(false, false, || counts(n, 1));
             assert_eq!(p.published(), (counts(n, 1), n));
         }
-        assert_eq!(ReplicaBalancer::Vllm.to_string(), "vLLM's balancer, least 4 × waiting + running");
+        let one = ReplicaBalancer::Vllm { api_servers: 1 };
+        assert_eq!(one.to_string(), "vLLM's balancer, least 4 × waiting + running");
+        let four = ReplicaBalancer::Vllm { api_servers: 4 }.to_string();
+        assert_eq!(four, "vLLM's balancer, least 4 × waiting + running, over 4 API servers");
+        // One front end deals every request from one view, adding one.
+        let mut c = Controller::of(one, 2).unwrap();
+        let none = |_| (counts(0, 0), 1);
+        assert_eq!([0.0, 0.01, 0.02, 0.03].map(|t| c.dispatch(t, 10, none)), [0, 1, 0, 1]);
         let sglang = ReplicaBalancer::Sglang(LoadBalance::TotalTokens);
         assert_eq!(sglang.to_string(), "SGLang's controller by total-tokens");
     }

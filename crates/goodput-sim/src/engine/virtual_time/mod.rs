@@ -1380,7 +1380,9 @@ mod tests {
     /// replicas reads their counts every 100 ms and counts what it sends
     /// between: short requests arriving 50 ms apart, each done before the
     /// next, go to the replicas in turn, where a router on live counts sends
-    /// each to the first (both idle at each arrival).
+    /// each to the first (both idle at each arrival). So they do with two
+    /// front ends (vLLM's default here), each starting a tie at its own
+    /// replica.
     #[test]
     fn vllms_internal_balancer_reads_the_replicas_counts_every_100_ms() {
         let mut cfg = h100_8b();
@@ -1388,9 +1390,10 @@ mod tests {
         let n = 40;
         let arrivals = (0..n).map(|i| Duration::from_millis(50 * i)).collect();
         let load = VirtualLoad::open_loop(same(n as usize, 100, 2), arrivals);
-        let shares = |internal: bool| {
+        let shares = |internal: bool, fronts: Option<u32>| {
             let mut c = cfg.clone();
             c.internal_lb = internal;
+            c.api_server_count = fronts;
             c.validate().unwrap();
             let run = simulate(&c, &load).unwrap();
             assert!(run.records.iter().all(|r| r.outcome.is_success()));
@@ -1398,15 +1401,26 @@ mod tests {
             assert!(run.records.iter().all(|r| r.end - r.sent < Duration::from_millis(50)));
             run.engine.replicas.iter().map(|r| r.requests).collect::<Vec<_>>()
         };
-        assert_eq!(shares(false), [n, 0], "live least-loaded: the first of two idle replicas");
-        assert_eq!(shares(true), [n / 2, n / 2], "vLLM's: in turn, between reads of counts");
+        assert_eq!(shares(false, None), [n, 0], "live least-loaded: the first of two idle replicas");
+        assert_eq!(shares(true, Some(1)), [n / 2, n / 2], "vLLM's: in turn, between reads of counts");
+        assert_eq!(shares(true, None), [n / 2, n / 2], "two front ends, each its own replica first");
         // Named in the router's place; refused where it has no replicas to
         // balance, or beside another router.
         let mut c = cfg.clone();
         c.internal_lb = true;
-        assert_eq!(c.dense_controller(), Some(crate::engine::ReplicaBalancer::Vllm));
+        // vLLM's default: one API server a replica.
+        assert_eq!(c.dense_controller(), Some(crate::engine::ReplicaBalancer::Vllm { api_servers: 2 }));
         let doc = goodput_core::doc::config::EngineSettings::from(&c);
-        assert!(doc.router.is_none() && doc.internal_lb);
+        assert!(doc.router.is_none() && doc.internal_lb && doc.api_server_count == Some(2));
+        c.api_server_count = Some(1);
+        assert_eq!(c.dense_controller(), Some(crate::engine::ReplicaBalancer::Vllm { api_servers: 1 }));
+        let mut front_ends_alone = cfg.clone();
+        front_ends_alone.api_server_count = Some(1);
+        let e = front_ends_alone.validate().unwrap_err().to_string();
+        assert!(e.contains("--api-server-count 1") && e.contains("add --internal-lb"), "{e}");
+        c.api_server_count = Some(0);
+        assert!(c.validate().unwrap_err().to_string().contains("must lie in 1..="));
+        c.api_server_count = None;
         for (change, says) in [
             (&(|c: &mut EngineConfig| c.dp = 1) as &dyn Fn(&mut EngineConfig), "there is one"),
             (&|c: &mut EngineConfig| c.router = crate::engine::RouterPolicy::RoundRobin, "--router round-robin"),

@@ -79,7 +79,7 @@ impl<'a> VirtualRun<'a> {
         // SGLang's controller reads the loads the replicas publish, vLLM's
         // front end their counts.
         if router.reads_published() {
-            let vllm = cfg.dense_controller() == Some(ReplicaBalancer::Vllm);
+            let vllm = matches!(cfg.dense_controller(), Some(ReplicaBalancer::Vllm { .. }));
             engines.iter_mut().for_each(|e| e.publish_loads(vllm));
         }
         let n = load.requests.len();
