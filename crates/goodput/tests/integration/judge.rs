@@ -517,7 +517,7 @@ fn estimate_balances_vllms_replicas_by_its_own_front_end() {
     // vLLM's default front ends, one a replica, decide apart on the same
     // publication and send together to the replica it showed lightest: at
     // 70 requests/s over four replicas the tail of TTFT is longer than with
-    // one front end (173 against 81 ms at p99 when written).
+    // one front end (198 against 82 ms at p99 when written).
     let busy = ["--dp", "4", "--rate", "70", "-n", "1000", "--input-tokens", "1024", "--output-tokens", "64"];
     let p99 = |name: &str, extra: &[&str]| {
         let doc = estimate_doc(dir.path(), name, &[&busy[..], &["--internal-lb"], extra].concat());

@@ -144,9 +144,10 @@ pub enum ReplicaBalancer {
     /// after each step in which they changed; between publications it counts
     /// each request it sends waiting where it went. Its `api_servers` front
     /// ends (`--api-server-count`, by default the data-parallel size) each
-    /// keep their own counts, take the requests in turn, start a tie at
-    /// their own replica, and count each request they send `api_servers`
-    /// times (as if each of the others sent as many).
+    /// keep their own counts, take the requests in turn, search from their
+    /// own replica on (moving on by one after each pick), and count each
+    /// request they send `api_servers` times (as if each of the others sent
+    /// as many).
     Vllm { api_servers: u32 },
 }
 
@@ -211,7 +212,9 @@ struct View {
     by: Score,
     seen: Vec<Published>,
     /// Where a search for the lightest starts (ties go to the first from
-    /// here): vLLM's front end `i` of `n` starts at its engine `i`.
+    /// here): vLLM's front end `i` of `n` starts at its engine `N × i / n`,
+    /// and moves on by one after each pick (its `eng_start_index`, rotated
+    /// since vLLM's PR 47420 of July 2026 so that ties do not all go to one).
     start: usize,
     /// What a request sent adds to its replica's requests: one, or under
     /// vLLM's each of its `n` front ends adds `n` (as if every front end
@@ -272,6 +275,9 @@ impl View {
         };
         let n = self.seen.len().max(1);
         let i = (0..n).map(|k| (self.start + k) % n).min_by_key(|&i| key(&self.seen[i].0)).unwrap_or(0);
+        if by == Score::Vllm {
+            self.start = (self.start + 1) % n;
+        }
         let load = &mut self.seen[i].0;
         load.requests += self.adds;
         if by == Score::Tokens {
@@ -500,10 +506,11 @@ mod tests {
         assert_eq!(c.dispatch(0.100, 10, |i| published[i]), 1, "front end 0 reads: 9 against 0");
         // The publication is whole: the second replica's count, unchanged,
         // drops what was added to it; a tie goes to the first from the front
-        // end's own start.
+        // end's start, which moves on by one after each pick.
         published = [(counts(0, 0), 3), (counts(0, 0), 2)];
-        assert_eq!(c.dispatch(0.200, 10, |i| published[i]), 1, "front end 1 reads 0 and 0, starts at 1");
-        assert_eq!(c.dispatch(0.210, 10, |i| published[i]), 0, "front end 0: 0 and 0, starts at 0");
+        assert_eq!(c.dispatch(0.200, 10, |i| published[i]), 1, "front end 1 reads 0 and 0, from 1 (its third pick)");
+        assert_eq!(c.dispatch(0.210, 10, |i| published[i]), 1, "front end 0: 0 and 0, from 1 (its fourth pick)");
+        assert_eq!(c.dispatch(0.220, 10, |i| published[i]), 0, "front end 1: 0 and 2 × 4, from 0");
         // A replica behind vLLM's balancer publishes after every step.
         let mut p = Publisher::every_step();
         for n in 1..=3 {
