@@ -802,12 +802,10 @@ pub fn engine_lines(e: &goodput_core::doc::engine::SimulatedEngine) -> String {
             // SGLang's controller by its method, or vLLM's front end.
             let by = match (&e.config.load_balance_method, &e.config.router) {
                 (Some(m), None) if e.config.balances_replicas() => format!(" · SGLang's controller by {m}"),
-                (_, None) if e.config.internal_lb => match e.config.api_server_count {
-                    Some(n) if n > 1 => {
-                        format!(" · vLLM's balancer, least 4 × waiting + running, over {n} API servers")
-                    }
-                    _ => " · vLLM's balancer, least 4 × waiting + running".to_string(),
-                },
+                (_, None) if e.config.internal_lb => format!(
+                    " · {}",
+                    goodput_core::doc::config::vllm_balancer_words(e.config.api_server_count.unwrap_or(1))
+                ),
                 _ => String::new(),
             };
             let _ = writeln!(o, "  {pool}: busiest {spread}× the mean · requests {each}{by}");

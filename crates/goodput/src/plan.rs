@@ -1142,17 +1142,15 @@ fn dense_replicas(params: &ParamMap) -> bool {
 /// configuration is disaggregated, has ranks of DP attention, or one
 /// replica.
 fn replicas_method(disaggregated: bool, ranks: u32, dp: u32, router: Option<RouterPolicy>) -> Option<LoadBalance> {
-    if disaggregated || ranks > 1 || dp < 2 {
-        return None;
-    }
-    router.and_then(crate::launch::sglang_replicas_method)
+    router.and_then(crate::launch::sglang_replicas_method).filter(|_| dense_replicas_of(disaggregated, ranks, dp))
 }
 
-/// Whether a configuration is a dense model's replicas behind least-loaded,
-/// which vLLM's one server of `--data-parallel-size` balances itself
-/// ([`Search::vllm_internal`]).
-fn vllm_internal(disaggregated: bool, ranks: u32, dp: u32, router: RouterPolicy) -> bool {
-    !disaggregated && ranks <= 1 && dp > 1 && router == RouterPolicy::LeastLoaded
+/// Whether a configuration is several replicas of a dense model in one
+/// server (not disaggregated, no ranks of DP attention), which SGLang's
+/// controller or vLLM's front ends balance ([`Search::replicas_controller`],
+/// [`Search::vllm_internal`]).
+fn dense_replicas_of(disaggregated: bool, ranks: u32, dp: u32) -> bool {
+    !disaggregated && ranks <= 1 && dp >= 2
 }
 
 /// The `--load-balance-method`s searched, each with what it does, as the
@@ -1514,12 +1512,13 @@ impl Search<'_> {
     }
 
     /// Behind vLLM, a dense model's replicas behind least-loaded are one
-    /// server of `--data-parallel-size` ([`crate::launch`]), whose front end
-    /// balances them by its own rule (`--internal-lb`): 4 × waiting +
+    /// server of `--data-parallel-size` ([`crate::launch`]), whose front
+    /// ends balance them by their own rule (`--internal-lb`): 4 × waiting +
     /// running on the counts published every 100 ms.
     fn vllm_internal(&self, c: &Candidate) -> bool {
         self.args.serve_engine == crate::launch::Server::Vllm
-            && vllm_internal(c.pd.is_some(), c.ranks(), c.dp, c.router)
+            && dense_replicas_of(c.pd.is_some(), c.ranks(), c.dp)
+            && c.router == RouterPolicy::LeastLoaded
     }
 
     /// Whether `c` is searched with each of `--mixed-chunk`: colocated

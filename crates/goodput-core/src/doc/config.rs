@@ -510,6 +510,16 @@ pub fn pool_gpus(pools: [(u32, u32, u32); 2], pp: u32) -> u32 {
     pp.max(1).saturating_mul(pool(pools[0]).saturating_add(pool(pools[1])))
 }
 
+/// vLLM's own balancing of a dense model's replicas in words, over
+/// `api_servers` front ends, as the simulator's banner and the terminal
+/// name it.
+pub fn vllm_balancer_words(api_servers: u32) -> String {
+    match api_servers {
+        0 | 1 => "vLLM's balancer, least 4 × waiting + running".into(),
+        n => format!("vLLM's balancer, least 4 × waiting + running, over {n} API servers"),
+    }
+}
+
 impl EngineSettings {
     /// Whether SGLang's `load_balance_method` picks among a dense model's
     /// replicas (its data-parallel controller in front of `dp` replicas

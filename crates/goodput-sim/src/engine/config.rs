@@ -196,6 +196,11 @@ pub const MAX_API_SERVERS: u32 = 1024;
 /// calibration's constants by name.
 impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
     fn from(cfg: &EngineConfig) -> Self {
+        // vLLM's front ends, where they balance the replicas.
+        let vllm_front_ends = match cfg.dense_controller() {
+            Some(ReplicaBalancer::Vllm { api_servers }) => Some(api_servers),
+            _ => None,
+        };
         goodput_core::doc::config::EngineSettings {
             model: cfg.model.name.clone(),
             gpu: cfg.gpu.name.clone(),
@@ -238,11 +243,8 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             schedule_conservativeness: (cfg.scheduler == SchedulerPolicy::Sglang)
                 .then_some(cfg.schedule_conservativeness),
             load_balance_method: cfg.load_balance_words(),
-            internal_lb: matches!(cfg.dense_controller(), Some(ReplicaBalancer::Vllm { .. })),
-            api_server_count: match cfg.dense_controller() {
-                Some(ReplicaBalancer::Vllm { api_servers }) => Some(api_servers),
-                _ => None,
-            },
+            internal_lb: vllm_front_ends.is_some(),
+            api_server_count: vllm_front_ends,
             mixed_batches: (!cfg.mixed_batches).then_some(false),
             gpu_family: cfg.gpu.family.to_string(),
             calibrated: Some(super::calibration::Calibration::is_calibrated(cfg.gpu.family)),

@@ -183,10 +183,11 @@ impl Router {
         self
     }
 
-    /// Whether it reads the loads the replicas publish (each must then
-    /// publish them: [`crate::engine::Engine::publish_loads`]).
-    pub fn reads_published(&self) -> bool {
-        self.controller.is_some()
+    /// The balancer that reads the loads the replicas publish, where one
+    /// does (each replica must then publish them for it:
+    /// [`crate::engine::Engine::publish_loads`]).
+    pub fn reads_published(&self) -> Option<ReplicaBalancer> {
+        self.controller.as_ref().map(Controller::balancer)
     }
 
     /// Power-of-two comparing the loads it polled every `every_s` seconds

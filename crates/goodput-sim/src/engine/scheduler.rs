@@ -403,8 +403,6 @@ pub struct Engine {
     /// A replica of a dense model behind SGLang's data-parallel controller
     /// publishes its load ([`Engine::publish_loads`]).
     publisher: Option<balance::Publisher>,
-    /// It publishes vLLM's counts (waiting and running), not SGLang's load.
-    publishes_counts: bool,
 }
 
 /// A pipeline's prompt chunk whose trip through every stage outlasts its
@@ -493,7 +491,6 @@ impl Engine {
                 .then(|| balance::Balancer::new(cfg.load_balance, ranked))
                 .flatten(),
             publisher: None,
-            publishes_counts: false,
             cfg,
         };
         // Each rank schedules its own requests.
@@ -1083,7 +1080,7 @@ impl Engine {
         // each rank of its DP attention does (`balance.rs`).
         if let Some(mut p) = self.publisher.take() {
             // A dense replica is one rank: its whole load is that rank's.
-            let vllm = self.publishes_counts;
+            let vllm = p.counts();
             p.after_step(!self.has_work(), out.batch.prefills > 0, || {
                 if vllm {
                     self.replica_counts()
@@ -1105,11 +1102,13 @@ impl Engine {
     /// Has this engine, a replica of a dense model behind SGLang's
     /// data-parallel controller, publish its load after its steps: after a
     /// step that prefilled, on its 15th step without, and when it runs out
-    /// of work ([`Engine::published_load`]); behind vLLM's balancer
-    /// (`vllm`), its waiting and running requests after every step.
-    pub fn publish_loads(&mut self, vllm: bool) {
-        self.publisher = Some(if vllm { balance::Publisher::every_step() } else { balance::Publisher::default() });
-        self.publishes_counts = vllm;
+    /// of work ([`Engine::published_load`]); behind vLLM's balancer, its
+    /// waiting and running requests after every step.
+    pub fn publish_loads(&mut self, by: ReplicaBalancer) {
+        self.publisher = Some(match by {
+            ReplicaBalancer::Vllm { .. } => balance::Publisher::every_step(),
+            ReplicaBalancer::Sglang(_) => balance::Publisher::default(),
+        });
     }
 
     /// This replica's requests as vLLM's scheduler counts them for its

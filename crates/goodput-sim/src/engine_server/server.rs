@@ -5,7 +5,7 @@ use super::config::EngineServerConfig;
 use super::driver::Driver;
 use super::metrics::{lock, Observed};
 use super::progress::Command;
-use crate::engine::{Engine, EngineStats, Error, KvCapacity, Prompt, ReplicaBalancer, Router};
+use crate::engine::{Engine, EngineStats, Error, KvCapacity, Prompt, Router};
 use crate::faults::FaultCounters;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -75,9 +75,8 @@ impl EngineServer {
             .controlled(cfg.engine.dense_controller());
         // SGLang's controller reads the loads the replicas publish, vLLM's
         // front end their counts.
-        if router.reads_published() {
-            let vllm = matches!(cfg.engine.dense_controller(), Some(ReplicaBalancer::Vllm { .. }));
-            engines.iter_mut().for_each(|e| e.publish_loads(vllm));
+        if let Some(by) = router.reads_published() {
+            engines.iter_mut().for_each(|e| e.publish_loads(by));
         }
         let mut commands = Vec::new();
         let mut observed = Vec::new();

@@ -155,9 +155,8 @@ impl fmt::Display for ReplicaBalancer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ReplicaBalancer::Sglang(m) => write!(f, "SGLang's controller by {m}"),
-            ReplicaBalancer::Vllm { api_servers: 1 } => f.write_str("vLLM's balancer, least 4 × waiting + running"),
             ReplicaBalancer::Vllm { api_servers } => {
-                write!(f, "vLLM's balancer, least 4 × waiting + running, over {api_servers} API servers")
+                f.write_str(&goodput_core::doc::config::vllm_balancer_words(*api_servers))
             }
         }
     }
@@ -191,6 +190,12 @@ impl Publisher {
 
     pub fn published(&self) -> Published {
         self.published
+    }
+
+    /// Whether it publishes vLLM's counts (waiting and running) rather than
+    /// SGLang's load: a vLLM replica's ([`Publisher::every_step`]).
+    pub fn counts(&self) -> bool {
+        self.every_step
     }
 
     /// After a step: publishes `load()` where the step prefilled, where it
@@ -298,6 +303,7 @@ impl View {
 /// requests in turn.
 #[derive(Debug, Clone)]
 pub struct Controller {
+    balancer: ReplicaBalancer,
     /// Each front end's view (SGLang's controller is one).
     views: Vec<View>,
     /// Requests dealt so far, the next one's front end by turn.
@@ -311,6 +317,7 @@ impl Controller {
     /// for the methods that read no load).
     pub fn new(method: LoadBalance, replicas: usize) -> Option<Controller> {
         Some(Controller {
+            balancer: ReplicaBalancer::Sglang(method),
             views: vec![View::new(method, replicas)?],
             dealt: 0,
             last_read_s: None,
@@ -327,6 +334,7 @@ impl Controller {
             // `engines × i / n` and adds `n` a request
             // (`DPLBAsyncMPClient.eng_start_index`, `client_count`).
             ReplicaBalancer::Vllm { api_servers } => Some(Controller {
+                balancer,
                 views: (0..api_servers.max(1) as usize)
                     .map(|i| View {
                         by: Score::Vllm,
@@ -340,6 +348,11 @@ impl Controller {
                 every_s: VLLM_READ_INTERVAL.as_secs_f64(),
             }),
         }
+    }
+
+    /// Whose balancer it is.
+    pub fn balancer(&self) -> ReplicaBalancer {
+        self.balancer
     }
 
     /// The replica a request of `prompt` tokens goes to at `now_s`, each
@@ -451,7 +464,7 @@ mod tests {
         let mut rr = crate::engine::Router::new(crate::engine::RouterPolicy::LeastLoaded, 3, 64)
             .controlled(Some(ReplicaBalancer::Sglang(LoadBalance::RoundRobin)));
         assert_eq!([0.0; 4].map(|t| rr.route_with(&prompt, t, |_| 0, |_| (Load::default(), 0))), [0, 1, 2, 0]);
-        assert!(!rr.reads_published() && Controller::new(LoadBalance::Auto, 2).is_none());
+        assert!(rr.reads_published().is_none() && Controller::new(LoadBalance::Auto, 2).is_none());
         assert!(Controller::new(LoadBalance::RoundRobin, 2).is_none());
         let mut c = Controller::new(LoadBalance::TotalTokens, 2).unwrap();
         let mut published = [

@@ -5,7 +5,7 @@
 use super::disagg::Pools;
 use super::*;
 use crate::engine::router::Router;
-use crate::engine::scheduler::{EngineStats, ReplicaBalancer};
+use crate::engine::scheduler::EngineStats;
 use crate::engine::serial_start;
 use goodput_core::load::dispatch::{Action, Dispatcher};
 use goodput_core::FailureKind;
@@ -78,9 +78,8 @@ impl<'a> VirtualRun<'a> {
             Router::new(cfg.router, engines.len(), blocks).polled(cfg.router_poll_s).controlled(cfg.dense_controller());
         // SGLang's controller reads the loads the replicas publish, vLLM's
         // front end their counts.
-        if router.reads_published() {
-            let vllm = matches!(cfg.dense_controller(), Some(ReplicaBalancer::Vllm { .. }));
-            engines.iter_mut().for_each(|e| e.publish_loads(vllm));
+        if let Some(by) = router.reads_published() {
+            engines.iter_mut().for_each(|e| e.publish_loads(by));
         }
         let n = load.requests.len();
         let pd = match (cfg.pd, crate::engine::disagg::KvLink::new(cfg)) {
