@@ -1127,7 +1127,14 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
         let drafts = mine.iter().filter(|(_, c)| startable(c)).find_map(|(_, c)| {
             Some((c.params.get("spec_acceptance")?.as_str(), c.params.get("spec_draft_cost")?.as_str()))
         });
-        let loads = Loads { users: &loads, rates: &rates };
+        // The plan's best point, where its configuration is in this grid.
+        let best = doc
+            .best
+            .as_ref()
+            .filter(|b| mine.iter().any(|(i, c)| *i == b.at.config && startable(c)))
+            .and_then(|b| doc.configs[b.at.config].points.get(b.at.point))
+            .map(|p| p.load);
+        let loads = Loads { users: &loads, rates: &rates, best };
         // SGLang's power_of_two compares the loads its script has it poll:
         // --estimate predicts it on the same polls.
         let poll = mine.iter().find_map(|(_, c)| {
@@ -1232,16 +1239,22 @@ fn measured_path(grid: &Path) -> PathBuf {
 struct Loads<'a> {
     users: &'a BTreeSet<u64>,
     rates: &'a [f64],
+    /// The plan's best point's load, where its configuration is in the
+    /// grid: kept however many loads are thinned away, as the point the
+    /// measurement is first for.
+    best: Option<Load>,
 }
 
 /// The speeds a trace offering `rate` requests/s at speed 1 is replayed at
-/// to offer `rates` (at most eight, as [`thin`] keeps them), each to six
-/// significant figures.
-fn trace_speeds(rates: &[f64], rate: f64) -> Vec<String> {
-    let mut speeds: Vec<f64> = rates.iter().map(|r| r / rate).filter(|s| s.is_finite() && *s > 0.0).collect();
+/// to offer `rates` (at most eight, as [`thin`] keeps them, the speed that
+/// offers `best` among them), each to six significant figures.
+fn trace_speeds(rates: &[f64], rate: f64, best: Option<f64>) -> Vec<String> {
+    let speed = |r: f64| Some(r / rate).filter(|s| s.is_finite() && *s > 0.0);
+    let mut speeds: Vec<f64> = rates.iter().filter_map(|&r| speed(r)).collect();
     speeds.sort_by(f64::total_cmp);
     speeds.dedup_by(|a, b| (*a - *b).abs() <= 1e-9 * b.abs());
-    thin(&speeds).iter().map(|s| format!("{}", (s * 1e6).round() / 1e6)).collect()
+    let best = best.and_then(speed).and_then(|b| speeds.iter().position(|s| (s - b).abs() <= 1e-9 * b));
+    thin(&speeds, best).iter().map(|s| format!("{}", (s * 1e6).round() / 1e6)).collect()
 }
 
 /// The sweep of one grid: its servers started by `sh -c {launch} {port}`,
@@ -1272,7 +1285,11 @@ fn sweep_command(
     match &cx.trace {
         None if !loads.users.is_empty() => {
             let all: Vec<u64> = loads.users.iter().copied().collect();
-            let list: Vec<String> = thin(&all).iter().map(u64::to_string).collect();
+            let best = match loads.best {
+                Some(Load::Concurrency(n)) => all.iter().position(|&u| u == n),
+                _ => None,
+            };
+            let list: Vec<String> = thin(&all, best).iter().map(u64::to_string).collect();
             w.extend(["--concurrency".into(), list.join(",")]);
         }
         Some(TraceContext { path, format, rate: Some(rate), requests, warmup }) => {
@@ -1286,7 +1303,11 @@ fn sweep_command(
             if *warmup > 0 {
                 w.extend(["--warmup".into(), warmup.to_string()]);
             }
-            let speeds = trace_speeds(loads.rates, *rate);
+            let best = match loads.best {
+                Some(Load::Rate(r)) => Some(r),
+                _ => None,
+            };
+            let speeds = trace_speeds(loads.rates, *rate, best);
             if !speeds.is_empty() {
                 w.extend(["--trace-speed".into(), speeds.join(",")]);
             }
@@ -1312,17 +1333,25 @@ fn sweep_command(
     shell_words(&w)
 }
 
-/// At most eight loads, the least and the most kept, the rest spread
-/// evenly among them: each load is every configuration's point, and each
-/// point of a 70B's server takes minutes.
-fn thin<T: Copy + PartialEq>(all: &[T]) -> Vec<T> {
+/// At most eight loads, the least and the most kept, and `keep` (the index
+/// of the plan's best point's load) in place of the one nearest it, the
+/// rest spread evenly among them: each load is every configuration's
+/// point, and each point of a 70B's server takes minutes.
+fn thin<T: Copy + PartialEq>(all: &[T], keep: Option<usize>) -> Vec<T> {
     if all.len() <= 8 {
         return all.to_vec();
     }
     let last = all.len() - 1;
-    let mut out: Vec<T> = (0..8).map(|k| all[k * last / 7]).collect();
-    out.dedup();
-    out
+    let mut at: Vec<usize> = (0..8).map(|k| k * last / 7).collect();
+    if let Some(j) = keep.filter(|j| *j <= last && !at.contains(j)) {
+        // An inner one: the ends stay.
+        if let Some(n) = (1..7).min_by_key(|&n| at[n].abs_diff(j)) {
+            at[n] = j;
+        }
+        at.sort_unstable();
+    }
+    at.dedup();
+    at.into_iter().map(|i| all[i]).collect()
 }
 
 #[cfg(test)]
@@ -1809,6 +1838,34 @@ mod tests {
         assert!(write_grids(&doc, &dir.path().join("h.toml"), &cx).unwrap_err().to_string().contains("no frontier"));
     }
 
+    /// A grid of more loads than a sweep measures keeps the plan's best
+    /// point's among the eight it thins them to, beside the least and the
+    /// most.
+    #[test]
+    fn a_grid_s_sweep_measures_the_best_point_s_load() {
+        use goodput_core::doc::frontier::{BestPoint, FrontierSource, PointId};
+        let knobs = params(&[("gpu", "h100-sxm"), ("tp", "1"), ("dp", "1"), ("precision", "fp8")]);
+        let mut c = FrontierConfig::new("h100 tp1".into(), knobs, None, 1, Some(2.0));
+        c.points = (0..12).map(|k| point(1 << k, 100.0 * f64::from(k + 1), 200.0 - 10.0 * f64::from(k))).collect();
+        let mut doc = FrontierResult {
+            model: "Llama-3.1-8B".into(),
+            configs: vec![c],
+            frontier: (0..12).map(|point| PointId { config: 0, point }).collect(),
+            ..FrontierResult::new(crate::common::tool(), FrontierSource::Predicted, 0.9, 90.0)
+        };
+        set_commands(&mut doc, Server::Vllm, &weights("meta-llama/Llama-3.1-8B-Instruct"), "llama-3.1-8b", 0.9);
+        let dir = tempfile::tempdir().unwrap();
+        let cx = SweepContext { named: "llama-3.1-8b", workload: Vec::new(), trace: None, plan_output: None };
+        let sweep = |doc: &FrontierResult| {
+            let grids = write_grids(doc, &dir.path().join("g.toml"), &cx).unwrap();
+            grids[0].sweep.clone().unwrap()
+        };
+        assert!(sweep(&doc).contains("--concurrency '1,2,8,16,64,128,512,2048' "), "{}", sweep(&doc));
+        doc.best =
+            Some(BestPoint { at: PointId { config: 0, point: 10 }, good_tokens_per_usd: None, reason: "".into() });
+        assert!(sweep(&doc).contains("--concurrency '1,2,8,16,64,128,1024,2048' "), "{}", sweep(&doc));
+    }
+
     /// A point of `users` at `per_gpu` tokens/s per GPU and `per_user`
     /// tokens/s per user, as a plan gives it.
     fn point(users: u64, per_gpu: f64, per_user: f64) -> goodput_core::doc::frontier::FrontierPoint {
@@ -1873,13 +1930,20 @@ mod tests {
     #[test]
     fn a_long_list_of_loads_is_thinned_to_eight_with_its_ends() {
         let loads: Vec<u64> = (0..12).map(|k| 1u64 << k).collect();
-        let t = thin(&loads);
-        assert_eq!(t.len(), 8);
-        assert_eq!((t[0], t[7]), (1, 2048));
-        assert_eq!(thin(&[1, 4]), [1, 4]);
+        let t = thin(&loads, None);
+        assert_eq!(t, [1, 2, 8, 16, 64, 128, 512, 2048]);
+        assert_eq!(thin(&[1, 4], None), [1, 4]);
+        // The plan's best point's load stays, in place of the one nearest it.
+        assert_eq!(thin(&loads, Some(10)), [1, 2, 8, 16, 64, 128, 1024, 2048]);
+        assert_eq!(thin(&loads, Some(2)), [1, 4, 8, 16, 64, 128, 512, 2048]);
+        assert_eq!(thin(&loads, Some(9)), t);
+        assert_eq!(thin(&loads, Some(11)), t);
         // A trace's rates as the speeds that offer them, rounded where division leaves a trace of float.
         let rate = 3.7;
         let rates: Vec<f64> = [0.25, 0.5, 1.0, 2.0, 0.5].iter().map(|s| s * rate).collect();
-        assert_eq!(trace_speeds(&rates, rate), ["0.25", "0.5", "1", "2"]);
+        assert_eq!(trace_speeds(&rates, rate, None), ["0.25", "0.5", "1", "2"]);
+        let rates: Vec<f64> = (0..12).map(|k| f64::from(1 << k) / 4.0 * rate).collect();
+        let speeds = trace_speeds(&rates, rate, Some(rates[10]));
+        assert_eq!(speeds, ["0.25", "0.5", "2", "4", "16", "32", "256", "512"]);
     }
 }
