@@ -760,12 +760,17 @@ fn flags(
         }
     }
     // SGLang balances its replicas by the plan's router where it has that
-    // policy (prefix-aware is replicas behind its router: Servers::replicas).
-    // The ranks of its DP attention take the plan's `load_balance_method`
-    // (below).
+    // policy (prefix-aware is replicas behind its router: Servers::replicas),
+    // else by the plan's `load_balance_method` where no router is named (a
+    // closed loop's, SGLang's round-robin). The ranks of its DP attention
+    // take the plan's `load_balance_method` (below).
     let router = get("router").and_then(|r| r.parse::<RouterPolicy>().ok());
-    if let Some(m) = router.and_then(sglang_replicas_method).filter(|_| sglang && dp > 1 && !dp_attention) {
-        flag("--load-balance-method", m.sglang_name());
+    let method = match router {
+        Some(r) => sglang_replicas_method(r).map(LoadBalance::sglang_name),
+        None => get("load_balance_method").map(|m| m.trim().to_string()),
+    };
+    if let Some(m) = method.filter(|_| sglang && dp > 1 && !dp_attention) {
+        flag("--load-balance-method", m);
     }
     if ep > 1 {
         match sglang {
@@ -1191,8 +1196,11 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
                 text,
                 "# vLLM balances its data-parallel ranks itself, each request to the rank of least waiting × 4 + \
                  running requests: {}",
-                if own_predicted {
+                if own_predicted && cx.trace.is_some() {
                     "the plan predicted it so (internal_lb = true)."
+                } else if own_predicted {
+                    "the plan's closed loops split the users evenly over the ranks, as it keeps alike users; the \
+                     sweep's --estimate runs its rule (internal_lb = true)."
                 } else {
                     "it stands for the plan's least-loaded router."
                 }

@@ -634,17 +634,23 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
              their replicas"
         ));
     }
-    // A trace runs the replicas whole: vLLM's front ends balance a dense
-    // model's behind least-loaded, as their one server does.
+    // vLLM's front ends balance a dense model's replicas behind
+    // least-loaded, as their one server does: a trace runs them so, closed
+    // loops split their users evenly.
     if doc.configs.iter().any(|c| c.params.get("internal_lb").is_some_and(|v| v == "true")) {
-        doc.notes.push(
-            "With --trace, a dense model's replicas behind least-loaded are one vLLM server of \
-             --data-parallel-size (internal_lb = \"true\" in their parameters), whose front ends balance them \
-             themselves (one API server a replica, vLLM's default): each request to the replica of least 4 × \
-             waiting + running requests, on the counts its coordinator publishes every 100 ms, each front end \
-             counting what it sent since as waiting; they were predicted so"
-                .into(),
-        );
+        doc.notes.push(format!(
+            "A dense model's replicas{} are one vLLM server of --data-parallel-size (internal_lb = \"true\" in \
+             their parameters), whose front ends balance them themselves (one API server a replica, vLLM's \
+             default): each request to the replica of least 4 × waiting + running requests, on the counts its \
+             coordinator publishes every 100 ms, each front end counting what it sent since as waiting; {}",
+            if search.trace.is_some() { " behind least-loaded" } else { "" },
+            if search.trace.is_some() {
+                "they were predicted so"
+            } else {
+                "the closed loops split the users evenly over them, as that rule keeps alike users, and a grid's \
+                 own --estimate runs the rule"
+            }
+        ));
     }
     // Which scheduler SGLang's configurations were predicted with.
     if a.serve_engine == crate::launch::Server::Sglang && !doc.configs.is_empty() {
@@ -661,14 +667,21 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
              are held to --chunked-prefill-size, and prompts and decodes run in separate steps (SGLang's default \
              without --enable-mixed-chunk){}{}{}{}{}",
             // A trace runs the replicas whole: SGLang's controller routes
-            // a dense model's, as their one server of --dp-size does.
-            if search.trace.is_some() && doc.configs.iter().any(|c| dense_replicas(&c.params)) {
-                "; with --trace, a dense model's replicas behind round-robin or least-loaded are one SGLang server \
-                 of --dp-size, whose data-parallel controller routes them (its --load-balance-method round_robin, \
-                 or total_requests on the loads the replicas publish, read at most every 20 ms), and were predicted \
-                 so"
-            } else {
-                ""
+            // a dense model's, as their one server of --dp-size does;
+            // closed loops split their users evenly.
+            match (search.trace.is_some(), doc.configs.iter().any(|c| dense_replicas(&c.params))) {
+                (true, true) => {
+                    "; with --trace, a dense model's replicas behind round-robin or least-loaded are one SGLang \
+                     server of --dp-size, whose data-parallel controller routes them (its --load-balance-method \
+                     round_robin, or total_requests on the loads the replicas publish, read at most every 20 ms), \
+                     and were predicted so"
+                }
+                (false, true) => {
+                    "; a dense model's replicas are one SGLang server of --dp-size, whose data-parallel controller \
+                     deals them the requests in turn (--load-balance-method round_robin, its default there): the \
+                     closed loops split the users evenly over them, and a grid's own --estimate runs the controller"
+                }
+                _ => "",
             },
             if a.mixed_chunk.contains(&true) {
                 "; with --mixed-chunk on (mixed_batches = \"true\", ids ending in mixed, commands with \
@@ -1129,12 +1142,16 @@ fn check_mixed_chunk(a: &PlanArgs) -> Result<()> {
 }
 
 /// Whether a configuration's params are a dense model's replicas behind
-/// round-robin or least-loaded: one SGLang server of `--dp-size`, its
-/// controller routing them ([`Search::replicas_controller`]).
+/// round-robin or least-loaded (with a trace), or a closed loop's with
+/// SGLang's method named: one SGLang server of `--dp-size`, its controller
+/// routing them ([`Search::replicas_method`]).
 fn dense_replicas(params: &ParamMap) -> bool {
     let (tp, ep, _, dp) = crate::launch::sizes(params);
-    let routed = params.get("router").and_then(|r| r.parse::<RouterPolicy>().ok());
-    replicas_method(params.contains_key("pd"), ep_ranks(tp, ep), dp, routed).is_some()
+    let (disaggregated, ranks) = (params.contains_key("pd"), ep_ranks(tp, ep));
+    match params.get("router") {
+        Some(r) => replicas_method(disaggregated, ranks, dp, r.parse::<RouterPolicy>().ok()).is_some(),
+        None => params.contains_key("load_balance_method") && dense_replicas_of(disaggregated, ranks, dp),
+    }
 }
 
 /// SGLang's method for a dense model's replicas behind `router`
@@ -1509,6 +1526,16 @@ impl Search<'_> {
     fn replicas_controller(&self, c: &Candidate) -> Option<LoadBalance> {
         let method = replicas_method(c.pd.is_some(), c.ranks(), c.dp, Some(c.router));
         method.filter(|_| self.sglang_scheduler())
+    }
+
+    /// The method of SGLang's controller a dense model's replicas are
+    /// routed by, as the configuration's command sets it: the router's
+    /// with a trace ([`Search::replicas_controller`]), round-robin (SGLang's
+    /// default for them) in closed loops, whose users split evenly over
+    /// the replicas stand for either.
+    fn replicas_method(&self, c: &Candidate) -> Option<LoadBalance> {
+        let method = self.replicas_controller(c)?;
+        Some(if self.trace.is_some() { method } else { LoadBalance::RoundRobin })
     }
 
     /// Behind vLLM, a dense model's replicas behind least-loaded are one
@@ -2490,17 +2517,21 @@ impl Search<'_> {
             if self.has_ranks(c) && (c.balance != LoadBalance::Auto || self.several_balances()) {
                 params.insert("load_balance_method".into(), c.balance.sglang_name());
             }
-            // With a trace, a dense model's replicas ran behind SGLang's
-            // controller (`trace_curve`): named, so that a grid's own
+            // A dense model's replicas are one server of --dp-size, routed
+            // by SGLang's controller: with a trace by the router's method
+            // (`trace_curve` ran it), in closed loops by SGLang's default
+            // there, round-robin (their users split evenly stand for it).
+            // Named, so that the command sets it and a grid's own
             // --estimate runs it too.
-            if let Some(m) = self.replicas_controller(c).filter(|_| self.trace.is_some()) {
+            if let Some(m) = self.replicas_method(c) {
                 params.insert("load_balance_method".into(), m.sglang_name());
             }
         }
-        // With a trace, vLLM's replicas behind least-loaded ran behind its
-        // own balancer (`trace_curve`): named, so that a grid's own
-        // --estimate runs it too.
-        if self.trace.is_some() && self.vllm_internal(c) {
+        // vLLM's replicas behind least-loaded are one server of
+        // --data-parallel-size, balanced by its own front ends (with a trace
+        // `trace_curve` ran them; closed loops split their users evenly):
+        // named, so that a grid's own --estimate runs them too.
+        if self.vllm_internal(c) {
             params.insert("internal_lb".into(), "true".into());
         }
         if c.spec > 0 {

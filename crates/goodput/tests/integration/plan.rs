@@ -2193,7 +2193,8 @@ fn a_budget_that_never_binds_shares_the_first_budget_s_points() {
 
 /// Behind SGLang, `--load-balance-method` is searched on each configuration
 /// whose DP attention has ranks to pick (more `ep` than `tp`), and only
-/// there: a dense replica set runs once. Each method is its own
+/// there: a dense replica set runs once, at its controller's default for
+/// it (round-robin, named so that a grid runs it). Each method is its own
 /// configuration, named in its id, its parameters and its command (SGLang's
 /// spelling), and it reaches the engine: the same group's figures differ
 /// by method. Given without SGLang, twice, or as the bootstrap room, it is
@@ -2223,9 +2224,9 @@ fn plan_searches_sglangs_load_balance_method_on_the_ranks_of_dp_attention() {
         ["h100-sxm tp1x4 fp8 mbt8192", "h100-sxm tp1x4 ep4 fp8 mbt8192", "h100-sxm tp1x4 ep4 fp8 mbt8192 total-tokens"]
     );
     let method = |i: usize| configs[i]["params"].get("load_balance_method").and_then(Value::as_str);
-    assert_eq!([method(0), method(1), method(2)], [None, Some("auto"), Some("total_tokens")]);
+    assert_eq!([method(0), method(1), method(2)], [Some("round_robin"), Some("auto"), Some("total_tokens")]);
     let command = |i: usize| configs[i]["serve_command"]["command"].as_str().unwrap().to_string();
-    assert!(!command(0).contains("--load-balance-method"), "{}", command(0));
+    assert!(command(0).contains("--dp-size 4 --load-balance-method round_robin "), "{}", command(0));
     assert!(command(1).contains("--enable-dp-attention --ep-size 4 --load-balance-method auto "), "{}", command(1));
     assert!(command(2).contains("--load-balance-method total_tokens "), "{}", command(2));
     // The method reached the engine: the two differ (a configuration whose
@@ -2363,4 +2364,66 @@ fn a_trace_plan_routes_dense_replicas_by_the_servers_own_balancer() {
     let command = least["serve_command"]["command"].as_str().unwrap();
     assert!(command.contains("--data-parallel-size 2"), "{command}");
     assert!(vllm["notes"].to_string().contains("whose front ends balance them themselves"), "{}", vllm["notes"]);
+}
+
+/// In closed loops a dense model's replicas are one server too: behind
+/// vLLM their parameters name its own front ends' balancing
+/// (`internal_lb`), behind SGLang its controller's default there
+/// (round-robin, which the command sets), so that the grid's own
+/// --estimate runs what the command starts; the closed loops split the
+/// users evenly over them, and the notes and the grid's header say so.
+#[test]
+fn a_closed_loop_plan_names_the_servers_own_balancer_of_dense_replicas() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |engine: &str| {
+        let (out, grid) = (dir.path().join(format!("{engine}.json")), dir.path().join(format!("{engine}.toml")));
+        goodput()
+            .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2.5", "--gpus", "2", "--tp", "1"])
+            .args(["--pp", "1", "--precision", "fp8", "--max-num-batched-tokens", "2048", "--serve-engine", engine])
+            .args([
+                "--concurrency",
+                "2,8",
+                "--requests-per-user",
+                "4",
+                "--input-tokens",
+                "256",
+                "--output-tokens",
+                "16",
+            ])
+            .arg("-o")
+            .arg(&out)
+            .arg("--grid-out")
+            .arg(&grid)
+            .assert()
+            .success();
+        (read_json(&out), std::fs::read_to_string(&grid).unwrap())
+    };
+    let (vllm, grid) = run("vllm");
+    let c = &vllm["configs"][0];
+    assert_eq!((c["params"]["dp"].as_str(), c["params"]["internal_lb"].as_str()), (Some("2"), Some("true")), "{c}");
+    assert!(c["params"].get("router").is_none(), "{}", c["params"]);
+    let command = c["serve_command"]["command"].as_str().unwrap();
+    assert!(command.contains("--data-parallel-size 2 ") && !command.contains("internal"), "{command}");
+    let notes = vllm["notes"].to_string();
+    assert!(notes.contains("the closed loops split the users evenly over them"), "{notes}");
+    assert!(grid.contains("internal_lb = \"true\"") && grid.contains("the sweep's --estimate runs its rule"), "{grid}");
+    let (sglang, grid) = run("sglang");
+    let c = &sglang["configs"][0];
+    assert_eq!(c["params"]["load_balance_method"], "round_robin", "{}", c["params"]);
+    let command = c["serve_command"]["command"].as_str().unwrap();
+    assert!(command.contains("--dp-size 2 --load-balance-method round_robin "), "{command}");
+    let notes = sglang["notes"].to_string();
+    assert!(notes.contains("deals them the requests in turn") && !notes.contains("internal_lb"), "{notes}");
+    assert!(grid.contains("load_balance_method = \"round_robin\""), "{grid}");
+    // One replica: no balancer to name.
+    let one = dir.path().join("one.json");
+    goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2.5", "--gpus", "1", "--tp", "1", "--pp", "1"])
+        .args(["--precision", "fp8", "--max-num-batched-tokens", "2048", "--concurrency", "2"])
+        .args(["--requests-per-user", "4", "--input-tokens", "256", "--output-tokens", "16", "-o"])
+        .arg(&one)
+        .assert()
+        .success();
+    let params = read_json(&one)["configs"][0]["params"].to_string();
+    assert!(!params.contains("internal_lb") && !params.contains("load_balance_method"), "{params}");
 }
