@@ -510,6 +510,38 @@ pub fn pool_gpus(pools: [(u32, u32, u32); 2], pp: u32) -> u32 {
     pp.max(1).saturating_mul(pool(pools[0]).saturating_add(pool(pools[1])))
 }
 
+/// One pool of a disaggregation spec: its instances, and its own TP and EP
+/// where it names them.
+pub type PdSide = (u32, Option<u32>, Option<u32>);
+
+/// A disaggregation spec `P:D` (`--pd`, a grid's `pd`): the prefill and
+/// the decode pool, each its instances and, where it names them, its own
+/// tensor- and expert-parallel sizes (`4xTP1:1xTP4`, `1xEP8:1xEP16`,
+/// `1xTP2xEP8:1`; `x` or `×`, any case, each size once a side). `None`
+/// where the text is not so: the simulator's parser and a grid's reading
+/// of its pools are this one.
+pub fn pd_sides(text: &str) -> Option<[PdSide; 2]> {
+    let side = |s: &str| -> Option<PdSide> {
+        let s = s.trim().to_ascii_lowercase();
+        let mut parts = s.split(['x', '\u{d7}']).map(str::trim);
+        let n = parts.next()?.parse().ok()?;
+        let (mut tp, mut ep) = (None, None);
+        for part in parts {
+            let (slot, size) = match (part.strip_prefix("tp"), part.strip_prefix("ep")) {
+                (Some(k), _) => (&mut tp, k),
+                (_, Some(m)) => (&mut ep, m),
+                _ => return None,
+            };
+            if slot.replace(size.trim().parse().ok()?).is_some() {
+                return None;
+            }
+        }
+        Some((n, tp, ep))
+    };
+    let (p, d) = text.trim().split_once(':')?;
+    Some([side(p)?, side(d)?])
+}
+
 /// vLLM's own balancing of a dense model's replicas in words, over
 /// `api_servers` front ends, as the simulator's banner and the terminal
 /// name it.

@@ -197,13 +197,11 @@ fn sglang_ranks(params: &crate::doc::frontier::ParamMap) -> bool {
         return false;
     }
     let (tp, ep) = (size("tp"), size("ep"));
-    // Each side's own sizes: `2xtp1xep8`, the count first.
-    let pool = |side: &str| {
-        let named = |prefix: &str| side.split('x').find_map(|w| w.strip_prefix(prefix)?.parse::<u32>().ok());
-        named("ep").unwrap_or(ep) > named("tp").unwrap_or(tp)
-    };
+    // Each side's own sizes where it names them (`2xTP1xEP8`), as the
+    // simulator reads them.
     match of("pd") {
-        Some(pd) => pd.split(':').any(pool),
+        Some(pd) => crate::doc::config::pd_sides(&pd)
+            .is_some_and(|sides| sides.iter().any(|&(_, t, e)| e.unwrap_or(ep) > t.unwrap_or(tp))),
         None => ep > tp || size("dp") > 1,
     }
 }
@@ -1135,6 +1133,9 @@ mod tests {
             k.contains_key(RANK_BALANCE)
         };
         assert!(pools("1:1xEP8", "sglang") && pools("1xTP1xEP4:1", "sglang"));
+        // Spelt as the simulator takes it: `×`, any case.
+        assert!(pools("1:1×EP8", "sglang") && pools("1 X tp1 X ep4 : 1", "sglang"));
+        assert!(!pools("1:1×TP8", "sglang") && !pools("1:1xEP8xEP8", "sglang"));
         assert!(!pools("1:1xTP4", "sglang") && !pools("1:1xEP8", "vllm"));
         // Paired by method, `auto` where the measured names none.
         let pred = doc(

@@ -60,26 +60,8 @@ impl Disaggregation {
                  --pd 1xEP8:1xEP16"
             )
         };
-        let side = |s: &str| -> Option<(u32, Option<u32>, Option<u32>)> {
-            let s = s.trim().to_ascii_lowercase();
-            let mut parts = s.split(['x', '\u{d7}']).map(str::trim);
-            let n = parts.next()?.parse().ok()?;
-            let (mut tp, mut ep) = (None, None);
-            for part in parts {
-                let (slot, size) = match (part.strip_prefix("tp"), part.strip_prefix("ep")) {
-                    (Some(k), _) => (&mut tp, k),
-                    (_, Some(m)) => (&mut ep, m),
-                    _ => return None,
-                };
-                if slot.replace(size.trim().parse().ok()?).is_some() {
-                    return None;
-                }
-            }
-            Some((n, tp, ep))
-        };
-        let (p, d) = text.trim().split_once(':').ok_or_else(bad)?;
-        let ((prefill, prefill_tp, prefill_ep), (decode, decode_tp, decode_ep)) =
-            (side(p).ok_or_else(bad)?, side(d).ok_or_else(bad)?);
+        let [(prefill, prefill_tp, prefill_ep), (decode, decode_tp, decode_ep)] =
+            goodput_core::doc::config::pd_sides(text).ok_or_else(bad)?;
         Ok(Disaggregation {
             prefill,
             decode,
