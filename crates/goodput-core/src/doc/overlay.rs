@@ -662,6 +662,20 @@ enum Partner {
     None(String),
 }
 
+/// Whether two values of `knob` on a predicted configuration of `params`
+/// are the same setting ([`same_value`]); SGLang's `auto` is its
+/// `round_robin` there but on a disaggregated one, whose prefill instances
+/// it sends by the bootstrap room (a plan names `round_robin` on a dense
+/// model's replicas in closed loops, where a grid of one's own may say
+/// `auto` or nothing).
+fn same_setting(params: &crate::doc::frontier::ParamMap, knob: &str, a: &str, b: &str) -> bool {
+    let auto = |v: &str| match param_key(v).as_str() {
+        "auto" if knob == RANK_BALANCE && !params.keys().any(|k| knob_of(k) == Some("pd")) => "round_robin".to_string(),
+        other => other.to_string(),
+    };
+    same_value(knob, a, b) || (knob == RANK_BALANCE && auto(a) == auto(b))
+}
+
 fn partner(pred: &FrontierResult, m: &FrontierConfig) -> Partner {
     let (knobs, _) = knobs_of(&m.params);
     if knobs.is_empty() && pred.configs.len() > 1 {
@@ -673,12 +687,13 @@ fn partner(pred: &FrontierResult, m: &FrontierConfig) -> Partner {
     }
     let candidates: Vec<usize> = (0..pred.configs.len())
         .filter(|&i| {
-            let (pk, _) = knobs_of(&pred.configs[i].params);
+            let p = &pred.configs[i].params;
+            let (pk, _) = knobs_of(p);
             knobs.iter().all(|(k, v)| match pk.get(k) {
-                Some(pv) => same_value(k, pv, v),
+                Some(pv) => same_setting(p, k, pv, v),
                 // The GPU as the catalog names it, when the plan's --gpu name differs.
                 None if *k == "gpu" => pred.configs[i].gpu.as_deref().is_some_and(|g| same_value(k, g, v)),
-                None => absent_value(k).is_some_and(|d| same_value(k, d, v)),
+                None => absent_value(k).is_some_and(|d| same_setting(p, k, d, v)),
             })
         })
         .collect();
@@ -698,9 +713,10 @@ fn partner(pred: &FrontierResult, m: &FrontierConfig) -> Partner {
             .iter()
             .copied()
             .filter(|&i| {
-                let (pk, _) = knobs_of(&pred.configs[i].params);
+                let p = &pred.configs[i].params;
+                let (pk, _) = knobs_of(p);
                 pk.iter().filter(|(k, _)| !knobs.contains_key(*k)).all(|(k, v)| match absent_value(k) {
-                    Some(d) => same_value(k, d, v),
+                    Some(d) => same_setting(p, k, d, v),
                     None => true,
                 })
             })
@@ -1161,6 +1177,39 @@ mod tests {
                 Partner::None(why) => panic!("{m:?}: {why}"),
             }
         }
+    }
+
+    /// A plan names SGLang's `round_robin` on a dense model's replicas in
+    /// closed loops: a measured configuration that says `auto` (the same
+    /// there), names none, or spells it `round-robin` pairs with it; one of
+    /// `total_requests` does not. On a disaggregated one, `auto` is the
+    /// bootstrap room, not round-robin.
+    #[test]
+    fn sglangs_auto_is_round_robin_but_on_a_disaggregated_configuration() {
+        let dense = [("scheduler", "sglang"), ("tp", "1"), ("dp", "4")];
+        let pred = doc(
+            FrontierSource::Predicted,
+            vec![config("rr", &[&dense[..], &[("load_balance_method", "round_robin")]].concat(), vec![])],
+        );
+        for m in [Some("auto"), None, Some("round-robin")] {
+            let mut kv = dense.to_vec();
+            kv.extend(m.map(|m| ("load_balance_method", m)));
+            assert!(matches!(partner(&pred, &config("m", &kv, vec![])), Partner::One(0)), "{m:?}");
+        }
+        let other = [&dense[..], &[("load_balance_method", "total_requests")]].concat();
+        assert!(matches!(partner(&pred, &config("m", &other, vec![])), Partner::None(_)));
+        let apart = [("scheduler", "sglang"), ("tp", "1"), ("ep", "4"), ("pd", "1:1")];
+        let params = |m: &str| -> crate::doc::frontier::ParamMap {
+            [&apart[..], &[("load_balance_method", m)]]
+                .concat()
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert!(same_setting(&params("auto"), RANK_BALANCE, "auto", "auto"));
+        assert!(!same_setting(&params("auto"), RANK_BALANCE, "auto", "round_robin"));
+        let colocated = crate::doc::frontier::ParamMap::default();
+        assert!(same_setting(&colocated, RANK_BALANCE, "auto", "round_robin"));
     }
 
     /// vLLM's own balancing of its replicas is a switch: a measured
