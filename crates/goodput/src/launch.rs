@@ -24,7 +24,7 @@ use goodput_core::doc::frontier::{FrontierConfig, FrontierResult, ParamMap, Serv
 use goodput_core::doc::overlay::KNOBS;
 use goodput_core::doc::sweep::Load;
 use goodput_sim::engine::disagg::MAX_INSTANCES;
-use goodput_sim::engine::{Disaggregation, LoadBalance, ModelSpec, Precision, RouterPolicy};
+use goodput_sim::engine::{Disaggregation, GpuSpec, LoadBalance, ModelSpec, Precision, RouterPolicy};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -208,7 +208,9 @@ impl Weights {
     }
 
     /// The weights at width `p`, and how they load; or why there are none.
-    fn at(&self, p: Precision, title: &str) -> Result<(String, Loaded), String> {
+    /// On AMD's GPUs (`amd`) FP4 is MXFP4, which NVIDIA's NVFP4 checkpoints
+    /// are not: only one given loads there.
+    fn at(&self, p: Precision, title: &str, amd: bool) -> Result<(String, Loaded), String> {
         if let Some((_, w)) = self.checkpoints.iter().find(|(q, _)| *q == p) {
             let loaded = if p == Precision::Bf16 { Loaded::Bf16 } else { Loaded::Checkpoint };
             return Ok((w.clone(), loaded));
@@ -222,7 +224,7 @@ impl Weights {
                 _ => {}
             }
         }
-        if let Some(c) = self.published(p) {
+        if let Some(c) = self.published(p).filter(|_| !(amd && p == Precision::Fp4)) {
             return Ok((c.to_string(), Loaded::Checkpoint));
         }
         let Some(served) = &self.served else {
@@ -234,6 +236,10 @@ impl Weights {
         };
         let fix = format!("give one as --serve-checkpoint {p}=WEIGHTS");
         Err(match p {
+            Precision::Fp4 if amd => format!(
+                "FP4 weights: on AMD's GPUs {title} loads them from an MXFP4 checkpoint (AMD Quark's), not NVIDIA's \
+                 NVFP4, and none of {served} is known here: {fix}"
+            ),
             Precision::Fp4 => format!(
                 "FP4 weights: {title} loads them from an NVFP4 checkpoint (NVIDIA ModelOpt's or LLM Compressor's), \
                  and none of {served} is known here: {fix}"
@@ -855,9 +861,11 @@ fn serve_words(
         None => Precision::Bf16,
         Some(v) => v.parse().map_err(|_| format!("precision {v}: no {} flag is known for it", server.title()))?,
     };
+    // AMD's GPUs load FP4 as MXFP4 ([`Weights::at`]).
+    let amd = params.get("gpu").and_then(|g| GpuSpec::lookup(g).ok()).is_some_and(|g| g.family.is_amd());
     let (served, loaded) = match server {
         Server::Goodput => (named.to_string(), Loaded::Bf16),
-        _ => weights.at(precision, server.title())?,
+        _ => weights.at(precision, server.title(), amd)?,
     };
     let served = served.as_str();
     let mut words: Vec<String> = match server {
@@ -1696,9 +1704,17 @@ mod tests {
             ),
             "{int4}"
         );
-        // Given beats published.
+        // On AMD's MI355X FP4 is MXFP4: NVIDIA's NVFP4 checkpoint is not
+        // loaded there, and the reason says what to give.
+        let amd = [("precision", "fp4"), ("gpu", "mi355x")];
+        let why = command(Server::Vllm, &amd, &llama).unwrap_err();
+        assert!(why.contains("MXFP4 checkpoint") && why.ends_with("--serve-checkpoint fp4=WEIGHTS"), "{why}");
+        let fp8 = command(Server::Vllm, &[("precision", "fp8"), ("gpu", "mi355x")], &llama).unwrap();
+        assert!(fp8.contains("--quantization fp8"), "{fp8}");
+        // Given beats published, and loads on AMD's too.
         let given = Weights { checkpoints: vec![(Precision::Fp4, "mine/fp4".into())], ..llama };
         assert!(command(Server::Vllm, &[("precision", "fp4")], &given).unwrap().starts_with("vllm serve mine/fp4 "));
+        assert!(command(Server::Vllm, &amd, &given).unwrap().starts_with("vllm serve mine/fp4 "));
         // DeepSeek-R1 is published in FP8: FP8 loads it as it is, FP4 has NVIDIA's, 16-bit has nothing.
         let r1 = Weights { width: Some(Precision::Fp8), ..weights("deepseek-ai/DeepSeek-R1") };
         let fp8 = command(Server::Vllm, &[("precision", "fp8")], &r1).unwrap();

@@ -248,6 +248,17 @@ mod tests {
         assert!(
             ampere.contains("which no public measurement of this family has checked") && !ampere.contains("MI300X")
         );
+        // Blackwell Ultra runs on Blackwell's constants; AMD's newer parts
+        // are said as uncalibrated, CDNA4 with no table checked.
+        assert!(uncalibrated_note(&spec("b300")).is_none() && uncalibrated_note(&spec("gb300")).is_none());
+        let mi325x = uncalibrated_note(&spec("mi325x")).unwrap();
+        assert!(mi325x.starts_with("MI325X (cdna3) is uncalibrated") && mi325x.contains("MI300X tables"), "{mi325x}");
+        let mi355x = uncalibrated_note(&spec("mi355x")).unwrap();
+        assert!(
+            mi355x.starts_with("MI355X (cdna4) is uncalibrated")
+                && mi355x.contains("which no public measurement of this family has checked"),
+            "{mi355x}"
+        );
     }
 
     #[test]

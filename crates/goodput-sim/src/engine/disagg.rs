@@ -385,6 +385,16 @@ mod tests {
         assert_eq!((link.kind, link.gbps, link.latency), (LinkKind::Network, 400.0, Duration::from_micros(50)));
         let t = link.transfer_time(32_000).as_secs_f64();
         assert!(t > 40e-3 && t < 42e-3, "{t}");
+        // Blackwell Ultra: a GB300 rack joins 72 as GB200's does; B300
+        // boards join 8, beyond which each GPU's ConnectX-8 carries 800 Gb/s.
+        let mut gb300 = cfg.clone();
+        gb300.gpu = crate::engine::GpuSpec::lookup("gb300").unwrap();
+        gb300.pd = Some(Disaggregation::parse("1:1").unwrap());
+        assert_eq!(KvLink::new(&gb300).unwrap().kind, LinkKind::Node);
+        let mut b300 = b200.clone();
+        b300.gpu = crate::engine::GpuSpec::lookup("b300").unwrap();
+        let link = KvLink::new(&b300).unwrap();
+        assert_eq!((link.kind, link.gbps), (LinkKind::Network, 800.0));
         // Given figures win on either.
         cfg.pd = Some(Disaggregation { link_gbps: Some(400.0), link_latency_us: Some(50.0), ..b200.pd.unwrap() });
         let link = KvLink::new(&cfg).unwrap();

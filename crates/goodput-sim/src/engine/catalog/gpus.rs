@@ -16,11 +16,18 @@ pub enum GpuFamily {
     Hopper,
     Blackwell,
     Cdna3,
+    Cdna4,
 }
 
 impl GpuFamily {
-    pub const ALL: [GpuFamily; 5] =
-        [GpuFamily::Ampere, GpuFamily::Ada, GpuFamily::Hopper, GpuFamily::Blackwell, GpuFamily::Cdna3];
+    pub const ALL: [GpuFamily; 6] = [
+        GpuFamily::Ampere,
+        GpuFamily::Ada,
+        GpuFamily::Hopper,
+        GpuFamily::Blackwell,
+        GpuFamily::Cdna3,
+        GpuFamily::Cdna4,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -29,7 +36,15 @@ impl GpuFamily {
             GpuFamily::Hopper => "hopper",
             GpuFamily::Blackwell => "blackwell",
             GpuFamily::Cdna3 => "cdna3",
+            GpuFamily::Cdna4 => "cdna4",
         }
+    }
+}
+
+impl GpuFamily {
+    /// AMD's (CDNA): matrix cores, ROCm kernels, and FP4 as OCP's MXFP4.
+    pub fn is_amd(self) -> bool {
+        matches!(self, GpuFamily::Cdna3 | GpuFamily::Cdna4)
     }
 }
 
@@ -101,13 +116,29 @@ struct GpuEntry {
 //   576 TB/s → 8 TB/s, FP4 1,440 PFLOPS sparse → 10 dense, FP8 720 → 5,
 //   BF16 360 → 2.5, NVLink 5 130 TB/s → 1.8 TB/s); 1,200 W per GPU, the
 //   configuration NVIDIA's GB200 peaks are quoted at.
+// - B300: NVIDIA HGX B300 specification, per GPU of eight (2.1 TB → 270 GB
+//   of the 288 GB on the package, FP4 144 PFLOPS sparse and 108 dense →
+//   13.5 dense, FP8 72 → 4.5, BF16 36 → 2.25, NVLink 5 1.8 TB/s), 8 TB/s
+//   of HBM3e, 1,100 W per GPU.
+// - GB300: NVIDIA GB300 NVL72 specification, per GPU of 72 (20.1 TB →
+//   279 GB, 576 TB/s → 8 TB/s, FP4 1,080 PFLOPS dense → 15, FP8 360 dense
+//   → 5, BF16 180 dense → 2.5, NVLink 5 130 TB/s → 1.8 TB/s); 1,400 W per
+//   GPU. Blackwell Ultra's doubled attention exponentials (SFU) are not in
+//   the model, whose attention is matrix work and KV reads.
 // - MI300X: AMD Instinct MI300X data sheet (BF16 1,307 / FP8 2,615 TFLOPS
 //   dense, 5.3 TB/s, Infinity Fabric 896 GB/s aggregate, 750 W).
+// - MI325X: AMD Instinct MI325X data sheet (the MI300X's compute, 256 GB
+//   HBM3E, 6 TB/s, Infinity Fabric 896 GB/s aggregate, 1,000 W).
+// - MI355X: AMD Instinct MI355X data sheet (256 CUs at 2.4 GHz: BF16 2.5 /
+//   FP8 5.0 / MXFP4 10.1 PFLOPS dense, 20.1 PFLOPS of FP4 with sparsity;
+//   288 GB HBM3E, 8 TB/s, Infinity Fabric 1,075 GB/s aggregate, 1,400 W).
+//   Its FP4 is OCP's MXFP4 (a scale every 32 weights), which the model
+//   sizes as NVFP4 (every 16): 6 % more weight bytes than it has.
 // Idle power (a loaded model, no work) is not on datasheets: public
 // measurements put it at 10–15 % of TDP on HBM parts (arXiv:2605.23918
 // measures the CUDA context at 26–50 W above bare idle on H100 and A100, 66 W
 // on the GDDR6 L40S); the figures below are those shares, ±50 %.
-static GPUS: [GpuEntry; 9] = [
+static GPUS: [GpuEntry; 13] = [
     GpuEntry {
         aliases: &["h100-sxm", "h100", "h100-sxm5", "h100-80gb", "h100-sxm-80gb"],
         name: "H100 SXM",
@@ -225,6 +256,58 @@ static GPUS: [GpuEntry; 9] = [
         tdp_w: 750.0,
         idle_w: 110.0,
     },
+    GpuEntry {
+        aliases: &["b300", "b300-sxm", "hgx-b300", "b300-270gb", "blackwell-ultra"],
+        name: "B300",
+        family: GpuFamily::Blackwell,
+        memory_gib: 270.0,
+        bandwidth_tb_s: 8.0,
+        bf16_tflops: 2250.0,
+        fp8_tflops: Some(4500.0),
+        fp4_tflops: Some(13_500.0),
+        interconnect_gb_s: 900.0,
+        tdp_w: 1100.0,
+        idle_w: 150.0,
+    },
+    GpuEntry {
+        aliases: &["gb300", "gb300-nvl72", "gb300-nvl"],
+        name: "GB300",
+        family: GpuFamily::Blackwell,
+        memory_gib: 279.0,
+        bandwidth_tb_s: 8.0,
+        bf16_tflops: 2500.0,
+        fp8_tflops: Some(5000.0),
+        fp4_tflops: Some(15_000.0),
+        interconnect_gb_s: 900.0,
+        tdp_w: 1400.0,
+        idle_w: 180.0,
+    },
+    GpuEntry {
+        aliases: &["mi325x"],
+        name: "MI325X",
+        family: GpuFamily::Cdna3,
+        memory_gib: 256.0,
+        bandwidth_tb_s: 6.0,
+        bf16_tflops: 1307.0,
+        fp8_tflops: Some(2615.0),
+        fp4_tflops: None,
+        interconnect_gb_s: 448.0,
+        tdp_w: 1000.0,
+        idle_w: 140.0,
+    },
+    GpuEntry {
+        aliases: &["mi355x"],
+        name: "MI355X",
+        family: GpuFamily::Cdna4,
+        memory_gib: 288.0,
+        bandwidth_tb_s: 8.0,
+        bf16_tflops: 2517.0,
+        fp8_tflops: Some(5033.0),
+        fp4_tflops: Some(10_066.0),
+        interconnect_gb_s: 537.6,
+        tdp_w: 1400.0,
+        idle_w: 190.0,
+    },
 ];
 
 /// The catalog's entry for `name`, case, spaces, underscores and a vendor
@@ -296,7 +379,7 @@ impl GpuSpec {
     /// cores have FP4, and nowhere else.
     pub fn peak_flops(&self, precision: Precision) -> Result<f64, Error> {
         // AMD calls its matrix units matrix cores.
-        let units = if self.family == GpuFamily::Cdna3 { "matrix" } else { "tensor" };
+        let units = if self.family.is_amd() { "matrix" } else { "tensor" };
         let unsupported = |cores: &str, fix: String| Error::PrecisionUnsupported {
             gpu: self.name.clone(),
             precision: precision.to_string(),
@@ -310,7 +393,11 @@ impl GpuSpec {
                 let here = if self.fp8_tflops.is_some() { "fp8, int4 or bf16" } else { "int4, int8 or bf16" };
                 unsupported(
                     "FP4",
-                    format!("FP4 (NVFP4) runs on Blackwell GPUs ({}); on {} use {here}", with.join(", "), self.name),
+                    format!(
+                        "FP4 (NVFP4, or MXFP4 on AMD's) runs on the GPUs with FP4 cores ({}); on {} use {here}",
+                        with.join(", "),
+                        self.name
+                    ),
                 )
             })?,
             Precision::Bf16 | Precision::Int8 | Precision::Int4 => self.bf16_tflops,

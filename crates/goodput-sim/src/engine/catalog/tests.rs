@@ -207,13 +207,16 @@ fn fp4_parses_and_runs_only_where_the_tensor_cores_have_it() {
     let b200 = GpuSpec::lookup("b200").unwrap();
     assert_eq!(b200.peak_flops(Precision::Fp4).unwrap(), 9000e12);
     assert_eq!(GpuSpec::lookup("gb200").unwrap().peak_flops(Precision::Fp4).unwrap(), 10_000e12);
-    for gpu in ["h100", "h200", "a100", "mi300x"] {
+    assert_eq!(GpuSpec::lookup("GB300-NVL72").unwrap().peak_flops(Precision::Fp4).unwrap(), 15_000e12);
+    // AMD's CDNA4 has MXFP4 matrix cores; its CDNA3 parts have none.
+    assert_eq!(GpuSpec::lookup("amd-instinct-mi355x").unwrap().peak_flops(Precision::Fp4).unwrap(), 10_066e12);
+    for gpu in ["h100", "h200", "a100", "mi300x", "mi325x"] {
         let err = GpuSpec::lookup(gpu).unwrap().peak_flops(Precision::Fp4).unwrap_err();
         let text = err.to_string();
         assert!(matches!(err, Error::PrecisionUnsupported { .. }));
         // AMD's are matrix cores.
-        let cores = if gpu == "mi300x" { "no FP4 matrix cores" } else { "no FP4 tensor cores" };
-        assert!(text.contains(cores) && text.contains("b200") && text.contains("gb200"), "{text}");
+        let cores = if gpu.starts_with("mi") { "no FP4 matrix cores" } else { "no FP4 tensor cores" };
+        assert!(text.contains(cores) && text.contains("(b200, gb200, b300, gb300, mi355x)"), "{text}");
     }
     // The fix offered runs on the GPU: FP8 on Hopper, not on Ampere.
     let a100 = GpuSpec::lookup("a100").unwrap().peak_flops(Precision::Fp4).unwrap_err().to_string();
@@ -229,6 +232,10 @@ fn hopper_and_blackwell_datasheets_and_power() {
         ("h200", 141.0, 4.8, 989.0, Some(1979.0), None, 450.0, 700.0),
         ("b200", 180.0, 8.0, 2250.0, Some(4500.0), Some(9000.0), 900.0, 1000.0),
         ("gb200", 186.0, 8.0, 2500.0, Some(5000.0), Some(10_000.0), 900.0, 1200.0),
+        ("b300", 270.0, 8.0, 2250.0, Some(4500.0), Some(13_500.0), 900.0, 1100.0),
+        ("gb300", 279.0, 8.0, 2500.0, Some(5000.0), Some(15_000.0), 900.0, 1400.0),
+        ("mi325x", 256.0, 6.0, 1307.0, Some(2615.0), None, 448.0, 1000.0),
+        ("mi355x", 288.0, 8.0, 2517.0, Some(5033.0), Some(10_066.0), 537.6, 1400.0),
     ];
     for (alias, mem, bw, bf16, fp8, fp4, link, tdp) in cases {
         let g = GpuSpec::lookup(alias).unwrap();
