@@ -108,11 +108,27 @@ pub(crate) fn mark_uncalibrated(doc: &mut FrontierResult) {
     let best_gpu = doc.best.as_ref().and_then(|b| doc.configs.get(b.at.config)).and_then(|c| c.gpu.as_deref());
     let best_gpu = best_gpu.and_then(|n| GpuSpec::lookup(n).ok()).map(|s| s.name);
     if let Some((spec, ..)) = names.iter().find(|(s, ..)| Some(&s.name) == best_gpu.as_ref()) {
+        // The best a calibrated GPU gives, where one was searched: what to
+        // choose if the measurement does not bear the uncalibrated one out.
+        let mut calibrated = doc.clone();
+        for c in &mut calibrated.configs {
+            if c.gpu
+                .as_deref()
+                .and_then(|n| GpuSpec::lookup(n).ok())
+                .is_none_or(|s| names.iter().any(|(u, ..)| u.name == s.name))
+            {
+                c.points.clear();
+            }
+        }
+        let fallback = goodput_core::doc::frontier::best_point(&calibrated);
         if let Some(b) = doc.best.as_mut() {
             b.reason.push_str(&format!(
                 "; on {}, whose family ({}) is uncalibrated: measure it before choosing it (notes)",
                 spec.name, spec.family
             ));
+            if let Some(f) = fallback {
+                b.reason.push_str(&format!("; on a calibrated GPU the best is {}", f.reason));
+            }
         }
     }
     let ok = doc.configs.iter().filter(|c| c.status == ConfigStatus::Ok).count();

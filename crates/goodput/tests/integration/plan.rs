@@ -514,9 +514,14 @@ fn a_plan_says_which_gpus_are_uncalibrated_and_when_the_best_is_one() {
     let best = &doc["best"];
     let at = best["at"]["config"].as_u64().unwrap() as usize;
     assert_eq!(doc["configs"][at]["gpu"], "MI300X", "{best}");
-    assert!(best["reason"].as_str().unwrap().contains("on MI300X, whose family (cdna3) is uncalibrated"), "{best}");
+    let reason = best["reason"].as_str().unwrap();
+    assert!(reason.contains("on MI300X, whose family (cdna3) is uncalibrated"), "{best}");
+    // With what a calibrated GPU gives instead: the plan of the H100 alone's best.
     let calibrated = plan(dir.path(), "h100.json", &["h100=5"], 1, &[]);
     assert!(!calibrated.to_string().contains("uncalibrated"), "{calibrated}");
+    let alone = calibrated["best"]["reason"].as_str().unwrap();
+    assert!(alone.starts_with("h100-sxm "), "{alone}");
+    assert!(reason.ends_with(&format!("; on a calibrated GPU the best is {alone}")), "{reason}\n{alone}");
 }
 
 /// The first configuration's error of a plan of one H100 at FP8 with
