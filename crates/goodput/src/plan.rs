@@ -178,6 +178,8 @@ struct Candidate {
     /// Under SGLang's scheduler, colocated: a prompt chunk and the running
     /// decodes in one step (`--enable-mixed-chunk`).
     mixed: bool,
+    /// The KV cache's dtype (`--kv-cache-dtype`, a list to search).
+    kv: KvCacheDtype,
 }
 
 /// A unit's prefill and decode pools: P and D instances, and a pool's own
@@ -345,7 +347,8 @@ struct Search<'a> {
     attainment: f64,
     percentile: f64,
     prompts: PromptKind,
-    kv_cache_dtype: KvCacheDtype,
+    /// The KV-cache dtypes searched (`--kv-cache-dtype`), each once.
+    kv_cache_dtypes: Vec<KvCacheDtype>,
     /// Whether several batch limits are searched (each id then names its own).
     several_seqs: bool,
     /// The memory each point's run may hold: a virtual run's, shared by the
@@ -480,7 +483,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         attainment,
         percentile,
         prompts: prompt_kind(a.api),
-        kv_cache_dtype: a.kv_cache_dtype.parse()?,
+        kv_cache_dtypes: kv_cache_dtypes(&a.kv_cache_dtype)?,
         trace: plan_trace,
         several_seqs,
         memory_limit: crate::virtual_point::VIRTUAL_MEMORY_LIMIT / jobs(&a) as u64,
@@ -1241,6 +1244,10 @@ fn id_of(search: &Search, c: &Candidate) -> String {
         }
     }
     id.push_str(&format!(" {} mbt{}", c.precision, c.max_num_batched_tokens));
+    // Named where several are searched: `kvfp8` for an FP8 cache.
+    if search.kv_cache_dtypes.len() > 1 && c.kv != KvCacheDtype::Auto {
+        id.push_str(&format!(" kv{}", c.kv));
+    }
     if search.several_seqs {
         id.push_str(&format!(" seqs{}", c.max_num_seqs));
     }
@@ -1327,6 +1334,23 @@ fn pd_ratios(spec: Option<&str>) -> Result<Vec<Option<Pools>>> {
     }
     if out.len() == 1 {
         bail!("--pd {spec:?} names no ratio: give auto, or P:D ratios such as 1:1,1:2 (or 4xTP1:1xTP4)");
+    }
+    Ok(out)
+}
+
+/// `--kv-cache-dtype`: a list of `auto` (the activation dtype) and `fp8`,
+/// each once (under its other names too: `fp8_e4m3` is `fp8`).
+fn kv_cache_dtypes(spec: &str) -> Result<Vec<KvCacheDtype>> {
+    let mut out = Vec::new();
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let kv: KvCacheDtype = part.parse().map_err(|e| anyhow!("--kv-cache-dtype {spec}: {e}"))?;
+        if out.contains(&kv) {
+            bail!("--kv-cache-dtype {spec} names {kv} twice: give each dtype once (auto, fp8 or auto,fp8)");
+        }
+        out.push(kv);
+    }
+    if out.is_empty() {
+        bail!("--kv-cache-dtype {spec:?} names no dtype: give auto, fp8, or auto,fp8 to search both");
     }
     Ok(out)
 }
@@ -1475,7 +1499,7 @@ impl Search<'_> {
         cfg.ep = c.ep;
         // Disaggregated, each instance is one group of the ranks (--dp is the pools').
         cfg.dp = if c.pd.is_some() { 1 } else { c.ranks() };
-        cfg.kv_cache_dtype = self.kv_cache_dtype;
+        cfg.kv_cache_dtype = c.kv;
         cfg.gpu_memory_utilization = self.args.gpu_memory_utilization;
         cfg.max_num_seqs = Some(c.max_num_seqs);
         cfg.max_num_batched_tokens = c.max_num_batched_tokens;
@@ -1723,13 +1747,21 @@ impl Search<'_> {
         for (offer, o) in a.gpu.iter().enumerate() {
             let gpu = GpuSpec::lookup(&o.name).with_context(|| format!("--gpu {}", o.name))?;
             let name = gpu_id(a, offer);
-            for &precision in &precisions {
+            let kvs = &self.kv_cache_dtypes;
+            for (precision, kv) in precisions.iter().flat_map(|&p| kvs.iter().map(move |&k| (p, k))) {
                 if let Err(e) = gpu.peak_flops(precision) {
-                    if !auto {
-                        notes.push(format!("{precision} on {name}: left out ({e})"));
+                    let n = format!("{precision} on {name}: left out ({e})");
+                    if !auto && !notes.contains(&n) {
+                        notes.push(n);
                     }
                     continue;
                 }
+                // The width as the notes name it: the precision, and the
+                // cache's where several are searched (`fp8 kvfp8`).
+                let width = match kvs.len() > 1 && kv != KvCacheDtype::Auto {
+                    true => format!("{precision} kv{kv}"),
+                    false => precision.to_string(),
+                };
                 let mut given: Vec<u32> = match &a.max_num_seqs {
                     Some(m) => m.0.iter().map(|&v| v.min(u64::from(u32::MAX)) as u32).collect(),
                     None => Vec::new(),
@@ -1770,7 +1802,7 @@ impl Search<'_> {
                     for &seq in &seqs {
                         let first = *first.get_or_insert((seq, mbt));
                         let (mut kept, left) =
-                            self.balanced(&ratios, &gpu, precision, offer, seq, mbt32, lengths, !auto_pd);
+                            self.balanced(&ratios, &gpu, (precision, kv), offer, seq, mbt32, lengths, !auto_pd);
                         if (seq, mbt) == first {
                             notes.extend(left);
                         }
@@ -1833,12 +1865,12 @@ impl Search<'_> {
                                 if unit > a.budget || (router != routers[0] && a.budget / unit < 2) {
                                     continue;
                                 }
-                                let made = self.stages(offer, &gpu, precision, tp, ep, &pps, seq, mbt32, pd);
+                                let made = self.stages(offer, &gpu, (precision, kv), tp, ep, &pps, seq, mbt32, pd);
                                 match made {
                                     Some(Ok((mut cs, past_cache))) => {
                                         if let Some(n) = past_cache.filter(|_| pd.is_none()) {
                                             let ep = if ep > 1 { format!(" ep{ep}") } else { String::new() };
-                                            let n = format!("{name} tp{tp}{ep} {precision} {n}");
+                                            let n = format!("{name} tp{tp}{ep} {width} {n}");
                                             if !notes.contains(&n) {
                                                 notes.push(n);
                                             }
@@ -1897,7 +1929,7 @@ impl Search<'_> {
                                                 "these lists make more than {MAX_CONFIGURATIONS} configurations, \
                                                  the most one plan searches: shorten them (--gpu, --precision, \
                                                  --tp, --pp, --ep, --pd, --max-num-seqs, \
-                                                 --max-num-batched-tokens, --spec-tokens, \
+                                                 --max-num-batched-tokens, --kv-cache-dtype, --spec-tokens, \
                                                  --load-balance-method, --mixed-chunk), e.g. powers of two of \
                                                  the batch limits"
                                             );
@@ -1909,7 +1941,7 @@ impl Search<'_> {
                                     // budget ... raise --gpus" with the unit well
                                     // inside it).
                                     Some(Err(e)) if pd.is_some() => {
-                                        let why = format!("{name} tp{tp} {precision}: {e:#}");
+                                        let why = format!("{name} tp{tp} {width}: {e:#}");
                                         if !pd_refused.contains(&why) {
                                             pd_refused.push(why);
                                         }
@@ -1917,7 +1949,13 @@ impl Search<'_> {
                                     // Said once per GPU, precision and TP, not per limit.
                                     Some(Err(e)) if (seq, mbt) == first && pd.is_none() && router == routers[0] => {
                                         let ep = if ep > 1 { format!(" ep{ep}") } else { String::new() };
-                                        notes.push(format!("{name} tp{tp}{ep} {precision}: left out ({e:#})"));
+                                        // Once where each cache dtype leaves it out alike
+                                        // (weights that do not fit).
+                                        let why = format!("left out ({e:#})");
+                                        let said = format!("{name} tp{tp}{ep} {precision}");
+                                        if !notes.iter().any(|n| n.starts_with(&said) && n.ends_with(&why)) {
+                                            notes.push(format!("{name} tp{tp}{ep} {width}: {why}"));
+                                        }
                                     }
                                     _ => {}
                                 }
@@ -2022,7 +2060,7 @@ impl Search<'_> {
         &self,
         offer: usize,
         gpu: &GpuSpec,
-        precision: Precision,
+        (precision, kv): (Precision, KvCacheDtype),
         tp: u32,
         ep: u32,
         pps: &[u32],
@@ -2070,7 +2108,7 @@ impl Search<'_> {
                 max_num_seqs: seq,
                 max_num_batched_tokens: mbt,
                 pd,
-                ..self.base(offer, gpu, precision)
+                ..self.base(offer, gpu, precision, kv)
             };
             self.own_cap(&mut c);
             match self.fits(&c) {
@@ -2146,7 +2184,7 @@ impl Search<'_> {
             // or shorter requests.
             _ if e.downcast_ref::<RequestPastCache>().is_some() => {
                 let mut kept = Vec::new();
-                if self.kv_cache_dtype == KvCacheDtype::Auto {
+                if c.kv == KvCacheDtype::Auto {
                     let mut fp8 = self.engine(c);
                     fp8.kv_cache_dtype = KvCacheDtype::Fp8;
                     if self.request_room(&fp8).is_ok() {
@@ -2314,11 +2352,12 @@ impl Search<'_> {
         Ok(())
     }
 
-    fn base(&self, offer: usize, gpu: &GpuSpec, precision: Precision) -> Candidate {
+    fn base(&self, offer: usize, gpu: &GpuSpec, precision: Precision, kv: KvCacheDtype) -> Candidate {
         Candidate {
             offer,
             gpu: gpu.clone(),
             precision,
+            kv,
             tp: 1,
             dp: self.args.budget,
             pp: 1,
@@ -2345,7 +2384,7 @@ impl Search<'_> {
         &self,
         ratios: &[Option<Pools>],
         gpu: &GpuSpec,
-        precision: Precision,
+        (precision, kv): (Precision, KvCacheDtype),
         offer: usize,
         seq: u32,
         mbt: u32,
@@ -2354,7 +2393,8 @@ impl Search<'_> {
     ) -> (Vec<Option<Pools>>, Vec<String>) {
         // A ratio that names a pool's TP is the user's own: always kept.
         let (sized, pds): (Vec<Pools>, Vec<Pools>) = ratios.iter().flatten().partition(|pd| pd.names_sizes());
-        let mut c = Candidate { max_num_seqs: seq, max_num_batched_tokens: mbt, ..self.base(offer, gpu, precision) };
+        let mut c =
+            Candidate { max_num_seqs: seq, max_num_batched_tokens: mbt, ..self.base(offer, gpu, precision, kv) };
         self.own_cap(&mut c);
         let balance = lengths.and_then(|(i, o)| pd_balance(&self.engine(&c), i, o));
         let Some(r) = balance.filter(|r| r.is_finite() && *r > 0.0) else { return (ratios.to_vec(), Vec::new()) };
@@ -2408,6 +2448,7 @@ impl Search<'_> {
                 .filter(|o| {
                     o.offer == c.offer
                         && o.precision == c.precision
+                        && o.kv == c.kv
                         && o.tp == c.tp
                         && o.pp == c.pp
                         && o.ep == c.ep
@@ -2489,7 +2530,7 @@ impl Search<'_> {
             ("tp", c.tp.to_string()),
             ("dp", c.dp.to_string()),
             ("precision", c.precision.to_string()),
-            ("kv_cache_dtype", self.args.kv_cache_dtype.clone()),
+            ("kv_cache_dtype", c.kv.to_string()),
             ("max_num_seqs", c.max_num_seqs.to_string()),
             ("max_num_batched_tokens", c.max_num_batched_tokens.to_string()),
         ]
@@ -3158,6 +3199,7 @@ mod tests {
             spec: 0,
             balance: LoadBalance::Auto,
             mixed: false,
+            kv: KvCacheDtype::Auto,
         }
     }
 

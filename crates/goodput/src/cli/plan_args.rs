@@ -145,7 +145,7 @@ pub struct PlanArgs {
     /// Chunked-prefill token budgets (vLLM's --max-num-batched-tokens) to try.
     #[arg(long, value_parser = parse_counts, default_value = "2048,8192")]
     pub max_num_batched_tokens: CountList,
-    /// KV-cache dtype: auto (the activation dtype) or fp8.
+    /// KV-cache dtypes to try: auto (the activation dtype), fp8, or auto,fp8 to search both (an FP8 cache holds twice the tokens, and attention reads half the bytes).
     #[arg(long, default_value = "auto")]
     pub kv_cache_dtype: String,
     /// Prefill/decode disaggregation ratios to search beside colocated serving: a list of P:D (P prefill and D decode instances, each on --tp GPUs, the unit replicated to fill --gpus; either pool may name its own TP, 4xTP1:1xTP4, searched as given), or auto (every P:D in lowest terms with P + D ≤ 5, less those the workload would leave far out of balance).

@@ -2432,3 +2432,49 @@ fn a_closed_loop_plan_names_the_servers_own_balancer_of_dense_replicas() {
     let params = read_json(&one)["configs"][0]["params"].to_string();
     assert!(!params.contains("internal_lb") && !params.contains("load_balance_method"), "{params}");
 }
+
+/// `--kv-cache-dtype auto,fp8` searches both caches: each configuration
+/// twice, the FP8 cache's id ending `kvfp8`, its parameters and command
+/// naming it; where the 16-bit cache holds too few of the users' long
+/// prompts, the FP8 one (twice the tokens) serves more output a GPU. A
+/// dtype named twice, or none, is refused with the fix.
+#[test]
+fn plan_searches_the_kv_cache_dtype() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("kv.json");
+    let base = |c: &mut assert_cmd::Command| {
+        c.args(["plan", "-q", "--model", "llama-3.3-70b", "--gpu", "h100=2.5", "--gpus", "2", "--tp", "2"])
+            .args(["--pp", "1", "--precision", "fp8", "--max-num-batched-tokens", "8192"])
+            .args(["--input-tokens", "4096", "--output-tokens", "256", "--concurrency", "16,128"])
+            .args(["--requests-per-user", "4"]);
+    };
+    let mut c = goodput();
+    base(&mut c);
+    c.args(["--kv-cache-dtype", "auto,fp8", "-o"]).arg(&out).assert().success();
+    let doc = read_json(&out);
+    assert_valid(&doc, "FrontierResult", "plan --kv-cache-dtype auto,fp8");
+    let configs = doc["configs"].as_array().unwrap();
+    let ids: Vec<&str> = configs.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["h100-sxm tp2x1 fp8 mbt8192", "h100-sxm tp2x1 fp8 mbt8192 kvfp8"]);
+    let command = |i: usize| configs[i]["serve_command"]["command"].as_str().unwrap().to_string();
+    assert_eq!(
+        (configs[0]["params"]["kv_cache_dtype"].as_str(), configs[1]["params"]["kv_cache_dtype"].as_str()),
+        (Some("auto"), Some("fp8"))
+    );
+    assert!(!command(0).contains("--kv-cache-dtype") && command(1).contains("--kv-cache-dtype fp8 "), "{}", command(1));
+    let at_most_users = |i: usize| {
+        let p = configs[i]["points"].as_array().unwrap().last().unwrap();
+        assert_eq!(p["load"]["value"], 128, "{p}");
+        p["output_tokens_per_s_per_gpu"].as_f64().unwrap()
+    };
+    let (wide, narrow) = (at_most_users(0), at_most_users(1));
+    assert!(narrow > 1.15 * wide, "an FP8 cache of twice the tokens serves more: {narrow} against {wide}");
+    let refused = |kv: &str| {
+        let mut c = goodput();
+        base(&mut c);
+        c.args(["--kv-cache-dtype", kv]).refusal()
+    };
+    assert!(refused("fp8,fp8_e4m3").contains("names fp8 twice"));
+    assert!(refused(",").contains("names no dtype"));
+    assert!(refused("int4").contains("unknown KV-cache dtype `int4`"));
+}
