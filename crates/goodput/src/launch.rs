@@ -107,6 +107,17 @@ pub const CHECKPOINTS: [(&str, Precision, &str); 18] = [
     ("Qwen/Qwen2.5-7B-Instruct", Precision::Int8, "RedHatAI/Qwen2.5-7B-Instruct-quantized.w8a16"),
 ];
 
+/// AMD's MXFP4 checkpoints of the catalog's models (AMD-Quark's, for the
+/// MI350 and MI355, served by vLLM and SGLang; its "Quark Quantized MXFP4
+/// models" collection on Hugging Face, each page looked up): FP4 on AMD's
+/// GPUs, where NVIDIA's NVFP4 ones do not load.
+pub const AMD_FP4_CHECKPOINTS: [(&str, &str); 4] = [
+    ("meta-llama/Llama-3.3-70B-Instruct", "amd/Llama-3.3-70B-Instruct-MXFP4-Preview"),
+    ("meta-llama/Llama-3.1-405B-Instruct", "amd/Llama-3.1-405B-Instruct-MXFP4-Preview"),
+    ("deepseek-ai/DeepSeek-R1", "amd/DeepSeek-R1-MXFP4"),
+    ("deepseek-ai/DeepSeek-R1-0528", "amd/DeepSeek-R1-0528-MXFP4"),
+];
+
 /// Drafters published for the catalog's models, by the model's published
 /// id: the EAGLE-3 heads of the EAGLE authors (served by vLLM and SGLang
 /// alike), and DeepSeek-V3's and R1's own multi-token-prediction layer.
@@ -201,9 +212,13 @@ pub struct Weights {
 }
 
 impl Weights {
-    /// The published checkpoint of the served weights at width `p`.
-    fn published(&self, p: Precision) -> Option<&'static str> {
+    /// The published checkpoint of the served weights at width `p`: on
+    /// AMD's GPUs (`amd`) FP4 is AMD's MXFP4 one.
+    fn published(&self, p: Precision, amd: bool) -> Option<&'static str> {
         let served = self.served.as_deref()?;
+        if amd && p == Precision::Fp4 {
+            return AMD_FP4_CHECKPOINTS.iter().find(|(id, _)| id.eq_ignore_ascii_case(served)).map(|(_, c)| *c);
+        }
         CHECKPOINTS.iter().find(|(id, w, _)| id.eq_ignore_ascii_case(served) && *w == p).map(|(_, _, c)| *c)
     }
 
@@ -224,7 +239,7 @@ impl Weights {
                 _ => {}
             }
         }
-        if let Some(c) = self.published(p).filter(|_| !(amd && p == Precision::Fp4)) {
+        if let Some(c) = self.published(p, amd) {
             return Ok((c.to_string(), Loaded::Checkpoint));
         }
         let Some(served) = &self.served else {
@@ -1704,10 +1719,12 @@ mod tests {
             ),
             "{int4}"
         );
-        // On AMD's MI355X FP4 is MXFP4: NVIDIA's NVFP4 checkpoint is not
-        // loaded there, and the reason says what to give.
+        // On AMD's MI355X FP4 is MXFP4: AMD's checkpoint, not NVIDIA's
+        // NVFP4 one; where AMD publishes none, the reason says what to give.
         let amd = [("precision", "fp4"), ("gpu", "mi355x")];
-        let why = command(Server::Vllm, &amd, &llama).unwrap_err();
+        let mxfp4 = command(Server::Vllm, &amd, &llama).unwrap();
+        assert!(mxfp4.starts_with("vllm serve amd/Llama-3.3-70B-Instruct-MXFP4-Preview "), "{mxfp4}");
+        let why = command(Server::Vllm, &amd, &weights("meta-llama/Llama-3.1-8B-Instruct")).unwrap_err();
         assert!(why.contains("MXFP4 checkpoint") && why.ends_with("--serve-checkpoint fp4=WEIGHTS"), "{why}");
         let fp8 = command(Server::Vllm, &[("precision", "fp8"), ("gpu", "mi355x")], &llama).unwrap();
         assert!(fp8.contains("--quantization fp8"), "{fp8}");
