@@ -76,6 +76,8 @@ fn absent_value(knob: &str) -> Option<&'static str> {
         "mixed_batches" => Some("true"),
         "schedule_conservativeness" => Some("1"),
         "internal_lb" => Some("false"),
+        // The server's default: the activations' width.
+        "kv_cache_dtype" => Some("auto"),
         RANK_BALANCE => Some("auto"),
         _ => None,
     }
@@ -131,6 +133,19 @@ fn precision_name(v: &str) -> String {
     }
 }
 
+/// A KV-cache dtype as the simulator names it: `auto` for the activations'
+/// width under any of its names (`bf16`, `fp16`), `fp8` for SGLang's
+/// `fp8_e4m3` and vLLM's `fp8_e5m2` too (one byte an element either way);
+/// other text as given, in lower case.
+fn kv_cache_name(v: &str) -> String {
+    let v = v.trim().to_ascii_lowercase().replace('-', "_");
+    match v.as_str() {
+        "auto" | "bf16" | "bfloat16" | "fp16" | "float16" | "half" => "auto".into(),
+        "fp8" | "fp8_e4m3" | "fp8_e5m2" | "float8" => "fp8".into(),
+        _ => v,
+    }
+}
+
 /// A `mixed_batches` setting (SGLang's `enable_mixed_chunk`) as a switch:
 /// prompts and decodes in one step (`true`, `yes`, `1`, `on`) or in
 /// separate steps (`false`, `no`, `0`, `off`); `None` for other text. An
@@ -162,8 +177,11 @@ pub fn router_name(v: &str) -> Option<&'static str> {
 /// same precision or router policy under its other names, else the same
 /// text ignoring case.
 pub fn same_value(knob: &str, a: &str, b: &str) -> bool {
-    if knob == "precision" || knob == "kv_cache_dtype" {
+    if knob == "precision" {
         return precision_name(a) == precision_name(b);
+    }
+    if knob == "kv_cache_dtype" {
+        return kv_cache_name(a) == kv_cache_name(b);
     }
     if let ("router", Some(x), Some(y)) = (knob, router_name(a), router_name(b)) {
         return x == y;
@@ -1235,6 +1253,33 @@ mod tests {
             match partner(&pred, &config("m", &kv, vec![point(4, 90.0, 45.0, 25.0)])) {
                 Partner::One(i) => assert_eq!(i, want, "{lb:?}"),
                 Partner::None(why) => panic!("{lb:?}: {why}"),
+            }
+        }
+    }
+
+    /// A plan that searched both KV caches pairs a measured configuration
+    /// that names none with its `auto` one (the server's default), and one
+    /// of SGLang's `fp8_e4m3` with its FP8 one.
+    #[test]
+    fn the_kv_cache_dtype_s_absence_is_the_servers_default() {
+        assert!(same_value("kv_cache_dtype", "fp8", "FP8_E4M3") && same_value("kv_cache_dtype", "auto", "bf16"));
+        assert!(!same_value("kv_cache_dtype", "auto", "fp8"));
+        let one = [("tp", "2"), ("precision", "fp8")];
+        let pred = doc(
+            FrontierSource::Predicted,
+            ["auto", "fp8"]
+                .map(|kv| {
+                    let params = [&one[..], &[("kv_cache_dtype", kv)]].concat();
+                    config(&format!("tp2 {kv}"), &params, vec![point(4, 100.0, 50.0, 20.0)])
+                })
+                .to_vec(),
+        );
+        for (kv, want) in [(None, 0), (Some("fp8_e4m3"), 1), (Some("auto"), 0), (Some("fp8"), 1)] {
+            let mut params = one.to_vec();
+            params.extend(kv.map(|v| ("kv_cache_dtype", v)));
+            match partner(&pred, &config("m", &params, vec![point(4, 90.0, 45.0, 25.0)])) {
+                Partner::One(i) => assert_eq!(i, want, "{kv:?}"),
+                Partner::None(why) => panic!("{kv:?}: {why}"),
             }
         }
     }
