@@ -5,7 +5,6 @@
 //! "Prefill/decode disaggregation").
 
 use super::config::EngineConfig;
-use super::roofline::{network_bytes_per_s, nvlink_domain};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -242,11 +241,11 @@ impl KvLink {
     /// the PCIe parts, as expert and tensor parallelism across nodes take it.
     pub fn new(cfg: &EngineConfig) -> Option<KvLink> {
         let pd = cfg.pd?;
-        let node = cfg.gpus() <= nvlink_domain(&cfg.gpu);
+        let node = cfg.gpus() <= cfg.gpu.nvlink_domain;
         let (kind, gbps) = match pd.link_gbps {
             Some(g) => (LinkKind::Given, g),
             None if node => (LinkKind::Node, cfg.gpu.interconnect_gb_s * 8.0),
-            None => (LinkKind::Network, network_bytes_per_s(&cfg.gpu) * 8.0 / 1e9),
+            None => (LinkKind::Network, cfg.gpu.network_gbps),
         };
         let default_latency = if node { NVLINK_LATENCY_US } else { NETWORK_LATENCY_US };
         let latency_us = pd.link_latency_us.unwrap_or(default_latency);

@@ -47,37 +47,10 @@
 //! the request out of the steps until then).
 
 use super::{Roofline, Terms};
-use crate::engine::catalog::GpuSpec;
 use crate::engine::config::EngineConfig;
 use crate::engine::error::Error;
 use crate::engine::Disaggregation;
 use goodput_core::doc::config::{dp_attention_share, ep_ranks};
-
-/// GPUs one NVLink domain joins: 8 on an HGX or DGX board (H100, H200,
-/// A100, B200, B300; the MI300X, MI325X and MI355X platforms' Infinity
-/// Fabric alike), 72 in a GB200 or GB300 NVL72 rack. PCIe parts (H100 PCIe,
-/// L40S, L4) count 8 to a server, joined by PCIe (their
-/// `interconnect_gb_s`).
-pub(crate) fn nvlink_domain(gpu: &GpuSpec) -> u32 {
-    match gpu.name.as_str() {
-        "GB200" | "GB300" => 72,
-        _ => 8,
-    }
-}
-
-/// Bytes/s each GPU has to the network beyond its domain: one 400 Gb/s NIC
-/// per GPU (ConnectX-7, as in the DGX H100, H200 and B200 datasheets; the
-/// MI300X, MI325X and MI355X platforms alike), 800 Gb/s on Blackwell Ultra
-/// (ConnectX-8 SuperNICs, HGX B300 and GB300 NVL72), 200 Gb/s on the A100
-/// (DGX A100: ConnectX-6 HDR) and on the PCIe parts (an assumption: no
-/// reference server).
-pub(crate) fn network_bytes_per_s(gpu: &GpuSpec) -> f64 {
-    match gpu.name.as_str() {
-        "A100 80GB" | "H100 PCIe" | "L40S" | "L4" => 25e9,
-        "B300" | "GB300" => 100e9,
-        _ => 50e9,
-    }
-}
 
 /// A collective that leaves the NVLink domain costs this much more than one
 /// within it: an assumption of the model, of the size DeepEP's low-latency
@@ -569,9 +542,9 @@ impl Parallel {
         let c = &cfg.calibration;
         let tp = cfg.tp.max(1) as f64;
         let d = m.hidden_size as f64;
-        let domain = nvlink_domain(&cfg.gpu);
+        let domain = cfg.gpu.nvlink_domain;
         let nvlink = cfg.gpu.interconnect_bytes_per_s() * c.eta_link;
-        let network = network_bytes_per_s(&cfg.gpu) * c.eta_link;
+        let network = cfg.gpu.network_bytes_per_s() * c.eta_link;
         let link = |gpus: u32| {
             if gpus <= domain {
                 (c.allreduce_latency_us * 1e-6, nvlink)

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 #[path = "parallel.rs"]
 mod parallel;
-pub(crate) use parallel::{network_bytes_per_s, nvlink_domain};
 
 /// How much KV cache the engine holds, and where the memory went.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -334,12 +333,12 @@ impl Roofline {
         // wider than it (TP 16 of H100s: two boards) over the network, as
         // an expert-parallel group that leaves the domain does
         // (`parallel.rs`).
-        let (allreduce_latency_us, link_rate) = if cfg.tp <= parallel::nvlink_domain(&cfg.gpu) {
+        let (allreduce_latency_us, link_rate) = if cfg.tp <= cfg.gpu.nvlink_domain {
             (c.allreduce_latency_us, cfg.gpu.interconnect_bytes_per_s() * c.eta_link)
         } else {
             (
                 c.allreduce_latency_us + parallel::NETWORK_LATENCY_US,
-                parallel::network_bytes_per_s(&cfg.gpu).min(cfg.gpu.interconnect_bytes_per_s()) * c.eta_link,
+                cfg.gpu.network_bytes_per_s().min(cfg.gpu.interconnect_bytes_per_s()) * c.eta_link,
             )
         };
         // The GPUs one engine drives: TP × PP, times the ranks of an

@@ -72,6 +72,16 @@ pub struct GpuSpec {
     /// GPU-to-GPU bandwidth per direction, for tensor-parallel all-reduce:
     /// NVLink or Infinity Fabric where the part has it, else PCIe.
     pub interconnect_gb_s: f64,
+    /// GPUs one NVLink domain joins (`interconnect_gb_s` within it): 8 on
+    /// an HGX or DGX board and AMD's eight-GPU platforms, 72 in a GB200 or
+    /// GB300 NVL72 rack; the PCIe parts count 8 to a server, joined by PCIe.
+    #[serde(default = "eight")]
+    pub nvlink_domain: u32,
+    /// Each GPU's NIC to the network beyond its domain, Gb/s (the one
+    /// tensor and expert parallelism across nodes, and KV transfers between
+    /// nodes, take).
+    #[serde(default = "four_hundred")]
+    pub network_gbps: f64,
     /// The datasheet's maximum board power (TDP): what a deployment
     /// provisions per GPU.
     #[serde(default)]
@@ -92,8 +102,18 @@ struct GpuEntry {
     fp8_tflops: Option<f64>,
     fp4_tflops: Option<f64>,
     interconnect_gb_s: f64,
+    nvlink_domain: u32,
+    network_gbps: f64,
     tdp_w: f64,
     idle_w: f64,
+}
+
+fn eight() -> u32 {
+    8
+}
+
+fn four_hundred() -> f64 {
+    400.0
 }
 
 // Sources, dense peaks (datasheets quote FLOPS with 2:4 sparsity; dense is
@@ -134,6 +154,11 @@ struct GpuEntry {
 //   288 GB HBM3E, 8 TB/s, Infinity Fabric 1,075 GB/s aggregate, 1,400 W).
 //   Its FP4 is OCP's MXFP4 (a scale every 32 weights), which the model
 //   sizes as NVFP4 (every 16): 6 % more weight bytes than it has.
+// Beyond the NVLink domain each GPU has one NIC: 400 Gb/s (ConnectX-7, as
+// in the DGX H100, H200 and B200 datasheets; the MI300X, MI325X and MI355X
+// platforms alike), 800 Gb/s on Blackwell Ultra (ConnectX-8 SuperNICs, HGX
+// B300 and GB300 NVL72), 200 Gb/s on the A100 (DGX A100: ConnectX-6 HDR)
+// and on the PCIe parts (an assumption: no reference server).
 // Idle power (a loaded model, no work) is not on datasheets: public
 // measurements put it at 10–15 % of TDP on HBM parts (arXiv:2605.23918
 // measures the CUDA context at 26–50 W above bare idle on H100 and A100, 66 W
@@ -149,6 +174,8 @@ static GPUS: [GpuEntry; 13] = [
         fp8_tflops: Some(1979.0),
         fp4_tflops: None,
         interconnect_gb_s: 450.0,
+        nvlink_domain: 8,
+        network_gbps: 400.0,
         tdp_w: 700.0,
         idle_w: 75.0,
     },
@@ -162,6 +189,8 @@ static GPUS: [GpuEntry; 13] = [
         fp8_tflops: Some(1513.0),
         fp4_tflops: None,
         interconnect_gb_s: 64.0,
+        nvlink_domain: 8,
+        network_gbps: 200.0,
         tdp_w: 350.0,
         idle_w: 50.0,
     },
@@ -175,6 +204,8 @@ static GPUS: [GpuEntry; 13] = [
         fp8_tflops: Some(1979.0),
         fp4_tflops: None,
         interconnect_gb_s: 450.0,
+        nvlink_domain: 8,
+        network_gbps: 400.0,
         tdp_w: 700.0,
         idle_w: 80.0,
     },
@@ -188,6 +219,8 @@ static GPUS: [GpuEntry; 13] = [
         fp8_tflops: None,
         fp4_tflops: None,
         interconnect_gb_s: 300.0,
+        nvlink_domain: 8,
+        network_gbps: 200.0,
         tdp_w: 400.0,
         idle_w: 55.0,
     },
@@ -201,6 +234,8 @@ static GPUS: [GpuEntry; 13] = [
         fp8_tflops: Some(733.0),
         fp4_tflops: None,
         interconnect_gb_s: 32.0,
+        nvlink_domain: 8,
+        network_gbps: 200.0,
         tdp_w: 350.0,
         idle_w: 90.0,
     },
@@ -214,6 +249,8 @@ static GPUS: [GpuEntry; 13] = [
         fp8_tflops: Some(242.5),
         fp4_tflops: None,
         interconnect_gb_s: 32.0,
+        nvlink_domain: 8,
+        network_gbps: 200.0,
         tdp_w: 72.0,
         idle_w: 16.0,
     },
@@ -227,6 +264,8 @@ static GPUS: [GpuEntry; 13] = [
         fp8_tflops: Some(4500.0),
         fp4_tflops: Some(9000.0),
         interconnect_gb_s: 900.0,
+        nvlink_domain: 8,
+        network_gbps: 400.0,
         tdp_w: 1000.0,
         idle_w: 140.0,
     },
@@ -240,6 +279,8 @@ static GPUS: [GpuEntry; 13] = [
         fp8_tflops: Some(5000.0),
         fp4_tflops: Some(10000.0),
         interconnect_gb_s: 900.0,
+        nvlink_domain: 72,
+        network_gbps: 400.0,
         tdp_w: 1200.0,
         idle_w: 160.0,
     },
@@ -253,6 +294,8 @@ static GPUS: [GpuEntry; 13] = [
         fp8_tflops: Some(2615.0),
         fp4_tflops: None,
         interconnect_gb_s: 448.0,
+        nvlink_domain: 8,
+        network_gbps: 400.0,
         tdp_w: 750.0,
         idle_w: 110.0,
     },
@@ -266,6 +309,8 @@ static GPUS: [GpuEntry; 13] = [
         fp8_tflops: Some(4500.0),
         fp4_tflops: Some(13_500.0),
         interconnect_gb_s: 900.0,
+        nvlink_domain: 8,
+        network_gbps: 800.0,
         tdp_w: 1100.0,
         idle_w: 150.0,
     },
@@ -279,6 +324,8 @@ static GPUS: [GpuEntry; 13] = [
         fp8_tflops: Some(5000.0),
         fp4_tflops: Some(15_000.0),
         interconnect_gb_s: 900.0,
+        nvlink_domain: 72,
+        network_gbps: 800.0,
         tdp_w: 1400.0,
         idle_w: 180.0,
     },
@@ -292,6 +339,8 @@ static GPUS: [GpuEntry; 13] = [
         fp8_tflops: Some(2615.0),
         fp4_tflops: None,
         interconnect_gb_s: 448.0,
+        nvlink_domain: 8,
+        network_gbps: 400.0,
         tdp_w: 1000.0,
         idle_w: 140.0,
     },
@@ -305,6 +354,8 @@ static GPUS: [GpuEntry; 13] = [
         fp8_tflops: Some(5033.0),
         fp4_tflops: Some(10_066.0),
         interconnect_gb_s: 537.6,
+        nvlink_domain: 8,
+        network_gbps: 400.0,
         tdp_w: 1400.0,
         idle_w: 190.0,
     },
@@ -356,6 +407,8 @@ impl GpuSpec {
             fp8_tflops: e.fp8_tflops,
             fp4_tflops: e.fp4_tflops,
             interconnect_gb_s: e.interconnect_gb_s,
+            nvlink_domain: e.nvlink_domain,
+            network_gbps: e.network_gbps,
             tdp_w: e.tdp_w,
             idle_w: e.idle_w,
         }
@@ -371,6 +424,11 @@ impl GpuSpec {
 
     pub fn interconnect_bytes_per_s(&self) -> f64 {
         self.interconnect_gb_s * 1e9
+    }
+
+    /// Bytes/s its NIC carries beyond the NVLink domain.
+    pub fn network_bytes_per_s(&self) -> f64 {
+        self.network_gbps * 1e9 / 8.0
     }
 
     /// The tensor-core peak a precision runs its matrix products at, in
