@@ -1237,22 +1237,37 @@ mod tests {
     fn vllms_internal_balancing_is_a_knob_whose_absence_is_off() {
         assert!(same_value("internal_lb", "true", "On") && !same_value("internal_lb", "true", "false"));
         let replicas = [("tp", "1"), ("dp", "2"), ("router", "least-loaded")];
+        assert_pairs_by(
+            &replicas,
+            "internal_lb",
+            &[None, Some("true")],
+            &[(Some("true"), 1), (Some("false"), 0), (None, 0)],
+        );
+    }
+
+    /// Predicted configurations of `base` with `knob` at each of
+    /// `predicted` (left out where `None`), and for each measured value of
+    /// `cases` (left out where `None`) the index of the predicted one it
+    /// pairs with.
+    fn assert_pairs_by<'a>(
+        base: &[(&'a str, &'a str)],
+        knob: &'a str,
+        predicted: &[Option<&'a str>],
+        cases: &[(Option<&'a str>, usize)],
+    ) {
+        let with = |v: Option<&'a str>| {
+            let mut kv = base.to_vec();
+            kv.extend(v.map(|v| (knob, v)));
+            kv
+        };
         let pred = doc(
             FrontierSource::Predicted,
-            [None, Some("true")]
-                .map(|lb| {
-                    let mut kv = replicas.to_vec();
-                    kv.extend(lb.map(|v| ("internal_lb", v)));
-                    config(&format!("dp2 {lb:?}"), &kv, vec![point(4, 100.0, 50.0, 20.0)])
-                })
-                .to_vec(),
+            predicted.iter().map(|&v| config(&format!("{v:?}"), &with(v), vec![point(4, 100.0, 50.0, 20.0)])).collect(),
         );
-        for (lb, want) in [(Some("true"), 1), (Some("false"), 0), (None, 0)] {
-            let mut kv = replicas.to_vec();
-            kv.extend(lb.map(|v| ("internal_lb", v)));
-            match partner(&pred, &config("m", &kv, vec![point(4, 90.0, 45.0, 25.0)])) {
-                Partner::One(i) => assert_eq!(i, want, "{lb:?}"),
-                Partner::None(why) => panic!("{lb:?}: {why}"),
+        for &(v, want) in cases {
+            match partner(&pred, &config("m", &with(v), vec![point(4, 90.0, 45.0, 25.0)])) {
+                Partner::One(i) => assert_eq!(i, want, "{knob} {v:?}"),
+                Partner::None(why) => panic!("{knob} {v:?}: {why}"),
             }
         }
     }
@@ -1265,23 +1280,8 @@ mod tests {
         assert!(same_value("kv_cache_dtype", "fp8", "FP8_E4M3") && same_value("kv_cache_dtype", "auto", "bf16"));
         assert!(!same_value("kv_cache_dtype", "auto", "fp8"));
         let one = [("tp", "2"), ("precision", "fp8")];
-        let pred = doc(
-            FrontierSource::Predicted,
-            ["auto", "fp8"]
-                .map(|kv| {
-                    let params = [&one[..], &[("kv_cache_dtype", kv)]].concat();
-                    config(&format!("tp2 {kv}"), &params, vec![point(4, 100.0, 50.0, 20.0)])
-                })
-                .to_vec(),
-        );
-        for (kv, want) in [(None, 0), (Some("fp8_e4m3"), 1), (Some("auto"), 0), (Some("fp8"), 1)] {
-            let mut params = one.to_vec();
-            params.extend(kv.map(|v| ("kv_cache_dtype", v)));
-            match partner(&pred, &config("m", &params, vec![point(4, 90.0, 45.0, 25.0)])) {
-                Partner::One(i) => assert_eq!(i, want, "{kv:?}"),
-                Partner::None(why) => panic!("{kv:?}: {why}"),
-            }
-        }
+        let cases = [(None, 0), (Some("fp8_e4m3"), 1), (Some("auto"), 0), (Some("fp8"), 1)];
+        assert_pairs_by(&one, "kv_cache_dtype", &[Some("auto"), Some("fp8")], &cases);
     }
 
     #[test]
