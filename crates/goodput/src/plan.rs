@@ -1244,9 +1244,8 @@ fn id_of(search: &Search, c: &Candidate) -> String {
         }
     }
     id.push_str(&format!(" {} mbt{}", c.precision, c.max_num_batched_tokens));
-    // Named where several are searched: `kvfp8` for an FP8 cache.
-    if search.kv_cache_dtypes.len() > 1 && c.kv != KvCacheDtype::Auto {
-        id.push_str(&format!(" kv{}", c.kv));
+    if let Some(kv) = search.kv_named(c.kv) {
+        id.push_str(&format!(" {kv}"));
     }
     if search.several_seqs {
         id.push_str(&format!(" seqs{}", c.max_num_seqs));
@@ -1568,6 +1567,12 @@ impl Search<'_> {
         method.filter(|_| self.sglang_scheduler())
     }
 
+    /// A KV-cache dtype as ids and notes name it, where several are
+    /// searched and it is not the default: `kvfp8`.
+    fn kv_named(&self, kv: KvCacheDtype) -> Option<String> {
+        (self.kv_cache_dtypes.len() > 1 && kv != KvCacheDtype::Auto).then(|| format!("kv{kv}"))
+    }
+
     /// The method of SGLang's controller a dense model's replicas are
     /// routed by, as the configuration's command sets it: the router's
     /// with a trace ([`Search::replicas_controller`]), round-robin (SGLang's
@@ -1757,10 +1762,10 @@ impl Search<'_> {
                     continue;
                 }
                 // The width as the notes name it: the precision, and the
-                // cache's where several are searched (`fp8 kvfp8`).
-                let width = match kvs.len() > 1 && kv != KvCacheDtype::Auto {
-                    true => format!("{precision} kv{kv}"),
-                    false => precision.to_string(),
+                // cache's as ids name it (`fp8 kvfp8`).
+                let width = match self.kv_named(kv) {
+                    Some(kv) => format!("{precision} {kv}"),
+                    None => precision.to_string(),
                 };
                 let mut given: Vec<u32> = match &a.max_num_seqs {
                     Some(m) => m.0.iter().map(|&v| v.min(u64::from(u32::MAX)) as u32).collect(),
