@@ -203,13 +203,18 @@ pub fn same_value(knob: &str, a: &str, b: &str) -> bool {
 /// to, not a router's replica (`plan --load-balance-method` searches it).
 pub const RANK_BALANCE: &str = "load_balance_method";
 
+/// The value a configuration's settings give `knob`, under its own name or
+/// another ([`knob_of`]), trimmed and in lower case.
+fn knob_value(params: &crate::doc::frontier::ParamMap, knob: &str) -> Option<String> {
+    params.iter().find(|(k, _)| knob_of(k) == Some(knob)).map(|(_, v)| v.trim().to_ascii_lowercase())
+}
+
 /// Whether a configuration's settings run SGLang's scheduler over ranks of
 /// DP attention (more `ep` than `tp`, in either pool of a `pd`, whose
 /// sides may name their own, `1xEP8:1xEP16`) or over replicas of a dense
 /// model (`dp` above 1, no `pd`), among which its controller picks.
 fn sglang_ranks(params: &crate::doc::frontier::ParamMap) -> bool {
-    let of =
-        |knob: &str| params.iter().find(|(k, _)| knob_of(k) == Some(knob)).map(|(_, v)| v.trim().to_ascii_lowercase());
+    let of = |knob: &str| knob_value(params, knob);
     let size = |knob: &str| of(knob).and_then(|v| v.parse::<u32>().ok()).unwrap_or(1);
     if of("scheduler").as_deref() != Some("sglang") {
         return false;
@@ -688,7 +693,7 @@ enum Partner {
 /// `auto` or nothing).
 fn same_setting(params: &crate::doc::frontier::ParamMap, knob: &str, a: &str, b: &str) -> bool {
     let auto = |v: &str| match param_key(v).as_str() {
-        "auto" if knob == RANK_BALANCE && !params.keys().any(|k| knob_of(k) == Some("pd")) => "round_robin".to_string(),
+        "auto" if knob == RANK_BALANCE && knob_value(params, "pd").is_none() => "round_robin".to_string(),
         other => other.to_string(),
     };
     same_value(knob, a, b) || (knob == RANK_BALANCE && auto(a) == auto(b))
