@@ -319,11 +319,12 @@ pub const CSV_FILE: &str = "frontier.csv";
 pub fn measure_line(c: &goodput_core::doc::frontier::FrontierConfig) -> Option<String> {
     let sc = c.serve_command.as_ref()?;
     match (&sc.command, &sc.missing) {
-        // Several servers: the script as a shell reads it pasted from here
-        // (the heredoc's end at the start of its line).
+        // A script (several servers, or TensorRT-LLM's options file
+        // first): as a shell reads it pasted from here (the heredoc's end
+        // at the start of its line).
         (Some(cmd), _) if sc.script => Some(format!(
-            "to measure it: {} servers, started with the router in front on port 8000 by this script (plan \
-             --grid-out writes the sweep):\nPORT=8000 sh <<'EOF'\n{}\nEOF",
+            "to measure it: {}, started on port 8000 (a router there, where it is several servers) by this script \
+             (plan --grid-out writes the sweep):\nPORT=8000 sh <<'EOF'\n{}\nEOF",
             sc.server_title(),
             cmd.trim_end()
         )),

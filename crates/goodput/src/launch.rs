@@ -30,6 +30,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+mod trtllm;
+
 /// The catalog's models as their publishers name their instruction-tuned
 /// weights on Hugging Face, by the catalog key the name is looked up by
 /// ([`ModelSpec::catalog_key`]).
@@ -82,11 +84,11 @@ pub fn served_model(model: &str, given: Option<&str>) -> Option<String> {
 /// Checkpoints their publishers give of the catalog's models at a width
 /// other than the model's own: (the model's published id, the width, the
 /// checkpoint's id). Each id was looked up on its Hugging Face page or in
-/// the commands that serve it: NVIDIA's ModelOpt NVFP4 checkpoints, AWQ
-/// INT4 (hugging-quants', Qwen's own) and W8A16 INT8 (Neural Magic's, now
-/// Red Hat AI's). The servers read the quantization method from the
-/// checkpoint, so its command names none.
-pub const CHECKPOINTS: [(&str, Precision, &str); 18] = [
+/// the commands that serve it: NVIDIA's ModelOpt NVFP4 and FP8
+/// checkpoints (Qwen's own FP8), AWQ INT4 (hugging-quants', Qwen's own)
+/// and W8A16 INT8 (Neural Magic's, now Red Hat AI's). The servers read the
+/// quantization method from the checkpoint, so its command names none.
+pub const CHECKPOINTS: [(&str, Precision, &str); 24] = [
     ("meta-llama/Llama-3.1-8B-Instruct", Precision::Fp4, "nvidia/Llama-3.1-8B-Instruct-FP4"),
     ("meta-llama/Llama-3.3-70B-Instruct", Precision::Fp4, "nvidia/Llama-3.3-70B-Instruct-NVFP4"),
     ("meta-llama/Llama-3.1-405B-Instruct", Precision::Fp4, "nvidia/Llama-3.1-405B-Instruct-FP4"),
@@ -105,6 +107,15 @@ pub const CHECKPOINTS: [(&str, Precision, &str); 18] = [
     ("meta-llama/Llama-3.1-70B-Instruct", Precision::Int8, "neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w8a16"),
     ("meta-llama/Llama-3.1-405B-Instruct", Precision::Int8, "neuralmagic/Meta-Llama-3.1-405B-Instruct-quantized.w8a16"),
     ("Qwen/Qwen2.5-7B-Instruct", Precision::Int8, "RedHatAI/Qwen2.5-7B-Instruct-quantized.w8a16"),
+    // FP8 as published (NVIDIA ModelOpt's, Qwen's own), for the servers
+    // that do not quantize 16-bit weights as they load (TensorRT-LLM);
+    // vLLM and SGLang quantize the model's own.
+    ("meta-llama/Llama-3.1-8B-Instruct", Precision::Fp8, "nvidia/Llama-3.1-8B-Instruct-FP8"),
+    ("meta-llama/Llama-3.1-70B-Instruct", Precision::Fp8, "nvidia/Llama-3.1-70B-Instruct-FP8"),
+    ("meta-llama/Llama-3.3-70B-Instruct", Precision::Fp8, "nvidia/Llama-3.3-70B-Instruct-FP8"),
+    ("meta-llama/Llama-3.1-405B-Instruct", Precision::Fp8, "nvidia/Llama-3.1-405B-Instruct-FP8"),
+    ("Qwen/Qwen3-30B-A3B", Precision::Fp8, "Qwen/Qwen3-30B-A3B-FP8"),
+    ("Qwen/Qwen3-235B-A22B", Precision::Fp8, "Qwen/Qwen3-235B-A22B-FP8"),
 ];
 
 /// AMD's MXFP4 checkpoints of the catalog's models (AMD-Quark's, for the
@@ -222,10 +233,14 @@ impl Weights {
         CHECKPOINTS.iter().find(|(id, w, _)| id.eq_ignore_ascii_case(served) && *w == p).map(|(_, _, c)| *c)
     }
 
-    /// The weights at width `p`, and how they load; or why there are none.
-    /// On AMD's GPUs (`amd`) FP4 is MXFP4, which NVIDIA's NVFP4 checkpoints
-    /// are not: only one given loads there.
-    fn at(&self, p: Precision, title: &str, amd: bool) -> Result<(String, Loaded), String> {
+    /// The weights at width `p` on `server`, and how they load; or why
+    /// there are none. On AMD's GPUs (`amd`) FP4 is MXFP4, which NVIDIA's
+    /// NVFP4 checkpoints are not: only one given loads there. TensorRT-LLM
+    /// quantizes nothing as it loads, and of the published checkpoints
+    /// takes the FP8 and NVFP4 ones (NVIDIA ModelOpt's format).
+    fn at(&self, p: Precision, server: Server, amd: bool) -> Result<(String, Loaded), String> {
+        let title = server.title();
+        let trtllm = server == Server::Trtllm;
         if let Some((_, w)) = self.checkpoints.iter().find(|(q, _)| *q == p) {
             let loaded = if p == Precision::Bf16 { Loaded::Bf16 } else { Loaded::Checkpoint };
             return Ok((w.clone(), loaded));
@@ -234,12 +249,12 @@ impl Weights {
         if let Some(served) = &self.served {
             match (own, p) {
                 (Precision::Bf16, Precision::Bf16) => return Ok((served.clone(), Loaded::Bf16)),
-                (Precision::Bf16, Precision::Fp8) => return Ok((served.clone(), Loaded::Fp8OnLoad)),
+                (Precision::Bf16, Precision::Fp8) if !trtllm => return Ok((served.clone(), Loaded::Fp8OnLoad)),
                 (own, p) if own == p => return Ok((served.clone(), Loaded::Checkpoint)),
                 _ => {}
             }
         }
-        if let Some(c) = self.published(p, amd) {
+        if let Some(c) = self.published(p, amd).filter(|_| !trtllm || matches!(p, Precision::Fp8 | Precision::Fp4)) {
             return Ok((c.to_string(), Loaded::Checkpoint));
         }
         let Some(served) = &self.served else {
@@ -251,6 +266,15 @@ impl Weights {
         };
         let fix = format!("give one as --serve-checkpoint {p}=WEIGHTS");
         Err(match p {
+            Precision::Fp8 if trtllm => format!(
+                "FP8 weights: {title} loads them from an FP8 checkpoint (NVIDIA ModelOpt's), quantizing nothing as \
+                 it loads, and none of {served} is known here: {fix}"
+            ),
+            Precision::Int4 | Precision::Int8 if trtllm => format!(
+                "{} weights: {title} loads them from a checkpoint NVIDIA ModelOpt quantized, and none of {served} is \
+                 known here: {fix}",
+                p.as_str().to_uppercase()
+            ),
             Precision::Fp4 if amd => format!(
                 "FP4 weights: on AMD's GPUs {title} loads them from an MXFP4 checkpoint (AMD Quark's), not NVIDIA's \
                  NVFP4, and none of {served} is known here: {fix}"
@@ -329,6 +353,9 @@ pub enum Server {
     Vllm,
     /// SGLang's `python3 -m sglang.launch_server`.
     Sglang,
+    /// TensorRT-LLM's `trtllm-serve` (its PyTorch backend), started by a
+    /// script that writes the options it takes from a YAML file first.
+    Trtllm,
     /// `goodput serve --profile engine`: the simulated engine behind real
     /// HTTP, every knob included, to rehearse the measurement with no GPU.
     Goodput,
@@ -340,6 +367,7 @@ impl Server {
         match self {
             Server::Vllm => "vllm",
             Server::Sglang => "sglang",
+            Server::Trtllm => "trtllm",
             Server::Goodput => "goodput",
         }
     }
@@ -349,6 +377,7 @@ impl Server {
         match self {
             Server::Vllm => "vLLM",
             Server::Sglang => "SGLang",
+            Server::Trtllm => "TensorRT-LLM",
             Server::Goodput => "goodput serve",
         }
     }
@@ -541,6 +570,8 @@ impl Servers {
     fn of(server: Server, params: &ParamMap) -> Option<Result<Servers, String>> {
         match server {
             Server::Goodput => None,
+            // Its own scripts start every layout (`trtllm::command`).
+            Server::Trtllm => None,
             _ => Servers::pools(params).or_else(|| Servers::replicas(server, params).map(Ok)),
         }
     }
@@ -622,20 +653,7 @@ fn servers_script(
         ),
     };
     s.push_str("# The router listens on $PORT (8000 when unset), the servers on the ports after it.\n");
-    // The GPUs are the first of those the script may use: CUDA_VISIBLE_DEVICES
-    // where set (a shared machine's share), else every one from 0.
-    let all: Vec<String> = (0..gpus).map(|g| g.to_string()).collect();
-    let _ = write!(
-        s,
-        "# The GPUs are the first {gpus} of CUDA_VISIBLE_DEVICES where it is set, else 0 to {}.\n\
-         port=${{PORT:-8000}}\npids=\n\
-         # The servers end with the script (Ctrl-C included: a script's background jobs ignore SIGINT).\n\
-         trap 'kill $pids 2>/dev/null' EXIT\ntrap 'exit 1' INT TERM\nvisible=${{CUDA_VISIBLE_DEVICES:-{}}}\n\
-         [ \"$(echo \"$visible\" | tr , '\\n' | grep -c .)\" -ge {gpus} ] || {{ echo \"these servers take {gpus} GPUs; \
-         CUDA_VISIBLE_DEVICES=$visible names fewer\" >&2; exit 1; }}\n",
-        gpus.saturating_sub(1),
-        all.join(",")
-    );
+    s.push_str(&servers_preamble(gpus, "", ""));
     let (mut first, mut urls, mut next_side) = (0u32, Vec::new(), n + 1);
     for (i, (role, params, used)) in servers.instances.iter().enumerate() {
         // A server of several data-parallel ranks takes a side channel for
@@ -682,14 +700,7 @@ fn servers_script(
         let _ = writeln!(s, "{env}{}{tail} &\npids=\"$pids $!\"", shell_words(&words));
         first += used;
     }
-    let alive = "for q in $pids; do kill -0 \"$q\" 2>/dev/null || exit 1; done";
-    let listens: Vec<String> = (1..=n).map(|k| format!("$((port + {k}))")).collect();
-    let _ = write!(
-        s,
-        "for p in {}; do\n  until python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], \
-         timeout=5)' \"http://127.0.0.1:$p/health\" 2>/dev/null; do\n    {alive}\n    sleep 2\n  done\ndone\n",
-        listens.join(" ")
-    );
+    s.push_str(&health_wait(n));
     let start = if sglang { "python3 -m sglang_router.launch_router" } else { "vllm-router" };
     let how = match (servers.policy, sglang) {
         (None, _) => {
@@ -704,11 +715,50 @@ fn servers_script(
     };
     let _ = write!(
         s,
-        "{start} {how} --host 127.0.0.1 --port \"$port\" --prometheus-port $((port + {})) &\npids=\"$pids $!\"\nwhile \
-         :; do\n  {alive}\n  sleep 2\ndone\n",
-        servers.ports() - 1
+        "{start} {how} --host 127.0.0.1 --port \"$port\" --prometheus-port $((port + {})) &\npids=\"$pids $!\"\n{}",
+        servers.ports() - 1,
+        while_alive()
     );
     Ok(s)
+}
+
+/// A script of several servers' first lines: the port it takes (`$PORT`,
+/// 8000 when unset), `setup` (lines of its own), the traps that end every
+/// server with the script (and run `cleanup`), and the GPUs it takes: the
+/// first `gpus` of `CUDA_VISIBLE_DEVICES` where set (a shared machine's
+/// share), else every one from 0, the script ending at once where fewer
+/// are named.
+fn servers_preamble(gpus: u32, setup: &str, cleanup: &str) -> String {
+    let all: Vec<String> = (0..gpus).map(|g| g.to_string()).collect();
+    format!(
+        "# The GPUs are the first {gpus} of CUDA_VISIBLE_DEVICES where it is set, else 0 to {}.\n\
+         port=${{PORT:-8000}}\npids=\n{setup}\
+         # The servers end with the script (Ctrl-C included: a script's background jobs ignore SIGINT).\n\
+         trap 'kill $pids 2>/dev/null{cleanup}' EXIT\ntrap 'exit 1' INT TERM\nvisible=${{CUDA_VISIBLE_DEVICES:-{}}}\n\
+         [ \"$(echo \"$visible\" | tr , '\\n' | grep -c .)\" -ge {gpus} ] || {{ echo \"these servers take {gpus} GPUs; \
+         CUDA_VISIBLE_DEVICES=$visible names fewer\" >&2; exit 1; }}\n",
+        gpus.saturating_sub(1),
+        all.join(",")
+    )
+}
+
+/// Ends the script where any of its servers (`$pids`) has ended.
+const ALIVE: &str = "for q in $pids; do kill -0 \"$q\" 2>/dev/null || exit 1; done";
+
+/// Waits until the `n` servers on the ports after `$port` answer /health,
+/// ending the script where one of them ends first.
+fn health_wait(n: usize) -> String {
+    let listens: Vec<String> = (1..=n).map(|k| format!("$((port + {k}))")).collect();
+    format!(
+        "for p in {}; do\n  until python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], \
+         timeout=5)' \"http://127.0.0.1:$p/health\" 2>/dev/null; do\n    {ALIVE}\n    sleep 2\n  done\ndone\n",
+        listens.join(" ")
+    )
+}
+
+/// The script's last lines: it lives while all its processes do.
+fn while_alive() -> String {
+    format!("while :; do\n  {ALIVE}\n  sleep 2\ndone\n")
 }
 
 /// The flags of a configuration's knobs on `server`, its weights loaded
@@ -880,13 +930,23 @@ fn serve_words(
     let amd = params.get("gpu").and_then(|g| GpuSpec::lookup(g).ok()).is_some_and(|g| g.family.is_amd());
     let (served, loaded) = match server {
         Server::Goodput => (named.to_string(), Loaded::Bf16),
-        _ => weights.at(precision, server.title(), amd)?,
+        _ => weights.at(precision, server, amd)?,
     };
     let served = served.as_str();
     let mut words: Vec<String> = match server {
         Server::Vllm => vec!["vllm".into(), "serve".into(), served.into()],
         Server::Sglang => {
             vec!["python3".into(), "-m".into(), "sglang.launch_server".into(), "--model-path".into(), served.into()]
+        }
+        // Its flags; the options it takes from a file are the script's
+        // (`trtllm::options`).
+        Server::Trtllm => {
+            let mut w: Vec<String> = vec!["trtllm-serve".into(), served.into(), "--backend".into(), "pytorch".into()];
+            if named != served {
+                w.extend(["--served_model_name".into(), named.to_string()]);
+            }
+            w.extend(trtllm::flags(params)?);
+            return Ok(w);
         }
         // This binary, where it can be found: the grid is run on this machine.
         Server::Goodput => {
@@ -913,8 +973,10 @@ pub fn set_commands(doc: &mut FrontierResult, server: Server, weights: &Weights,
     let drafter = weights.drafter();
     for c in &mut doc.configs {
         let several = Servers::of(server, &c.params);
-        let script = several.as_ref().is_some_and(Result::is_ok);
+        // TensorRT-LLM's command is always a script: its options file first.
+        let script = server == Server::Trtllm || several.as_ref().is_some_and(Result::is_ok);
         let started = match several {
+            _ if server == Server::Trtllm => trtllm::command(&c.params, weights, drafter.as_ref(), named, mem),
             Some(servers) => servers.and_then(|s| servers_script(server, &s, weights, drafter.as_ref(), named, mem)),
             None => serve_words(server, &c.params, weights, drafter.as_ref(), named, mem).map(|w| shell_words(&w)),
         };
@@ -1071,6 +1133,15 @@ fn table(c: &FrontierConfig, command: &str) -> String {
         let _ = writeln!(t, "metrics = {}", toml::Value::String(urls.join(" ")));
         // The sweep starts it where all of them are free.
         let _ = writeln!(t, "ports = {}", s.ports());
+    }
+    // TensorRT-LLM's Prometheus text is at /prometheus/metrics (its
+    // /metrics is JSON), each server's where there are several.
+    if server == Some(Server::Trtllm) {
+        let (urls, ports) = trtllm::endpoints(&c.params);
+        let _ = writeln!(t, "metrics = {}", toml::Value::String(urls.join(" ")));
+        if ports > 1 {
+            let _ = writeln!(t, "ports = {ports}");
+        }
     }
     let launch = match script {
         false => format!("exec {command} --host 127.0.0.1 --port \"$0\""),

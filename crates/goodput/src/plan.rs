@@ -671,6 +671,25 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
             }
         ));
     }
+    // Which scheduler TensorRT-LLM's configurations were predicted with,
+    // and what its commands start.
+    if a.serve_engine == crate::launch::Server::Trtllm && !doc.configs.is_empty() {
+        doc.notes.push(
+            "TensorRT-LLM's configurations ran TensorRT-LLM's scheduler (scheduler = \"trtllm\" in their \
+             parameters): a request is admitted only when the KV cache holds its prompt and whole answer beside what \
+             the running requests will still take, and none is evicted; each step's decodes come first, then prompt \
+             chunks, within each rank's --max_batch_size and --max_num_tokens; chunked prefill is on, as their \
+             commands turn it on (trtllm-serve's default is off), and the KV cache takes the plan's \
+             --gpu-memory-utilization of the memory the weights leave free (its free_gpu_memory_fraction). Their \
+             commands are scripts that write trtllm-serve's options file (--config) first; prefill apart from \
+             decode is context and generation servers behind trtllm-serve disaggregated, whose load_balancing \
+             router the plan predicted as least-loaded; a whole model's data-parallel replicas have no command \
+             (trtllm-serve has no router of replicas). A sweep reads their Prometheus text at /prometheus/metrics, \
+             but goodput maps none of TensorRT-LLM's metric names to its server signals yet: measured, they have \
+             the client's figures"
+                .into(),
+        );
+    }
     // Which scheduler SGLang's configurations were predicted with.
     if a.serve_engine == crate::launch::Server::Sglang && !doc.configs.is_empty() {
         let apart = doc.configs.iter().any(|c| c.params.contains_key("pd"));
@@ -1516,6 +1535,12 @@ impl Search<'_> {
             // or decode, never both.
             cfg.mixed_batches = c.pd.is_some() || c.mixed;
         }
+        // TensorRT-LLM's own: admission that reserves each request's whole
+        // answer and never evicts, limits a rank's, the KV cache a share of
+        // the memory left free (its --config's free_gpu_memory_fraction).
+        if self.args.serve_engine == crate::launch::Server::Trtllm {
+            cfg.scheduler = SchedulerPolicy::Trtllm;
+        }
         cfg
     }
 
@@ -1745,6 +1770,7 @@ impl Search<'_> {
         notes.extend(self.unplaceable(&tps, &pps, &eps));
         let auto_pd = a.pd.as_deref().is_some_and(|s| s.trim().eq_ignore_ascii_case("auto"));
         let sglang = a.serve_engine == crate::launch::Server::Sglang;
+        let trtllm = a.serve_engine == crate::launch::Server::Trtllm;
         let lengths = mean_lengths(&self.workload);
         let mut groups = Vec::new();
         let mut counted = 0;
@@ -1777,13 +1803,18 @@ impl Search<'_> {
                 let mut first = None;
                 // vLLM's defaults on this GPU, each budget set on it in turn.
                 let mut defaults = EngineConfig::new(self.model.clone(), gpu.clone(), precision);
+                // TensorRT-LLM's default cap: its max_batch_size.
+                if trtllm {
+                    defaults.scheduler = SchedulerPolicy::Trtllm;
+                }
                 for &mbt in &a.max_num_batched_tokens.0 {
                     let mbt32 = mbt.min(u64::from(u32::MAX)) as u32;
                     // vLLM's default cap, held to the budget; a cap given
                     // above the budget vLLM refuses: left out, said once.
-                    // SGLang takes it (its budget holds prompt chunks only).
+                    // SGLang takes it (its budget holds prompt chunks only), and
+                    // TensorRT-LLM (its decodes then wait on the budget).
                     let seqs: Vec<u32> = match a.max_num_seqs {
-                        Some(_) if sglang => given.clone(),
+                        Some(_) if sglang || trtllm => given.clone(),
                         Some(_) => given.iter().copied().filter(|&s| s <= mbt32).collect(),
                         // SGLang's own, by each configuration's cache.
                         None if sglang => vec![SGLANG_OWN_CAP],
@@ -1840,7 +1871,14 @@ impl Search<'_> {
                             if pd.is_some() && router != routers[0] {
                                 continue;
                             }
-                            let routed = if pd.is_some() { RouterPolicy::PrefixAware } else { router };
+                            // Pools are routed by their script's router: the
+                            // cache_aware policy of vLLM's and SGLang's,
+                            // TensorRT-LLM's load_balancing.
+                            let routed = match pd {
+                                Some(_) if a.serve_engine == crate::launch::Server::Trtllm => RouterPolicy::LeastLoaded,
+                                Some(_) => RouterPolicy::PrefixAware,
+                                None => router,
+                            };
                             let mut group = Vec::new();
                             let group_tps = match pd.and_then(|p| p.prefill_tp) {
                                 Some(t) => vec![t],
@@ -2563,6 +2601,9 @@ impl Search<'_> {
         // The scheduler and steps the engine runs the configuration with
         // ([`Search::engine`]), so that the grid's --estimate runs them too.
         let cfg = self.engine(c);
+        if cfg.scheduler == SchedulerPolicy::Trtllm {
+            params.insert("scheduler".into(), "trtllm".into());
+        }
         if cfg.scheduler == SchedulerPolicy::Sglang {
             params.insert("scheduler".into(), "sglang".into());
             // Named where SGLang's steps are its own default (apart), and

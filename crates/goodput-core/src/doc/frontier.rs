@@ -120,8 +120,9 @@ pub struct FrontierConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 pub struct ServeCommand {
-    /// The server it is written for: `vllm`, `sglang`, or `goodput` (`goodput
-    /// serve`'s simulated engine).
+    /// The server it is written for: `vllm`, `sglang`, `trtllm`
+    /// (TensorRT-LLM's `trtllm-serve`), or `goodput` (`goodput serve`'s
+    /// simulated engine).
     pub server: String,
     /// The command, with no address (`--host` and `--port` are the
     /// caller's): `vllm serve meta-llama/Llama-3.1-70B-Instruct
@@ -131,11 +132,13 @@ pub struct ServeCommand {
     /// starts every server on GPUs of its own and the router in front,
     /// which listens on `$PORT` (8000 when unset) on 127.0.0.1, the
     /// servers on the ports after it; the script ends when any of them
-    /// does.
+    /// does. TensorRT-LLM's is always a script: it writes the options
+    /// `trtllm-serve` takes from a file (`--config`) first, and one server
+    /// listens on `$PORT` itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
-    /// Whether `command` is a script of several servers rather than one
-    /// command line.
+    /// Whether `command` is a script (several servers, or TensorRT-LLM's
+    /// options file first) rather than one command line.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub script: bool,
     /// Why there is no command, when there is none.
@@ -150,6 +153,7 @@ impl ServeCommand {
         match self.server.as_str() {
             "vllm" => "vLLM",
             "sglang" => "SGLang",
+            "trtllm" => "TensorRT-LLM",
             "goodput" => "goodput serve",
             other => other,
         }

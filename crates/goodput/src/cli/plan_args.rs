@@ -217,7 +217,7 @@ pub struct PlanArgs {
     /// Write the frontier's configurations as a sweep --serve-grid file (TOML), each with the command that starts it (--serve-engine), and the sweep and compare commands that measure them beside the plan in its header; one file per GPU type where there are several (grid-h100-sxm.toml).
     #[arg(long, help_heading = "Measuring the plan")]
     pub grid_out: Option<PathBuf>,
-    /// The server the plan's commands start: vllm (vllm serve), sglang (python3 -m sglang.launch_server), or goodput (goodput serve --profile engine: the simulated engine behind real HTTP, every knob included, to rehearse the measurement with no GPU).
+    /// The server the plan's commands start: vllm (vllm serve), sglang (python3 -m sglang.launch_server, whose scheduler the plan then runs), trtllm (TensorRT-LLM's trtllm-serve, by a script that writes its options file first; the plan then runs TensorRT-LLM's scheduler), or goodput (goodput serve --profile engine: the simulated engine behind real HTTP, every knob included, to rehearse the measurement with no GPU).
     #[arg(long, value_enum, default_value_t = crate::launch::Server::Vllm, help_heading = "Measuring the plan")]
     pub serve_engine: crate::launch::Server,
     /// The weights the server loads in the commands the plan gives (a Hugging Face id or a folder) [default: the catalog model's published instruct weights, or a config.json's folder].

@@ -2478,3 +2478,47 @@ fn plan_searches_the_kv_cache_dtype() {
     assert!(refused(",").contains("names no dtype"));
     assert!(refused("int4").contains("unknown KV-cache dtype `int4`"));
 }
+
+/// Behind TensorRT-LLM (`--serve-engine trtllm`) the plan runs
+/// TensorRT-LLM's scheduler and says so, each configuration's command is a
+/// script that writes trtllm-serve's options file first, a whole model's
+/// replicas have none (and say why), and its grid reads each server's
+/// Prometheus text where TensorRT-LLM serves it.
+#[test]
+fn plan_behind_tensorrt_llm_runs_its_scheduler_and_writes_its_scripts() {
+    let dir = tempfile::tempdir().unwrap();
+    let grid = dir.path().join("grid.toml");
+    let doc = plan(
+        dir.path(),
+        "trtllm.json",
+        &["h100=2.5"],
+        2,
+        &["--serve-engine", "trtllm", "--grid-out", grid.to_str().unwrap()],
+    );
+    assert_valid(&doc, "FrontierResult", "plan --serve-engine trtllm");
+    let configs = doc["configs"].as_array().unwrap();
+    assert!(configs.iter().all(|c| c["params"]["scheduler"] == "trtllm"), "{doc}");
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("TensorRT-LLM's configurations ran TensorRT-LLM's scheduler"), "{notes}");
+    for c in configs {
+        let sc = &c["serve_command"];
+        assert_eq!(sc["server"], "trtllm", "{c}");
+        match c["params"]["dp"].as_str() {
+            Some("2") => assert!(sc["missing"].as_str().unwrap().starts_with("2 data-parallel replicas"), "{c}"),
+            _ => {
+                assert_eq!(sc["script"], true, "{c}");
+                let command = sc["command"].as_str().unwrap();
+                let fp8 = c["params"]["precision"] == "fp8";
+                let weights = if fp8 { "nvidia/Llama-3.1-8B-Instruct-FP8" } else { "meta-llama/Llama-3.1-8B-Instruct" };
+                assert!(command.contains(&format!("\ntrtllm-serve {weights} --backend pytorch ")), "{command}");
+                assert!(command.contains("--max_num_tokens 2048 --enable_chunked_prefill --config \"$config\""));
+            }
+        }
+    }
+    let text = std::fs::read_to_string(&grid).unwrap();
+    assert!(text.contains("metrics = \"http://127.0.0.1:{port}/prometheus/metrics\""), "{text}");
+    assert!(text.contains("scheduler = \"trtllm\""), "{text}");
+    // The same plan behind vLLM runs vLLM's scheduler, and names none.
+    let vllm = plan(dir.path(), "vllm.json", &["h100=2.5"], 2, &[]);
+    assert!(vllm["configs"].as_array().unwrap().iter().all(|c| c["params"].get("scheduler").is_none()));
+}

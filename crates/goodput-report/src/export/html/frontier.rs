@@ -71,7 +71,7 @@ pub fn frontier_page(doc: &FrontierResult) -> Result<String, ExportError> {
                 Some((Some(cmd), _)) if c.serve_command.as_ref().is_some_and(|s| s.script) => {
                     let _ = write!(
                         o,
-                        r#"<p class="note">To measure it: {} servers and the router in front, on port 8000, by this script saved to a file and run as <code>PORT=8000 sh FILE</code> (<code>plan --grid-out</code> writes the frontier's configurations and the sweep that measures them):</p><pre class="serve-command">{}</pre>"#,
+                        r#"<p class="note">To measure it: {}, started on port 8000 (a router there, where it is several servers) by this script saved to a file and run as <code>PORT=8000 sh FILE</code> (<code>plan --grid-out</code> writes the frontier's configurations and the sweep that measures them):</p><pre class="serve-command">{}</pre>"#,
                         html(server),
                         html(cmd)
                     );
