@@ -450,14 +450,15 @@ struct Servers {
 }
 
 /// Whether `server` starts a layout of TP `tp`, EP `ep` over `dp` ranks as
-/// a server an expert-parallel group behind the router, where there are
-/// several groups: vLLM's experts span every GPU of a server, SGLang's its
-/// DP attention's (or each replica's TP, where EP is TP). The plan's
-/// least-loaded is then the router's `power_of_two`, and the plan predicts
-/// it so.
+/// a server an expert-parallel group (or a replica) behind the router,
+/// where there are several: vLLM's experts span every GPU of a server,
+/// SGLang's its DP attention's (or each replica's TP, where EP is TP), and
+/// trtllm-serve serves one replica, dense or not. The plan's least-loaded
+/// is then the router's `power_of_two`, and the plan predicts it so.
 pub fn groups_apart(server: Server, tp: u32, ep: u32, dp: u32) -> bool {
     let several = dp / ep_ranks(tp, ep) >= 2;
-    several && ep > 1 && (server == Server::Vllm || (server == Server::Sglang && ep != tp))
+    several
+        && (server == Server::Trtllm || (ep > 1 && (server == Server::Vllm || (server == Server::Sglang && ep != tp))))
 }
 
 /// Seconds between SGLang's router's polls of its workers' loads, which its
@@ -536,7 +537,9 @@ impl Servers {
     /// server (vLLM's span TP × DP; SGLang's that or each replica's TP):
     /// each replica its own server, and least-loaded the router's
     /// `power_of_two` (of two replicas drawn, the one with fewer requests in
-    /// flight: between two, always the less loaded).
+    /// flight: between two, always the less loaded). TensorRT-LLM's
+    /// replicas are always servers of their own, behind SMG's router
+    /// (`trtllm::command`), its policies named alike.
     fn replicas(server: Server, params: &ParamMap) -> Option<Servers> {
         let (tp, ep, pp, dp) = sizes(params);
         let units = dp / ep_ranks(tp, ep);
@@ -550,12 +553,11 @@ impl Servers {
             None => return None,
         };
         let policy = match (server, router, apart) {
-            (Server::Vllm | Server::Sglang, RouterPolicy::PrefixAware, _) => "cache_aware",
-            (Server::Vllm, RouterPolicy::RoundRobin, _) | (Server::Sglang, RouterPolicy::RoundRobin, true) => {
-                "round_robin"
-            }
-            (Server::Vllm | Server::Sglang, RouterPolicy::LeastLoaded, true)
-            | (Server::Vllm | Server::Sglang, RouterPolicy::PowerOfTwo, _) => "power_of_two",
+            (Server::Vllm | Server::Sglang | Server::Trtllm, RouterPolicy::PrefixAware, _) => "cache_aware",
+            (Server::Vllm | Server::Trtllm, RouterPolicy::RoundRobin, _)
+            | (Server::Sglang, RouterPolicy::RoundRobin, true) => "round_robin",
+            (Server::Vllm | Server::Sglang | Server::Trtllm, RouterPolicy::LeastLoaded, true)
+            | (Server::Vllm | Server::Sglang | Server::Trtllm, RouterPolicy::PowerOfTwo, _) => "power_of_two",
             _ => return None,
         };
         let gpus = tp.saturating_mul(pp).saturating_mul(ep_ranks(tp, ep));

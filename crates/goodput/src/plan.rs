@@ -639,11 +639,15 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
                 ),
                 ", polls included",
             ),
-            _ => (
-                "vLLM's router runs power-of-two on the requests in flight it counts: each request goes to the \
-                 lighter of two replicas drawn at random, and among three or more their loads part where an even \
-                 split keeps them equal"
-                    .to_string(),
+            server => (
+                format!(
+                    "{}'s router runs power-of-two on the requests in flight it counts: each request goes to the \
+                     lighter of two replicas drawn at random, and among three or more their loads part where an even \
+                     split keeps them equal",
+                    // TensorRT-LLM's replicas are behind SMG, which polls no
+                    // load from trtllm-serve and counts its own.
+                    if server == crate::launch::Server::Trtllm { "SMG" } else { "vLLM" }
+                ),
                 "",
             ),
         };
@@ -683,8 +687,10 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
              --gpu-memory-utilization of the memory the weights leave free (its free_gpu_memory_fraction). Their \
              commands are scripts that write trtllm-serve's options file (--config) first; prefill apart from \
              decode is context and generation servers behind trtllm-serve disaggregated, whose load_balancing \
-             router the plan predicted as least-loaded; a whole model's data-parallel replicas have no command \
-             (trtllm-serve has no router of replicas). A sweep reads their Prometheus text at /prometheus/metrics, \
+             router the plan predicted as least-loaded; replicas (a whole model's, or expert-parallel groups) are \
+             servers of their own behind SMG (smg launch), whose power_of_two compares the requests it has in flight \
+             to each (trtllm-serve reports no load for it to poll) and stands for least-loaded, as the plan \
+             predicted it. A sweep reads their Prometheus text at /prometheus/metrics, \
              but goodput maps none of TensorRT-LLM's metric names to its server signals yet: measured, they have \
              the client's figures"
                 .into(),

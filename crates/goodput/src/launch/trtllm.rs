@@ -7,12 +7,19 @@
 //! (`tensorrt_llm/commands/serve.py`, `llmapi/llm_args.py`,
 //! `llmapi/disagg_utils.py`, `serve/router.py`).
 //!
-//! What it does not start: data-parallel replicas of a whole model
-//! (trtllm-serve serves one, and has no router of replicas beside its
-//! disaggregated one), a layout whose ranks of attention data parallelism
-//! each span several GPUs (its attention DP runs a rank's attention on one),
-//! EAGLE-1/2 heads, and quantized weights other than NVIDIA ModelOpt's FP8
-//! and NVFP4 checkpoints unless given (`--serve-checkpoint`).
+//! Replicas of a whole model (trtllm-serve serves one) are servers of their
+//! own behind SMG (the Shepherd Model Gateway, `smg launch --worker-urls`),
+//! as NVIDIA's srt-slurm recipes front trtllm-serve workers: its
+//! `round_robin`, `cache_aware` or `power_of_two` (which, trtllm-serve
+//! reporting no load for it to poll, compares the requests it has in
+//! flight to each) for the plan's round-robin, prefix-aware and
+//! least-loaded or power-of-two.
+//!
+//! What it does not start: a layout whose ranks of attention data
+//! parallelism each span several GPUs (its attention DP runs a rank's
+//! attention on one), EAGLE-1/2 heads, AMD's GPUs, and quantized weights
+//! other than NVIDIA ModelOpt's FP8 and NVFP4 checkpoints unless given
+//! (`--serve-checkpoint`).
 
 use super::{health_wait, serve_words, servers_preamble, shell_words, sizes, while_alive};
 use super::{Drafter, Role, Server, Servers, Weights};
@@ -33,8 +40,15 @@ const END: &str = "GOODPUT_TRTLLM_OPTIONS";
 pub(super) fn flags(params: &ParamMap) -> Result<Vec<String>, String> {
     let (tp, ep, pp, dp) = sizes(params);
     let ranks = ep_ranks(tp, ep);
+    // Replicas are servers of their own (`command`), each of one group.
     if dp > ranks {
-        return Err(replicas(dp / ranks));
+        return Err(format!(
+            "{} data-parallel replicas behind the router {}: trtllm-serve serves one replica a server, started \
+             behind SMG by the plan's router, and this is none SMG has (round-robin, least-loaded, prefix-aware, \
+             power-of-two)",
+            dp / ranks,
+            params.get("router").map_or("(none)", |r| r.trim())
+        ));
     }
     let attention_dp = ep > 1 && ranks > 1;
     if attention_dp && tp > 1 {
@@ -66,16 +80,6 @@ pub(super) fn flags(params: &ParamMap) -> Result<Vec<String>, String> {
     }
     f.push("--enable_chunked_prefill".into());
     Ok(f)
-}
-
-/// Why `units` replicas have no command.
-fn replicas(units: u32) -> String {
-    format!(
-        "{units} data-parallel replicas: trtllm-serve serves one replica a server and has no router of replicas \
-         (its disaggregated server routes prefill and decode pools); start {units} of the one-replica command on \
-         GPUs of their own behind a router of your own, or plan with --serve-engine vllm or sglang, whose servers \
-         balance replicas themselves"
-    )
 }
 
 /// The options file of a server of a configuration (`role`: a prefill or
@@ -180,7 +184,10 @@ pub(super) fn command(
         ));
     }
     if let Some(pools) = Servers::pools(params).transpose()? {
-        return pools_script(&pools, weights, drafter, named, mem);
+        return servers_script(&pools, weights, drafter, named, mem);
+    }
+    if let Some(replicas) = Servers::replicas(Server::Trtllm, params) {
+        return servers_script(&replicas, weights, drafter, named, mem);
     }
     let words = serve_words(Server::Trtllm, params, weights, drafter, named, mem)?;
     let options = options(params, drafter, mem, None)?;
@@ -204,7 +211,7 @@ pub(super) fn command(
 /// sizes with its own options file, then, once every one answers /health,
 /// `trtllm-serve disaggregated` on `$PORT` with its context and generation
 /// servers named in a file of its own.
-fn pools_script(
+fn servers_script(
     servers: &Servers,
     weights: &Weights,
     drafter: Option<&Drafter>,
@@ -213,14 +220,28 @@ fn pools_script(
 ) -> Result<String, String> {
     let n = servers.instances.len();
     let gpus: u32 = servers.instances.iter().map(|(_, _, g)| g).sum();
-    let mut s = format!(
-        "# {} prefill (context) and {} decode (generation) TensorRT-LLM servers on {gpus} GPUs, the KV cache \
-         carried by each one's cache transceiver, behind trtllm-serve disaggregated, which picks each pool's server \
-         by its load_balancing router (the one with the fewest requests in flight).\n\
-         # The router listens on $PORT (8000 when unset), the servers on the ports after it, each with its \
+    let mut s = match servers.policy {
+        None => format!(
+            "# {} prefill (context) and {} decode (generation) TensorRT-LLM servers on {gpus} GPUs, the KV cache \
+             carried by each one's cache transceiver, behind trtllm-serve disaggregated, which picks each pool's \
+             server by its load_balancing router (the one with the fewest requests in flight).\n",
+            servers.count(Role::Prefill),
+            servers.count(Role::Decode),
+        ),
+        Some(policy) => format!(
+            "# {n} TensorRT-LLM servers on {gpus} GPUs, a replica each, behind SMG (the Shepherd Model Gateway, \
+             `smg launch`), which spreads requests over them by its {policy} policy{}.\n",
+            match policy {
+                "power_of_two" =>
+                    " (of two drawn at random, the one with fewer requests in flight: trtllm-serve \
+                                   reports no load of its own for it to poll)",
+                _ => "",
+            }
+        ),
+    };
+    s.push_str(
+        "# The router listens on $PORT (8000 when unset), the servers on the ports after it, each with its \
          Prometheus metrics at /prometheus/metrics; their options files are in a folder removed when it ends.\n",
-        servers.count(Role::Prefill),
-        servers.count(Role::Decode),
     );
     let setup = "dir=$(mktemp -d \"${TMPDIR:-/tmp}/goodput-trtllm.XXXXXX\") || exit 1\n";
     s.push_str(&servers_preamble(gpus, setup, "; rm -rf \"$dir\""));
@@ -238,7 +259,10 @@ fn pools_script(
             first + used,
             shell_words(&words)
         );
-        let url = format!("    - \"127.0.0.1:$((port + {listen}))\"");
+        let url = match servers.policy {
+            None => format!("    - \"127.0.0.1:$((port + {listen}))\""),
+            Some(_) => format!("http://127.0.0.1:$((port + {listen}))"),
+        };
         match role {
             Role::Prefill => context.push(url),
             _ => generation.push(url),
@@ -246,6 +270,19 @@ fn pools_script(
         first += used;
     }
     s.push_str(&health_wait(n));
+    // Replicas: SMG in front, its own metrics on the port after the servers'
+    // (its default, 29000, the last configuration's router may still hold).
+    if let Some(policy) = servers.policy {
+        let _ = write!(
+            s,
+            "smg launch --worker-urls {} --policy {policy} --host 127.0.0.1 --port \"$port\" --prometheus-port \
+             $((port + {})) &\npids=\"$pids $!\"\n{}",
+            generation.join(" "),
+            n + 1,
+            while_alive()
+        );
+        return Ok(s);
+    }
     // Unquoted: the shell fills in the ports.
     let pool = |name: &str, urls: &[String]| {
         format!(
@@ -267,12 +304,15 @@ fn pools_script(
 
 /// Where a grid's sweep reads a configuration's Prometheus metrics, and
 /// the ports its script takes from `{port}` on: the one server's, or each
-/// server's behind the disaggregated router.
+/// server's behind the disaggregated router (and SMG's metrics, after them,
+/// in front of replicas).
 pub(super) fn endpoints(params: &ParamMap) -> (Vec<String>, usize) {
-    match Servers::pools(params).and_then(Result::ok) {
-        Some(pools) => {
-            let n = pools.instances.len();
-            ((1..=n).map(|k| format!("http://127.0.0.1:{{port+{k}}}/prometheus/metrics")).collect(), n + 1)
+    let several = Servers::pools(params).and_then(Result::ok).or_else(|| Servers::replicas(Server::Trtllm, params));
+    match several {
+        Some(servers) => {
+            let n = servers.instances.len();
+            let urls = (1..=n).map(|k| format!("http://127.0.0.1:{{port+{k}}}/prometheus/metrics")).collect();
+            (urls, n + 1 + usize::from(servers.policy.is_some()))
         }
         None => (vec!["http://127.0.0.1:{port}/prometheus/metrics".into()], 1),
     }
@@ -359,8 +399,7 @@ mod tests {
         let why = |kv: &[(&str, &str)]| flags_of(kv).unwrap_err();
         assert!(why(&[("tp", "2"), ("dp", "4"), ("ep", "8")]).contains("runs each rank's attention on one GPU"));
         assert!(why(&[("tp", "4"), ("dp", "1"), ("ep", "3")]).contains("divides --tp_size"));
-        assert!(why(&[("tp", "2"), ("dp", "4")]).starts_with("4 data-parallel replicas: trtllm-serve serves one"));
-        assert!(why(&[("tp", "1"), ("dp", "4"), ("ep", "2")]).starts_with("2 data-parallel replicas"));
+        assert!(why(&[("tp", "2"), ("dp", "4"), ("router", "sticky")]).starts_with("4 data-parallel replicas behind"));
         let amd = script(&[("gpu", "mi300x"), ("precision", "fp8")], "meta-llama/Llama-3.3-70B-Instruct", None);
         assert!(amd.unwrap_err().starts_with("MI300X: TensorRT-LLM runs on NVIDIA's GPUs alone"));
     }
@@ -405,6 +444,42 @@ mod tests {
         let eagle = script(&spec, "x/y", Some(Drafter::Eagle("x/head".into()))).unwrap_err();
         assert!(eagle.contains("drafts with EAGLE-3 heads, a draft model or DeepSeek's MTP"), "{eagle}");
         assert!(script(&spec, "x/y", None).unwrap_err().contains("the plan assumed 0.6"));
+    }
+
+    /// A whole model's replicas: a server each, on GPUs of its own, with its
+    /// own options file, behind SMG by the plan's router (least-loaded, and
+    /// none named, its power_of_two, as the plan predicts them).
+    #[test]
+    fn replicas_are_servers_of_their_own_behind_smg() {
+        let kv = [("tp", "2"), ("dp", "4"), ("precision", "fp8")];
+        let s = script(&kv, "meta-llama/Llama-3.3-70B-Instruct", None).unwrap();
+        assert!(s.starts_with("# 4 TensorRT-LLM servers on 8 GPUs, a replica each, behind SMG"), "{s}");
+        assert!(s.contains("CUDA_VISIBLE_DEVICES=$(echo \"$visible\" | cut -d, -f7-8) trtllm-serve \
+                            nvidia/Llama-3.3-70B-Instruct-FP8 --backend pytorch --served_model_name named --tp_size 2 \
+                            --enable_chunked_prefill --config \"$dir/server-4.yaml\" --host 127.0.0.1 --port $((port + 4)) &"), "{s}");
+        assert!(
+            s.contains(
+                "smg launch --worker-urls http://127.0.0.1:$((port + 1)) http://127.0.0.1:$((port + 2)) \
+                 http://127.0.0.1:$((port + 3)) http://127.0.0.1:$((port + 4)) --policy power_of_two --host 127.0.0.1 \
+                 --port \"$port\" --prometheus-port $((port + 5)) &"
+            ),
+            "{s}"
+        );
+        for (router, policy) in
+            [("round-robin", "round_robin"), ("prefix-aware", "cache_aware"), ("least-loaded", "power_of_two")]
+        {
+            let mut kv = kv.to_vec();
+            kv.push(("router", router));
+            let s = script(&kv, "meta-llama/Llama-3.3-70B-Instruct", None).unwrap();
+            assert!(s.contains(&format!(" --policy {policy} ")), "{router}: {s}");
+        }
+        // Each replica's options are a colocated server's: no cache transceiver.
+        assert!(!s.contains("cache_transceiver_config"), "{s}");
+        let (metrics, ports) = endpoints(&params(&kv));
+        assert_eq!((metrics.len(), ports), (4, 6), "four servers, the router and its metrics");
+        // Expert-parallel groups are replicas too.
+        let s = script(&[("tp", "1"), ("dp", "4"), ("ep", "2")], "x/y", None).unwrap();
+        assert!(s.starts_with("# 2 TensorRT-LLM servers on 4 GPUs") && s.contains("--tp_size 2 --ep_size 2 "), "{s}");
     }
 
     /// Prefill apart from decode: context and generation servers, each with

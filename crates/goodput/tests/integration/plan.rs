@@ -2498,21 +2498,23 @@ fn plan_behind_tensorrt_llm_runs_its_scheduler_and_writes_its_scripts() {
     assert_valid(&doc, "FrontierResult", "plan --serve-engine trtllm");
     let configs = doc["configs"].as_array().unwrap();
     assert!(configs.iter().all(|c| c["params"]["scheduler"] == "trtllm"), "{doc}");
+    assert!(configs.iter().any(|c| c["params"]["dp"] == "2"), "two replicas of TP 1 among them: {doc}");
     let notes = doc["notes"].to_string();
     assert!(notes.contains("TensorRT-LLM's configurations ran TensorRT-LLM's scheduler"), "{notes}");
     for c in configs {
         let sc = &c["serve_command"];
         assert_eq!(sc["server"], "trtllm", "{c}");
-        match c["params"]["dp"].as_str() {
-            Some("2") => assert!(sc["missing"].as_str().unwrap().starts_with("2 data-parallel replicas"), "{c}"),
-            _ => {
-                assert_eq!(sc["script"], true, "{c}");
-                let command = sc["command"].as_str().unwrap();
-                let fp8 = c["params"]["precision"] == "fp8";
-                let weights = if fp8 { "nvidia/Llama-3.1-8B-Instruct-FP8" } else { "meta-llama/Llama-3.1-8B-Instruct" };
-                assert!(command.contains(&format!("\ntrtllm-serve {weights} --backend pytorch ")), "{command}");
-                assert!(command.contains("--max_num_tokens 2048 --enable_chunked_prefill --config \"$config\""));
-            }
+        assert_eq!(sc["script"], true, "{c}");
+        let command = sc["command"].as_str().unwrap();
+        let fp8 = c["params"]["precision"] == "fp8";
+        let weights = if fp8 { "nvidia/Llama-3.1-8B-Instruct-FP8" } else { "meta-llama/Llama-3.1-8B-Instruct" };
+        assert!(command.contains(&format!("trtllm-serve {weights} --backend pytorch ")), "{command}");
+        assert!(command.contains("--max_num_tokens 2048 --enable_chunked_prefill --config "), "{command}");
+        // Two replicas: a server each behind SMG, predicted behind its
+        // power_of_two (the plan's least-loaded on separate servers).
+        if c["params"]["dp"] == "2" {
+            assert!(command.contains(" --policy power_of_two "), "{command}");
+            assert_eq!(c["params"]["router"], "power-of-two", "{c}");
         }
     }
     let text = std::fs::read_to_string(&grid).unwrap();
