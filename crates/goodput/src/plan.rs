@@ -690,9 +690,9 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
              router the plan predicted as least-loaded; replicas (a whole model's, or expert-parallel groups) are \
              servers of their own behind SMG (smg launch), whose power_of_two compares the requests it has in flight \
              to each (trtllm-serve reports no load for it to poll) and stands for least-loaded, as the plan \
-             predicted it. A sweep reads their Prometheus text at /prometheus/metrics, \
-             but goodput maps none of TensorRT-LLM's metric names to its server signals yet: measured, they have \
-             the client's figures"
+             predicted it. A sweep reads their Prometheus text at /prometheus/metrics \
+             (return_perf_metrics and enable_iter_perf_stats on) as its server signals: queue, KV cache, tokens, \
+             drafts and per-request latencies"
                 .into(),
         );
     }

@@ -85,7 +85,8 @@ pub(super) fn flags(params: &ParamMap) -> Result<Vec<String>, String> {
 /// The options file of a server of a configuration (`role`: a prefill or
 /// decode instance's, where disaggregated), as YAML lines:
 /// - `return_perf_metrics`, for its Prometheus metrics (at
-///   /prometheus/metrics; its /metrics serves JSON);
+///   /prometheus/metrics; its /metrics serves JSON), and
+///   `enable_iter_perf_stats`, for their queue and KV-cache gauges;
 /// - `enable_attention_dp` where its ranks' attention runs apart;
 /// - `kv_cache_config`: the share of the free memory its KV cache takes
 ///   (the plan's `--gpu-memory-utilization`, which the engine reads so
@@ -105,7 +106,7 @@ pub(super) fn options(
 ) -> Result<Vec<String>, String> {
     let get = |k: &str| params.get(k).map(|v| v.trim());
     let (tp, ep, _, _) = sizes(params);
-    let mut o = vec!["return_perf_metrics: true".to_string()];
+    let mut o = vec!["return_perf_metrics: true".to_string(), "enable_iter_perf_stats: true".to_string()];
     if ep > 1 && ep_ranks(tp, ep) > 1 {
         o.push("enable_attention_dp: true".into());
     }
@@ -364,7 +365,13 @@ mod tests {
         );
         assert_eq!(
             options_of(&s),
-            ["return_perf_metrics: true", "kv_cache_config:", "  free_gpu_memory_fraction: 0.85", "  dtype: fp8"]
+            [
+                "return_perf_metrics: true",
+                "enable_iter_perf_stats: true",
+                "kv_cache_config:",
+                "  free_gpu_memory_fraction: 0.85",
+                "  dtype: fp8"
+            ]
         );
         assert!(s.contains("port=${PORT:-8000}\n") && s.contains("trap 'rm -f \"$config\"' EXIT"), "{s}");
         // 16-bit weights are the served ones; no TP flag on one GPU.
@@ -378,7 +385,12 @@ mod tests {
         );
         assert_eq!(
             options_of(&s),
-            ["return_perf_metrics: true", "kv_cache_config:", "  free_gpu_memory_fraction: 0.85"]
+            [
+                "return_perf_metrics: true",
+                "enable_iter_perf_stats: true",
+                "kv_cache_config:",
+                "  free_gpu_memory_fraction: 0.85"
+            ]
         );
     }
 

@@ -1,6 +1,6 @@
 //! Engine metrics mapped to common server signals: which engines and
 //! exporters a scrape comes from (vLLM, SGLang, TGI, llama.cpp, Triton /
-//! TensorRT-LLM, DCGM), and what one scrape says about queues, KV cache,
+//! TensorRT-LLM, TensorRT-LLM's own trtllm-serve, DCGM), and what one scrape says about queues, KV cache,
 //! prefix cache, tokens, server-side latency and the GPUs.
 
 use super::histogram::{Bucket, Histogram, MAX_HISTOGRAM_BOUNDS};
@@ -48,6 +48,10 @@ named_enum! {
         /// NVIDIA Triton (`nv_inference_*`), with or without its TensorRT-LLM
         /// backend (`nv_trt_llm_*`).
         Triton => "triton",
+        /// TensorRT-LLM's own OpenAI server, `trtllm-serve` (`trtllm_*`, at
+        /// `/prometheus/metrics`, with `return_perf_metrics` on; its
+        /// iteration gauges with `enable_iter_perf_stats` too).
+        Trtllm => "trtllm",
         /// NVIDIA's DCGM exporter (`DCGM_FI_*`): GPUs, not an engine.
         Dcgm => "dcgm",
     }
@@ -60,6 +64,7 @@ const PREFIXES: &[(&str, Source)] = &[
     ("llamacpp:", Source::LlamaCpp),
     ("nv_inference_", Source::Triton),
     ("nv_trt_llm_", Source::Triton),
+    ("trtllm_", Source::Trtllm),
     ("DCGM_FI_", Source::Dcgm),
 ];
 
@@ -316,6 +321,7 @@ const GAUGES: &[(GaugeSignal, Combine, &[Rule])] = &[
             r(&["tgi_batch_current_size"]),
             r(&["llamacpp:requests_processing"]),
             r(&["nv_trt_llm_request_metrics"]).only("request_type", &["active"]),
+            r(&["trtllm_num_requests_running"]),
         ],
     ),
     (
@@ -328,6 +334,7 @@ const GAUGES: &[(GaugeSignal, Combine, &[Rule])] = &[
             r(&["llamacpp:requests_deferred"]),
             r(&["nv_trt_llm_request_metrics"]).only("request_type", &["waiting"]),
             r(&["nv_inference_pending_request_count"]),
+            r(&["trtllm_num_requests_waiting"]),
         ],
     ),
     (
@@ -339,9 +346,15 @@ const GAUGES: &[(GaugeSignal, Combine, &[Rule])] = &[
             r(&["sglang:token_usage"]),
             r(&["llamacpp:kv_cache_usage_ratio"]),
             r(&["nv_trt_llm_kv_cache_block_metrics"]).only("kv_cache_block_type", &["fraction"]),
+            // Used over all blocks, 0..1.
+            r(&["trtllm_kv_cache_utilization"]),
         ],
     ),
-    (GaugeSignal::PrefixCacheHitRateReported, Combine::Mean, &[r(&["sglang:cache_hit_rate"])]),
+    (
+        GaugeSignal::PrefixCacheHitRateReported,
+        Combine::Mean,
+        &[r(&["sglang:cache_hit_rate"]), r(&["trtllm_kv_cache_hit_rate"])],
+    ),
     (
         GaugeSignal::GpuUtilization,
         Combine::Mean,
@@ -395,6 +408,7 @@ const COUNTERS: &[(CounterSignal, &[Rule])] = &[
             r(&["llamacpp:prompt_tokens_total", "llamacpp:prompt_tokens_cached_total"]),
             // TGI has no token counters; its per-request histograms' sums are.
             r(&["tgi_request_input_length_sum"]),
+            r(&["trtllm_prompt_tokens_total"]),
         ],
     ),
     (
@@ -404,6 +418,7 @@ const COUNTERS: &[(CounterSignal, &[Rule])] = &[
             r(&["sglang:generation_tokens_total"]),
             r(&["llamacpp:tokens_predicted_total"]),
             r(&["tgi_request_generated_tokens_sum"]),
+            r(&["trtllm_generation_tokens_total"]),
         ],
     ),
     (
@@ -414,6 +429,9 @@ const COUNTERS: &[(CounterSignal, &[Rule])] = &[
             // SGLang looks every prompt token up in its radix cache.
             r(&["sglang:prompt_tokens_total"]),
             r(&["llamacpp:prompt_tokens_total", "llamacpp:prompt_tokens_cached_total"]),
+            // trtllm-serve looks every prompt's blocks up (block reuse is on
+            // by default).
+            r(&["trtllm_prompt_tokens_total"]),
         ],
     ),
     (
@@ -423,6 +441,7 @@ const COUNTERS: &[(CounterSignal, &[Rule])] = &[
             r(&["vllm:gpu_prefix_cache_hits_total"]),
             r(&["sglang:cached_tokens_total"]),
             r(&["llamacpp:prompt_tokens_cached_total"]),
+            r(&["trtllm_prompt_cached_tokens_total"]),
         ],
     ),
     (CounterSignal::Preemptions, &[r(&["vllm:num_preemptions_total"]), r(&["sglang:num_retracted_requests_total"])]),
@@ -433,6 +452,8 @@ const COUNTERS: &[(CounterSignal, &[Rule])] = &[
             r(&["sglang:num_requests_total"]),
             r(&["tgi_request_success"]),
             r(&["nv_inference_request_success"]),
+            // Counted as each request finishes, whatever its reason.
+            r(&["trtllm_request_success_total"]),
         ],
     ),
     (
@@ -442,15 +463,33 @@ const COUNTERS: &[(CounterSignal, &[Rule])] = &[
             r(&["sglang:num_aborted_requests_total"]),
             r(&["tgi_request_failure"]),
             r(&["nv_inference_request_failure"]),
+            // By HTTP status.
+            r(&["trtllm_request_error_total"]),
         ],
     ),
     (
         CounterSignal::GpuEnergy,
         &[r(&["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]).scaled(1e-3), r(&["nv_energy_consumption"])],
     ),
-    (CounterSignal::SpecDrafts, &[r(&["vllm:spec_decode_num_drafts_total"])]),
-    (CounterSignal::SpecDraftTokens, &[r(&["vllm:spec_decode_num_draft_tokens_total"])]),
-    (CounterSignal::SpecAcceptedTokens, &[r(&["vllm:spec_decode_num_accepted_tokens_total"])]),
+    // trtllm-serve: every proposal drafts a token at position 0.
+    (
+        CounterSignal::SpecDrafts,
+        &[
+            r(&["vllm:spec_decode_num_drafts_total"]),
+            r(&["trtllm_spec_decode_drafted_tokens_total"]).only("token_position", &["0"]),
+        ],
+    ),
+    // trtllm-serve's per-request counters, each a draft position's (its
+    // `token_position`), summed: drafted and accepted draft tokens, the
+    // bonus token apart by construction.
+    (
+        CounterSignal::SpecDraftTokens,
+        &[r(&["vllm:spec_decode_num_draft_tokens_total"]), r(&["trtllm_spec_decode_drafted_tokens_total"])],
+    ),
+    (
+        CounterSignal::SpecAcceptedTokens,
+        &[r(&["vllm:spec_decode_num_accepted_tokens_total"]), r(&["trtllm_spec_decode_accepted_tokens_total"])],
+    ),
     (CounterSignal::SpecAcceptedByPosition, &[r(&["vllm:spec_decode_num_accepted_tokens_per_pos_total"])]),
     (
         CounterSignal::KvTransferTime,
@@ -471,6 +510,7 @@ const HISTOGRAMS: &[(HistogramSignal, &[Rule])] = &[
             r(&["vllm:time_to_first_token_seconds"]),
             r(&["sglang:time_to_first_token_seconds"]),
             r(&["nv_inference_first_response_histogram_ms"]).scaled(1e-3),
+            r(&["trtllm_time_to_first_token_seconds"]),
         ],
     ),
     (
@@ -485,7 +525,12 @@ const HISTOGRAMS: &[(HistogramSignal, &[Rule])] = &[
     ),
     (
         HistogramSignal::Tpot,
-        &[r(&["vllm:request_time_per_output_token_seconds"]), r(&["tgi_request_mean_time_per_token_duration"])],
+        &[
+            r(&["vllm:request_time_per_output_token_seconds"]),
+            r(&["tgi_request_mean_time_per_token_duration"]),
+            // Once a request, as it finishes.
+            r(&["trtllm_time_per_output_token_seconds"]),
+        ],
     ),
     (
         HistogramSignal::E2e,
@@ -493,6 +538,7 @@ const HISTOGRAMS: &[(HistogramSignal, &[Rule])] = &[
             r(&["vllm:e2e_request_latency_seconds"]),
             r(&["sglang:e2e_request_latency_seconds"]),
             r(&["tgi_request_duration"]),
+            r(&["trtllm_e2e_request_latency_seconds"]),
         ],
     ),
     (
@@ -501,6 +547,7 @@ const HISTOGRAMS: &[(HistogramSignal, &[Rule])] = &[
             r(&["vllm:request_queue_time_seconds"]),
             r(&["sglang:queue_time_seconds"]),
             r(&["tgi_request_queue_duration"]),
+            r(&["trtllm_request_queue_time_seconds"]),
         ],
     ),
     (HistogramSignal::PrefillBatch, &[r(&["tgi_batch_inference_duration"]).only("method", &["prefill"])]),

@@ -280,6 +280,56 @@ fn vllm_speculative_decoding_counters_give_acceptance_by_position() {
     assert!(close(by.iter().sum::<f64>(), sd.mean_accepted_length.unwrap() - 1.0));
 }
 
+/// TensorRT-LLM's own server's Prometheus text (`trtllm-serve` with
+/// `return_perf_metrics` and `enable_iter_perf_stats`, at
+/// /prometheus/metrics): its queue, KV cache, tokens, per-request
+/// latencies and per-position drafts map as the other engines' do.
+#[test]
+fn trtllm_serve_maps_to_common_signals() {
+    let s = Signals::from_scrape(&clean(&fixture("trtllm-serve-1.prom")));
+    assert_eq!(s.sources, vec![Source::Trtllm]);
+    assert_gauges(
+        &s,
+        &[
+            (G::RunningRequests, 24.0),
+            (G::WaitingRequests, 6.0),
+            (G::KvCacheUsage, 0.625),
+            (G::PrefixCacheHitRateReported, 0.25),
+        ],
+    );
+    assert_counters(
+        &s,
+        &[
+            (C::PromptTokens, 400_000.0),
+            (C::GenerationTokens, 100_000.0),
+            (C::PrefixCacheQueries, 400_000.0),
+            (C::PrefixCacheHits, 80_000.0),
+            // stop 150 + length 50; HTTP errors 2 + 1.
+            (C::RequestsSucceeded, 200.0),
+            (C::RequestsFailed, 3.0),
+            // Three positions of 600 drafted, 480 + 360 + 240 accepted;
+            // each of the 600 proposals drafted position 0.
+            (C::SpecDraftTokens, 1800.0),
+            (C::SpecAcceptedTokens, 1080.0),
+            (C::SpecDrafts, 600.0),
+        ],
+    );
+    assert_histogram_counts(&s, &[(H::Ttft, 200.0), (H::Tpot, 200.0), (H::E2e, 200.0), (H::Queue, 200.0)]);
+    // A per-request TPOT, not a per-token ITL.
+    assert!(!s.histograms.contains_key(&H::Itl));
+    assert!(close(s.histogram(H::Ttft).unwrap().mean().unwrap(), 0.12));
+    // Its iteration latency is no signal of ours: kept raw.
+    assert!(s.unmapped.iter().any(|x| x.name == "trtllm_iteration_latency_seconds"));
+    // Ten seconds on, from half of each total: the window's own rates.
+    let w = window_of("trtllm-serve-0.prom", "trtllm-serve-1.prom");
+    assert_eq!((w.engine, w.sources.as_slice()), (Some(Source::Trtllm), &[Source::Trtllm][..]));
+    let sd = w.spec_decode.as_ref().expect("drafts counted");
+    assert!(close(sd.acceptance_rate.unwrap(), 0.6), "{sd:?}");
+    // 540 accepted over 300 proposals, the bonus token beside them.
+    assert!(close(sd.mean_accepted_length.unwrap(), 2.8), "{sd:?}");
+    assert!(close(w.prefix_cache_hit_rate.unwrap(), 0.2), "{:?}", w.prefix_cache_hit_rate);
+}
+
 #[test]
 fn sglang_speculative_and_disaggregation_gauges_map() {
     let s = Signals::from_scrape(&clean(&fixture("sglang-spec-pd.prom")));
