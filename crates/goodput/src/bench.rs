@@ -142,6 +142,9 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
                     a.sim.sim_gpu,
                     match &a.sim.sim_pd {
                         Some(pd) => format!(", disaggregated {pd} prefill:decode instances"),
+                        None if a.sim.sim_dp > 1 && a.sim.sim_internal_lb => {
+                            format!(", {} replicas balanced by vLLM's own rule", a.sim.sim_dp)
+                        }
                         None if a.sim.sim_dp > 1 => {
                             format!(", {} replicas behind {}", a.sim.sim_dp, a.sim.sim_router)
                         }

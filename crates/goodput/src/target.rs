@@ -191,6 +191,8 @@ pub(crate) const SIM_ENGINE_FLAGS: &[(&str, &str)] = &[
     ("--sim-tp", "sim_tp"),
     ("--sim-dp", "sim_dp"),
     ("--sim-router", "sim_router"),
+    ("--sim-internal-lb", "sim_internal_lb"),
+    ("--sim-api-server-count", "sim_api_server_count"),
     ("--sim-pd", "sim_pd"),
     ("--sim-chat-template", "sim_chat_template"),
 ];
@@ -511,9 +513,11 @@ fn client_settings(t: &TargetArgs, sim: &SimArgs, client: &Client, settled: Sett
                 precision: sim.sim_precision.clone(),
                 tp: sim.sim_tp,
                 dp: sim.sim_dp,
-                router: (sim.sim_dp > 1).then(|| sim.sim_router.clone()),
+                router: (sim.sim_dp > 1 && !sim.sim_internal_lb).then(|| sim.sim_router.clone()),
                 chat_template: sim.sim_chat_template.clone(),
                 pd: sim.sim_pd.clone(),
+                internal_lb: sim.sim_internal_lb,
+                api_server_count: sim.sim_api_server_count,
             },
             ProfileArg::Fixed => EmbeddedServer::Fixed {
                 ttft: humantime::format_duration(sim.sim_ttft).to_string(),

@@ -342,6 +342,13 @@ pub enum EmbeddedServer {
         /// Prefill/decode disaggregation, `P:D` instances, when given.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pd: Option<String>,
+        /// The replicas balanced by vLLM's own rule, one `vllm serve
+        /// --data-parallel-size`, in `router`'s place (`--sim-internal-lb`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        internal_lb: bool,
+        /// Its front ends (`--sim-api-server-count`), when given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        api_server_count: Option<u32>,
     },
     /// Fixed timing; `ttft` and `itl` humantime strings.
     Fixed { itl: String, tokens_per_chunk: u32, ttft: String },

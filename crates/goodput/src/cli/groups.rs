@@ -613,7 +613,7 @@ impl Default for EngineHwArgs {
 /// The embedded server `bench` starts when there is no --url.
 #[derive(Debug, Clone, Args)]
 pub struct SimArgs {
-    /// Embedded simulator: engine, the simulated engine (default), of which bench takes --sim-model, --sim-gpu, --sim-precision, --sim-tp, --sim-dp, --sim-router, --sim-pd and --sim-chat-template, the rest at their defaults (for --pp, --ep, --spec-tokens, --max-num-seqs, --scheduler and the other engine limits, run `goodput serve --profile engine` with them and bench it with --url, or `goodput estimate`); or fixed, exact timings (--sim-ttft, --sim-itl, --sim-tokens-per-chunk).
+    /// Embedded simulator: engine, the simulated engine (default), of which bench takes --sim-model, --sim-gpu, --sim-precision, --sim-tp, --sim-dp, --sim-router, --sim-internal-lb, --sim-api-server-count, --sim-pd and --sim-chat-template, the rest at their defaults (for --pp, --ep, --spec-tokens, --max-num-seqs, --scheduler and the other engine limits, run `goodput serve --profile engine` with them and bench it with --url, or `goodput estimate`); or fixed, exact timings (--sim-ttft, --sim-itl, --sim-tokens-per-chunk).
     #[arg(
         long,
         value_enum,
@@ -640,6 +640,12 @@ pub struct SimArgs {
     /// Embedded engine: how the router in front of --sim-dp replicas picks one: least-loaded, round-robin, prefix-aware or power-of-two.
     #[arg(long, default_value = "least-loaded", help_heading = "Embedded simulator (no --url)")]
     pub sim_router: String,
+    /// Embedded engine: vLLM's own balancing of the --sim-dp replicas in --sim-router's place, one `vllm serve --data-parallel-size` (as --internal-lb of serve).
+    #[arg(long, help_heading = "Embedded simulator (no --url)")]
+    pub sim_internal_lb: bool,
+    /// Embedded engine: vLLM's --api-server-count with --sim-internal-lb, its front ends (as --api-server-count of serve).
+    #[arg(long, value_name = "N", help_heading = "Embedded simulator (no --url)")]
+    pub sim_api_server_count: Option<u32>,
     /// Embedded engine: prefill/decode disaggregation, P prefill and D decode instances each on --sim-tp GPUs, or on a pool's own TP (1xTP1:1xTP2) (as --pd of serve; not with --sim-dp).
     #[arg(long, value_name = "P:D", help_heading = "Embedded simulator (no --url)")]
     pub sim_pd: Option<String>,
@@ -674,6 +680,8 @@ impl From<&SimArgs> for EngineArgs {
                 router: sim.sim_router.clone(),
                 chat_template: sim.sim_chat_template.clone(),
                 pd: sim.sim_pd.clone(),
+                internal_lb: sim.sim_internal_lb,
+                api_server_count: sim.sim_api_server_count,
                 ..Default::default()
             },
         }

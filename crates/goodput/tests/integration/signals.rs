@@ -498,6 +498,45 @@ fn the_embedded_engine_runs_data_parallel_replicas() {
     assert_eq!((of("0"), of("1")), (160.0, 160.0), "ten requests of 16 tokens each: {series:?}");
 }
 
+/// `bench`'s embedded engine balanced by vLLM's own rule (`--sim-internal-lb`
+/// with its front ends): the result records it in the router's place, and
+/// both replicas serve; without replicas, or the front ends without the
+/// rule, it is refused naming bench's own flags.
+#[test]
+fn the_embedded_engine_takes_vllms_own_balancing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("lb.json");
+    Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["bench", "-q", "--sim-dp", "2", "--sim-internal-lb", "--sim-api-server-count", "2", "-n", "20"])
+        .args(["-c", "4", "--input-tokens", "32", "--output-tokens", "16", "--metrics-interval", "200ms", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let embedded = &v["config"]["client"]["embedded"];
+    assert_eq!(
+        (embedded["internal_lb"].as_bool(), embedded["api_server_count"].as_u64(), embedded.get("router")),
+        (Some(true), Some(2), None),
+        "{embedded}"
+    );
+    let last = v["server_signals"]["samples"].as_array().unwrap().last().unwrap();
+    let series = last["signals"]["counters"]["generation_tokens"].as_array().unwrap();
+    let served: Vec<f64> = series.iter().map(|s| s["value"].as_f64().unwrap()).collect();
+    assert_eq!((served.len(), served.iter().sum::<f64>()), (2, 320.0), "twenty requests of 16 tokens: {series:?}");
+    assert!(served.iter().all(|&t| t > 0.0), "both replicas served: {series:?}");
+    let refused = |args: &[&str]| {
+        let o = Command::cargo_bin("goodput").unwrap().args(["bench", "-n", "1"]).args(args).output().unwrap();
+        assert!(!o.status.success());
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    assert!(refused(&["--sim-internal-lb"]).contains("add --sim-dp N"));
+    assert!(refused(&["--sim-dp", "2", "--sim-api-server-count", "2"]).contains("add --sim-internal-lb"));
+    // It describes the embedded engine: not beside --url.
+    let url = refused(&["--url", "http://127.0.0.1:9", "--sim-internal-lb"]);
+    assert!(url.contains("--sim-internal-lb sets up the embedded simulator"), "{url}");
+}
+
 /// The engine disaggregated into one prefill and one decode instance on a
 /// slow link (1 Gb/s: a 256-token prompt's KV takes 268 ms): a live bench
 /// reads vLLM's NIXL histogram as the window's mean KV transfer, equal to
