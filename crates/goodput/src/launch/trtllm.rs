@@ -208,10 +208,12 @@ pub(super) fn command(
     Ok(s)
 }
 
-/// Prefill apart from decode: each instance a `trtllm-serve` of its pool's
-/// sizes with its own options file, then, once every one answers /health,
-/// `trtllm-serve disaggregated` on `$PORT` with its context and generation
-/// servers named in a file of its own.
+/// Several servers, each a `trtllm-serve` on GPUs of its own with its own
+/// options file, then, once every one answers /health, the router on
+/// `$PORT`: prefill apart from decode, `trtllm-serve disaggregated` with
+/// its context and generation servers named in a file of its own;
+/// replicas, SMG by the plan's router (`servers.policy`), its metrics on
+/// the port after the servers'.
 fn servers_script(
     servers: &Servers,
     weights: &Weights,
