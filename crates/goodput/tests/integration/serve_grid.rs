@@ -2528,6 +2528,74 @@ fn a_grids_metrics_must_be_urls_of_its_ports() {
     }
 }
 
+/// `plan --serve-engine trtllm`: the grid's script runs through the sweep
+/// as written (`sh -c` with the port as `$0`, its options file in a
+/// here-document), against a stand-in `trtllm-serve` on the PATH that
+/// keeps the options file it was given and serves the simulated engine on
+/// the port it was given (no TensorRT-LLM runs here). The options reach
+/// the server, the file is gone when the server stops, the missing
+/// Prometheus text is a warning, and the measurement pairs with the plan.
+#[test]
+fn a_tensorrt_llm_grid_runs_through_the_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, grid) = (dir.path().join("plan.json"), dir.path().join("grid.toml"));
+    let (bin, tmp) = (dir.path().join("bin"), dir.path().join("tmp"));
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(&tmp).unwrap();
+    let stand_in = bin.join("trtllm-serve");
+    std::fs::write(
+        &stand_in,
+        format!(
+            "#!/bin/sh\nport=; cfg=\nwhile [ $# -gt 0 ]; do\n  case \"$1\" in\n    --port) port=$2; shift;;\n    \
+             --config) cfg=$2; shift;;\n  esac\n  shift\ndone\ncp \"$cfg\" '{}' || exit 2\nexec '{}' serve --profile \
+             engine --model llama-3.1-8b --served-model-name llama-3.1-8b -q --host 127.0.0.1 --port \"$port\"\n",
+            dir.path().join("options.yaml").display(),
+            env!("CARGO_BIN_EXE_goodput")
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "1", "--tp", "1"])
+        .args(["--serve-engine", "trtllm", "--precision", "bf16", "--max-num-batched-tokens", "2048"])
+        .args(["--concurrency", "1,4", "--input-tokens", "128", "--output-tokens", "8", "-o"])
+        .arg(&plan)
+        .arg("--grid-out")
+        .arg(&grid)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&grid).unwrap();
+    assert!(text.contains("metrics = \"http://127.0.0.1:{port}/prometheus/metrics\""), "{text}");
+    let sweep = text.lines().find_map(|l| l.strip_prefix("#   goodput sweep ")).unwrap();
+    let mut words = shlex::split(sweep).unwrap();
+    words.extend(["-n", "4", "--progress", "none"].map(String::from));
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let o = goodput()
+        .arg("sweep")
+        .args(&words)
+        .current_dir(dir.path())
+        .env("PATH", path)
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("/prometheus/metrics failed") && err.contains("404"), "the stand-in serves none: {err}");
+    let options = std::fs::read_to_string(dir.path().join("options.yaml")).unwrap();
+    assert!(options.starts_with("return_perf_metrics: true\nenable_iter_perf_stats: true\n"), "{options}");
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "the options file went with the server");
+    let measured = read_json(&dir.path().join("grid.measured.json"));
+    for c in configs(&measured) {
+        assert_eq!(c["status"], "ok", "{c}");
+        assert_eq!(c["params"]["scheduler"], "trtllm", "{c}");
+    }
+    let own = read_json(&dir.path().join("grid.measured.compare.json"));
+    let (_, pairs) = compared(&own);
+    assert!(!pairs.is_empty() && pairs.iter().all(|(m, p)| m == p), "{own}");
+}
+
 /// `plan --serve-engine goodput`: the grid starts `goodput serve`'s
 /// simulated engine with every knob, so the whole measurement runs here as
 /// it would on GPUs, at real time, and every configuration of the frontier
