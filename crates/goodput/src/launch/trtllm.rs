@@ -88,6 +88,9 @@ pub(super) fn flags(params: &ParamMap) -> Result<Vec<String>, String> {
 ///   /prometheus/metrics; its /metrics serves JSON), and
 ///   `enable_iter_perf_stats`, for their queue and KV-cache gauges;
 /// - `enable_attention_dp` where its ranks' attention runs apart;
+/// - `cuda_graph_config`: CUDA graphs padded up to the batch cap
+///   (`enable_padding`, `max_batch_size` the configuration's
+///   `--max_batch_size`), as TensorRT-LLM's recipes run decode;
 /// - `kv_cache_config`: the share of the free memory its KV cache takes
 ///   (the plan's `--gpu-memory-utilization`, which the engine reads so
 ///   under TensorRT-LLM's scheduler), and `dtype: fp8` for an FP8 cache
@@ -109,6 +112,13 @@ pub(super) fn options(
     let mut o = vec!["return_perf_metrics: true".to_string(), "enable_iter_perf_stats: true".to_string()];
     if ep > 1 && ep_ranks(tp, ep) > 1 {
         o.push("enable_attention_dp: true".into());
+    }
+    // Decode steps replayed as CUDA graphs up to the batch cap, padded to
+    // the nearest graph's size, as TensorRT-LLM's deployment recipes and
+    // the published runs the engine was checked on set them.
+    o.extend(["cuda_graph_config:".into(), "  enable_padding: true".into()]);
+    if let Some(seqs) = get("max_num_seqs") {
+        o.push(format!("  max_batch_size: {seqs}"));
     }
     o.push("kv_cache_config:".into());
     o.push(format!("  free_gpu_memory_fraction: {mem}"));
@@ -370,6 +380,9 @@ mod tests {
             [
                 "return_perf_metrics: true",
                 "enable_iter_perf_stats: true",
+                "cuda_graph_config:",
+                "  enable_padding: true",
+                "  max_batch_size: 256",
                 "kv_cache_config:",
                 "  free_gpu_memory_fraction: 0.85",
                 "  dtype: fp8"
@@ -390,6 +403,8 @@ mod tests {
             [
                 "return_perf_metrics: true",
                 "enable_iter_perf_stats: true",
+                "cuda_graph_config:",
+                "  enable_padding: true",
                 "kv_cache_config:",
                 "  free_gpu_memory_fraction: 0.85"
             ]
@@ -579,6 +594,7 @@ mod tests {
         let yaml: serde_yaml_ng::Value =
             serde_yaml_ng::from_str(&std::fs::read_to_string(dir.path().join("options.yaml")).unwrap()).unwrap();
         assert_eq!(yaml["enable_attention_dp"], serde_yaml_ng::Value::Bool(true));
+        assert_eq!(yaml["cuda_graph_config"]["enable_padding"], serde_yaml_ng::Value::Bool(true));
         assert_eq!(yaml["kv_cache_config"]["dtype"].as_str(), Some("fp8"));
         assert_eq!(yaml["kv_cache_config"]["free_gpu_memory_fraction"].as_f64(), Some(0.85));
         assert_eq!(yaml["speculative_config"]["decoding_type"].as_str(), Some("MTP"));
