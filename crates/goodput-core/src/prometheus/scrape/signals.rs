@@ -265,10 +265,13 @@ struct Rule {
     metrics: &'static [&'static str],
     filter: Filter,
     scale: f64,
+    /// A label the series' identity names otherwise (the engine's, ours):
+    /// TensorRT-LLM's `token_position` is vLLM's draft `position`.
+    renamed: Option<(&'static str, &'static str)>,
 }
 
 const fn r(metrics: &'static [&'static str]) -> Rule {
-    Rule { metrics, filter: Filter::All, scale: 1.0 }
+    Rule { metrics, filter: Filter::All, scale: 1.0, renamed: None }
 }
 
 impl Rule {
@@ -282,6 +285,24 @@ impl Rule {
 
     const fn scaled(self, scale: f64) -> Rule {
         Rule { scale, ..self }
+    }
+
+    const fn label_as(self, label: &'static str, ours: &'static str) -> Rule {
+        Rule { renamed: Some((label, ours)), ..self }
+    }
+
+    /// A series' identity, its label renamed where the rule renames one.
+    fn series(&self, metric: &str, labels: &Labels) -> String {
+        match self.renamed.filter(|(from, _)| labels.contains_key(*from)) {
+            Some((from, to)) => {
+                let mut ours = labels.clone();
+                if let Some(v) = ours.remove(from) {
+                    ours.insert(to.to_string(), v);
+                }
+                series_id(metric, &ours)
+            }
+            None => series_id(metric, labels),
+        }
     }
 }
 
@@ -490,7 +511,13 @@ const COUNTERS: &[(CounterSignal, &[Rule])] = &[
         CounterSignal::SpecAcceptedTokens,
         &[r(&["vllm:spec_decode_num_accepted_tokens_total"]), r(&["trtllm_spec_decode_accepted_tokens_total"])],
     ),
-    (CounterSignal::SpecAcceptedByPosition, &[r(&["vllm:spec_decode_num_accepted_tokens_per_pos_total"])]),
+    (
+        CounterSignal::SpecAcceptedByPosition,
+        &[
+            r(&["vllm:spec_decode_num_accepted_tokens_per_pos_total"]),
+            r(&["trtllm_spec_decode_accepted_tokens_total"]).label_as("token_position", "position"),
+        ],
+    ),
     (
         CounterSignal::KvTransferTime,
         &[r(&[TRT_DISAGG]).only(TRT_DISAGG_TYPE, &["kv_cache_transfer_ms", "kv_cache_transfer_time_ms"]).scaled(1e-3)],
@@ -804,7 +831,7 @@ fn scalars(scrape: &Scrape, rule: &Rule, identified: bool, used: &mut [bool]) ->
                     .iter()
                     .filter(|s| s.name == *metric && plausible(s.value) && rule.filter.keeps(&s.labels))
                     .map(|s| SeriesValue {
-                        series: if identified { series_id(metric, &s.labels) } else { String::new() },
+                        series: if identified { rule.series(metric, &s.labels) } else { String::new() },
                         value: s.value * rule.scale,
                     }),
             );

@@ -312,6 +312,8 @@ fn trtllm_serve_maps_to_common_signals() {
             (C::SpecDraftTokens, 1800.0),
             (C::SpecAcceptedTokens, 1080.0),
             (C::SpecDrafts, 600.0),
+            // Read by position as vLLM's are, its label ours.
+            (C::SpecAcceptedByPosition, 1080.0),
         ],
     );
     assert_histogram_counts(&s, &[(H::Ttft, 200.0), (H::Tpot, 200.0), (H::E2e, 200.0), (H::Queue, 200.0)]);
@@ -327,6 +329,9 @@ fn trtllm_serve_maps_to_common_signals() {
     assert!(close(sd.acceptance_rate.unwrap(), 0.6), "{sd:?}");
     // 540 accepted over 300 proposals, the bonus token beside them.
     assert!(close(sd.mean_accepted_length.unwrap(), 2.8), "{sd:?}");
+    // By position, over the proposals: 240, 180 and 120 of 300.
+    let by = &sd.acceptance_by_position;
+    assert!(by.len() == 3 && close(by[0], 0.8) && close(by[1], 0.6) && close(by[2], 0.4), "{by:?}");
     assert!(close(w.prefix_cache_hit_rate.unwrap(), 0.2), "{:?}", w.prefix_cache_hit_rate);
 }
 
