@@ -82,6 +82,18 @@ pub struct Scraper {
     pub max_body: usize,
 }
 
+/// The endpoints that kept a probe waiting its whole limit: not probed
+/// again by this process (a sweep probes before every point, and a silent
+/// /metrics had cost each point the wait).
+static SILENT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Whether `url` kept a probe ([`Scraper::first_if_answers`]) waiting its
+/// whole limit: a server that does so is not probed at another path
+/// either.
+pub fn went_silent(url: &str) -> bool {
+    SILENT.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|u| u == url)
+}
+
 /// What the scraping produced.
 #[derive(Debug, Default, Clone)]
 pub struct ScrapeLog {
@@ -337,15 +349,7 @@ impl Scraper {
     /// default `<url>/metrics`): `None` unless they answered with Prometheus
     /// text. The probe and the first scrape are one request.
     pub async fn first_if_answers(&self, origin: Instant) -> Option<ScrapeLog> {
-        // An endpoint that kept the probe waiting its whole limit is not
-        // probed again by this process: a sweep probes before every point,
-        // and a silent /metrics had cost each point the wait.
-        static SILENT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-        let silent = |urls: &[String]| {
-            let known = SILENT.lock().unwrap_or_else(|e| e.into_inner());
-            urls.iter().any(|u| known.contains(u))
-        };
-        if silent(&self.urls) {
+        if self.urls.iter().any(|u| went_silent(u)) {
             return None;
         }
         let mut log = ScrapeLog::default();

@@ -54,14 +54,8 @@ pub async fn start(
     }
     let taken_on = Instant::now();
     let (scraper, log) = if m.metrics_url.is_empty() {
-        let scraper = Scraper::new(
-            http.clone(),
-            vec![goodput_load::client::join_url(base, "/metrics")],
-            m.metrics_interval,
-            max_body,
-        );
-        match scraper.first_if_answers(taken_on).await {
-            Some(log) => (scraper, log),
+        match probe(http, base, m.metrics_interval, max_body, taken_on).await {
+            Some(found) => found,
             None => return Ok(None),
         }
     } else {
@@ -79,6 +73,42 @@ pub async fn start(
         );
     }
     Ok(Some(FirstScrape { scraper, log, urls, interval: m.metrics_interval, taken_on }))
+}
+
+/// Where a server's Prometheus text is looked for when no --metrics-url is
+/// given: `/metrics`, else TensorRT-LLM's `/prometheus/metrics` (trtllm-serve
+/// serves JSON iteration statistics at `/metrics`).
+const METRICS_PATHS: [&str; 2] = ["/metrics", "/prometheus/metrics"];
+
+/// The first of [`METRICS_PATHS`] under `base` that answers with Prometheus
+/// text, its scraper and first scrape; none where neither does, or where
+/// the first kept the probe waiting (the server is not probed again).
+async fn probe(
+    http: &reqwest::Client,
+    base: &str,
+    interval: Duration,
+    max_body: usize,
+    taken_on: Instant,
+) -> Option<(Scraper, ScrapeLog)> {
+    for (i, path) in METRICS_PATHS.into_iter().enumerate() {
+        let url = goodput_load::client::join_url(base, path);
+        let scraper = Scraper::new(http.clone(), vec![url.clone()], interval, max_body);
+        if let Some(log) = scraper.first_if_answers(taken_on).await {
+            if i > 0 {
+                goodput_core::tell!(
+                    "note: {} serves no Prometheus text; the server's metrics are read at {} (where TensorRT-LLM's \
+                     trtllm-serve serves them)",
+                    goodput_core::util::redact::redact_url(&goodput_load::client::join_url(base, METRICS_PATHS[0])),
+                    goodput_core::util::redact::redact_url(&url)
+                );
+            }
+            return Some((scraper, log));
+        }
+        if crate::scrape::went_silent(&url) {
+            return None;
+        }
+    }
+    None
 }
 
 impl FirstScrape {

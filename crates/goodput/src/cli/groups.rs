@@ -110,7 +110,7 @@ pub struct TargetArgs {
 /// The server's own metrics, scraped during the run.
 #[derive(Debug, Clone, Args)]
 pub struct MetricsArgs {
-    /// Prometheus endpoint(s) to scrape during the run (repeat for several, e.g. the engine and a DCGM exporter). Default: <url>/metrics when it answers.
+    /// Prometheus endpoint(s) to scrape during the run (repeat for several, e.g. the engine and a DCGM exporter). Default: <url>/metrics when it answers with Prometheus text, else <url>/prometheus/metrics (where TensorRT-LLM's trtllm-serve serves it, its /metrics being JSON).
     #[arg(long, help_heading = "Server metrics")]
     pub metrics_url: Vec<String>,
     /// Do not scrape server metrics.

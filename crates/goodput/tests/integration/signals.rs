@@ -537,6 +537,53 @@ fn the_embedded_engine_takes_vllms_own_balancing() {
     assert!(url.contains("--sim-internal-lb sets up the embedded simulator"), "{url}");
 }
 
+/// A server whose `/metrics` is JSON and whose Prometheus text is at
+/// `/prometheus/metrics`, as TensorRT-LLM's trtllm-serve serves them (here
+/// the simulated engine's text, moved there): with no --metrics-url, bench
+/// finds it there, says so, and the window has the engine's counters.
+#[test]
+fn bench_finds_prometheus_text_where_trtllm_serve_puts_it() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (url, _server) = rt.block_on(async {
+        let cfg = EngineConfig::from_names("llama-3.1-8b", "h100-sxm", "bf16".parse().unwrap()).unwrap();
+        let server = EngineServer::start(EngineServerConfig { speed: 4.0, ..EngineServerConfig::new(cfg) }).unwrap();
+        let app = goodput_sim::engine_server::app(server.clone());
+        let engine = server.clone();
+        let front = axum::Router::new()
+            .route("/metrics", axum::routing::get(|| async { axum::Json(serde_json::json!([{"iter": 1}])) }))
+            .route(
+                "/prometheus/metrics",
+                axum::routing::get(move || {
+                    let engine = engine.clone();
+                    async move { engine.prometheus() }
+                }),
+            )
+            .fallback_service(app);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(goodput_sim::server::serve(listener, front, std::future::pending()));
+        (url, server)
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    let o = Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["bench", "--url", &url, "-n", "8", "-c", "2", "--input-tokens", "32", "--output-tokens", "8"])
+        .args(["--metrics-interval", "200ms", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("/metrics serves no Prometheus text; the server's metrics are read at"), "{err}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let window = &v["server_signals"]["window"];
+    assert_eq!(window["counters"]["generation_tokens"]["delta"].as_f64(), Some(64.0), "{window}");
+    let urls = v["server_signals"]["urls"].to_string();
+    assert!(urls.contains("/prometheus/metrics"), "{urls}");
+    drop(rt);
+}
+
 /// The engine disaggregated into one prefill and one decode instance on a
 /// slow link (1 Gb/s: a 256-token prompt's KV takes 268 ms): a live bench
 /// reads vLLM's NIXL histogram as the window's mean KV transfer, equal to
