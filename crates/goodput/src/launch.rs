@@ -486,6 +486,12 @@ pub(crate) fn sizes(params: &ParamMap) -> (u32, u32, u32, u32) {
     (count("tp"), count("ep"), count("pp"), count("dp"))
 }
 
+/// The GPUs of one server of TP `tp`, EP `ep` and `pp` stages: its TP
+/// group times its stages times its expert-parallel ranks.
+fn server_gpus(tp: u32, ep: u32, pp: u32) -> u32 {
+    tp.saturating_mul(pp).saturating_mul(ep_ranks(tp, ep))
+}
+
 /// One server's knobs of a configuration's: TP `tp`, EP `ep` (its ranks as
 /// DP), no pools and no router.
 fn one_server(params: &ParamMap, tp: u32, ep: u32) -> ParamMap {
@@ -518,7 +524,7 @@ impl Servers {
             let mut instances = Vec::new();
             for (role, (n, tp, ep)) in [Role::Prefill, Role::Decode].into_iter().zip(all.pools(tp, ep)) {
                 let one = one_server(params, tp, ep);
-                let gpus = tp.saturating_mul(pp).saturating_mul(ep_ranks(tp, ep));
+                let gpus = server_gpus(tp, ep, pp);
                 instances.extend((0..n).map(|_| (role, one.clone(), gpus)));
             }
             Ok(Servers { spec: Some(all.spec()), policy: None, instances })
@@ -560,7 +566,7 @@ impl Servers {
             | (Server::Vllm | Server::Sglang | Server::Trtllm, RouterPolicy::PowerOfTwo, _) => "power_of_two",
             _ => return None,
         };
-        let gpus = tp.saturating_mul(pp).saturating_mul(ep_ranks(tp, ep));
+        let gpus = server_gpus(tp, ep, pp);
         let one = one_server(params, tp, ep);
         let instances = (0..units.min(MAX_INSTANCES)).map(|_| (Role::Replica, one.clone(), gpus)).collect();
         Some(Servers { spec: None, policy: Some(policy), instances })
@@ -974,13 +980,15 @@ pub fn set_commands(doc: &mut FrontierResult, server: Server, weights: &Weights,
     // Settled once: it is every configuration's.
     let drafter = weights.drafter();
     for c in &mut doc.configs {
-        let several = Servers::of(server, &c.params);
         // TensorRT-LLM's command is always a script: its options file first.
-        let script = server == Server::Trtllm || several.as_ref().is_some_and(Result::is_ok);
-        let started = match several {
-            _ if server == Server::Trtllm => trtllm::command(&c.params, weights, drafter.as_ref(), named, mem),
-            Some(servers) => servers.and_then(|s| servers_script(server, &s, weights, drafter.as_ref(), named, mem)),
-            None => serve_words(server, &c.params, weights, drafter.as_ref(), named, mem).map(|w| shell_words(&w)),
+        let (started, script) = match (server, Servers::of(server, &c.params)) {
+            (Server::Trtllm, _) => (trtllm::command(&c.params, weights, drafter.as_ref(), named, mem), true),
+            (_, Some(servers)) => {
+                (servers.and_then(|s| servers_script(server, &s, weights, drafter.as_ref(), named, mem)), true)
+            }
+            (_, None) => {
+                (serve_words(server, &c.params, weights, drafter.as_ref(), named, mem).map(|w| shell_words(&w)), false)
+            }
         };
         let script = script && started.is_ok();
         let (command, missing) = match started {

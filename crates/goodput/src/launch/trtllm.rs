@@ -21,7 +21,7 @@
 //! other than NVIDIA ModelOpt's FP8 and NVFP4 checkpoints unless given
 //! (`--serve-checkpoint`).
 
-use super::{health_wait, serve_words, servers_preamble, shell_words, sizes, while_alive};
+use super::{health_wait, serve_words, server_gpus, servers_preamble, shell_words, sizes, while_alive};
 use super::{Drafter, Role, Server, Servers, Weights};
 use goodput_core::doc::config::ep_ranks;
 use goodput_core::doc::frontier::ParamMap;
@@ -175,12 +175,12 @@ fn written(file: &str, lines: &[String]) -> String {
 
 /// The script that starts a configuration on TensorRT-LLM, or why there
 /// is none: one `trtllm-serve` on `$PORT`, its options written to a file
-/// first (removed when it ends); or, disaggregated, every unit's prefill
-/// (context) and decode (generation) servers on GPUs of their own and
-/// `trtllm-serve disaggregated` in front on `$PORT`, which picks each
-/// pool's server by its `load_balancing` router (the fewest requests in
-/// flight, ties in turn: the plan's least-loaded, which its pools are
-/// predicted with under TensorRT-LLM).
+/// first (removed when it ends); or several servers ([`servers_script`]):
+/// disaggregated, every unit's prefill (context) and decode (generation)
+/// servers behind `trtllm-serve disaggregated`, which picks each pool's
+/// server by its `load_balancing` router (the fewest requests in flight,
+/// ties in turn: the plan's least-loaded, which its pools are predicted
+/// with under TensorRT-LLM); replicas, behind SMG by the plan's router.
 pub(super) fn command(
     params: &ParamMap,
     weights: &Weights,
@@ -203,7 +203,7 @@ pub(super) fn command(
     let words = serve_words(Server::Trtllm, params, weights, drafter, named, mem)?;
     let options = options(params, drafter, mem, None)?;
     let (tp, ep, pp, _) = sizes(params);
-    let gpus = tp.saturating_mul(pp).saturating_mul(ep_ranks(tp, ep));
+    let gpus = server_gpus(tp, ep, pp);
     let mut s = format!(
         "# TensorRT-LLM's trtllm-serve on {gpus} GPU{}, with the options it takes from a file (--config) written to \
          one first, removed when it ends.\n\
