@@ -322,20 +322,32 @@ fn probe_parts(parts: &mut Vec<String>, probes: &[RequestRecord], by_model: &BTr
     }
 }
 
+/// What [`scraping`] sets up.
+struct Scraping {
+    /// The server's root.
+    base: String,
+    /// The HTTP client the scraper and the probes share.
+    http: reqwest::Client,
+    scraper: Scraper,
+    /// `<url>/metrics` where the metrics URL was not given but taken by
+    /// default: checked once the server answers ([`find_metrics`]).
+    default: Option<String>,
+}
+
 /// The server's root and the metrics URLs to scrape (`<url>/metrics`, or
 /// `--url` itself where it names them, and every `--metrics-url`), with the
 /// HTTP client the scraper and the probes share and the scraper itself; the
 /// key and URLs are registered as secrets to redact.
-fn scraping(a: &MonitorArgs) -> Result<(String, reqwest::Client, Scraper, Vec<String>)> {
+fn scraping(a: &MonitorArgs) -> Result<Scraping> {
     let url = a.url.as_deref().unwrap_or_default();
     crate::target::refuse_fragment(url)?;
     // The query of --url (a gateway's key) goes on the end of every path.
     let (path, query) = url.split_at(url.find(['?', '#']).unwrap_or(url.len()));
-    let (base, metrics) = match path.trim_end_matches('/').strip_suffix("/metrics") {
-        Some(root) => (normalize_base(&format!("{root}{query}")), url.to_string()),
+    let (base, metrics, default) = match path.trim_end_matches('/').strip_suffix("/metrics") {
+        Some(root) => (normalize_base(&format!("{root}{query}")), url.to_string(), false),
         None => {
             let b = normalize_base(url);
-            (b.clone(), join_url(&b, "/metrics"))
+            (b.clone(), join_url(&b, "/metrics"), true)
         }
     };
     let probe_client = Client::new(
@@ -357,10 +369,42 @@ fn scraping(a: &MonitorArgs) -> Result<(String, reqwest::Client, Scraper, Vec<St
     let mut secrets = goodput_load::client::secrets_of(a.api_key.as_deref(), &[], &a.header, url);
     a.metrics_url.iter().for_each(|u| secrets.add_url(u));
     goodput_core::util::redact::set_global(secrets);
+    let default = default.then(|| metrics.clone());
     let mut urls = vec![metrics];
     urls.extend(a.metrics_url.iter().cloned());
-    let scraper = Scraper::new(http.clone(), urls.clone(), a.interval, a.max_buffer);
-    Ok((base, http, scraper, urls))
+    let scraper = Scraper::new(http.clone(), urls, a.interval, a.max_buffer);
+    Ok(Scraping { base, http, scraper, default })
+}
+
+/// Where the server's Prometheus text is, when the metrics URL was taken by
+/// default (`<url>/metrics`): `Some(None)` where that one serves it (or
+/// nothing else does), `Some(Some(url))` where it serves none and
+/// TensorRT-LLM's `<url>/prometheus/metrics` does (trtllm-serve serves JSON
+/// at `/metrics`), and `None` while the server has not answered at all (asked
+/// again at the next scrape). As `bench` and `sweep` look for it.
+async fn find_metrics(
+    http: &reqwest::Client,
+    base: &str,
+    default: &str,
+    a: &MonitorArgs,
+    origin: Instant,
+) -> Option<Option<String>> {
+    let probe = |url: &str| Scraper::new(http.clone(), vec![url.to_string()], a.interval, a.max_buffer);
+    match probe(default).scrape_at(origin).await {
+        Ok((_, s)) if s.families > 0 => return Some(None),
+        // Not up yet: the scrape says so, and it is asked again.
+        Err(ScrapeError::Fetch { .. }) => return None,
+        // So slow that it kept the probe waiting: not probed again, as bench
+        // does not probe such a server at the second path.
+        Err(ScrapeError::Slow { .. }) => return Some(None),
+        // Answered, with no Prometheus text goodput reads, or an error status.
+        _ => {}
+    }
+    let other = join_url(base, "/prometheus/metrics");
+    match probe(&other).scrape_at(origin).await {
+        Ok((_, s)) if s.families > 0 => Some(Some(other)),
+        _ => Some(None),
+    }
 }
 
 pub async fn monitor(a: MonitorArgs) -> Result<ExitCode> {
@@ -423,7 +467,7 @@ async fn stop_on_signals(
 
 /// The watch itself, ended early by `stop`.
 async fn watch(a: MonitorArgs, alerts: Vec<Alert>, stop: tokio_util::sync::CancellationToken) -> Result<ExitCode> {
-    let (base, http, scraper, urls) = scraping(&a)?;
+    let Scraping { base, http, mut scraper, mut default } = scraping(&a)?;
     let origin = Instant::now();
 
     // Probes: a slow open loop of small real requests.
@@ -479,7 +523,7 @@ async fn watch(a: MonitorArgs, alerts: Vec<Alert>, stop: tokio_util::sync::Cance
     let mut non_finite: Vec<String> = Vec::new();
     goodput_core::tell!(
         "goodput monitor → {} every {}",
-        goodput_core::util::redact::scrub(&urls.join(", ")),
+        goodput_core::util::redact::scrub(&scraper.urls.join(", ")),
         goodput_core::util::duration_text(a.interval)
     );
     let mut tick = tokio::time::interval(a.interval);
@@ -489,6 +533,29 @@ async fn watch(a: MonitorArgs, alerts: Vec<Alert>, stop: tokio_util::sync::Cance
             biased;
             _ = stop.cancelled() => break,
             _ = tick.tick() => {}
+        }
+        // The default /metrics checked once the server answers: where it
+        // serves no Prometheus text and /prometheus/metrics does, the
+        // watch reads that from now on.
+        if let Some(d) = default.clone() {
+            let found = tokio::select! {
+                biased;
+                _ = stop.cancelled() => break,
+                f = find_metrics(&http, &base, &d, &a, origin) => f,
+            };
+            if let Some(found) = found {
+                default = None;
+                if let Some(other) = found {
+                    goodput_core::tell!(
+                        "[{:>7.1}s] note: {} serves no Prometheus text; the server's metrics are read at {} (where \
+                         TensorRT-LLM's trtllm-serve serves them)",
+                        origin.elapsed().as_secs_f64(),
+                        shown(&goodput_core::util::redact::redact_url(&d)),
+                        shown(&goodput_core::util::redact::redact_url(&other))
+                    );
+                    scraper.urls[0] = other;
+                }
+            }
         }
         // A scrape may wait for up to its timeout (the interval, or 2 s):
         // a stop ends it rather than waiting for it.
@@ -596,7 +663,7 @@ async fn watch(a: MonitorArgs, alerts: Vec<Alert>, stop: tokio_util::sync::Cance
     if !scraped_any && !probed_any && !stop.is_cancelled() {
         bail!(
             "no scrape of {} succeeded{} in the {} watched: is the server up, and its metrics at that address (--metrics-url)?",
-            goodput_core::util::redact::scrub(&urls.join(", ")),
+            goodput_core::util::redact::scrub(&scraper.urls.join(", ")),
             if probing { ", and no probe was answered," } else { "" },
             goodput_core::util::duration_text(a.duration.unwrap_or_default())
         );

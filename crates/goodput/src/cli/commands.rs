@@ -80,7 +80,7 @@ pub struct ManArgs {
 
 #[derive(Debug, Args)]
 pub struct MonitorArgs {
-    /// The server root (its /metrics is scraped) or a metrics URL ending in /metrics (or give it as --url).
+    /// The server root (its /metrics is scraped, or /prometheus/metrics where only that serves Prometheus text, as TensorRT-LLM's trtllm-serve does) or a metrics URL ending in /metrics (or give it as --url).
     #[arg(required_unless_present = "url_flag", conflicts_with = "url_flag")]
     pub url: Option<String>,
     /// The same as the URL given positionally, as bench and sweep take it.

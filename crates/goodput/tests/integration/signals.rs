@@ -544,26 +544,7 @@ fn the_embedded_engine_takes_vllms_own_balancing() {
 #[test]
 fn bench_finds_prometheus_text_where_trtllm_serve_puts_it() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let (url, _server) = rt.block_on(async {
-        let cfg = EngineConfig::from_names("llama-3.1-8b", "h100-sxm", "bf16".parse().unwrap()).unwrap();
-        let server = EngineServer::start(EngineServerConfig { speed: 4.0, ..EngineServerConfig::new(cfg) }).unwrap();
-        let app = goodput_sim::engine_server::app(server.clone());
-        let engine = server.clone();
-        let front = axum::Router::new()
-            .route("/metrics", axum::routing::get(|| async { axum::Json(serde_json::json!([{"iter": 1}])) }))
-            .route(
-                "/prometheus/metrics",
-                axum::routing::get(move || {
-                    let engine = engine.clone();
-                    async move { engine.prometheus() }
-                }),
-            )
-            .fallback_service(app);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(goodput_sim::server::serve(listener, front, std::future::pending()));
-        (url, server)
-    });
+    let (url, _server) = trtllm_like_front(&rt);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run.json");
     let o = Command::cargo_bin("goodput")
@@ -582,6 +563,58 @@ fn bench_finds_prometheus_text_where_trtllm_serve_puts_it() {
     let urls = v["server_signals"]["urls"].to_string();
     assert!(urls.contains("/prometheus/metrics"), "{urls}");
     drop(rt);
+}
+
+/// monitor finds the same text there, as bench does, and watches it: its
+/// lines show the engine's figures where they had said its metrics held no
+/// known signal. A --url that names /metrics is read as given.
+#[test]
+fn monitor_finds_prometheus_text_where_trtllm_serve_puts_it() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (url, _server) = trtllm_like_front(&rt);
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("mon.jsonl");
+    let rec_arg = rec.to_str().unwrap();
+    let (code, out, err) = monitor(&[&url, "--interval", "200ms", "--duration", "700ms", "--record", rec_arg]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(err.contains("/metrics serves no Prometheus text; the server's metrics are read at"), "{err}");
+    assert!(err.contains("/prometheus/metrics"), "{err}");
+    assert!(!out.contains("no known signal") && !err.contains("answered no Prometheus metric"), "{out}{err}");
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&rec).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(!lines.is_empty(), "{out}{err}");
+    // The engine is idle: none running, and the figure is read (not null).
+    assert!(lines.iter().all(|l| l["figures"]["running"].as_f64() == Some(0.0)), "{lines:?}");
+    // Named as /metrics, it is read as given: the JSON holds no signal.
+    let (code, out, err) = monitor(&[&format!("{url}/metrics"), "--interval", "200ms", "--duration", "500ms"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(!err.contains("serves no Prometheus text") && err.contains("answered no Prometheus metric"), "{out}{err}");
+    drop(rt);
+}
+
+/// The simulated engine behind a front that serves JSON at /metrics and the
+/// engine's Prometheus text at /prometheus/metrics, as trtllm-serve does.
+fn trtllm_like_front(rt: &tokio::runtime::Runtime) -> (String, Arc<EngineServer>) {
+    rt.block_on(async {
+        let cfg = EngineConfig::from_names("llama-3.1-8b", "h100-sxm", "bf16".parse().unwrap()).unwrap();
+        let server = EngineServer::start(EngineServerConfig { speed: 4.0, ..EngineServerConfig::new(cfg) }).unwrap();
+        let app = goodput_sim::engine_server::app(server.clone());
+        let engine = server.clone();
+        let front = axum::Router::new()
+            .route("/metrics", axum::routing::get(|| async { axum::Json(serde_json::json!([{"iter": 1}])) }))
+            .route(
+                "/prometheus/metrics",
+                axum::routing::get(move || {
+                    let engine = engine.clone();
+                    async move { engine.prometheus() }
+                }),
+            )
+            .fallback_service(app);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(goodput_sim::server::serve(listener, front, std::future::pending()));
+        (url, server)
+    })
 }
 
 /// The engine disaggregated into one prefill and one decode instance on a
