@@ -700,14 +700,21 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
     let mut rng = StdRng::seed_from_u64(LENGTHS_SEED);
     let load = match row.load {
         ReferenceLoad::MaxThroughput => {
-            // Enough requests for about ten generations of a full batch, so
-            // the drain at the end weighs little (trtllm-bench uses 1,000 to
-            // 30,000 for the same reason).
-            let cap = kv_capacity(&cfg)?;
-            let per_request = (row.input_tokens + row.output_tokens) as u64;
-            let seqs = u64::from(cfg.group_max_num_seqs());
-            let batch = (cap.tokens() / per_request).clamp(1, seqs);
-            let n = (10 * batch).clamp(1000, 30_000) as usize;
+            // What the benchmark sent, where the row says, a replica's share:
+            // its throughput is over the whole run, the drain at the end
+            // included. Else enough requests for about ten generations of a
+            // full batch, so the drain weighs little (trtllm-bench uses
+            // 1,000 to 30,000 for the same reason).
+            let n = match row.requests {
+                Some(sent) => (sent / replicas).max(1) as usize,
+                None => {
+                    let cap = kv_capacity(&cfg)?;
+                    let per_request = (row.input_tokens + row.output_tokens) as u64;
+                    let seqs = u64::from(cfg.group_max_num_seqs());
+                    let batch = (cap.tokens() / per_request).clamp(1, seqs);
+                    (10 * batch).clamp(1000, 30_000) as usize
+                }
+            };
             VirtualLoad::burst(vec![request; n])
         }
         ReferenceLoad::Concurrency(c) | ReferenceLoad::Batch(c) => {
@@ -1293,6 +1300,21 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
             cfg.validate().unwrap();
             assert_eq!((cfg.attention_ranks(), cfg.calibration.frontend_serial_us_per_output_token), (8, 0.0));
         }
+        // TensorRT-LLM's per-GPU tables of a later page: held out but for
+        // the one row of a calibration row's model, GPU, layout and shape;
+        // the DEP columns attention data-parallel over their GPUs with the
+        // experts over all of them.
+        let later = rows("trtllm-overview-1.2.csv");
+        assert_eq!(later.len(), 62);
+        for r in &later {
+            let calibration = r.split == Some(Split::Calibration);
+            assert_eq!(calibration, r.id == "trt12-70b-b200-tp1-1000-1000", "{}", r.id);
+            assert!(r.offline && r.load == ReferenceLoad::MaxThroughput, "{}", r.id);
+            let cfg = row_config(r, &ValidationOptions::default()).unwrap();
+            cfg.validate().unwrap();
+            let (ranks, ep) = if r.id.contains("-dep") { (r.gpus, r.gpus) } else { (1, 1) };
+            assert_eq!((cfg.attention_ranks(), r.ep), (ranks, ep), "{}", r.id);
+        }
         // genai-perf's closed loops: every row held out, every user started
         // together, 16-bit rows on a 16-bit cache.
         let dli = rows("nim-dli-closed-loop.csv");
@@ -1367,6 +1389,30 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
             let e = parse_csv(&format!("{header}\n{}\n", row(bad))).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
+    }
+
+    /// An offline row that gives its `requests` sends that many, its
+    /// replicas each their share (trtllm-bench's throughput is over the whole
+    /// run, its drain included); without, ten batches' worth.
+    #[test]
+    fn an_offline_row_sends_the_requests_it_gives() {
+        let header = "id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,requests,\
+                      metric,value,unit,source";
+        let row = |gpus: u32, requests: &str| {
+            format!(
+                "t,llama-3.1-8b,h100-sxm,{gpus},1,fp8,tensorrt-llm,64,8,max_throughput,,{requests},output_tokens_per_s,1,\
+                 tok/s,s"
+            )
+        };
+        let rows = parse_csv(&format!("{header}\n{}\n{}\n{}\n", row(1, "300"), row(2, "300"), row(1, ""))).unwrap();
+        let opts = ValidationOptions::default();
+        let sent = |k: usize| {
+            let (run, replicas) = simulate_row(&rows[k], &opts).unwrap();
+            (run.records.len(), replicas)
+        };
+        assert_eq!(sent(0), (300, 1));
+        assert_eq!(sent(1), (150, 2));
+        assert!(sent(2).0 >= 1000, "{:?}", sent(2));
     }
 
     #[test]
