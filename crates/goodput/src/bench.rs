@@ -166,6 +166,12 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
             goodput_core::tell!("warning: {w}");
             warnings.push(w);
         }
+        // A mixture of experts: the engine's throughput of such models is
+        // high on the public tables held out.
+        if let Some(w) = crate::serve::moe_warning(&a.sim.sim_model) {
+            goodput_core::tell!("warning: {w}");
+            warnings.push(w);
+        }
     }
     let interrupt = match parent {
         Some(p) => p.child(),

@@ -189,6 +189,7 @@ pub fn finish(
 fn engine_notes(a: &EstimateArgs, cfg: &EngineConfig, result: &RunResult) -> Vec<String> {
     let mut notes = Vec::new();
     notes.extend(goodput_sim::engine::accuracy::uncalibrated_note(&cfg.gpu));
+    notes.extend(goodput_sim::engine::accuracy::moe_note(&cfg.model));
     if result.summary.in_flight.mean >= LOADED_IN_FLIGHT {
         use goodput_sim::engine::accuracy::{ttft_note, Start};
         let start = if a.load.rate.is_some() || a.load.trace.is_some() {

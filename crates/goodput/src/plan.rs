@@ -609,6 +609,8 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         doc.notes.push(ttft_note(if search.trace.is_some() { Start::Schedule } else { Start::Apart }));
         // Its J/tok too: the power model's error on a GPU's measured steps.
         doc.notes.push(goodput_sim::engine::accuracy::energy_note());
+        // A mixture of experts' throughput, high on the tables held out.
+        doc.notes.extend(goodput_sim::engine::accuracy::moe_note(&search.model));
     }
     mark_uncalibrated(&mut doc);
     let weights = crate::launch::Weights {

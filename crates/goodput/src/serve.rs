@@ -173,6 +173,14 @@ pub(crate) fn uncalibrated_warning(gpu: &str) -> Option<String> {
     goodput_sim::engine::accuracy::uncalibrated_note(&goodput_sim::engine::GpuSpec::lookup(gpu).ok()?)
 }
 
+/// What a simulated engine of `model` should say when it is a mixture of
+/// experts (the engine's throughput of such models is high on the public
+/// tables held out); `None` for a dense model or a name the catalog does
+/// not know (refused elsewhere).
+pub(crate) fn moe_warning(model: &str) -> Option<String> {
+    goodput_sim::engine::accuracy::moe_note(&goodput_sim::engine::ModelSpec::lookup(model).ok()?)
+}
+
 /// The banner's words for a scheduler other than vLLM's, and SGLang's
 /// choice of rank where it is not its default.
 fn scheduler_words(cfg: &goodput_sim::engine::EngineConfig) -> String {
@@ -197,6 +205,9 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
     let engine = crate::cli::EngineArgs { engine_model: a.model.clone(), hw: a.hw.clone() };
     let cfg = goodput_sim::engine::EngineConfig::try_from(&engine)?;
     if let Some(note) = goodput_sim::engine::accuracy::uncalibrated_note(&cfg.gpu) {
+        goodput_core::tell!("note: {note}");
+    }
+    if let Some(note) = goodput_sim::engine::accuracy::moe_note(&cfg.model) {
         goodput_core::tell!("note: {note}");
     }
     let server = engine_server(cfg, served, a.speed, a.default_max_tokens, faults(&a.faults)?)?;

@@ -11,7 +11,7 @@
 //! `cargo test --release -p goodput-sim --lib -- --ignored quoted_accuracy`;
 //! a fast one holds docs/simulator.md's shipped row to them.
 
-use super::catalog::{GpuFamily, GpuSpec};
+use super::catalog::{GpuFamily, GpuSpec, ModelSpec};
 use goodput_core::doc::frontier::TTFT_ACCURACY_NOTE;
 
 /// Median |error| per metric (percent) over one set of reference rows.
@@ -71,6 +71,64 @@ pub const CDNA3_OCI_2024: FamilyCheck = FamilyCheck {
 /// too: the ratios would then be up to 6 % higher).
 pub const CDNA3_AMD_2025: FamilyCheck =
     FamilyCheck { latency_rows: 3, latency_error_pct: (-7.5, 6.7), throughput_rows: 4, throughput_ratio: (1.65, 1.84) };
+
+/// Mixtures of experts against TensorRT-LLM's later per-GPU saturation
+/// tables (`data/validation/trtllm-overview-1.2.csv`, held out: nothing
+/// was set on them), beside the dense models of the same tables
+/// (docs/simulator.md, "TensorRT-LLM's later per-GPU tables").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MoeCheck {
+    /// The mixture-of-experts rows, the signed median error of their
+    /// output tokens/s and its least and most, percent (positive: the
+    /// engine's throughput above the measured).
+    pub rows: usize,
+    pub median_pct: f64,
+    pub error_pct: (f64, f64),
+    /// The shapes whose batches are largest (1000/1000 and 1024/1024):
+    /// their rows and signed median, percent.
+    pub short_rows: usize,
+    pub short_median_pct: f64,
+    /// The dense rows and the median of their |error|, percent.
+    pub dense_rows: usize,
+    pub dense_median_abs_pct: f64,
+}
+
+/// The table's figures (a slow test recomputes them).
+pub const MOE_TRTLLM: MoeCheck = MoeCheck {
+    rows: 45,
+    median_pct: 34.0,
+    error_pct: (-21.7, 142.6),
+    short_rows: 18,
+    short_median_pct: 49.9,
+    dense_rows: 16,
+    dense_median_abs_pct: 3.5,
+};
+
+/// What a prediction of a mixture of experts should say: how far the
+/// engine's throughput was from TensorRT-LLM's published saturation runs
+/// of such models, held out, beside the dense models'. `None` for a dense
+/// model.
+pub fn moe_note(model: &ModelSpec) -> Option<String> {
+    model.moe?;
+    let c = MOE_TRTLLM;
+    Some(format!(
+        "{} is a mixture of experts: on TensorRT-LLM's published saturation throughputs of such models (held out, \
+         nothing fitted), the engine's output tokens/s were {:+.0} % off the measured at the median ({} rows, {:+.0} to \
+         {:+.0} %), {:+.0} % where batches were largest (1,000-token prompts and answers, {} rows), against {:.1} % off \
+         for dense models on the same tables ({} rows). Expect its throughput, and the cost and energy priced on it, \
+         to flatter this model, and most in the configurations that run the largest batches (docs/simulator.md, \
+         \"TensorRT-LLM's later per-GPU tables\")",
+        model.name,
+        c.median_pct,
+        c.rows,
+        c.error_pct.0,
+        c.error_pct.1,
+        c.short_median_pct,
+        c.short_rows,
+        c.dense_median_abs_pct,
+        c.dense_rows,
+    ))
+}
 
 /// The power model against the steps measured on an H200
 /// (`data/gpu/h200-step-times.csv`: bare PyTorch steps of the catalog's
@@ -341,6 +399,65 @@ mod tests {
             };
             assert_eq!(got, quoted, "the engine moved; quote its new figures (and docs/simulator.md's)");
         }
+    }
+
+    #[test]
+    fn a_mixture_of_experts_is_said_with_the_tables_figures() {
+        let model = |n: &str| ModelSpec::lookup(n).unwrap();
+        assert!(moe_note(&model("llama-3.1-70b")).is_none() && moe_note(&model("llama-3.1-8b")).is_none());
+        let note = moe_note(&model("qwen3-235b-a22b")).unwrap();
+        assert!(note.contains("is a mixture of experts"), "{note}");
+        assert!(note.contains("+34 % off the measured at the median (45 rows, -22 to +143 %)"), "{note}");
+        assert!(note.contains("+50 % where batches were largest") && note.contains("3.5 % off"), "{note}");
+        assert!(moe_note(&model("deepseek-r1")).is_some() && moe_note(&model("qwen3-30b-a3b")).is_some());
+        // docs/simulator.md's table gives the same figures.
+        let doc = include_str!("../../../../docs/simulator.md").split_whitespace().collect::<Vec<_>>().join(" ");
+        let c = MOE_TRTLLM;
+        let line = format!(
+            "| mixtures of experts, all ({}) | | {:.1} % ({:+.1} %; {:+.1} to {:+.1} %) |",
+            c.rows, c.median_pct, c.median_pct, c.error_pct.0, c.error_pct.1
+        )
+        .replace("-", "−");
+        assert!(doc.contains(&line), "docs/simulator.md has no line {line}");
+        let dense = format!("| dense, all ({}) | | **{:.1} %**", c.dense_rows, c.dense_median_abs_pct);
+        assert!(doc.contains(&dense), "docs/simulator.md has no line {dense}");
+    }
+
+    /// The mixtures of experts' figures recomputed from their table
+    /// (under a minute in release).
+    #[test]
+    #[ignore]
+    fn quoted_accuracy_of_the_moe_table_is_the_validators() {
+        let rows = parse_csv(include_str!("../../../../data/validation/trtllm-overview-1.2.csv")).unwrap();
+        let report = validate(&rows, &ValidationOptions::default()).unwrap();
+        let held: Vec<&crate::engine::validate::Prediction> =
+            report.predictions.iter().filter(|p| p.row.split == Some(Split::HeldOut)).collect();
+        let moe = |p: &&&crate::engine::validate::Prediction| ModelSpec::lookup(&p.row.model).unwrap().moe.is_some();
+        let sorted = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let pct = |x: f64| (x * 1000.0).round() / 10.0;
+        let median = |v: &[f64]| pct(goodput_core::percentile(v, 50.0).unwrap());
+        let all = sorted(held.iter().filter(moe).map(|p| p.rel_error).collect());
+        let short = sorted(
+            held.iter()
+                .filter(moe)
+                .filter(|p| p.row.input_tokens == p.row.output_tokens && p.row.input_tokens <= 1024)
+                .map(|p| p.rel_error)
+                .collect(),
+        );
+        let dense = sorted(held.iter().filter(|p| !moe(p)).map(|p| p.rel_error.abs()).collect());
+        let got = MoeCheck {
+            rows: all.len(),
+            median_pct: median(&all),
+            error_pct: (pct(all[0]), pct(all[all.len() - 1])),
+            short_rows: short.len(),
+            short_median_pct: median(&short),
+            dense_rows: dense.len(),
+            dense_median_abs_pct: median(&dense),
+        };
+        assert_eq!(got, MOE_TRTLLM, "the engine moved; quote its new figures (and docs/simulator.md's)");
     }
 
     /// docs/simulator.md's shipped held-out rows give the figures the

@@ -496,6 +496,7 @@ impl Sweep {
         let engine = self.points.iter().find_map(|p| p.result.engine.as_ref()).map(|e| &e.config);
         if let Some(c) = engine.filter(|_| self.config.estimate) {
             a.notes.extend(crate::serve::uncalibrated_warning(&c.gpu));
+            a.notes.extend(crate::serve::moe_warning(&c.model));
         }
         // Predicted energy: how far the power model was from a GPU's steps.
         if self.config.estimate && self.points.iter().any(|p| p.result.energy.is_some()) {

@@ -140,27 +140,33 @@ fn native_apis_measure_the_embedded_engine() {
 /// A simulated engine on a GPU of an uncalibrated family (run on Hopper's
 /// constants) says so: bench's embedded engine in its warnings, on standard
 /// error and in the document; serve as it starts. A calibrated GPU says
-/// nothing of it.
+/// nothing of it. So is a mixture of experts, whose throughput the engine
+/// puts high on the public tables held out, and a dense model is not.
 #[test]
 fn an_uncalibrated_gpu_is_said_by_bench_and_serve() {
     use crate::cmd::Kill;
     use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
-    let bench = |gpu: &str| {
-        let out = dir.path().join(format!("{gpu}.json"));
+    let bench = |gpu: &str, model: &str| {
+        let out = dir.path().join(format!("{gpu}-{model}.json"));
         goodput()
-            .args(["bench", "-q", "-n", "2", "-c", "1", "--output-tokens", "4", "--sim-gpu", gpu, "-o"])
+            .args(["bench", "-q", "-n", "2", "-c", "1", "--output-tokens", "4", "--sim-gpu", gpu])
+            .args(["--sim-model", model, "-o"])
             .arg(&out)
             .assert()
             .success();
         read_json(&out)["warnings"].to_string()
     };
-    let amd = bench("mi300x");
+    let amd = bench("mi300x", "llama-3.1-8b");
     assert!(amd.contains("MI300X (cdna3) is uncalibrated: it runs on Hopper's constants"), "{amd}");
-    assert!(!bench("h100").contains("uncalibrated"));
+    assert!(!amd.contains("mixture of experts"), "{amd}");
+    let h100 = bench("h100", "llama-3.1-8b");
+    assert!(!h100.contains("uncalibrated") && !h100.contains("mixture of experts"), "{h100}");
+    let moe = bench("h100", "qwen3-30b-a3b");
+    assert!(moe.contains("Qwen3-30B-A3B is a mixture of experts") && moe.contains("(45 rows"), "{moe}");
     let bin = assert_cmd::cargo::cargo_bin("goodput");
     let mut child = std::process::Command::new(bin)
-        .args(["serve", "--port", "0", "--profile", "engine", "--gpu", "a100"])
+        .args(["serve", "--port", "0", "--profile", "engine", "--gpu", "a100", "--model", "qwen3-30b-a3b"])
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -175,6 +181,7 @@ fn an_uncalibrated_gpu_is_said_by_bench_and_serve() {
         before.iter().any(|l| l.starts_with("note: A100 80GB (ampere) is uncalibrated: it runs on Hopper's constants")),
         "{before:?}"
     );
+    assert!(before.iter().any(|l| l.starts_with("note: Qwen3-30B-A3B is a mixture of experts")), "{before:?}");
 }
 
 /// `goodput serve` (the real binary, on a free port) speaks every API bench

@@ -27,6 +27,11 @@ fn estimate_takes_pipeline_and_expert_parallelism_and_counts_their_gpus() {
     assert_eq!((e["ep"].as_u64(), e["dp"].as_u64(), e.get("pp")), (Some(4), Some(4), None), "{e}");
     assert_eq!(ep["energy"]["gpus"].as_u64(), Some(4));
     assert_eq!(ep["summary"]["requests"]["completed"].as_u64(), Some(64));
+    // A mixture of experts carries its throughput's error on the tables
+    // held out; the dense 70B does not.
+    let notes = ep["engine"]["notes"].to_string();
+    assert!(notes.contains("Qwen3-30B-A3B is a mixture of experts"), "{notes}");
+    assert!(!pp["engine"]["notes"].to_string().contains("mixture of experts"), "{}", pp["engine"]["notes"]);
     // Each of its four ranks keeps its own cache, a quarter of the group's:
     // the most one request holds. A group of one rank (TP = EP) has no share.
     let (whole, rank) = (ep["engine"]["kv_capacity_tokens"].as_u64().unwrap(), ep["engine"]["kv_rank_tokens"].as_u64());

@@ -772,6 +772,9 @@ fn sglangs_dp_attention_cap_is_named_for_the_group() {
         .assert()
         .success();
     let doc = read_json(&out);
+    // A mixture of experts: its throughput's error on the tables held out is said.
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("Qwen3-30B-A3B is a mixture of experts") && notes.contains("(45 rows"), "{notes}");
     let configs = doc["configs"].as_array().unwrap();
     let group = configs.iter().find(|c| c["params"]["ep"] == "2").unwrap_or_else(|| panic!("{doc}"));
     use goodput_sim::engine::{EngineConfig, Precision, SchedulerPolicy};

@@ -410,6 +410,8 @@ pub async fn predict(
     }
     analyze_frontier(&mut doc);
     crate::plan::mark_uncalibrated(&mut doc);
+    // A mixture of experts' throughput, high on the tables held out.
+    doc.notes.extend(crate::serve::moe_warning(&model));
     let p = beside(out, "predicted", "json");
     crate::output::write_document(&p, &doc, "predicted frontier")?;
     if !a.output.quiet {
