@@ -441,8 +441,9 @@ pub struct EngineSettings {
     /// TensorRT-LLM's in-flight batching.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mixed_batches: Option<bool>,
-    /// The GPU's family (`hopper`, `ampere`, `ada`, `blackwell`, `cdna3`,
-    /// `cdna4`), whose constants the step times come from.
+    /// The GPU's family (`hopper`, `ampere`, `ada`, `blackwell`,
+    /// `blackwell-rtx`, `cdna3`, `cdna4`), whose constants the step times
+    /// come from.
     pub gpu_family: String,
     /// Whether that family's constants were fitted to public measurements
     /// of it (`hopper`'s and `blackwell`'s are); `false`: it runs on Hopper's constants,

@@ -72,6 +72,24 @@ pub const CDNA3_OCI_2024: FamilyCheck = FamilyCheck {
 pub const CDNA3_AMD_2025: FamilyCheck =
     FamilyCheck { latency_rows: 3, latency_error_pct: (-7.5, 6.7), throughput_rows: 4, throughput_ratio: (1.65, 1.84) };
 
+/// A group of rows of one public table and the least and most of the
+/// engine's errors on them, percent (positive: the engine's throughput
+/// above the measured).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RowsCheck {
+    pub rows: usize,
+    pub error_pct: (f64, f64),
+}
+
+/// The RTX PRO 6000 (an uncalibrated family, on Hopper's constants)
+/// against TensorRT-LLM's tables of it (`data/validation/
+/// trtllm-rtx-pro-6000.csv`, FP4, held out): Llama-3.3-70B on one GPU,
+/// Qwen3-30B-A3B on one, and mixtures of experts over 2 and 8 GPUs
+/// joined by PCIe (attention data-parallel, experts over all).
+pub const RTX_PRO_DENSE: RowsCheck = RowsCheck { rows: 3, error_pct: (1.8, 4.4) };
+pub const RTX_PRO_MOE_ONE: RowsCheck = RowsCheck { rows: 5, error_pct: (-11.3, 14.6) };
+pub const RTX_PRO_MOE_PCIE: RowsCheck = RowsCheck { rows: 8, error_pct: (-23.1, 44.1) };
+
 /// Mixtures of experts against TensorRT-LLM's later per-GPU saturation
 /// tables (`data/validation/trtllm-overview-1.2.csv`, held out: nothing
 /// was set on them), beside the dense models of the same tables
@@ -209,6 +227,27 @@ fn family_note(gpu: &str, family: GpuFamily) -> String {
                 new.latency_rows,
             )
         }
+        GpuFamily::BlackwellRtx => {
+            let (d, one, pcie) = (RTX_PRO_DENSE, RTX_PRO_MOE_ONE, RTX_PRO_MOE_PCIE);
+            format!(
+                "{gpu} ({}) is uncalibrated: it runs on Hopper's constants, not fitted to this family, and its FP8 and \
+                 16-bit peaks are its data sheet's FP4 figure halved, not printed there. On TensorRT-LLM's published \
+                 saturation throughputs of it (FP4, held out), the engine's output tokens/s were {:+.0} to {:+.0} % off \
+                 the measured for Llama-3.3-70B on one GPU ({} rows), {:+.0} to {:+.0} % for Qwen3-30B-A3B on one ({} \
+                 rows) and {:+.0} to {:+.0} % for mixtures of experts over 2 and 8 GPUs joined by PCIe ({} rows); its \
+                 FP8 and 16-bit figures are unchecked (docs/simulator.md, \"Not calibrated (yet)\")",
+                family.as_str(),
+                d.error_pct.0,
+                d.error_pct.1,
+                d.rows,
+                one.error_pct.0,
+                one.error_pct.1,
+                one.rows,
+                pcie.error_pct.0,
+                pcie.error_pct.1,
+                pcie.rows,
+            )
+        }
         _ => format!(
             "{gpu} ({}) is uncalibrated: it runs on Hopper's constants, which no public measurement of this family \
              has checked (docs/simulator.md, \"Not calibrated (yet)\"); expect larger errors",
@@ -317,6 +356,54 @@ mod tests {
                 && mi355x.contains("which no public measurement of this family has checked"),
             "{mi355x}"
         );
+    }
+
+    #[test]
+    fn the_rtx_pro_6000_is_said_with_its_tables_figures() {
+        let note = uncalibrated_note(&GpuSpec::lookup("rtx-pro-6000").unwrap()).unwrap();
+        assert!(
+            note.starts_with("RTX PRO 6000 (blackwell-rtx) is uncalibrated: it runs on Hopper's constants"),
+            "{note}"
+        );
+        assert!(note.contains("its data sheet's FP4 figure halved"), "{note}");
+        assert!(note.contains("+2 to +4 % off the measured for Llama-3.3-70B on one GPU (3 rows)"), "{note}");
+        assert!(note.contains("-11 to +15 % for Qwen3-30B-A3B on one (5 rows)"), "{note}");
+        assert!(
+            note.contains("-23 to +44 % for mixtures of experts over 2 and 8 GPUs joined by PCIe (8 rows)"),
+            "{note}"
+        );
+        // docs/simulator.md's table gives the same figures.
+        let doc = include_str!("../../../../docs/simulator.md").split_whitespace().collect::<Vec<_>>().join(" ");
+        for (what, c) in [
+            ("Llama-3.3-70B, one GPU", RTX_PRO_DENSE),
+            ("Qwen3-30B-A3B, one GPU", RTX_PRO_MOE_ONE),
+            ("mixtures of experts over 2 and 8 GPUs (PCIe)", RTX_PRO_MOE_PCIE),
+        ] {
+            let range = format!("{:+.1} to {:+.1} %", c.error_pct.0, c.error_pct.1).replace("-", "−");
+            let line = format!("| {what} ({}) | {range} |", c.rows);
+            assert!(doc.contains(&line), "docs/simulator.md has no line {line}");
+        }
+    }
+
+    /// The RTX PRO 6000's figures recomputed from its table (seconds in
+    /// release).
+    #[test]
+    #[ignore]
+    fn quoted_accuracy_of_the_rtx_pro_6000_table_is_the_validators() {
+        let rows = parse_csv(include_str!("../../../../data/validation/trtllm-rtx-pro-6000.csv")).unwrap();
+        let report = validate(&rows, &ValidationOptions::default()).unwrap();
+        let group = |keep: &dyn Fn(&crate::engine::validate::ReferenceRow) -> bool| {
+            let mut v: Vec<f64> =
+                report.predictions.iter().filter(|p| keep(&p.row)).map(|p| p.rel_error * 100.0).collect();
+            v.sort_by(f64::total_cmp);
+            let round = |x: f64| (x * 10.0).round() / 10.0;
+            RowsCheck { rows: v.len(), error_pct: (round(v[0]), round(v[v.len() - 1])) }
+        };
+        let moe = |r: &crate::engine::validate::ReferenceRow| ModelSpec::lookup(&r.model).unwrap().moe.is_some();
+        assert_eq!(group(&|r| !moe(r) && r.gpus == 1), RTX_PRO_DENSE, "quote the new figures");
+        assert_eq!(group(&|r| moe(r) && r.gpus == 1), RTX_PRO_MOE_ONE, "quote the new figures");
+        assert_eq!(group(&|r| moe(r) && r.gpus > 1), RTX_PRO_MOE_PCIE, "quote the new figures");
+        assert_eq!(report.predictions.len(), 16);
     }
 
     #[test]

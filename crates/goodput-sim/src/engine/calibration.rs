@@ -107,7 +107,12 @@ impl Calibration {
             // reach a smaller share of Blackwell's peak, and its paged
             // attention a smaller share of its bandwidth, than Hopper's do.
             GpuFamily::Blackwell => Calibration { eta_compute: 0.40, eta_kv: 0.55, ..hopper },
-            GpuFamily::Hopper | GpuFamily::Ampere | GpuFamily::Ada | GpuFamily::Cdna3 | GpuFamily::Cdna4 => hopper,
+            GpuFamily::Hopper
+            | GpuFamily::Ampere
+            | GpuFamily::Ada
+            | GpuFamily::BlackwellRtx
+            | GpuFamily::Cdna3
+            | GpuFamily::Cdna4 => hopper,
         }
     }
 

@@ -1274,7 +1274,14 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
     fn the_repositorys_reference_files_parse() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/validation");
         let rows = |f: &str| parse_csv(&std::fs::read_to_string(dir.join(f)).unwrap()).unwrap();
-        for f in ["public.csv", "nim-closed-loop.csv", "sglang-open-loop.csv", "oci-mi300x.csv", "amd-mi300x.csv"] {
+        for f in [
+            "public.csv",
+            "nim-closed-loop.csv",
+            "sglang-open-loop.csv",
+            "oci-mi300x.csv",
+            "amd-mi300x.csv",
+            "trtllm-rtx-pro-6000.csv",
+        ] {
             assert!(!rows(f).is_empty(), "{f}");
         }
         // Held out but for five of the dense B200 rows (Blackwell's

@@ -476,10 +476,10 @@ pub const DEFAULT_ENGINE_MODEL: &str = "llama-3.1-8b";
 /// `--model` means the served model in commands that talk to a server).
 #[derive(Debug, Clone, Args)]
 pub struct EngineHwArgs {
-    /// GPU: h100-sxm, h100-pcie, h200, a100-80gb, l40s, l4, b200, gb200, b300, gb300, mi300x, mi325x, mi355x.
+    /// GPU: h100-sxm, h100-pcie, h200, a100-80gb, l40s, l4, b200, gb200, b300, gb300, rtx-pro-6000, mi300x, mi325x, mi355x.
     #[arg(long, default_value = "h100-sxm", help_heading = "Simulated engine")]
     pub gpu: String,
-    /// Weight precision: bf16, fp8, int8, int4 (weight-only), fp4 (NVFP4 on Blackwell: b200, gb200, b300, gb300; MXFP4 on mi355x), or auto: the checkpoint's (a config.json's quantization_config; deepseek-v3's fp8), else bf16.
+    /// Weight precision: bf16, fp8, int8, int4 (weight-only), fp4 (NVFP4 on Blackwell: b200, gb200, b300, gb300, rtx-pro-6000; MXFP4 on mi355x), or auto: the checkpoint's (a config.json's quantization_config; deepseek-v3's fp8), else bf16.
     #[arg(long, default_value = "auto", help_heading = "Simulated engine")]
     pub precision: String,
     /// KV-cache dtype: auto (the activation dtype) or fp8.

@@ -15,16 +15,20 @@ pub enum GpuFamily {
     Ada,
     Hopper,
     Blackwell,
+    /// Blackwell's workstation and server cards (GB202, sm_120): GDDR7,
+    /// PCIe, and tensor cores of their own, apart from the B200's.
+    BlackwellRtx,
     Cdna3,
     Cdna4,
 }
 
 impl GpuFamily {
-    pub const ALL: [GpuFamily; 6] = [
+    pub const ALL: [GpuFamily; 7] = [
         GpuFamily::Ampere,
         GpuFamily::Ada,
         GpuFamily::Hopper,
         GpuFamily::Blackwell,
+        GpuFamily::BlackwellRtx,
         GpuFamily::Cdna3,
         GpuFamily::Cdna4,
     ];
@@ -35,6 +39,7 @@ impl GpuFamily {
             GpuFamily::Ada => "ada",
             GpuFamily::Hopper => "hopper",
             GpuFamily::Blackwell => "blackwell",
+            GpuFamily::BlackwellRtx => "blackwell-rtx",
             GpuFamily::Cdna3 => "cdna3",
             GpuFamily::Cdna4 => "cdna4",
         }
@@ -145,6 +150,15 @@ fn four_hundred() -> f64 {
 //   → 5, BF16 180 dense → 2.5, NVLink 5 130 TB/s → 1.8 TB/s); 1,400 W per
 //   GPU. Blackwell Ultra's doubled attention exponentials (SFU) are not in
 //   the model, whose attention is matrix work and KV reads.
+// - RTX PRO 6000: NVIDIA RTX PRO 6000 Blackwell (Server and Workstation
+//   Editions) data sheets: 96 GB GDDR7 with ECC, 1,792 GB/s (a 512-bit bus
+//   at 28 Gbps), 4,000 AI TOPS of FP4 with sparsity → 2,000 dense, 600 W,
+//   PCIe Gen5 x16 (64 GB/s per direction), no NVLink. The data sheets give
+//   no dense FP8 or 16-bit tensor figure: FP8 1,000 and BF16 500 are the
+//   FP4 figure halved and halved again, the ratio every Blackwell tensor
+//   core has (B200's 9 / 4.5 / 2.25 PFLOPS; the professional cards, unlike
+//   GeForce's, accumulate 16-bit products in FP32 at full rate). Derived,
+//   not printed: the family is uncalibrated and says so.
 // - MI300X: AMD Instinct MI300X data sheet (BF16 1,307 / FP8 2,615 TFLOPS
 //   dense, 5.3 TB/s, Infinity Fabric 896 GB/s aggregate, 750 W).
 // - MI325X: AMD Instinct MI325X data sheet (the MI300X's compute, 256 GB
@@ -163,7 +177,7 @@ fn four_hundred() -> f64 {
 // measurements put it at 10–15 % of TDP on HBM parts (arXiv:2605.23918
 // measures the CUDA context at 26–50 W above bare idle on H100 and A100, 66 W
 // on the GDDR6 L40S); the figures below are those shares, ±50 %.
-static GPUS: [GpuEntry; 13] = [
+static GPUS: [GpuEntry; 14] = [
     GpuEntry {
         aliases: &["h100-sxm", "h100", "h100-sxm5", "h100-80gb", "h100-sxm-80gb"],
         name: "H100 SXM",
@@ -358,6 +372,29 @@ static GPUS: [GpuEntry; 13] = [
         network_gbps: 400.0,
         tdp_w: 1400.0,
         idle_w: 190.0,
+    },
+    GpuEntry {
+        aliases: &[
+            "rtx-pro-6000",
+            "rtx-pro-6000-blackwell",
+            "rtx-pro-6000-server",
+            "rtx-pro-6000-blackwell-server-edition",
+            "rtx-pro-6000-se",
+            "rtx-6000-pro",
+            "rtxpro6000",
+        ],
+        name: "RTX PRO 6000",
+        family: GpuFamily::BlackwellRtx,
+        memory_gib: 96.0,
+        bandwidth_tb_s: 1.792,
+        bf16_tflops: 500.0,
+        fp8_tflops: Some(1000.0),
+        fp4_tflops: Some(2000.0),
+        interconnect_gb_s: 64.0,
+        nvlink_domain: 8,
+        network_gbps: 200.0,
+        tdp_w: 600.0,
+        idle_w: 75.0,
     },
 ];
 

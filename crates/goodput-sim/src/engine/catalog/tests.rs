@@ -216,7 +216,7 @@ fn fp4_parses_and_runs_only_where_the_tensor_cores_have_it() {
         assert!(matches!(err, Error::PrecisionUnsupported { .. }));
         // AMD's are matrix cores.
         let cores = if gpu.starts_with("mi") { "no FP4 matrix cores" } else { "no FP4 tensor cores" };
-        assert!(text.contains(cores) && text.contains("(b200, gb200, b300, gb300, mi355x)"), "{text}");
+        assert!(text.contains(cores) && text.contains("(b200, gb200, b300, gb300, mi355x, rtx-pro-6000)"), "{text}");
     }
     // The fix offered runs on the GPU: FP8 on Hopper, not on Ampere.
     let a100 = GpuSpec::lookup("a100").unwrap().peak_flops(Precision::Fp4).unwrap_err().to_string();
@@ -236,6 +236,9 @@ fn hopper_and_blackwell_datasheets_and_power() {
         ("gb300", 279.0, 8.0, 2500.0, Some(5000.0), Some(15_000.0), 900.0, 1400.0),
         ("mi325x", 256.0, 6.0, 1307.0, Some(2615.0), None, 448.0, 1000.0),
         ("mi355x", 288.0, 8.0, 2517.0, Some(5033.0), Some(10_066.0), 537.6, 1400.0),
+        // The data sheet's FP4 with sparsity halved; FP8 and BF16 halved
+        // from it again (derived: the family is uncalibrated), PCIe Gen5.
+        ("rtx-pro-6000", 96.0, 1.792, 500.0, Some(1000.0), Some(2000.0), 64.0, 600.0),
     ];
     for (alias, mem, bw, bf16, fp8, fp4, link, tdp) in cases {
         let g = GpuSpec::lookup(alias).unwrap();
