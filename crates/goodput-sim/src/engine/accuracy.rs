@@ -373,7 +373,7 @@ mod tests {
             "{note}"
         );
         // docs/simulator.md's table gives the same figures.
-        let doc = include_str!("../../../../docs/simulator.md").split_whitespace().collect::<Vec<_>>().join(" ");
+        let doc = simulator_doc();
         for (what, c) in [
             ("Llama-3.3-70B, one GPU", RTX_PRO_DENSE),
             ("Qwen3-30B-A3B, one GPU", RTX_PRO_MOE_ONE),
@@ -434,6 +434,12 @@ mod tests {
         assert!(note.contains("sequences -33 to +1 %, -25 % at the median (36 steps)"), "{note}");
     }
 
+    /// docs/simulator.md with its whitespace runs as single spaces: the
+    /// prose wraps where it likes.
+    fn simulator_doc() -> String {
+        include_str!("../../../../docs/simulator.md").split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
     /// The line docs/simulator.md gives for a check.
     fn check_line(c: FamilyCheck) -> String {
         format!(
@@ -450,8 +456,7 @@ mod tests {
     /// docs/simulator.md's MI300X section gives the figures the note quotes.
     #[test]
     fn docs_give_the_quoted_mi300x_figures() {
-        // The prose wraps where it likes.
-        let doc = include_str!("../../../../docs/simulator.md").split_whitespace().collect::<Vec<_>>().join(" ");
+        let doc = simulator_doc();
         for c in [CDNA3_OCI_2024, CDNA3_AMD_2025] {
             let line = check_line(c);
             assert!(doc.contains(&line), "docs/simulator.md has no line {line}");
@@ -498,7 +503,7 @@ mod tests {
         assert!(note.contains("+50 % where batches were largest") && note.contains("3.5 % off"), "{note}");
         assert!(moe_note(&model("deepseek-r1")).is_some() && moe_note(&model("qwen3-30b-a3b")).is_some());
         // docs/simulator.md's table gives the same figures.
-        let doc = include_str!("../../../../docs/simulator.md").split_whitespace().collect::<Vec<_>>().join(" ");
+        let doc = simulator_doc();
         let c = MOE_TRTLLM;
         let line = format!(
             "| mixtures of experts, all ({}) | | {:.1} % ({:+.1} %; {:+.1} to {:+.1} %) |",
