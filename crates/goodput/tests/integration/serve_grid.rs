@@ -125,9 +125,23 @@ fn a_grid_of_server_configurations_gives_a_measured_frontier() {
         (|i: usize| at_peak(&c[i], "output_tokens_per_s"), |i: usize| at_peak(&c[i], "tokens_per_s_per_user"));
     assert!(tput(2) > 2.0 * tput(0), "16 sequences at once serve more than 1: {} vs {}", tput(2), tput(0));
     assert!(tput(1) > tput(0), "4 sequences serve more than 1");
-    // About 1.7 times here; the margin leaves room for a loaded machine's
-    // timer delays, which slow the faster steps most.
-    assert!(user(0) > 1.2 * user(2), "one sequence at a time is faster per user: {} vs {}", user(0), user(2));
+    // One sequence at a time is faster per user: a user's token waits for a
+    // step, and a step of sixteen is longer than a step of one (and writes
+    // sixteen streams). The wall clock keeps that order on any machine; by
+    // how much is the engine's step time, checked in virtual time below (a
+    // ratio asserted here had failed on a machine whose both cores were
+    // kept busy: 1.16 against 1.2, where the engine's own is 1.25).
+    assert!(user(0) > user(2), "one sequence at a time is faster per user: {} vs {}", user(0), user(2));
+    let tpot = |seqs: &str| {
+        let doc = crate::cmd::estimate_doc(
+            dir.path(),
+            &format!("seqs{seqs}.json"),
+            &[&["--max-num-seqs", seqs], LOAD].concat(),
+        );
+        doc["summary"]["tpot_ms"]["p50"].as_f64().unwrap()
+    };
+    let (one, sixteen) = (tpot("1"), tpot("16"));
+    assert!(sixteen > 1.2 * one, "in virtual time a step of sixteen is longer: TPOT {sixteen} ms vs {one} ms");
     assert!(!doc["frontier"].as_array().unwrap().is_empty());
     assert!(doc["best"]["reason"].as_str().unwrap().contains("per dollar"));
     // Each server's log and its own sweep document, beside -o.
