@@ -83,12 +83,15 @@ pub struct RowsCheck {
 
 /// The RTX PRO 6000 (an uncalibrated family, on Hopper's constants)
 /// against TensorRT-LLM's tables of it (`data/validation/
-/// trtllm-rtx-pro-6000.csv`, FP4, held out): Llama-3.3-70B on one GPU,
-/// Qwen3-30B-A3B on one, and mixtures of experts over 2 and 8 GPUs
-/// joined by PCIe (attention data-parallel, experts over all).
+/// trtllm-rtx-pro-6000.csv`, FP4, held out): Llama-3.3-70B on one GPU and
+/// as two pipeline stages, Qwen3-30B-A3B on one, and mixtures of experts
+/// over 2 and 8 GPUs joined by PCIe (attention data-parallel, experts over
+/// all), without and with two pipeline stages.
 pub const RTX_PRO_DENSE: RowsCheck = RowsCheck { rows: 3, error_pct: (1.8, 4.4) };
+pub const RTX_PRO_DENSE_PP: RowsCheck = RowsCheck { rows: 4, error_pct: (0.2, 9.1) };
 pub const RTX_PRO_MOE_ONE: RowsCheck = RowsCheck { rows: 5, error_pct: (-11.3, 14.6) };
 pub const RTX_PRO_MOE_PCIE: RowsCheck = RowsCheck { rows: 8, error_pct: (-23.1, 44.1) };
+pub const RTX_PRO_MOE_PP: RowsCheck = RowsCheck { rows: 7, error_pct: (-14.8, 1.9) };
 
 /// Mixtures of experts against TensorRT-LLM's later per-GPU saturation
 /// tables (`data/validation/trtllm-overview-1.2.csv`, held out: nothing
@@ -228,24 +231,26 @@ fn family_note(gpu: &str, family: GpuFamily) -> String {
             )
         }
         GpuFamily::BlackwellRtx => {
-            let (d, one, pcie) = (RTX_PRO_DENSE, RTX_PRO_MOE_ONE, RTX_PRO_MOE_PCIE);
+            let range = |c: RowsCheck| format!("{:+.0} to {:+.0} %", c.error_pct.0, c.error_pct.1);
             format!(
                 "{gpu} ({}) is uncalibrated: it runs on Hopper's constants, not fitted to this family, and its FP8 and \
                  16-bit peaks are its data sheet's FP4 figure halved, not printed there. On TensorRT-LLM's published \
-                 saturation throughputs of it (FP4, held out), the engine's output tokens/s were {:+.0} to {:+.0} % off \
-                 the measured for Llama-3.3-70B on one GPU ({} rows), {:+.0} to {:+.0} % for Qwen3-30B-A3B on one ({} \
-                 rows) and {:+.0} to {:+.0} % for mixtures of experts over 2 and 8 GPUs joined by PCIe ({} rows); its \
-                 FP8 and 16-bit figures are unchecked (docs/simulator.md, \"Not calibrated (yet)\")",
+                 saturation throughputs of it (FP4, held out), the engine's output tokens/s were {} off the measured \
+                 for Llama-3.3-70B on one GPU ({} rows) and {} as two pipeline stages ({}), {} for Qwen3-30B-A3B on one \
+                 ({}), and for mixtures of experts over GPUs joined by PCIe {} with attention data-parallel over 2 and \
+                 8 ({}) and {} with two pipeline stages of it ({}); its FP8 and 16-bit figures are unchecked \
+                 (docs/simulator.md, \"Not calibrated (yet)\")",
                 family.as_str(),
-                d.error_pct.0,
-                d.error_pct.1,
-                d.rows,
-                one.error_pct.0,
-                one.error_pct.1,
-                one.rows,
-                pcie.error_pct.0,
-                pcie.error_pct.1,
-                pcie.rows,
+                range(RTX_PRO_DENSE),
+                RTX_PRO_DENSE.rows,
+                range(RTX_PRO_DENSE_PP),
+                RTX_PRO_DENSE_PP.rows,
+                range(RTX_PRO_MOE_ONE),
+                RTX_PRO_MOE_ONE.rows,
+                range(RTX_PRO_MOE_PCIE),
+                RTX_PRO_MOE_PCIE.rows,
+                range(RTX_PRO_MOE_PP),
+                RTX_PRO_MOE_PP.rows,
             )
         }
         _ => format!(
@@ -367,17 +372,18 @@ mod tests {
         );
         assert!(note.contains("its data sheet's FP4 figure halved"), "{note}");
         assert!(note.contains("+2 to +4 % off the measured for Llama-3.3-70B on one GPU (3 rows)"), "{note}");
-        assert!(note.contains("-11 to +15 % for Qwen3-30B-A3B on one (5 rows)"), "{note}");
-        assert!(
-            note.contains("-23 to +44 % for mixtures of experts over 2 and 8 GPUs joined by PCIe (8 rows)"),
-            "{note}"
-        );
+        assert!(note.contains("and +0 to +9 % as two pipeline stages (4)"), "{note}");
+        assert!(note.contains("-11 to +15 % for Qwen3-30B-A3B on one (5)"), "{note}");
+        assert!(note.contains("-23 to +44 % with attention data-parallel over 2 and 8 (8)"), "{note}");
+        assert!(note.contains("-15 to +2 % with two pipeline stages of it (7)"), "{note}");
         // docs/simulator.md's table gives the same figures.
         let doc = simulator_doc();
         for (what, c) in [
             ("Llama-3.3-70B, one GPU", RTX_PRO_DENSE),
+            ("Llama-3.3-70B, two pipeline stages on two GPUs", RTX_PRO_DENSE_PP),
             ("Qwen3-30B-A3B, one GPU", RTX_PRO_MOE_ONE),
-            ("mixtures of experts over 2 and 8 GPUs (PCIe)", RTX_PRO_MOE_PCIE),
+            ("mixtures of experts, attention data-parallel over 2 and 8 GPUs (PCIe)", RTX_PRO_MOE_PCIE),
+            ("mixtures of experts, two pipeline stages of attention data-parallel over 2 (4 GPUs)", RTX_PRO_MOE_PP),
         ] {
             let range = format!("{:+.1} to {:+.1} %", c.error_pct.0, c.error_pct.1).replace("-", "−");
             let line = format!("| {what} ({}) | {range} |", c.rows);
@@ -400,10 +406,12 @@ mod tests {
             RowsCheck { rows: v.len(), error_pct: (round(v[0]), round(v[v.len() - 1])) }
         };
         let moe = |r: &crate::engine::validate::ReferenceRow| ModelSpec::lookup(&r.model).unwrap().moe.is_some();
-        assert_eq!(group(&|r| !moe(r) && r.gpus == 1), RTX_PRO_DENSE, "quote the new figures");
+        assert_eq!(group(&|r| !moe(r) && r.pp == 1), RTX_PRO_DENSE, "quote the new figures");
+        assert_eq!(group(&|r| !moe(r) && r.pp > 1), RTX_PRO_DENSE_PP, "quote the new figures");
         assert_eq!(group(&|r| moe(r) && r.gpus == 1), RTX_PRO_MOE_ONE, "quote the new figures");
-        assert_eq!(group(&|r| moe(r) && r.gpus > 1), RTX_PRO_MOE_PCIE, "quote the new figures");
-        assert_eq!(report.predictions.len(), 16);
+        assert_eq!(group(&|r| moe(r) && r.gpus > 1 && r.pp == 1), RTX_PRO_MOE_PCIE, "quote the new figures");
+        assert_eq!(group(&|r| moe(r) && r.pp > 1), RTX_PRO_MOE_PP, "quote the new figures");
+        assert_eq!(report.predictions.len(), 27);
     }
 
     #[test]

@@ -181,6 +181,10 @@ pub struct ReferenceRow {
     /// attention data-parallel over eight ranks, TensorRT-LLM's
     /// `enable_attention_dp`).
     pub ep: u32,
+    /// Pipeline stages (the optional `pp` column; 1 where absent): each
+    /// replica or expert-parallel group split into `pp` stages of its
+    /// layers, each stage on GPUs of its own (TensorRT-LLM's `--pp`).
+    pub pp: u32,
     /// The client started a closed loop's users together (the optional
     /// `start` column, `together` or `apart`; absent, the validator's
     /// option decides): genai-perf's concurrency mode sends its users'
@@ -237,7 +241,7 @@ const COLUMNS: [&str; 15] = [
 /// engine limits the benchmark set: `max_num_seqs`, `max_num_batched_tokens`
 /// (each per attention rank), `memory_fraction` and `kv_cache`; and `client`
 /// (`offline` where the benchmark ran the engine in its own process).
-const OPTIONAL_COLUMNS: [&str; 12] = [
+const OPTIONAL_COLUMNS: [&str; 13] = [
     "split",
     "queueing",
     "requests",
@@ -250,6 +254,7 @@ const OPTIONAL_COLUMNS: [&str; 12] = [
     "memory_fraction",
     "kv_cache",
     "client",
+    "pp",
 ];
 
 /// The most requests a `concurrency` row's benchmark may have sent (its
@@ -331,6 +336,12 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
                 row.ep =
                     v.parse::<u32>().ok().filter(|&e| (1..=4096).contains(&e)).ok_or_else(|| {
                         err(format!("`ep` must be an expert-parallel size from 1 to 4096, got `{v}`"))
+                    })?;
+            }
+            if let Some(v) = extra(12) {
+                row.pp =
+                    v.parse::<u32>().ok().filter(|&p| (1..=64).contains(&p)).ok_or_else(|| {
+                        err(format!("`pp` must be a number of pipeline stages from 1 to 64, got `{v}`"))
                     })?;
             }
             row.together = match extra(5) {
@@ -490,6 +501,7 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
         requests: None,
         range_ratio: 1.0,
         ep: 1,
+        pp: 1,
         together: false,
         mixed_batches: true,
         max_num_seqs: None,
@@ -636,6 +648,7 @@ pub fn row_config(row: &ReferenceRow, options: &ValidationOptions) -> Result<Eng
     let mut cfg = EngineConfig::new(ModelSpec::lookup(&row.model)?, gpu.clone(), row.precision);
     cfg.tp = row.tp;
     cfg.ep = row.ep;
+    cfg.pp = row.pp;
     cfg.dp = cfg.attention_ranks();
     if let Some(c) = options.calibrations.get(&gpu.family) {
         cfg.calibration = c.clone();
@@ -689,10 +702,15 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
     let bad = |message: String| Error::Csv { line: row.line, message };
     let cfg = row_config(row, options)?;
     cfg.validate()?;
-    // GPUs one engine (a replica, or an expert-parallel group) takes.
-    let unit = row.tp * cfg.attention_ranks();
+    // GPUs one engine (a replica, or an expert-parallel group) takes, its
+    // pipeline's stages each on GPUs of their own.
+    let unit = row.tp * cfg.attention_ranks() * row.pp;
     if !row.gpus.is_multiple_of(unit) {
-        let what = if row.ep > 1 { "expert-parallel groups" } else { "tensor-parallel groups" };
+        let what = match (row.ep > 1, row.pp > 1) {
+            (true, false) => "expert-parallel groups",
+            (false, false) => "tensor-parallel groups",
+            (_, true) => "pipelines",
+        };
         return Err(bad(format!("{} GPUs is not a whole number of {what} of {unit}", row.gpus)));
     }
     let replicas = row.gpus / unit;
@@ -1396,6 +1414,33 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
             let e = parse_csv(&format!("{header}\n{}\n", row(bad))).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
+    }
+
+    /// A row's pipeline stages reach its engine, and its GPUs must be whole
+    /// pipelines: two stages of one GPU each on two GPUs are one replica.
+    #[test]
+    fn a_rows_pipeline_stages_reach_its_engine() {
+        let header =
+            "id,model,gpu,gpus,tp,pp,precision,engine,input_tokens,output_tokens,load_kind,load_value,requests,\
+                      metric,value,unit,source";
+        let row = |gpus: u32, pp: &str| {
+            format!(
+                "t,llama-3.1-8b,h100-sxm,{gpus},1,{pp},fp8,tensorrt-llm,64,8,max_throughput,,40,output_tokens_per_s,1,\
+                 tok/s,s"
+            )
+        };
+        let rows = parse_csv(&format!("{header}\n{}\n{}\n", row(2, "2"), row(2, ""))).unwrap();
+        let opts = ValidationOptions::default();
+        assert_eq!((rows[0].pp, rows[1].pp), (2, 1));
+        assert_eq!(row_config(&rows[0], &opts).unwrap().pp, 2);
+        let (run, replicas) = simulate_row(&rows[0], &opts).unwrap();
+        assert_eq!((run.records.len(), replicas), (40, 1));
+        assert_eq!(simulate_row(&rows[1], &opts).unwrap().1, 2);
+        let odd = parse_csv(&format!("{header}\n{}\n", row(3, "2"))).unwrap();
+        let e = simulate_row(&odd[0], &opts).unwrap_err().to_string();
+        assert!(e.contains("3 GPUs is not a whole number of pipelines of 2"), "{e}");
+        let e = parse_csv(&format!("{header}\n{}\n", row(2, "0"))).unwrap_err().to_string();
+        assert!(e.contains("`pp` must be a number of pipeline stages"), "{e}");
     }
 
     /// An offline row that gives its `requests` sends that many, its
