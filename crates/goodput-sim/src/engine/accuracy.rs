@@ -125,20 +125,31 @@ pub const MOE_TRTLLM: MoeCheck = MoeCheck {
     dense_median_abs_pct: 3.5,
 };
 
+/// The architectures the table checked: Qwen3's mixtures of experts and
+/// DeepSeek-V3's (R1 is its release).
+const MOE_CHECKED: [&str; 3] = ["Qwen3-30B-A3B", "Qwen3-235B-A22B", "DeepSeek-"];
+
 /// What a prediction of a mixture of experts should say: how far the
 /// engine's throughput was from TensorRT-LLM's published saturation runs
-/// of such models, held out, beside the dense models'. `None` for a dense
-/// model.
+/// of three such models, held out, beside the dense models'. `None` for a
+/// dense model.
 pub fn moe_note(model: &ModelSpec) -> Option<String> {
     model.moe?;
     let c = MOE_TRTLLM;
+    let checked = MOE_CHECKED.iter().any(|m| model.name.starts_with(m));
+    let expect = if checked {
+        "Expect its throughput, and the cost and energy priced on it, to flatter this model"
+    } else {
+        "This model was not among them (its experts are fewer or larger); until a measurement says otherwise, expect \
+         its throughput, and the cost and energy priced on it, to flatter it too"
+    };
     Some(format!(
-        "{} is a mixture of experts: on TensorRT-LLM's published saturation throughputs of such models (held out, \
-         nothing fitted), the engine's output tokens/s were {:+.0} % off the measured at the median ({} rows, {:+.0} to \
-         {:+.0} %), {:+.0} % where batches were largest (1,000-token prompts and answers, {} rows), against {:.1} % off \
-         for dense models on the same tables ({} rows). Expect its throughput, and the cost and energy priced on it, \
-         to flatter this model, and most in the configurations that run the largest batches (docs/simulator.md, \
-         \"TensorRT-LLM's later per-GPU tables\")",
+        "{} is a mixture of experts: on TensorRT-LLM's published saturation throughputs of three (Qwen3-30B-A3B, \
+         Qwen3-235B-A22B and DeepSeek-R1; held out, nothing fitted), the engine's output tokens/s were {:+.0} % off \
+         the measured at the median ({} rows, {:+.0} to {:+.0} %), {:+.0} % where batches were largest (1,000-token \
+         prompts and answers, {} rows), against {:.1} % off for dense models on the same tables ({} rows). {expect}, \
+         and most in the configurations that run the largest batches (docs/simulator.md, \"TensorRT-LLM's later \
+         per-GPU tables\")",
         model.name,
         c.median_pct,
         c.rows,
@@ -506,10 +517,19 @@ mod tests {
         let model = |n: &str| ModelSpec::lookup(n).unwrap();
         assert!(moe_note(&model("llama-3.1-70b")).is_none() && moe_note(&model("llama-3.1-8b")).is_none());
         let note = moe_note(&model("qwen3-235b-a22b")).unwrap();
-        assert!(note.contains("is a mixture of experts"), "{note}");
+        assert!(
+            note.contains("is a mixture of experts: on TensorRT-LLM's published saturation throughputs of three"),
+            "{note}"
+        );
         assert!(note.contains("+34 % off the measured at the median (45 rows, -22 to +143 %)"), "{note}");
         assert!(note.contains("+50 % where batches were largest") && note.contains("3.5 % off"), "{note}");
-        assert!(moe_note(&model("deepseek-r1")).is_some() && moe_note(&model("qwen3-30b-a3b")).is_some());
+        assert!(note.contains("Expect its throughput") && !note.contains("was not among them"), "{note}");
+        for checked in ["deepseek-r1", "deepseek-v3", "qwen3-30b-a3b"] {
+            assert!(moe_note(&model(checked)).unwrap().contains("Expect its throughput"), "{checked}");
+        }
+        // A mixture of experts the table did not hold is said to be unchecked.
+        let mixtral = moe_note(&model("mixtral-8x7b")).unwrap();
+        assert!(mixtral.contains("This model was not among them"), "{mixtral}");
         // docs/simulator.md's table gives the same figures.
         let doc = simulator_doc();
         let c = MOE_TRTLLM;
