@@ -1768,15 +1768,28 @@ while [ $# -gt 0 ]; do
 done
 {route}"#
     );
-    use std::os::unix::fs::PermissionsExt;
     for (name, text) in
         [("vllm", format!("{vllm}{run}")), ("python3", format!("{sglang}{run}")), ("vllm-router", router)]
     {
-        let path = bin.join(name);
-        std::fs::write(&path, text).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        executable(&bin.join(name), &text);
     }
     bin
+}
+
+/// Writes `text` to `path` as a program anyone may run (a stand-in for a
+/// server's or router's binary on a test's PATH).
+fn executable(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The sweep command a grid's header names (after `goodput sweep`).
+fn header_sweep(grid_text: &str) -> &str {
+    grid_text
+        .lines()
+        .find_map(|l| l.strip_prefix("#   goodput sweep "))
+        .unwrap_or_else(|| panic!("no sweep command in the header: {grid_text}"))
 }
 
 /// The sweep a grid's header names, run as written (and `extra`) in `dir`
@@ -1785,11 +1798,7 @@ done
 /// of a script keeping their knobs in `dir/servers`: its output, which must
 /// be a success.
 fn run_header_sweep(dir: &Path, grid_text: &str, gpu: &str, extra: &[&str]) -> std::process::Output {
-    let sweep = grid_text
-        .lines()
-        .find_map(|l| l.strip_prefix("#   goodput sweep "))
-        .unwrap_or_else(|| panic!("no sweep command in the header: {grid_text}"));
-    let mut words = shlex::split(sweep).unwrap();
+    let mut words = shlex::split(header_sweep(grid_text)).unwrap();
     words.extend(extra.iter().map(|w| w.to_string()));
     let path = format!("{}:{}", server_shims(dir).display(), std::env::var("PATH").unwrap_or_default());
     let o = Command::new(BIN)
@@ -2255,9 +2264,7 @@ fn a_script_of_several_servers_takes_its_gpus_and_ends_them_all() {
         ("python3", "exit 0\n"),
         ("vllm-router", "echo \"pid $$ router\"\nsleep 0.5\n"),
     ] {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::write(bin.join(name), format!("#!/bin/sh\n{body}")).unwrap();
-        std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+        executable(&bin.join(name), &format!("#!/bin/sh\n{body}"));
     }
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let run = |visible: &str| {
@@ -2315,7 +2322,7 @@ fn a_trace_plans_router_is_the_one_measured() {
         let args = ["--tp", "1", "--serve-engine", engine, "--precision", "fp8", "--max-num-seqs", "16"];
         let replay = ["--router", router, "--trace", trace, "--trace-speed", "1,4", "--slo", "ttft:p50<=60s"];
         let text = plan_grid(&[&args[..], &replay].concat(), &plan, &grid);
-        let sweep = text.lines().find_map(|l| l.strip_prefix("#   goodput sweep ")).unwrap();
+        let sweep = header_sweep(&text);
         let table: toml::Table = toml::from_str(&text).unwrap();
         let replicas = table["config"].as_array().unwrap().iter().find(|c| c["dp"].as_integer() == Some(2));
         let replicas = replicas.unwrap_or_else(|| panic!("no configuration of two replicas: {text}"));
@@ -2556,34 +2563,21 @@ fn a_tensorrt_llm_grid_runs_through_the_sweep() {
     let (bin, tmp) = (dir.path().join("bin"), dir.path().join("tmp"));
     std::fs::create_dir_all(&bin).unwrap();
     std::fs::create_dir_all(&tmp).unwrap();
-    let stand_in = bin.join("trtllm-serve");
-    std::fs::write(
-        &stand_in,
-        format!(
+    executable(
+        &bin.join("trtllm-serve"),
+        &format!(
             "#!/bin/sh\nport=; cfg=\nwhile [ $# -gt 0 ]; do\n  case \"$1\" in\n    --port) port=$2; shift;;\n    \
              --config) cfg=$2; shift;;\n  esac\n  shift\ndone\ncp \"$cfg\" '{}' || exit 2\nexec '{}' serve --profile \
              engine --model llama-3.1-8b --served-model-name llama-3.1-8b -q --host 127.0.0.1 --port \"$port\"\n",
             dir.path().join("options.yaml").display(),
             env!("CARGO_BIN_EXE_goodput")
         ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let o = goodput()
-        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "1", "--tp", "1"])
-        .args(["--serve-engine", "trtllm", "--precision", "bf16", "--max-num-batched-tokens", "2048"])
-        .args(["--concurrency", "1,4", "--input-tokens", "128", "--output-tokens", "8", "-o"])
-        .arg(&plan)
-        .arg("--grid-out")
-        .arg(&grid)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = std::fs::read_to_string(&grid).unwrap();
+    );
+    let args = ["--tp", "1", "--serve-engine", "trtllm", "--precision", "bf16", "--max-num-batched-tokens", "2048"];
+    let load = ["--concurrency", "1,4", "--input-tokens", "128", "--output-tokens", "8"];
+    let text = plan_grid_of("llama-3.1-8b", "1", &[&args[..], &load].concat(), &plan, &grid);
     assert!(text.contains("metrics = \"http://127.0.0.1:{port}/prometheus/metrics\""), "{text}");
-    let sweep = text.lines().find_map(|l| l.strip_prefix("#   goodput sweep ")).unwrap();
-    let mut words = shlex::split(sweep).unwrap();
+    let mut words = shlex::split(header_sweep(&text)).unwrap();
     words.extend(["-n", "4", "--progress", "none"].map(String::from));
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let o = goodput()
@@ -2618,18 +2612,10 @@ fn a_tensorrt_llm_grid_runs_through_the_sweep() {
 fn a_plan_is_rehearsed_on_the_simulated_engine() {
     let dir = tempfile::tempdir().unwrap();
     let (plan, grid) = (dir.path().join("plan.json"), dir.path().join("grid.toml"));
-    let o = goodput()
-        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "2", "--tp", "1,2"])
-        .args(["--serve-engine", "goodput", "--spec-tokens", "0,3"])
-        .args(["--precision", "fp8", "--max-num-batched-tokens", "2048", "--max-num-seqs", "8"])
-        .args(["--concurrency", "2,4", "--input-tokens", "128", "--output-tokens", "8"])
-        .args(["--slo", "ttft:p50<=60s", "-o"])
-        .arg(&plan)
-        .arg("--grid-out")
-        .arg(&grid)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let knobs = ["--tp", "1,2", "--serve-engine", "goodput", "--spec-tokens", "0,3", "--precision", "fp8"];
+    let limits = ["--max-num-batched-tokens", "2048", "--max-num-seqs", "8", "--slo", "ttft:p50<=60s"];
+    let load = ["--concurrency", "2,4", "--input-tokens", "128", "--output-tokens", "8"];
+    let text = plan_grid(&[&knobs[..], &limits, &load].concat(), &plan, &grid);
     let planned = read_json(&plan);
     for c in configs(&planned) {
         let cmd = c["serve_command"]["command"].as_str().unwrap_or_else(|| panic!("{c}"));
@@ -2639,15 +2625,13 @@ fn a_plan_is_rehearsed_on_the_simulated_engine() {
         );
         assert_eq!(c["serve_command"]["server"], "goodput");
     }
-    let text = std::fs::read_to_string(&grid).unwrap();
     assert!(!text.contains("Left out"), "goodput serve starts every configuration: {text}");
     assert!(
         text.contains("spec_tokens = 3") && text.contains("--spec-acceptance 0.7 --spec-draft-cost 0.05"),
         "{text}"
     );
     assert!(text.contains("acceptance the plan assumed (0.7): goodput compare sets the server's own"), "{text}");
-    let sweep = text.lines().find_map(|l| l.strip_prefix("#   goodput sweep ")).unwrap();
-    let mut words = shlex::split(sweep).unwrap();
+    let mut words = shlex::split(header_sweep(&text)).unwrap();
     words.extend(["-n", "8", "--progress", "none"].map(String::from));
     let o = goodput().arg("sweep").args(&words).current_dir(dir.path()).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -2704,21 +2688,11 @@ fn a_trace_plan_s_grid_replays_the_trace_at_its_points() {
     let (plan, grid, trace) = (dir.path().join("plan.json"), dir.path().join("grid.toml"), dir.path().join("t.jsonl"));
     // 16 requests over 1.5 s: 10.67 req/s at speed 1 (15 gaps of 0.1 s).
     even_trace(&trace, 16, 0.1);
-    let o = goodput()
-        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--gpus", "1"])
-        .args(["--serve-engine", "goodput", "--precision", "fp8", "--max-num-batched-tokens", "2048"])
-        .arg("--trace")
-        .arg(&trace)
-        .args(["--trace-speed", "1,4", "-o"])
-        .arg(&plan)
-        .arg("--grid-out")
-        .arg(&grid)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = std::fs::read_to_string(&grid).unwrap();
+    let args = ["--serve-engine", "goodput", "--precision", "fp8", "--max-num-batched-tokens", "2048"];
+    let replay = ["--trace", trace.to_str().unwrap(), "--trace-speed", "1,4"];
+    let text = plan_grid_of("llama-3.1-8b", "1", &[&args[..], &replay].concat(), &plan, &grid);
     assert!(text.contains("# The plan replayed a trace: the sweep replays it at the speeds of its points."), "{text}");
-    let sweep = text.lines().find_map(|l| l.strip_prefix("#   goodput sweep ")).unwrap();
+    let sweep = header_sweep(&text);
     assert!(sweep.contains("--trace-speed '1,4' ") && !sweep.contains("--concurrency"), "{sweep}");
     let words = shlex::split(sweep).unwrap();
     let o = goodput().arg("sweep").args(&words).args(["--progress", "none"]).current_dir(dir.path()).output().unwrap();
