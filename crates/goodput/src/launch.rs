@@ -588,6 +588,11 @@ impl Servers {
         self.instances.iter().filter(|(r, _, _)| *r == role).count()
     }
 
+    /// The GPUs all the servers take together.
+    fn gpus(&self) -> u32 {
+        self.instances.iter().map(|(_, _, g)| g).sum()
+    }
+
     /// How many ports their script takes from `$PORT` on: the router's, a
     /// server's each, a NIXL side channel (or SGLang bootstrap server)
     /// each of a server's data-parallel ranks, and the router's metrics'.
@@ -629,7 +634,7 @@ fn servers_script(
 ) -> Result<String, String> {
     let n = servers.instances.len();
     let sglang = server == Server::Sglang;
-    let gpus: u32 = servers.instances.iter().map(|(_, _, g)| g).sum();
+    let gpus = servers.gpus();
     let router = if sglang { "SGLang's router" } else { "vllm-router" };
     let title = server.title();
     // SGLang's power_of_two: the loads it compares polled this often.

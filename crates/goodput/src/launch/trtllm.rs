@@ -232,7 +232,7 @@ fn servers_script(
     mem: f64,
 ) -> Result<String, String> {
     let n = servers.instances.len();
-    let gpus: u32 = servers.instances.iter().map(|(_, _, g)| g).sum();
+    let gpus = servers.gpus();
     let mut s = match servers.policy {
         None => format!(
             "# {} prefill (context) and {} decode (generation) TensorRT-LLM servers on {gpus} GPUs, the KV cache \
