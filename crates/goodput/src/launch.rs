@@ -35,7 +35,7 @@ mod trtllm;
 /// The catalog's models as their publishers name their instruction-tuned
 /// weights on Hugging Face, by the catalog key the name is looked up by
 /// ([`ModelSpec::catalog_key`]).
-const HUB_IDS: [(&str, &str); 23] = [
+const HUB_IDS: [(&str, &str); 25] = [
     ("llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct"),
     ("llama3.1-8b", "meta-llama/Llama-3.1-8B-Instruct"),
     ("llama-3-8b", "meta-llama/Meta-Llama-3-8B-Instruct"),
@@ -59,6 +59,8 @@ const HUB_IDS: [(&str, &str); 23] = [
     ("deepseek-r1", "deepseek-ai/DeepSeek-R1"),
     ("deepseek-v3-0324", "deepseek-ai/DeepSeek-V3-0324"),
     ("deepseek-r1-0528", "deepseek-ai/DeepSeek-R1-0528"),
+    ("gpt-oss-120b", "openai/gpt-oss-120b"),
+    ("gpt-oss-20b", "openai/gpt-oss-20b"),
 ];
 
 /// What the server loads: `--serve-model` where given; else the folder of
@@ -289,6 +291,10 @@ impl Weights {
             ),
             Precision::Int8 => format!(
                 "INT8 weights: {title} loads them from a W8A16 checkpoint, and none of {served} is known here: {fix}"
+            ),
+            Precision::Mxfp4 => format!(
+                "MXFP4 weights: {title} loads them from an MXFP4 checkpoint (as OpenAI publishes GPT-OSS), and none \
+                 of {served} is known here: {fix}"
             ),
             Precision::Fp8 | Precision::Bf16 => format!(
                 "{} weights: {served} is published in {own}, which {title} does not turn into {p}: {fix}",

@@ -1429,14 +1429,14 @@ fn pd_balance(cfg: &EngineConfig, input: f64, output: f64) -> Option<f64> {
     let mut done = 0;
     while done < input {
         let chunk = (input - done).min(budget);
-        let mut b = BatchShape::default();
+        let mut b = BatchShape::of_model(&cfg.model);
         b.add_prefill(done, chunk);
         prefill_s += roof.step_time(&b).as_secs_f64();
         done += chunk;
     }
     let kv_fit = kv_capacity(cfg).ok()?.tokens() / u64::from(input + output);
     let batch = u64::from(cfg.group_max_num_seqs()).min(kv_fit).max(1) as u32;
-    let mut b = BatchShape::default();
+    let mut b = BatchShape::of_model(&cfg.model);
     for _ in 0..batch {
         b.add_decode(input + output / 2);
     }

@@ -82,7 +82,7 @@ pub fn resolve_precision(flag: &str, model: &ModelSpec, gpu: &GpuSpec) -> Result
 }
 
 /// A note where `--precision auto` meets a `quantization_config` whose
-/// scheme is not modelled (MXFP4, bitsandbytes, mixed schemes): the
+/// scheme is not modelled (bitsandbytes, mixed schemes): the
 /// weights run at 16 bits, which the checkpoint's are not.
 pub fn quantization_note(flag: &str, model: &ModelSpec) -> Option<String> {
     let q = model.unmodelled_quantization.as_ref()?;

@@ -125,6 +125,63 @@ pub const MOE_TRTLLM: MoeCheck = MoeCheck {
     dense_median_abs_pct: 3.5,
 };
 
+/// GPT-OSS (MXFP4) against TensorRT-LLM's tables of it
+/// (`data/validation/trtllm-gpt-oss.csv`, held out: nothing was set on
+/// them), each model on Blackwell (B200 and GB200: the experts W4A8, an
+/// FP8 KV cache) and on Hopper (H200 and H100: TensorRT-LLM's Triton MoE
+/// kernels against 16-bit activations, a 16-bit KV cache): the rows, the
+/// signed median error of output tokens/s and its least and most, percent
+/// (positive: the engine's throughput above the measured).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GroupCheck {
+    pub rows: usize,
+    pub median_pct: f64,
+    pub error_pct: (f64, f64),
+}
+
+/// GPT-OSS-120B and GPT-OSS-20B on Blackwell, then on Hopper (a slow test
+/// recomputes them).
+pub const GPT_OSS_TRTLLM: [(&str, GroupCheck, GroupCheck); 2] = [
+    (
+        "gpt-oss-120b",
+        GroupCheck { rows: 12, median_pct: 39.1, error_pct: (15.6, 72.6) },
+        GroupCheck { rows: 10, median_pct: 98.4, error_pct: (39.9, 171.3) },
+    ),
+    (
+        "gpt-oss-20b",
+        GroupCheck { rows: 12, median_pct: -0.1, error_pct: (-6.9, 51.2) },
+        GroupCheck { rows: 10, median_pct: 46.4, error_pct: (28.7, 82.2) },
+    ),
+];
+
+/// What a prediction of GPT-OSS should say: how far the engine was from
+/// TensorRT-LLM's published throughputs of it, on Blackwell and on Hopper.
+fn gpt_oss_note(model: &ModelSpec) -> Option<String> {
+    let key = ModelSpec::catalog_key(&model.name);
+    let (_, blackwell, hopper) = GPT_OSS_TRTLLM.iter().find(|(k, ..)| *k == key)?;
+    let times = |pct: f64| 1.0 + pct / 100.0;
+    Some(format!(
+        "{} is a mixture of experts checked on TensorRT-LLM's published saturation throughputs of it (MXFP4; held \
+         out, nothing fitted): on Blackwell (B200, GB200) the engine's output tokens/s were {:+.0} % off the \
+         measured at the median ({} rows, {:+.0} to {:+.0} %, most where prompts were longest); on Hopper (H200, \
+         H100), where TensorRT-LLM runs the MXFP4 experts in Triton kernels against 16-bit activations, {:+.0} % \
+         ({} rows, {:+.0} to {:+.0} %): the engine times those products at the tensor cores' 16-bit rate, which \
+         those kernels are far from. Expect its Hopper throughput, and the cost and energy priced on it, to be \
+         {:.1} to {:.1} times what such a server gives (docs/simulator.md, \"GPT-OSS under TensorRT-LLM\")",
+        model.name,
+        blackwell.median_pct,
+        blackwell.rows,
+        blackwell.error_pct.0,
+        blackwell.error_pct.1,
+        hopper.median_pct,
+        hopper.rows,
+        hopper.error_pct.0,
+        hopper.error_pct.1,
+        times(hopper.error_pct.0),
+        times(hopper.error_pct.1),
+    ))
+}
+
 /// The architectures the table checked: Qwen3's mixtures of experts and
 /// DeepSeek-V3's (R1 is its release).
 const MOE_CHECKED: [&str; 3] = ["Qwen3-30B-A3B", "Qwen3-235B-A22B", "DeepSeek-"];
@@ -135,6 +192,9 @@ const MOE_CHECKED: [&str; 3] = ["Qwen3-30B-A3B", "Qwen3-235B-A22B", "DeepSeek-"]
 /// dense model.
 pub fn moe_note(model: &ModelSpec) -> Option<String> {
     model.moe?;
+    if let Some(note) = gpt_oss_note(model) {
+        return Some(note);
+    }
     let c = MOE_TRTLLM;
     let checked = MOE_CHECKED.iter().any(|m| model.name.starts_with(m));
     let expect = if checked {
@@ -541,6 +601,66 @@ mod tests {
         assert!(doc.contains(&line), "docs/simulator.md has no line {line}");
         let dense = format!("| dense, all ({}) | | **{:.1} %**", c.dense_rows, c.dense_median_abs_pct);
         assert!(doc.contains(&dense), "docs/simulator.md has no line {dense}");
+    }
+
+    #[test]
+    fn gpt_oss_is_said_with_its_own_tables_figures() {
+        let model = |n: &str| ModelSpec::lookup(n).unwrap();
+        for (name, openai) in [("gpt-oss-120b", "openai/gpt-oss-120b"), ("gpt-oss-20b", "openai/gpt-oss-20b")] {
+            let note = moe_note(&model(name)).unwrap();
+            let (_, blackwell, hopper) = GPT_OSS_TRTLLM.iter().find(|(k, ..)| *k == name).unwrap();
+            let said =
+                format!("{:+.0} % off the measured at the median ({} rows", blackwell.median_pct, blackwell.rows);
+            assert!(note.contains(&said), "{note}");
+            let said = format!("{:+.0} % ({} rows", hopper.median_pct, hopper.rows);
+            assert!(note.contains(&said) && note.contains("Triton kernels"), "{note}");
+            assert!(!note.contains("Qwen3"), "{note}");
+            // A config.json's name finds the same figures.
+            let mut read = model(name);
+            read.name = openai.into();
+            assert_eq!(moe_note(&read).unwrap().replacen(openai, "", 1), note.replacen(&model(name).name, "", 1));
+        }
+        // docs/simulator.md's table gives the same figures.
+        let doc = simulator_doc();
+        for (name, blackwell, hopper) in GPT_OSS_TRTLLM {
+            for (gpus, c) in [("Blackwell", blackwell), ("Hopper", hopper)] {
+                let figures =
+                    format!("{} | {:+.1} % | {:+.1} to {:+.1} % |", c.rows, c.median_pct, c.error_pct.0, c.error_pct.1)
+                        .replace("-", "−");
+                let line = format!("| {} | {gpus} | {figures}", model(name).name);
+                assert!(doc.contains(&line), "docs/simulator.md has no line {line}");
+            }
+        }
+    }
+
+    /// GPT-OSS's figures recomputed from its table (under a minute in
+    /// release).
+    #[test]
+    #[ignore]
+    fn quoted_accuracy_of_the_gpt_oss_table_is_the_validators() {
+        let rows = parse_csv(include_str!("../../../../data/validation/trtllm-gpt-oss.csv")).unwrap();
+        let report = validate(&rows, &ValidationOptions::default()).unwrap();
+        assert_eq!(report.predictions.len(), 44);
+        assert!(report.predictions.iter().all(|p| p.row.split == Some(Split::HeldOut)));
+        for (name, blackwell, hopper) in GPT_OSS_TRTLLM {
+            let group = |hopper: bool| {
+                let mut v: Vec<f64> = report
+                    .predictions
+                    .iter()
+                    .filter(|p| p.row.model == name && p.row.gpu.starts_with('h') == hopper)
+                    .map(|p| p.rel_error)
+                    .collect();
+                v.sort_by(f64::total_cmp);
+                let pct = |x: f64| (x * 1000.0).round() / 10.0;
+                GroupCheck {
+                    rows: v.len(),
+                    median_pct: pct(goodput_core::percentile(&v, 50.0).unwrap()),
+                    error_pct: (pct(v[0]), pct(v[v.len() - 1])),
+                }
+            };
+            assert_eq!(group(false), blackwell, "{name} on Blackwell moved; quote its new figures");
+            assert_eq!(group(true), hopper, "{name} on Hopper moved; quote its new figures");
+        }
     }
 
     /// The mixtures of experts' figures recomputed from their table

@@ -15,7 +15,7 @@ pub enum Error {
     )]
     UnknownModel { name: String, known: String },
 
-    #[error("unknown precision `{0}`; use one of bf16, fp8, int8, int4, fp4 (NVFP4)")]
+    #[error("unknown precision `{0}`; use one of bf16, fp8, int8, int4, fp4 (NVFP4), mxfp4 (GPT-OSS's experts)")]
     UnknownPrecision(String),
 
     #[error("unknown KV-cache dtype `{0}`; use auto (same as the activations, 16-bit) or fp8")]

@@ -204,6 +204,9 @@ pub(crate) fn usage(total: u32, free: u32) -> f64 {
 /// for blocks ever handed out, so a large GPU with a small load costs little.
 pub(crate) struct BlockPool {
     block_size: u32,
+    /// Blocks a sequence of n tokens takes, where a sliding window makes
+    /// it other than ⌈n / block_size⌉ ([`crate::engine::ModelSpec::kv_blocks_for`]).
+    sliding: Option<crate::engine::ModelSpec>,
     num_blocks: u32,
     ref_count: Vec<u32>,
     /// The prefix hash a block is registered under, if any.
@@ -230,6 +233,7 @@ impl BlockPool {
     pub fn new(num_blocks: u32, block_size: u32) -> BlockPool {
         BlockPool {
             block_size,
+            sliding: None,
             num_blocks,
             ref_count: Vec::new(),
             hash: Vec::new(),
@@ -272,9 +276,22 @@ impl BlockPool {
         usage(self.num_blocks, self.num_free())
     }
 
-    /// Blocks needed to hold `tokens` tokens.
+    /// A pool whose sequences take the blocks `model`'s sliding window
+    /// makes them take, where it has one.
+    pub fn counting(mut self, model: &crate::engine::ModelSpec) -> BlockPool {
+        self.sliding = model.sliding_window.is_some().then(|| model.clone());
+        self
+    }
+
+    /// Blocks needed to hold `tokens` tokens. With a sliding window the
+    /// blocks past a sequence's positions are its sliding layers' (block
+    /// ids are interchangeable, so which of a sequence's blocks holds what
+    /// is not tracked).
     pub fn blocks_for(&self, tokens: u32) -> u32 {
-        tokens.div_ceil(self.block_size)
+        match &self.sliding {
+            None => tokens.div_ceil(self.block_size),
+            Some(m) => m.kv_blocks_for(tokens, self.block_size),
+        }
     }
 
     /// The cached blocks of the longest prefix of `hashes` (at most
@@ -641,6 +658,26 @@ mod tests {
         pool.release(&mut b);
         assert_eq!(pool.num_free(), 4);
         assert_eq!(pool.evictions, 0);
+    }
+
+    #[test]
+    fn a_sliding_window_s_blocks_stop_growing_once_it_slides() {
+        // GPT-OSS: 16-token blocks of its full layers, and of its sliding
+        // ones the window's (⌈128 / 16⌉ + 1 = 9 once past it).
+        let m = crate::engine::ModelSpec::lookup("gpt-oss-20b").unwrap();
+        let mut pool = BlockPool::new(1000, 16).counting(&m);
+        let mut blocks = Vec::new();
+        assert!(pool.admit(&mut blocks, &[], 100));
+        assert_eq!(blocks.len(), 7 + 7);
+        assert!(pool.grow(&mut blocks, 1000));
+        assert_eq!(blocks.len(), 63 + 9);
+        assert!(pool.grow(&mut blocks, 2000));
+        assert_eq!((blocks.len(), pool.num_free()), (125 + 9, 1000 - 134));
+        pool.release(&mut blocks);
+        assert_eq!(pool.num_free(), 1000);
+        // A model without one: a block per 16 tokens.
+        let plain = BlockPool::new(1000, 16).counting(&crate::engine::ModelSpec::lookup("llama-3.1-8b").unwrap());
+        assert_eq!(plain.blocks_for(2000), 125);
     }
 
     #[test]

@@ -25,7 +25,7 @@ mod virtual_time;
 
 pub(crate) use calibration::serial_start;
 pub use calibration::Calibration;
-pub use catalog::{GpuFamily, GpuSpec, KvCacheDtype, Mla, ModelSpec, Moe, Precision, FP16_NAMES};
+pub use catalog::{GpuFamily, GpuSpec, KvCacheDtype, Mla, ModelSpec, Moe, Precision, SlidingWindow, FP16_NAMES};
 pub use config::{
     vllm_default_budget, vllm_large_gpu, EngineConfig, SpecDecoding, DEFAULT_BLOCK_SIZE,
     DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_NUM_BATCHED_TOKENS, MAX_DP, MAX_SCHEDULE_CONSERVATIVENESS,
@@ -34,7 +34,7 @@ pub use config::{
 pub use disagg::{Disaggregation, KvLink};
 pub use error::Error;
 pub use kv::Prompt;
-pub use roofline::{kv_capacity, BatchShape, KvCapacity, Roofline, StepBreakdown, StepPower};
+pub use roofline::{kv_capacity, Attended, BatchShape, KvCapacity, Roofline, StepBreakdown, StepPower};
 pub use router::{Router, RouterPolicy};
 pub use scheduler::{
     sglang_default_chunk, sglang_default_max_running, BatchSummary, Controller, Engine, EngineStats, Load, LoadBalance,

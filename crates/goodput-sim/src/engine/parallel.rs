@@ -386,14 +386,14 @@ fn stage_layers(layers: u32, pp: u32) -> Vec<u32> {
 /// whose second held 30 layers of experts.
 fn heaviest_stage(cfg: &EngineConfig, spread: f64) -> f64 {
     let m = &cfg.model;
-    let (b, tp) = (cfg.precision.bytes_per_weight(), cfg.tp as f64);
+    let (b, tp) = (m.non_expert_bytes_per_weight(cfg.precision), cfg.tp as f64);
     let d = m.hidden_size as f64;
     let attention = m.attention_params_per_layer() as f64 * b / tp;
     let (dense_mlp, moe_mlp, dense_layers) = match m.moe {
         None => (m.mlp_params_per_expert() as f64 * b / tp, 0.0, m.num_layers),
         Some(moe) => {
             let e = moe.num_experts as f64;
-            let routed = e * m.mlp_params_per_expert() as f64 * b / spread;
+            let routed = e * m.mlp_params_per_expert() as f64 * cfg.precision.bytes_per_weight() / spread;
             let always = (d * e + m.shared_expert_params_per_layer() as f64) * b / tp;
             (m.dense_mlp_params_per_layer() as f64 * b / tp, routed + always, m.dense_mlp_layers)
         }
@@ -451,14 +451,15 @@ struct RankPart {
 
 impl RankPart {
     fn of(b: &super::BatchShape) -> RankPart {
+        let a = b.attended();
         RankPart {
             tokens: b.tokens as f64,
             seqs: b.seqs as f64,
             prefill_tokens: b.prefill_tokens as f64,
             largest_prefill: b.largest_prefill as f64,
-            decode_context: b.decode_context as f64,
-            prefill_context: b.prefill_context as f64,
-            prefill_attention: b.prefill_attention,
+            decode_context: a.decode_context,
+            prefill_context: a.prefill_context,
+            prefill_attention: a.prefill_attention,
         }
     }
 
@@ -674,14 +675,15 @@ impl Parallel {
         let rank_decodes = if decodes > 0.0 { (rank_seqs - rank_prefills).max(0.0).min(decodes) } else { 0.0 };
         let fp = if prefill > 0.0 { rank_prefill / prefill } else { 0.0 };
         let fd = if decodes > 0.0 { rank_decodes / decodes } else { 0.0 };
+        let a = b.attended();
         RankPart {
             tokens: rank_prefill + (b.tokens as f64 - prefill) * fd,
             seqs: rank_seqs,
             prefill_tokens: rank_prefill,
             largest_prefill: b.largest_prefill as f64,
-            decode_context: b.decode_context as f64 * fd,
-            prefill_context: b.prefill_context as f64 * fp,
-            prefill_attention: b.prefill_attention * fp,
+            decode_context: a.decode_context * fd,
+            prefill_context: a.prefill_context * fp,
+            prefill_attention: a.prefill_attention * fp,
         }
     }
 

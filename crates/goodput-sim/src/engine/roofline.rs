@@ -70,7 +70,7 @@ fn kv_capacity_unchecked(cfg: &EngineConfig) -> KvCapacity {
     let (weight_bytes_per_gpu, kv_bytes_per_token_per_gpu) = parallel::per_gpu(
         cfg,
         cfg.model.weight_bytes(cfg.precision),
-        cfg.model.kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp),
+        cfg.model.kv_pool_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp),
     );
     let reserved = weight_bytes_per_gpu + c.activation_gib * GIB + c.runtime_gib * GIB;
     let kv_bytes_per_gpu = match cfg.scheduler {
@@ -189,14 +189,42 @@ pub struct BatchShape {
     pub prefills: u64,
     pub prefill_tokens: u64,
     pub largest_prefill: u64,
+    /// Sliding-window attention ([`BatchShape::of_model`]): the window W
+    /// and the share of the layers that slide; 0 and 0.0 where none do.
+    pub window: u32,
+    pub window_share: f64,
+    /// Within the window: Σ min(s_j, W) over decodes, Σ min(p_i, W) over
+    /// prefill chunks, and the chunks' (query, key) pairs.
+    pub windowed_decode_context: u64,
+    pub windowed_prefill_context: u64,
+    pub windowed_prefill_attention: f64,
+}
+
+/// What a step's attention reads and computes, averaged over the layers: a
+/// sliding layer attends within its window, a full one to every token.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Attended {
+    pub decode_context: f64,
+    pub prefill_context: f64,
+    pub prefill_attention: f64,
 }
 
 impl BatchShape {
+    /// An empty batch of `model`'s: its sliding window, where it has one,
+    /// counted in the sums the attention is timed from.
+    pub fn of_model(model: &crate::engine::ModelSpec) -> BatchShape {
+        let (window, window_share) = model.sliding_share().unwrap_or((0, 0.0));
+        BatchShape { window, window_share, ..BatchShape::default() }
+    }
+
     /// One decode whose new token attends to `context` cached tokens.
     pub fn add_decode(&mut self, context: u32) {
         self.tokens += 1;
         self.seqs += 1;
         self.decode_context += context as u64;
+        if self.window > 0 {
+            self.windowed_decode_context += u64::from(context.min(self.window));
+        }
     }
 
     /// A prefill chunk of `new` tokens after `cached` ones.
@@ -208,6 +236,45 @@ impl BatchShape {
         self.largest_prefill = self.largest_prefill.max(new as u64);
         self.prefill_context += cached as u64;
         self.prefill_attention += new as f64 * (cached as f64 + new as f64 / 2.0);
+        if self.window > 0 {
+            self.windowed_prefill_context += u64::from(cached.min(self.window));
+            self.windowed_prefill_attention += windowed_pairs(cached, new, self.window);
+        }
+    }
+
+    /// The attention's context and pairs, the sliding layers' within their
+    /// window: with none, `decode_context`, `prefill_context` and
+    /// `prefill_attention` themselves.
+    pub fn attended(&self) -> Attended {
+        let s = self.window_share;
+        if self.window == 0 || s <= 0.0 {
+            return Attended {
+                decode_context: self.decode_context as f64,
+                prefill_context: self.prefill_context as f64,
+                prefill_attention: self.prefill_attention,
+            };
+        }
+        let mix = |full: f64, windowed: f64| (1.0 - s) * full + s * windowed;
+        Attended {
+            decode_context: mix(self.decode_context as f64, self.windowed_decode_context as f64),
+            prefill_context: mix(self.prefill_context as f64, self.windowed_prefill_context as f64),
+            prefill_attention: mix(self.prefill_attention, self.windowed_prefill_attention),
+        }
+    }
+}
+
+/// The (query, key) pairs of a chunk of `new` tokens after `cached` ones
+/// whose queries see at most `window` keys each, in the continuous form
+/// the full count `new · (cached + new / 2)` takes: ∫ min(x, W) dx from
+/// `cached` to `cached + new`.
+fn windowed_pairs(cached: u32, new: u32, window: u32) -> f64 {
+    let (p, c, w) = (f64::from(cached), f64::from(new), f64::from(window));
+    if p + c <= w {
+        c * (p + c / 2.0)
+    } else if p >= w {
+        c * w
+    } else {
+        (w - p) * (p + (w - p) / 2.0) + (p + c - w) * w
     }
 }
 
@@ -263,6 +330,8 @@ pub struct Roofline {
     /// A prefill's, where it differs (latent attention's non-absorbed form).
     prefill_attention_flops_per_pair: Option<f64>,
     kv_bytes_per_token_per_gpu: f64,
+    /// The sliding window the model's batches carry (0: none).
+    window: u32,
     /// BW · η_kv per GPU.
     kv_rate: f64,
     allreduce_calls: f64,
@@ -344,9 +413,21 @@ impl Roofline {
         // The GPUs one engine drives: TP × PP, times the ranks of an
         // expert-parallel group.
         let gpus = tp * (cfg.pp * cfg.attention_ranks()) as f64;
+        // MXFP4 runs the routed experts at its rate and the rest of a
+        // mixture of experts 16-bit: one rate for a token's products, their
+        // times added (`peak` stays the experts', which expert parallelism
+        // times apart).
+        let gemm_peak = match m.moe {
+            Some(moe) if cfg.precision == Precision::Mxfp4 => {
+                let all = m.active_params() as f64;
+                let experts = m.expert_params_all_layers() as f64 * f64::from(moe.experts_per_token);
+                all / (experts / peak + (all - experts) / cfg.gpu.peak_flops(Precision::Bf16)?)
+            }
+            _ => peak,
+        };
         Ok(Roofline {
             flops_per_token: 2.0 * m.active_params() as f64,
-            compute_rate: tp * peak * c.eta_compute,
+            compute_rate: tp * gemm_peak * c.eta_compute,
             attention_rate: tp * attention_peak * c.eta_compute,
             fixed_weight_bytes,
             embedding_row_bytes: m.hidden_size as f64 * 2.0,
@@ -359,6 +440,7 @@ impl Roofline {
             attention_flops_per_pair: m.attention_flops_per_pair(),
             prefill_attention_flops_per_pair: m.prefill_attention_flops_per_pair(),
             kv_bytes_per_token_per_gpu: m.kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp),
+            window: m.sliding_share().map_or(0, |(w, _)| w),
             kv_rate: bw * c.eta_kv,
             allreduce_calls,
             allreduce_latency: allreduce_latency_us * 1e-6,
@@ -500,6 +582,7 @@ impl Roofline {
 
     /// [`Roofline::split`] with the attention ranks' parts of the batch.
     fn split_ranked(&self, b: &BatchShape, ranks: Option<&[BatchShape]>) -> Terms {
+        debug_assert!(b.tokens == 0 || b.window == self.window, "a batch built without the model's sliding window");
         if let Some(p) = &self.parallel {
             return p.split(self, b, ranks);
         }
@@ -508,9 +591,10 @@ impl Roofline {
         }
         let n = b.tokens as f64;
         let (gemm_c, gemm_m) = (self.gemm_compute_s(n, b.seqs as f64), self.weight_bytes(n) / self.weight_rate);
-        let kv_tokens = (b.decode_context + b.prefill_context + b.tokens) as f64;
+        let a = b.attended();
+        let kv_tokens = a.decode_context + a.prefill_context + b.tokens as f64;
         let (att_c, att_m) = (
-            self.attention_flops(b.prefill_attention, b.decode_context as f64, 1.0) / self.attention_rate,
+            self.attention_flops(a.prefill_attention, a.decode_context, 1.0) / self.attention_rate,
             kv_tokens * self.kv_bytes_per_token_per_gpu / self.kv_rate,
         );
         let tp = self.allreduce_calls * (self.allreduce_latency + n * self.allreduce_bytes_per_token / self.link_rate);
@@ -955,5 +1039,72 @@ mod tests {
         }
         assert_eq!(a.flops_per_token - b.flops_per_token, 2.0 * shared);
         assert_eq!(a.expert_bytes, b.expert_bytes);
+    }
+
+    #[test]
+    fn a_sliding_window_spares_half_of_gpt_oss_s_attention_at_long_context() {
+        let c = cfg("gpt-oss-120b", "h200", Precision::Mxfp4);
+        let mut full = c.clone();
+        full.model.sliding_window = None;
+        let (windowed, whole) = (Roofline::new(&c).unwrap(), Roofline::new(&full).unwrap());
+        let attention = |r: &Roofline, m: &ModelSpec, context: u32| {
+            let mut b = BatchShape::of_model(m);
+            for _ in 0..64 {
+                b.add_decode(context);
+            }
+            r.breakdown(&b).attention.as_secs_f64()
+        };
+        // Half the layers read 128 tokens where they had read 32,768: the
+        // step's attention is (0.5 · 32,768 + 0.5 · 128) / 32,768 ≈ 0.50 of it.
+        let ratio = attention(&windowed, &c.model, 32_768) / attention(&whole, &full.model, 32_768);
+        assert!((0.48..0.53).contains(&ratio), "{ratio}");
+        // Inside the window nothing changes.
+        assert_eq!(attention(&windowed, &c.model, 100), attention(&whole, &full.model, 100));
+        // A prefill's pairs: a chunk within the window counts as a full one,
+        // one past it W a query, and chunks add up to the prompt they split.
+        assert_eq!(windowed_pairs(0, 100, 128), 100.0 * 50.0);
+        assert_eq!(windowed_pairs(1000, 10, 128), 1280.0);
+        let whole_prompt = windowed_pairs(0, 4096, 128);
+        assert_eq!(windowed_pairs(0, 100, 128) + windowed_pairs(100, 3996, 128), whole_prompt);
+        let mut prompt = BatchShape::of_model(&c.model);
+        prompt.add_prefill(0, 8192);
+        let a = prompt.attended();
+        assert_eq!(a.prefill_attention, 0.5 * prompt.prefill_attention + 0.5 * whole_prompt_of(8192));
+        // The cache holds the full layers' bytes a token: twice the tokens.
+        let (kv, kv_full) = (kv_capacity(&c).unwrap(), kv_capacity(&full).unwrap());
+        assert_eq!(kv.kv_bytes_per_token_per_gpu * 2.0, kv_full.kv_bytes_per_token_per_gpu);
+        assert!(kv.num_blocks >= 2 * kv_full.num_blocks && kv.num_blocks <= 2 * kv_full.num_blocks + 1);
+    }
+
+    fn whole_prompt_of(n: u32) -> f64 {
+        windowed_pairs(0, n, 128)
+    }
+
+    #[test]
+    fn mxfp4_times_a_mixture_s_experts_at_its_rate_and_the_rest_16_bit() {
+        // On a B200 the experts' products run at FP8's peak and attention's
+        // at BF16's: a prefill, compute-bound, lands between all-FP8 and
+        // all-BF16; on an H200 (W4A16) at BF16's, with half the bytes of FP8.
+        let step = |gpu: &str, p: Precision| {
+            let c = cfg("gpt-oss-120b", gpu, p);
+            let mut b = BatchShape::of_model(&c.model);
+            b.add_prefill(0, 8192);
+            Roofline::new(&c).unwrap().breakdown(&b).gemm.as_secs_f64()
+        };
+        let (mx, fp8, bf16) =
+            (step("b200", Precision::Mxfp4), step("b200", Precision::Fp8), step("b200", Precision::Bf16));
+        assert!(fp8 < mx && mx < bf16, "{fp8} {mx} {bf16}");
+        let (mx, bf16) = (step("h200", Precision::Mxfp4), step("h200", Precision::Bf16));
+        assert!((mx / bf16 - 1.0).abs() < 1e-9, "{mx} {bf16}");
+        // A decode of one reads the hit experts' 4.25-bit weights and the
+        // 16-bit rest: less than FP8's bytes, more than an all-4-bit body's.
+        let decode = |p: Precision| {
+            let c = cfg("gpt-oss-120b", "h200", p);
+            let mut b = BatchShape::of_model(&c.model);
+            b.add_decode(10);
+            Roofline::new(&c).unwrap().weight_bytes(1.0)
+        };
+        let (mx, fp8, int4) = (decode(Precision::Mxfp4), decode(Precision::Fp8), decode(Precision::Int4));
+        assert!(int4 < mx && mx < fp8, "{int4} {mx} {fp8}");
     }
 }

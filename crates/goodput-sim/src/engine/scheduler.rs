@@ -449,7 +449,7 @@ impl Engine {
         // Each rank's own counts, where a group has several ranks.
         let ranked = if cfg.attention_ranks() > 1 { cfg.attention_ranks() as usize } else { 0 };
         let mut engine = Engine {
-            pools: vec![BlockPool::new(capacity.num_blocks, cfg.block_size)],
+            pools: vec![BlockPool::new(capacity.num_blocks, cfg.block_size).counting(&cfg.model)],
             roofline,
             capacity,
             max_num_seqs,
@@ -479,7 +479,7 @@ impl Engine {
             next_rank: 0,
             rank_tokens: vec![0; cfg.attention_ranks().max(1) as usize],
             unranked: Vec::new(),
-            rank_shapes: vec![BatchShape::default(); ranked],
+            rank_shapes: vec![BatchShape::of_model(&cfg.model); ranked],
             rank_seen: vec![(0, 0); ranked],
             rank_seen_age: Duration::ZERO,
             rank_budget: Vec::new(),
@@ -508,7 +508,9 @@ impl Engine {
         }
         let n = ranks as usize;
         (self.rank_budget, self.rank_blocked, self.rank_halt) = (vec![0; n], vec![false; n], vec![false; n]);
-        self.pools = (0..n).map(|_| BlockPool::new(self.capacity.num_blocks / ranks, self.cfg.block_size)).collect();
+        self.pools = (0..n)
+            .map(|_| BlockPool::new(self.capacity.num_blocks / ranks, self.cfg.block_size).counting(&self.cfg.model))
+            .collect();
         self.sglang_ratios = vec![sglang::NewTokenRatio::new(self.cfg.schedule_conservativeness); n];
     }
 
@@ -734,7 +736,7 @@ impl Engine {
 
     /// Blocks needed to hold `tokens` tokens.
     pub(super) fn blocks_for(&self, tokens: u32) -> u32 {
-        tokens.div_ceil(self.cfg.block_size)
+        self.cfg.model.kv_blocks_for(tokens, self.cfg.block_size)
     }
 
     /// The blocks of every pool together: (total, free).
@@ -1178,10 +1180,10 @@ impl Engine {
             return true;
         }
 
-        let mut shape = BatchShape::default();
+        let mut shape = BatchShape::of_model(&self.cfg.model);
         let mut batch = BatchSummary::default();
         let mut most_drafts = 0;
-        self.rank_shapes.fill(BatchShape::default());
+        self.rank_shapes.fill(shape);
         for &(slot, new) in &self.scheduled {
             let r = &self.slots[slot as usize];
             let decode = new == 1 && r.decoding();

@@ -251,9 +251,10 @@ pub fn parse_step_table(text: &str) -> Result<Vec<StepRow>, Error> {
     Ok(rows)
 }
 
-/// The batch a row measured, as the model counts it.
-pub fn batch_shape(row: &StepRow) -> BatchShape {
-    let mut b = BatchShape::default();
+/// The batch a row measured, as the model counts it (`model`: the row's,
+/// whose sliding window, where it has one, the batch carries).
+pub fn batch_shape(row: &StepRow, model: &crate::engine::ModelSpec) -> BatchShape {
+    let mut b = BatchShape::of_model(model);
     for _ in 0..row.batch {
         match row.phase {
             Phase::Prefill => b.add_prefill(0, row.tokens),
@@ -272,7 +273,7 @@ pub fn compare(rows: &[StepRow]) -> Result<Vec<StepComparison>, Error> {
             let cfg = EngineConfig::from_names(&row.model, &row.gpu, row.precision)
                 .map_err(|e| csv_error(row.line, e.to_string()))?;
             let roofline = Roofline::new(&cfg).map_err(|e| csv_error(row.line, e.to_string()))?;
-            let shape = batch_shape(row);
+            let shape = batch_shape(row, &cfg.model);
             let parts = roofline.breakdown(&shape);
             let (step, power) = roofline.step_time_and_power(&shape);
             Ok(StepComparison {
@@ -427,16 +428,16 @@ mod tests {
                 ms: 1.0,
                 watts: None,
             };
-            let ms = roofline.step_time(&batch_shape(&r)).as_secs_f64() * 1e3;
+            let ms = roofline.step_time(&batch_shape(&r, &cfg.model)).as_secs_f64() * 1e3;
             text += &row("h200", phase, b, n, ms);
             text += "\n";
         }
         let rows = parse_step_table(&text).unwrap();
         assert_eq!(rows.len(), 4);
         assert_eq!(rows[0].line, 3);
-        let shape = batch_shape(&rows[0]);
+        let shape = batch_shape(&rows[0], &cfg.model);
         assert_eq!((shape.tokens, shape.seqs, shape.decode_context), (16, 16, 16 * 1024));
-        let shape = batch_shape(&rows[2]);
+        let shape = batch_shape(&rows[2], &cfg.model);
         assert_eq!((shape.tokens, shape.seqs, shape.prefill_context), (1024, 2, 0));
         let c = compare(&rows).unwrap();
         for x in &c {

@@ -1340,6 +1340,20 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
             let (ranks, ep) = if r.id.contains("-dep") { (r.gpus, r.gpus) } else { (1, 1) };
             assert_eq!((cfg.attention_ranks(), r.ep), (ranks, ep), "{}", r.id);
         }
+        // GPT-OSS: held out, MXFP4, its sliding window and the DEP columns'
+        // ranks in the row's engine; an FP8 cache on Blackwell alone.
+        let gpt_oss = rows("trtllm-gpt-oss.csv");
+        assert_eq!(gpt_oss.len(), 44);
+        for r in &gpt_oss {
+            assert!(r.split == Some(Split::HeldOut) && r.offline && r.precision == Precision::Mxfp4, "{}", r.id);
+            let cfg = row_config(r, &ValidationOptions::default()).unwrap();
+            cfg.validate().unwrap();
+            assert_eq!(cfg.model.sliding_window.map(|w| w.window), Some(128), "{}", r.id);
+            let ranks = if r.id.contains("-dep") { r.gpus } else { 1 };
+            assert_eq!(cfg.attention_ranks(), ranks, "{}", r.id);
+            let blackwell = r.gpu.contains("b200");
+            assert_eq!(cfg.kv_cache_dtype == KvCacheDtype::Fp8, blackwell, "{}", r.id);
+        }
         // genai-perf's closed loops: every row held out, every user started
         // together, 16-bit rows on a 16-bit cache.
         let dli = rows("nim-dli-closed-loop.csv");

@@ -479,7 +479,7 @@ pub struct EngineHwArgs {
     /// GPU: h100-sxm, h100-pcie, h200, a100-80gb, l40s, l4, b200, gb200, b300, gb300, rtx-pro-6000, mi300x, mi325x, mi355x.
     #[arg(long, default_value = "h100-sxm", help_heading = "Simulated engine")]
     pub gpu: String,
-    /// Weight precision: bf16, fp8, int8, int4 (weight-only), fp4 (NVFP4 on Blackwell: b200, gb200, b300, gb300, rtx-pro-6000; MXFP4 on mi355x), or auto: the checkpoint's (a config.json's quantization_config; deepseek-v3's fp8), else bf16.
+    /// Weight precision: bf16, fp8, int8, int4 (weight-only), fp4 (NVFP4 on Blackwell: b200, gb200, b300, gb300, rtx-pro-6000; MXFP4 on mi355x), mxfp4 (GPT-OSS's: MXFP4 experts, the rest 16-bit), or auto: the checkpoint's (a config.json's quantization_config; deepseek-v3's fp8, gpt-oss's mxfp4), else bf16.
     #[arg(long, default_value = "auto", help_heading = "Simulated engine")]
     pub precision: String,
     /// KV-cache dtype: auto (the activation dtype) or fp8.

@@ -118,11 +118,15 @@ fn model_configs_are_read_as_their_authors_meant() {
         &format!(r#"{{"quantization_config": {{"quant_method": "awq", "bits": 4}}, "text_config": {{{sizes}}}}}"#),
     );
     assert_eq!(precision(&mm, &["-q"]).0, "int4");
-    // A scheme not modelled runs 16-bit, and says so.
+    // GPT-OSS's MXFP4 runs as such; a scheme not modelled runs 16-bit, and says so.
     let mx = write("mx", &format!(r#"{{{sizes}, "quantization_config": {{"quant_method": "mxfp4"}}}}"#));
     let (p, err) = precision(&mx, &[]);
+    assert_eq!(p, "mxfp4", "{err}");
+    assert!(!err.contains("is not modelled"), "{err}");
+    let bnb = write("bnb", &format!(r#"{{{sizes}, "quantization_config": {{"quant_method": "bitsandbytes"}}}}"#));
+    let (p, err) = precision(&bnb, &[]);
     assert_eq!(p, "bf16");
-    assert!(err.contains("quantization_config \"mxfp4\" is not modelled: running 16-bit weights"), "{err}");
+    assert!(err.contains("quantization_config \"bitsandbytes\" is not modelled: running 16-bit weights"), "{err}");
     // A byte-order mark before the JSON.
     let bom = write("bom", &format!("\u{feff}{{{sizes}}}"));
     assert_eq!(precision(&bom, &["-q"]).0, "bf16");

@@ -496,6 +496,11 @@ impl GpuSpec {
                 )
             })?,
             Precision::Bf16 | Precision::Int8 | Precision::Int4 => self.bf16_tflops,
+            // W4A8 where FP4 cores are (Blackwell's MXFP4 × MXFP8), W4A16 elsewhere.
+            Precision::Mxfp4 => match (self.fp4_tflops, self.fp8_tflops) {
+                (Some(_), Some(fp8)) => fp8,
+                _ => self.bf16_tflops,
+            },
         };
         Ok(tflops * 1e12)
     }

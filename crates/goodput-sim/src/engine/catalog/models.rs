@@ -32,6 +32,16 @@ pub struct Mla {
     pub v_head_dim: u32,
 }
 
+/// Sliding-window attention: `layers` of the model's layers attend to the
+/// last `window` tokens only, the others to the whole context (GPT-OSS: 18
+/// of its 36 layers, every other one, at 128 tokens; Mistral-7B-v0.1: all 32
+/// at 4,096).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlidingWindow {
+    pub window: u32,
+    pub layers: u32,
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
@@ -78,11 +88,14 @@ pub struct ModelSpec {
     /// NVFP4), DeepSeek-V3's FP8. What `--precision auto` runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_precision: Option<Precision>,
-    /// A `quantization_config` whose scheme is not modelled (MXFP4,
-    /// bitsandbytes, mixed schemes), named: the weights run at
+    /// A `quantization_config` whose scheme is not modelled (bitsandbytes,
+    /// mixed schemes), named: the weights run at
     /// `--precision`'s width (16-bit under `auto`), and the commands say so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unmodelled_quantization: Option<String>,
+    /// Sliding-window attention in some or all of the layers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sliding_window: Option<SlidingWindow>,
 }
 
 struct ModelEntry {
@@ -107,6 +120,7 @@ struct ModelEntry {
     dense_intermediate: u32,
     mla: Option<Mla>,
     checkpoint: Option<Precision>,
+    sliding: Option<SlidingWindow>,
 }
 
 /// What an entry leaves as it was before DeepSeek: heads of 128, no shared
@@ -129,9 +143,10 @@ const PLAIN: ModelEntry = ModelEntry {
     dense_intermediate: 0,
     mla: None,
     checkpoint: None,
+    sliding: None,
 };
 
-const MODELS: [ModelEntry; 9] = [
+const MODELS: [ModelEntry; 11] = [
     ModelEntry {
         aliases: &["llama-3.1-8b", "llama-3-8b", "llama3.1-8b", "llama3-8b"],
         name: "Llama-3.1-8B",
@@ -286,6 +301,50 @@ const MODELS: [ModelEntry; 9] = [
         }),
         // Published in FP8 (E4M3, 128 × 128 block scales).
         checkpoint: Some(Precision::Fp8),
+        sliding: None,
+    },
+    // GPT-OSS, from its config.json on the Hugging Face hub
+    // (openai/gpt-oss-120b, openai/gpt-oss-20b; Apache-2.0): hidden 2,880,
+    // 64 query heads of 64 and 8 KV heads, experts of inner size 2,880,
+    // top-4 of 128 (120B, 36 layers) or of 32 (20B, 24 layers); every
+    // other layer, the first included (`layer_types`), attends within a
+    // sliding window of 128 tokens; vocabulary 201,088, untied;
+    // `max_position_embeddings` 131,072. Published in MXFP4, the experts
+    // alone (`quantization_config`'s `modules_to_not_convert` keeps
+    // attention, router and embeddings 16-bit). 117 B and 21 B parameters,
+    // 5.1 B and 3.6 B active, as OpenAI's model card gives them. Not
+    // modelled: the attention sinks (one learned logit a head) and biases.
+    ModelEntry {
+        aliases: &["gpt-oss-120b"],
+        name: "GPT-OSS-120B",
+        layers: 36,
+        hidden: 2880,
+        heads: 64,
+        kv_heads: 8,
+        intermediate: 2880,
+        vocab: 201088,
+        moe: Some(Moe { num_experts: 128, experts_per_token: 4 }),
+        max_context: 131072,
+        head_dim: 64,
+        checkpoint: Some(Precision::Mxfp4),
+        sliding: Some(SlidingWindow { window: 128, layers: 18 }),
+        ..PLAIN
+    },
+    ModelEntry {
+        aliases: &["gpt-oss-20b"],
+        name: "GPT-OSS-20B",
+        layers: 24,
+        hidden: 2880,
+        heads: 64,
+        kv_heads: 8,
+        intermediate: 2880,
+        vocab: 201088,
+        moe: Some(Moe { num_experts: 32, experts_per_token: 4 }),
+        max_context: 131072,
+        head_dim: 64,
+        checkpoint: Some(Precision::Mxfp4),
+        sliding: Some(SlidingWindow { window: 128, layers: 12 }),
+        ..PLAIN
     },
 ];
 
@@ -388,6 +447,7 @@ impl ModelSpec {
             mla: e.mla,
             checkpoint_precision: e.checkpoint,
             unmodelled_quantization: None,
+            sliding_window: e.sliding,
         }
     }
 
@@ -659,6 +719,8 @@ impl ModelSpec {
             })?,
         };
         let vocab_size = need("vocab_size")?;
+        let max_context = get("max_position_embeddings")?.unwrap_or(131072);
+        let sliding_window = sliding_window(cfg, num_layers, max_context, &invalid)?;
         let name = root
             .get("_name_or_path")
             .and_then(|v| v.as_str())
@@ -676,13 +738,14 @@ impl ModelSpec {
             vocab_size,
             tie_word_embeddings,
             moe,
-            max_context: get("max_position_embeddings")?.unwrap_or(131072),
+            max_context,
             shared_expert_intermediate_size,
             dense_mlp_layers,
             dense_intermediate_size,
             mla,
             checkpoint_precision,
             unmodelled_quantization,
+            sliding_window,
         };
         // Sizes whose product passes any model's (a hidden_size of 2^31 had
         // wrapped the parameter count, and the model "fit" on one GPU).
@@ -843,9 +906,30 @@ impl ModelSpec {
     }
 
     /// Weight bytes `W` on all GPUs together: body at the precision's width,
-    /// embeddings and LM head at 16 bits.
+    /// embeddings and LM head at 16 bits; under MXFP4, a mixture of experts'
+    /// routed experts alone at its width, the rest of the body 16-bit.
     pub fn weight_bytes(&self, precision: Precision) -> f64 {
-        self.body_params() as f64 * precision.bytes_per_weight() + self.embedding_params() as f64 * 2.0
+        let b = precision.bytes_per_weight();
+        if self.non_expert_bytes_per_weight(precision) == b {
+            return self.body_params() as f64 * b + self.embedding_params() as f64 * 2.0;
+        }
+        let experts = match self.moe {
+            Some(m) => self.expert_params_all_layers() as f64 * f64::from(m.num_experts),
+            None => 0.0,
+        };
+        let rest = self.body_params() as f64 - experts;
+        experts * b + rest * self.non_expert_bytes_per_weight(precision) + self.embedding_params() as f64 * 2.0
+    }
+
+    /// Bytes per weight of the body's parts that are not routed experts:
+    /// 16-bit under MXFP4 for a mixture of experts (as GPT-OSS ships its
+    /// attention and router), the precision's width otherwise.
+    pub fn non_expert_bytes_per_weight(&self, precision: Precision) -> f64 {
+        if precision == Precision::Mxfp4 && self.moe.is_some() {
+            2.0
+        } else {
+            precision.bytes_per_weight()
+        }
     }
 
     /// KV-cache bytes per token on one GPU: 2·L·H_kv·h_d·b_kv split over TP.
@@ -860,6 +944,47 @@ impl ModelSpec {
         }
         let heads_per_gpu = self.num_kv_heads.div_ceil(tp.max(1));
         2.0 * self.num_layers as f64 * heads_per_gpu as f64 * self.head_dim as f64 * kv.bytes_per_element()
+    }
+
+    /// The layers a KV-cache block's bytes are counted over: the
+    /// full-attention ones, or all of them where every layer slides. A
+    /// sliding layer holds only its window (the blocks [`ModelSpec::window_blocks`]
+    /// counts), as vLLM's hybrid KV-cache manager frees the blocks a window
+    /// has left.
+    pub fn kv_pool_layers(&self) -> u32 {
+        match self.sliding_window {
+            Some(s) if s.layers < self.num_layers => self.num_layers - s.layers,
+            _ => self.num_layers,
+        }
+    }
+
+    /// KV-cache bytes per token on one GPU of the layers a block counts
+    /// ([`ModelSpec::kv_pool_layers`]): what sizes the cache's blocks.
+    pub fn kv_pool_bytes_per_token_per_gpu(&self, kv: KvCacheDtype, tp: u32) -> f64 {
+        self.kv_bytes_per_token_per_gpu(kv, tp) * f64::from(self.kv_pool_layers()) / f64::from(self.num_layers.max(1))
+    }
+
+    /// Blocks of `block_size` tokens (each of [`ModelSpec::kv_pool_layers`]'s
+    /// bytes) that a sequence of `tokens` takes: its full-attention layers'
+    /// blocks for every token, and its sliding layers' for the window
+    /// alone, which spans ⌈W / B⌉ + 1 blocks at most once it has slid (a
+    /// block it has partly left stays), in the pool's units.
+    pub fn kv_blocks_for(&self, tokens: u32, block_size: u32) -> u32 {
+        let block_size = block_size.max(1);
+        let all = tokens.div_ceil(block_size);
+        let Some(s) = self.sliding_window else { return all };
+        let window = all.min(s.window.div_ceil(block_size) + 1);
+        if s.layers >= self.num_layers {
+            return window;
+        }
+        let per_block = f64::from(s.layers) / f64::from(self.kv_pool_layers());
+        all.saturating_add((f64::from(window) * per_block).ceil() as u32)
+    }
+
+    /// The share of the layers that slide and their window, where some do.
+    pub fn sliding_share(&self) -> Option<(u32, f64)> {
+        let s = self.sliding_window?;
+        Some((s.window, f64::from(s.layers.min(self.num_layers)) / f64::from(self.num_layers.max(1))))
     }
 
     /// Attention flops per (query token, cached token) pair, all layers and
@@ -889,13 +1014,110 @@ impl ModelSpec {
     }
 }
 
+/// A config.json's sliding-window attention: its `sliding_window` (the
+/// tokens a sliding layer attends to) over the layers that
+///
+/// - `layer_types` marks `sliding_attention` (GPT-OSS, Gemma 3 in newer
+///   exports); other types (`full_attention`, and ones the engine does not
+///   model, as Qwen3-Next's `linear_attention`) count as full attention;
+/// - else `sliding_window_pattern` n leaves sliding: every layer but each
+///   n-th (Gemma 3's 6, Cohere2's 4);
+/// - else, for `model_type` `gemma2`, every other layer, the first
+///   included, as vLLM's Gemma 2 places them;
+/// - else, with `use_sliding_window` true, the layers from
+///   `max_window_layers` on (Qwen2's; its released configs set it false:
+///   none);
+/// - else all of them (Mistral-7B-v0.1, Phi-3).
+///
+/// None where `sliding_window` is absent or null, no layer slides, or the
+/// window holds the whole context (`max_position_embeddings`).
+fn sliding_window(
+    cfg: &serde_json::Map<String, serde_json::Value>,
+    num_layers: u32,
+    max_context: u32,
+    invalid: &dyn Fn(String) -> Error,
+) -> Result<Option<SlidingWindow>, Error> {
+    let number = |key: &str| -> Result<Option<u64>, Error> {
+        match cfg.get(key) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| invalid(format!("`{key}` must be a non-negative integer, got {}", shown_value(v)))),
+        }
+    };
+    let types = match cfg.get("layer_types") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::Array(a)) => {
+            if a.len() != num_layers as usize {
+                return Err(invalid(format!(
+                    "`layer_types` names {} layers but num_hidden_layers is {num_layers}: give one type a layer",
+                    a.len()
+                )));
+            }
+            let mut sliding = 0u32;
+            for (k, t) in a.iter().enumerate() {
+                match t.as_str() {
+                    Some("sliding_attention") => sliding += 1,
+                    Some(_) => {}
+                    None => {
+                        return Err(invalid(format!(
+                            "`layer_types` must be a list of names (\"sliding_attention\", \"full_attention\"): its \
+                             element {k} is {}",
+                            shown_value(t)
+                        )))
+                    }
+                }
+            }
+            Some(sliding)
+        }
+        Some(v) => {
+            return Err(invalid(format!("`layer_types` must be a list of layer types, got {}", shown_value(v))));
+        }
+    };
+    let window = match number("sliding_window")? {
+        Some(w) if w > 0 => w,
+        Some(_) => return Err(invalid("`sliding_window` is 0: give the window's tokens, or null for none".into())),
+        None if types.is_some_and(|n| n > 0) => {
+            return Err(invalid(
+                "`layer_types` marks sliding_attention layers but `sliding_window` is missing: give the window's \
+                 tokens"
+                    .into(),
+            ))
+        }
+        None => return Ok(None),
+    };
+    let model_type = cfg.get("model_type").and_then(|t| t.as_str()).unwrap_or("");
+    let layers = if let Some(n) = types {
+        n
+    } else if let Some(pattern) = number("sliding_window_pattern")?.filter(|&p| p > 0) {
+        num_layers - (u64::from(num_layers) / pattern) as u32
+    } else if model_type == "gemma2" {
+        num_layers.div_ceil(2)
+    } else {
+        match cfg.get("use_sliding_window").and_then(|u| u.as_bool()) {
+            Some(false) => 0,
+            Some(true) => {
+                let from = number("max_window_layers")?.unwrap_or(0).min(u64::from(num_layers)) as u32;
+                num_layers - from
+            }
+            None => num_layers,
+        }
+    };
+    if layers == 0 || window >= u64::from(max_context) {
+        return Ok(None);
+    }
+    Ok(Some(SlidingWindow { window: window as u32, layers }))
+}
+
 /// The weights' width a config.json's `quantization_config` names, where
 /// it is one the engine models: FP8 (`quant_method` `fp8` or
 /// `fbgemm_fp8`; ModelOpt's `quant_algo` `FP8`), NVFP4 (ModelOpt's
 /// `NVFP4`), 4- or 8-bit weights alone (AWQ, GPTQ and their Marlin
 /// kernels, by `bits`), and compressed-tensors' one group of weights
-/// (`num_bits` 8 of type `float`, or 4 or 8 of type `int`). Anything else
-/// (bitsandbytes, MXFP4, mixed schemes) is left to `--precision`.
+/// (`num_bits` 8 of type `float`, or 4 or 8 of type `int`), and MXFP4
+/// (`quant_method` `mxfp4`, GPT-OSS's experts). Anything else
+/// (bitsandbytes, mixed schemes) is left to `--precision`.
 fn checkpoint_precision(q: &serde_json::Value) -> Option<Precision> {
     let text = |v: &serde_json::Value, key: &str| v.get(key).and_then(|m| m.as_str()).map(str::to_ascii_lowercase);
     // A count, or one written as a string ("bits": "4", as some exports do).
@@ -909,6 +1131,8 @@ fn checkpoint_precision(q: &serde_json::Value) -> Option<Precision> {
     };
     match text(q, "quant_method")?.as_str() {
         "fp8" | "fbgemm_fp8" => Some(Precision::Fp8),
+        // GPT-OSS's: the experts in MXFP4, `modules_to_not_convert` 16-bit.
+        "mxfp4" => Some(Precision::Mxfp4),
         "awq" | "awq_marlin" | "gptq" | "gptq_marlin" => weight_only(bits(q, "bits").or(bits(q, "w_bit"))),
         "modelopt" => match text(q, "quant_algo")?.as_str() {
             "fp8" => Some(Precision::Fp8),

@@ -21,12 +21,21 @@ pub enum Precision {
     /// NVFP4: 4-bit (E2M1) weights and activations with an FP8 scale per
     /// block of 16, run on FP4 tensor cores (Blackwell only).
     Fp4,
+    /// MXFP4 as GPT-OSS ships it: the routed experts' weights 4-bit (E2M1)
+    /// with an 8-bit power-of-two scale per block of 32, everything else
+    /// (attention, router, embeddings) 16-bit; a model without experts
+    /// takes it over its whole body. The experts' products run as
+    /// TensorRT-LLM's and vLLM's kernels run them: against FP8 activations
+    /// on GPUs with FP4 tensor cores (W4A8), against 16-bit ones elsewhere
+    /// (W4A16, Hopper's Triton and Marlin kernels).
+    Mxfp4,
 }
 
 impl Precision {
     /// Widest first; FP4 last, so that a suggestion of a narrower format
     /// offers the weight-only INT4 that runs everywhere before it.
-    pub const ALL: [Precision; 5] = [Precision::Bf16, Precision::Fp8, Precision::Int8, Precision::Int4, Precision::Fp4];
+    pub const ALL: [Precision; 6] =
+        [Precision::Bf16, Precision::Fp8, Precision::Int8, Precision::Int4, Precision::Fp4, Precision::Mxfp4];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -35,19 +44,22 @@ impl Precision {
             Precision::Int8 => "int8",
             Precision::Int4 => "int4",
             Precision::Fp4 => "fp4",
+            Precision::Mxfp4 => "mxfp4",
         }
     }
 
     /// Bytes per body weight. INT4 carries a 16-bit scale and zero point per
     /// group of 128 weights: 0.5 × (1 + 2/64). NVFP4 carries one FP8 scale
     /// per block of 16 (and one FP32 scale per tensor, negligible):
-    /// 0.5 + 1/16.
+    /// 0.5 + 1/16. MXFP4 one 8-bit scale per block of 32: 0.5 + 1/32 (its
+    /// 16-bit parts: [`crate::engine::ModelSpec::weight_bytes`]).
     pub fn bytes_per_weight(self) -> f64 {
         match self {
             Precision::Bf16 => 2.0,
             Precision::Fp8 | Precision::Int8 => 1.0,
             Precision::Int4 => 0.5 * (1.0 + 2.0 / 64.0),
             Precision::Fp4 => 0.5 + 1.0 / 16.0,
+            Precision::Mxfp4 => 0.5 + 1.0 / 32.0,
         }
     }
 }
@@ -74,6 +86,7 @@ impl FromStr for Precision {
             "int8" | "w8a16" => Ok(Precision::Int8),
             "int4" | "w4a16" | "awq" | "gptq" => Ok(Precision::Int4),
             "fp4" | "nvfp4" | "float4" | "fp4-e2m1" => Ok(Precision::Fp4),
+            "mxfp4" | "mx-fp4" | "w4a8-mxfp4" => Ok(Precision::Mxfp4),
             _ => Err(Error::UnknownPrecision(s.to_string())),
         }
     }

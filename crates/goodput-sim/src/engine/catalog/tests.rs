@@ -507,9 +507,13 @@ fn a_checkpoint_s_width_is_read_from_its_quantization_config() {
                 {"num_bits": 8, "type": "float"}}, "group_1": {"weights": {"num_bits": 8, "type": "float"}}}}"#,
             Some(Precision::Fp8),
         ),
+        // GPT-OSS's experts.
+        (
+            r#"{"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn"]}"#,
+            Some(Precision::Mxfp4),
+        ),
         // Not modelled: left to --precision.
         (r#"{"quant_method": "bitsandbytes", "load_in_4bit": true}"#, None),
-        (r#"{"quant_method": "mxfp4"}"#, None),
         (r#"{"quant_method": 7}"#, None),
         (r#""fp8""#, None),
     ];
@@ -530,7 +534,7 @@ fn an_unmodelled_quantization_is_named_for_the_note() {
             .unwrap()
             .unmodelled_quantization
     };
-    assert_eq!(named(r#"{"quant_method": "mxfp4"}"#).as_deref(), Some("\"mxfp4\""));
+    assert_eq!(named(r#"{"quant_method": "bitsandbytes", "load_in_4bit": true}"#).as_deref(), Some("\"bitsandbytes\""));
     assert_eq!(named(r#"{"quant_method": "gptq", "bits": 3}"#).as_deref(), Some("\"gptq\" (3 bits)"));
     let mixed = r#"{"quant_method": "compressed-tensors", "config_groups": {"a": {"weights": {"num_bits": 8,
         "type": "float"}}, "b": {"weights": {"num_bits": 4, "type": "int"}}}}"#;
@@ -567,4 +571,102 @@ fn a_multimodal_config_takes_what_its_text_config_lacks_from_the_top_level() {
     // A byte-order mark before the JSON is not the config's.
     let flat = format!("\u{feff}{{{sizes}, \"vocab_size\": 128256}}");
     assert_eq!(read(&flat).unwrap().num_layers, 32);
+}
+
+#[test]
+fn gpt_oss_counts_what_its_model_card_gives() {
+    // OpenAI's card: 117 B and 21 B parameters, 5.1 B and 3.6 B active (the
+    // active count with the unembedding, one table of the two).
+    let big = ModelSpec::lookup("openai/gpt-oss-120b").unwrap();
+    let small = ModelSpec::lookup("gpt-oss-20b").unwrap();
+    let table = big.vocab_size as f64 * big.hidden_size as f64;
+    for (m, total, active) in [(&big, 116.8e9, 5.1e9), (&small, 20.9e9, 3.6e9)] {
+        let (t, a) = (m.total_params() as f64, m.active_params() as f64 + table);
+        assert!((t / total - 1.0).abs() < 0.01, "{} total {t:e}", m.name);
+        assert!((a / active - 1.0).abs() < 0.02, "{} active {a:e}", m.name);
+        assert_eq!(m.checkpoint_precision, Some(Precision::Mxfp4));
+        assert_eq!(m.sliding_window, Some(SlidingWindow { window: 128, layers: m.num_layers / 2 }));
+    }
+    // MXFP4 on the experts alone: 4.25 bits each, the attention, router and
+    // embeddings 16-bit; the 120B fits an 80 GB GPU, as OpenAI says.
+    let experts = big.expert_params_all_layers() as f64 * 128.0;
+    let want = experts * (0.5 + 1.0 / 32.0) + (big.total_params() as f64 - experts) * 2.0;
+    assert!((big.weight_bytes(Precision::Mxfp4) - want).abs() < 1.0);
+    assert!(big.weight_bytes(Precision::Mxfp4) < 70e9, "{}", big.weight_bytes(Precision::Mxfp4));
+    // A dense model takes MXFP4 over its whole body.
+    let dense = ModelSpec::lookup("llama-3.1-8b").unwrap();
+    assert_eq!(
+        dense.weight_bytes(Precision::Mxfp4),
+        dense.weight_bytes(Precision::Bf16) - dense.body_params() as f64 * (2.0 - 0.53125)
+    );
+}
+
+#[test]
+fn mxfp4_runs_against_fp8_activations_where_fp4_cores_are_and_16_bit_elsewhere() {
+    assert_eq!("MXFP4".parse::<Precision>().unwrap(), Precision::Mxfp4);
+    assert_eq!(Precision::Mxfp4.to_string(), "mxfp4");
+    let b200 = GpuSpec::lookup("b200").unwrap();
+    let h200 = GpuSpec::lookup("h200").unwrap();
+    assert_eq!(b200.peak_flops(Precision::Mxfp4).unwrap(), b200.peak_flops(Precision::Fp8).unwrap());
+    assert_eq!(h200.peak_flops(Precision::Mxfp4).unwrap(), h200.peak_flops(Precision::Bf16).unwrap());
+}
+
+#[test]
+fn a_config_json_s_sliding_window_is_read_over_the_layers_it_names() {
+    let base = r#""num_hidden_layers": 12, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 512,
+        "vocab_size": 1000, "max_position_embeddings": 32768"#;
+    let read = |extra: &str| ModelSpec::from_hf_config_str(&format!("{{{base}, {extra}}}"), "m");
+    let window = |extra: &str| read(extra).unwrap().sliding_window.map(|s| (s.window, s.layers));
+    let types: Vec<String> =
+        (0..12).map(|i| if i % 2 == 0 { "\"sliding_attention\"" } else { "\"full_attention\"" }.to_string()).collect();
+    let gpt_oss = format!(r#""sliding_window": 128, "layer_types": [{}]"#, types.join(", "));
+    assert_eq!(window(&gpt_oss), Some((128, 6)));
+    // Mistral-7B-v0.1: every layer; its later releases (null): none.
+    assert_eq!(window(r#""sliding_window": 4096"#), Some((4096, 12)));
+    assert_eq!(window(r#""sliding_window": null"#), None);
+    // Qwen2's released configs turn it off; turned on, from max_window_layers.
+    assert_eq!(window(r#""sliding_window": 4096, "use_sliding_window": false"#), None);
+    assert_eq!(
+        window(r#""sliding_window": 4096, "use_sliding_window": true, "max_window_layers": 8"#),
+        Some((4096, 4))
+    );
+    // Gemma 2 every other layer; Gemma 3 five of each six.
+    assert_eq!(window(r#""sliding_window": 4096, "model_type": "gemma2""#), Some((4096, 6)));
+    assert_eq!(window(r#""sliding_window": 1024, "sliding_window_pattern": 6"#), Some((1024, 10)));
+    // A window that holds the whole context changes nothing.
+    assert_eq!(window(r#""sliding_window": 32768"#), None);
+    // Refused, each with what to fix.
+    let refused = |extra: &str| read(extra).unwrap_err().to_string();
+    let e = refused(r#""sliding_window": 128, "layer_types": ["sliding_attention"]"#);
+    assert!(e.contains("`layer_types` names 1 layers but num_hidden_layers is 12"), "{e}");
+    let e = refused(&gpt_oss.replace(r#""sliding_window": 128, "#, ""));
+    assert!(e.contains("`sliding_window` is missing"), "{e}");
+    let e = refused(r#""sliding_window": 0"#);
+    assert!(e.contains("`sliding_window` is 0"), "{e}");
+    let e = refused(r#""sliding_window": "big""#);
+    assert!(e.contains("`sliding_window` must be a non-negative integer"), "{e}");
+}
+
+#[test]
+fn a_sliding_layer_holds_its_window_in_the_cache_not_the_whole_sequence() {
+    // GPT-OSS: half the layers slide, so a block counts the other half's
+    // bytes; a sequence takes a block per 16 tokens for them, and its
+    // window's (at most ⌈128 / 16⌉ + 1 = 9) for the sliding half.
+    let m = ModelSpec::lookup("gpt-oss-120b").unwrap();
+    assert_eq!(m.kv_pool_layers(), 18);
+    assert_eq!(
+        m.kv_pool_bytes_per_token_per_gpu(KvCacheDtype::Auto, 1) * 2.0,
+        m.kv_bytes_per_token_per_gpu(KvCacheDtype::Auto, 1)
+    );
+    assert_eq!(m.kv_blocks_for(100, 16), 7 + 7);
+    assert_eq!(m.kv_blocks_for(1000, 16), 63 + 9);
+    assert_eq!(m.kv_blocks_for(100_000, 16), 6250 + 9);
+    // Every layer sliding (Mistral-7B-v0.1): the window alone.
+    let mut all = m.clone();
+    all.sliding_window = Some(SlidingWindow { window: 4096, layers: 36 });
+    assert_eq!(all.kv_pool_layers(), 36);
+    assert_eq!((all.kv_blocks_for(1000, 16), all.kv_blocks_for(100_000, 16)), (63, 257));
+    // None: every token's block.
+    let dense = ModelSpec::lookup("llama-3.1-8b").unwrap();
+    assert_eq!(dense.kv_blocks_for(1000, 16), 63);
 }
