@@ -164,6 +164,10 @@ fn an_uncalibrated_gpu_is_said_by_bench_and_serve() {
     assert!(!h100.contains("uncalibrated") && !h100.contains("mixture of experts"), "{h100}");
     let moe = bench("h100", "qwen3-30b-a3b");
     assert!(moe.contains("Qwen3-30B-A3B is a mixture of experts") && moe.contains("(45 rows"), "{moe}");
+    // GPT-OSS (MXFP4, a sliding window) quotes its own table's figures.
+    let oss = bench("h200", "gpt-oss-20b");
+    assert!(oss.contains("GPT-OSS-20B is a mixture of experts checked on TensorRT-LLM's published"), "{oss}");
+    assert!(oss.contains("Triton kernels") && !oss.contains("(45 rows"), "{oss}");
     let bin = assert_cmd::cargo::cargo_bin("goodput");
     let mut child = std::process::Command::new(bin)
         .args(["serve", "--port", "0", "--profile", "engine", "--gpu", "a100", "--model", "qwen3-30b-a3b"])
