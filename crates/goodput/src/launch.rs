@@ -35,7 +35,7 @@ mod trtllm;
 /// The catalog's models as their publishers name their instruction-tuned
 /// weights on Hugging Face, by the catalog key the name is looked up by
 /// ([`ModelSpec::catalog_key`]).
-const HUB_IDS: [(&str, &str); 25] = [
+const HUB_IDS: [(&str, &str); 29] = [
     ("llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct"),
     ("llama3.1-8b", "meta-llama/Llama-3.1-8B-Instruct"),
     ("llama-3-8b", "meta-llama/Meta-Llama-3-8B-Instruct"),
@@ -61,6 +61,10 @@ const HUB_IDS: [(&str, &str); 25] = [
     ("deepseek-r1-0528", "deepseek-ai/DeepSeek-R1-0528"),
     ("gpt-oss-120b", "openai/gpt-oss-120b"),
     ("gpt-oss-20b", "openai/gpt-oss-20b"),
+    ("llama-4-maverick-17b-128e", "meta-llama/Llama-4-Maverick-17B-128E-Instruct"),
+    ("llama-4-maverick", "meta-llama/Llama-4-Maverick-17B-128E-Instruct"),
+    ("llama-4-scout-17b-16e", "meta-llama/Llama-4-Scout-17B-16E-Instruct"),
+    ("llama-4-scout", "meta-llama/Llama-4-Scout-17B-16E-Instruct"),
 ];
 
 /// What the server loads: `--serve-model` where given; else the folder of
@@ -90,7 +94,7 @@ pub fn served_model(model: &str, given: Option<&str>) -> Option<String> {
 /// checkpoints (Qwen's own FP8), AWQ INT4 (hugging-quants', Qwen's own)
 /// and W8A16 INT8 (Neural Magic's, now Red Hat AI's). The servers read the
 /// quantization method from the checkpoint, so its command names none.
-pub const CHECKPOINTS: [(&str, Precision, &str); 24] = [
+pub const CHECKPOINTS: [(&str, Precision, &str); 26] = [
     ("meta-llama/Llama-3.1-8B-Instruct", Precision::Fp4, "nvidia/Llama-3.1-8B-Instruct-FP4"),
     ("meta-llama/Llama-3.3-70B-Instruct", Precision::Fp4, "nvidia/Llama-3.3-70B-Instruct-NVFP4"),
     ("meta-llama/Llama-3.1-405B-Instruct", Precision::Fp4, "nvidia/Llama-3.1-405B-Instruct-FP4"),
@@ -118,6 +122,13 @@ pub const CHECKPOINTS: [(&str, Precision, &str); 24] = [
     ("meta-llama/Llama-3.1-405B-Instruct", Precision::Fp8, "nvidia/Llama-3.1-405B-Instruct-FP8"),
     ("Qwen/Qwen3-30B-A3B", Precision::Fp8, "Qwen/Qwen3-30B-A3B-FP8"),
     ("Qwen/Qwen3-235B-A22B", Precision::Fp8, "Qwen/Qwen3-235B-A22B-FP8"),
+    // As TensorRT-LLM's perf overview names them.
+    ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", Precision::Fp8, "nvidia/Llama-4-Maverick-17B-128E-Instruct-FP8"),
+    (
+        "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+        Precision::Fp4,
+        "nvidia/Llama-4-Maverick-17B-128E-Instruct-NVFP4",
+    ),
 ];
 
 /// AMD's MXFP4 checkpoints of the catalog's models (AMD-Quark's, for the

@@ -125,13 +125,9 @@ pub const MOE_TRTLLM: MoeCheck = MoeCheck {
     dense_median_abs_pct: 3.5,
 };
 
-/// GPT-OSS (MXFP4) against TensorRT-LLM's tables of it
-/// (`data/validation/trtllm-gpt-oss.csv`, held out: nothing was set on
-/// them), each model on Blackwell (B200 and GB200: the experts W4A8, an
-/// FP8 KV cache) and on Hopper (H200 and H100: TensorRT-LLM's Triton MoE
-/// kernels against 16-bit activations, a 16-bit KV cache): the rows, the
-/// signed median error of output tokens/s and its least and most, percent
-/// (positive: the engine's throughput above the measured).
+/// A group of rows of a model's own table: how many, the signed median
+/// error of output tokens/s and its least and most, percent (positive: the
+/// engine's throughput above the measured).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GroupCheck {
     pub rows: usize,
@@ -139,47 +135,103 @@ pub struct GroupCheck {
     pub error_pct: (f64, f64),
 }
 
-/// GPT-OSS-120B and GPT-OSS-20B on Blackwell, then on Hopper (a slow test
-/// recomputes them).
-pub const GPT_OSS_TRTLLM: [(&str, GroupCheck, GroupCheck); 2] = [
-    (
-        "gpt-oss-120b",
-        GroupCheck { rows: 12, median_pct: 39.1, error_pct: (15.6, 72.6) },
-        GroupCheck { rows: 10, median_pct: 98.4, error_pct: (39.9, 171.3) },
-    ),
-    (
-        "gpt-oss-20b",
-        GroupCheck { rows: 12, median_pct: -0.1, error_pct: (-6.9, 51.2) },
-        GroupCheck { rows: 10, median_pct: 46.4, error_pct: (28.7, 82.2) },
-    ),
+/// A mixture of experts checked on TensorRT-LLM's published saturation
+/// throughputs of it (held out: nothing was set on them), on Blackwell and
+/// on Hopper: what its predictions say in place of the general
+/// mixture-of-experts note.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OwnTable {
+    /// The catalog key ([`ModelSpec::catalog_key`]) and the table's file.
+    pub key: &'static str,
+    pub file: &'static str,
+    /// The weights' format as the table ran them.
+    pub weights: &'static str,
+    /// The Blackwell and the Hopper columns: what ran, and the figures.
+    pub blackwell_how: &'static str,
+    pub blackwell: GroupCheck,
+    pub hopper_how: &'static str,
+    pub hopper: GroupCheck,
+    /// docs/simulator.md's section of it.
+    pub section: &'static str,
+}
+
+const GPT_OSS_HOPPER: &str = "H200, H100, where TensorRT-LLM runs the MXFP4 experts in Triton kernels against 16-bit \
+     activations, which the engine times at the tensor cores' 16-bit rate";
+
+/// GPT-OSS (`data/validation/trtllm-gpt-oss.csv`, MXFP4: on Blackwell the
+/// experts W4A8 and an FP8 KV cache, on Hopper TensorRT-LLM's Triton MoE
+/// kernels against 16-bit activations and a 16-bit cache) and
+/// Llama-4-Maverick (`data/validation/trtllm-maverick.csv`, attention
+/// data-parallel with the experts over all ranks: FP4 on four Blackwell
+/// GPUs, FP8 on eight H200s). A slow test recomputes the figures.
+pub const OWN_TABLES: [OwnTable; 3] = [
+    OwnTable {
+        key: "gpt-oss-120b",
+        file: "trtllm-gpt-oss.csv",
+        weights: "MXFP4",
+        blackwell_how: "B200, GB200",
+        blackwell: GroupCheck { rows: 12, median_pct: 39.1, error_pct: (15.6, 72.6) },
+        hopper_how: GPT_OSS_HOPPER,
+        hopper: GroupCheck { rows: 10, median_pct: 98.4, error_pct: (39.9, 171.3) },
+        section: "GPT-OSS under TensorRT-LLM",
+    },
+    OwnTable {
+        key: "gpt-oss-20b",
+        file: "trtllm-gpt-oss.csv",
+        weights: "MXFP4",
+        blackwell_how: "B200, GB200",
+        blackwell: GroupCheck { rows: 12, median_pct: -0.1, error_pct: (-6.9, 51.2) },
+        hopper_how: GPT_OSS_HOPPER,
+        hopper: GroupCheck { rows: 10, median_pct: 46.4, error_pct: (28.7, 82.2) },
+        section: "GPT-OSS under TensorRT-LLM",
+    },
+    OwnTable {
+        key: "llama-4-maverick-17b-128e",
+        file: "trtllm-maverick.csv",
+        weights: "FP4 on Blackwell, FP8 on Hopper",
+        blackwell_how: "four B200 or GB200, attention data-parallel, the experts over all",
+        blackwell: GroupCheck { rows: 12, median_pct: 15.0, error_pct: (-15.8, 57.6) },
+        hopper_how: "eight H200, likewise",
+        hopper: GroupCheck { rows: 5, median_pct: 56.6, error_pct: (21.4, 104.1) },
+        section: "Llama-4-Maverick under TensorRT-LLM",
+    },
 ];
 
-/// What a prediction of GPT-OSS should say: how far the engine was from
-/// TensorRT-LLM's published throughputs of it, on Blackwell and on Hopper.
-fn gpt_oss_note(model: &ModelSpec) -> Option<String> {
+/// The model's own table, where it has one (by the catalog key its name
+/// maps to, so a config.json's `openai/gpt-oss-120b` finds GPT-OSS's).
+pub fn own_table(model: &ModelSpec) -> Option<&'static OwnTable> {
     let key = ModelSpec::catalog_key(&model.name);
-    let (_, blackwell, hopper) = GPT_OSS_TRTLLM.iter().find(|(k, ..)| *k == key)?;
+    let key = ModelSpec::lookup(&key).ok().map_or(key, |m| ModelSpec::catalog_key(&m.name));
+    OWN_TABLES.iter().find(|t| ModelSpec::lookup(t.key).is_ok_and(|m| ModelSpec::catalog_key(&m.name) == key))
+}
+
+/// What a prediction of a model with its own table says: how far the
+/// engine was from it, on Blackwell and on Hopper.
+fn own_table_note(model: &ModelSpec, t: &OwnTable) -> String {
     let times = |pct: f64| 1.0 + pct / 100.0;
-    Some(format!(
-        "{} is a mixture of experts checked on TensorRT-LLM's published saturation throughputs of it (MXFP4; held \
-         out, nothing fitted): on Blackwell (B200, GB200) the engine's output tokens/s were {:+.0} % off the \
-         measured at the median ({} rows, {:+.0} to {:+.0} %, most where prompts were longest); on Hopper (H200, \
-         H100), where TensorRT-LLM runs the MXFP4 experts in Triton kernels against 16-bit activations, {:+.0} % \
-         ({} rows, {:+.0} to {:+.0} %): the engine times those products at the tensor cores' 16-bit rate, which \
-         those kernels are far from. Expect its Hopper throughput, and the cost and energy priced on it, to be \
-         {:.1} to {:.1} times what such a server gives (docs/simulator.md, \"GPT-OSS under TensorRT-LLM\")",
+    let (b, h) = (t.blackwell, t.hopper);
+    format!(
+        "{} is a mixture of experts checked on TensorRT-LLM's published saturation throughputs of it ({}; held \
+         out, nothing fitted): on Blackwell ({}) the engine's output tokens/s were {:+.0} % off the measured at the \
+         median ({} rows, {:+.0} to {:+.0} %); on Hopper ({}), {:+.0} % ({} rows, {:+.0} to {:+.0} %). Expect its \
+         throughput, and the cost and energy priced on it, to flatter it, up to {:.1} times what such a server \
+         gives on Hopper and {:.1} on Blackwell (docs/simulator.md, \"{}\")",
         model.name,
-        blackwell.median_pct,
-        blackwell.rows,
-        blackwell.error_pct.0,
-        blackwell.error_pct.1,
-        hopper.median_pct,
-        hopper.rows,
-        hopper.error_pct.0,
-        hopper.error_pct.1,
-        times(hopper.error_pct.0),
-        times(hopper.error_pct.1),
-    ))
+        t.weights,
+        t.blackwell_how,
+        b.median_pct,
+        b.rows,
+        b.error_pct.0,
+        b.error_pct.1,
+        t.hopper_how,
+        h.median_pct,
+        h.rows,
+        h.error_pct.0,
+        h.error_pct.1,
+        times(h.error_pct.1),
+        times(b.error_pct.1),
+        t.section,
+    )
 }
 
 /// The architectures the table checked: Qwen3's mixtures of experts and
@@ -192,8 +244,8 @@ const MOE_CHECKED: [&str; 3] = ["Qwen3-30B-A3B", "Qwen3-235B-A22B", "DeepSeek-"]
 /// dense model.
 pub fn moe_note(model: &ModelSpec) -> Option<String> {
     model.moe?;
-    if let Some(note) = gpt_oss_note(model) {
-        return Some(note);
+    if let Some(t) = own_table(model) {
+        return Some(own_table_note(model, t));
     }
     let c = MOE_TRTLLM;
     let checked = MOE_CHECKED.iter().any(|m| model.name.starts_with(m));
@@ -604,50 +656,59 @@ mod tests {
     }
 
     #[test]
-    fn gpt_oss_is_said_with_its_own_tables_figures() {
+    fn a_model_with_its_own_table_is_said_with_its_figures() {
         let model = |n: &str| ModelSpec::lookup(n).unwrap();
-        for (name, openai) in [("gpt-oss-120b", "openai/gpt-oss-120b"), ("gpt-oss-20b", "openai/gpt-oss-20b")] {
+        for (name, id) in [
+            ("gpt-oss-120b", "openai/gpt-oss-120b"),
+            ("gpt-oss-20b", "openai/gpt-oss-20b"),
+            ("llama-4-maverick", "meta-llama/Llama-4-Maverick-17B-128E-Instruct"),
+        ] {
+            let t = own_table(&model(name)).unwrap();
             let note = moe_note(&model(name)).unwrap();
-            let (_, blackwell, hopper) = GPT_OSS_TRTLLM.iter().find(|(k, ..)| *k == name).unwrap();
-            let said =
-                format!("{:+.0} % off the measured at the median ({} rows", blackwell.median_pct, blackwell.rows);
+            let (b, h) = (t.blackwell, t.hopper);
+            let said = format!("{:+.0} % off the measured at the median ({} rows", b.median_pct, b.rows);
             assert!(note.contains(&said), "{note}");
-            let said = format!("{:+.0} % ({} rows", hopper.median_pct, hopper.rows);
-            assert!(note.contains(&said) && note.contains("Triton kernels"), "{note}");
-            assert!(!note.contains("Qwen3"), "{note}");
+            let said =
+                format!("{:+.0} % ({} rows, {:+.0} to {:+.0} %)", h.median_pct, h.rows, h.error_pct.0, h.error_pct.1);
+            assert!(note.contains(&said) && !note.contains("Qwen3"), "{note}");
             // A config.json's name finds the same figures.
             let mut read = model(name);
-            read.name = openai.into();
-            assert_eq!(moe_note(&read).unwrap().replacen(openai, "", 1), note.replacen(&model(name).name, "", 1));
+            read.name = id.into();
+            assert_eq!(own_table(&read), Some(t), "{id}");
         }
-        // docs/simulator.md's table gives the same figures.
+        assert!(moe_note(&model("gpt-oss-20b")).unwrap().contains("Triton kernels"));
+        assert!(own_table(&model("llama-4-scout")).is_none() && own_table(&model("qwen3-30b-a3b")).is_none());
+        // docs/simulator.md's tables give the same figures.
         let doc = simulator_doc();
-        for (name, blackwell, hopper) in GPT_OSS_TRTLLM {
-            for (gpus, c) in [("Blackwell", blackwell), ("Hopper", hopper)] {
+        for t in OWN_TABLES {
+            for (gpus, c) in [("Blackwell", t.blackwell), ("Hopper", t.hopper)] {
                 let figures =
                     format!("{} | {:+.1} % | {:+.1} to {:+.1} % |", c.rows, c.median_pct, c.error_pct.0, c.error_pct.1)
                         .replace("-", "−");
-                let line = format!("| {} | {gpus} | {figures}", model(name).name);
+                let line = format!("| {} | {gpus} | {figures}", model(t.key).name);
                 assert!(doc.contains(&line), "docs/simulator.md has no line {line}");
             }
         }
     }
 
-    /// GPT-OSS's figures recomputed from its table (under a minute in
-    /// release).
+    /// The own tables' figures recomputed (a minute and more in release).
     #[test]
     #[ignore]
-    fn quoted_accuracy_of_the_gpt_oss_table_is_the_validators() {
-        let rows = parse_csv(include_str!("../../../../data/validation/trtllm-gpt-oss.csv")).unwrap();
-        let report = validate(&rows, &ValidationOptions::default()).unwrap();
-        assert_eq!(report.predictions.len(), 44);
-        assert!(report.predictions.iter().all(|p| p.row.split == Some(Split::HeldOut)));
-        for (name, blackwell, hopper) in GPT_OSS_TRTLLM {
+    fn quoted_accuracy_of_the_models_own_tables_is_the_validators() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/validation");
+        for t in OWN_TABLES {
+            let rows = parse_csv(&std::fs::read_to_string(dir.join(t.file)).unwrap()).unwrap();
+            let rows: Vec<_> = rows
+                .into_iter()
+                .filter(|r| ModelSpec::lookup(&r.model).unwrap().name == ModelSpec::lookup(t.key).unwrap().name)
+                .collect();
+            assert!(rows.iter().all(|r| r.split == Some(Split::HeldOut)), "{}", t.key);
+            let report = validate(&rows, &ValidationOptions::default()).unwrap();
             let group = |hopper: bool| {
                 let mut v: Vec<f64> = report
                     .predictions
                     .iter()
-                    .filter(|p| p.row.model == name && p.row.gpu.starts_with('h') == hopper)
+                    .filter(|p| (GpuSpec::lookup(&p.row.gpu).unwrap().family == GpuFamily::Hopper) == hopper)
                     .map(|p| p.rel_error)
                     .collect();
                 v.sort_by(f64::total_cmp);
@@ -658,8 +719,9 @@ mod tests {
                     error_pct: (pct(v[0]), pct(v[v.len() - 1])),
                 }
             };
-            assert_eq!(group(false), blackwell, "{name} on Blackwell moved; quote its new figures");
-            assert_eq!(group(true), hopper, "{name} on Hopper moved; quote its new figures");
+            assert_eq!(group(false), t.blackwell, "{} on Blackwell moved; quote its new figures", t.key);
+            assert_eq!(group(true), t.hopper, "{} on Hopper moved; quote its new figures", t.key);
+            assert_eq!(report.predictions.len(), t.blackwell.rows + t.hopper.rows, "{}", t.key);
         }
     }
 

@@ -191,10 +191,14 @@ pub struct BatchShape {
     pub largest_prefill: u64,
     /// Sliding-window attention ([`BatchShape::of_model`]): the window W
     /// and the share of the layers that slide; 0 and 0.0 where none do.
+    /// `chunked`: chunked local attention, each token within its own chunk
+    /// of W from the chunk's start.
     pub window: u32,
     pub window_share: f64,
+    pub chunked: bool,
     /// Within the window: Σ min(s_j, W) over decodes, Σ min(p_i, W) over
-    /// prefill chunks, and the chunks' (query, key) pairs.
+    /// prefill chunks, and the chunks' (query, key) pairs (chunked: s_j mod
+    /// W and p_i mod W, the tokens before each in its own chunk).
     pub windowed_decode_context: u64,
     pub windowed_prefill_context: u64,
     pub windowed_prefill_attention: f64,
@@ -213,8 +217,8 @@ impl BatchShape {
     /// An empty batch of `model`'s: its sliding window, where it has one,
     /// counted in the sums the attention is timed from.
     pub fn of_model(model: &crate::engine::ModelSpec) -> BatchShape {
-        let (window, window_share) = model.sliding_share().unwrap_or((0, 0.0));
-        BatchShape { window, window_share, ..BatchShape::default() }
+        let (window, window_share, chunked) = model.sliding_share().unwrap_or((0, 0.0, false));
+        BatchShape { window, window_share, chunked, ..BatchShape::default() }
     }
 
     /// One decode whose new token attends to `context` cached tokens.
@@ -223,7 +227,7 @@ impl BatchShape {
         self.seqs += 1;
         self.decode_context += context as u64;
         if self.window > 0 {
-            self.windowed_decode_context += u64::from(context.min(self.window));
+            self.windowed_decode_context += u64::from(self.within(context));
         }
     }
 
@@ -237,8 +241,22 @@ impl BatchShape {
         self.prefill_context += cached as u64;
         self.prefill_attention += new as f64 * (cached as f64 + new as f64 / 2.0);
         if self.window > 0 {
-            self.windowed_prefill_context += u64::from(cached.min(self.window));
-            self.windowed_prefill_attention += windowed_pairs(cached, new, self.window);
+            self.windowed_prefill_context += u64::from(self.within(cached));
+            self.windowed_prefill_attention += if self.chunked {
+                chunked_pairs(cached, new, self.window)
+            } else {
+                windowed_pairs(cached, new, self.window)
+            };
+        }
+    }
+
+    /// Of `context` tokens before a token, those a windowed layer attends
+    /// to: the last W, or (chunked) those of the token's own chunk.
+    fn within(&self, context: u32) -> u32 {
+        if self.chunked {
+            context % self.window
+        } else {
+            context.min(self.window)
         }
     }
 
@@ -267,6 +285,18 @@ impl BatchShape {
 /// whose queries see at most `window` keys each, in the continuous form
 /// the full count `new · (cached + new / 2)` takes: ∫ min(x, W) dx from
 /// `cached` to `cached + new`.
+/// The pairs of such a chunk under chunked local attention, each query
+/// seeing the keys of its own chunk of `chunk` before it: ∫ (x mod C) dx
+/// from `cached` to `cached + new`, by G(x) = ⌊x / C⌋ · C² / 2 +
+/// (x mod C)² / 2.
+fn chunked_pairs(cached: u32, new: u32, chunk: u32) -> f64 {
+    let g = |x: u64| {
+        let c = u64::from(chunk);
+        ((x / c) as f64) * (c as f64) * (c as f64) / 2.0 + ((x % c) as f64).powi(2) / 2.0
+    };
+    g(u64::from(cached) + u64::from(new)) - g(u64::from(cached))
+}
+
 fn windowed_pairs(cached: u32, new: u32, window: u32) -> f64 {
     let (p, c, w) = (f64::from(cached), f64::from(new), f64::from(window));
     if p + c <= w {
@@ -440,7 +470,7 @@ impl Roofline {
             attention_flops_per_pair: m.attention_flops_per_pair(),
             prefill_attention_flops_per_pair: m.prefill_attention_flops_per_pair(),
             kv_bytes_per_token_per_gpu: m.kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp),
-            window: m.sliding_share().map_or(0, |(w, _)| w),
+            window: m.sliding_share().map_or(0, |(w, ..)| w),
             kv_rate: bw * c.eta_kv,
             allreduce_calls,
             allreduce_latency: allreduce_latency_us * 1e-6,
@@ -1106,5 +1136,37 @@ mod tests {
         };
         let (mx, fp8, int4) = (decode(Precision::Mxfp4), decode(Precision::Fp8), decode(Precision::Int4));
         assert!(int4 < mx && mx < fp8, "{int4} {mx} {fp8}");
+    }
+
+    #[test]
+    fn chunked_attention_sees_its_own_chunk_alone() {
+        // Llama 4: 36 of 48 layers attend within their chunk of 8,192.
+        let c = cfg("llama-4-maverick", "h200", Precision::Fp8);
+        let mut b = BatchShape::of_model(&c.model);
+        b.add_decode(8192 * 4 + 100);
+        assert_eq!(b.windowed_decode_context, 100);
+        let a = b.attended();
+        assert_eq!(a.decode_context, 0.25 * (8192.0 * 4.0 + 100.0) + 0.75 * 100.0);
+        // A chunk's pairs: inside the first chunk a full layer's; a chunk
+        // that crosses a boundary starts afresh there; chunks add up.
+        assert_eq!(chunked_pairs(0, 100, 8192), 100.0 * 50.0);
+        assert_eq!(chunked_pairs(8192, 100, 8192), 100.0 * 50.0);
+        assert_eq!(chunked_pairs(8000, 392, 8192), 192.0 * (8000.0 + 96.0) + 200.0 * 100.0);
+        assert_eq!(chunked_pairs(0, 20_000, 8192), chunked_pairs(0, 8000, 8192) + chunked_pairs(8000, 12_000, 8192));
+        // A whole chunk's pairs, C² / 2, each chunk of a long prompt alike.
+        assert_eq!(chunked_pairs(0, 3 * 8192, 8192), 3.0 * 8192.0 * 8192.0 / 2.0);
+        // Its attention at 32,768 tokens of context: a quarter of the
+        // layers' whole, the rest within the last chunk.
+        let mut full = c.clone();
+        full.model.sliding_window = None;
+        let attention = |cfg: &EngineConfig, context: u32| {
+            let mut b = BatchShape::of_model(&cfg.model);
+            for _ in 0..64 {
+                b.add_decode(context);
+            }
+            Roofline::new(cfg).unwrap().breakdown(&b).attention.as_secs_f64()
+        };
+        let ratio = attention(&c, 32_768 + 1_000) / attention(&full, 32_768 + 1_000);
+        assert!((0.25..0.30).contains(&ratio), "{ratio}");
     }
 }

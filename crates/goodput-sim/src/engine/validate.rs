@@ -1354,6 +1354,17 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
             let blackwell = r.gpu.contains("b200");
             assert_eq!(cfg.kv_cache_dtype == KvCacheDtype::Fp8, blackwell, "{}", r.id);
         }
+        // Llama-4-Maverick: held out, attention data-parallel over the
+        // row's GPUs, its chunked attention in the row's engine.
+        let maverick = rows("trtllm-maverick.csv");
+        assert_eq!(maverick.len(), 17);
+        for r in &maverick {
+            assert!(r.split == Some(Split::HeldOut) && r.offline, "{}", r.id);
+            let cfg = row_config(r, &ValidationOptions::default()).unwrap();
+            cfg.validate().unwrap();
+            assert_eq!((cfg.attention_ranks(), r.ep), (r.gpus, r.gpus), "{}", r.id);
+            assert!(cfg.model.sliding_window.is_some_and(|w| w.chunked && w.window == 8192), "{}", r.id);
+        }
         // genai-perf's closed loops: every row held out, every user started
         // together, 16-bit rows on a 16-bit cache.
         let dli = rows("nim-dli-closed-loop.csv");

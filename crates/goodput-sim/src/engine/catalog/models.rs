@@ -35,11 +35,15 @@ pub struct Mla {
 /// Sliding-window attention: `layers` of the model's layers attend to the
 /// last `window` tokens only, the others to the whole context (GPT-OSS: 18
 /// of its 36 layers, every other one, at 128 tokens; Mistral-7B-v0.1: all 32
-/// at 4,096).
+/// at 4,096). `chunked`: chunked local attention instead (Llama 4: 36 of
+/// its 48 layers in chunks of 8,192): a token attends to the tokens of its
+/// own chunk of `window`, from the chunk's start, not to the last `window`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SlidingWindow {
     pub window: u32,
     pub layers: u32,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub chunked: bool,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -146,7 +150,7 @@ const PLAIN: ModelEntry = ModelEntry {
     sliding: None,
 };
 
-const MODELS: [ModelEntry; 11] = [
+const MODELS: [ModelEntry; 13] = [
     ModelEntry {
         aliases: &["llama-3.1-8b", "llama-3-8b", "llama3.1-8b", "llama3-8b"],
         name: "Llama-3.1-8B",
@@ -327,7 +331,7 @@ const MODELS: [ModelEntry; 11] = [
         max_context: 131072,
         head_dim: 64,
         checkpoint: Some(Precision::Mxfp4),
-        sliding: Some(SlidingWindow { window: 128, layers: 18 }),
+        sliding: Some(SlidingWindow { window: 128, layers: 18, chunked: false }),
         ..PLAIN
     },
     ModelEntry {
@@ -343,7 +347,51 @@ const MODELS: [ModelEntry; 11] = [
         max_context: 131072,
         head_dim: 64,
         checkpoint: Some(Precision::Mxfp4),
-        sliding: Some(SlidingWindow { window: 128, layers: 12 }),
+        sliding: Some(SlidingWindow { window: 128, layers: 12, chunked: false }),
+        ..PLAIN
+    },
+    // Llama 4, from its config.json on the Hugging Face hub
+    // (meta-llama/Llama-4-Maverick-17B-128E-Instruct and
+    // Llama-4-Scout-17B-16E-Instruct, their `text_config`; Llama 4
+    // Community License): 48 layers, hidden 5,120, 40 query heads of 128 and
+    // 8 KV heads; experts of 8,192, top-1, with one shared expert of 8,192
+    // in every MoE layer; Maverick's 128 experts in every other layer
+    // (`interleave_moe_layer_step` 2), its other 24 dense MLPs of 16,384
+    // (`intermediate_size_mlp`), Scout's 16 in every layer; chunked local
+    // attention in chunks of 8,192 (`attention_chunk_size`) in all but every
+    // fourth layer (`no_rope_layers`); vocabulary 202,048, untied;
+    // `max_position_embeddings` 1,048,576 and 10,485,760. 400 B and 109 B
+    // parameters, 17 B active each, as Meta's model cards give them.
+    ModelEntry {
+        aliases: &["llama-4-maverick-17b-128e", "llama-4-maverick", "llama4-maverick"],
+        name: "Llama-4-Maverick",
+        layers: 48,
+        hidden: 5120,
+        heads: 40,
+        kv_heads: 8,
+        intermediate: 8192,
+        vocab: 202048,
+        moe: Some(Moe { num_experts: 128, experts_per_token: 1 }),
+        max_context: 1048576,
+        shared_intermediate: 8192,
+        dense_layers: 24,
+        dense_intermediate: 16384,
+        sliding: Some(SlidingWindow { window: 8192, layers: 36, chunked: true }),
+        ..PLAIN
+    },
+    ModelEntry {
+        aliases: &["llama-4-scout-17b-16e", "llama-4-scout", "llama4-scout"],
+        name: "Llama-4-Scout",
+        layers: 48,
+        hidden: 5120,
+        heads: 40,
+        kv_heads: 8,
+        intermediate: 8192,
+        vocab: 202048,
+        moe: Some(Moe { num_experts: 16, experts_per_token: 1 }),
+        max_context: 10485760,
+        shared_intermediate: 8192,
+        sliding: Some(SlidingWindow { window: 8192, layers: 36, chunked: true }),
         ..PLAIN
     },
 ];
@@ -631,7 +679,8 @@ impl ModelSpec {
             Some(m) => {
                 let first_dense = get0("first_k_dense_replace")?.unwrap_or(0);
                 let freq = get("moe_layer_freq")?.unwrap_or(1);
-                let step = get("decoder_sparse_step")?.unwrap_or(1);
+                // Qwen-MoE's and Llama 4's names for one rule.
+                let step = get("decoder_sparse_step")?.or(get("interleave_moe_layer_step")?).unwrap_or(1);
                 // A set: a layer is looked up in it once each (a list of
                 // millions had taken seconds a layer).
                 let mlp_only: std::collections::HashSet<u64> = match cfg.get("mlp_only_layers") {
@@ -683,7 +732,8 @@ impl ModelSpec {
             _ => need("intermediate_size")?,
         };
         let dense_intermediate_size = if dense_mlp_layers > 0 {
-            get("intermediate_size")?.ok_or_else(|| {
+            // Llama 4's dense layers have a size of their own.
+            get("intermediate_size_mlp")?.or(get("intermediate_size")?).ok_or_else(|| {
                 invalid(format!(
                     "`intermediate_size` is missing: {dense_mlp_layers} of the {num_layers} layers are dense MLPs \
                      of that size"
@@ -695,7 +745,11 @@ impl ModelSpec {
         let shared_expert_intermediate_size = match moe {
             None => 0,
             Some(_) => {
-                let deepseek = u64::from(get0("n_shared_experts")?.unwrap_or(0)) * u64::from(intermediate_size);
+                // Llama 4's MoE layers each have one shared expert of the
+                // routed ones' size; its config names none.
+                let llama4 = cfg.get("model_type").and_then(|t| t.as_str()).is_some_and(|t| t.starts_with("llama4"));
+                let shared = get0("n_shared_experts")?.unwrap_or(u32::from(llama4));
+                let deepseek = u64::from(shared) * u64::from(intermediate_size);
                 let qwen = u64::from(get0("shared_expert_intermediate_size")?.unwrap_or(0));
                 u32::try_from(deepseek + qwen).map_err(|_| {
                     invalid(format!(
@@ -981,10 +1035,11 @@ impl ModelSpec {
         all.saturating_add((f64::from(window) * per_block).ceil() as u32)
     }
 
-    /// The share of the layers that slide and their window, where some do.
-    pub fn sliding_share(&self) -> Option<(u32, f64)> {
+    /// The window, the share of the layers that slide, and whether they
+    /// attend in chunks, where some do.
+    pub fn sliding_share(&self) -> Option<(u32, f64, bool)> {
         let s = self.sliding_window?;
-        Some((s.window, f64::from(s.layers.min(self.num_layers)) / f64::from(self.num_layers.max(1))))
+        Some((s.window, f64::from(s.layers.min(self.num_layers)) / f64::from(self.num_layers.max(1)), s.chunked))
     }
 
     /// Attention flops per (query token, cached token) pair, all layers and
@@ -1031,6 +1086,10 @@ impl ModelSpec {
 ///
 /// None where `sliding_window` is absent or null, no layer slides, or the
 /// window holds the whole context (`max_position_embeddings`).
+///
+/// Chunked local attention comes first: `attention_chunk_size` over the
+/// layers `no_rope_layers` marks 1 (by default all but every fourth),
+/// Llama 4's.
 fn sliding_window(
     cfg: &serde_json::Map<String, serde_json::Value>,
     num_layers: u32,
@@ -1046,6 +1105,39 @@ fn sliding_window(
                 .ok_or_else(|| invalid(format!("`{key}` must be a non-negative integer, got {}", shown_value(v)))),
         }
     };
+    if let Some(chunk) = number("attention_chunk_size")?.filter(|&c| c > 0) {
+        // Llama 4: its rotary layers (`no_rope_layers` 1) attend in chunks,
+        // by default all but every fourth, as Hugging Face's code sets it.
+        let layers = match cfg.get("no_rope_layers") {
+            None | Some(serde_json::Value::Null) => num_layers - num_layers / 4,
+            Some(serde_json::Value::Array(a)) if a.len() == num_layers as usize => {
+                let mut rotary = 0;
+                for (k, v) in a.iter().enumerate() {
+                    match v.as_u64() {
+                        Some(0) => {}
+                        Some(1) => rotary += 1,
+                        _ => {
+                            return Err(invalid(format!(
+                                "`no_rope_layers` must be a list of 0 and 1, a layer each: its element {k} is {}",
+                                shown_value(v)
+                            )))
+                        }
+                    }
+                }
+                rotary
+            }
+            Some(v) => {
+                return Err(invalid(format!(
+                    "`no_rope_layers` must be a list of 0 and 1, one for each of the {num_layers} layers, got {}",
+                    shown_value(v)
+                )))
+            }
+        };
+        if layers == 0 || chunk >= u64::from(max_context) {
+            return Ok(None);
+        }
+        return Ok(Some(SlidingWindow { window: chunk as u32, layers, chunked: true }));
+    }
     let types = match cfg.get("layer_types") {
         None | Some(serde_json::Value::Null) => None,
         Some(serde_json::Value::Array(a)) => {
@@ -1107,7 +1199,7 @@ fn sliding_window(
     if layers == 0 || window >= u64::from(max_context) {
         return Ok(None);
     }
-    Ok(Some(SlidingWindow { window: window as u32, layers }))
+    Ok(Some(SlidingWindow { window: window as u32, layers, chunked: false }))
 }
 
 /// The weights' width a config.json's `quantization_config` names, where

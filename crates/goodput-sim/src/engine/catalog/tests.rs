@@ -585,7 +585,7 @@ fn gpt_oss_counts_what_its_model_card_gives() {
         assert!((t / total - 1.0).abs() < 0.01, "{} total {t:e}", m.name);
         assert!((a / active - 1.0).abs() < 0.02, "{} active {a:e}", m.name);
         assert_eq!(m.checkpoint_precision, Some(Precision::Mxfp4));
-        assert_eq!(m.sliding_window, Some(SlidingWindow { window: 128, layers: m.num_layers / 2 }));
+        assert_eq!(m.sliding_window, Some(SlidingWindow { window: 128, layers: m.num_layers / 2, chunked: false }));
     }
     // MXFP4 on the experts alone: 4.25 bits each, the attention, router and
     // embeddings 16-bit; the 120B fits an 80 GB GPU, as OpenAI says.
@@ -663,10 +663,49 @@ fn a_sliding_layer_holds_its_window_in_the_cache_not_the_whole_sequence() {
     assert_eq!(m.kv_blocks_for(100_000, 16), 6250 + 9);
     // Every layer sliding (Mistral-7B-v0.1): the window alone.
     let mut all = m.clone();
-    all.sliding_window = Some(SlidingWindow { window: 4096, layers: 36 });
+    all.sliding_window = Some(SlidingWindow { window: 4096, layers: 36, chunked: false });
     assert_eq!(all.kv_pool_layers(), 36);
     assert_eq!((all.kv_blocks_for(1000, 16), all.kv_blocks_for(100_000, 16)), (63, 257));
     // None: every token's block.
     let dense = ModelSpec::lookup("llama-3.1-8b").unwrap();
     assert_eq!(dense.kv_blocks_for(1000, 16), 63);
+}
+
+#[test]
+fn llama_4_counts_what_its_model_cards_give_and_its_config_json_reads_the_same() {
+    // Meta's cards: 400 B and 109 B parameters, 17 B active each (the
+    // active count with both embedding tables).
+    let maverick = ModelSpec::lookup("meta-llama/Llama-4-Maverick-17B-128E-Instruct").unwrap();
+    let scout = ModelSpec::lookup("llama-4-scout").unwrap();
+    for (m, total) in [(&maverick, 400e9), (&scout, 109e9)] {
+        let active = m.active_params() as f64 + m.embedding_params() as f64;
+        assert!((m.total_params() as f64 / total - 1.0).abs() < 0.02, "{} total {}", m.name, m.total_params());
+        assert!((active / 17e9 - 1.0).abs() < 0.02, "{} active {active:e}", m.name);
+        assert_eq!(m.sliding_window, Some(SlidingWindow { window: 8192, layers: 36, chunked: true }));
+    }
+    assert_eq!((maverick.moe_layers(), maverick.dense_intermediate_size), (24, 16384));
+    // Its config.json (the text_config's keys as Meta publishes them) reads
+    // as the catalog's entry.
+    let text = r#"{"architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4",
+        "text_config": {"model_type": "llama4_text", "num_hidden_layers": 48, "hidden_size": 5120,
+        "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 8192,
+        "intermediate_size_mlp": 16384, "num_local_experts": 128, "num_experts_per_tok": 1,
+        "interleave_moe_layer_step": 2, "vocab_size": 202048, "max_position_embeddings": 1048576,
+        "attention_chunk_size": 8192, "tie_word_embeddings": false}}"#;
+    let read = ModelSpec::from_hf_config_str(text, "maverick").unwrap();
+    assert_eq!(ModelSpec { name: maverick.name.clone(), ..read.clone() }, maverick);
+    // `no_rope_layers` given: its 1s are the chunked layers; a list of
+    // another length, or of other values, is refused.
+    let with = |rope: &str| {
+        ModelSpec::from_hf_config_str(
+            &text.replace(r#""attention_chunk_size""#, &format!(r#""no_rope_layers": {rope}, "attention_chunk_size""#)),
+            "m",
+        )
+    };
+    let ones: Vec<&str> = (0..48).map(|i| if i % 2 == 0 { "1" } else { "0" }).collect();
+    assert_eq!(with(&format!("[{}]", ones.join(","))).unwrap().sliding_window.unwrap().layers, 24);
+    let e = with("[1, 0]").unwrap_err().to_string();
+    assert!(e.contains("`no_rope_layers` must be a list of 0 and 1, one for each of the 48 layers"), "{e}");
+    let e = with(&format!("[{}]", ["2"; 48].join(","))).unwrap_err().to_string();
+    assert!(e.contains("its element 0 is 2"), "{e}");
 }
