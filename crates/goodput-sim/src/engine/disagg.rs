@@ -221,14 +221,21 @@ impl LinkKind {
 
 /// The KV link in force: a transfer of n prompt tokens takes
 /// `latency + n · kv_bytes_per_token_per_gpu / bytes_per_s`, each of an
-/// instance's TP × PP GPUs sending its own shard over its own link at once.
+/// instance's TP × PP GPUs sending its own shard over its own link at once
+/// (a sliding window's layers sending only the window's tokens).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct KvLink {
     pub kind: LinkKind,
     /// Per GPU and direction.
     pub gbps: f64,
     pub latency: Duration,
+    /// The full-attention layers' bytes a token (every layer's without a
+    /// sliding window).
     pub kv_bytes_per_token_per_gpu: f64,
+    /// A sliding window's (or chunked attention's) layers: their bytes a
+    /// token, the window, and whether it is chunked. Such a layer holds,
+    /// and sends, the window's tokens alone.
+    pub window: Option<(f64, u32, bool)>,
 }
 
 impl KvLink {
@@ -249,6 +256,9 @@ impl KvLink {
         };
         let default_latency = if node { NVLINK_LATENCY_US } else { NETWORK_LATENCY_US };
         let latency_us = pd.link_latency_us.unwrap_or(default_latency);
+        let all = cfg.model.kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.pool_tp(false).min(cfg.pool_tp(true)))
+            * cfg.stage_share();
+        let share = cfg.model.sliding_share().map_or(0.0, |(_, s, _)| s);
         Some(KvLink {
             kind,
             gbps,
@@ -258,16 +268,18 @@ impl KvLink {
             // Pools of different TP: each GPU of the smaller group sends or
             // takes 1/TP of the KV heads, the larger group's GPUs a part of
             // that, so the smaller TP's share crosses each link.
-            kv_bytes_per_token_per_gpu: cfg
-                .model
-                .kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.pool_tp(false).min(cfg.pool_tp(true)))
-                * cfg.stage_share(),
+            kv_bytes_per_token_per_gpu: all * (1.0 - share),
+            window: cfg.model.sliding_share().map(|(w, s, chunked)| (all * s, w, chunked)),
         })
     }
 
     /// Bytes one GPU sends for a prompt of `tokens`.
     pub fn bytes_per_gpu(&self, tokens: u32) -> f64 {
-        tokens as f64 * self.kv_bytes_per_token_per_gpu
+        let windowed = match self.window {
+            None => 0.0,
+            Some((bytes, w, chunked)) => f64::from(if chunked { tokens % w } else { tokens.min(w) }) * bytes,
+        };
+        tokens as f64 * self.kv_bytes_per_token_per_gpu + windowed
     }
 
     /// One transfer of a `tokens`-long prompt's KV, alone on the link.
@@ -439,5 +451,19 @@ mod tests {
         (cfg.router, cfg.router_poll_s) = (crate::engine::RouterPolicy::LeastLoaded, None);
         cfg.pd = Some(Disaggregation::parse("1:0").unwrap());
         assert!(cfg.validate().unwrap_err().to_string().contains("0 decode instances"));
+    }
+
+    #[test]
+    fn a_sliding_window_sends_its_layers_window_alone() {
+        // GPT-OSS-120B on one H200 a pool: 36 layers × 8 KV heads × 64 × 2
+        // × 2 bytes = 73,728 a token, half of it in the sliding layers, which
+        // send 128 tokens of a prompt of any length past it.
+        let mut cfg = EngineConfig::from_names("gpt-oss-120b", "h200", Precision::Mxfp4).unwrap();
+        cfg.pd = Some(Disaggregation::parse("1:1").unwrap());
+        let link = KvLink::new(&cfg).unwrap();
+        assert_eq!(link.kv_bytes_per_token_per_gpu, 36_864.0);
+        assert_eq!(link.window, Some((36_864.0, 128, false)));
+        assert_eq!(link.bytes_per_gpu(100), 100.0 * 73_728.0);
+        assert_eq!(link.bytes_per_gpu(10_000), 10_000.0 * 36_864.0 + 128.0 * 36_864.0);
     }
 }
