@@ -150,6 +150,32 @@ const PLAIN: ModelEntry = ModelEntry {
     sliding: None,
 };
 
+/// What GPT-OSS's two sizes share (below).
+const GPT_OSS: ModelEntry = ModelEntry {
+    hidden: 2880,
+    heads: 64,
+    kv_heads: 8,
+    intermediate: 2880,
+    vocab: 201088,
+    max_context: 131072,
+    head_dim: 64,
+    checkpoint: Some(Precision::Mxfp4),
+    ..PLAIN
+};
+
+/// What Llama 4's two share (below).
+const LLAMA_4: ModelEntry = ModelEntry {
+    layers: 48,
+    hidden: 5120,
+    heads: 40,
+    kv_heads: 8,
+    intermediate: 8192,
+    vocab: 202048,
+    shared_intermediate: 8192,
+    sliding: Some(SlidingWindow { window: 8192, layers: 36, chunked: true }),
+    ..PLAIN
+};
+
 const MODELS: [ModelEntry; 13] = [
     ModelEntry {
         aliases: &["llama-3.1-8b", "llama-3-8b", "llama3.1-8b", "llama3-8b"],
@@ -322,33 +348,17 @@ const MODELS: [ModelEntry; 13] = [
         aliases: &["gpt-oss-120b"],
         name: "GPT-OSS-120B",
         layers: 36,
-        hidden: 2880,
-        heads: 64,
-        kv_heads: 8,
-        intermediate: 2880,
-        vocab: 201088,
         moe: Some(Moe { num_experts: 128, experts_per_token: 4 }),
-        max_context: 131072,
-        head_dim: 64,
-        checkpoint: Some(Precision::Mxfp4),
         sliding: Some(SlidingWindow { window: 128, layers: 18, chunked: false }),
-        ..PLAIN
+        ..GPT_OSS
     },
     ModelEntry {
         aliases: &["gpt-oss-20b"],
         name: "GPT-OSS-20B",
         layers: 24,
-        hidden: 2880,
-        heads: 64,
-        kv_heads: 8,
-        intermediate: 2880,
-        vocab: 201088,
         moe: Some(Moe { num_experts: 32, experts_per_token: 4 }),
-        max_context: 131072,
-        head_dim: 64,
-        checkpoint: Some(Precision::Mxfp4),
         sliding: Some(SlidingWindow { window: 128, layers: 12, chunked: false }),
-        ..PLAIN
+        ..GPT_OSS
     },
     // Llama 4, from its config.json on the Hugging Face hub
     // (meta-llama/Llama-4-Maverick-17B-128E-Instruct and
@@ -365,34 +375,18 @@ const MODELS: [ModelEntry; 13] = [
     ModelEntry {
         aliases: &["llama-4-maverick-17b-128e", "llama-4-maverick", "llama4-maverick"],
         name: "Llama-4-Maverick",
-        layers: 48,
-        hidden: 5120,
-        heads: 40,
-        kv_heads: 8,
-        intermediate: 8192,
-        vocab: 202048,
         moe: Some(Moe { num_experts: 128, experts_per_token: 1 }),
         max_context: 1048576,
-        shared_intermediate: 8192,
         dense_layers: 24,
         dense_intermediate: 16384,
-        sliding: Some(SlidingWindow { window: 8192, layers: 36, chunked: true }),
-        ..PLAIN
+        ..LLAMA_4
     },
     ModelEntry {
         aliases: &["llama-4-scout-17b-16e", "llama-4-scout", "llama4-scout"],
         name: "Llama-4-Scout",
-        layers: 48,
-        hidden: 5120,
-        heads: 40,
-        kv_heads: 8,
-        intermediate: 8192,
-        vocab: 202048,
         moe: Some(Moe { num_experts: 16, experts_per_token: 1 }),
         max_context: 10485760,
-        shared_intermediate: 8192,
-        sliding: Some(SlidingWindow { window: 8192, layers: 36, chunked: true }),
-        ..PLAIN
+        ..LLAMA_4
     },
 ];
 
