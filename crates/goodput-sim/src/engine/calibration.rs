@@ -64,7 +64,16 @@ pub struct Calibration {
     /// Share of the dynamic power range that streaming HBM at the achieved
     /// bandwidth the whole step draws.
     pub power_memory: f64,
+    /// Share of the 16-bit rate (η_c's) that MXFP4 experts' products reach
+    /// on a GPU without FP4 tensor cores, where the kernels (Triton's and
+    /// Marlin's on Hopper) unpack the 4-bit weights inside the product's
+    /// loop and multiply in 16 bits (W4A16). 1: as fast as 16-bit weights.
+    pub eta_w4a16_moe: f64,
 }
+
+/// Hopper's `eta_w4a16_moe` (the other families without FP4 cores run on
+/// it, uncalibrated).
+const ETA_W4A16_MOE: f64 = 0.34;
 
 impl Default for Calibration {
     fn default() -> Self {
@@ -99,6 +108,10 @@ impl Calibration {
             frontend_serial_us_per_output_token: 0.0,
             power_compute: 1.0,
             power_memory: 0.5,
+            // Set on GPUStack's three vLLM runs of GPT-OSS-20B on one H100,
+            // prefill-bound (data/validation/gpustack-gpt-oss.csv, split
+            // `calibration`; docs/simulator.md, "GPT-OSS on Hopper").
+            eta_w4a16_moe: ETA_W4A16_MOE,
         };
         match family {
             // Fitted by hand on five FP4 saturation rows of Llama-3.3-70B on
@@ -177,6 +190,7 @@ impl Calibration {
             ("eta_link", self.eta_link),
             ("power_compute", self.power_compute),
             ("power_memory", self.power_memory),
+            ("eta_w4a16_moe", self.eta_w4a16_moe),
         ];
         for (name, v) in shares {
             if !(v > 0.0 && v <= 1.0) {

@@ -447,6 +447,12 @@ impl Roofline {
         // mixture of experts 16-bit: one rate for a token's products, their
         // times added (`peak` stays the experts', which expert parallelism
         // times apart).
+        // Without FP4 tensor cores the MXFP4 experts multiply in 16 bits
+        // at a share of that rate (W4A16 kernels: `eta_w4a16_moe`).
+        let peak = match cfg.gpu.fp4_tflops {
+            None if cfg.precision == Precision::Mxfp4 && m.moe.is_some() => peak * c.eta_w4a16_moe,
+            _ => peak,
+        };
         let gemm_peak = match m.moe {
             Some(moe) if cfg.precision == Precision::Mxfp4 => {
                 let all = m.active_params() as f64;
@@ -1114,9 +1120,11 @@ mod tests {
     fn mxfp4_times_a_mixture_s_experts_at_its_rate_and_the_rest_16_bit() {
         // On a B200 the experts' products run at FP8's peak and attention's
         // at BF16's: a prefill, compute-bound, lands between all-FP8 and
-        // all-BF16; on an H200 (W4A16) at BF16's, with half the bytes of FP8.
+        // all-BF16; on an H200 (W4A16) at BF16's (at its full rate here:
+        // `eta_w4a16_moe` 1), with half the bytes of FP8.
         let step = |gpu: &str, p: Precision| {
-            let c = cfg("gpt-oss-120b", gpu, p);
+            let mut c = cfg("gpt-oss-120b", gpu, p);
+            c.calibration.eta_w4a16_moe = 1.0;
             let mut b = BatchShape::of_model(&c.model);
             b.add_prefill(0, 8192);
             Roofline::new(&c).unwrap().breakdown(&b).gemm.as_secs_f64()
@@ -1168,5 +1176,31 @@ mod tests {
         };
         let ratio = attention(&c, 32_768 + 1_000) / attention(&full, 32_768 + 1_000);
         assert!((0.25..0.30).contains(&ratio), "{ratio}");
+    }
+
+    #[test]
+    fn w4a16_experts_multiply_at_their_share_of_the_16_bit_rate() {
+        // On an H200 (no FP4 cores) MXFP4 experts run at eta_w4a16_moe of
+        // the 16-bit rate: a compute-bound prefill's products take longer
+        // by the experts' share; on a B200 (FP4 cores: W4A8) the constant
+        // does nothing, nor for a model's other precisions.
+        let gemm = |gpu: &str, p: Precision, eta: f64| {
+            let mut c = cfg("gpt-oss-20b", gpu, p);
+            c.calibration.eta_w4a16_moe = eta;
+            let mut b = BatchShape::of_model(&c.model);
+            b.add_prefill(0, 16_384);
+            Roofline::new(&c).unwrap().breakdown(&b).gemm.as_secs_f64()
+        };
+        let (slow, full) = (gemm("h200", Precision::Mxfp4, 0.34), gemm("h200", Precision::Mxfp4, 1.0));
+        let m = ModelSpec::lookup("gpt-oss-20b").unwrap();
+        let experts = m.expert_params_all_layers() as f64 * 4.0 / m.active_params() as f64;
+        let want = 1.0 - experts + experts / 0.34;
+        assert!((slow / full / want - 1.0).abs() < 0.02, "{} against {want}", slow / full);
+        assert_eq!(gemm("b200", Precision::Mxfp4, 0.34), gemm("b200", Precision::Mxfp4, 1.0));
+        assert_eq!(gemm("h200", Precision::Bf16, 0.34), gemm("h200", Precision::Bf16, 1.0));
+        // The shipped constant, and a calibration that gives another.
+        assert_eq!(Calibration::for_family(crate::engine::GpuFamily::Hopper).eta_w4a16_moe, 0.34);
+        let err = Calibration::default().overlay(&serde_json::json!({"eta_w4a16_moe": 0.0})).unwrap_err();
+        assert!(err.to_string().contains("eta_w4a16_moe = 0 must lie in (0, 1]"), "{err}");
     }
 }

@@ -63,10 +63,13 @@ impl ReferenceRow {
     }
 
     /// Whether the row's requests went through a serving front end (HTTP):
-    /// its load's kind, unless the `client` column says `offline`
-    /// (trtllm-bench's closed loops, `--concurrency`, run in its process).
+    /// the `client` column's word (`offline`: trtllm-bench's closed loops,
+    /// `--concurrency`, run in its process; `http`: every prompt sent at
+    /// once to a server, as `vllm bench serve` without a rate sends them),
+    /// else its load's kind. A `max_throughput` row marked `http` had been
+    /// taken as offline whatever it said.
     pub fn is_served(&self) -> bool {
-        self.load.is_served() && !self.offline
+        !self.offline
     }
 }
 
@@ -1353,6 +1356,16 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
             assert_eq!(cfg.attention_ranks(), ranks, "{}", r.id);
             let blackwell = r.gpu.contains("b200");
             assert_eq!(cfg.kv_cache_dtype == KvCacheDtype::Fp8, blackwell, "{}", r.id);
+        }
+        // GPUStack's vLLM runs of GPT-OSS on one H100: served, every prompt
+        // at once; the 20B's rows calibration, the 120B's held out.
+        let gpustack = rows("gpustack-gpt-oss.csv");
+        assert_eq!(gpustack.len(), 6);
+        for r in &gpustack {
+            assert!(r.is_served() && r.load == ReferenceLoad::MaxThroughput, "{}", r.id);
+            let calibration = r.split == Some(Split::Calibration);
+            assert_eq!(calibration, r.model == "gpt-oss-20b", "{}", r.id);
+            row_config(r, &ValidationOptions::default()).unwrap().validate().unwrap();
         }
         // Llama-4-Maverick: held out, attention data-parallel over the
         // row's GPUs, its chunked attention in the row's engine.
