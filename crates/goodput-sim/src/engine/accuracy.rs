@@ -159,12 +159,20 @@ const GPT_OSS_HOPPER: &str = "H200, H100, where TensorRT-LLM runs the MXFP4 expe
      activations, which the engine times at the share of the 16-bit rate set on vLLM's runs of GPT-OSS-20B on one \
      H100, `eta_w4a16_moe`";
 
-/// GPT-OSS under vLLM on one H100 (`data/validation/gpustack-gpt-oss.csv`):
+/// GPT-OSS under vLLM on one H100 (`data/validation/gpustack-h100.csv`):
 /// the 20B's three rows, which set `eta_w4a16_moe` (calibration), and the
 /// 120B's three, held out. A slow test recomputes them.
 pub const GPT_OSS_VLLM_H100: [(&str, GroupCheck); 2] = [
     ("gpt-oss-20b", GroupCheck { rows: 3, median_pct: 0.7, error_pct: (-2.1, 3.6) }),
     ("gpt-oss-120b", GroupCheck { rows: 3, median_pct: 16.6, error_pct: (10.6, 20.6) }),
+];
+
+/// Qwen3-235B-A22B under vLLM on H100s (the same file, held out):
+/// 16-bit on eight, FP8 on four, prompt-bound; each precision's rows and
+/// the least and most error.
+pub const QWEN3_235B_VLLM_H100: [(&str, RowsCheck); 2] = [
+    ("BF16, TP 8", RowsCheck { rows: 3, error_pct: (13.2, 39.5) }),
+    ("FP8, TP 4", RowsCheck { rows: 3, error_pct: (35.9, 63.5) }),
 ];
 
 /// GPT-OSS (`data/validation/trtllm-gpt-oss.csv`, MXFP4: on Blackwell the
@@ -700,16 +708,18 @@ mod tests {
         }
     }
 
-    /// GPUStack's vLLM rows of GPT-OSS on one H100: the calibration rows'
-    /// and the held-out rows' figures, as docs/simulator.md gives them.
+    /// GPUStack's vLLM rows on H100s: GPT-OSS's calibration and held-out
+    /// rows, and Qwen3-235B-A22B's held-out ones, as quoted.
     #[test]
     #[ignore]
-    fn quoted_accuracy_of_the_gpt_oss_vllm_rows_is_the_validators() {
-        let rows = parse_csv(include_str!("../../../../data/validation/gpustack-gpt-oss.csv")).unwrap();
+    fn quoted_accuracy_of_gpustacks_h100_rows_is_the_validators() {
+        let rows = parse_csv(include_str!("../../../../data/validation/gpustack-h100.csv")).unwrap();
         let report = validate(&rows, &ValidationOptions::default()).unwrap();
         for (name, quoted) in GPT_OSS_VLLM_H100 {
             let mut v: Vec<f64> =
                 report.predictions.iter().filter(|p| p.row.model == name).map(|p| p.rel_error).collect();
+            // Every row of the model.
+            assert_eq!(v.len(), rows.iter().filter(|r| r.model == name).count(), "{name}");
             v.sort_by(f64::total_cmp);
             let pct = |x: f64| (x * 1000.0).round() / 10.0;
             let got = GroupCheck {
@@ -719,16 +729,34 @@ mod tests {
             };
             assert_eq!(got, quoted, "{name} moved; quote its new figures");
         }
+        for (i, (what, quoted)) in QWEN3_235B_VLLM_H100.iter().enumerate() {
+            let precision = [crate::engine::Precision::Bf16, crate::engine::Precision::Fp8][i];
+            let mut v: Vec<f64> = report
+                .predictions
+                .iter()
+                .filter(|p| p.row.model == "qwen3-235b-a22b" && p.row.precision == precision)
+                .map(|p| p.rel_error * 100.0)
+                .collect();
+            v.sort_by(f64::total_cmp);
+            let round = |x: f64| (x * 10.0).round() / 10.0;
+            let got = RowsCheck { rows: v.len(), error_pct: (round(v[0]), round(v[v.len() - 1])) };
+            assert_eq!(got, *quoted, "{what} moved; quote its new figures");
+        }
     }
 
     #[test]
-    fn docs_give_the_gpt_oss_vllm_rows_figures() {
+    fn docs_give_gpustacks_h100_rows_figures() {
         let doc = include_str!("../../../../docs/simulator.md");
         for ((name, c), split) in GPT_OSS_VLLM_H100.iter().zip(["calibration", "held out"]) {
             let range = format!("{:+.1} to {:+.1} % |", c.error_pct.0, c.error_pct.1).replace("-", "−");
             let title = ModelSpec::lookup(name).unwrap().name;
             let line = doc.lines().find(|l| l.starts_with(&format!("| {title}, vLLM "))).unwrap_or_default();
             assert!(line.contains(&format!("({}) | {split} |", c.rows)) && line.ends_with(&range), "{line}");
+        }
+        for (what, c) in QWEN3_235B_VLLM_H100 {
+            let range = format!("{:+.1} to {:+.1} %", c.error_pct.0, c.error_pct.1).replace("-", "−");
+            let line = format!("| Qwen3-235B-A22B, {what} ({}) | {range} |", c.rows);
+            assert!(doc.contains(&line), "docs/simulator.md has no line {line}");
         }
     }
 
