@@ -159,7 +159,7 @@ const GPT_OSS_HOPPER: &str = "H200, H100, where TensorRT-LLM runs the MXFP4 expe
      activations, which the engine times at the share of the 16-bit rate set on vLLM's runs of GPT-OSS-20B on one \
      H100, `eta_w4a16_moe`";
 
-/// GPT-OSS under vLLM on one H100 (`data/validation/gpustack-h100.csv`):
+/// GPT-OSS under vLLM on one H100 (`data/validation/gpustack-hopper.csv`):
 /// the 20B's three rows, which set `eta_w4a16_moe` (calibration), and the
 /// 120B's three, held out. A slow test recomputes them.
 pub const GPT_OSS_VLLM_H100: [(&str, GroupCheck); 2] = [
@@ -174,6 +174,10 @@ pub const QWEN3_235B_VLLM_H100: [(&str, RowsCheck); 2] = [
     ("BF16, TP 8", RowsCheck { rows: 3, error_pct: (13.2, 39.5) }),
     ("FP8, TP 4", RowsCheck { rows: 3, error_pct: (35.9, 63.5) }),
 ];
+
+/// DeepSeek-R1-0528 under vLLM on eight H200s (the same file, held out):
+/// FP8, TP 8, prompt-bound.
+pub const DEEPSEEK_VLLM_H200: RowsCheck = RowsCheck { rows: 3, error_pct: (66.9, 135.1) };
 
 /// GPT-OSS (`data/validation/trtllm-gpt-oss.csv`, MXFP4: on Blackwell the
 /// experts W4A8 and an FP8 KV cache, on Hopper TensorRT-LLM's Triton MoE
@@ -712,8 +716,8 @@ mod tests {
     /// rows, and Qwen3-235B-A22B's held-out ones, as quoted.
     #[test]
     #[ignore]
-    fn quoted_accuracy_of_gpustacks_h100_rows_is_the_validators() {
-        let rows = parse_csv(include_str!("../../../../data/validation/gpustack-h100.csv")).unwrap();
+    fn quoted_accuracy_of_gpustacks_hopper_rows_is_the_validators() {
+        let rows = parse_csv(include_str!("../../../../data/validation/gpustack-hopper.csv")).unwrap();
         let report = validate(&rows, &ValidationOptions::default()).unwrap();
         for (name, quoted) in GPT_OSS_VLLM_H100 {
             let mut v: Vec<f64> =
@@ -742,10 +746,20 @@ mod tests {
             let got = RowsCheck { rows: v.len(), error_pct: (round(v[0]), round(v[v.len() - 1])) };
             assert_eq!(got, *quoted, "{what} moved; quote its new figures");
         }
+        let mut v: Vec<f64> = report
+            .predictions
+            .iter()
+            .filter(|p| p.row.model == "deepseek-r1-0528")
+            .map(|p| p.rel_error * 100.0)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        let round = |x: f64| (x * 10.0).round() / 10.0;
+        let got = RowsCheck { rows: v.len(), error_pct: (round(v[0]), round(v[v.len() - 1])) };
+        assert_eq!(got, DEEPSEEK_VLLM_H200, "DeepSeek-R1 moved; quote its new figures");
     }
 
     #[test]
-    fn docs_give_gpustacks_h100_rows_figures() {
+    fn docs_give_gpustacks_hopper_rows_figures() {
         let doc = include_str!("../../../../docs/simulator.md");
         for ((name, c), split) in GPT_OSS_VLLM_H100.iter().zip(["calibration", "held out"]) {
             let range = format!("{:+.1} to {:+.1} % |", c.error_pct.0, c.error_pct.1).replace("-", "−");
@@ -758,6 +772,10 @@ mod tests {
             let line = format!("| Qwen3-235B-A22B, {what} ({}) | {range} |", c.rows);
             assert!(doc.contains(&line), "docs/simulator.md has no line {line}");
         }
+        let c = DEEPSEEK_VLLM_H200;
+        let range = format!("{:+.1} to {:+.1} %", c.error_pct.0, c.error_pct.1).replace("-", "−");
+        let line = format!("| DeepSeek-R1-0528, FP8, TP 8 on H200s ({}) | {range} |", c.rows);
+        assert!(doc.contains(&line), "docs/simulator.md has no line {line}");
     }
 
     /// The own tables' figures recomputed (a minute and more in release).

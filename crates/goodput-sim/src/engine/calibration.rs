@@ -109,7 +109,7 @@ impl Calibration {
             power_compute: 1.0,
             power_memory: 0.5,
             // Set on GPUStack's three vLLM runs of GPT-OSS-20B on one H100,
-            // prefill-bound (data/validation/gpustack-h100.csv, split
+            // prefill-bound (data/validation/gpustack-hopper.csv, split
             // `calibration`; docs/simulator.md, "GPT-OSS on Hopper").
             eta_w4a16_moe: ETA_W4A16_MOE,
         };
