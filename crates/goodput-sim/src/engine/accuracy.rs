@@ -269,6 +269,14 @@ pub fn moe_note(model: &ModelSpec) -> Option<String> {
         return Some(own_table_note(model, t));
     }
     let c = MOE_TRTLLM;
+    // Qwen3-235B-A22B's vLLM rows together, both precisions.
+    let qwen = QWEN3_235B_VLLM_H100.iter().fold(
+        RowsCheck { rows: 0, error_pct: (f64::INFINITY, f64::NEG_INFINITY) },
+        |acc, (_, r)| RowsCheck {
+            rows: acc.rows + r.rows,
+            error_pct: (acc.error_pct.0.min(r.error_pct.0), acc.error_pct.1.max(r.error_pct.1)),
+        },
+    );
     let checked = MOE_CHECKED.iter().any(|m| model.name.starts_with(m));
     let expect = if checked {
         "Expect its throughput, and the cost and energy priced on it, to flatter this model"
@@ -280,9 +288,10 @@ pub fn moe_note(model: &ModelSpec) -> Option<String> {
         "{} is a mixture of experts: on TensorRT-LLM's published saturation throughputs of three (Qwen3-30B-A3B, \
          Qwen3-235B-A22B and DeepSeek-R1; held out, nothing fitted), the engine's output tokens/s were {:+.0} % off \
          the measured at the median ({} rows, {:+.0} to {:+.0} %), {:+.0} % where batches were largest (1,000-token \
-         prompts and answers, {} rows), against {:.1} % off for dense models on the same tables ({} rows). {expect}, \
-         and most in the configurations that run the largest batches (docs/simulator.md, \"TensorRT-LLM's later \
-         per-GPU tables\")",
+         prompts and answers, {} rows), against {:.1} % off for dense models on the same tables ({} rows); under \
+         vLLM on Hopper, prompt-bound (GPUStack's runs, held out), {:+.0} to {:+.0} % for Qwen3-235B-A22B ({} rows) \
+         and {:+.0} to {:+.0} % for DeepSeek-R1-0528 ({}). {expect}, and most in the configurations that run the \
+         largest batches (docs/simulator.md, \"TensorRT-LLM's later per-GPU tables\", \"GPT-OSS on Hopper\")",
         model.name,
         c.median_pct,
         c.rows,
@@ -292,6 +301,12 @@ pub fn moe_note(model: &ModelSpec) -> Option<String> {
         c.short_rows,
         c.dense_median_abs_pct,
         c.dense_rows,
+        qwen.error_pct.0,
+        qwen.error_pct.1,
+        qwen.rows,
+        DEEPSEEK_VLLM_H200.error_pct.0,
+        DEEPSEEK_VLLM_H200.error_pct.1,
+        DEEPSEEK_VLLM_H200.rows,
     ))
 }
 
@@ -650,6 +665,13 @@ mod tests {
         let model = |n: &str| ModelSpec::lookup(n).unwrap();
         assert!(moe_note(&model("llama-3.1-70b")).is_none() && moe_note(&model("llama-3.1-8b")).is_none());
         let note = moe_note(&model("qwen3-235b-a22b")).unwrap();
+        assert!(
+            note.contains(
+                "under vLLM on Hopper, prompt-bound (GPUStack's runs, held out), +13 to +64 % for \
+                           Qwen3-235B-A22B (6 rows) and +67 to +135 % for DeepSeek-R1-0528 (3)"
+            ),
+            "{note}"
+        );
         assert!(
             note.contains("is a mixture of experts: on TensorRT-LLM's published saturation throughputs of three"),
             "{note}"
