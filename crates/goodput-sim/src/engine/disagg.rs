@@ -4,6 +4,7 @@
 //! request's KV cache from the first to the second (docs/simulator.md,
 //! "Prefill/decode disaggregation").
 
+use super::catalog::SlidingWindow;
 use super::config::EngineConfig;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -233,9 +234,9 @@ pub struct KvLink {
     /// sliding window).
     pub kv_bytes_per_token_per_gpu: f64,
     /// A sliding window's (or chunked attention's) layers: their bytes a
-    /// token, the window, and whether it is chunked. Such a layer holds,
-    /// and sends, the window's tokens alone.
-    pub window: Option<(f64, u32, bool)>,
+    /// token, and the window. Such a layer holds, and sends, the window's
+    /// tokens alone.
+    pub window: Option<(f64, SlidingWindow)>,
 }
 
 impl KvLink {
@@ -258,7 +259,8 @@ impl KvLink {
         let latency_us = pd.link_latency_us.unwrap_or(default_latency);
         let all = cfg.model.kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.pool_tp(false).min(cfg.pool_tp(true)))
             * cfg.stage_share();
-        let share = cfg.model.sliding_share().map_or(0.0, |(_, s, _)| s);
+        let sliding = cfg.model.sliding_share();
+        let share = sliding.map_or(0.0, |(_, s)| s);
         Some(KvLink {
             kind,
             gbps,
@@ -269,16 +271,13 @@ impl KvLink {
             // takes 1/TP of the KV heads, the larger group's GPUs a part of
             // that, so the smaller TP's share crosses each link.
             kv_bytes_per_token_per_gpu: all * (1.0 - share),
-            window: cfg.model.sliding_share().map(|(w, s, chunked)| (all * s, w, chunked)),
+            window: sliding.map(|(w, s)| (all * s, w)),
         })
     }
 
     /// Bytes one GPU sends for a prompt of `tokens`.
     pub fn bytes_per_gpu(&self, tokens: u32) -> f64 {
-        let windowed = match self.window {
-            None => 0.0,
-            Some((bytes, w, chunked)) => f64::from(if chunked { tokens % w } else { tokens.min(w) }) * bytes,
-        };
+        let windowed = self.window.map_or(0.0, |(bytes, w)| f64::from(w.within(tokens)) * bytes);
         tokens as f64 * self.kv_bytes_per_token_per_gpu + windowed
     }
 
@@ -462,7 +461,7 @@ mod tests {
         cfg.pd = Some(Disaggregation::parse("1:1").unwrap());
         let link = KvLink::new(&cfg).unwrap();
         assert_eq!(link.kv_bytes_per_token_per_gpu, 36_864.0);
-        assert_eq!(link.window, Some((36_864.0, 128, false)));
+        assert_eq!(link.window.map(|(bytes, w)| (bytes, w.window, w.chunked)), Some((36_864.0, 128, false)));
         assert_eq!(link.bytes_per_gpu(100), 100.0 * 73_728.0);
         assert_eq!(link.bytes_per_gpu(10_000), 10_000.0 * 36_864.0 + 128.0 * 36_864.0);
     }

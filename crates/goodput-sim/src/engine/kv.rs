@@ -204,9 +204,9 @@ pub(crate) fn usage(total: u32, free: u32) -> f64 {
 /// for blocks ever handed out, so a large GPU with a small load costs little.
 pub(crate) struct BlockPool {
     block_size: u32,
-    /// Blocks a sequence of n tokens takes, where a sliding window makes
-    /// it other than ⌈n / block_size⌉ ([`crate::engine::ModelSpec::kv_blocks_for`]).
-    sliding: Option<crate::engine::ModelSpec>,
+    /// Blocks a sequence of n tokens takes: ⌈n / block_size⌉ but where a
+    /// sliding window makes it other ([`crate::engine::catalog::KvBlocks`]).
+    counts: crate::engine::catalog::KvBlocks,
     num_blocks: u32,
     ref_count: Vec<u32>,
     /// The prefix hash a block is registered under, if any.
@@ -233,7 +233,7 @@ impl BlockPool {
     pub fn new(num_blocks: u32, block_size: u32) -> BlockPool {
         BlockPool {
             block_size,
-            sliding: None,
+            counts: Default::default(),
             num_blocks,
             ref_count: Vec::new(),
             hash: Vec::new(),
@@ -279,7 +279,7 @@ impl BlockPool {
     /// A pool whose sequences take the blocks `model`'s sliding window
     /// makes them take, where it has one.
     pub fn counting(mut self, model: &crate::engine::ModelSpec) -> BlockPool {
-        self.sliding = model.sliding_window.is_some().then(|| model.clone());
+        self.counts = model.kv_blocks();
         self
     }
 
@@ -288,10 +288,7 @@ impl BlockPool {
     /// ids are interchangeable, so which of a sequence's blocks holds what
     /// is not tracked).
     pub fn blocks_for(&self, tokens: u32) -> u32 {
-        match &self.sliding {
-            None => tokens.div_ceil(self.block_size),
-            Some(m) => m.kv_blocks_for(tokens, self.block_size),
-        }
+        self.counts.blocks_for(tokens, self.block_size)
     }
 
     /// The cached blocks of the longest prefix of `hashes` (at most

@@ -2,7 +2,7 @@
 //! attention, tensor-parallel all-reduce, fixed overheads), the calibration
 //! constants it runs on, and the KV-cache sizing from GPU memory.
 
-use super::catalog::{KvCacheDtype, Moe, Precision, GIB};
+use super::catalog::{KvCacheDtype, Moe, Precision, SlidingWindow, GIB};
 use super::config::EngineConfig;
 use super::error::Error;
 use serde::Serialize;
@@ -189,13 +189,10 @@ pub struct BatchShape {
     pub prefills: u64,
     pub prefill_tokens: u64,
     pub largest_prefill: u64,
-    /// Sliding-window attention ([`BatchShape::of_model`]): the window W
-    /// and the share of the layers that slide; 0 and 0.0 where none do.
-    /// `chunked`: chunked local attention, each token within its own chunk
-    /// of W from the chunk's start.
-    pub window: u32,
+    /// Sliding-window (or chunked) attention ([`BatchShape::of_model`]):
+    /// the window, and the share of the layers that slide (0 where none do).
+    pub sliding: Option<SlidingWindow>,
     pub window_share: f64,
-    pub chunked: bool,
     /// Within the window: Σ min(s_j, W) over decodes, Σ min(p_i, W) over
     /// prefill chunks, and the chunks' (query, key) pairs (chunked: s_j mod
     /// W and p_i mod W, the tokens before each in its own chunk).
@@ -217,8 +214,8 @@ impl BatchShape {
     /// An empty batch of `model`'s: its sliding window, where it has one,
     /// counted in the sums the attention is timed from.
     pub fn of_model(model: &crate::engine::ModelSpec) -> BatchShape {
-        let (window, window_share, chunked) = model.sliding_share().unwrap_or((0, 0.0, false));
-        BatchShape { window, window_share, chunked, ..BatchShape::default() }
+        let (sliding, window_share) = model.sliding_share().map_or((None, 0.0), |(s, share)| (Some(s), share));
+        BatchShape { sliding, window_share, ..BatchShape::default() }
     }
 
     /// One decode whose new token attends to `context` cached tokens.
@@ -226,8 +223,8 @@ impl BatchShape {
         self.tokens += 1;
         self.seqs += 1;
         self.decode_context += context as u64;
-        if self.window > 0 {
-            self.windowed_decode_context += u64::from(self.within(context));
+        if let Some(s) = self.sliding {
+            self.windowed_decode_context += u64::from(s.within(context));
         }
     }
 
@@ -240,23 +237,9 @@ impl BatchShape {
         self.largest_prefill = self.largest_prefill.max(new as u64);
         self.prefill_context += cached as u64;
         self.prefill_attention += new as f64 * (cached as f64 + new as f64 / 2.0);
-        if self.window > 0 {
-            self.windowed_prefill_context += u64::from(self.within(cached));
-            self.windowed_prefill_attention += if self.chunked {
-                chunked_pairs(cached, new, self.window)
-            } else {
-                windowed_pairs(cached, new, self.window)
-            };
-        }
-    }
-
-    /// Of `context` tokens before a token, those a windowed layer attends
-    /// to: the last W, or (chunked) those of the token's own chunk.
-    fn within(&self, context: u32) -> u32 {
-        if self.chunked {
-            context % self.window
-        } else {
-            context.min(self.window)
+        if let Some(s) = self.sliding {
+            self.windowed_prefill_context += u64::from(s.within(cached));
+            self.windowed_prefill_attention += s.pairs(cached, new);
         }
     }
 
@@ -265,7 +248,7 @@ impl BatchShape {
     /// `prefill_attention` themselves.
     pub fn attended(&self) -> Attended {
         let s = self.window_share;
-        if self.window == 0 || s <= 0.0 {
+        if self.sliding.is_none() || s <= 0.0 {
             return Attended {
                 decode_context: self.decode_context as f64,
                 prefill_context: self.prefill_context as f64,
@@ -278,33 +261,6 @@ impl BatchShape {
             prefill_context: mix(self.prefill_context as f64, self.windowed_prefill_context as f64),
             prefill_attention: mix(self.prefill_attention, self.windowed_prefill_attention),
         }
-    }
-}
-
-/// The (query, key) pairs of a chunk of `new` tokens after `cached` ones
-/// whose queries see at most `window` keys each, in the continuous form
-/// the full count `new · (cached + new / 2)` takes: ∫ min(x, W) dx from
-/// `cached` to `cached + new`.
-/// The pairs of such a chunk under chunked local attention, each query
-/// seeing the keys of its own chunk of `chunk` before it: ∫ (x mod C) dx
-/// from `cached` to `cached + new`, by G(x) = ⌊x / C⌋ · C² / 2 +
-/// (x mod C)² / 2.
-fn chunked_pairs(cached: u32, new: u32, chunk: u32) -> f64 {
-    let g = |x: u64| {
-        let c = u64::from(chunk);
-        ((x / c) as f64) * (c as f64) * (c as f64) / 2.0 + ((x % c) as f64).powi(2) / 2.0
-    };
-    g(u64::from(cached) + u64::from(new)) - g(u64::from(cached))
-}
-
-fn windowed_pairs(cached: u32, new: u32, window: u32) -> f64 {
-    let (p, c, w) = (f64::from(cached), f64::from(new), f64::from(window));
-    if p + c <= w {
-        c * (p + c / 2.0)
-    } else if p >= w {
-        c * w
-    } else {
-        (w - p) * (p + (w - p) / 2.0) + (p + c - w) * w
     }
 }
 
@@ -360,8 +316,8 @@ pub struct Roofline {
     /// A prefill's, where it differs (latent attention's non-absorbed form).
     prefill_attention_flops_per_pair: Option<f64>,
     kv_bytes_per_token_per_gpu: f64,
-    /// The sliding window the model's batches carry (0: none).
-    window: u32,
+    /// The sliding window the model's batches carry.
+    sliding: Option<SlidingWindow>,
     /// BW · η_kv per GPU.
     kv_rate: f64,
     allreduce_calls: f64,
@@ -443,16 +399,16 @@ impl Roofline {
         // The GPUs one engine drives: TP × PP, times the ranks of an
         // expert-parallel group.
         let gpus = tp * (cfg.pp * cfg.attention_ranks()) as f64;
-        // MXFP4 runs the routed experts at its rate and the rest of a
-        // mixture of experts 16-bit: one rate for a token's products, their
-        // times added (`peak` stays the experts', which expert parallelism
-        // times apart).
         // Without FP4 tensor cores the MXFP4 experts multiply in 16 bits
         // at a share of that rate (W4A16 kernels: `eta_w4a16_moe`).
         let peak = match cfg.gpu.fp4_tflops {
             None if cfg.precision == Precision::Mxfp4 && m.moe.is_some() => peak * c.eta_w4a16_moe,
             _ => peak,
         };
+        // MXFP4 runs the routed experts at its rate and the rest of a
+        // mixture of experts 16-bit: one rate for a token's products, their
+        // times added (`peak` stays the experts', which expert parallelism
+        // times apart).
         let gemm_peak = match m.moe {
             Some(moe) if cfg.precision == Precision::Mxfp4 => {
                 let all = m.active_params() as f64;
@@ -476,7 +432,7 @@ impl Roofline {
             attention_flops_per_pair: m.attention_flops_per_pair(),
             prefill_attention_flops_per_pair: m.prefill_attention_flops_per_pair(),
             kv_bytes_per_token_per_gpu: m.kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp),
-            window: m.sliding_share().map_or(0, |(w, ..)| w),
+            sliding: m.sliding_window,
             kv_rate: bw * c.eta_kv,
             allreduce_calls,
             allreduce_latency: allreduce_latency_us * 1e-6,
@@ -618,7 +574,7 @@ impl Roofline {
 
     /// [`Roofline::split`] with the attention ranks' parts of the batch.
     fn split_ranked(&self, b: &BatchShape, ranks: Option<&[BatchShape]>) -> Terms {
-        debug_assert!(b.tokens == 0 || b.window == self.window, "a batch built without the model's sliding window");
+        debug_assert!(b.tokens == 0 || b.sliding == self.sliding, "a batch built without the model's sliding window");
         if let Some(p) = &self.parallel {
             return p.split(self, b, ranks);
         }
@@ -1114,6 +1070,16 @@ mod tests {
 
     fn whole_prompt_of(n: u32) -> f64 {
         windowed_pairs(0, n, 128)
+    }
+
+    /// [`SlidingWindow::pairs`] of a sliding window of `window`.
+    fn windowed_pairs(cached: u32, new: u32, window: u32) -> f64 {
+        SlidingWindow { window, layers: 1, chunked: false }.pairs(cached, new)
+    }
+
+    /// [`SlidingWindow::pairs`] of chunks of `chunk`.
+    fn chunked_pairs(cached: u32, new: u32, chunk: u32) -> f64 {
+        SlidingWindow { window: chunk, layers: 1, chunked: true }.pairs(cached, new)
     }
 
     #[test]

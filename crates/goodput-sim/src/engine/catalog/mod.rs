@@ -12,7 +12,7 @@ mod names;
 mod precision;
 
 pub use gpus::{GpuFamily, GpuSpec};
-pub use models::{Mla, ModelSpec, Moe, SlidingWindow};
+pub use models::{KvBlocks, Mla, ModelSpec, Moe, SlidingWindow};
 pub(crate) use precision::GIB;
 pub use precision::{KvCacheDtype, Precision, FP16_NAMES};
 

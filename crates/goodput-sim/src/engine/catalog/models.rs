@@ -46,6 +46,69 @@ pub struct SlidingWindow {
     pub chunked: bool,
 }
 
+impl SlidingWindow {
+    /// Of `context` tokens before a token, those a sliding layer attends
+    /// to (and holds): the last `window`, or (chunked) those of the
+    /// token's own chunk.
+    pub fn within(self, context: u32) -> u32 {
+        if self.chunked {
+            context % self.window
+        } else {
+            context.min(self.window)
+        }
+    }
+
+    /// The (query, key) pairs a sliding layer computes for a prefill chunk
+    /// of `new` tokens after `cached` ones, in the continuous form the full
+    /// count `new · (cached + new / 2)` takes: ∫ min(x, W) dx from `cached`
+    /// to `cached + new`; chunked, ∫ (x mod C) dx, by G(x) = ⌊x / C⌋ · C² / 2
+    /// + (x mod C)² / 2.
+    pub fn pairs(self, cached: u32, new: u32) -> f64 {
+        if self.chunked {
+            let c = u64::from(self.window);
+            let g = |x: u64| ((x / c) as f64) * (c as f64) * (c as f64) / 2.0 + ((x % c) as f64).powi(2) / 2.0;
+            return g(u64::from(cached) + u64::from(new)) - g(u64::from(cached));
+        }
+        let (p, c, w) = (f64::from(cached), f64::from(new), f64::from(self.window));
+        if p + c <= w {
+            c * (p + c / 2.0)
+        } else if p >= w {
+            c * w
+        } else {
+            (w - p) * (p + (w - p) / 2.0) + (p + c - w) * w
+        }
+    }
+}
+
+/// How many KV-cache blocks a sequence takes ([`ModelSpec::kv_blocks`]): a
+/// block per `block_size` tokens, and with a sliding window only the
+/// window's blocks for its layers.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct KvBlocks {
+    sliding: Option<SlidingWindow>,
+    /// The sliding layers' blocks a block of the pool's stands for; `None`
+    /// where every layer slides (the pool's blocks are theirs).
+    per_block: Option<f64>,
+}
+
+impl KvBlocks {
+    /// Blocks of `block_size` tokens that a sequence of `tokens` takes: its
+    /// full-attention layers' blocks for every token, and its sliding
+    /// layers' for the window alone, which spans ⌈W / B⌉ + 1 blocks at most
+    /// once it has slid (a block it has partly left stays), in the pool's
+    /// units.
+    pub fn blocks_for(self, tokens: u32, block_size: u32) -> u32 {
+        let block_size = block_size.max(1);
+        let all = tokens.div_ceil(block_size);
+        let Some(s) = self.sliding else { return all };
+        let window = all.min(s.window.div_ceil(block_size) + 1);
+        match self.per_block {
+            None => window,
+            Some(per_block) => all.saturating_add((f64::from(window) * per_block).ceil() as u32),
+        }
+    }
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
@@ -957,8 +1020,8 @@ impl ModelSpec {
     /// embeddings and LM head at 16 bits; under MXFP4, a mixture of experts'
     /// routed experts alone at its width, the rest of the body 16-bit.
     pub fn weight_bytes(&self, precision: Precision) -> f64 {
-        let b = precision.bytes_per_weight();
-        if self.non_expert_bytes_per_weight(precision) == b {
+        let (b, rest_b) = (precision.bytes_per_weight(), self.non_expert_bytes_per_weight(precision));
+        if rest_b == b {
             return self.body_params() as f64 * b + self.embedding_params() as f64 * 2.0;
         }
         let experts = match self.moe {
@@ -966,7 +1029,7 @@ impl ModelSpec {
             None => 0.0,
         };
         let rest = self.body_params() as f64 - experts;
-        experts * b + rest * self.non_expert_bytes_per_weight(precision) + self.embedding_params() as f64 * 2.0
+        experts * b + rest * rest_b + self.embedding_params() as f64 * 2.0
     }
 
     /// Bytes per weight of the body's parts that are not routed experts:
@@ -996,7 +1059,7 @@ impl ModelSpec {
 
     /// The layers a KV-cache block's bytes are counted over: the
     /// full-attention ones, or all of them where every layer slides. A
-    /// sliding layer holds only its window (the blocks [`ModelSpec::window_blocks`]
+    /// sliding layer holds only its window (the blocks [`ModelSpec::kv_blocks`]
     /// counts), as vLLM's hybrid KV-cache manager frees the blocks a window
     /// has left.
     pub fn kv_pool_layers(&self) -> u32 {
@@ -1012,28 +1075,26 @@ impl ModelSpec {
         self.kv_bytes_per_token_per_gpu(kv, tp) * f64::from(self.kv_pool_layers()) / f64::from(self.num_layers.max(1))
     }
 
-    /// Blocks of `block_size` tokens (each of [`ModelSpec::kv_pool_layers`]'s
-    /// bytes) that a sequence of `tokens` takes: its full-attention layers'
-    /// blocks for every token, and its sliding layers' for the window
-    /// alone, which spans ⌈W / B⌉ + 1 blocks at most once it has slid (a
-    /// block it has partly left stays), in the pool's units.
-    pub fn kv_blocks_for(&self, tokens: u32, block_size: u32) -> u32 {
-        let block_size = block_size.max(1);
-        let all = tokens.div_ceil(block_size);
-        let Some(s) = self.sliding_window else { return all };
-        let window = all.min(s.window.div_ceil(block_size) + 1);
-        if s.layers >= self.num_layers {
-            return window;
-        }
-        let per_block = f64::from(s.layers) / f64::from(self.kv_pool_layers());
-        all.saturating_add((f64::from(window) * per_block).ceil() as u32)
+    /// How many blocks (each of [`ModelSpec::kv_pool_layers`]' bytes) a
+    /// sequence takes.
+    pub fn kv_blocks(&self) -> KvBlocks {
+        let per_block = match self.sliding_window {
+            Some(s) if s.layers < self.num_layers => Some(f64::from(s.layers) / f64::from(self.kv_pool_layers())),
+            _ => None,
+        };
+        KvBlocks { sliding: self.sliding_window, per_block }
     }
 
-    /// The window, the share of the layers that slide, and whether they
-    /// attend in chunks, where some do.
-    pub fn sliding_share(&self) -> Option<(u32, f64, bool)> {
+    /// [`KvBlocks::blocks_for`] of this model.
+    pub fn kv_blocks_for(&self, tokens: u32, block_size: u32) -> u32 {
+        self.kv_blocks().blocks_for(tokens, block_size)
+    }
+
+    /// The sliding window and the share of the layers that slide, where
+    /// some do.
+    pub fn sliding_share(&self) -> Option<(SlidingWindow, f64)> {
         let s = self.sliding_window?;
-        Some((s.window, f64::from(s.layers.min(self.num_layers)) / f64::from(self.num_layers.max(1)), s.chunked))
+        Some((s, f64::from(s.layers.min(self.num_layers)) / f64::from(self.num_layers.max(1))))
     }
 
     /// Attention flops per (query token, cached token) pair, all layers and
