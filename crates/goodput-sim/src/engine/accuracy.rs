@@ -221,9 +221,8 @@ pub const OWN_TABLES: [OwnTable; 3] = [
 /// The model's own table, where it has one (by the catalog key its name
 /// maps to, so a config.json's `openai/gpt-oss-120b` finds GPT-OSS's).
 pub fn own_table(model: &ModelSpec) -> Option<&'static OwnTable> {
-    let key = ModelSpec::catalog_key(&model.name);
-    let key = ModelSpec::lookup(&key).ok().map_or(key, |m| ModelSpec::catalog_key(&m.name));
-    OWN_TABLES.iter().find(|t| ModelSpec::lookup(t.key).is_ok_and(|m| ModelSpec::catalog_key(&m.name) == key))
+    let name = ModelSpec::lookup(&model.name).ok()?.name;
+    OWN_TABLES.iter().find(|t| ModelSpec::lookup(t.key).is_ok_and(|m| m.name == name))
 }
 
 /// What a prediction of a model with its own table says: how far the
@@ -550,6 +549,27 @@ mod tests {
         }
     }
 
+    /// The rows of `errors` (percent) and their least and most, to a tenth.
+    fn rows_check(errors: impl IntoIterator<Item = f64>) -> RowsCheck {
+        let mut v: Vec<f64> = errors.into_iter().collect();
+        v.sort_by(f64::total_cmp);
+        let round = |x: f64| (x * 10.0).round() / 10.0;
+        RowsCheck { rows: v.len(), error_pct: (round(v[0]), round(v[v.len() - 1])) }
+    }
+
+    /// The rows of `errors` (relative), their median and their least and
+    /// most, percent to a tenth.
+    fn group_check(errors: impl IntoIterator<Item = f64>) -> GroupCheck {
+        let mut v: Vec<f64> = errors.into_iter().collect();
+        v.sort_by(f64::total_cmp);
+        let pct = |x: f64| (x * 1000.0).round() / 10.0;
+        GroupCheck {
+            rows: v.len(),
+            median_pct: pct(goodput_core::percentile(&v, 50.0).unwrap()),
+            error_pct: (pct(v[0]), pct(v[v.len() - 1])),
+        }
+    }
+
     /// The RTX PRO 6000's figures recomputed from its table (seconds in
     /// release).
     #[test]
@@ -558,11 +578,7 @@ mod tests {
         let rows = parse_csv(include_str!("../../../../data/validation/trtllm-rtx-pro-6000.csv")).unwrap();
         let report = validate(&rows, &ValidationOptions::default()).unwrap();
         let group = |keep: &dyn Fn(&crate::engine::validate::ReferenceRow) -> bool| {
-            let mut v: Vec<f64> =
-                report.predictions.iter().filter(|p| keep(&p.row)).map(|p| p.rel_error * 100.0).collect();
-            v.sort_by(f64::total_cmp);
-            let round = |x: f64| (x * 10.0).round() / 10.0;
-            RowsCheck { rows: v.len(), error_pct: (round(v[0]), round(v[v.len() - 1])) }
+            rows_check(report.predictions.iter().filter(|p| keep(&p.row)).map(|p| p.rel_error * 100.0))
         };
         let moe = |r: &crate::engine::validate::ReferenceRow| ModelSpec::lookup(&r.model).unwrap().moe.is_some();
         assert_eq!(group(&|r| !moe(r) && r.pp == 1), RTX_PRO_DENSE, "quote the new figures");
@@ -741,42 +757,23 @@ mod tests {
     fn quoted_accuracy_of_gpustacks_hopper_rows_is_the_validators() {
         let rows = parse_csv(include_str!("../../../../data/validation/gpustack-hopper.csv")).unwrap();
         let report = validate(&rows, &ValidationOptions::default()).unwrap();
+        let errors = |keep: &dyn Fn(&crate::engine::validate::ReferenceRow) -> bool| {
+            report.predictions.iter().filter(|p| keep(&p.row)).map(|p| p.rel_error).collect::<Vec<f64>>()
+        };
         for (name, quoted) in GPT_OSS_VLLM_H100 {
-            let mut v: Vec<f64> =
-                report.predictions.iter().filter(|p| p.row.model == name).map(|p| p.rel_error).collect();
             // Every row of the model.
-            assert_eq!(v.len(), rows.iter().filter(|r| r.model == name).count(), "{name}");
-            v.sort_by(f64::total_cmp);
-            let pct = |x: f64| (x * 1000.0).round() / 10.0;
-            let got = GroupCheck {
-                rows: v.len(),
-                median_pct: pct(goodput_core::percentile(&v, 50.0).unwrap()),
-                error_pct: (pct(v[0]), pct(v[v.len() - 1])),
-            };
-            assert_eq!(got, quoted, "{name} moved; quote its new figures");
+            let of_model = |r: &crate::engine::validate::ReferenceRow| r.model == name;
+            assert_eq!(errors(&of_model).len(), rows.iter().filter(|r| r.model == name).count(), "{name}");
+            assert_eq!(group_check(errors(&of_model)), quoted, "{name} moved; quote its new figures");
         }
         for (i, (what, quoted)) in QWEN3_235B_VLLM_H100.iter().enumerate() {
             let precision = [crate::engine::Precision::Bf16, crate::engine::Precision::Fp8][i];
-            let mut v: Vec<f64> = report
-                .predictions
-                .iter()
-                .filter(|p| p.row.model == "qwen3-235b-a22b" && p.row.precision == precision)
-                .map(|p| p.rel_error * 100.0)
-                .collect();
-            v.sort_by(f64::total_cmp);
-            let round = |x: f64| (x * 10.0).round() / 10.0;
-            let got = RowsCheck { rows: v.len(), error_pct: (round(v[0]), round(v[v.len() - 1])) };
+            let got = rows_check(
+                errors(&|r| r.model == "qwen3-235b-a22b" && r.precision == precision).iter().map(|e| e * 100.0),
+            );
             assert_eq!(got, *quoted, "{what} moved; quote its new figures");
         }
-        let mut v: Vec<f64> = report
-            .predictions
-            .iter()
-            .filter(|p| p.row.model == "deepseek-r1-0528")
-            .map(|p| p.rel_error * 100.0)
-            .collect();
-        v.sort_by(f64::total_cmp);
-        let round = |x: f64| (x * 10.0).round() / 10.0;
-        let got = RowsCheck { rows: v.len(), error_pct: (round(v[0]), round(v[v.len() - 1])) };
+        let got = rows_check(errors(&|r| r.model == "deepseek-r1-0528").iter().map(|e| e * 100.0));
         assert_eq!(got, DEEPSEEK_VLLM_H200, "DeepSeek-R1 moved; quote its new figures");
     }
 
@@ -814,19 +811,13 @@ mod tests {
             assert!(rows.iter().all(|r| r.split == Some(Split::HeldOut)), "{}", t.key);
             let report = validate(&rows, &ValidationOptions::default()).unwrap();
             let group = |hopper: bool| {
-                let mut v: Vec<f64> = report
-                    .predictions
-                    .iter()
-                    .filter(|p| (GpuSpec::lookup(&p.row.gpu).unwrap().family == GpuFamily::Hopper) == hopper)
-                    .map(|p| p.rel_error)
-                    .collect();
-                v.sort_by(f64::total_cmp);
-                let pct = |x: f64| (x * 1000.0).round() / 10.0;
-                GroupCheck {
-                    rows: v.len(),
-                    median_pct: pct(goodput_core::percentile(&v, 50.0).unwrap()),
-                    error_pct: (pct(v[0]), pct(v[v.len() - 1])),
-                }
+                group_check(
+                    report
+                        .predictions
+                        .iter()
+                        .filter(|p| (GpuSpec::lookup(&p.row.gpu).unwrap().family == GpuFamily::Hopper) == hopper)
+                        .map(|p| p.rel_error),
+                )
             };
             assert_eq!(group(false), t.blackwell, "{} on Blackwell moved; quote its new figures", t.key);
             assert_eq!(group(true), t.hopper, "{} on Hopper moved; quote its new figures", t.key);
