@@ -750,8 +750,9 @@ mod tests {
         }
     }
 
-    /// GPUStack's vLLM rows on H100s: GPT-OSS's calibration and held-out
-    /// rows, and Qwen3-235B-A22B's held-out ones, as quoted.
+    /// GPUStack's vLLM rows on Hopper: GPT-OSS's calibration and held-out
+    /// rows, and Qwen3-235B-A22B's and DeepSeek-R1-0528's held-out ones, as
+    /// quoted.
     #[test]
     #[ignore]
     fn quoted_accuracy_of_gpustacks_hopper_rows_is_the_validators() {
