@@ -245,12 +245,29 @@ impl Member {
 
 /// Whether process `pid`'s environment holds `mark` (`NAME=value`). One
 /// whose environment goodput may not read (another user's) is taken to.
+///
+/// A process in the middle of an exec reads as an empty environment (the
+/// kernel has set up its new memory but not yet its environment's place
+/// in it): an orphan caught there, as a busy host may leave it for a
+/// while, had been missed. An empty one is read again for up to
+/// [`EXEC_WAIT`], so that only a process that cleared its environment
+/// stays empty.
 fn carries(pid: libc::pid_t, mark: &str) -> bool {
-    match std::fs::read(format!("/proc/{pid}/environ")) {
-        Ok(env) => env.split(|&b| b == 0).any(|e| e == mark.as_bytes()),
-        Err(e) => e.kind() == std::io::ErrorKind::PermissionDenied,
+    let until = Instant::now() + EXEC_WAIT;
+    loop {
+        match std::fs::read(format!("/proc/{pid}/environ")) {
+            Ok(env) if env.is_empty() && Instant::now() < until && stat(pid).is_some_and(|s| !s.ended) => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
+            Ok(env) => return env.split(|&b| b == 0).any(|e| e == mark.as_bytes()),
+            Err(e) => return e.kind() == std::io::ErrorKind::PermissionDenied,
+        }
     }
 }
+
+/// How long [`carries`] waits for an exec to give a process its
+/// environment.
+const EXEC_WAIT: Duration = Duration::from_millis(200);
 
 /// The processes of server `root`'s tree, from one reading of /proc: every
 /// descendant of it, and every one of goodput's children that carries
@@ -1039,6 +1056,32 @@ mod tests {
         // Ended and reaped, not left as goodput's zombies.
         for m in seen {
             assert!(m.stat().is_none(), "{m:?} is still there: {:?}", m.stat());
+        }
+    }
+
+    /// A process carries the mark when its environment holds it; one whose
+    /// environment is empty (cleared, not mid-exec) is not taken, once the
+    /// wait for an exec has passed.
+    #[test]
+    fn a_process_is_known_by_its_environment() {
+        let mut marked = Command::new("sleep").arg("30").env("GOODPUT_TEST_MARK", "7").spawn().unwrap();
+        let mut cleared = Command::new("env").args(["-i", "sleep", "30"]).spawn().unwrap();
+        let t = Instant::now();
+        // `env` has exec'd `sleep` with nothing once its command line says so.
+        while std::fs::read_to_string(format!("/proc/{}/cmdline", cleared.id())).unwrap_or_default()
+            != "sleep\x0030\x00"
+        {
+            assert!(t.elapsed() < Duration::from_secs(10));
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(carries(marked.id() as libc::pid_t, "GOODPUT_TEST_MARK=7"));
+        assert!(!carries(marked.id() as libc::pid_t, "GOODPUT_TEST_MARK=8"));
+        let t = Instant::now();
+        assert!(!carries(cleared.id() as libc::pid_t, "GOODPUT_TEST_MARK=7"));
+        assert!(t.elapsed() >= EXEC_WAIT, "an empty environment is read again until the wait has passed");
+        for c in [&mut marked, &mut cleared] {
+            c.kill().unwrap();
+            c.wait().unwrap();
         }
     }
 
