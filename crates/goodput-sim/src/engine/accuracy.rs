@@ -184,8 +184,11 @@ pub const DEEPSEEK_VLLM_H200: RowsCheck = RowsCheck { rows: 3, error_pct: (66.9,
 /// kernels against 16-bit activations and a 16-bit cache) and
 /// Llama-4-Maverick (`data/validation/trtllm-maverick.csv`, attention
 /// data-parallel with the experts over all ranks: FP4 on four Blackwell
-/// GPUs, FP8 on eight H200s). A slow test recomputes the figures.
-pub const OWN_TABLES: [OwnTable; 3] = [
+/// GPUs, FP8 on eight H200s) and Llama-4-Scout
+/// (`data/validation/trtllm-llama4-1.0.csv`, an earlier release's page: FP4
+/// on one Blackwell GPU, FP8 on four Hopper GPUs in the layout its columns
+/// name). A slow test recomputes the figures.
+pub const OWN_TABLES: [OwnTable; 4] = [
     OwnTable {
         key: "gpt-oss-120b",
         file: "trtllm-gpt-oss.csv",
@@ -215,6 +218,16 @@ pub const OWN_TABLES: [OwnTable; 3] = [
         hopper_how: "eight H200, likewise",
         hopper: GroupCheck { rows: 5, median_pct: 56.6, error_pct: (21.4, 104.1) },
         section: "Llama-4-Maverick under TensorRT-LLM",
+    },
+    OwnTable {
+        key: "llama-4-scout-17b-16e",
+        file: "trtllm-llama4-1.0.csv",
+        weights: "FP4 on Blackwell, FP8 on Hopper",
+        blackwell_how: "one B200 or GB200",
+        blackwell: GroupCheck { rows: 20, median_pct: 28.5, error_pct: (-0.8, 84.9) },
+        hopper_how: "four H200 or H100, TP 4 as the page labels them; how it spread the experts is not given",
+        hopper: GroupCheck { rows: 18, median_pct: 25.1, error_pct: (1.2, 113.9) },
+        section: "Llama 4 on TensorRT-LLM 1.0's page",
     },
 ];
 
@@ -721,6 +734,7 @@ mod tests {
             ("gpt-oss-120b", "openai/gpt-oss-120b"),
             ("gpt-oss-20b", "openai/gpt-oss-20b"),
             ("llama-4-maverick", "meta-llama/Llama-4-Maverick-17B-128E-Instruct"),
+            ("llama-4-scout", "meta-llama/Llama-4-Scout-17B-16E-Instruct"),
         ] {
             let t = own_table(&model(name)).unwrap();
             let note = moe_note(&model(name)).unwrap();
@@ -736,7 +750,7 @@ mod tests {
             assert_eq!(own_table(&read), Some(t), "{id}");
         }
         assert!(moe_note(&model("gpt-oss-20b")).unwrap().contains("Triton kernels"));
-        assert!(own_table(&model("llama-4-scout")).is_none() && own_table(&model("qwen3-30b-a3b")).is_none());
+        assert!(own_table(&model("qwen3-30b-a3b")).is_none() && own_table(&model("mixtral-8x7b")).is_none());
         // docs/simulator.md's tables give the same figures.
         let doc = simulator_doc();
         for t in OWN_TABLES {

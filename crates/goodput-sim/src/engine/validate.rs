@@ -1379,6 +1379,21 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
             assert_eq!((cfg.attention_ranks(), r.ep), (r.gpus, r.gpus), "{}", r.id);
             assert!(cfg.model.sliding_window.is_some_and(|w| w.chunked && w.window == 8192), "{}", r.id);
         }
+        // Llama 4 on the earlier page: held out, the columns' TP with no EP
+        // (its layout is not given), Scout on one Blackwell GPU or four
+        // Hopper ones, Maverick on eight; both with chunked attention.
+        let llama4 = rows("trtllm-llama4-1.0.csv");
+        assert_eq!(llama4.len(), 63);
+        for r in &llama4 {
+            assert!(r.split == Some(Split::HeldOut) && r.offline && r.ep == 1 && r.tp == r.gpus, "{}", r.id);
+            let cfg = row_config(r, &ValidationOptions::default()).unwrap();
+            cfg.validate().unwrap();
+            assert_eq!(cfg.attention_ranks(), 1, "{}", r.id);
+            assert!(cfg.model.sliding_window.is_some_and(|w| w.chunked && w.window == 8192), "{}", r.id);
+            let hopper = r.gpu.starts_with("h");
+            assert_eq!(r.precision, if hopper { Precision::Fp8 } else { Precision::Fp4 }, "{}", r.id);
+        }
+        assert_eq!(llama4.iter().filter(|r| r.model.contains("scout")).count(), 38);
         // genai-perf's closed loops: every row held out, every user started
         // together, 16-bit rows on a 16-bit cache.
         let dli = rows("nim-dli-closed-loop.csv");
