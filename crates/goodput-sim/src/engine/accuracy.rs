@@ -214,9 +214,9 @@ pub const OWN_TABLES: [OwnTable; 4] = [
         file: "trtllm-maverick.csv",
         weights: "FP4 on Blackwell, FP8 on Hopper",
         blackwell_how: "four B200 or GB200, attention data-parallel, the experts over all",
-        blackwell: GroupCheck { rows: 12, median_pct: 15.0, error_pct: (-15.8, 57.6) },
+        blackwell: GroupCheck { rows: 12, median_pct: 4.9, error_pct: (-18.9, 25.6) },
         hopper_how: "eight H200, likewise",
-        hopper: GroupCheck { rows: 5, median_pct: 56.6, error_pct: (21.4, 104.1) },
+        hopper: GroupCheck { rows: 5, median_pct: 27.5, error_pct: (18.6, 83.8) },
         section: "Llama-4-Maverick under TensorRT-LLM",
     },
     OwnTable {
@@ -224,9 +224,9 @@ pub const OWN_TABLES: [OwnTable; 4] = [
         file: "trtllm-llama4-1.0.csv",
         weights: "FP4 on Blackwell, FP8 on Hopper",
         blackwell_how: "one B200 or GB200",
-        blackwell: GroupCheck { rows: 20, median_pct: 28.5, error_pct: (-0.8, 84.9) },
+        blackwell: GroupCheck { rows: 20, median_pct: 21.3, error_pct: (-0.8, 84.9) },
         hopper_how: "four H200 or H100, TP 4 as the page labels them; how it spread the experts is not given",
-        hopper: GroupCheck { rows: 18, median_pct: 25.1, error_pct: (1.2, 113.9) },
+        hopper: GroupCheck { rows: 18, median_pct: 25.1, error_pct: (1.2, 89.2) },
         section: "Llama 4 on TensorRT-LLM 1.0's page",
     },
 ];

@@ -325,6 +325,24 @@ pub const MAX_SCHEDULE_CONSERVATIVENESS: f64 = 100.0;
 pub const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
 
 impl EngineConfig {
+    /// The model as its KV cache holds it. vLLM's hybrid KV-cache manager
+    /// (and SGLang, as the engine runs it) frees the blocks a sliding
+    /// window or an attention chunk has left; TensorRT-LLM's frees only a
+    /// sliding window's (the windows it derives from a config's
+    /// `sliding_window` and `layer_types`, or `max_attention_window`), so
+    /// chunked attention's layers (Llama 4's `attention_chunk_size`) keep
+    /// every token there. Their attention still reads within the chunk.
+    pub fn kv_model(&self) -> std::borrow::Cow<'_, ModelSpec> {
+        match self.model.sliding_window {
+            Some(s) if s.chunked && self.scheduler == SchedulerPolicy::Trtllm => {
+                let mut m = self.model.clone();
+                m.sliding_window = None;
+                std::borrow::Cow::Owned(m)
+            }
+            _ => std::borrow::Cow::Borrowed(&self.model),
+        }
+    }
+
     /// vLLM's defaults for this model, GPU and precision, with the GPU
     /// family's calibration.
     pub fn new(model: ModelSpec, gpu: GpuSpec, precision: Precision) -> EngineConfig {

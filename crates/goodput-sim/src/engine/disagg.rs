@@ -259,7 +259,7 @@ impl KvLink {
         let latency_us = pd.link_latency_us.unwrap_or(default_latency);
         let all = cfg.model.kv_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.pool_tp(false).min(cfg.pool_tp(true)))
             * cfg.stage_share();
-        let sliding = cfg.model.sliding_share();
+        let sliding = cfg.kv_model().sliding_share();
         let share = sliding.map_or(0.0, |(_, s)| s);
         Some(KvLink {
             kind,

@@ -70,7 +70,7 @@ fn kv_capacity_unchecked(cfg: &EngineConfig) -> KvCapacity {
     let (weight_bytes_per_gpu, kv_bytes_per_token_per_gpu) = parallel::per_gpu(
         cfg,
         cfg.model.weight_bytes(cfg.precision),
-        cfg.model.kv_pool_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp),
+        cfg.kv_model().kv_pool_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp),
     );
     let reserved = weight_bytes_per_gpu + c.activation_gib * GIB + c.runtime_gib * GIB;
     let kv_bytes_per_gpu = match cfg.scheduler {
@@ -655,7 +655,7 @@ fn seconds(s: f64) -> Duration {
 mod tests {
     use super::*;
     use crate::engine::catalog::{GpuSpec, ModelSpec};
-    use crate::engine::Calibration;
+    use crate::engine::{Calibration, SchedulerPolicy};
 
     fn cfg(model: &str, gpu: &str, precision: Precision) -> EngineConfig {
         EngineConfig::from_names(model, gpu, precision).unwrap()
@@ -1066,6 +1066,37 @@ mod tests {
         let (kv, kv_full) = (kv_capacity(&c).unwrap(), kv_capacity(&full).unwrap());
         assert_eq!(kv.kv_bytes_per_token_per_gpu * 2.0, kv_full.kv_bytes_per_token_per_gpu);
         assert!(kv.num_blocks >= 2 * kv_full.num_blocks && kv.num_blocks <= 2 * kv_full.num_blocks + 1);
+    }
+
+    /// TensorRT-LLM's cache keeps every token of Llama 4's chunked layers
+    /// (it frees a sliding window's blocks only); vLLM's frees a chunk's,
+    /// and so holds more tokens in the same memory. GPT-OSS's sliding
+    /// window is freed under both. The attention is the chunk's either way.
+    #[test]
+    fn tensorrt_llm_s_cache_keeps_chunked_layers_whole() {
+        let vllm = cfg("llama-4-scout", "h200", Precision::Fp8);
+        let trt = EngineConfig { scheduler: SchedulerPolicy::Trtllm, ..vllm.clone() };
+        assert!(trt.kv_model().sliding_window.is_none() && vllm.kv_model().sliding_window.is_some());
+        assert_eq!(trt.model, vllm.model, "the attention's window stays the model's");
+        let per_token = |c: &EngineConfig| kv_capacity(c).unwrap().kv_bytes_per_token_per_gpu;
+        // Scout: chunked attention in 36 of 48 layers; a full one's bytes a
+        // token are the 12 full layers' four times over.
+        assert_eq!(per_token(&trt), per_token(&vllm) * 4.0);
+        let mut whole = vllm.clone();
+        whole.model.sliding_window = None;
+        assert_eq!(per_token(&trt), per_token(&whole));
+        // A 20,000-token sequence: TensorRT-LLM's blocks grow with it,
+        // vLLM's chunked layers stop at the chunk's.
+        let blocks = |c: &EngineConfig| {
+            let m = c.kv_model();
+            (m.kv_blocks_for(20_000, 16), m.kv_blocks_for(40_000, 16))
+        };
+        assert_eq!(blocks(&trt), (1250, 2500));
+        let (short, long) = blocks(&vllm);
+        assert_eq!(long - short, 1250, "only the full layers' blocks grow past the chunk");
+        // A sliding window (GPT-OSS) is freed under TensorRT-LLM too.
+        let gpt = EngineConfig { scheduler: SchedulerPolicy::Trtllm, ..cfg("gpt-oss-120b", "h200", Precision::Mxfp4) };
+        assert_eq!(gpt.kv_model().sliding_window, gpt.model.sliding_window);
     }
 
     fn whole_prompt_of(n: u32) -> f64 {

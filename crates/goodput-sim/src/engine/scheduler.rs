@@ -449,7 +449,7 @@ impl Engine {
         // Each rank's own counts, where a group has several ranks.
         let ranked = if cfg.attention_ranks() > 1 { cfg.attention_ranks() as usize } else { 0 };
         let mut engine = Engine {
-            pools: vec![BlockPool::new(capacity.num_blocks, cfg.block_size).counting(&cfg.model)],
+            pools: vec![BlockPool::new(capacity.num_blocks, cfg.block_size).counting(&cfg.kv_model())],
             roofline,
             capacity,
             max_num_seqs,
@@ -509,7 +509,9 @@ impl Engine {
         let n = ranks as usize;
         (self.rank_budget, self.rank_blocked, self.rank_halt) = (vec![0; n], vec![false; n], vec![false; n]);
         self.pools = (0..n)
-            .map(|_| BlockPool::new(self.capacity.num_blocks / ranks, self.cfg.block_size).counting(&self.cfg.model))
+            .map(|_| {
+                BlockPool::new(self.capacity.num_blocks / ranks, self.cfg.block_size).counting(&self.cfg.kv_model())
+            })
             .collect();
         self.sglang_ratios = vec![sglang::NewTokenRatio::new(self.cfg.schedule_conservativeness); n];
     }
@@ -734,9 +736,9 @@ impl Engine {
         self.slots[slot as usize].rank as usize
     }
 
-    /// Blocks needed to hold `tokens` tokens.
+    /// Blocks needed to hold `tokens` tokens (every pool counts alike).
     pub(super) fn blocks_for(&self, tokens: u32) -> u32 {
-        self.cfg.model.kv_blocks_for(tokens, self.cfg.block_size)
+        self.pools[0].blocks_for(tokens)
     }
 
     /// The blocks of every pool together: (total, free).
