@@ -326,8 +326,9 @@ pub const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
 
 impl EngineConfig {
     /// The model as its KV cache holds it. vLLM's hybrid KV-cache manager
-    /// (and SGLang, as the engine runs it) frees the blocks a sliding
-    /// window or an attention chunk has left; TensorRT-LLM's frees only a
+    /// and SGLang's hybrid SWA memory pool (Llama 4 and GPT-OSS by
+    /// default) free the blocks a sliding window or an attention chunk has
+    /// left; TensorRT-LLM's frees only a
     /// sliding window's (the windows it derives from a config's
     /// `sliding_window` and `layer_types`, or `max_attention_window`), so
     /// chunked attention's layers (Llama 4's `attention_chunk_size`) keep
