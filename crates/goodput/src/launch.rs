@@ -35,7 +35,7 @@ mod trtllm;
 /// The catalog's models as their publishers name their instruction-tuned
 /// weights on Hugging Face, by the catalog key the name is looked up by
 /// ([`ModelSpec::catalog_key`]).
-const HUB_IDS: [(&str, &str); 29] = [
+const HUB_IDS: [(&str, &str); 32] = [
     ("llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct"),
     ("llama3.1-8b", "meta-llama/Llama-3.1-8B-Instruct"),
     ("llama-3-8b", "meta-llama/Meta-Llama-3-8B-Instruct"),
@@ -53,6 +53,9 @@ const HUB_IDS: [(&str, &str); 29] = [
     ("qwen2.5-72b", "Qwen/Qwen2.5-72B-Instruct"),
     ("qwen-2.5-72b", "Qwen/Qwen2.5-72B-Instruct"),
     ("mixtral-8x7b", "mistralai/Mixtral-8x7B-Instruct-v0.1"),
+    ("qwen3-8b", "Qwen/Qwen3-8B"),
+    ("qwen3-14b", "Qwen/Qwen3-14B"),
+    ("qwen3-32b", "Qwen/Qwen3-32B"),
     ("qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B"),
     ("qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B"),
     ("deepseek-v3", "deepseek-ai/DeepSeek-V3"),
@@ -94,7 +97,7 @@ pub fn served_model(model: &str, given: Option<&str>) -> Option<String> {
 /// checkpoints (Qwen's own FP8), AWQ INT4 (hugging-quants', Qwen's own)
 /// and W8A16 INT8 (Neural Magic's, now Red Hat AI's). The servers read the
 /// quantization method from the checkpoint, so its command names none.
-pub const CHECKPOINTS: [(&str, Precision, &str); 26] = [
+pub const CHECKPOINTS: [(&str, Precision, &str); 29] = [
     ("meta-llama/Llama-3.1-8B-Instruct", Precision::Fp4, "nvidia/Llama-3.1-8B-Instruct-FP4"),
     ("meta-llama/Llama-3.3-70B-Instruct", Precision::Fp4, "nvidia/Llama-3.3-70B-Instruct-NVFP4"),
     ("meta-llama/Llama-3.1-405B-Instruct", Precision::Fp4, "nvidia/Llama-3.1-405B-Instruct-FP4"),
@@ -120,6 +123,9 @@ pub const CHECKPOINTS: [(&str, Precision, &str); 26] = [
     ("meta-llama/Llama-3.1-70B-Instruct", Precision::Fp8, "nvidia/Llama-3.1-70B-Instruct-FP8"),
     ("meta-llama/Llama-3.3-70B-Instruct", Precision::Fp8, "nvidia/Llama-3.3-70B-Instruct-FP8"),
     ("meta-llama/Llama-3.1-405B-Instruct", Precision::Fp8, "nvidia/Llama-3.1-405B-Instruct-FP8"),
+    ("Qwen/Qwen3-8B", Precision::Fp8, "Qwen/Qwen3-8B-FP8"),
+    ("Qwen/Qwen3-14B", Precision::Fp8, "Qwen/Qwen3-14B-FP8"),
+    ("Qwen/Qwen3-32B", Precision::Fp8, "Qwen/Qwen3-32B-FP8"),
     ("Qwen/Qwen3-30B-A3B", Precision::Fp8, "Qwen/Qwen3-30B-A3B-FP8"),
     ("Qwen/Qwen3-235B-A22B", Precision::Fp8, "Qwen/Qwen3-235B-A22B-FP8"),
     // As TensorRT-LLM's perf overview names them.

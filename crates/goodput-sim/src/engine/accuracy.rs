@@ -179,6 +179,14 @@ pub const QWEN3_235B_VLLM_H100: [(&str, RowsCheck); 2] = [
 /// FP8, TP 8, prompt-bound.
 pub const DEEPSEEK_VLLM_H200: RowsCheck = RowsCheck { rows: 3, error_pct: (66.9, 135.1) };
 
+/// Qwen3-14B, a dense model, on one H100 (the same file, held out): vLLM's
+/// 16-bit baseline and SGLang's FP8 runs, three prompt-bound shapes and
+/// one of 128-token prompts and 4-token answers.
+pub const QWEN3_14B_H100: [(&str, RowsCheck); 2] = [
+    ("vLLM, BF16", RowsCheck { rows: 4, error_pct: (46.4, 249.4) }),
+    ("SGLang, FP8", RowsCheck { rows: 4, error_pct: (82.7, 135.5) }),
+];
+
 /// GPT-OSS (`data/validation/trtllm-gpt-oss.csv`, MXFP4: on Blackwell the
 /// experts W4A8 and an FP8 KV cache, on Hopper TensorRT-LLM's Triton MoE
 /// kernels against 16-bit activations and a 16-bit cache) and
@@ -486,7 +494,9 @@ pub fn ttft_note(start: Start) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::validate::{parse_csv, validate, Metric, ReferenceLoad, Split, ValidationOptions};
+    use crate::engine::validate::{
+        parse_csv, validate, Metric, ReferenceEngine, ReferenceLoad, Split, ValidationOptions,
+    };
 
     #[test]
     fn the_note_quotes_the_figures_and_marks_the_start_that_applies() {
@@ -790,6 +800,11 @@ mod tests {
         }
         let got = rows_check(errors(&|r| r.model == "deepseek-r1-0528").iter().map(|e| e * 100.0));
         assert_eq!(got, DEEPSEEK_VLLM_H200, "DeepSeek-R1 moved; quote its new figures");
+        for (i, (what, quoted)) in QWEN3_14B_H100.iter().enumerate() {
+            let engine = [ReferenceEngine::Vllm, ReferenceEngine::Sglang][i];
+            let got = rows_check(errors(&|r| r.model == "qwen3-14b" && r.engine == engine).iter().map(|e| e * 100.0));
+            assert_eq!(got, *quoted, "Qwen3-14B {what} moved; quote its new figures");
+        }
     }
 
     #[test]

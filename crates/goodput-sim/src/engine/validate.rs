@@ -1357,11 +1357,12 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
             let blackwell = r.gpu.contains("b200");
             assert_eq!(cfg.kv_cache_dtype == KvCacheDtype::Fp8, blackwell, "{}", r.id);
         }
-        // GPUStack's vLLM runs on H100s and H200s: served, every prompt at
-        // once; the GPT-OSS-20B rows calibration, the 120B's, Qwen3-235B-A22B's
-        // and DeepSeek-R1's held out.
+        // GPUStack's vLLM and SGLang runs on H100s and H200s: served, every
+        // prompt at once; the GPT-OSS-20B rows calibration, the 120B's,
+        // Qwen3-235B-A22B's, DeepSeek-R1's and Qwen3-14B's held out.
         let gpustack = rows("gpustack-hopper.csv");
-        assert_eq!(gpustack.len(), 15);
+        assert_eq!(gpustack.len(), 23);
+        assert_eq!(gpustack.iter().filter(|r| r.engine == ReferenceEngine::Sglang).count(), 4);
         for r in &gpustack {
             assert!(r.is_served() && r.load == ReferenceLoad::MaxThroughput, "{}", r.id);
             let calibration = r.split == Some(Split::Calibration);

@@ -463,7 +463,7 @@ pub fn share_text(x: f64) -> String {
 /// The simulated engine: which model on which hardware, and vLLM's limits.
 #[derive(Debug, Clone, Args)]
 pub struct EngineArgs {
-    /// Model: a catalog name (llama-3.1-8b, llama-3.1-70b, llama-3.1-405b, qwen2.5-7b, qwen2.5-72b, mixtral-8x7b, qwen3-30b-a3b, qwen3-235b-a22b, deepseek-v3 (also deepseek-r1)) or a Hugging Face config.json (or the folder that holds it).
+    /// Model: a catalog name (llama-3.1-8b, llama-3.1-70b, llama-3.1-405b, qwen2.5-7b, qwen2.5-72b, mixtral-8x7b, qwen3-8b, qwen3-14b, qwen3-32b, qwen3-30b-a3b, qwen3-235b-a22b, deepseek-v3 (also deepseek-r1), gpt-oss-20b, gpt-oss-120b, llama-4-scout, llama-4-maverick) or a Hugging Face config.json (or the folder that holds it).
     #[arg(long = "model", default_value = DEFAULT_ENGINE_MODEL, help_heading = "Simulated engine")]
     pub engine_model: String,
     #[command(flatten)]

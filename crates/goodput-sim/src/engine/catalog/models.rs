@@ -239,7 +239,7 @@ const LLAMA_4: ModelEntry = ModelEntry {
     ..PLAIN
 };
 
-const MODELS: [ModelEntry; 13] = [
+const MODELS: [ModelEntry; 16] = [
     ModelEntry {
         aliases: &["llama-3.1-8b", "llama-3-8b", "llama3.1-8b", "llama3-8b"],
         name: "Llama-3.1-8B",
@@ -323,6 +323,50 @@ const MODELS: [ModelEntry; 13] = [
         vocab: 32000,
         moe: Some(Moe { num_experts: 8, experts_per_token: 2 }),
         max_context: 32768,
+        ..PLAIN
+    },
+    // Qwen3's dense models, from their config.json on the Hugging Face hub
+    // (Qwen/Qwen3-8B, Qwen/Qwen3-14B, Qwen/Qwen3-32B; Apache-2.0): head_dim
+    // 128, untied embeddings, `max_position_embeddings` 40,960. 8.2 B,
+    // 14.8 B and 32.8 B parameters, as the model cards give them (non-
+    // embedding 6.95 B, 13.2 B and 31.2 B).
+    ModelEntry {
+        aliases: &["qwen3-8b", "qwen-3-8b"],
+        name: "Qwen3-8B",
+        layers: 36,
+        hidden: 4096,
+        heads: 32,
+        kv_heads: 8,
+        intermediate: 12288,
+        vocab: 151936,
+        moe: None,
+        max_context: 40960,
+        ..PLAIN
+    },
+    ModelEntry {
+        aliases: &["qwen3-14b", "qwen-3-14b"],
+        name: "Qwen3-14B",
+        layers: 40,
+        hidden: 5120,
+        heads: 40,
+        kv_heads: 8,
+        intermediate: 17408,
+        vocab: 151936,
+        moe: None,
+        max_context: 40960,
+        ..PLAIN
+    },
+    ModelEntry {
+        aliases: &["qwen3-32b", "qwen-3-32b"],
+        name: "Qwen3-32B",
+        layers: 64,
+        hidden: 5120,
+        heads: 64,
+        kv_heads: 8,
+        intermediate: 25600,
+        vocab: 151936,
+        moe: None,
+        max_context: 40960,
         ..PLAIN
     },
     // Qwen3's mixtures of experts, from their config.json on the Hugging Face

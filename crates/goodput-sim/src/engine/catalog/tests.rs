@@ -12,6 +12,9 @@ fn parameter_counts_match_the_published_sizes() {
         ("qwen2.5-7b", 7.62e9, 7.62e9),
         ("qwen2.5-72b", 72.7e9, 72.7e9),
         ("mixtral-8x7b", 46.70e9, 12.88e9),
+        ("qwen3-8b", 8.2e9, 8.2e9),
+        ("qwen3-14b", 14.8e9, 14.8e9),
+        ("qwen3-32b", 32.8e9, 32.8e9),
     ];
     for (name, total, active) in cases {
         let m = ModelSpec::lookup(name).unwrap();
