@@ -179,6 +179,15 @@ pub const QWEN3_235B_VLLM_H100: [(&str, RowsCheck); 2] = [
 /// FP8, TP 8, prompt-bound.
 pub const DEEPSEEK_VLLM_H200: RowsCheck = RowsCheck { rows: 3, error_pct: (66.9, 135.1) };
 
+/// Qwen3-8B at four users on one H100
+/// (`data/validation/gpustack-h100-latency.csv`, held out; vLLM's,
+/// SGLang's and TensorRT-LLM's 16-bit runs and SGLang's FP8 one): mean TPOT
+/// and mean TTFT, the engine's error on each.
+pub const QWEN3_8B_H100_FOUR_USERS: [(&str, RowsCheck); 2] = [
+    ("TPOT", RowsCheck { rows: 4, error_pct: (-0.8, 17.5) }),
+    ("TTFT", RowsCheck { rows: 4, error_pct: (-39.2, 48.4) }),
+];
+
 /// Qwen3-14B, a dense model, on one H100 (the same file, held out): vLLM's
 /// 16-bit baseline and SGLang's FP8 runs, three prompt-bound shapes and
 /// one of 128-token prompts and 4-token answers.
@@ -800,6 +809,14 @@ mod tests {
         }
         let got = rows_check(errors(&|r| r.model == "deepseek-r1-0528").iter().map(|e| e * 100.0));
         assert_eq!(got, DEEPSEEK_VLLM_H200, "DeepSeek-R1 moved; quote its new figures");
+        let latency = parse_csv(include_str!("../../../../data/validation/gpustack-h100-latency.csv")).unwrap();
+        let latency = validate(&latency, &ValidationOptions::default()).unwrap();
+        for (i, (what, quoted)) in QWEN3_8B_H100_FOUR_USERS.iter().enumerate() {
+            let metric = [Metric::TpotMsMean, Metric::TtftMsMean][i];
+            let got =
+                rows_check(latency.predictions.iter().filter(|p| p.row.metric == metric).map(|p| p.rel_error * 100.0));
+            assert_eq!(got, *quoted, "Qwen3-8B's {what} at four users moved; quote its new figures");
+        }
         for (i, (what, quoted)) in QWEN3_14B_H100.iter().enumerate() {
             let engine = [ReferenceEngine::Vllm, ReferenceEngine::Sglang][i];
             let got = rows_check(errors(&|r| r.model == "qwen3-14b" && r.engine == engine).iter().map(|e| e * 100.0));
