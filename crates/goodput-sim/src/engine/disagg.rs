@@ -465,4 +465,21 @@ mod tests {
         assert_eq!(link.bytes_per_gpu(100), 100.0 * 73_728.0);
         assert_eq!(link.bytes_per_gpu(10_000), 10_000.0 * 36_864.0 + 128.0 * 36_864.0);
     }
+
+    /// Llama 4's chunked layers send the chunk's tokens from vLLM's cache,
+    /// which frees the rest, and every token from TensorRT-LLM's, which
+    /// keeps them.
+    #[test]
+    fn a_chunked_layer_sends_what_the_cache_holds() {
+        let mut cfg = EngineConfig::from_names("llama-4-scout", "h200", Precision::Fp8).unwrap();
+        cfg.pd = Some(Disaggregation::parse("1:1").unwrap());
+        let vllm = KvLink::new(&cfg).unwrap();
+        assert!(vllm.window.is_some_and(|(_, w)| w.chunked && w.window == 8192));
+        cfg.scheduler = crate::engine::SchedulerPolicy::Trtllm;
+        let trt = KvLink::new(&cfg).unwrap();
+        assert!(trt.window.is_none());
+        // Past the chunk, TensorRT-LLM's prefill sends more.
+        assert_eq!(trt.bytes_per_gpu(100), vllm.bytes_per_gpu(100));
+        assert!(trt.bytes_per_gpu(20_000) > 2.0 * vllm.bytes_per_gpu(20_000));
+    }
 }
