@@ -161,7 +161,8 @@ const GPT_OSS_HOPPER: &str = "H200, H100, where TensorRT-LLM runs the MXFP4 expe
 
 /// GPT-OSS under vLLM on one H100 (`data/validation/gpustack-hopper.csv`):
 /// the 20B's three rows, which set `eta_w4a16_moe` (calibration), and the
-/// 120B's three, held out. A slow test recomputes them.
+/// 120B's three, held out (its rows on two H100s are
+/// [`GPT_OSS_120B_VLLM_H100_TP2`]). A slow test recomputes them.
 pub const GPT_OSS_VLLM_H100: [(&str, GroupCheck); 2] = [
     ("gpt-oss-20b", GroupCheck { rows: 3, median_pct: 0.7, error_pct: (-2.1, 3.6) }),
     ("gpt-oss-120b", GroupCheck { rows: 3, median_pct: 16.6, error_pct: (10.6, 20.6) }),
@@ -178,6 +179,18 @@ pub const QWEN3_235B_VLLM_H100: [(&str, RowsCheck); 2] = [
 /// DeepSeek-R1-0528 under vLLM on eight H200s (the same file, held out):
 /// FP8, TP 8, prompt-bound.
 pub const DEEPSEEK_VLLM_H200: RowsCheck = RowsCheck { rows: 3, error_pct: (66.9, 135.1) };
+
+/// GPT-OSS-120B under vLLM on two H100s (TP 2, `--async-scheduling`; the
+/// same file, held out).
+pub const GPT_OSS_120B_VLLM_H100_TP2: RowsCheck = RowsCheck { rows: 3, error_pct: (12.1, 17.3) };
+
+/// GPT-OSS-120B at four users on one and on two H100s (vLLM;
+/// `data/validation/gpustack-h100-latency.csv`, held out): mean TPOT and
+/// mean TTFT.
+pub const GPT_OSS_120B_FOUR_USERS: [(&str, RowsCheck); 2] = [
+    ("TPOT", RowsCheck { rows: 2, error_pct: (-22.6, -6.3) }),
+    ("TTFT", RowsCheck { rows: 2, error_pct: (3.7, 14.4) }),
+];
 
 /// Qwen3-8B at four users on one H100
 /// (`data/validation/gpustack-h100-latency.csv`, held out; vLLM's,
@@ -795,11 +808,13 @@ mod tests {
             report.predictions.iter().filter(|p| keep(&p.row)).map(|p| p.rel_error).collect::<Vec<f64>>()
         };
         for (name, quoted) in GPT_OSS_VLLM_H100 {
-            // Every row of the model.
-            let of_model = |r: &crate::engine::validate::ReferenceRow| r.model == name;
-            assert_eq!(errors(&of_model).len(), rows.iter().filter(|r| r.model == name).count(), "{name}");
+            // Every row of the model on one GPU.
+            let of_model = |r: &crate::engine::validate::ReferenceRow| r.model == name && r.tp == 1;
+            assert_eq!(errors(&of_model).len(), rows.iter().filter(|r| of_model(r)).count(), "{name}");
             assert_eq!(group_check(errors(&of_model)), quoted, "{name} moved; quote its new figures");
         }
+        let got = rows_check(errors(&|r| r.model == "gpt-oss-120b" && r.tp == 2).iter().map(|e| e * 100.0));
+        assert_eq!(got, GPT_OSS_120B_VLLM_H100_TP2, "GPT-OSS-120B on two H100s moved; quote its new figures");
         for (i, (what, quoted)) in QWEN3_235B_VLLM_H100.iter().enumerate() {
             let precision = [crate::engine::Precision::Bf16, crate::engine::Precision::Fp8][i];
             let got = rows_check(
@@ -811,11 +826,18 @@ mod tests {
         assert_eq!(got, DEEPSEEK_VLLM_H200, "DeepSeek-R1 moved; quote its new figures");
         let latency = parse_csv(include_str!("../../../../data/validation/gpustack-h100-latency.csv")).unwrap();
         let latency = validate(&latency, &ValidationOptions::default()).unwrap();
-        for (i, (what, quoted)) in QWEN3_8B_H100_FOUR_USERS.iter().enumerate() {
-            let metric = [Metric::TpotMsMean, Metric::TtftMsMean][i];
-            let got =
-                rows_check(latency.predictions.iter().filter(|p| p.row.metric == metric).map(|p| p.rel_error * 100.0));
-            assert_eq!(got, *quoted, "Qwen3-8B's {what} at four users moved; quote its new figures");
+        for (model, checks) in [("qwen3-8b", QWEN3_8B_H100_FOUR_USERS), ("gpt-oss-120b", GPT_OSS_120B_FOUR_USERS)] {
+            for (i, (what, quoted)) in checks.iter().enumerate() {
+                let metric = [Metric::TpotMsMean, Metric::TtftMsMean][i];
+                let got = rows_check(
+                    latency
+                        .predictions
+                        .iter()
+                        .filter(|p| p.row.metric == metric && p.row.model == model)
+                        .map(|p| p.rel_error * 100.0),
+                );
+                assert_eq!(got, *quoted, "{model}'s {what} at four users moved; quote its new figures");
+            }
         }
         for (i, (what, quoted)) in QWEN3_14B_H100.iter().enumerate() {
             let engine = [ReferenceEngine::Vllm, ReferenceEngine::Sglang][i];
@@ -842,6 +864,26 @@ mod tests {
         let range = format!("{:+.1} to {:+.1} %", c.error_pct.0, c.error_pct.1).replace("-", "−");
         let line = format!("| DeepSeek-R1-0528, FP8, TP 8 on H200s ({}) | {range} |", c.rows);
         assert!(doc.contains(&line), "docs/simulator.md has no line {line}");
+        let c = GPT_OSS_120B_VLLM_H100_TP2;
+        let line = format!("| GPT-OSS-120B, TP 2 on two H100s ({}) | held out |", c.rows);
+        let range = format!("{:+.1} to {:+.1} % |", c.error_pct.0, c.error_pct.1).replace("-", "−");
+        assert!(
+            doc.lines().any(|l| l.starts_with(&line) && l.ends_with(&range)),
+            "docs/simulator.md has no line {line}"
+        );
+        for (what, c) in QWEN3_14B_H100 {
+            let line = doc.lines().find(|l| l.starts_with(&format!("| Qwen3-14B, {what} |"))).unwrap_or_default();
+            for end in [c.error_pct.0, c.error_pct.1] {
+                assert!(line.contains(&format!("{end:+.1} %").replace("-", "−")), "{what}: {line}");
+            }
+        }
+        for (model, checks) in [("Qwen3-8B", QWEN3_8B_H100_FOUR_USERS), ("GPT-OSS-120B", GPT_OSS_120B_FOUR_USERS)] {
+            for (what, c) in checks {
+                let range = format!("{:+.1} to {:+.1} %", c.error_pct.0, c.error_pct.1).replace("-", "−");
+                let line = format!("| {model}, mean {what} ({}) | {range} |", c.rows);
+                assert!(doc.contains(&line), "docs/simulator.md has no line {line}");
+            }
+        }
     }
 
     /// The own tables' figures recomputed (a minute and more in release).

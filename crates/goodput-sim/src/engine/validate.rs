@@ -1361,7 +1361,7 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
         // prompt at once; the GPT-OSS-20B rows calibration, the 120B's,
         // Qwen3-235B-A22B's, DeepSeek-R1's and Qwen3-14B's held out.
         let gpustack = rows("gpustack-hopper.csv");
-        assert_eq!(gpustack.len(), 23);
+        assert_eq!(gpustack.len(), 26);
         assert_eq!(gpustack.iter().filter(|r| r.engine == ReferenceEngine::Sglang).count(), 4);
         for r in &gpustack {
             assert!(r.is_served() && r.load == ReferenceLoad::MaxThroughput, "{}", r.id);
@@ -1383,7 +1383,7 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
         // GPUStack's four users on one H100: served, the users started
         // together, held out; TensorRT-LLM's run on a 16-bit cache.
         let latency = rows("gpustack-h100-latency.csv");
-        assert_eq!(latency.len(), 8);
+        assert_eq!(latency.len(), 12);
         for r in &latency {
             assert!(r.split == Some(Split::HeldOut) && r.is_served() && r.together, "{}", r.id);
             let cfg = row_config(r, &ValidationOptions::default()).unwrap();
