@@ -611,6 +611,14 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         doc.notes.push(goodput_sim::engine::accuracy::energy_note());
         // A mixture of experts' throughput, high on the tables held out.
         doc.notes.extend(goodput_sim::engine::accuracy::moe_note(&search.model));
+        // vLLM's and SGLang's servers at load, faster in the engine than
+        // measured.
+        use goodput_sim::engine::SchedulerPolicy;
+        doc.notes.extend(goodput_sim::engine::accuracy::served_load_note(match a.serve_engine {
+            crate::launch::Server::Trtllm => SchedulerPolicy::Trtllm,
+            crate::launch::Server::Sglang => SchedulerPolicy::Sglang,
+            crate::launch::Server::Vllm | crate::launch::Server::Goodput => SchedulerPolicy::Vllm,
+        }));
     }
     mark_uncalibrated(&mut doc);
     let weights = crate::launch::Weights {

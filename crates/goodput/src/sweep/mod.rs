@@ -491,6 +491,14 @@ impl Sweep {
             use goodput_sim::engine::accuracy::{ttft_note, Start};
             let closed = self.points.iter().any(|p| loaded(p) && matches!(p.load, Load::Concurrency(_)));
             a.notes.push(ttft_note(if closed { Start::Together } else { Start::Schedule }));
+            // The scheduler as the engine block names it (vLLM's where a
+            // document predates the name).
+            let scheduler = self
+                .points
+                .iter()
+                .find_map(|p| p.result.engine.as_ref())
+                .map(|e| e.config.scheduler.parse().unwrap_or(goodput_sim::engine::SchedulerPolicy::Vllm));
+            a.notes.extend(scheduler.and_then(goodput_sim::engine::accuracy::served_load_note));
         }
         // An uncalibrated GPU family, said as `estimate` says it.
         let engine = self.points.iter().find_map(|p| p.result.engine.as_ref()).map(|e| &e.config);

@@ -184,21 +184,28 @@ fn an_estimate_under_load_says_how_far_its_ttft_was_and_one_user_alone_does_not(
             && together.contains("bench or sweep"),
         "{together}"
     );
-    assert_eq!(json.as_array().map_or(0, |a| a.len()), 2, "{json}");
+    assert_eq!(json.as_array().map_or(0, |a| a.len()), 3, "{json}");
     let saved = json[0].as_str().unwrap();
     assert!(together.contains(&format!("note: {saved}")), "{together}");
+    // vLLM's scheduler (the default) under load: faster than served runs.
+    let served = "accuracy: under load on vLLM's scheduler the engine was faster than served runs";
+    assert!(json[1].as_str().is_some_and(|n| n.starts_with(served)), "{json}");
+    assert!(together.contains(&format!("note: {served}")), "{together}");
     let energy = "energy: the power model was checked against an H200's measured steps";
-    assert!(json[1].as_str().is_some_and(|n| n.starts_with(energy)), "{json}");
+    assert!(json[2].as_str().is_some_and(|n| n.starts_with(energy)), "{json}");
     assert!(together.contains(&format!("note: {energy}")) && md.contains("- note: energy: the power model"), "{md}");
     assert!(md.contains("- note: accuracy: TTFT under load") && md.contains(r"sent together \(as here\)"), "{md}");
     assert!(html.contains("<p class=\"note\">Note: accuracy: TTFT under load"), "{html}");
     let (apart, json, ..) = run(&["-c", "16", "--ramp-up", "1s"]);
     assert!(apart.contains("started apart (as here) was below every one"), "{apart}");
     assert!(json[0].as_str().is_some_and(|n| n.contains("started apart (as here)")), "{json}");
+    // TensorRT-LLM's scheduler, whose tables set the constants, says no such thing.
+    let (trt, json, ..) = run(&["-c", "16", "--scheduler", "trtllm"]);
+    assert!(trt.contains(note) && !trt.contains("under load on") && json.as_array().unwrap().len() == 2, "{json}");
     let (schedule, ..) = run(&["--rate", "inf", "-c", "16"]);
     assert!(schedule.contains("on a schedule, which is neither") && !schedule.contains("(as here)"), "{schedule}");
     let (alone, json, md, html) = run(&["-c", "1"]);
-    assert!(!alone.contains(note), "{alone}");
+    assert!(!alone.contains(note) && !alone.contains("under load on"), "{alone}");
     assert!(!md.contains(note) && !html.contains("accuracy: TTFT"), "{md}");
     assert!(json.as_array().is_some_and(|a| a.len() == 1 && a[0].as_str().unwrap().starts_with(energy)), "{json}");
     // An uncalibrated family is said in the same places, under load or not.
@@ -220,6 +227,7 @@ fn an_estimate_under_load_says_how_far_its_ttft_was_and_one_user_alone_does_not(
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let notes = read_json(&out)["analysis"]["notes"].to_string();
     assert!(notes.contains(note) && notes.contains("sent together (as here)") && notes.contains(energy), "{notes}");
+    assert!(notes.contains(served), "{notes}");
     assert!(!notes.contains("uncalibrated"), "{notes}");
     // An uncalibrated family is said in a sweep's notes as an estimate says it.
     let o = goodput()
