@@ -210,6 +210,18 @@ pub const QWEN3_14B_H100: [(&str, RowsCheck); 2] = [
     ("SGLang, FP8", RowsCheck { rows: 3, error_pct: (82.7, 103.7) }),
 ];
 
+/// Qwen3-14B on one A100 (`data/validation/gpustack-a100.csv`, the same
+/// lab, held out; 16-bit): vLLM's baseline and TensorRT-LLM's runs at the
+/// three prompt-bound shapes, and each at 128-token prompts with 4-token
+/// answers. What the Ampere family's note quotes.
+pub const QWEN3_14B_A100: [(&str, RowsCheck); 2] = [
+    ("vLLM", RowsCheck { rows: 3, error_pct: (-3.0, 4.9) }),
+    ("TensorRT-LLM", RowsCheck { rows: 3, error_pct: (-20.6, -7.7) }),
+];
+
+/// Their 128/4 rows (vLLM's, TensorRT-LLM's).
+pub const QWEN3_14B_A100_SHORT: [f64; 2] = [30.7, -26.1];
+
 /// The same runs' 128-token prompts with 4-token answers, 1,000 at once
 /// (vLLM's, SGLang's): mostly each request's way through client and server.
 pub const QWEN3_14B_H100_SHORT: [f64; 2] = [249.4, 135.5];
@@ -482,6 +494,22 @@ fn family_note(gpu: &str, family: GpuFamily) -> String {
                 RTX_PRO_MOE_PP.rows,
             )
         }
+        GpuFamily::Ampere => {
+            let [(_, v), (_, t)] = QWEN3_14B_A100;
+            format!(
+                "{gpu} ({}) is uncalibrated: it runs on Hopper's constants, not fitted to this family. On one lab's \
+                 served runs of a dense model on one A100 (Qwen3-14B, 16-bit, every prompt at once, held out), the \
+                 engine's output tokens/s were {:+.0} to {:+.0} % off the measured under vLLM and {:+.0} to {:+.0} % \
+                 under TensorRT-LLM at prompts of 2,000 to 32,000 tokens ({} rows each); nothing else checks it \
+                 (docs/simulator.md, \"Not calibrated (yet)\")",
+                family.as_str(),
+                v.error_pct.0,
+                v.error_pct.1,
+                t.error_pct.0,
+                t.error_pct.1,
+                v.rows,
+            )
+        }
         _ => format!(
             "{gpu} ({}) is uncalibrated: it runs on Hopper's constants, which no public measurement of this family \
              has checked (docs/simulator.md, \"Not calibrated (yet)\"); expect larger errors",
@@ -579,8 +607,15 @@ mod tests {
         );
         let ampere = uncalibrated_note(&spec("a100")).unwrap();
         assert!(
-            ampere.contains("which no public measurement of this family has checked") && !ampere.contains("MI300X")
+            ampere.starts_with("A100 80GB (ampere) is uncalibrated")
+                && ampere.contains("-3 to +5 % off the measured under vLLM and -21 to -8 % under TensorRT-LLM")
+                && ampere.contains("(3 rows each)")
+                && !ampere.contains("MI300X"),
+            "{ampere}"
         );
+        // A family nothing checked says so.
+        let ada = uncalibrated_note(&spec("l40s")).unwrap();
+        assert!(ada.contains("which no public measurement of this family has checked"), "{ada}");
         // Blackwell Ultra runs on Blackwell's constants; AMD's newer parts
         // are said as uncalibrated, CDNA4 with no table checked.
         assert!(uncalibrated_note(&spec("b300")).is_none() && uncalibrated_note(&spec("gb300")).is_none());
@@ -852,6 +887,20 @@ mod tests {
         }
         let got = rows_check(errors(&|r| r.model == "deepseek-r1-0528").iter().map(|e| e * 100.0));
         assert_eq!(got, DEEPSEEK_VLLM_H200, "DeepSeek-R1 moved; quote its new figures");
+        let a100 = parse_csv(include_str!("../../../../data/validation/gpustack-a100.csv")).unwrap();
+        let a100 = validate(&a100, &ValidationOptions::default()).unwrap();
+        for (i, (what, quoted)) in QWEN3_14B_A100.iter().enumerate() {
+            let engine = [ReferenceEngine::Vllm, ReferenceEngine::TensorRtLlm][i];
+            let of = |p: &&crate::engine::validate::Prediction| p.row.engine == engine;
+            let long = a100.predictions.iter().filter(|p| of(p) && p.row.input_tokens >= 1000);
+            assert_eq!(
+                rows_check(long.map(|p| p.rel_error * 100.0)),
+                *quoted,
+                "A100 {what} moved; quote its new figures"
+            );
+            let short = a100.predictions.iter().filter(|p| of(p) && p.row.input_tokens < 1000);
+            assert_eq!(rows_check(short.map(|p| p.rel_error * 100.0)).error_pct.0, QWEN3_14B_A100_SHORT[i], "{what}");
+        }
         let latency = parse_csv(include_str!("../../../../data/validation/gpustack-h100-latency.csv")).unwrap();
         let latency = validate(&latency, &ValidationOptions::default()).unwrap();
         for (model, checks) in [("qwen3-8b", QWEN3_8B_H100_FOUR_USERS), ("gpt-oss-120b", GPT_OSS_120B_FOUR_USERS)] {
@@ -917,6 +966,13 @@ mod tests {
             doc.lines().any(|l| l.starts_with(&line) && l.ends_with(&range)),
             "docs/simulator.md has no line {line}"
         );
+        for ((what, c), short) in QWEN3_14B_A100.iter().zip(QWEN3_14B_A100_SHORT) {
+            let line =
+                doc.lines().find(|l| l.starts_with(&format!("| Qwen3-14B on an A100, {what} |"))).unwrap_or_default();
+            for end in [c.error_pct.0, c.error_pct.1, short] {
+                assert!(line.contains(&format!("{end:+.1} %").replace("-", "−")), "{what}: {line}");
+            }
+        }
         for ((what, c), short) in QWEN3_14B_H100.iter().zip(QWEN3_14B_H100_SHORT) {
             let line = doc.lines().find(|l| l.starts_with(&format!("| Qwen3-14B, {what} |"))).unwrap_or_default();
             for end in [c.error_pct.0, c.error_pct.1, short] {

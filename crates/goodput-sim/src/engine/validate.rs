@@ -1380,6 +1380,14 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
             assert_eq!((cfg.attention_ranks(), r.ep), (r.gpus, r.gpus), "{}", r.id);
             assert!(cfg.model.sliding_window.is_some_and(|w| w.chunked && w.window == 8192), "{}", r.id);
         }
+        // GPUStack's Qwen3-14B on an A100: served, held out, 16-bit caches.
+        let a100 = rows("gpustack-a100.csv");
+        assert_eq!(a100.len(), 8);
+        for r in &a100 {
+            assert!(r.split == Some(Split::HeldOut) && r.is_served() && r.gpu == "a100-80gb", "{}", r.id);
+            let cfg = row_config(r, &ValidationOptions::default()).unwrap();
+            assert!(cfg.kv_cache_dtype != KvCacheDtype::Fp8, "{}", r.id);
+        }
         // GPUStack's four users on one H100: served, the users started
         // together, held out; TensorRT-LLM's run on a 16-bit cache.
         let latency = rows("gpustack-h100-latency.csv");
