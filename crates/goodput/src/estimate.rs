@@ -200,7 +200,7 @@ fn engine_notes(a: &EstimateArgs, cfg: &EngineConfig, result: &RunResult) -> Vec
             Start::Together
         };
         notes.push(ttft_note(start));
-        notes.extend(goodput_sim::engine::accuracy::served_load_note(cfg.scheduler));
+        notes.extend(goodput_sim::engine::accuracy::served_load_note(cfg.scheduler, &cfg.gpu));
     }
     if result.energy.is_some() {
         notes.push(goodput_sim::engine::accuracy::energy_note());

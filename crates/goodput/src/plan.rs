@@ -614,11 +614,15 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         // vLLM's and SGLang's servers at load, faster in the engine than
         // measured.
         use goodput_sim::engine::SchedulerPolicy;
-        doc.notes.extend(goodput_sim::engine::accuracy::served_load_note(match a.serve_engine {
+        let scheduler = match a.serve_engine {
             crate::launch::Server::Trtllm => SchedulerPolicy::Trtllm,
             crate::launch::Server::Sglang => SchedulerPolicy::Sglang,
             crate::launch::Server::Vllm | crate::launch::Server::Goodput => SchedulerPolicy::Vllm,
-        }));
+        };
+        // Once, where a Hopper GPU's configurations ran.
+        let gpus = doc.configs.iter().filter_map(|c| c.gpu.as_deref()).filter_map(|n| GpuSpec::lookup(n).ok());
+        let note = gpus.filter_map(|g| goodput_sim::engine::accuracy::served_load_note(scheduler, &g)).next();
+        doc.notes.extend(note);
     }
     mark_uncalibrated(&mut doc);
     let weights = crate::launch::Weights {

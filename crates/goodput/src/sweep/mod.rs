@@ -493,12 +493,13 @@ impl Sweep {
             a.notes.push(ttft_note(if closed { Start::Together } else { Start::Schedule }));
             // The scheduler as the engine block names it (vLLM's where a
             // document predates the name).
-            let scheduler = self
-                .points
-                .iter()
-                .find_map(|p| p.result.engine.as_ref())
-                .map(|e| e.config.scheduler.parse().unwrap_or(goodput_sim::engine::SchedulerPolicy::Vllm));
-            a.notes.extend(scheduler.and_then(goodput_sim::engine::accuracy::served_load_note));
+            let engine = self.points.iter().find_map(|p| p.result.engine.as_ref());
+            let served = engine.and_then(|e| {
+                let scheduler = e.config.scheduler.parse().unwrap_or(goodput_sim::engine::SchedulerPolicy::Vllm);
+                let gpu = goodput_sim::engine::GpuSpec::lookup(&e.config.gpu).ok()?;
+                goodput_sim::engine::accuracy::served_load_note(scheduler, &gpu)
+            });
+            a.notes.extend(served);
         }
         // An uncalibrated GPU family, said as `estimate` says it.
         let engine = self.points.iter().find_map(|p| p.result.engine.as_ref()).map(|e| &e.config);

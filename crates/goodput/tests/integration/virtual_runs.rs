@@ -188,7 +188,7 @@ fn an_estimate_under_load_says_how_far_its_ttft_was_and_one_user_alone_does_not(
     let saved = json[0].as_str().unwrap();
     assert!(together.contains(&format!("note: {saved}")), "{together}");
     // vLLM's scheduler (the default) under load: faster than served runs.
-    let served = "accuracy: under load on vLLM's scheduler the engine was faster than served runs";
+    let served = "accuracy: under load on vLLM's scheduler on Hopper the engine was faster than served runs";
     assert!(json[1].as_str().is_some_and(|n| n.starts_with(served)), "{json}");
     assert!(together.contains(&format!("note: {served}")), "{together}");
     let energy = "energy: the power model was checked against an H200's measured steps";
