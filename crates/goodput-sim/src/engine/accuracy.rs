@@ -222,6 +222,11 @@ pub const QWEN3_14B_A100: [(&str, RowsCheck); 2] = [
 /// Their 128/4 rows (vLLM's, TensorRT-LLM's).
 pub const QWEN3_14B_A100_SHORT: [f64; 2] = [30.7, -26.1];
 
+/// GPT-OSS-20B under vLLM on one A100 (the same file, held out): MXFP4
+/// experts at `eta_w4a16_moe` on a GPU without FP4 or FP8 cores, the three
+/// prompt-bound shapes.
+pub const GPT_OSS_20B_A100: RowsCheck = RowsCheck { rows: 3, error_pct: (-40.6, 25.6) };
+
 /// The same runs' 128-token prompts with 4-token answers, 1,000 at once
 /// (vLLM's, SGLang's): mostly each request's way through client and server.
 pub const QWEN3_14B_H100_SHORT: [f64; 2] = [249.4, 135.5];
@@ -895,7 +900,7 @@ mod tests {
         let a100 = validate(&a100, &ValidationOptions::default()).unwrap();
         for (i, (what, quoted)) in QWEN3_14B_A100.iter().enumerate() {
             let engine = [ReferenceEngine::Vllm, ReferenceEngine::TensorRtLlm][i];
-            let of = |p: &&crate::engine::validate::Prediction| p.row.engine == engine;
+            let of = |p: &&crate::engine::validate::Prediction| p.row.engine == engine && p.row.model == "qwen3-14b";
             let long = a100.predictions.iter().filter(|p| of(p) && p.row.input_tokens >= 1000);
             assert_eq!(
                 rows_check(long.map(|p| p.rel_error * 100.0)),
@@ -905,6 +910,8 @@ mod tests {
             let short = a100.predictions.iter().filter(|p| of(p) && p.row.input_tokens < 1000);
             assert_eq!(rows_check(short.map(|p| p.rel_error * 100.0)).error_pct.0, QWEN3_14B_A100_SHORT[i], "{what}");
         }
+        let oss = a100.predictions.iter().filter(|p| p.row.model == "gpt-oss-20b").map(|p| p.rel_error * 100.0);
+        assert_eq!(rows_check(oss), GPT_OSS_20B_A100, "GPT-OSS-20B on an A100 moved; quote its new figures");
         let latency = parse_csv(include_str!("../../../../data/validation/gpustack-h100-latency.csv")).unwrap();
         let latency = validate(&latency, &ValidationOptions::default()).unwrap();
         for (model, checks) in [("qwen3-8b", QWEN3_8B_H100_FOUR_USERS), ("gpt-oss-120b", GPT_OSS_120B_FOUR_USERS)] {
@@ -976,6 +983,10 @@ mod tests {
             doc.lines().any(|l| l.starts_with(&line) && l.ends_with(&range)),
             "docs/simulator.md has no line {line}"
         );
+        let c = GPT_OSS_20B_A100;
+        let range = format!("{:+.1} to {:+.1} %", c.error_pct.0, c.error_pct.1).replace("-", "−");
+        let line = format!("| GPT-OSS-20B on an A100, vLLM ({}) | {range} |", c.rows);
+        assert!(doc.contains(&line), "docs/simulator.md has no line {line}");
         for ((what, c), short) in QWEN3_14B_A100.iter().zip(QWEN3_14B_A100_SHORT) {
             let line =
                 doc.lines().find(|l| l.starts_with(&format!("| Qwen3-14B on an A100, {what} |"))).unwrap_or_default();

@@ -1382,7 +1382,7 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
         }
         // GPUStack's Qwen3-14B on an A100: served, held out, 16-bit caches.
         let a100 = rows("gpustack-a100.csv");
-        assert_eq!(a100.len(), 8);
+        assert_eq!(a100.len(), 11);
         for r in &a100 {
             assert!(r.split == Some(Split::HeldOut) && r.is_served() && r.gpu == "a100-80gb", "{}", r.id);
             let cfg = row_config(r, &ValidationOptions::default()).unwrap();
