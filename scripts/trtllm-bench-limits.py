@@ -63,9 +63,9 @@ def limits(r, fraction):
     isl, osl = int(r["input_tokens"]), int(r["output_tokens"])
     if r["precision"] not in BYTES:
         return 2048, max(8192, isl + 2048)
-    kv = 1.0 if r["precision"] in ("fp8", "fp4") or r.get("kv_cache") == "fp8" else 2.0
-    if r.get("kv_cache") == "auto":
-        kv = 2.0
+    # The row's cache where it names one, else the checkpoint's: FP8 beside
+    # FP8 and NVFP4 weights.
+    kv = {"fp8": 1.0, "auto": 2.0}.get(r.get("kv_cache"), 1.0 if r["precision"] in ("fp8", "fp4") else 2.0)
     per_token = 2 * layers * max(world, kv_heads) * head * kv / 1024**3
     free = MEMORY[r["gpu"]] * world * pp - params * 1e9 * BYTES[r["precision"]] / 1024**3
     requests = free * fraction / (per_token * (isl + osl))

@@ -612,16 +612,16 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         // A mixture of experts' throughput, high on the tables held out.
         doc.notes.extend(goodput_sim::engine::accuracy::moe_note(&search.model));
         // vLLM's and SGLang's servers at load, faster in the engine than
-        // measured.
-        use goodput_sim::engine::SchedulerPolicy;
-        let scheduler = match a.serve_engine {
-            crate::launch::Server::Trtllm => SchedulerPolicy::Trtllm,
-            crate::launch::Server::Sglang => SchedulerPolicy::Sglang,
-            crate::launch::Server::Vllm | crate::launch::Server::Goodput => SchedulerPolicy::Vllm,
-        };
-        // Once, where a Hopper GPU's configurations ran.
-        let gpus = doc.configs.iter().filter_map(|c| c.gpu.as_deref()).filter_map(|n| GpuSpec::lookup(n).ok());
-        let note = gpus.filter_map(|g| goodput_sim::engine::accuracy::served_load_note(scheduler, &g)).next();
+        // measured: once, where a configuration on a Hopper GPU ran either's
+        // scheduler (its params name the scheduler where it is not vLLM's).
+        let note = doc.configs.iter().find_map(|c| {
+            let gpu = GpuSpec::lookup(c.gpu.as_deref()?).ok()?;
+            let scheduler = match c.params.get("scheduler") {
+                Some(s) => s.parse().ok()?,
+                None => SchedulerPolicy::Vllm,
+            };
+            goodput_sim::engine::accuracy::served_load_note(scheduler, &gpu)
+        });
         doc.notes.extend(note);
     }
     mark_uncalibrated(&mut doc);

@@ -898,18 +898,8 @@ mod tests {
         assert_eq!(got, DEEPSEEK_VLLM_H200, "DeepSeek-R1 moved; quote its new figures");
         let a100 = parse_csv(include_str!("../../../../data/validation/gpustack-a100.csv")).unwrap();
         let a100 = validate(&a100, &ValidationOptions::default()).unwrap();
-        for (i, (what, quoted)) in QWEN3_14B_A100.iter().enumerate() {
-            let engine = [ReferenceEngine::Vllm, ReferenceEngine::TensorRtLlm][i];
-            let of = |p: &&crate::engine::validate::Prediction| p.row.engine == engine && p.row.model == "qwen3-14b";
-            let long = a100.predictions.iter().filter(|p| of(p) && p.row.input_tokens >= 1000);
-            assert_eq!(
-                rows_check(long.map(|p| p.rel_error * 100.0)),
-                *quoted,
-                "A100 {what} moved; quote its new figures"
-            );
-            let short = a100.predictions.iter().filter(|p| of(p) && p.row.input_tokens < 1000);
-            assert_eq!(rows_check(short.map(|p| p.rel_error * 100.0)).error_pct.0, QWEN3_14B_A100_SHORT[i], "{what}");
-        }
+        let engines = [ReferenceEngine::Vllm, ReferenceEngine::TensorRtLlm];
+        check_qwen3_14b(&a100.predictions, "A100", engines, QWEN3_14B_A100, QWEN3_14B_A100_SHORT);
         let oss = a100.predictions.iter().filter(|p| p.row.model == "gpt-oss-20b").map(|p| p.rel_error * 100.0);
         assert_eq!(rows_check(oss), GPT_OSS_20B_A100, "GPT-OSS-20B on an A100 moved; quote its new figures");
         let latency = parse_csv(include_str!("../../../../data/validation/gpustack-h100-latency.csv")).unwrap();
@@ -927,14 +917,48 @@ mod tests {
                 assert_eq!(got, *quoted, "{model}'s {what} at four users moved; quote its new figures");
             }
         }
-        for (i, (what, quoted)) in QWEN3_14B_H100.iter().enumerate() {
-            let engine = [ReferenceEngine::Vllm, ReferenceEngine::Sglang][i];
-            let of = |r: &crate::engine::validate::ReferenceRow| r.model == "qwen3-14b" && r.engine == engine;
-            let got = rows_check(errors(&|r| of(r) && r.input_tokens >= 1000).iter().map(|e| e * 100.0));
-            assert_eq!(got, *quoted, "Qwen3-14B {what} moved; quote its new figures");
-            let short = errors(&|r| of(r) && r.input_tokens < 1000);
-            assert_eq!(rows_check(short.iter().map(|e| e * 100.0)).error_pct.0, QWEN3_14B_H100_SHORT[i], "{what}");
+        let engines = [ReferenceEngine::Vllm, ReferenceEngine::Sglang];
+        check_qwen3_14b(&report.predictions, "H100", engines, QWEN3_14B_H100, QWEN3_14B_H100_SHORT);
+    }
+
+    /// Qwen3-14B's predictions under each of `engines` on `gpu`: the
+    /// prompt-bound rows' range against `quoted`, the 128/4 row against
+    /// `short`.
+    fn check_qwen3_14b(
+        predictions: &[crate::engine::validate::Prediction],
+        gpu: &str,
+        engines: [ReferenceEngine; 2],
+        quoted: [(&str, RowsCheck); 2],
+        short: [f64; 2],
+    ) {
+        for (i, (what, quoted)) in quoted.iter().enumerate() {
+            let of = |long: bool| {
+                predictions
+                    .iter()
+                    .filter(move |p| {
+                        p.row.model == "qwen3-14b" && p.row.engine == engines[i] && (p.row.input_tokens >= 1000) == long
+                    })
+                    .map(|p| p.rel_error * 100.0)
+            };
+            assert_eq!(rows_check(of(true)), *quoted, "Qwen3-14B on an {gpu}, {what}, moved; quote its new figures");
+            assert_eq!(rows_check(of(false)).error_pct.0, short[i], "Qwen3-14B on an {gpu}, {what}, 128/4");
         }
+    }
+
+    /// A figure as docs/simulator.md writes it: a sign, a tenth, the minus
+    /// sign typeset.
+    fn doc_num(x: f64) -> String {
+        format!("{x:+.1}").replace('-', "−")
+    }
+
+    /// A percentage as docs/simulator.md writes it.
+    fn doc_pct(x: f64) -> String {
+        format!("{} %", doc_num(x))
+    }
+
+    /// A range of errors as docs/simulator.md writes it.
+    fn doc_range(c: RowsCheck) -> String {
+        format!("{} to {} %", doc_num(c.error_pct.0), doc_num(c.error_pct.1))
     }
 
     #[test]
@@ -967,44 +991,37 @@ mod tests {
             let line = doc.lines().find(|l| l.starts_with(&format!("| {title}, vLLM "))).unwrap_or_default();
             assert!(line.contains(&format!("({}) | {split} |", c.rows)) && line.ends_with(&range), "{line}");
         }
+        let has = |line: String| assert!(doc.contains(&line), "docs/simulator.md has no line {line}");
         for (what, c) in QWEN3_235B_VLLM_H100 {
-            let range = format!("{:+.1} to {:+.1} %", c.error_pct.0, c.error_pct.1).replace("-", "−");
-            let line = format!("| Qwen3-235B-A22B, {what} ({}) | {range} |", c.rows);
-            assert!(doc.contains(&line), "docs/simulator.md has no line {line}");
+            has(format!("| Qwen3-235B-A22B, {what} ({}) | {} |", c.rows, doc_range(c)));
         }
         let c = DEEPSEEK_VLLM_H200;
-        let range = format!("{:+.1} to {:+.1} %", c.error_pct.0, c.error_pct.1).replace("-", "−");
-        let line = format!("| DeepSeek-R1-0528, FP8, TP 8 on H200s ({}) | {range} |", c.rows);
-        assert!(doc.contains(&line), "docs/simulator.md has no line {line}");
+        has(format!("| DeepSeek-R1-0528, FP8, TP 8 on H200s ({}) | {} |", c.rows, doc_range(c)));
         let c = GPT_OSS_120B_VLLM_H100_TP2;
         let line = format!("| GPT-OSS-120B, TP 2 on two H100s ({}) | held out |", c.rows);
-        let range = format!("{:+.1} to {:+.1} % |", c.error_pct.0, c.error_pct.1).replace("-", "−");
+        let range = format!("{} |", doc_range(c));
         assert!(
             doc.lines().any(|l| l.starts_with(&line) && l.ends_with(&range)),
             "docs/simulator.md has no line {line}"
         );
         let c = GPT_OSS_20B_A100;
-        let range = format!("{:+.1} to {:+.1} %", c.error_pct.0, c.error_pct.1).replace("-", "−");
-        let line = format!("| GPT-OSS-20B on an A100, vLLM ({}) | {range} |", c.rows);
-        assert!(doc.contains(&line), "docs/simulator.md has no line {line}");
-        for ((what, c), short) in QWEN3_14B_A100.iter().zip(QWEN3_14B_A100_SHORT) {
-            let line =
-                doc.lines().find(|l| l.starts_with(&format!("| Qwen3-14B on an A100, {what} |"))).unwrap_or_default();
-            for end in [c.error_pct.0, c.error_pct.1, short] {
-                assert!(line.contains(&format!("{end:+.1} %").replace("-", "−")), "{what}: {line}");
-            }
-        }
-        for ((what, c), short) in QWEN3_14B_H100.iter().zip(QWEN3_14B_H100_SHORT) {
-            let line = doc.lines().find(|l| l.starts_with(&format!("| Qwen3-14B, {what} |"))).unwrap_or_default();
-            for end in [c.error_pct.0, c.error_pct.1, short] {
-                assert!(line.contains(&format!("{end:+.1} %").replace("-", "−")), "{what}: {line}");
+        has(format!("| GPT-OSS-20B on an A100, vLLM ({}) | {} |", c.rows, doc_range(c)));
+        // Qwen3-14B's tables: each engine's line holds its prompt-bound
+        // range's ends and its 128/4 row.
+        for (gpu, quoted, short) in
+            [("", QWEN3_14B_H100, QWEN3_14B_H100_SHORT), (" on an A100", QWEN3_14B_A100, QWEN3_14B_A100_SHORT)]
+        {
+            for ((what, c), short) in quoted.iter().zip(short) {
+                let head = format!("| Qwen3-14B{gpu}, {what} |");
+                let line = doc.lines().find(|l| l.starts_with(&head)).unwrap_or_default();
+                for end in [c.error_pct.0, c.error_pct.1, short] {
+                    assert!(line.contains(&doc_pct(end)), "{head}: {line}");
+                }
             }
         }
         for (model, checks) in [("Qwen3-8B", QWEN3_8B_H100_FOUR_USERS), ("GPT-OSS-120B", GPT_OSS_120B_FOUR_USERS)] {
             for (what, c) in checks {
-                let range = format!("{:+.1} to {:+.1} %", c.error_pct.0, c.error_pct.1).replace("-", "−");
-                let line = format!("| {model}, mean {what} ({}) | {range} |", c.rows);
-                assert!(doc.contains(&line), "docs/simulator.md has no line {line}");
+                has(format!("| {model}, mean {what} ({}) | {} |", c.rows, doc_range(c)));
             }
         }
     }

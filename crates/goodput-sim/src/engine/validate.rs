@@ -1380,7 +1380,8 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
             assert_eq!((cfg.attention_ranks(), r.ep), (r.gpus, r.gpus), "{}", r.id);
             assert!(cfg.model.sliding_window.is_some_and(|w| w.chunked && w.window == 8192), "{}", r.id);
         }
-        // GPUStack's Qwen3-14B on an A100: served, held out, 16-bit caches.
+        // GPUStack's Qwen3-14B and GPT-OSS-20B on an A100: served, held
+        // out, 16-bit caches.
         let a100 = rows("gpustack-a100.csv");
         assert_eq!(a100.len(), 11);
         for r in &a100 {

@@ -487,22 +487,21 @@ impl Sweep {
         // A sweep's closed loops start their users together; its rates
         // send on a schedule.
         let loaded = |p: &SweepPoint| p.result.summary.in_flight.mean >= crate::estimate::LOADED_IN_FLIGHT;
+        let engine = self.points.iter().find_map(|p| p.result.engine.as_ref()).map(|e| &e.config);
         if self.config.estimate && self.points.iter().any(loaded) {
             use goodput_sim::engine::accuracy::{ttft_note, Start};
             let closed = self.points.iter().any(|p| loaded(p) && matches!(p.load, Load::Concurrency(_)));
             a.notes.push(ttft_note(if closed { Start::Together } else { Start::Schedule }));
             // The scheduler as the engine block names it (vLLM's where a
             // document predates the name).
-            let engine = self.points.iter().find_map(|p| p.result.engine.as_ref());
-            let served = engine.and_then(|e| {
-                let scheduler = e.config.scheduler.parse().unwrap_or(goodput_sim::engine::SchedulerPolicy::Vllm);
-                let gpu = goodput_sim::engine::GpuSpec::lookup(&e.config.gpu).ok()?;
+            let served = engine.and_then(|c| {
+                let scheduler = c.scheduler.parse().unwrap_or(goodput_sim::engine::SchedulerPolicy::Vllm);
+                let gpu = goodput_sim::engine::GpuSpec::lookup(&c.gpu).ok()?;
                 goodput_sim::engine::accuracy::served_load_note(scheduler, &gpu)
             });
             a.notes.extend(served);
         }
         // An uncalibrated GPU family, said as `estimate` says it.
-        let engine = self.points.iter().find_map(|p| p.result.engine.as_ref()).map(|e| &e.config);
         if let Some(c) = engine.filter(|_| self.config.estimate) {
             a.notes.extend(crate::serve::uncalibrated_warning(&c.gpu));
             a.notes.extend(crate::serve::moe_warning(&c.model));
