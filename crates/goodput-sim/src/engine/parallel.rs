@@ -377,25 +377,28 @@ fn stage_layers(layers: u32, pp: u32) -> Vec<u32> {
 /// dealt out as vLLM's `get_pp_indices` deals them (an equal share each,
 /// the remainder one more to each stage before the last, from the last
 /// but one back), the input embedding on the first stage and the LM head on
-/// the last, and a mixture of experts' dense layers taken to be its first
-/// (DeepSeek's `first_k_dense_replace`; where they are interleaved, as
-/// `moe_layer_freq` may place them, the stages are more even than this,
-/// so it is the heaviest a layout can give). A stage had been taken to
+/// the last, and a mixture of experts' dense layers where the model places
+/// them ([`ModelSpec::dense_mlp_layers_in`]): DeepSeek's first three,
+/// Llama 4 Maverick's every other layer. A stage had been taken to
 /// hold its share of the whole model, as if every layer weighed the same:
 /// a model whose first 30 of 61 layers are dense had "fit" two stages
-/// whose second held 30 layers of experts.
+/// whose second held 30 layers of experts. And the dense layers had been
+/// taken to be the first ones in every model: Maverick's two stages were
+/// sized as 24 dense layers and 24 of experts, where each holds 12 of each.
+///
+/// [`ModelSpec::dense_mlp_layers_in`]: crate::engine::ModelSpec::dense_mlp_layers_in
 fn heaviest_stage(cfg: &EngineConfig, spread: f64) -> f64 {
     let m = &cfg.model;
     let (b, tp) = (m.non_expert_bytes_per_weight(cfg.precision), cfg.tp as f64);
     let d = m.hidden_size as f64;
     let attention = m.attention_params_per_layer() as f64 * b / tp;
-    let (dense_mlp, moe_mlp, dense_layers) = match m.moe {
-        None => (m.mlp_params_per_expert() as f64 * b / tp, 0.0, m.num_layers),
+    let (dense_mlp, moe_mlp) = match m.moe {
+        None => (m.mlp_params_per_expert() as f64 * b / tp, 0.0),
         Some(moe) => {
             let e = moe.num_experts as f64;
             let routed = e * m.mlp_params_per_expert() as f64 * cfg.precision.bytes_per_weight() / spread;
             let always = (d * e + m.shared_expert_params_per_layer() as f64) * b / tp;
-            (m.dense_mlp_params_per_layer() as f64 * b / tp, routed + always, m.dense_mlp_layers)
+            (m.dense_mlp_params_per_layer() as f64 * b / tp, routed + always)
         }
     };
     // A table of the vocabulary, 16-bit, split over TP; with tied
@@ -405,7 +408,7 @@ fn heaviest_stage(cfg: &EngineConfig, spread: f64) -> f64 {
     let mut first = 0;
     let mut heaviest: f64 = 0.0;
     for (s, &n) in counts.iter().enumerate() {
-        let dense = dense_layers.saturating_sub(first).min(n);
+        let dense = if m.moe.is_some() { m.dense_mlp_layers_in(first..first + n) } else { n };
         let mut bytes = n as f64 * attention + dense as f64 * dense_mlp + (n - dense) as f64 * moe_mlp;
         if s == 0 {
             bytes += table;
@@ -1386,6 +1389,39 @@ mod tests {
         let third = 16.0 * (attention + routed + always);
         let last = 15.0 * (attention + routed + always) + head / 4.0;
         assert!((weights / third.max(last) - 1.0).abs() < 1e-9, "{weights} against {third} / {last}");
+    }
+
+    #[test]
+    fn a_pipeline_s_stages_hold_the_dense_layers_where_the_model_places_them() {
+        // Llama-4-Maverick's experts are in every other layer: two stages of
+        // 24 layers hold 12 dense and 12 of experts each, and the heavier is
+        // the one with the input table (its LM head's, on the last, is the
+        // same size). It had been sized as 24 layers of experts, the dense
+        // layers taken to be the first.
+        let m = ModelSpec::lookup("llama-4-maverick").unwrap();
+        let mut c = EngineConfig::new(m.clone(), GpuSpec::lookup("h200").unwrap(), Precision::Fp8);
+        c.tp = 4;
+        c.pp = 2;
+        let b = 1.0;
+        let attention = m.attention_params_per_layer() as f64 * b / 4.0;
+        let dense = m.dense_mlp_params_per_layer() as f64 * b / 4.0;
+        let experts = (128.0 * m.mlp_params_per_expert() as f64 * b
+            + (5120.0 * 128.0 + m.shared_expert_params_per_layer() as f64) * b)
+            / 4.0;
+        let table = 202_048.0 * 5120.0 * 2.0 / 4.0;
+        let stage = 24.0 * attention + 12.0 * (dense + experts) + table;
+        let (weights, _) = per_gpu(&c, m.weight_bytes(c.precision), 1.0);
+        assert!((weights / stage - 1.0).abs() < 1e-9, "{weights} against {stage}");
+        // Half the model's weights a stage, give or take the tables.
+        let half = m.weight_bytes(c.precision) / 2.0 / 4.0;
+        assert!((weights / half - 1.0).abs() < 0.02, "{weights} against {half}");
+        // The first-k reading, for comparison: 24 layers of experts.
+        let mut first = c.clone();
+        first.model.dense_mlp_at.clear();
+        let (prefix, _) = per_gpu(&first, m.weight_bytes(c.precision), 1.0);
+        assert!(prefix > 1.8 * weights, "{prefix} against {weights}");
+        // Four H200s a stage hold it in FP8, and the cache has room.
+        assert!(kv_capacity(&c).is_ok());
     }
 
     #[test]

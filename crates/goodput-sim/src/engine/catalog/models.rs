@@ -145,6 +145,15 @@ pub struct ModelSpec {
     /// which is dense of `intermediate_size`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dense_mlp_layers: u32,
+    /// Where those dense layers stand, where they are not the first
+    /// `dense_mlp_layers`: their indices, ascending (Llama 4 Maverick's
+    /// every other layer; `moe_layer_freq`, `decoder_sparse_step` and
+    /// `mlp_only_layers` may place them so). Empty: the first ones, as
+    /// DeepSeek's `first_k_dense_replace` places them. A pipeline's
+    /// stages hold the layers in order, so which stage holds the experts
+    /// depends on it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dense_mlp_at: Vec<u32>,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dense_intermediate_size: u32,
     /// Multi-head latent attention in place of grouped-query attention.
@@ -184,6 +193,10 @@ struct ModelEntry {
     head_dim: u32,
     shared_intermediate: u32,
     dense_layers: u32,
+    /// Llama 4's `interleave_moe_layer_step`: layer i has experts when
+    /// (i + 1) is a multiple of it, the others are the dense ones. 1: the
+    /// dense layers are the first `dense_layers`.
+    moe_step: u32,
     dense_intermediate: u32,
     mla: Option<Mla>,
     checkpoint: Option<Precision>,
@@ -207,6 +220,7 @@ const PLAIN: ModelEntry = ModelEntry {
     head_dim: 128,
     shared_intermediate: 0,
     dense_layers: 0,
+    moe_step: 1,
     dense_intermediate: 0,
     mla: None,
     checkpoint: None,
@@ -428,6 +442,7 @@ const MODELS: [ModelEntry; 16] = [
         head_dim: 192,
         shared_intermediate: 2048,
         dense_layers: 3,
+        moe_step: 1,
         dense_intermediate: 18432,
         mla: Some(Mla {
             kv_lora_rank: 512,
@@ -485,6 +500,7 @@ const MODELS: [ModelEntry; 16] = [
         moe: Some(Moe { num_experts: 128, experts_per_token: 1 }),
         max_context: 1048576,
         dense_layers: 24,
+        moe_step: 2,
         dense_intermediate: 16384,
         ..LLAMA_4
     },
@@ -592,6 +608,11 @@ impl ModelSpec {
             max_context: e.max_context,
             shared_expert_intermediate_size: e.shared_intermediate,
             dense_mlp_layers: e.dense_layers,
+            dense_mlp_at: if e.moe_step > 1 {
+                (0..e.layers).filter(|i| !(i + 1).is_multiple_of(e.moe_step)).collect()
+            } else {
+                Vec::new()
+            },
             dense_intermediate_size: e.dense_intermediate,
             mla: e.mla,
             checkpoint_precision: e.checkpoint,
@@ -775,8 +796,8 @@ impl ModelSpec {
             _ => None,
         };
         // Which layers of a mixture of experts are dense.
-        let (moe, dense_mlp_layers) = match moe {
-            None => (None, 0),
+        let (moe, dense_mlp_layers, dense_mlp_at) = match moe {
+            None => (None, 0, Vec::new()),
             Some(m) => {
                 let first_dense = get0("first_k_dense_replace")?.unwrap_or(0);
                 let freq = get("moe_layer_freq")?.unwrap_or(1);
@@ -805,8 +826,8 @@ impl ModelSpec {
                         )))
                     }
                 };
-                let moe_layers = if first_dense == 0 && freq == 1 && step == 1 && mlp_only.is_empty() {
-                    num_layers
+                let dense_at: Vec<u32> = if first_dense == 0 && freq == 1 && step == 1 && mlp_only.is_empty() {
+                    Vec::new()
                 } else if num_layers > MAX_MOE_LAYERS {
                     return Err(invalid(format!(
                         "num_hidden_layers {num_layers} is past any mixture of experts' (at most {MAX_MOE_LAYERS})"
@@ -818,13 +839,16 @@ impl ModelSpec {
                             && (i + 1).is_multiple_of(step)
                             && !mlp_only.contains(&u64::from(i))
                     };
-                    (0..num_layers).filter(|&i| is_moe(i)).count() as u32
+                    (0..num_layers).filter(|&i| !is_moe(i)).collect()
                 };
+                let dense = dense_at.len() as u32;
+                // The first ones are said by their number alone.
+                let placed = dense_at.iter().enumerate().any(|(k, &i)| i != k as u32);
                 // No layer left with experts: a dense model.
-                if moe_layers == 0 {
-                    (None, 0)
+                if dense == num_layers {
+                    (None, 0, Vec::new())
                 } else {
-                    (Some(m), num_layers - moe_layers)
+                    (Some(m), dense, if placed { dense_at } else { Vec::new() })
                 }
             }
         };
@@ -896,6 +920,7 @@ impl ModelSpec {
             max_context,
             shared_expert_intermediate_size,
             dense_mlp_layers,
+            dense_mlp_at,
             dense_intermediate_size,
             mla,
             checkpoint_precision,
@@ -1004,6 +1029,19 @@ impl ModelSpec {
             None => 0,
             Some(_) => self.num_layers.saturating_sub(self.dense_mlp_layers),
         }
+    }
+
+    /// The dense layers of a mixture of experts among the layers `range`
+    /// (a pipeline stage's): where [`dense_mlp_at`](Self::dense_mlp_at)
+    /// places them, else the first `dense_mlp_layers`. 0 for a dense model.
+    pub fn dense_mlp_layers_in(&self, range: std::ops::Range<u32>) -> u32 {
+        if self.moe.is_none() {
+            return 0;
+        }
+        if self.dense_mlp_at.is_empty() {
+            return self.dense_mlp_layers.min(range.end).saturating_sub(range.start);
+        }
+        self.dense_mlp_at.iter().filter(|i| range.contains(i)).count() as u32
     }
 
     /// One routed expert's parameters in every MoE layer together: what a

@@ -406,6 +406,19 @@ fn hf_config_reads_which_layers_are_dense() {
     // Qwen-MoE's: (i + 1) % decoder_sparse_step = 0, i not in mlp_only_layers.
     assert_eq!(layers(r#", "decoder_sparse_step": 3"#), (4, 8));
     assert_eq!(layers(r#", "mlp_only_layers": [0, 11, 40]"#), (10, 2));
+    // Where they stand: the first k are said by their number alone, the
+    // others by their indices, and a stage counts its own.
+    let at = |extra: &str| read(extra).unwrap().dense_mlp_at;
+    assert_eq!(at(r#", "first_k_dense_replace": 3"#), Vec::<u32>::new());
+    assert_eq!(at(r#", "mlp_only_layers": [1, 0]"#), Vec::<u32>::new());
+    assert_eq!(at(r#", "moe_layer_freq": 2"#), vec![1, 3, 5, 7, 9, 11]);
+    assert_eq!(at(r#", "decoder_sparse_step": 3"#), vec![0, 1, 3, 4, 6, 7, 9, 10]);
+    assert_eq!(at(r#", "mlp_only_layers": [0, 11, 40]"#), vec![0, 11]);
+    let m = read(r#", "first_k_dense_replace": 3"#).unwrap();
+    assert_eq!([0..2, 2..6, 6..12, 0..12].map(|r| m.dense_mlp_layers_in(r)), [2, 1, 0, 3]);
+    let m = read(r#", "moe_layer_freq": 2"#).unwrap();
+    assert_eq!([0..2, 2..6, 6..12, 0..12, 11..12].map(|r| m.dense_mlp_layers_in(r)), [1, 2, 3, 6, 1]);
+    assert_eq!(read("").unwrap().dense_mlp_layers_in(0..12), 0);
     // Dense layers are MLPs of intermediate_size: 2 of them here.
     let m = read(r#", "mlp_only_layers": [0, 11]"#).unwrap();
     let all_moe = read("").unwrap();
@@ -687,6 +700,12 @@ fn llama_4_counts_what_its_model_cards_give_and_its_config_json_reads_the_same()
         assert_eq!(m.sliding_window, Some(SlidingWindow { window: 8192, layers: 36, chunked: true }));
     }
     assert_eq!((maverick.moe_layers(), maverick.dense_intermediate_size), (24, 16384));
+    // Its experts are in every other layer, the second first
+    // (`interleave_moe_layer_step` 2): each half of the layers holds 12 of
+    // the dense ones.
+    assert_eq!(maverick.dense_mlp_at, (0..48).step_by(2).collect::<Vec<u32>>());
+    assert_eq!((maverick.dense_mlp_layers_in(0..24), maverick.dense_mlp_layers_in(24..48)), (12, 12));
+    assert_eq!(ModelSpec::lookup("deepseek-v3").unwrap().dense_mlp_layers_in(0..15), 3);
     // Its config.json (the text_config's keys as Meta publishes them) reads
     // as the catalog's entry.
     let text = r#"{"architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4",
