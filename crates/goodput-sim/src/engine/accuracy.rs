@@ -222,6 +222,19 @@ pub const QWEN3_14B_A100: [(&str, RowsCheck); 2] = [
 /// Their 128/4 rows (vLLM's, TensorRT-LLM's).
 pub const QWEN3_14B_A100_SHORT: [f64; 2] = [30.7, -26.1];
 
+/// Qwen3-32B served by TensorRT-LLM 1.2.0rc1 (`trtllm-serve`, every prompt
+/// at once; the same lab, held out): Qwen's block-scaled FP8 checkpoint on
+/// one H100 (`gpustack-hopper.csv`) and the 16-bit one on one A100
+/// (`gpustack-a100.csv`), the three prompt-bound shapes. What
+/// [`served_load_note`] quotes for TensorRT-LLM's scheduler.
+pub const QWEN3_32B_TRTLLM: [(&str, RowsCheck); 2] = [
+    ("H100, FP8", RowsCheck { rows: 3, error_pct: (81.6, 118.4) }),
+    ("A100, BF16", RowsCheck { rows: 3, error_pct: (-21.2, -7.3) }),
+];
+
+/// Their 128/4 rows (the H100's, the A100's).
+pub const QWEN3_32B_TRTLLM_SHORT: [f64; 2] = [151.1, -22.2];
+
 /// GPT-OSS-20B under vLLM on one A100 (the same file, held out): MXFP4
 /// experts at `eta_w4a16_moe` on a GPU without FP4 or FP8 cores, the three
 /// prompt-bound shapes.
@@ -401,11 +414,13 @@ pub const H200_POWER: PowerCheck = PowerCheck {
     decode_median_pct: -24.6,
 };
 
-/// The note a prediction under load on vLLM's or SGLang's scheduler on a
-/// Hopper GPU carries (none on TensorRT-LLM's, whose tables set the
-/// constants, nor on other families: the same lab's A100 runs came out
-/// within a few per cent, [`QWEN3_14B_A100`]): how much faster than served
-/// measurements the engine was there, while at four users it was not.
+/// The note a prediction under load on a Hopper GPU carries (none on other
+/// families: the same lab's A100 runs came out within a few per cent or
+/// slower, [`QWEN3_14B_A100`], [`QWEN3_32B_TRTLLM`]): how much faster than
+/// served measurements the engine was there. Under vLLM's and SGLang's
+/// schedulers, Qwen3-14B's runs, while at four users it was not; under
+/// TensorRT-LLM's, whose offline tables set the constants, Qwen3-32B's
+/// runs under `trtllm-serve` (since session 90; none had been said).
 pub fn served_load_note(scheduler: crate::engine::SchedulerPolicy, gpu: &GpuSpec) -> Option<String> {
     if gpu.family != GpuFamily::Hopper {
         return None;
@@ -413,7 +428,19 @@ pub fn served_load_note(scheduler: crate::engine::SchedulerPolicy, gpu: &GpuSpec
     let engine = match scheduler {
         crate::engine::SchedulerPolicy::Vllm => "vLLM",
         crate::engine::SchedulerPolicy::Sglang => "SGLang",
-        crate::engine::SchedulerPolicy::Trtllm => return None,
+        crate::engine::SchedulerPolicy::Trtllm => {
+            let [(_, h100), (_, a100)] = QWEN3_32B_TRTLLM;
+            return Some(format!(
+                "accuracy: under load on TensorRT-LLM's scheduler on Hopper the engine was faster than served runs it \
+                 was not set on: Qwen3-32B in Qwen's block-scaled FP8 on one H100 under trtllm-serve, every prompt \
+                 sent at once (prompts of 2,000 to 32,000 tokens), gave output tokens/s {:+.0} to {:+.0} % off the \
+                 measured, where the same lab's runs of it in 16 bits on an A100 gave {:+.0} to {:+.0} %. The \
+                 constants were set on TensorRT-LLM's offline tables (trtllm-bench, per-tensor FP8); expect a served \
+                 engine at load, above all on a block-scaled FP8 checkpoint, to give less throughput and later tokens \
+                 than predicted (docs/simulator.md, \"GPT-OSS on Hopper\")",
+                h100.error_pct.0, h100.error_pct.1, a100.error_pct.0, a100.error_pct.1,
+            ));
+        }
     };
     let [(_, v), (_, s)] = QWEN3_14B_H100;
     let [(_, tpot), _] = QWEN3_8B_H100_FOUR_USERS;
@@ -505,18 +532,21 @@ fn family_note(gpu: &str, family: GpuFamily) -> String {
         }
         GpuFamily::Ampere => {
             let [(_, v), (_, t)] = QWEN3_14B_A100;
+            let [_, (_, t32)] = QWEN3_32B_TRTLLM;
             format!(
                 "{gpu} ({}) is uncalibrated: it runs on Hopper's constants, not fitted to this family. On one lab's \
                  served runs of a dense model on one A100 (Qwen3-14B, 16-bit, every prompt at once, held out), the \
                  engine's output tokens/s were {:+.0} to {:+.0} % off the measured under vLLM and {:+.0} to {:+.0} % \
-                 under TensorRT-LLM at prompts of 2,000 to 32,000 tokens ({} rows each); nothing else checks it \
-                 (docs/simulator.md, \"Not calibrated (yet)\")",
+                 under TensorRT-LLM at prompts of 2,000 to 32,000 tokens ({} rows each), and Qwen3-32B's under \
+                 TensorRT-LLM {:+.0} to {:+.0} %; nothing else checks it (docs/simulator.md, \"Not calibrated (yet)\")",
                 family.as_str(),
                 v.error_pct.0,
                 v.error_pct.1,
                 t.error_pct.0,
                 t.error_pct.1,
                 v.rows,
+                t32.error_pct.0,
+                t32.error_pct.1,
             )
         }
         _ => format!(
@@ -618,7 +648,7 @@ mod tests {
         assert!(
             ampere.starts_with("A100 80GB (ampere) is uncalibrated")
                 && ampere.contains("-3 to +5 % off the measured under vLLM and -21 to -8 % under TensorRT-LLM")
-                && ampere.contains("(3 rows each)")
+                && ampere.contains("(3 rows each), and Qwen3-32B's under TensorRT-LLM -21 to -7 %")
                 && !ampere.contains("MI300X"),
             "{ampere}"
         );
@@ -900,6 +930,22 @@ mod tests {
         let a100 = validate(&a100, &ValidationOptions::default()).unwrap();
         let engines = [ReferenceEngine::Vllm, ReferenceEngine::TensorRtLlm];
         check_qwen3_14b(&a100.predictions, "A100", engines, QWEN3_14B_A100, QWEN3_14B_A100_SHORT);
+        // Qwen3-32B under TensorRT-LLM: the H100's rows, then the A100's.
+        for (i, predictions) in [&report.predictions, &a100.predictions].into_iter().enumerate() {
+            let (what, quoted) = QWEN3_32B_TRTLLM[i];
+            let of = |long: bool| {
+                predictions
+                    .iter()
+                    .filter(move |p| p.row.model == "qwen3-32b" && (p.row.input_tokens >= 1000) == long)
+                    .map(|p| p.rel_error * 100.0)
+            };
+            assert!(predictions
+                .iter()
+                .filter(|p| p.row.model == "qwen3-32b")
+                .all(|p| p.row.engine == ReferenceEngine::TensorRtLlm));
+            assert_eq!(rows_check(of(true)), quoted, "Qwen3-32B, {what}, moved; quote its new figures");
+            assert_eq!(rows_check(of(false)).error_pct.0, QWEN3_32B_TRTLLM_SHORT[i], "Qwen3-32B, {what}, 128/4");
+        }
         let oss = a100.predictions.iter().filter(|p| p.row.model == "gpt-oss-20b").map(|p| p.rel_error * 100.0);
         assert_eq!(rows_check(oss), GPT_OSS_20B_A100, "GPT-OSS-20B on an A100 moved; quote its new figures");
         let latency = parse_csv(include_str!("../../../../data/validation/gpustack-h100-latency.csv")).unwrap();
@@ -966,7 +1012,11 @@ mod tests {
         use crate::engine::SchedulerPolicy;
         let spec = |n: &str| GpuSpec::lookup(n).unwrap();
         let (h100, h200, a100, b200) = (spec("h100"), spec("h200"), spec("a100"), spec("b200"));
-        assert!(served_load_note(SchedulerPolicy::Trtllm, &h100).is_none());
+        // TensorRT-LLM's: its served runs of a block-scaled FP8 model.
+        let trt = served_load_note(SchedulerPolicy::Trtllm, &h100).unwrap();
+        assert!(trt.starts_with("accuracy: under load on TensorRT-LLM's scheduler on Hopper"), "{trt}");
+        assert!(trt.contains("gave output tokens/s +82 to +118 % off") && trt.contains("gave -21 to -7 %"), "{trt}");
+        assert!(served_load_note(SchedulerPolicy::Trtllm, &a100).is_none());
         // Hopper only: the A100's runs came out near; Blackwell's were not checked.
         assert!(served_load_note(SchedulerPolicy::Vllm, &a100).is_none());
         assert!(served_load_note(SchedulerPolicy::Vllm, &b200).is_none());
@@ -1006,6 +1056,13 @@ mod tests {
         );
         let c = GPT_OSS_20B_A100;
         has(format!("| GPT-OSS-20B on an A100, vLLM ({}) | {} |", c.rows, doc_range(c)));
+        for ((what, c), short) in QWEN3_32B_TRTLLM.iter().zip(QWEN3_32B_TRTLLM_SHORT) {
+            let head = format!("| Qwen3-32B, TensorRT-LLM, {what} |");
+            let line = doc.lines().find(|l| l.starts_with(&head)).unwrap_or_default();
+            for end in [c.error_pct.0, c.error_pct.1, short] {
+                assert!(line.contains(&doc_pct(end)), "{head}: {line}");
+            }
+        }
         // Qwen3-14B's tables: each engine's line holds its prompt-bound
         // range's ends and its 128/4 row.
         for (gpu, quoted, short) in

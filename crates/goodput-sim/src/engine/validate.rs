@@ -1357,17 +1357,22 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
             let blackwell = r.gpu.contains("b200");
             assert_eq!(cfg.kv_cache_dtype == KvCacheDtype::Fp8, blackwell, "{}", r.id);
         }
-        // GPUStack's vLLM and SGLang runs on H100s and H200s: served, every
-        // prompt at once; the GPT-OSS-20B rows calibration, the 120B's,
-        // Qwen3-235B-A22B's, DeepSeek-R1's and Qwen3-14B's held out.
+        // GPUStack's vLLM, SGLang and TensorRT-LLM runs on H100s and H200s:
+        // served, every prompt at once; the GPT-OSS-20B rows calibration,
+        // the 120B's, Qwen3-235B-A22B's, DeepSeek-R1's, Qwen3-14B's and
+        // Qwen3-32B's held out; TensorRT-LLM's on a 16-bit cache.
         let gpustack = rows("gpustack-hopper.csv");
-        assert_eq!(gpustack.len(), 26);
+        assert_eq!(gpustack.len(), 30);
         assert_eq!(gpustack.iter().filter(|r| r.engine == ReferenceEngine::Sglang).count(), 4);
+        let trt: Vec<_> = gpustack.iter().filter(|r| r.engine == ReferenceEngine::TensorRtLlm).collect();
+        assert!(trt.len() == 4 && trt.iter().all(|r| r.model == "qwen3-32b"));
         for r in &gpustack {
             assert!(r.is_served() && r.load == ReferenceLoad::MaxThroughput, "{}", r.id);
             let calibration = r.split == Some(Split::Calibration);
             assert_eq!(calibration, r.model == "gpt-oss-20b", "{}", r.id);
-            row_config(r, &ValidationOptions::default()).unwrap().validate().unwrap();
+            let cfg = row_config(r, &ValidationOptions::default()).unwrap();
+            cfg.validate().unwrap();
+            assert!(cfg.kv_cache_dtype != KvCacheDtype::Fp8, "{}", r.id);
         }
         // Llama-4-Maverick: held out, attention data-parallel over the
         // row's GPUs, its chunked attention in the row's engine.
@@ -1380,10 +1385,10 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
             assert_eq!((cfg.attention_ranks(), r.ep), (r.gpus, r.gpus), "{}", r.id);
             assert!(cfg.model.sliding_window.is_some_and(|w| w.chunked && w.window == 8192), "{}", r.id);
         }
-        // GPUStack's Qwen3-14B and GPT-OSS-20B on an A100: served, held
-        // out, 16-bit caches.
+        // GPUStack's Qwen3-14B, Qwen3-32B and GPT-OSS-20B on an A100:
+        // served, held out, 16-bit caches.
         let a100 = rows("gpustack-a100.csv");
-        assert_eq!(a100.len(), 11);
+        assert_eq!(a100.len(), 15);
         for r in &a100 {
             assert!(r.split == Some(Split::HeldOut) && r.is_served() && r.gpu == "a100-80gb", "{}", r.id);
             let cfg = row_config(r, &ValidationOptions::default()).unwrap();
