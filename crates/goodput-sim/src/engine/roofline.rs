@@ -675,6 +675,41 @@ mod tests {
         assert_eq!(cap.tokens(), 421_008);
     }
 
+    /// vLLM 0.11.0's own memory log on one or two H100s (79.18 GiB each,
+    /// `--gpu-memory-utilization 0.9`; llm-d/llm-d-benchmark@0fa12aa9788a,
+    /// `config_explorer/empirical-vllm-memory-results.md`, Apache-2.0):
+    /// model, precision, TP, the weights and the cache it logged per GPU
+    /// (GiB; a negative cache: it refused to start), and the engine's, as
+    /// docs/simulator.md ("The KV cache's size, checked") quotes them.
+    const VLLM_MEMORY_LOG: [(&str, Precision, u32, f64, f64, f64, f64); 7] = [
+        ("gpt-oss-20b", Precision::Mxfp4, 1, 13.47, 50.28, 12.80, 53.55),
+        ("gpt-oss-120b", Precision::Mxfp4, 1, 64.38, 3.33, 60.69, 5.66),
+        ("llama-3.3-70b", Precision::Fp8, 2, 33.88, 32.00, 33.83, 32.52),
+        ("llama-3.3-70b", Precision::Fp8, 1, 67.72, -1.44, 67.66, -1.31),
+        ("llama-3.1-8b", Precision::Bf16, 1, 14.99, 51.38, 14.96, 51.39),
+        ("qwen3-32b", Precision::Bf16, 1, 61.03, 4.45, 61.02, 5.33),
+        ("qwen3-32b", Precision::Bf16, 2, 30.59, 34.49, 30.51, 35.84),
+    ];
+
+    #[test]
+    fn the_cache_s_size_is_checked_against_vllm_s_memory_log() {
+        for (model, precision, tp, logged_w, logged_kv, w, kv) in VLLM_MEMORY_LOG {
+            let mut c = cfg(model, "h100", precision);
+            c.tp = tp;
+            let cap = kv_capacity_unchecked(&c);
+            let (got_w, got_kv) = (cap.weight_bytes_per_gpu / GIB, cap.kv_bytes_per_gpu / GIB);
+            let what = format!("{model} TP {tp}: weights {got_w:.2}, cache {got_kv:.2} GiB");
+            assert!((got_w - w).abs() < 0.005 && (got_kv - kv).abs() < 0.005, "{what}: quote the new figures");
+            // Both refuse the model that vLLM refused, and start the others.
+            assert_eq!(logged_kv < 0.0, kv_capacity(&c).is_err(), "{what}");
+            // A dense model's weights are the checkpoint's, as vLLM loads
+            // them (MXFP4's experts vLLM pads for its kernels).
+            if precision != Precision::Mxfp4 {
+                assert!((got_w / logged_w - 1.0).abs() < 0.01, "{what} against {logged_w}");
+            }
+        }
+    }
+
     #[test]
     fn a_model_too_big_says_what_would_fit() {
         let err = kv_capacity(&cfg("llama-3.1-70b", "h100", Precision::Bf16)).unwrap_err();
