@@ -235,6 +235,18 @@ pub const QWEN3_32B_TRTLLM: [(&str, RowsCheck); 2] = [
 /// Their 128/4 rows (the H100's, the A100's).
 pub const QWEN3_32B_TRTLLM_SHORT: [f64; 2] = [151.1, -22.2];
 
+/// vLLM and SGLang served on B200s (`data/validation/served-b200.csv`,
+/// held out): each row's error, in per cent, as docs/simulator.md ("vLLM
+/// and SGLang on B200") gives it: vLLM's Qwen3-235B-A22B at 64 users
+/// (output tokens/s, mean TTFT), SGLang's GPT-OSS-120B at batch 1 (TPOT)
+/// on four B200s and on eight H100s.
+pub const SERVED_B200: [(&str, f64); 4] = [
+    ("vllm-q235-b200-tp4-30000-1000-out", 34.3),
+    ("vllm-q235-b200-tp4-30000-1000-ttft", -45.0),
+    ("sglang-oss120-b200-tp4-bs1", 43.7),
+    ("sglang-oss120-h100-tp8-bs1", 11.4),
+];
+
 /// GPT-OSS-20B under vLLM on one A100 (the same file, held out): MXFP4
 /// experts at `eta_w4a16_moe` on a GPU without FP4 or FP8 cores, the three
 /// prompt-bound shapes.
@@ -965,6 +977,13 @@ mod tests {
         }
         let engines = [ReferenceEngine::Vllm, ReferenceEngine::Sglang];
         check_qwen3_14b(&report.predictions, "H100", engines, QWEN3_14B_H100, QWEN3_14B_H100_SHORT);
+        let b200 = parse_csv(include_str!("../../../../data/validation/served-b200.csv")).unwrap();
+        let b200 = validate(&b200, &ValidationOptions::default()).unwrap();
+        assert_eq!(b200.predictions.len(), SERVED_B200.len());
+        for (p, (id, quoted)) in b200.predictions.iter().zip(SERVED_B200) {
+            assert_eq!(p.row.id, id);
+            assert_eq!(rows_check([p.rel_error * 100.0]).error_pct.0, quoted, "{id} moved; quote its new figure");
+        }
     }
 
     /// Qwen3-14B's predictions under each of `engines` on `gpu`: the
@@ -1056,6 +1075,12 @@ mod tests {
         );
         let c = GPT_OSS_20B_A100;
         has(format!("| GPT-OSS-20B on an A100, vLLM ({}) | {} |", c.rows, doc_range(c)));
+        let b200 = doc.split("### vLLM and SGLang on B200").nth(1).and_then(|s| s.split("\n### ").next()).unwrap();
+        let rows: Vec<&str> = b200.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| row")).collect();
+        assert_eq!(rows.len(), SERVED_B200.len(), "{b200}");
+        for (line, (id, quoted)) in rows.iter().zip(SERVED_B200) {
+            assert!(line.ends_with(&format!("| {} |", doc_pct(quoted))), "{id}: {line}");
+        }
         for ((what, c), short) in QWEN3_32B_TRTLLM.iter().zip(QWEN3_32B_TRTLLM_SHORT) {
             let head = format!("| Qwen3-32B, TensorRT-LLM, {what} |");
             let line = doc.lines().find(|l| l.starts_with(&head)).unwrap_or_default();

@@ -1394,6 +1394,22 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
             let cfg = row_config(r, &ValidationOptions::default()).unwrap();
             assert!(cfg.kv_cache_dtype != KvCacheDtype::Fp8, "{}", r.id);
         }
+        // vLLM and SGLang served on B200s (and the SGLang source's H100
+        // row): held out; vLLM's users started together on an FP8 cache in
+        // 0.85 of the memory, SGLang's one request a batch.
+        let b200 = rows("served-b200.csv");
+        assert_eq!(b200.len(), 4);
+        for r in &b200 {
+            assert!(r.split == Some(Split::HeldOut) && r.is_served(), "{}", r.id);
+            let cfg = row_config(r, &ValidationOptions::default()).unwrap();
+            cfg.validate().unwrap();
+            if r.engine == ReferenceEngine::Vllm {
+                assert!(r.together && cfg.kv_cache_dtype == KvCacheDtype::Fp8, "{}", r.id);
+                assert_eq!(cfg.gpu_memory_utilization, 0.85, "{}", r.id);
+            } else {
+                assert_eq!((r.engine, r.load), (ReferenceEngine::Sglang, ReferenceLoad::Batch(1)), "{}", r.id);
+            }
+        }
         // GPUStack's four users on one H100: served, the users started
         // together, held out; TensorRT-LLM's run on a 16-bit cache.
         let latency = rows("gpustack-h100-latency.csv");
