@@ -235,6 +235,19 @@ pub const QWEN3_32B_TRTLLM: [(&str, RowsCheck); 2] = [
 /// Their 128/4 rows (the H100's, the A100's).
 pub const QWEN3_32B_TRTLLM_SHORT: [f64; 2] = [151.1, -22.2];
 
+/// Qwen3-235B-A22B, a mixture of experts, under vLLM 0.11.0 on A100s (the
+/// same lab, `gpustack-a100.csv`, held out): 16-bit on eight, and Qwen's
+/// FP8 checkpoint on four, which vLLM runs as weight-only FP8 (W8A16) on a
+/// GPU without FP8 cores; the three prompt-bound shapes. What the Ampere
+/// family's note quotes for a mixture of experts.
+pub const QWEN3_235B_A100: [(&str, RowsCheck); 2] = [
+    ("BF16, TP 8", RowsCheck { rows: 3, error_pct: (80.8, 97.9) }),
+    ("FP8 as W8A16, TP 4", RowsCheck { rows: 3, error_pct: (63.7, 123.0) }),
+];
+
+/// Their 128/4 rows (16-bit, FP8).
+pub const QWEN3_235B_A100_SHORT: [f64; 2] = [181.3, 163.8];
+
 /// vLLM and SGLang served on B200s (`data/validation/served-b200.csv`,
 /// held out): each row's error, in per cent, as docs/simulator.md ("vLLM
 /// and SGLang on B200") gives it: vLLM's Qwen3-235B-A22B at 64 users
@@ -545,12 +558,15 @@ fn family_note(gpu: &str, family: GpuFamily) -> String {
         GpuFamily::Ampere => {
             let [(_, v), (_, t)] = QWEN3_14B_A100;
             let [_, (_, t32)] = QWEN3_32B_TRTLLM;
+            let [(_, moe16), (_, moe8)] = QWEN3_235B_A100;
             format!(
                 "{gpu} ({}) is uncalibrated: it runs on Hopper's constants, not fitted to this family. On one lab's \
                  served runs of a dense model on one A100 (Qwen3-14B, 16-bit, every prompt at once, held out), the \
                  engine's output tokens/s were {:+.0} to {:+.0} % off the measured under vLLM and {:+.0} to {:+.0} % \
                  under TensorRT-LLM at prompts of 2,000 to 32,000 tokens ({} rows each), and Qwen3-32B's under \
-                 TensorRT-LLM {:+.0} to {:+.0} %; nothing else checks it (docs/simulator.md, \"Not calibrated (yet)\")",
+                 TensorRT-LLM {:+.0} to {:+.0} %; a mixture of experts ran slower than predicted: Qwen3-235B-A22B \
+                 under vLLM {:+.0} to {:+.0} % in 16 bits on eight and {:+.0} to {:+.0} % in FP8 (as W8A16) on four. \
+                 Nothing else checks it (docs/simulator.md, \"Not calibrated (yet)\")",
                 family.as_str(),
                 v.error_pct.0,
                 v.error_pct.1,
@@ -559,6 +575,10 @@ fn family_note(gpu: &str, family: GpuFamily) -> String {
                 v.rows,
                 t32.error_pct.0,
                 t32.error_pct.1,
+                moe16.error_pct.0,
+                moe16.error_pct.1,
+                moe8.error_pct.0,
+                moe8.error_pct.1,
             )
         }
         _ => format!(
@@ -661,6 +681,7 @@ mod tests {
             ampere.starts_with("A100 80GB (ampere) is uncalibrated")
                 && ampere.contains("-3 to +5 % off the measured under vLLM and -21 to -8 % under TensorRT-LLM")
                 && ampere.contains("(3 rows each), and Qwen3-32B's under TensorRT-LLM -21 to -7 %")
+                && ampere.contains("under vLLM +81 to +98 % in 16 bits on eight and +64 to +123 % in FP8")
                 && !ampere.contains("MI300X"),
             "{ampere}"
         );
@@ -958,6 +979,25 @@ mod tests {
             assert_eq!(rows_check(of(true)), quoted, "Qwen3-32B, {what}, moved; quote its new figures");
             assert_eq!(rows_check(of(false)).error_pct.0, QWEN3_32B_TRTLLM_SHORT[i], "Qwen3-32B, {what}, 128/4");
         }
+        for (i, (what, quoted)) in QWEN3_235B_A100.iter().enumerate() {
+            let precision = [crate::engine::Precision::Bf16, crate::engine::Precision::Fp8][i];
+            let of = |long: bool| {
+                a100.predictions
+                    .iter()
+                    .filter(move |p| {
+                        p.row.model == "qwen3-235b-a22b"
+                            && p.row.precision == precision
+                            && (p.row.input_tokens >= 1000) == long
+                    })
+                    .map(|p| p.rel_error * 100.0)
+            };
+            assert_eq!(rows_check(of(true)), *quoted, "Qwen3-235B-A22B on A100s, {what}, moved; quote its new figures");
+            assert_eq!(
+                rows_check(of(false)).error_pct.0,
+                QWEN3_235B_A100_SHORT[i],
+                "Qwen3-235B-A22B on A100s, {what}, 128/4"
+            );
+        }
         let oss = a100.predictions.iter().filter(|p| p.row.model == "gpt-oss-20b").map(|p| p.rel_error * 100.0);
         assert_eq!(rows_check(oss), GPT_OSS_20B_A100, "GPT-OSS-20B on an A100 moved; quote its new figures");
         let latency = parse_csv(include_str!("../../../../data/validation/gpustack-h100-latency.csv")).unwrap();
@@ -1080,6 +1120,13 @@ mod tests {
         assert_eq!(rows.len(), SERVED_B200.len(), "{b200}");
         for (line, (id, quoted)) in rows.iter().zip(SERVED_B200) {
             assert!(line.ends_with(&format!("| {} |", doc_pct(quoted))), "{id}: {line}");
+        }
+        for ((what, c), short) in QWEN3_235B_A100.iter().zip(QWEN3_235B_A100_SHORT) {
+            let head = format!("| Qwen3-235B-A22B on A100s, vLLM, {what} |");
+            let line = doc.lines().find(|l| l.starts_with(&head)).unwrap_or_default();
+            for end in [c.error_pct.0, c.error_pct.1, short] {
+                assert!(line.contains(&doc_pct(end)), "{head}: {line}");
+            }
         }
         for ((what, c), short) in QWEN3_32B_TRTLLM.iter().zip(QWEN3_32B_TRTLLM_SHORT) {
             let head = format!("| Qwen3-32B, TensorRT-LLM, {what} |");

@@ -325,6 +325,23 @@ pub const MAX_SCHEDULE_CONSERVATIVENESS: f64 = 100.0;
 pub const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
 
 impl EngineConfig {
+    /// The precision a step's matrix products run at: the weights' own,
+    /// but FP8 on a GPU without FP8 tensor cores (the A100) under vLLM's
+    /// scheduler runs as weight-only FP8, W8A16: vLLM's FP8 Marlin kernels
+    /// widen the 1-byte weights to 16 bits inside the product ("FP8 models
+    /// will run on compute capability >= 7.5 as weight-only W8A16,
+    /// utilizing FP8 Marlin", its FP8 guide), at the 16-bit peak, as INT8
+    /// does here. TensorRT-LLM and SGLang are not modelled so: FP8 there
+    /// needs FP8 cores, and [`validate`](Self::validate) refuses it.
+    pub fn compute_precision(&self) -> Precision {
+        match self.precision {
+            Precision::Fp8 if self.gpu.fp8_tflops.is_none() && self.scheduler == SchedulerPolicy::Vllm => {
+                Precision::Int8
+            }
+            p => p,
+        }
+    }
+
     /// The model as its KV cache holds it. vLLM's hybrid KV-cache manager
     /// and SGLang's hybrid SWA memory pool (Llama 4 and GPT-OSS by
     /// default) free the blocks a sliding window or an attention chunk has
@@ -682,7 +699,7 @@ impl EngineConfig {
         if self.num_gpu_blocks_override == Some(0) {
             return bad("num_gpu_blocks_override must be at least 1".into());
         }
-        self.gpu.peak_flops(self.precision)?;
+        self.gpu.peak_flops(self.compute_precision())?;
         self.calibration.check()
     }
 }

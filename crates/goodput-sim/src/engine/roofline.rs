@@ -355,7 +355,9 @@ impl Roofline {
         let m = &cfg.model;
         let c = &cfg.calibration;
         let tp = cfg.tp as f64;
-        let peak = cfg.gpu.peak_flops(cfg.precision)?;
+        // FP8 weights where the GPU has no FP8 cores run as W8A16 under
+        // vLLM ([`EngineConfig::compute_precision`]).
+        let peak = cfg.gpu.peak_flops(cfg.compute_precision())?;
         let attention_peak = match cfg.kv_cache_dtype {
             KvCacheDtype::Fp8 if cfg.gpu.fp8_tflops.is_some() => cfg.gpu.peak_flops(Precision::Fp8)?,
             _ => cfg.gpu.peak_flops(Precision::Bf16)?,
@@ -708,6 +710,33 @@ mod tests {
                 assert!((got_w / logged_w - 1.0).abs() < 0.01, "{what} against {logged_w}");
             }
         }
+    }
+
+    #[test]
+    fn fp8_weights_without_fp8_cores_run_as_w8a16_under_vllm_alone() {
+        // An A100 under vLLM: FP8 Marlin, 1-byte weights at the 16-bit peak,
+        // a step as INT8's; the same request under TensorRT-LLM or SGLang
+        // is refused, naming the widths that run.
+        let fp8 = cfg("qwen3-32b", "a100", Precision::Fp8);
+        assert_eq!(fp8.compute_precision(), Precision::Int8);
+        let int8 = cfg("qwen3-32b", "a100", Precision::Int8);
+        let mut decode = BatchShape::default();
+        (0..64).for_each(|_| decode.add_decode(2048));
+        let mut prefill = BatchShape::default();
+        prefill.add_prefill(0, 4096);
+        for b in [decode, prefill] {
+            let step = |c: &EngineConfig| Roofline::new(c).unwrap().step_time(&b);
+            assert_eq!(step(&fp8), step(&int8));
+        }
+        assert_eq!(kv_capacity(&fp8).unwrap().num_blocks, kv_capacity(&int8).unwrap().num_blocks);
+        for scheduler in [SchedulerPolicy::Trtllm, SchedulerPolicy::Sglang] {
+            let c = EngineConfig { scheduler, ..fp8.clone() };
+            assert_eq!(c.compute_precision(), Precision::Fp8);
+            let err = c.validate().unwrap_err().to_string();
+            assert!(err.contains("no FP8 tensor cores") && err.contains("int8"), "{err}");
+        }
+        // Where FP8 cores are, FP8 is FP8.
+        assert_eq!(cfg("qwen3-32b", "h100", Precision::Fp8).compute_precision(), Precision::Fp8);
     }
 
     #[test]

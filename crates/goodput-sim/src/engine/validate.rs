@@ -1385,10 +1385,15 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
             assert_eq!((cfg.attention_ranks(), r.ep), (r.gpus, r.gpus), "{}", r.id);
             assert!(cfg.model.sliding_window.is_some_and(|w| w.chunked && w.window == 8192), "{}", r.id);
         }
-        // GPUStack's Qwen3-14B, Qwen3-32B and GPT-OSS-20B on an A100:
-        // served, held out, 16-bit caches.
+        // GPUStack's Qwen3-14B, Qwen3-32B, GPT-OSS-20B and Qwen3-235B-A22B
+        // on A100s: served, held out, 16-bit caches; the FP8 rows under
+        // vLLM, whose FP8 Marlin runs them as W8A16.
         let a100 = rows("gpustack-a100.csv");
-        assert_eq!(a100.len(), 15);
+        assert_eq!(a100.len(), 23);
+        for r in a100.iter().filter(|r| r.precision == Precision::Fp8) {
+            let cfg = row_config(r, &ValidationOptions::default()).unwrap();
+            assert_eq!((r.engine, cfg.compute_precision()), (ReferenceEngine::Vllm, Precision::Int8), "{}", r.id);
+        }
         for r in &a100 {
             assert!(r.split == Some(Split::HeldOut) && r.is_served() && r.gpu == "a100-80gb", "{}", r.id);
             let cfg = row_config(r, &ValidationOptions::default()).unwrap();
