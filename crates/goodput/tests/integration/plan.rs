@@ -2530,3 +2530,40 @@ fn plan_behind_tensorrt_llm_runs_its_scheduler_and_writes_its_scripts() {
     let vllm = plan(dir.path(), "vllm.json", &["h100=2.5"], 2, &[]);
     assert!(vllm["configs"].as_array().unwrap().iter().all(|c| c["params"].get("scheduler").is_none()));
 }
+
+#[test]
+fn fp8_on_a_gpu_without_fp8_cores_is_planned_as_vllm_runs_it_and_left_out_elsewhere() {
+    // An A100 has no FP8 cores: vLLM runs FP8 weights there as W8A16
+    // (its FP8 Marlin kernels), and so does the plan under vLLM; under
+    // TensorRT-LLM it is left out, saying why.
+    let dir = tempfile::tempdir().unwrap();
+    let ids = |doc: &Value| -> Vec<String> {
+        doc["configs"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap().to_string()).collect()
+    };
+    let vllm = plan(dir.path(), "vllm.json", &["a100=1.5"], 1, &[]);
+    let fp8: Vec<String> = ids(&vllm).into_iter().filter(|i| i.contains(" fp8")).collect();
+    assert!(!fp8.is_empty(), "{:?}", ids(&vllm));
+    let notes = vllm["notes"].to_string();
+    assert!(notes.contains("fp8 on a100-80gb: planned as vLLM runs it there, weight-only (W8A16"), "{notes}");
+    // Its points are INT8's in all but name: the same weights' bytes, the
+    // same 16-bit products.
+    let out = dir.path().join("int8.json");
+    goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpus", "1", "--gpu", "a100=1.5", "--tp", "1,2"])
+        .args(["--precision", "int8", "--max-num-batched-tokens", "2048", "--input-tokens", "256"])
+        .args(["--output-tokens", "32", "--concurrency", "1,8,32", "--requests-per-user", "2", "--jobs", "2", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let int8 = read_json(&out);
+    let first = |doc: &Value, width: &str| -> Value {
+        let c = doc["configs"].as_array().unwrap().iter().find(|c| c["id"].as_str().unwrap().contains(width)).unwrap();
+        c["points"][0]["output_tokens_per_s_per_gpu"].clone()
+    };
+    assert!(first(&vllm, " fp8").as_f64().is_some_and(|t| t > 0.0), "{vllm}");
+    assert_eq!(first(&vllm, " fp8"), first(&int8, " int8"));
+    let trt = plan(dir.path(), "trt.json", &["a100=1.5"], 1, &["--serve-engine", "trtllm"]);
+    assert!(ids(&trt).iter().all(|i| !i.contains(" fp8")), "{:?}", ids(&trt));
+    let notes = trt["notes"].to_string();
+    assert!(notes.contains("fp8 on a100-80gb: left out") && notes.contains("no FP8 tensor cores"), "{notes}");
+}
