@@ -1800,14 +1800,15 @@ impl Search<'_> {
             let name = gpu_id(a, offer);
             let kvs = &self.kv_cache_dtypes;
             for (precision, kv) in precisions.iter().flat_map(|&p| kvs.iter().map(move |&k| (p, k))) {
-                // FP8 where the GPU has no FP8 cores: vLLM runs it as
-                // weight-only FP8 (W8A16), and so does its engine
-                // (`EngineConfig::compute_precision`); the others refuse it.
-                let w8a16 = precision == Precision::Fp8 && gpu.fp8_tflops.is_none() && !sglang && !trtllm;
+                // FP8 where the GPU has no FP8 cores: vLLM and SGLang run it
+                // as weight-only FP8 (W8A16), and so does their engine
+                // (`EngineConfig::compute_precision`); TensorRT-LLM refuses it.
+                let w8a16 = precision == Precision::Fp8 && gpu.fp8_tflops.is_none() && !trtllm;
                 if w8a16 {
+                    let engine = if sglang { "SGLang" } else { "vLLM" };
                     let n = format!(
-                        "fp8 on {name}: planned as vLLM runs it there, weight-only (W8A16, its FP8 Marlin kernels): \
-                         1-byte weights, 16-bit products"
+                        "fp8 on {name}: planned as {engine} runs it there, weight-only (W8A16, its FP8 Marlin \
+                         kernels): 1-byte weights, 16-bit products"
                     );
                     if !notes.contains(&n) {
                         notes.push(n);

@@ -326,16 +326,17 @@ pub const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
 
 impl EngineConfig {
     /// The precision a step's matrix products run at: the weights' own,
-    /// but FP8 on a GPU without FP8 tensor cores (the A100) under vLLM's
-    /// scheduler runs as weight-only FP8, W8A16: vLLM's FP8 Marlin kernels
-    /// widen the 1-byte weights to 16 bits inside the product ("FP8 models
-    /// will run on compute capability >= 7.5 as weight-only W8A16,
-    /// utilizing FP8 Marlin", its FP8 guide), at the 16-bit peak, as INT8
-    /// does here. TensorRT-LLM and SGLang are not modelled so: FP8 there
-    /// needs FP8 cores, and [`validate`](Self::validate) refuses it.
+    /// but FP8 on a GPU without FP8 tensor cores (the A100) under vLLM's or
+    /// SGLang's scheduler runs as weight-only FP8, W8A16: their FP8 Marlin
+    /// kernels widen the 1-byte weights to 16 bits inside the product
+    /// ("FP8 models will run on compute capability >= 7.5 as weight-only
+    /// W8A16, utilizing FP8 Marlin", vLLM's FP8 guide; SGLang's `fp8.py`
+    /// turns Marlin on where `can_auto_enable_marlin_fp8()`), at the 16-bit
+    /// peak, as INT8 does here. TensorRT-LLM's FP8 needs FP8 cores, and
+    /// [`validate`](Self::validate) refuses it there.
     pub fn compute_precision(&self) -> Precision {
         match self.precision {
-            Precision::Fp8 if self.gpu.fp8_tflops.is_none() && self.scheduler == SchedulerPolicy::Vllm => {
+            Precision::Fp8 if self.gpu.fp8_tflops.is_none() && self.scheduler != SchedulerPolicy::Trtllm => {
                 Precision::Int8
             }
             p => p,

@@ -713,9 +713,9 @@ mod tests {
     }
 
     #[test]
-    fn fp8_weights_without_fp8_cores_run_as_w8a16_under_vllm_alone() {
-        // An A100 under vLLM: FP8 Marlin, 1-byte weights at the 16-bit peak,
-        // a step as INT8's; the same request under TensorRT-LLM or SGLang
+    fn fp8_weights_without_fp8_cores_run_as_w8a16_but_under_tensorrt_llm() {
+        // An A100 under vLLM (or SGLang): FP8 Marlin, 1-byte weights at the
+        // 16-bit peak, a step as INT8's; the same request under TensorRT-LLM
         // is refused, naming the widths that run.
         let fp8 = cfg("qwen3-32b", "a100", Precision::Fp8);
         assert_eq!(fp8.compute_precision(), Precision::Int8);
@@ -729,12 +729,13 @@ mod tests {
             assert_eq!(step(&fp8), step(&int8));
         }
         assert_eq!(kv_capacity(&fp8).unwrap().num_blocks, kv_capacity(&int8).unwrap().num_blocks);
-        for scheduler in [SchedulerPolicy::Trtllm, SchedulerPolicy::Sglang] {
-            let c = EngineConfig { scheduler, ..fp8.clone() };
-            assert_eq!(c.compute_precision(), Precision::Fp8);
-            let err = c.validate().unwrap_err().to_string();
-            assert!(err.contains("no FP8 tensor cores") && err.contains("int8"), "{err}");
-        }
+        let sglang = EngineConfig { scheduler: SchedulerPolicy::Sglang, ..fp8.clone() };
+        assert_eq!(sglang.compute_precision(), Precision::Int8);
+        sglang.validate().unwrap();
+        let trt = EngineConfig { scheduler: SchedulerPolicy::Trtllm, ..fp8.clone() };
+        assert_eq!(trt.compute_precision(), Precision::Fp8);
+        let err = trt.validate().unwrap_err().to_string();
+        assert!(err.contains("no FP8 tensor cores") && err.contains("int8"), "{err}");
         // Where FP8 cores are, FP8 is FP8.
         assert_eq!(cfg("qwen3-32b", "h100", Precision::Fp8).compute_precision(), Precision::Fp8);
     }

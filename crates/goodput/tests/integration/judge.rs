@@ -289,10 +289,11 @@ fn estimate_writes_the_same_document_with_the_engine_view() {
         goodput().args(["estimate", "--model", "llama-3.1-70b", "--precision", "fp8", "-n", "1"]).output().unwrap();
     assert_eq!(err.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&err.stderr).contains("--tp 2"));
-    // FP8 on an A100: vLLM's FP8 Marlin runs it as W8A16 (as INT8 here);
-    // TensorRT-LLM needs FP8 cores, and is told what runs.
+    // FP8 on an A100: vLLM's FP8 Marlin runs it as W8A16 (as INT8 here),
+    // and SGLang's; TensorRT-LLM needs FP8 cores, and is told what runs.
     let fp8 = ["estimate", "--gpu", "a100-80gb", "--precision", "fp8", "-n", "1"];
     assert!(goodput().args(fp8).output().unwrap().status.success());
+    assert!(goodput().args(fp8).args(["--scheduler", "sglang"]).output().unwrap().status.success());
     let err = goodput().args(fp8).args(["--scheduler", "trtllm"]).output().unwrap();
     assert!(!err.status.success());
     let stderr = String::from_utf8_lossy(&err.stderr);

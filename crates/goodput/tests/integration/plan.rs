@@ -2532,9 +2532,9 @@ fn plan_behind_tensorrt_llm_runs_its_scheduler_and_writes_its_scripts() {
 }
 
 #[test]
-fn fp8_on_a_gpu_without_fp8_cores_is_planned_as_vllm_runs_it_and_left_out_elsewhere() {
-    // An A100 has no FP8 cores: vLLM runs FP8 weights there as W8A16
-    // (its FP8 Marlin kernels), and so does the plan under vLLM; under
+fn fp8_on_a_gpu_without_fp8_cores_is_planned_as_vllm_runs_it_and_left_out_under_tensorrt_llm() {
+    // An A100 has no FP8 cores: vLLM (and SGLang) run FP8 weights there
+    // as W8A16 (FP8 Marlin kernels), and so does the plan; under
     // TensorRT-LLM it is left out, saying why.
     let dir = tempfile::tempdir().unwrap();
     let ids = |doc: &Value| -> Vec<String> {
