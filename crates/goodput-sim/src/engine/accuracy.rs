@@ -164,31 +164,31 @@ const GPT_OSS_HOPPER: &str = "H200, H100, where TensorRT-LLM runs the MXFP4 expe
 /// 120B's three, held out (its rows on two H100s are
 /// [`GPT_OSS_120B_VLLM_H100_TP2`]). A slow test recomputes them.
 pub const GPT_OSS_VLLM_H100: [(&str, GroupCheck); 2] = [
-    ("gpt-oss-20b", GroupCheck { rows: 3, median_pct: 0.7, error_pct: (-2.1, 3.6) }),
-    ("gpt-oss-120b", GroupCheck { rows: 3, median_pct: 16.6, error_pct: (10.6, 20.6) }),
+    ("gpt-oss-20b", GroupCheck { rows: 3, median_pct: 0.6, error_pct: (-2.1, 3.6) }),
+    ("gpt-oss-120b", GroupCheck { rows: 3, median_pct: 16.5, error_pct: (10.6, 20.3) }),
 ];
 
 /// Qwen3-235B-A22B under vLLM on H100s (the same file, held out):
 /// 16-bit on eight, FP8 on four, prompt-bound; each precision's rows and
 /// the least and most error.
 pub const QWEN3_235B_VLLM_H100: [(&str, RowsCheck); 2] = [
-    ("BF16, TP 8", RowsCheck { rows: 3, error_pct: (13.2, 39.5) }),
-    ("FP8, TP 4", RowsCheck { rows: 3, error_pct: (35.9, 63.5) }),
+    ("BF16, TP 8", RowsCheck { rows: 3, error_pct: (1.3, 20.0) }),
+    ("FP8, TP 4", RowsCheck { rows: 3, error_pct: (24.0, 43.9) }),
 ];
 
 /// DeepSeek-R1-0528 under vLLM on eight H200s (the same file, held out):
 /// FP8, TP 8, prompt-bound.
-pub const DEEPSEEK_VLLM_H200: RowsCheck = RowsCheck { rows: 3, error_pct: (66.9, 135.1) };
+pub const DEEPSEEK_VLLM_H200: RowsCheck = RowsCheck { rows: 3, error_pct: (50.3, 99.0) };
 
 /// GPT-OSS-120B under vLLM on two H100s (TP 2, `--async-scheduling`; the
 /// same file, held out).
-pub const GPT_OSS_120B_VLLM_H100_TP2: RowsCheck = RowsCheck { rows: 3, error_pct: (12.1, 17.3) };
+pub const GPT_OSS_120B_VLLM_H100_TP2: RowsCheck = RowsCheck { rows: 3, error_pct: (12.1, 17.1) };
 
 /// GPT-OSS-120B at four users on one and on two H100s (vLLM;
 /// `data/validation/gpustack-h100-latency.csv`, held out): mean TPOT and
 /// mean TTFT.
 pub const GPT_OSS_120B_FOUR_USERS: [(&str, RowsCheck); 2] = [
-    ("TPOT", RowsCheck { rows: 2, error_pct: (-22.6, -6.3) }),
+    ("TPOT", RowsCheck { rows: 2, error_pct: (-22.4, -6.2) }),
     ("TTFT", RowsCheck { rows: 2, error_pct: (3.7, 14.4) }),
 ];
 
@@ -241,12 +241,12 @@ pub const QWEN3_32B_TRTLLM_SHORT: [f64; 2] = [151.1, -22.2];
 /// GPU without FP8 cores; the three prompt-bound shapes. What the Ampere
 /// family's note quotes for a mixture of experts.
 pub const QWEN3_235B_A100: [(&str, RowsCheck); 2] = [
-    ("BF16, TP 8", RowsCheck { rows: 3, error_pct: (80.8, 97.9) }),
-    ("FP8 as W8A16, TP 4", RowsCheck { rows: 3, error_pct: (63.7, 123.0) }),
+    ("BF16, TP 8", RowsCheck { rows: 3, error_pct: (57.8, 63.0) }),
+    ("FP8 as W8A16, TP 4", RowsCheck { rows: 3, error_pct: (63.7, 122.8) }),
 ];
 
 /// Their 128/4 rows (16-bit, FP8).
-pub const QWEN3_235B_A100_SHORT: [f64; 2] = [181.3, 163.8];
+pub const QWEN3_235B_A100_SHORT: [f64; 2] = [126.7, 163.7];
 
 /// vLLM and SGLang served on B200s (`data/validation/served-b200.csv`,
 /// held out): each row's error, in per cent, as docs/simulator.md ("vLLM
@@ -254,8 +254,8 @@ pub const QWEN3_235B_A100_SHORT: [f64; 2] = [181.3, 163.8];
 /// (output tokens/s, mean TTFT), SGLang's GPT-OSS-120B at batch 1 (TPOT)
 /// on four B200s and on eight H100s.
 pub const SERVED_B200: [(&str, f64); 4] = [
-    ("vllm-q235-b200-tp4-30000-1000-out", 34.3),
-    ("vllm-q235-b200-tp4-30000-1000-ttft", -45.0),
+    ("vllm-q235-b200-tp4-30000-1000-out", 29.4),
+    ("vllm-q235-b200-tp4-30000-1000-ttft", -41.8),
     ("sglang-oss120-b200-tp4-bs1", 43.7),
     ("sglang-oss120-h100-tp8-bs1", 11.4),
 ];
@@ -284,9 +284,9 @@ pub const OWN_TABLES: [OwnTable; 4] = [
         file: "trtllm-gpt-oss.csv",
         weights: "MXFP4",
         blackwell_how: "B200, GB200",
-        blackwell: GroupCheck { rows: 12, median_pct: 39.1, error_pct: (15.6, 72.6) },
+        blackwell: GroupCheck { rows: 12, median_pct: 33.4, error_pct: (15.6, 62.1) },
         hopper_how: GPT_OSS_HOPPER,
-        hopper: GroupCheck { rows: 10, median_pct: 30.6, error_pct: (-12.5, 63.8) },
+        hopper: GroupCheck { rows: 10, median_pct: 35.6, error_pct: (-12.5, 63.8) },
         section: "GPT-OSS under TensorRT-LLM",
     },
     OwnTable {
@@ -681,7 +681,7 @@ mod tests {
             ampere.starts_with("A100 80GB (ampere) is uncalibrated")
                 && ampere.contains("-3 to +5 % off the measured under vLLM and -21 to -8 % under TensorRT-LLM")
                 && ampere.contains("(3 rows each), and Qwen3-32B's under TensorRT-LLM -21 to -7 %")
-                && ampere.contains("under vLLM +81 to +98 % in 16 bits on eight and +64 to +123 % in FP8")
+                && ampere.contains("under vLLM +58 to +63 % in 16 bits on eight and +64 to +123 % in FP8")
                 && !ampere.contains("MI300X"),
             "{ampere}"
         );
@@ -863,8 +863,8 @@ mod tests {
         let note = moe_note(&model("qwen3-235b-a22b")).unwrap();
         assert!(
             note.contains(
-                "under vLLM on Hopper, prompt-bound (GPUStack's runs, held out), +13 to +64 % for \
-                           Qwen3-235B-A22B (6 rows) and +67 to +135 % for DeepSeek-R1-0528 (3)"
+                "under vLLM on Hopper, prompt-bound (GPUStack's runs, held out), +1 to +44 % for \
+                           Qwen3-235B-A22B (6 rows) and +50 to +99 % for DeepSeek-R1-0528 (3)"
             ),
             "{note}"
         );

@@ -69,6 +69,25 @@ pub struct Calibration {
     /// Marlin's on Hopper) unpack the 4-bit weights inside the product's
     /// loop and multiply in 16 bits (W4A16). 1: as fast as 16-bit weights.
     pub eta_w4a16_moe: f64,
+    /// The activations a mixture of experts' kernels carry through memory
+    /// for each routed (token, expert) pair in each MoE layer, as a share
+    /// of what vLLM's fused-MoE kernels (SGLang's are their fork) move: the
+    /// token's hidden state read by the first product, its gate and up
+    /// outputs written and read back by the activation, whose output is
+    /// written and read by the second product, that product's output
+    /// written and read again by the sum over the token's experts,
+    /// (3·d + 6·I/TP) × 2 bytes on each GPU (I whole under expert
+    /// parallelism). The experts' products are then a roofline of their
+    /// own, apart from the rest of the step's. Under vLLM's and SGLang's
+    /// schedulers only ([`crate::engine::EngineConfig::moe_activation_traffic`]):
+    /// TensorRT-LLM's MoE kernels fuse otherwise. 0: not counted.
+    #[serde(default = "one")]
+    pub moe_activation_traffic: f64,
+}
+
+/// serde's default for a constant an older file lacks that is 1.
+fn one() -> f64 {
+    1.0
 }
 
 /// Hopper's `eta_w4a16_moe` (the other families without FP4 cores run on
@@ -112,6 +131,9 @@ impl Calibration {
             // prefill-bound (data/validation/gpustack-hopper.csv, split
             // `calibration`; docs/simulator.md, "GPT-OSS on Hopper").
             eta_w4a16_moe: ETA_W4A16_MOE,
+            // vLLM's kernels' own traffic (docs/simulator.md, "A mixture
+            // of experts' activations"); nothing set on data.
+            moe_activation_traffic: 1.0,
         };
         match family {
             // Fitted by hand on five FP4 saturation rows of Llama-3.3-70B on
@@ -222,6 +244,7 @@ impl Calibration {
             ("frontend_serial_us_per_output_token", self.frontend_serial_us_per_output_token, 6e7),
             ("activation_gib", self.activation_gib, 1024.0),
             ("runtime_gib", self.runtime_gib, 1024.0),
+            ("moe_activation_traffic", self.moe_activation_traffic, 100.0),
         ];
         for (name, v, _) in amounts {
             if !(v.is_finite() && v >= 0.0) {

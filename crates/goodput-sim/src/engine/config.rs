@@ -343,6 +343,19 @@ impl EngineConfig {
         }
     }
 
+    /// The share of vLLM's fused-MoE activation traffic a step of a
+    /// mixture of experts carries (`Calibration::moe_activation_traffic`):
+    /// the calibration's under vLLM's and SGLang's schedulers, whose
+    /// Triton fused-MoE kernels it describes, and none under
+    /// TensorRT-LLM's, whose CUTLASS kernels permute, fuse and reduce
+    /// otherwise and whose tables set the constants without it.
+    pub fn moe_activation_traffic(&self) -> f64 {
+        match self.scheduler {
+            SchedulerPolicy::Trtllm => 0.0,
+            SchedulerPolicy::Vllm | SchedulerPolicy::Sglang => self.calibration.moe_activation_traffic,
+        }
+    }
+
     /// The model as its KV cache holds it. vLLM's hybrid KV-cache manager
     /// and SGLang's hybrid SWA memory pool (Llama 4 and GPT-OSS by
     /// default) free the blocks a sliding window or an attention chunk has

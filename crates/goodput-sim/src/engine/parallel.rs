@@ -523,6 +523,10 @@ struct ExpertParallel {
     /// One GPU's peak · η_c and BW · η_w.
     gpu_compute_rate: f64,
     gpu_weight_rate: f64,
+    /// The activation bytes a routed (token, expert) pair moves through the
+    /// memory of the GPU that holds the expert, over all MoE layers
+    /// (`moe_activation_traffic`; the experts whole, not split by TP).
+    act_bytes_per_pair: f64,
     /// Two all-to-alls per MoE layer where the group has more than one
     /// rank (none with one: the tensor-parallel all-reduce combines the
     /// experts' results): their count, latency, and seconds per token a
@@ -571,6 +575,10 @@ impl Parallel {
                     expert_flops_per_token: 2.0 * k * m.expert_params_all_layers() as f64,
                     gpu_compute_rate: peak * c.eta_compute,
                     gpu_weight_rate: cfg.gpu.bandwidth_bytes_per_s() * c.eta_weights,
+                    act_bytes_per_pair: cfg.moe_activation_traffic()
+                        * m.moe_layers() as f64
+                        * (3.0 * d + 6.0 * m.intermediate_size as f64)
+                        * 2.0,
                     // vLLM's all-to-all kernels run only where EP spans
                     // data-parallel ranks (`use_all2all_kernels`: DP > 1
                     // with EP). With one rank (EP = TP) every GPU holds
@@ -838,7 +846,7 @@ impl Parallel {
                 (c, m, c.max(m), 0.0, head(c, m))
             }
             Some(ep) => {
-                let dense_c = r.gemm_compute_s(n, seqs * part) - n * ep.expert_flops_per_token / r.compute_rate;
+                let dense_c = r.gemm_compute_s(n, seqs * part) - n * ep.expert_flops_per_token / r.expert_rate();
                 let dense_m = r.dense_weight_bytes(n) / r.weight_rate;
                 // The group's tokens of one micro-batch, routed over its EP GPUs.
                 let group = (b.tokens as f64 / micro + extra).max(0.0);
@@ -846,7 +854,8 @@ impl Parallel {
                 let share = group / ep.ep * Self::imbalance(ep, assignments);
                 let expert_c = share * ep.expert_flops_per_token / ep.gpu_compute_rate;
                 // The busiest GPU's distinct experts, read once each.
-                let expert_m = Self::experts_read(ep, group) * r.expert_bytes / ep.gpu_weight_rate;
+                let expert_m = (Self::experts_read(ep, group) * r.expert_bytes + share * ep.k * ep.act_bytes_per_pair)
+                    / ep.gpu_weight_rate;
                 let a2a = ep.a2a_calls * (ep.a2a_latency + n * ep.a2a_s_per_token);
                 let gemm = dense_c.max(dense_m) + expert_c.max(expert_m);
                 (dense_c + expert_c, dense_m + expert_m, gemm, a2a, head(dense_c, dense_m))
@@ -1119,6 +1128,9 @@ mod tests {
     fn one_attention_rank_runs_no_all_to_all() {
         let mut tp8 = cfg("deepseek-v3", "h200", Precision::Fp8);
         tp8.tp = 8;
+        // The experts' activations apart: their traffic differs between a
+        // TP split and EP's whole experts (tested in roofline.rs).
+        tp8.calibration.moe_activation_traffic = 0.0;
         let mut tp_ep = tp8.clone();
         tp_ep.ep = 8;
         let (a, b) = (Roofline::new(&tp8).unwrap(), Roofline::new(&tp_ep).unwrap());
@@ -1234,6 +1246,7 @@ mod tests {
     fn the_rank_that_holds_the_most_work_sets_the_group_s_step() {
         let mut c = cfg("qwen3-30b-a3b", "h100", Precision::Bf16);
         (c.dp, c.ep) = (2, 2);
+        c.calibration.moe_activation_traffic = 0.0;
         let r = Roofline::new(&c).unwrap();
         // Two 2,000-token prompts and two decodes of 1,000-token contexts.
         let rank = |prompts: u32, ctx: &[u32]| {
@@ -1348,6 +1361,7 @@ mod tests {
         // busiest GPU reads its 2.53 experts, not the mean's 1.
         let mut c = cfg("qwen3-30b-a3b", "h100", Precision::Bf16);
         (c.dp, c.ep) = (8, 8);
+        c.calibration.moe_activation_traffic = 0.0;
         let real = Roofline::new(&c).unwrap();
         let mut even = real.clone();
         even.parallel.as_mut().unwrap().balanced();

@@ -309,6 +309,16 @@ pub struct Roofline {
     /// expert hit.
     expert_bytes: f64,
     moe: Option<Moe>,
+    /// A mixture of experts' activation bytes through memory per routed
+    /// (token, expert) pair over all MoE layers, summed over the TP group's
+    /// GPUs, each of which reads the token's whole hidden state and moves
+    /// its 1/TP of the experts' inner width (`moe_activation_traffic`; it
+    /// streams at `weight_rate`, the group's); 0 where not counted.
+    moe_act_bytes_per_pair: f64,
+    /// 2 · (one routed expert's parameters over all MoE layers): its flops
+    /// per routed pair, and the experts' own rate (TP · their peak · η_c).
+    expert_flops_per_pair: f64,
+    expert_rate: f64,
     /// TP · BW · η_w.
     weight_rate: f64,
     /// 4·L·H·h_d (latent attention: `ModelSpec::attention_flops_per_pair`).
@@ -430,6 +440,12 @@ impl Roofline {
             lm_head_bytes: table,
             expert_bytes,
             moe: m.moe,
+            moe_act_bytes_per_pair: m.moe.map_or(0.0, |_| {
+                let (d, i) = (m.hidden_size as f64, m.intermediate_size as f64);
+                cfg.moe_activation_traffic() * m.moe_layers() as f64 * (3.0 * d * tp + 6.0 * i) * 2.0
+            }),
+            expert_flops_per_pair: 2.0 * m.expert_params_all_layers() as f64,
+            expert_rate: tp * peak * c.eta_compute,
             weight_rate: tp * bw * c.eta_weights,
             attention_flops_per_pair: m.attention_flops_per_pair(),
             prefill_attention_flops_per_pair: m.prefill_attention_flops_per_pair(),
@@ -448,6 +464,13 @@ impl Roofline {
             power_memory: c.power_memory,
             parallel: parallel::Parallel::new(cfg, peak),
         })
+    }
+
+    /// The routed experts' matrix-product rate (TP · their peak · η_c):
+    /// the rest of a token's products, MXFP4's 16-bit ones, run at
+    /// `compute_rate`'s blend of the two.
+    pub(super) fn expert_rate(&self) -> f64 {
+        self.expert_rate
     }
 
     /// Watts the replica's GPUs draw while no step runs.
@@ -585,6 +608,21 @@ impl Roofline {
         }
         let n = b.tokens as f64;
         let (gemm_c, gemm_m) = (self.gemm_compute_s(n, b.seqs as f64), self.weight_bytes(n) / self.weight_rate);
+        let gemm = match self.moe {
+            // The experts' products a roofline of their own, their
+            // activations' traffic with their weights'.
+            Some(moe) if self.moe_act_bytes_per_pair > 0.0 => {
+                let pairs = n * moe.experts_per_token as f64;
+                let expert_c = pairs * self.expert_flops_per_pair / self.expert_rate;
+                // The experts' seconds within `gemm_c` are at their own
+                // rate (MXFP4's blend adds the two kinds' times).
+                let dense_c = (gemm_c - expert_c).max(0.0);
+                let dense_m = self.dense_weight_bytes(n) / self.weight_rate;
+                let expert_m = gemm_m - dense_m + pairs * self.moe_act_bytes_per_pair / self.weight_rate;
+                dense_c.max(dense_m) + expert_c.max(expert_m)
+            }
+            _ => gemm_c.max(gemm_m),
+        };
         let a = b.attended();
         let kv_tokens = a.decode_context + a.prefill_context + b.tokens as f64;
         let (att_c, att_m) = (
@@ -593,14 +631,7 @@ impl Roofline {
         );
         let tp = self.allreduce_calls * (self.allreduce_latency + n * self.allreduce_bytes_per_token / self.link_rate);
         let overhead = self.fixed_overhead + self.per_seq_overhead * b.seqs as f64;
-        Terms {
-            gemm: gemm_c.max(gemm_m),
-            attention: att_c.max(att_m),
-            tp,
-            overhead,
-            compute_s: gemm_c + att_c,
-            memory_s: gemm_m + att_m,
-        }
+        Terms { gemm, attention: att_c.max(att_m), tp, overhead, compute_s: gemm_c + att_c, memory_s: gemm_m + att_m }
     }
 }
 
@@ -710,6 +741,62 @@ mod tests {
                 assert!((got_w / logged_w - 1.0).abs() < 0.01, "{what} against {logged_w}");
             }
         }
+    }
+
+    #[test]
+    fn a_mixture_of_experts_activation_traffic_is_counted_where_asked() {
+        // Qwen3-235B-A22B on eight H100s (TP 8): a routed pair moves
+        // (3·4,096 + 6·1,536/8) × 2 bytes in each of 94 layers. A prefill
+        // chunk of 8,192 tokens with it counted: the experts' products are
+        // their own roofline, bound by that traffic (20.2 MB a token), the
+        // rest the step's; a dense model is untouched.
+        let mut c = cfg("qwen3-235b-a22b", "h100", Precision::Bf16);
+        c.tp = 8;
+        assert_eq!(c.calibration.moe_activation_traffic, 1.0, "counted by default");
+        let on = c.clone();
+        c.calibration.moe_activation_traffic = 0.0;
+        let (off_r, on_r) = (Roofline::new(&c).unwrap(), Roofline::new(&on).unwrap());
+        assert_eq!(on_r.moe_act_bytes_per_pair, 8.0 * 94.0 * (3.0 * 4096.0 + 6.0 * 192.0) * 2.0);
+        let mut chunk = BatchShape::default();
+        chunk.add_prefill(0, 8192);
+        let (off, on_t) = (off_r.breakdown(&chunk).gemm.as_secs_f64(), on_r.breakdown(&chunk).gemm.as_secs_f64());
+        let pairs = 8192.0 * 8.0;
+        let traffic = pairs * on_r.moe_act_bytes_per_pair / on_r.weight_rate;
+        let expert_c = pairs * on_r.expert_flops_per_pair / on_r.expert_rate;
+        assert!(traffic > expert_c, "the experts' products bound by their activations: {traffic} > {expert_c}");
+        assert!(on_t > off * 1.1 && on_t < off + traffic, "{off} → {on_t}");
+        // Decode of one sequence: its weights' reads dwarf its activations.
+        let mut one = BatchShape::default();
+        one.add_decode(1024);
+        let (a, b) = (off_r.step_time(&one).as_secs_f64(), on_r.step_time(&one).as_secs_f64());
+        assert!(b >= a && b < a * 1.01, "{a} → {b}");
+        // TensorRT-LLM's scheduler counts none: its kernels fuse otherwise.
+        let trt = EngineConfig { scheduler: SchedulerPolicy::Trtllm, ..on.clone() };
+        assert_eq!(trt.moe_activation_traffic(), 0.0);
+        let trt_off = EngineConfig { scheduler: SchedulerPolicy::Trtllm, ..c.clone() };
+        assert_eq!(Roofline::new(&trt).unwrap().step_time(&chunk), Roofline::new(&trt_off).unwrap().step_time(&chunk));
+        // A dense model has none.
+        let mut dense = cfg("llama-3.1-70b", "h100", Precision::Fp8);
+        dense.tp = 2;
+        let mut dense_on = dense.clone();
+        dense_on.calibration.moe_activation_traffic = 1.0;
+        assert_eq!(
+            Roofline::new(&dense).unwrap().step_time(&chunk),
+            Roofline::new(&dense_on).unwrap().step_time(&chunk)
+        );
+        // Under expert parallelism the experts are whole on their GPUs, the
+        // products four times as wide: the chunk stays bound by their
+        // compute, and a memory-bound step of 256 decodes carries the
+        // traffic beside the experts' weights.
+        let mut ep = on.clone();
+        ep.ep = 8;
+        let mut ep_off = c.clone();
+        ep_off.ep = 8;
+        let (r, r_off) = (Roofline::new(&ep).unwrap(), Roofline::new(&ep_off).unwrap());
+        assert_eq!(r.step_time(&chunk), r_off.step_time(&chunk));
+        let mut decodes = BatchShape::default();
+        (0..256).for_each(|_| decodes.add_decode(1024));
+        assert!(r.step_time(&decodes) > r_off.step_time(&decodes));
     }
 
     #[test]
