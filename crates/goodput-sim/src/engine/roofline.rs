@@ -366,7 +366,7 @@ impl Roofline {
         let c = &cfg.calibration;
         let tp = cfg.tp as f64;
         // FP8 weights where the GPU has no FP8 cores run as W8A16 under
-        // vLLM ([`EngineConfig::compute_precision`]).
+        // vLLM and SGLang ([`EngineConfig::compute_precision`]).
         let peak = cfg.gpu.peak_flops(cfg.compute_precision())?;
         let attention_peak = match cfg.kv_cache_dtype {
             KvCacheDtype::Fp8 if cfg.gpu.fp8_tflops.is_some() => cfg.gpu.peak_flops(Precision::Fp8)?,
@@ -608,7 +608,7 @@ impl Roofline {
         }
         let n = b.tokens as f64;
         let (gemm_c, gemm_m) = (self.gemm_compute_s(n, b.seqs as f64), self.weight_bytes(n) / self.weight_rate);
-        let gemm = match self.moe {
+        let (gemm, act_m) = match self.moe {
             // The experts' products a roofline of their own, their
             // activations' traffic with their weights'.
             Some(moe) if self.moe_act_bytes_per_pair > 0.0 => {
@@ -618,10 +618,10 @@ impl Roofline {
                 // rate (MXFP4's blend adds the two kinds' times).
                 let dense_c = (gemm_c - expert_c).max(0.0);
                 let dense_m = self.dense_weight_bytes(n) / self.weight_rate;
-                let expert_m = gemm_m - dense_m + pairs * self.moe_act_bytes_per_pair / self.weight_rate;
-                dense_c.max(dense_m) + expert_c.max(expert_m)
+                let act_m = pairs * self.moe_act_bytes_per_pair / self.weight_rate;
+                (dense_c.max(dense_m) + expert_c.max(gemm_m - dense_m + act_m), act_m)
             }
-            _ => gemm_c.max(gemm_m),
+            _ => (gemm_c.max(gemm_m), 0.0),
         };
         let a = b.attended();
         let kv_tokens = a.decode_context + a.prefill_context + b.tokens as f64;
@@ -631,7 +631,10 @@ impl Roofline {
         );
         let tp = self.allreduce_calls * (self.allreduce_latency + n * self.allreduce_bytes_per_token / self.link_rate);
         let overhead = self.fixed_overhead + self.per_seq_overhead * b.seqs as f64;
-        Terms { gemm, attention: att_c.max(att_m), tp, overhead, compute_s: gemm_c + att_c, memory_s: gemm_m + att_m }
+        // The activations' traffic streams memory as the weights do (the
+        // power model's memory side).
+        let memory_s = gemm_m + act_m + att_m;
+        Terms { gemm, attention: att_c.max(att_m), tp, overhead, compute_s: gemm_c + att_c, memory_s }
     }
 }
 
