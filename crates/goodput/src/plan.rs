@@ -676,7 +676,8 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     // loops split their users evenly.
     if doc.configs.iter().any(|c| c.params.get("internal_lb").is_some_and(|v| v == "true")) {
         doc.notes.push(format!(
-            "A dense model's replicas{} are one vLLM server of --data-parallel-size (internal_lb = \"true\" in \
+            "Replicas without ranks of attention data-parallel (a dense model's, or a mixture of experts' each on \
+             its own GPUs){} are one vLLM server of --data-parallel-size (internal_lb = \"true\" in \
              their parameters), whose front ends balance them themselves (one API server a replica, vLLM's \
              default): each request to the replica of least 4 × waiting + running requests, on the counts its \
              coordinator publishes every 100 ms, each front end counting what it sent since as waiting; {}",
