@@ -1792,6 +1792,12 @@ impl Search<'_> {
         let auto_pd = a.pd.as_deref().is_some_and(|s| s.trim().eq_ignore_ascii_case("auto"));
         let sglang = a.serve_engine == crate::launch::Server::Sglang;
         let trtllm = a.serve_engine == crate::launch::Server::Trtllm;
+        // The scheduler whose kernels set what a width runs as on a GPU.
+        let engine = match (sglang, trtllm) {
+            (true, _) => SchedulerPolicy::Sglang,
+            (_, true) => SchedulerPolicy::Trtllm,
+            _ => SchedulerPolicy::Vllm,
+        };
         let lengths = mean_lengths(&self.workload);
         let mut groups = Vec::new();
         let mut counted = 0;
@@ -1802,13 +1808,12 @@ impl Search<'_> {
             let kvs = &self.kv_cache_dtypes;
             for (precision, kv) in precisions.iter().flat_map(|&p| kvs.iter().map(move |&k| (p, k))) {
                 // FP8 where the GPU has no FP8 cores: vLLM and SGLang run it
-                // as weight-only FP8 (W8A16), and so does their engine
-                // (`EngineConfig::compute_precision`); TensorRT-LLM refuses it.
-                let w8a16 = precision == Precision::Fp8 && gpu.fp8_tflops.is_none() && !trtllm;
-                if w8a16 {
-                    let engine = if sglang { "SGLang" } else { "vLLM" };
+                // as weight-only FP8 (W8A16), and so does their engine;
+                // TensorRT-LLM refuses it.
+                if engine.compute_precision(precision, &gpu) != precision {
+                    let who = if sglang { "SGLang" } else { "vLLM" };
                     let n = format!(
-                        "fp8 on {name}: planned as {engine} runs it there, weight-only (W8A16, its FP8 Marlin \
+                        "fp8 on {name}: planned as {who} runs it there, weight-only (W8A16, its FP8 Marlin \
                          kernels): 1-byte weights, 16-bit products"
                     );
                     if !notes.contains(&n) {

@@ -81,13 +81,7 @@ pub struct Calibration {
     /// own, apart from the rest of the step's. Under vLLM's and SGLang's
     /// schedulers only ([`crate::engine::EngineConfig::moe_activation_traffic`]):
     /// TensorRT-LLM's MoE kernels fuse otherwise. 0: not counted.
-    #[serde(default = "one")]
     pub moe_activation_traffic: f64,
-}
-
-/// serde's default for a constant an older file lacks that is 1.
-fn one() -> f64 {
-    1.0
 }
 
 /// Hopper's `eta_w4a16_moe` (the other families without FP4 cores run on

@@ -324,23 +324,29 @@ pub const DEFAULT_BLOCK_SIZE: u32 = 16;
 pub const MAX_SCHEDULE_CONSERVATIVENESS: f64 = 100.0;
 pub const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
 
-impl EngineConfig {
-    /// The precision a step's matrix products run at: the weights' own,
-    /// but FP8 on a GPU without FP8 tensor cores (the A100) under vLLM's or
-    /// SGLang's scheduler runs as weight-only FP8, W8A16: their FP8 Marlin
-    /// kernels widen the 1-byte weights to 16 bits inside the product
-    /// ("FP8 models will run on compute capability >= 7.5 as weight-only
-    /// W8A16, utilizing FP8 Marlin", vLLM's FP8 guide; SGLang's `fp8.py`
-    /// turns Marlin on where `can_auto_enable_marlin_fp8()`), at the 16-bit
-    /// peak, as INT8 does here. TensorRT-LLM's FP8 needs FP8 cores, and
-    /// [`validate`](Self::validate) refuses it there.
-    pub fn compute_precision(&self) -> Precision {
-        match self.precision {
-            Precision::Fp8 if self.gpu.fp8_tflops.is_none() && self.scheduler != SchedulerPolicy::Trtllm => {
-                Precision::Int8
-            }
+impl SchedulerPolicy {
+    /// The precision weights of `precision` multiply at on `gpu` under this
+    /// scheduler: their own, but FP8 on a GPU without FP8 tensor cores (the
+    /// A100) under vLLM's or SGLang's runs as weight-only FP8, W8A16: their
+    /// FP8 Marlin kernels widen the 1-byte weights to 16 bits inside the
+    /// product ("FP8 models will run on compute capability >= 7.5 as
+    /// weight-only W8A16, utilizing FP8 Marlin", vLLM's FP8 guide; SGLang's
+    /// `fp8.py` turns Marlin on where `can_auto_enable_marlin_fp8()`), at
+    /// the 16-bit peak, as INT8 does here. TensorRT-LLM's FP8 needs FP8
+    /// cores, and [`EngineConfig::validate`] refuses it there.
+    pub fn compute_precision(self, precision: Precision, gpu: &GpuSpec) -> Precision {
+        match precision {
+            Precision::Fp8 if gpu.fp8_tflops.is_none() && self != SchedulerPolicy::Trtllm => Precision::Int8,
             p => p,
         }
+    }
+}
+
+impl EngineConfig {
+    /// The precision a step's matrix products run at
+    /// ([`SchedulerPolicy::compute_precision`] of the weights' own).
+    pub fn compute_precision(&self) -> Precision {
+        self.scheduler.compute_precision(self.precision, &self.gpu)
     }
 
     /// The share of vLLM's fused-MoE activation traffic a step of a
@@ -354,6 +360,21 @@ impl EngineConfig {
             SchedulerPolicy::Trtllm => 0.0,
             SchedulerPolicy::Vllm | SchedulerPolicy::Sglang => self.calibration.moe_activation_traffic,
         }
+    }
+
+    /// The activation bytes one routed (token, expert) pair moves through
+    /// one GPU's memory over all MoE layers, the experts' inner width split
+    /// `split` ways (TP; 1 under expert parallelism, which keeps experts
+    /// whole): (3 · d + 6 · I / split) × 2 bytes a layer, times
+    /// [`moe_activation_traffic`](Self::moe_activation_traffic). 0 for a
+    /// dense model.
+    pub fn moe_activation_bytes_per_pair(&self, split: f64) -> f64 {
+        let m = &self.model;
+        if m.moe.is_none() {
+            return 0.0;
+        }
+        let (d, i) = (m.hidden_size as f64, m.intermediate_size as f64);
+        self.moe_activation_traffic() * m.moe_layers() as f64 * (3.0 * d + 6.0 * i / split) * 2.0
     }
 
     /// The model as its KV cache holds it. vLLM's hybrid KV-cache manager

@@ -575,10 +575,7 @@ impl Parallel {
                     expert_flops_per_token: 2.0 * k * m.expert_params_all_layers() as f64,
                     gpu_compute_rate: peak * c.eta_compute,
                     gpu_weight_rate: cfg.gpu.bandwidth_bytes_per_s() * c.eta_weights,
-                    act_bytes_per_pair: cfg.moe_activation_traffic()
-                        * m.moe_layers() as f64
-                        * (3.0 * d + 6.0 * m.intermediate_size as f64)
-                        * 2.0,
+                    act_bytes_per_pair: cfg.moe_activation_bytes_per_pair(1.0),
                     // vLLM's all-to-all kernels run only where EP spans
                     // data-parallel ranks (`use_all2all_kernels`: DP > 1
                     // with EP). With one rank (EP = TP) every GPU holds
@@ -846,7 +843,7 @@ impl Parallel {
                 (c, m, c.max(m), 0.0, head(c, m))
             }
             Some(ep) => {
-                let dense_c = r.gemm_compute_s(n, seqs * part) - n * ep.expert_flops_per_token / r.expert_rate();
+                let dense_c = r.gemm_compute_s(n, seqs * part) - n * ep.expert_flops_per_token / r.expert_rate;
                 let dense_m = r.dense_weight_bytes(n) / r.weight_rate;
                 // The group's tokens of one micro-batch, routed over its EP GPUs.
                 let group = (b.tokens as f64 / micro + extra).max(0.0);

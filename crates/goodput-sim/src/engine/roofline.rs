@@ -440,10 +440,7 @@ impl Roofline {
             lm_head_bytes: table,
             expert_bytes,
             moe: m.moe,
-            moe_act_bytes_per_pair: m.moe.map_or(0.0, |_| {
-                let (d, i) = (m.hidden_size as f64, m.intermediate_size as f64);
-                cfg.moe_activation_traffic() * m.moe_layers() as f64 * (3.0 * d * tp + 6.0 * i) * 2.0
-            }),
+            moe_act_bytes_per_pair: tp * cfg.moe_activation_bytes_per_pair(tp),
             expert_flops_per_pair: 2.0 * m.expert_params_all_layers() as f64,
             expert_rate: tp * peak * c.eta_compute,
             weight_rate: tp * bw * c.eta_weights,
@@ -464,13 +461,6 @@ impl Roofline {
             power_memory: c.power_memory,
             parallel: parallel::Parallel::new(cfg, peak),
         })
-    }
-
-    /// The routed experts' matrix-product rate (TP · their peak · η_c):
-    /// the rest of a token's products, MXFP4's 16-bit ones, run at
-    /// `compute_rate`'s blend of the two.
-    pub(super) fn expert_rate(&self) -> f64 {
-        self.expert_rate
     }
 
     /// Watts the replica's GPUs draw while no step runs.
