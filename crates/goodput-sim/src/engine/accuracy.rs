@@ -644,7 +644,7 @@ pub fn ttft_note(start: Start) -> String {
 mod tests {
     use super::*;
     use crate::engine::validate::{
-        parse_csv, validate, Metric, ReferenceEngine, ReferenceLoad, Split, ValidationOptions,
+        parse_csv, validate, Metric, ReferenceEngine, ReferenceLoad, ReferenceRow, Split, ValidationOptions,
     };
 
     #[test]
@@ -966,37 +966,18 @@ mod tests {
         // Qwen3-32B under TensorRT-LLM: the H100's rows, then the A100's.
         for (i, predictions) in [&report.predictions, &a100.predictions].into_iter().enumerate() {
             let (what, quoted) = QWEN3_32B_TRTLLM[i];
-            let of = |long: bool| {
-                predictions
-                    .iter()
-                    .filter(move |p| p.row.model == "qwen3-32b" && (p.row.input_tokens >= 1000) == long)
-                    .map(|p| p.rel_error * 100.0)
-            };
             assert!(predictions
                 .iter()
                 .filter(|p| p.row.model == "qwen3-32b")
                 .all(|p| p.row.engine == ReferenceEngine::TensorRtLlm));
-            assert_eq!(rows_check(of(true)), quoted, "Qwen3-32B, {what}, moved; quote its new figures");
-            assert_eq!(rows_check(of(false)).error_pct.0, QWEN3_32B_TRTLLM_SHORT[i], "Qwen3-32B, {what}, 128/4");
+            let what = format!("Qwen3-32B, {what}");
+            check_prompt_bound(predictions, |r| r.model == "qwen3-32b", &what, quoted, QWEN3_32B_TRTLLM_SHORT[i]);
         }
-        for (i, (what, quoted)) in QWEN3_235B_A100.iter().enumerate() {
+        for (i, (what, quoted)) in QWEN3_235B_A100.into_iter().enumerate() {
             let precision = [crate::engine::Precision::Bf16, crate::engine::Precision::Fp8][i];
-            let of = |long: bool| {
-                a100.predictions
-                    .iter()
-                    .filter(move |p| {
-                        p.row.model == "qwen3-235b-a22b"
-                            && p.row.precision == precision
-                            && (p.row.input_tokens >= 1000) == long
-                    })
-                    .map(|p| p.rel_error * 100.0)
-            };
-            assert_eq!(rows_check(of(true)), *quoted, "Qwen3-235B-A22B on A100s, {what}, moved; quote its new figures");
-            assert_eq!(
-                rows_check(of(false)).error_pct.0,
-                QWEN3_235B_A100_SHORT[i],
-                "Qwen3-235B-A22B on A100s, {what}, 128/4"
-            );
+            let keep = |r: &ReferenceRow| r.model == "qwen3-235b-a22b" && r.precision == precision;
+            let what = format!("Qwen3-235B-A22B on A100s, {what}");
+            check_prompt_bound(&a100.predictions, keep, &what, quoted, QWEN3_235B_A100_SHORT[i]);
         }
         let oss = a100.predictions.iter().filter(|p| p.row.model == "gpt-oss-20b").map(|p| p.rel_error * 100.0);
         assert_eq!(rows_check(oss), GPT_OSS_20B_A100, "GPT-OSS-20B on an A100 moved; quote its new figures");
@@ -1026,9 +1007,8 @@ mod tests {
         }
     }
 
-    /// Qwen3-14B's predictions under each of `engines` on `gpu`: the
-    /// prompt-bound rows' range against `quoted`, the 128/4 row against
-    /// `short`.
+    /// Qwen3-14B's predictions under each of `engines` on `gpu`
+    /// ([`check_prompt_bound`]).
     fn check_qwen3_14b(
         predictions: &[crate::engine::validate::Prediction],
         gpu: &str,
@@ -1036,18 +1016,31 @@ mod tests {
         quoted: [(&str, RowsCheck); 2],
         short: [f64; 2],
     ) {
-        for (i, (what, quoted)) in quoted.iter().enumerate() {
-            let of = |long: bool| {
-                predictions
-                    .iter()
-                    .filter(move |p| {
-                        p.row.model == "qwen3-14b" && p.row.engine == engines[i] && (p.row.input_tokens >= 1000) == long
-                    })
-                    .map(|p| p.rel_error * 100.0)
-            };
-            assert_eq!(rows_check(of(true)), *quoted, "Qwen3-14B on an {gpu}, {what}, moved; quote its new figures");
-            assert_eq!(rows_check(of(false)).error_pct.0, short[i], "Qwen3-14B on an {gpu}, {what}, 128/4");
+        for (i, (what, quoted)) in quoted.into_iter().enumerate() {
+            let keep = |r: &ReferenceRow| r.model == "qwen3-14b" && r.engine == engines[i];
+            check_prompt_bound(predictions, keep, &format!("Qwen3-14B on an {gpu}, {what}"), quoted, short[i]);
         }
+    }
+
+    /// The predictions of the rows `keep` picks: the prompt-bound ones'
+    /// (prompts of 1,000 tokens or more) range against `quoted`, the
+    /// 128/4 one's against `short`.
+    fn check_prompt_bound(
+        predictions: &[crate::engine::validate::Prediction],
+        keep: impl Fn(&ReferenceRow) -> bool,
+        what: &str,
+        quoted: RowsCheck,
+        short: f64,
+    ) {
+        let of = |long: bool| {
+            predictions
+                .iter()
+                .filter(|p| keep(&p.row) && (p.row.input_tokens >= 1000) == long)
+                .map(|p| p.rel_error * 100.0)
+                .collect::<Vec<f64>>()
+        };
+        assert_eq!(rows_check(of(true)), quoted, "{what}, moved; quote its new figures");
+        assert_eq!(rows_check(of(false)).error_pct.0, short, "{what}, 128/4");
     }
 
     /// A figure as docs/simulator.md writes it: a sign, a tenth, the minus
@@ -1121,27 +1114,16 @@ mod tests {
         for (line, (id, quoted)) in rows.iter().zip(SERVED_B200) {
             assert!(line.ends_with(&format!("| {} |", doc_pct(quoted))), "{id}: {line}");
         }
-        for ((what, c), short) in QWEN3_235B_A100.iter().zip(QWEN3_235B_A100_SHORT) {
-            let head = format!("| Qwen3-235B-A22B on A100s, vLLM, {what} |");
-            let line = doc.lines().find(|l| l.starts_with(&head)).unwrap_or_default();
-            for end in [c.error_pct.0, c.error_pct.1, short] {
-                assert!(line.contains(&doc_pct(end)), "{head}: {line}");
-            }
-        }
-        for ((what, c), short) in QWEN3_32B_TRTLLM.iter().zip(QWEN3_32B_TRTLLM_SHORT) {
-            let head = format!("| Qwen3-32B, TensorRT-LLM, {what} |");
-            let line = doc.lines().find(|l| l.starts_with(&head)).unwrap_or_default();
-            for end in [c.error_pct.0, c.error_pct.1, short] {
-                assert!(line.contains(&doc_pct(end)), "{head}: {line}");
-            }
-        }
-        // Qwen3-14B's tables: each engine's line holds its prompt-bound
+        // The by-shape tables: each group's line holds its prompt-bound
         // range's ends and its 128/4 row.
-        for (gpu, quoted, short) in
-            [("", QWEN3_14B_H100, QWEN3_14B_H100_SHORT), (" on an A100", QWEN3_14B_A100, QWEN3_14B_A100_SHORT)]
-        {
+        for (head, quoted, short) in [
+            ("Qwen3-235B-A22B on A100s, vLLM,", QWEN3_235B_A100, QWEN3_235B_A100_SHORT),
+            ("Qwen3-32B, TensorRT-LLM,", QWEN3_32B_TRTLLM, QWEN3_32B_TRTLLM_SHORT),
+            ("Qwen3-14B,", QWEN3_14B_H100, QWEN3_14B_H100_SHORT),
+            ("Qwen3-14B on an A100,", QWEN3_14B_A100, QWEN3_14B_A100_SHORT),
+        ] {
             for ((what, c), short) in quoted.iter().zip(short) {
-                let head = format!("| Qwen3-14B{gpu}, {what} |");
+                let head = format!("| {head} {what} |");
                 let line = doc.lines().find(|l| l.starts_with(&head)).unwrap_or_default();
                 for end in [c.error_pct.0, c.error_pct.1, short] {
                     assert!(line.contains(&doc_pct(end)), "{head}: {line}");
