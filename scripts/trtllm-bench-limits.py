@@ -71,19 +71,17 @@ def limits(r, fraction):
     requests = free * fraction / (per_token * (isl + osl))
     raw_batch = min(requests, 4096) / pp
     raw_tokens = min(raw_batch * (1 + isl / osl), 32768)
-    if raw_batch < 256:
-        batch = max(64, 32 * math.ceil(raw_batch / 32))
-    elif raw_batch < 1024:
-        batch = 128 * math.ceil(raw_batch / 128)
-    else:
-        batch = 256 * math.ceil(raw_batch / 256)
-    if raw_tokens < 4096:
-        tokens = max(2048, 256 * math.ceil(raw_tokens / 256))
-    elif raw_tokens < 8192:
-        tokens = 512 * math.ceil(raw_tokens / 512)
-    else:
-        tokens = 1024 * math.ceil(raw_tokens / 1024)
+    batch = round_up(raw_batch, [(256, 32), (1024, 128), (math.inf, 256)], 64)
+    tokens = round_up(raw_tokens, [(4096, 256), (8192, 512), (math.inf, 1024)], 2048)
     return batch, max(tokens, isl + batch)
+
+
+def round_up(x, ladder, least):
+    """x rounded up to a multiple of the step of the first (bound, step)
+    rung it lies under, and at least `least`: trtllm-bench's two ladders
+    (every rung past the first is above `least` already)."""
+    step = next(step for bound, step in ladder if x < bound)
+    return max(least, step * math.ceil(x / step))
 
 
 def main():
