@@ -1810,12 +1810,7 @@ impl Search<'_> {
                 // FP8 where the GPU has no FP8 cores: vLLM and SGLang run it
                 // as weight-only FP8 (W8A16), and so does their engine;
                 // TensorRT-LLM refuses it.
-                if engine.compute_precision(precision, &gpu) != precision {
-                    let who = if sglang { "SGLang" } else { "vLLM" };
-                    let n = format!(
-                        "fp8 on {name}: planned as {who} runs it there, weight-only (W8A16, its FP8 Marlin \
-                         kernels): 1-byte weights, 16-bit products"
-                    );
+                if let Some(n) = crate::virtual_point::weight_only_note(engine, precision, &gpu, &name, "planned") {
                     if !notes.contains(&n) {
                         notes.push(n);
                     }

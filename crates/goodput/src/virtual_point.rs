@@ -16,7 +16,7 @@ use goodput_core::{AnalysisOptions, RequestRecord, RunConfig, RunResult, Session
 use goodput_load::{LengthDist, LoadPlan, Workload};
 use goodput_sim::engine::{
     simulate_until, Disaggregation, EngineConfig, EngineView, GpuSpec, KvCacheDtype, LoadBalance, ModelSpec, Precision,
-    PromptKind, RouterPolicy, SharedPrefix, SimRun, VirtualLoad, VirtualRequest, VirtualTurn,
+    PromptKind, RouterPolicy, SchedulerPolicy, SharedPrefix, SimRun, VirtualLoad, VirtualRequest, VirtualTurn,
 };
 use goodput_sim::template::ChatTemplate;
 use std::collections::HashSet;
@@ -64,10 +64,12 @@ pub fn model_spec(model: &str) -> Result<ModelSpec> {
 /// `--precision`: a width, or `auto`, the checkpoint's
 /// ([`ModelSpec::checkpoint_precision`]: a config.json's
 /// `quantization_config`, DeepSeek-V3's FP8) and 16-bit where it names
-/// none. A checkpoint in a format the GPU's tensor cores lack runs as vLLM
-/// runs it there, its weights alone at that width (FP8 on an A100 through
-/// the FP8 Marlin kernel: 8-bit weights, 16-bit math; NVFP4 on Hopper: 4-bit
-/// weights).
+/// none. An FP8 checkpoint stays FP8 on a GPU without FP8 cores: the
+/// engine runs it as the scheduler's server does there
+/// ([`SchedulerPolicy::compute_precision`]: weight-only under vLLM and
+/// SGLang, refused under TensorRT-LLM, [`refuse_auto_fp8`]). An NVFP4
+/// checkpoint where FP4 cores are not runs as vLLM runs it, its 4-bit
+/// weights alone (FP4 Marlin): INT4's bytes and rate.
 pub fn resolve_precision(flag: &str, model: &ModelSpec, gpu: &GpuSpec) -> Result<Precision> {
     if !flag.trim().eq_ignore_ascii_case("auto") {
         return Ok(flag.parse()?);
@@ -75,10 +77,59 @@ pub fn resolve_precision(flag: &str, model: &ModelSpec, gpu: &GpuSpec) -> Result
     Ok(match model.checkpoint_precision {
         None => Precision::Bf16,
         Some(p) if gpu.peak_flops(p).is_ok() => p,
-        Some(Precision::Fp8) => Precision::Int8,
         Some(Precision::Fp4) => Precision::Int4,
         Some(p) => p,
     })
+}
+
+/// `--precision auto` under TensorRT-LLM's scheduler with an FP8
+/// checkpoint on a GPU without FP8 cores: TensorRT-LLM cannot run it, and
+/// the refusal names the checkpoint rather than a `--precision fp8` that
+/// was not typed.
+fn refuse_auto_fp8(flag: &str, cfg: &EngineConfig) -> Result<()> {
+    let auto = flag.trim().eq_ignore_ascii_case("auto");
+    if auto
+        && cfg.precision == Precision::Fp8
+        && cfg.scheduler == SchedulerPolicy::Trtllm
+        && cfg.gpu.fp8_tflops.is_none()
+    {
+        bail!(
+            "--precision auto: {}'s checkpoint is FP8, which TensorRT-LLM runs only on GPUs with FP8 tensor cores, and \
+             {} has none: pass --precision int8 (weight-only) or bf16, or --scheduler vllm or sglang, which run FP8 \
+             weights there as weight-only FP8 (W8A16)",
+            cfg.model.name,
+            cfg.gpu.name
+        );
+    }
+    Ok(())
+}
+
+/// What a width runs as where the GPU's cores lack it, said beside an
+/// estimate and a plan: FP8 on a GPU without FP8 cores under vLLM's or
+/// SGLang's scheduler, the GPU named `label`. `None` where the width runs
+/// as itself.
+pub fn weight_only_note(
+    scheduler: SchedulerPolicy,
+    precision: Precision,
+    gpu: &GpuSpec,
+    label: &str,
+    verb: &str,
+) -> Option<String> {
+    (scheduler.compute_precision(precision, gpu) != precision).then(|| {
+        let who = if scheduler == SchedulerPolicy::Sglang { "SGLang" } else { "vLLM" };
+        format!(
+            "{precision} on {label}: {verb} as {who} runs it there, weight-only (W8A16, its FP8 Marlin kernels): \
+             1-byte weights, 16-bit products"
+        )
+    })
+}
+
+/// The notes `estimate` and `sweep --estimate` give on the width: a
+/// `quantization_config` not modelled, or FP8 run weight-only.
+pub fn precision_notes(flag: &str, cfg: &EngineConfig) -> Vec<String> {
+    let weight_only =
+        weight_only_note(cfg.scheduler, cfg.precision, &cfg.gpu, &cfg.gpu.name, "run").map(|n| format!("note: {n}"));
+    quantization_note(flag, &cfg.model).into_iter().chain(weight_only).collect()
 }
 
 /// A note where `--precision auto` meets a `quantization_config` whose
@@ -156,6 +207,7 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         cfg.enable_prefix_caching = !e.no_prefix_caching;
         cfg.mixed_batches = !e.no_mixed_batches;
         cfg.scheduler = e.scheduler.parse()?;
+        refuse_auto_fp8(&e.precision, &cfg)?;
         if e.schedule_conservativeness != 1.0 && cfg.scheduler != goodput_sim::engine::SchedulerPolicy::Sglang {
             bail!(
                 "--schedule-conservativeness is SGLang's, and the scheduler is {}: add --scheduler sglang, or drop it",

@@ -857,7 +857,7 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
         let cfg = EngineConfig::try_from(&engine)?;
         crate::estimate::refuse_other_gpus(&a.judge, &cfg)?;
         if !a.output.quiet {
-            if let Some(note) = virtual_point::quantization_note(&a.hw.precision, &cfg.model) {
+            for note in virtual_point::precision_notes(&a.hw.precision, &cfg) {
                 goodput_core::tell!("{note}");
             }
         }

@@ -1416,8 +1416,10 @@ fn model_config(dir: &Path, json: &str) -> std::path::PathBuf {
 fn precision_auto_runs_the_checkpoint_s_width() {
     // A config.json published in FP8: `estimate` runs it in FP8 unless
     // --precision says otherwise, and on an A100 (no FP8 tensor cores) as
-    // vLLM runs it there, 8-bit weights with 16-bit math. It had always run
-    // 16-bit, and DeepSeek-V3 "did not fit" eight H200s.
+    // vLLM runs it there, 8-bit weights with 16-bit math, and says so;
+    // TensorRT-LLM's scheduler refuses it there, naming the checkpoint. It
+    // had always run 16-bit, and DeepSeek-V3 "did not fit" eight H200s;
+    // until session 91 it became INT8 on an A100 under every scheduler.
     let dir = tempfile::tempdir().unwrap();
     let model = model_config(
         dir.path(),
@@ -1438,7 +1440,18 @@ fn precision_auto_runs_the_checkpoint_s_width() {
     };
     assert_eq!(precision(&[]), "fp8");
     assert_eq!(precision(&["--precision", "bf16"]), "bf16");
-    assert_eq!(precision(&["--gpu", "a100-80gb"]), "int8");
+    assert_eq!(precision(&["--gpu", "a100-80gb"]), "fp8");
+    let said = goodput().args(["estimate", "-n", "2", "--gpu", "a100-80gb", "--model"]).arg(&model).output().unwrap();
+    let err = String::from_utf8_lossy(&said.stderr);
+    assert!(err.contains("note: fp8 on A100 80GB: run as vLLM runs it there, weight-only (W8A16"), "{err}");
+    let said = goodput().args(["estimate", "-n", "2", "--gpu", "h100", "--model"]).arg(&model).output().unwrap();
+    assert!(!String::from_utf8_lossy(&said.stderr).contains("W8A16"));
+    let err = goodput()
+        .args(["estimate", "-q", "-n", "2", "--gpu", "a100-80gb", "--scheduler", "trtllm", "--model"])
+        .arg(&model)
+        .refusal();
+    let named = ["--precision auto: ", "checkpoint is FP8", "A100 80GB has none", "--scheduler vllm or sglang"];
+    assert!(named.iter().all(|n| err.contains(n)), "{err}");
     let out = dir.path().join("ds.json");
     goodput()
         .args(["estimate", "-q", "-n", "2", "--model", "deepseek-r1", "--gpu", "h200", "--tp", "8", "-o"])
