@@ -31,8 +31,18 @@ pub struct Calibration {
     /// Time from a request's arrival at the server to its arrival at the
     /// scheduler (HTTP, parsing, tokenising).
     pub frontend_overhead_ms: f64,
-    /// Activation memory the engine reserves per GPU.
+    /// Activation memory the engine reserves per GPU under TensorRT-LLM's
+    /// and SGLang's schedulers (vLLM's is its profile's,
+    /// `vllm_sampler_bytes_per_logit`).
     pub activation_gib: f64,
+    /// vLLM's activation reserve, per logit of its start-up profile's
+    /// sampler run: the profile samples `max_num_seqs` dummy requests over
+    /// the whole vocabulary (the logits in 32 bits, their sort's values and
+    /// 64-bit indices, the softmaxes, the cumulative sum, the noise), and
+    /// the peak it measures is that and the step's hidden states,
+    /// `max_num_batched_tokens` × d × 2 bytes
+    /// ([`crate::engine::EngineConfig::activation_bytes`]).
+    pub vllm_sampler_bytes_per_logit: f64,
     /// Runtime memory outside PyTorch per GPU (CUDA context, NCCL, graphs).
     pub runtime_gib: f64,
     /// Relative spread (standard deviation over mean) of a step's time
@@ -113,6 +123,10 @@ impl Calibration {
             eta_link: 0.7,
             frontend_overhead_ms: 15.0,
             activation_gib: 5.5,
+            // Set on one row of vLLM 0.11.0's memory log (Llama-3.1-8B on
+            // an H100: 4.76 GiB), checked on four others within 1 %
+            // (docs/simulator.md, "The KV cache's size, checked").
+            vllm_sampler_bytes_per_logit: 38.4,
             runtime_gib: 0.15,
             step_time_cv: 0.0,
             frontend_jitter_ms: 0.0,
@@ -237,6 +251,7 @@ impl Calibration {
             ("frontend_serial_us_per_token", self.frontend_serial_us_per_token, 6e7),
             ("frontend_serial_us_per_output_token", self.frontend_serial_us_per_output_token, 6e7),
             ("activation_gib", self.activation_gib, 1024.0),
+            ("vllm_sampler_bytes_per_logit", self.vllm_sampler_bytes_per_logit, 1024.0),
             ("runtime_gib", self.runtime_gib, 1024.0),
             ("moe_activation_traffic", self.moe_activation_traffic, 100.0),
         ];

@@ -349,6 +349,28 @@ impl EngineConfig {
         self.scheduler.compute_precision(self.precision, &self.gpu)
     }
 
+    /// The activation memory one GPU reserves before its KV cache. Under
+    /// vLLM's scheduler, what its start-up profile measures (vLLM 0.11's
+    /// `torch peak memory increase`): its sampler's run over
+    /// `max_num_seqs` dummy requests, `vllm_sampler_bytes_per_logit` for
+    /// each of their logits over the whole vocabulary, beside the
+    /// step's hidden states, `max_num_batched_tokens` × d in 16 bits (the
+    /// forward's other activations are freed by then). 4.76 GiB for
+    /// Llama-3.1-8B on an H100, 7.4 GiB for GPT-OSS's 201,088-token
+    /// vocabulary. Under TensorRT-LLM's and SGLang's, the calibration's
+    /// flat `activation_gib`.
+    pub fn activation_bytes(&self) -> f64 {
+        let c = &self.calibration;
+        match self.scheduler {
+            SchedulerPolicy::Vllm => {
+                let logits = f64::from(self.resolved_max_num_seqs()) * f64::from(self.model.vocab_size);
+                let hidden = f64::from(self.max_num_batched_tokens) * f64::from(self.model.hidden_size) * 2.0;
+                logits * c.vllm_sampler_bytes_per_logit + hidden
+            }
+            SchedulerPolicy::Trtllm | SchedulerPolicy::Sglang => c.activation_gib * super::catalog::GIB,
+        }
+    }
+
     /// The share of vLLM's fused-MoE activation traffic a step of a
     /// mixture of experts carries (`Calibration::moe_activation_traffic`):
     /// the calibration's under vLLM's and SGLang's schedulers, whose

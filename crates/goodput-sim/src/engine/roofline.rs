@@ -72,7 +72,7 @@ fn kv_capacity_unchecked(cfg: &EngineConfig) -> KvCapacity {
         cfg.model.weight_bytes(cfg.precision),
         cfg.kv_model().kv_pool_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp),
     );
-    let reserved = weight_bytes_per_gpu + c.activation_gib * GIB + c.runtime_gib * GIB;
+    let reserved = weight_bytes_per_gpu + cfg.activation_bytes() + c.runtime_gib * GIB;
     let kv_bytes_per_gpu = match cfg.scheduler {
         // vLLM's gpu_memory_utilization: a share of the whole memory, the
         // weights and the rest inside it.
@@ -689,37 +689,42 @@ mod tests {
 
     #[test]
     fn kv_capacity_of_llama_8b_bf16_on_h100_by_hand() {
-        // 80 GiB × 0.9 = 77,309,411,328 B; weights 8,029,995,008 × 2 =
-        // 16,059,990,016 B; activations 5.5 GiB = 5,905,580,032 B; runtime
-        // 0.15 GiB = 161,061,273.6 B. Left: 55,182,780,006.4 B. A token takes
-        // 2 × 32 × 8 × 128 × 2 = 131,072 B, a 16-token block 2,097,152 B:
-        // 26,313 whole blocks, 421,008 tokens.
+        // 79.18 GiB × 0.9 = 76,516,989,861.9 B; weights 8,029,995,008 × 2 =
+        // 16,059,990,016 B; vLLM's activations 1,024 sequences × 128,256
+        // logits × 38.4 B + 8,192 tokens × 4,096 × 2 B = 5,110,339,993.6 B;
+        // runtime 0.15 GiB = 161,061,273.6 B. Left: 55,185,598,578.7 B. A
+        // token takes 2 × 32 × 8 × 128 × 2 = 131,072 B, a 16-token block
+        // 2,097,152 B: 26,314 whole blocks, 421,024 tokens.
         let cap = kv_capacity(&cfg("llama-3.1-8b", "h100", Precision::Bf16)).unwrap();
         assert_eq!(cap.weight_bytes_per_gpu, 16_059_990_016.0);
-        assert!((cap.kv_bytes_per_gpu - 55_182_780_006.4).abs() < 1.0);
-        assert_eq!(cap.num_blocks, 26_313);
-        assert_eq!(cap.tokens(), 421_008);
+        assert!((cap.kv_bytes_per_gpu - 55_185_598_578.7).abs() < 1.0);
+        assert_eq!(cap.num_blocks, 26_314);
+        assert_eq!(cap.tokens(), 421_024);
     }
 
     /// vLLM 0.11.0's own memory log on one or two H100s (79.18 GiB each,
-    /// `--gpu-memory-utilization 0.9`; llm-d/llm-d-benchmark@0fa12aa9788a,
+    /// the catalog's since session 91; `--gpu-memory-utilization 0.9`;
+    /// llm-d/llm-d-benchmark@0fa12aa9788a,
     /// `config_explorer/empirical-vllm-memory-results.md`, Apache-2.0):
-    /// model, precision, TP, the weights and the cache it logged per GPU
-    /// (GiB; a negative cache: it refused to start), and the engine's, as
-    /// docs/simulator.md ("The KV cache's size, checked") quotes them.
-    const VLLM_MEMORY_LOG: [(&str, Precision, u32, f64, f64, f64, f64); 7] = [
-        ("gpt-oss-20b", Precision::Mxfp4, 1, 13.47, 50.28, 12.80, 53.55),
-        ("gpt-oss-120b", Precision::Mxfp4, 1, 64.38, 3.33, 60.69, 5.66),
-        ("llama-3.3-70b", Precision::Fp8, 2, 33.88, 32.00, 33.83, 32.52),
-        ("llama-3.3-70b", Precision::Fp8, 1, 67.72, -1.44, 67.66, -1.31),
-        ("llama-3.1-8b", Precision::Bf16, 1, 14.99, 51.38, 14.96, 51.39),
-        ("qwen3-32b", Precision::Bf16, 1, 61.03, 4.45, 61.02, 5.33),
-        ("qwen3-32b", Precision::Bf16, 2, 30.59, 34.49, 30.51, 35.84),
+    /// model, precision, TP, the weights, the activations (its profile's
+    /// peak) and the cache it logged per GPU (GiB; a negative cache: it
+    /// refused to start, and logged no activations), and the engine's
+    /// weights and cache, as docs/simulator.md ("The KV cache's size,
+    /// checked") quotes them.
+    type LoggedMemory = (&'static str, Precision, u32, f64, Option<f64>, f64, f64, f64);
+    const VLLM_MEMORY_LOG: [LoggedMemory; 7] = [
+        ("gpt-oss-20b", Precision::Mxfp4, 1, 13.47, Some(7.38), 50.28, 12.80, 50.90),
+        ("gpt-oss-120b", Precision::Mxfp4, 1, 64.38, Some(7.38), 3.33, 60.69, 3.01),
+        ("llama-3.3-70b", Precision::Fp8, 2, 33.88, Some(4.84), 32.00, 33.83, 32.46),
+        ("llama-3.3-70b", Precision::Fp8, 1, 67.72, None, -1.44, 67.66, -1.37),
+        ("llama-3.1-8b", Precision::Bf16, 1, 14.99, Some(4.76), 51.38, 14.96, 51.40),
+        ("qwen3-32b", Precision::Bf16, 1, 61.03, Some(5.64), 4.45, 61.02, 4.45),
+        ("qwen3-32b", Precision::Bf16, 2, 30.59, Some(5.64), 34.49, 30.51, 34.96),
     ];
 
     #[test]
     fn the_cache_s_size_is_checked_against_vllm_s_memory_log() {
-        for (model, precision, tp, logged_w, logged_kv, w, kv) in VLLM_MEMORY_LOG {
+        for (model, precision, tp, logged_w, logged_act, logged_kv, w, kv) in VLLM_MEMORY_LOG {
             let mut c = cfg(model, "h100", precision);
             c.tp = tp;
             let cap = kv_capacity_unchecked(&c);
@@ -733,7 +738,22 @@ mod tests {
             if precision != Precision::Mxfp4 {
                 assert!((got_w / logged_w - 1.0).abs() < 0.01, "{what} against {logged_w}");
             }
+            // The activations are the profile's within 1 % (the constant
+            // per logit was set on the 8B's row alone).
+            if let Some(act) = logged_act {
+                let got = c.activation_bytes() / GIB;
+                assert!((got / act - 1.0).abs() < 0.01, "{what}: activations {got:.3} against {act}");
+            }
+            // Under the other schedulers, the flat reserve.
+            c.scheduler = SchedulerPolicy::Trtllm;
+            assert_eq!(c.activation_bytes(), c.calibration.activation_gib * GIB);
         }
+        // The log's Qwen3-0.6B (d 1,024, the same 151,936-token vocabulary
+        // as Qwen3-32B): 5.56 GiB logged.
+        let mut c = cfg("qwen3-8b", "h100", Precision::Bf16);
+        c.model.hidden_size = 1024;
+        let got = c.activation_bytes() / GIB;
+        assert!((got / 5.56 - 1.0).abs() < 0.01, "Qwen3-0.6B's activations {got:.3}");
     }
 
     #[test]
@@ -1066,7 +1086,7 @@ mod tests {
         c.block_size = 1024;
         let text = kv_capacity(&c).unwrap_err().to_string();
         assert!(
-            text.contains("block of 1024 tokens takes 128.0 GiB") && text.contains("try --block-size 256"),
+            text.contains("block of 1024 tokens takes 128.0 GiB") && text.contains("or --block-size 512"),
             "{text}"
         );
         assert!(!text.contains("--tp"), "{text}");

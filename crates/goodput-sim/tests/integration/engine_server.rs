@@ -1351,14 +1351,16 @@ async fn a_prompt_too_long_for_the_prefill_pool_is_refused_naming_it() {
     let (base, server, _stop) = start(cfg).await;
     let decode = server.capacity().tokens();
     let http = client();
-    let body = json!({"prompt": words(20_000, "w"), "max_tokens": 5});
+    // 40,000 words: more than one L4's cache in BF16 (about 27,900
+    // tokens), less than the decode instance's over two.
+    let body = json!({"prompt": words(40_000, "w"), "max_tokens": 5});
     let resp = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
     assert_eq!(resp.status(), 400);
     let v: Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
     let message = v["error"]["message"].as_str().unwrap_or_default();
     assert!(
         message
-            .starts_with("the 20001-token prompt (max_tokens 5) needs more KV cache than a prefill instance holds: "),
+            .starts_with("the 40001-token prompt (max_tokens 5) needs more KV cache than a prefill instance holds: "),
         "{message}"
     );
     assert!(message.contains(&format!("tokens at TP 1 (a decode instance's holds {decode})")), "{message}");

@@ -835,7 +835,7 @@ fn a_run_bound_by_the_kv_cache_is_told_so_and_not_to_ramp_up() {
     let d = kinds(&bound);
     let (kind, m) = d.first().expect("a diagnosis");
     assert_eq!(kind, "kv_cache_pressure", "{d:?}");
-    assert!(m.starts_with("the KV cache is the binding limit: its 4208 tokens hold about"), "{m}");
+    assert!(m.starts_with("the KV cache is the binding limit: its 3808 tokens hold about"), "{m}");
     assert!(m.contains("preemptions") && m.contains("against the 64 users' requests in flight"), "{m}");
     for fix in ["a larger --tp", "--pp 4", "--precision fp8", "--kv-cache-dtype fp8", "--gpu-memory-utilization", "-c "]
     {

@@ -64,8 +64,9 @@ impl fmt::Display for GpuFamily {
 pub struct GpuSpec {
     pub name: String,
     pub family: GpuFamily,
-    /// The datasheet size, read as GiB: the drivers report within about 1 % of
-    /// that (an "80 GB" H100 shows 79.6 GiB), closer than decimal GB would be.
+    /// The memory CUDA (HIP on AMD's) reports, GiB: what an engine's
+    /// `gpu_memory_utilization` takes its share of (an "80 GB" H100 is
+    /// 79.18 GiB to vLLM; a "48 GB" L40S 44.42). Sources beside the catalog.
     pub memory_gib: f64,
     pub bandwidth_tb_s: f64,
     pub bf16_tflops: f64,
@@ -168,6 +169,25 @@ fn four_hundred() -> f64 {
 //   288 GB HBM3E, 8 TB/s, Infinity Fabric 1,075 GB/s aggregate, 1,400 W).
 //   Its FP4 is OCP's MXFP4 (a scale every 32 weights), which the model
 //   sizes as NVFP4 (every 16): 6 % more weight bytes than it has.
+// Memory is what CUDA (HIP) reports, not the datasheet's GB, as engines
+// see it: vLLM's start-up log ("Free memory on device (x/79.18 GiB)") and
+// PyTorch's out-of-memory messages ("GPU 0 has a total capacity of 79.11
+// GiB") as users post them. It varies by a few hundredths with the driver.
+// - H100 SXM: 79.18, vLLM 0.11.0's log on an H100 (llm-d/llm-d-benchmark,
+//   config_explorer/empirical-vllm-memory-results.md, the log the KV
+//   cache's size is checked against); 79.11 on driver 535 (vllm-project/
+//   vllm#27508, nvidia-smi's 81,559 MiB beside it). H100 PCIe: no log
+//   found; nvidia-smi shows it the same 81,559 MiB, so the SXM's figure.
+// - H200: 139.81 (an H200's OOM message, quoted in sungwon-chae/
+//   arxiv_confi); 139.72 in vllm-project/vllm#23192.
+// - A100 80GB: 79.14 (lianqi1008/Control-GIC#6); 79.15 to 79.32 elsewhere.
+// - L40S: 44.42 (stepfun-ai/Step-Video-T2V#8; 44.53 in Wan-Video/Wan2.1#205):
+//   its "48 GB" is decimal and ECC takes a share. L4: 22.05 (vllm-project/
+//   vllm#33297, vllm-project/vllm-omni#168).
+// - B200: 178.35 (pytorch/ao#4002). GB200 184.31 and B300 267.69, MI300X
+//   191.98, MI325X 255.98, MI355X 287.98: OOM messages users quote (found
+//   in public code search; no one page to cite). GB300: none found, the
+//   datasheet's 279. RTX PRO 6000: 94.97 (antirez/ds4#431, cudaMemGetInfo).
 // Beyond the NVLink domain each GPU has one NIC: 400 Gb/s (ConnectX-7, as
 // in the DGX H100, H200 and B200 datasheets; the MI300X, MI325X and MI355X
 // platforms alike), 800 Gb/s on Blackwell Ultra (ConnectX-8 SuperNICs, HGX
@@ -182,7 +202,7 @@ static GPUS: [GpuEntry; 14] = [
         aliases: &["h100-sxm", "h100", "h100-sxm5", "h100-80gb", "h100-sxm-80gb"],
         name: "H100 SXM",
         family: GpuFamily::Hopper,
-        memory_gib: 80.0,
+        memory_gib: 79.18,
         bandwidth_tb_s: 3.35,
         bf16_tflops: 989.0,
         fp8_tflops: Some(1979.0),
@@ -197,7 +217,7 @@ static GPUS: [GpuEntry; 14] = [
         aliases: &["h100-pcie", "h100-pcie-80gb"],
         name: "H100 PCIe",
         family: GpuFamily::Hopper,
-        memory_gib: 80.0,
+        memory_gib: 79.18,
         bandwidth_tb_s: 2.0,
         bf16_tflops: 756.0,
         fp8_tflops: Some(1513.0),
@@ -212,7 +232,7 @@ static GPUS: [GpuEntry; 14] = [
         aliases: &["h200", "h200-sxm", "h200-141gb"],
         name: "H200",
         family: GpuFamily::Hopper,
-        memory_gib: 141.0,
+        memory_gib: 139.81,
         bandwidth_tb_s: 4.8,
         bf16_tflops: 989.0,
         fp8_tflops: Some(1979.0),
@@ -227,7 +247,7 @@ static GPUS: [GpuEntry; 14] = [
         aliases: &["a100-80gb", "a100", "a100-sxm", "a100-sxm4-80gb"],
         name: "A100 80GB",
         family: GpuFamily::Ampere,
-        memory_gib: 80.0,
+        memory_gib: 79.14,
         bandwidth_tb_s: 2.039,
         bf16_tflops: 312.0,
         fp8_tflops: None,
@@ -242,7 +262,7 @@ static GPUS: [GpuEntry; 14] = [
         aliases: &["l40s"],
         name: "L40S",
         family: GpuFamily::Ada,
-        memory_gib: 48.0,
+        memory_gib: 44.42,
         bandwidth_tb_s: 0.864,
         bf16_tflops: 362.0,
         fp8_tflops: Some(733.0),
@@ -257,7 +277,7 @@ static GPUS: [GpuEntry; 14] = [
         aliases: &["l4"],
         name: "L4",
         family: GpuFamily::Ada,
-        memory_gib: 24.0,
+        memory_gib: 22.05,
         bandwidth_tb_s: 0.3,
         bf16_tflops: 121.0,
         fp8_tflops: Some(242.5),
@@ -272,7 +292,7 @@ static GPUS: [GpuEntry; 14] = [
         aliases: &["b200", "b200-sxm", "hgx-b200", "b200-180gb"],
         name: "B200",
         family: GpuFamily::Blackwell,
-        memory_gib: 180.0,
+        memory_gib: 178.35,
         bandwidth_tb_s: 8.0,
         bf16_tflops: 2250.0,
         fp8_tflops: Some(4500.0),
@@ -287,7 +307,7 @@ static GPUS: [GpuEntry; 14] = [
         aliases: &["gb200", "gb200-nvl72", "gb200-nvl"],
         name: "GB200",
         family: GpuFamily::Blackwell,
-        memory_gib: 186.0,
+        memory_gib: 184.31,
         bandwidth_tb_s: 8.0,
         bf16_tflops: 2500.0,
         fp8_tflops: Some(5000.0),
@@ -302,7 +322,7 @@ static GPUS: [GpuEntry; 14] = [
         aliases: &["mi300x"],
         name: "MI300X",
         family: GpuFamily::Cdna3,
-        memory_gib: 192.0,
+        memory_gib: 191.98,
         bandwidth_tb_s: 5.3,
         bf16_tflops: 1307.0,
         fp8_tflops: Some(2615.0),
@@ -317,7 +337,7 @@ static GPUS: [GpuEntry; 14] = [
         aliases: &["b300", "b300-sxm", "hgx-b300", "b300-270gb", "blackwell-ultra"],
         name: "B300",
         family: GpuFamily::Blackwell,
-        memory_gib: 270.0,
+        memory_gib: 267.69,
         bandwidth_tb_s: 8.0,
         bf16_tflops: 2250.0,
         fp8_tflops: Some(4500.0),
@@ -347,7 +367,7 @@ static GPUS: [GpuEntry; 14] = [
         aliases: &["mi325x"],
         name: "MI325X",
         family: GpuFamily::Cdna3,
-        memory_gib: 256.0,
+        memory_gib: 255.98,
         bandwidth_tb_s: 6.0,
         bf16_tflops: 1307.0,
         fp8_tflops: Some(2615.0),
@@ -362,7 +382,7 @@ static GPUS: [GpuEntry; 14] = [
         aliases: &["mi355x"],
         name: "MI355X",
         family: GpuFamily::Cdna4,
-        memory_gib: 288.0,
+        memory_gib: 287.98,
         bandwidth_tb_s: 8.0,
         bf16_tflops: 2517.0,
         fp8_tflops: Some(5033.0),
@@ -385,7 +405,7 @@ static GPUS: [GpuEntry; 14] = [
         ],
         name: "RTX PRO 6000",
         family: GpuFamily::BlackwellRtx,
-        memory_gib: 96.0,
+        memory_gib: 94.97,
         bandwidth_tb_s: 1.792,
         bf16_tflops: 500.0,
         fp8_tflops: Some(1000.0),
