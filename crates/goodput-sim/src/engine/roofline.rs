@@ -754,6 +754,15 @@ mod tests {
         c.model.hidden_size = 1024;
         let got = c.activation_bytes() / GIB;
         assert!((got / 5.56 - 1.0).abs() < 0.01, "Qwen3-0.6B's activations {got:.3}");
+        // Two logs from elsewhere: Qwen3-30B-A3B on a large GPU (1,024
+        // sequences; vllm-project/vllm#30942: "torch peak memory
+        // increase: 5.58GiB"), and Qwen3-8B on a 23.5 GiB GPU, whose
+        // smaller defaults are an L4's (256 sequences, 2,048 tokens; a
+        // public notes file's log: 1.40 GiB).
+        for (model, gpu, logged) in [("qwen3-30b-a3b", "h100", 5.58), ("qwen3-8b", "l4", 1.40)] {
+            let got = cfg(model, gpu, Precision::Bf16).activation_bytes() / GIB;
+            assert!((got / logged - 1.0).abs() < 0.01, "{model} on {gpu}: activations {got:.3} against {logged}");
+        }
     }
 
     #[test]
