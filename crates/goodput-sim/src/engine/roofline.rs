@@ -160,6 +160,21 @@ fn suggest_fit(cfg: &EngineConfig, block: bool) -> String {
             options.push("--gpu-memory-utilization 0.95".into());
         }
     }
+    // vLLM's start-up profile reserves its sampler's memory for
+    // max_num_seqs requests over the whole vocabulary
+    // ([`EngineConfig::activation_bytes`]): fewer free it.
+    if cfg.scheduler == super::SchedulerPolicy::Vllm {
+        let seqs = cfg.resolved_max_num_seqs();
+        let fewer =
+            std::iter::successors(Some(seqs / 2), |&s| (s > 1).then_some(s / 2)).filter(|&s| s >= 1).find(|&s| {
+                let mut c = cfg.clone();
+                c.max_num_seqs = Some(s);
+                fits(&c)
+            });
+        if let Some(s) = fewer {
+            options.push(format!("--max-num-seqs {s} (vLLM reserves its sampler's memory for {seqs} requests)"));
+        }
+    }
     if options.is_empty() {
         "use a GPU with more memory".into()
     } else if block {
@@ -857,6 +872,19 @@ mod tests {
         assert!(text.contains("--tp 2") && text.contains("--precision int4"), "{text}");
         let err = kv_capacity(&cfg("llama-3.1-405b", "l4", Precision::Int4)).unwrap_err();
         assert!(err.to_string().contains("--tp 16"), "{err}");
+        // Where vLLM's sampler reserve is what tips it (GPT-OSS's 201,088
+        // logits for 1,024 requests, 7.4 GiB), fewer sequences are offered;
+        // TensorRT-LLM's flat reserve has no such lever.
+        let mut c = cfg("gpt-oss-120b", "h100", Precision::Mxfp4);
+        c.gpu_memory_utilization = 0.86;
+        let text = kv_capacity(&c).unwrap_err().to_string();
+        assert!(
+            text.contains("or --max-num-seqs 512 (vLLM reserves its sampler's memory for 1024 requests)"),
+            "{text}"
+        );
+        c.scheduler = SchedulerPolicy::Trtllm;
+        let text = kv_capacity(&c).map_or_else(|e| e.to_string(), |_| String::new());
+        assert!(!text.contains("--max-num-seqs"), "{text}");
     }
 
     #[test]
