@@ -124,8 +124,9 @@ impl Calibration {
             frontend_overhead_ms: 15.0,
             activation_gib: 5.5,
             // Set on one row of vLLM 0.11.0's memory log (Llama-3.1-8B on
-            // an H100: 4.76 GiB), checked on four others within 1 %
-            // (docs/simulator.md, "The KV cache's size, checked").
+            // an H100: 4.76 GiB), checked on the log's other models and two
+            // other logs within 1 % (docs/simulator.md, "The KV cache's
+            // size, checked").
             vllm_sampler_bytes_per_logit: 38.4,
             runtime_gib: 0.15,
             step_time_cv: 0.0,
