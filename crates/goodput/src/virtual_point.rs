@@ -82,17 +82,13 @@ pub fn resolve_precision(flag: &str, model: &ModelSpec, gpu: &GpuSpec) -> Result
     })
 }
 
-/// `--precision auto` under TensorRT-LLM's scheduler with an FP8
-/// checkpoint on a GPU without FP8 cores: TensorRT-LLM cannot run it, and
-/// the refusal names the checkpoint rather than a `--precision fp8` that
-/// was not typed.
+/// `--precision auto` with an FP8 checkpoint the scheduler cannot run on
+/// the GPU ([`SchedulerPolicy::compute_precision`] leaves it FP8 where the
+/// cores lack FP8: TensorRT-LLM's): the refusal names the checkpoint
+/// rather than a `--precision fp8` that was not typed.
 fn refuse_auto_fp8(flag: &str, cfg: &EngineConfig) -> Result<()> {
     let auto = flag.trim().eq_ignore_ascii_case("auto");
-    if auto
-        && cfg.precision == Precision::Fp8
-        && cfg.scheduler == SchedulerPolicy::Trtllm
-        && cfg.gpu.fp8_tflops.is_none()
-    {
+    if auto && cfg.precision == Precision::Fp8 && cfg.gpu.peak_flops(cfg.compute_precision()).is_err() {
         bail!(
             "--precision auto: {}'s checkpoint is FP8, which TensorRT-LLM runs only on GPUs with FP8 tensor cores, and \
              {} has none: pass --precision int8 (weight-only) or bf16, or --scheduler vllm or sglang, which run FP8 \

@@ -14,13 +14,18 @@ use std::path::Path;
 
 /// A small, fast plan: 8B, short requests, few loads.
 fn plan(dir: &Path, name: &str, gpus: &[&str], budget: u32, extra: &[&str]) -> Value {
+    plan_at(dir, name, gpus, budget, "bf16,fp8", extra)
+}
+
+/// [`plan`] at the widths `precision` names.
+fn plan_at(dir: &Path, name: &str, gpus: &[&str], budget: u32, precision: &str, extra: &[&str]) -> Value {
     let out = dir.join(name);
     let mut c = goodput();
     c.args(["plan", "-q", "--model", "llama-3.1-8b", "--gpus", &budget.to_string()]);
     for g in gpus {
         c.args(["--gpu", g]);
     }
-    c.args(["--tp", "1,2", "--precision", "bf16,fp8", "--max-num-batched-tokens", "2048"])
+    c.args(["--tp", "1,2", "--precision", precision, "--max-num-batched-tokens", "2048"])
         .args(["--input-tokens", "256", "--output-tokens", "32", "--concurrency", "1,8,32"])
         .args(["--requests-per-user", "2", "--jobs", "2"])
         .args(extra)
@@ -2563,15 +2568,7 @@ fn fp8_on_a_gpu_without_fp8_cores_is_planned_as_vllm_runs_it_and_left_out_under_
     assert!(notes.contains("fp8 on a100-80gb: planned as vLLM runs it there, weight-only (W8A16"), "{notes}");
     // Its points are INT8's in all but name: the same weights' bytes, the
     // same 16-bit products.
-    let out = dir.path().join("int8.json");
-    goodput()
-        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpus", "1", "--gpu", "a100=1.5", "--tp", "1,2"])
-        .args(["--precision", "int8", "--max-num-batched-tokens", "2048", "--input-tokens", "256"])
-        .args(["--output-tokens", "32", "--concurrency", "1,8,32", "--requests-per-user", "2", "--jobs", "2", "-o"])
-        .arg(&out)
-        .assert()
-        .success();
-    let int8 = read_json(&out);
+    let int8 = plan_at(dir.path(), "int8.json", &["a100=1.5"], 1, "int8", &[]);
     let first = |doc: &Value, width: &str| -> Value {
         let c = doc["configs"].as_array().unwrap().iter().find(|c| c["id"].as_str().unwrap().contains(width)).unwrap();
         c["points"][0]["output_tokens_per_s_per_gpu"].clone()
