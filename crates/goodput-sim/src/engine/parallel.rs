@@ -843,7 +843,7 @@ impl Parallel {
                 (c, m, c.max(m), 0.0, head(c, m))
             }
             Some(ep) => {
-                let dense_c = r.gemm_compute_s(n, seqs * part) - n * ep.expert_flops_per_token / r.expert_rate;
+                let dense_c = r.gemm_compute_s(n, seqs * part) - r.expert_compute_s(n);
                 let dense_m = r.dense_weight_bytes(n) / r.weight_rate;
                 // The group's tokens of one micro-batch, routed over its EP GPUs.
                 let group = (b.tokens as f64 / micro + extra).max(0.0);

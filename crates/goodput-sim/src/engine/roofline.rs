@@ -144,12 +144,11 @@ fn suggest_fit(cfg: &EngineConfig, block: bool) -> String {
             options.push("--kv-cache-dtype fp8".into());
         }
     }
-    let smaller_block =
-        std::iter::successors(Some(cfg.block_size / 2), |&b| (b > 1).then_some(b / 2)).filter(|&b| b >= 1).find(|&b| {
-            let mut c = cfg.clone();
-            c.block_size = b;
-            fits(&c)
-        });
+    let smaller_block = halvings(cfg.block_size).find(|&b| {
+        let mut c = cfg.clone();
+        c.block_size = b;
+        fits(&c)
+    });
     if let Some(b) = smaller_block {
         options.push(format!("--block-size {b}"));
     }
@@ -165,12 +164,11 @@ fn suggest_fit(cfg: &EngineConfig, block: bool) -> String {
     // ([`EngineConfig::activation_bytes`]): fewer free it.
     if cfg.scheduler == super::SchedulerPolicy::Vllm {
         let seqs = cfg.resolved_max_num_seqs();
-        let fewer =
-            std::iter::successors(Some(seqs / 2), |&s| (s > 1).then_some(s / 2)).filter(|&s| s >= 1).find(|&s| {
-                let mut c = cfg.clone();
-                c.max_num_seqs = Some(s);
-                fits(&c)
-            });
+        let fewer = halvings(seqs).find(|&s| {
+            let mut c = cfg.clone();
+            c.max_num_seqs = Some(s);
+            fits(&c)
+        });
         if let Some(s) = fewer {
             options.push(format!("--max-num-seqs {s} (vLLM reserves its sampler's memory for {seqs} requests)"));
         }
@@ -182,6 +180,12 @@ fn suggest_fit(cfg: &EngineConfig, block: bool) -> String {
     } else {
         format!("try {}", options.join(", or "))
     }
+}
+
+/// `n / 2`, `n / 4`, … down to 1: the smaller settings `suggest_fit` tries,
+/// largest first (none where `n` is 1 or 0).
+fn halvings(n: u32) -> impl Iterator<Item = u32> {
+    std::iter::successors(Some(n / 2), |&k| (k > 1).then_some(k / 2)).filter(|&k| k >= 1)
 }
 
 /// What one step computes, summed over its sequences: prefill chunks of
@@ -588,6 +592,13 @@ impl Roofline {
         n * self.flops_per_token / self.compute_rate + seqs * self.lm_head_s_per_seq
     }
 
+    /// The routed experts' share of [`gemm_compute_s`](Self::gemm_compute_s)
+    /// for `n` tokens, at the experts' own rate: k pairs a token, 2 · (one
+    /// expert's parameters) flops a pair. 0 for a dense model.
+    pub(super) fn expert_compute_s(&self, n: f64) -> f64 {
+        self.moe.map_or(0.0, |moe| n * moe.experts_per_token as f64 * self.expert_flops_per_pair / self.expert_rate)
+    }
+
     /// Attention flops of `part` of a step's prefill and decode pairs (the
     /// share one pipeline stage or rank computes; 1 for the whole step).
     pub(super) fn attention_flops(&self, prefill_pairs: f64, decode_pairs: f64, part: f64) -> f64 {
@@ -618,7 +629,7 @@ impl Roofline {
             // activations' traffic with their weights'.
             Some(moe) if self.moe_act_bytes_per_pair > 0.0 => {
                 let pairs = n * moe.experts_per_token as f64;
-                let expert_c = pairs * self.expert_flops_per_pair / self.expert_rate;
+                let expert_c = self.expert_compute_s(n);
                 // The experts' seconds within `gemm_c` are at their own
                 // rate (MXFP4's blend adds the two kinds' times).
                 let dense_c = (gemm_c - expert_c).max(0.0);
