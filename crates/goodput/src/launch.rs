@@ -412,7 +412,7 @@ impl Server {
 /// Disaggregated, `--pd` names every unit's instances and `--dp` is left
 /// out: the engine's pools are the instances (it refuses `--dp` beside
 /// them).
-fn goodput_flags(params: &ParamMap, gpu_memory_utilization: f64) -> Result<Vec<String>, String> {
+fn goodput_flags(params: &ParamMap, gpu_memory_utilization: Option<f64>) -> Result<Vec<String>, String> {
     let flag = |k: &str| {
         KNOBS.contains(&k) || matches!(k, "router" | "spec_acceptance" | "spec_draft_cost" | "load_balance_method")
     };
@@ -441,7 +441,10 @@ fn goodput_flags(params: &ParamMap, gpu_memory_utilization: f64) -> Result<Vec<S
         };
         flags.extend([format!("--{}", k.replace('_', "-")), v.to_string()]);
     }
-    flags.extend(["--gpu-memory-utilization".into(), gpu_memory_utilization.to_string()]);
+    // Where none was given, the engine's own default, as the plan took it.
+    if let Some(share) = gpu_memory_utilization {
+        flags.extend(["--gpu-memory-utilization".into(), share.to_string()]);
+    }
     Ok(flags)
 }
 
@@ -653,7 +656,7 @@ fn servers_script(
     weights: &Weights,
     drafter: Option<&Drafter>,
     named: &str,
-    mem: f64,
+    mem: Option<f64>,
 ) -> Result<String, String> {
     let n = servers.instances.len();
     let sglang = server == Server::Sglang;
@@ -805,7 +808,7 @@ fn flags(
     params: &ParamMap,
     loaded: Loaded,
     drafter: Option<&Drafter>,
-    gpu_memory_utilization: f64,
+    gpu_memory_utilization: Option<f64>,
 ) -> Result<Vec<String>, String> {
     let get = |k: &str| params.get(k).map(|v| v.trim());
     let count = |k: &str| get(k).and_then(|v| v.parse::<u32>().ok()).unwrap_or(1);
@@ -906,7 +909,11 @@ fn flags(
     if let Some(v) = get("max_num_batched_tokens") {
         flag(tokens, v.to_string());
     }
-    flag(memory, gpu_memory_utilization.to_string());
+    // Where none was given, the server's own default, as the plan took it
+    // (SGLang's set for the configuration, vLLM's 0.9).
+    if let Some(share) = gpu_memory_utilization {
+        flag(memory, share.to_string());
+    }
     // A prompt chunk beside the running decodes: vLLM's way always,
     // SGLang's when asked (plan's `--mixed-chunk on`; off by default).
     let mixed = get("mixed_batches").and_then(goodput_core::doc::overlay::mixed_batches_value);
@@ -956,7 +963,7 @@ fn serve_words(
     weights: &Weights,
     drafter: Option<&Drafter>,
     named: &str,
-    mem: f64,
+    mem: Option<f64>,
 ) -> Result<Vec<String>, String> {
     let precision = match params.get("precision").map(|v| v.trim()) {
         None => Precision::Bf16,
@@ -1004,7 +1011,7 @@ fn serve_words(
 /// Sets each configuration's `serve_command`: `server`'s, loading
 /// `weights` at the configuration's width, under the name `named` (the
 /// plan's --model, which the requests of a sweep then give).
-pub fn set_commands(doc: &mut FrontierResult, server: Server, weights: &Weights, named: &str, mem: f64) {
+pub fn set_commands(doc: &mut FrontierResult, server: Server, weights: &Weights, named: &str, mem: Option<f64>) {
     // Settled once: it is every configuration's.
     let drafter = weights.drafter();
     for c in &mut doc.configs {
@@ -1509,7 +1516,7 @@ mod tests {
 
     /// A configuration's command, or why it has none.
     fn command(server: Server, kv: &[(&str, &str)], w: &Weights) -> Result<String, String> {
-        serve_words(server, &params(kv), w, w.drafter().as_ref(), "named", 0.9).map(|words| shell_words(&words))
+        serve_words(server, &params(kv), w, w.drafter().as_ref(), "named", Some(0.9)).map(|words| shell_words(&words))
     }
 
     #[test]
@@ -1523,9 +1530,15 @@ mod tests {
             ("max_num_seqs", "256"),
             ("max_num_batched_tokens", "8192"),
         ]);
-        let w =
-            serve_words(Server::Vllm, &p, &weights("meta-llama/Llama-3.1-70B-Instruct"), None, "llama-3.1-70b", 0.9)
-                .unwrap();
+        let w = serve_words(
+            Server::Vllm,
+            &p,
+            &weights("meta-llama/Llama-3.1-70B-Instruct"),
+            None,
+            "llama-3.1-70b",
+            Some(0.9),
+        )
+        .unwrap();
         assert_eq!(
             shell_words(&w),
             "vllm serve meta-llama/Llama-3.1-70B-Instruct --served-model-name llama-3.1-70b --quantization fp8 \
@@ -1542,7 +1555,7 @@ mod tests {
                     &weights("Qwen/Qwen2.5-7B-Instruct"),
                     None,
                     "Qwen/Qwen2.5-7B-Instruct",
-                    0.85
+                    Some(0.85)
                 )
                 .unwrap()
             ),
@@ -1550,7 +1563,7 @@ mod tests {
         );
         // Experts over every TP × DP GPU is vLLM's one layout.
         let ep = params(&[("tp", "1"), ("dp", "8"), ("ep", "8"), ("pp", "2"), ("precision", "fp8")]);
-        let w = serve_words(Server::Vllm, &ep, &weights("x"), None, "x", 0.9).unwrap();
+        let w = serve_words(Server::Vllm, &ep, &weights("x"), None, "x", Some(0.9)).unwrap();
         assert!(w.contains(&"--enable-expert-parallel".to_string()) && w.contains(&"--pipeline-parallel-size".into()));
         let why = |kv: &[(&str, &str)]| command(Server::Vllm, kv, &weights("my-org/tuned")).unwrap_err();
         assert!(why(&[("tp", "1"), ("dp", "8"), ("ep", "4")]).contains("all 8 GPUs of TP × DP"));
@@ -1580,7 +1593,7 @@ mod tests {
                     &weights("meta-llama/Llama-3.1-70B-Instruct"),
                     None,
                     "llama-3.1-70b",
-                    0.9
+                    Some(0.9)
                 )
                 .unwrap()
             ),
@@ -1589,12 +1602,13 @@ mod tests {
              --max-running-requests 256 --chunked-prefill-size 8192 --mem-fraction-static 0.9 --enable-metrics"
         );
         let ep = params(&[("tp", "8"), ("dp", "1"), ("ep", "8"), ("precision", "bf16")]);
-        let w = flags(Server::Sglang, &ep, Loaded::Bf16, None, 0.9).unwrap();
+        let w = flags(Server::Sglang, &ep, Loaded::Bf16, None, Some(0.9)).unwrap();
         assert!(w.windows(2).any(|w| w == ["--ep-size", "8"]) && w.windows(2).any(|w| w == ["--dtype", "bfloat16"]));
         // Experts over data-parallel ranks: SGLang's DP attention, its
         // --tp-size every GPU of the server; over each replica's TP group:
         // replicas.
-        let sgl = |kv: &[(&str, &str)]| flags(Server::Sglang, &params(kv), Loaded::Checkpoint, None, 0.9).unwrap();
+        let sgl =
+            |kv: &[(&str, &str)]| flags(Server::Sglang, &params(kv), Loaded::Checkpoint, None, Some(0.9)).unwrap();
         let w = sgl(&[("tp", "2"), ("dp", "4"), ("ep", "8")]).join(" ");
         assert!(w.starts_with("--tp-size 8 --dp-size 4 --enable-dp-attention --ep-size 8 "), "{w}");
         let w = sgl(&[("tp", "2"), ("dp", "4"), ("ep", "2")]).join(" ");
@@ -1625,7 +1639,7 @@ mod tests {
         assert_eq!(roles, [(Prefill, 1), (Prefill, 1), (Decode, 1), (Decode, 1)]);
         assert!(p.instances.iter().all(|(_, k, _)| !k.contains_key("pd") && k["dp"] == "1" && k["tp"] == "1"));
         // The engine that rehearses it runs the same pools (it refuses --dp beside them).
-        let g = goodput_flags(&two, 0.9).unwrap().join(" ");
+        let g = goodput_flags(&two, Some(0.9)).unwrap().join(" ");
         assert!(g.contains("--pd 2:2") && !g.contains("--dp"), "{g}");
         assert!(Servers::pools(&params(&[("tp", "1")])).is_none());
         assert!(Servers::pools(&params(&[("pd", "1-1")])).unwrap().unwrap_err().contains("is not P:D"));
@@ -1634,7 +1648,7 @@ mod tests {
         let sized = params(&[("tp", "1"), ("dp", "1"), ("pd", "2:1xTP2")]);
         let w = weights("meta-llama/Llama-3.1-8B-Instruct");
         let p = Servers::pools(&sized).unwrap().unwrap();
-        let vllm = servers_script(Server::Vllm, &p, &w, None, "llama-3.1-8b", 0.9).unwrap();
+        let vllm = servers_script(Server::Vllm, &p, &w, None, "llama-3.1-8b", Some(0.9)).unwrap();
         let serve = "vllm serve meta-llama/Llama-3.1-8B-Instruct --served-model-name llama-3.1-8b --dtype bfloat16";
         for line in [
             format!(
@@ -1662,7 +1676,7 @@ mod tests {
         // The first four of the GPUs it may use, and no fewer.
         assert!(vllm.contains("\nvisible=${CUDA_VISIBLE_DEVICES:-0,1,2,3}\n"), "{vllm}");
         assert!(vllm.contains("-ge 4 ] || { echo \"these servers take 4 GPUs;"), "{vllm}");
-        let sglang = servers_script(Server::Sglang, &p, &w, None, "llama-3.1-8b", 0.9).unwrap();
+        let sglang = servers_script(Server::Sglang, &p, &w, None, "llama-3.1-8b", Some(0.9)).unwrap();
         assert!(sglang.contains(
             "--disaggregation-mode prefill --disaggregation-transfer-backend nixl --base-gpu-id 1 --host 127.0.0.1 \
              --port $((port + 2)) --disaggregation-bootstrap-port $((port + 5)) &"
@@ -1688,7 +1702,7 @@ mod tests {
         let moe = params(&[("tp", "1"), ("dp", "4"), ("ep", "4"), ("pd", "1xEP4:1xEP8")]);
         let p = Servers::pools(&moe).unwrap().unwrap();
         assert_eq!(p.instances.iter().map(|(_, _, g)| *g).collect::<Vec<_>>(), [4, 8]);
-        let vllm = servers_script(Server::Vllm, &p, &w, None, "x", 0.9).unwrap();
+        let vllm = servers_script(Server::Vllm, &p, &w, None, "x", Some(0.9)).unwrap();
         assert!(vllm.contains("CUDA_VISIBLE_DEVICES=$(echo \"$visible\" | cut -d, -f5-12) "), "{vllm}");
         // Each rank its own NIXL side channel: the prefill server's four from
         // port + 3, the decode server's eight from port + 7, the router's
@@ -1699,7 +1713,7 @@ mod tests {
         assert_eq!(p.ports(), 16, "the router's, two servers', twelve ranks' and the metrics'");
         assert!(vllm.contains("--data-parallel-size 8 --enable-expert-parallel"), "{vllm}");
         // SGLang's: its DP attention, each server on its GPUs from its base.
-        let sglang = servers_script(Server::Sglang, &p, &w, None, "x", 0.9).unwrap();
+        let sglang = servers_script(Server::Sglang, &p, &w, None, "x", Some(0.9)).unwrap();
         assert!(
             sglang.contains("--tp-size 4 --dp-size 4 --enable-dp-attention --ep-size 4 ")
                 && sglang.contains("--tp-size 8 --dp-size 8 --enable-dp-attention --ep-size 8 ")
@@ -1729,9 +1743,9 @@ mod tests {
         // server, and goodput serve's rehearsal balances as it does.
         let own = [("tp", "1"), ("dp", "2"), ("router", "least-loaded"), ("internal_lb", "true")];
         assert_eq!(command(Server::Vllm, &own, &w).unwrap(), one);
-        let g = goodput_flags(&params(&own), 0.9).unwrap().join(" ");
+        let g = goodput_flags(&params(&own), Some(0.9)).unwrap().join(" ");
         assert!(g.contains("--internal-lb") && !g.contains("true"), "{g}");
-        let off = goodput_flags(&params(&[("dp", "2"), ("internal_lb", "false")]), 0.9).unwrap().join(" ");
+        let off = goodput_flags(&params(&[("dp", "2"), ("internal_lb", "false")]), Some(0.9)).unwrap().join(" ");
         assert!(!off.contains("internal"), "{off}");
         // SGLang's for round-robin and least-loaded.
         for (router, method) in [("round-robin", "round_robin"), ("least-loaded", "total_requests")] {
@@ -1750,7 +1764,7 @@ mod tests {
             let r = Servers::replicas(server, &knobs(router)).unwrap();
             assert_eq!((r.policy, r.count(Role::Replica)), (Some(policy), 2));
             assert!(r.instances.iter().all(|(_, k, g)| *g == 1 && k["dp"] == "1" && !k.contains_key("router")));
-            let script = servers_script(server, &r, &w, None, "llama-3.1-8b", 0.9).unwrap();
+            let script = servers_script(server, &r, &w, None, "llama-3.1-8b", Some(0.9)).unwrap();
             assert!(script.starts_with(&format!("# 2 {} servers on 2 GPUs, behind ", server.title())), "{script}");
             // SGLang's power_of_two polls the loads it compares: every second.
             let poll = match (server, policy) {
@@ -1950,7 +1964,7 @@ mod tests {
             frontier: (0..4).map(|config| PointId { config, point: 0 }).collect(),
             ..FrontierResult::new(tool, FrontierSource::Predicted, 0.9, 90.0)
         };
-        set_commands(&mut doc, Server::Vllm, &weights("meta-llama/Llama-3.1-8B-Instruct"), "llama-3.1-8b", 0.9);
+        set_commands(&mut doc, Server::Vllm, &weights("meta-llama/Llama-3.1-8B-Instruct"), "llama-3.1-8b", Some(0.9));
         let dir = tempfile::tempdir().unwrap();
         let cx = SweepContext {
             named: "llama-3.1-8b",
@@ -2003,7 +2017,7 @@ mod tests {
             frontier: (0..12).map(|point| PointId { config: 0, point }).collect(),
             ..FrontierResult::new(crate::common::tool(), FrontierSource::Predicted, 0.9, 90.0)
         };
-        set_commands(&mut doc, Server::Vllm, &weights("meta-llama/Llama-3.1-8B-Instruct"), "llama-3.1-8b", 0.9);
+        set_commands(&mut doc, Server::Vllm, &weights("meta-llama/Llama-3.1-8B-Instruct"), "llama-3.1-8b", Some(0.9));
         let dir = tempfile::tempdir().unwrap();
         let cx = SweepContext { named: "llama-3.1-8b", workload: Vec::new(), trace: None, plan_output: None };
         let sweep = |doc: &FrontierResult| {
@@ -2051,7 +2065,7 @@ mod tests {
         };
         analyze_frontier(&mut doc);
         assert!(doc.frontier.iter().all(|p| p.config == 0), "the drafting one dominates");
-        set_commands(&mut doc, Server::Vllm, &weights("m/x"), "x", 0.9);
+        set_commands(&mut doc, Server::Vllm, &weights("m/x"), "x", Some(0.9));
         let dir = tempfile::tempdir().unwrap();
         let cx = SweepContext { named: "x", workload: Vec::new(), trace: None, plan_output: None };
         let grids = write_grids(&doc, &dir.path().join("g.toml"), &cx).unwrap();

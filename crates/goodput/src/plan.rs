@@ -1119,8 +1119,8 @@ fn check_args(a: &PlanArgs) -> Result<()> {
         bail!("--attainment is the share of requests that must meet the SLO: give the SLO too (--slo 'tpot<=50ms')");
     }
     crate::setup::refuse_quality_terms(a.slo.as_ref(), "plan")?;
-    if !(a.gpu_memory_utilization > 0.0 && a.gpu_memory_utilization <= 1.0) {
-        bail!("--gpu-memory-utilization {} must lie in (0, 1]", a.gpu_memory_utilization);
+    if let Some(share) = a.gpu_memory_utilization.filter(|s| !(*s > 0.0 && *s <= 1.0)) {
+        bail!("--gpu-memory-utilization {share} must lie in (0, 1]");
     }
     // By the catalog's name: h100 and h100-sxm are one GPU.
     let mut seen = std::collections::HashMap::new();
@@ -2303,8 +2303,9 @@ impl Search<'_> {
         let fits = |d: &Candidate| holds(&self.engine(d));
         let mut options = Vec::new();
         let mut fuller = self.engine(c);
-        fuller.gpu_memory_utilization = 0.95;
-        if a.gpu_memory_utilization < 0.95 && holds(&fuller) {
+        let share = fuller.memory_share();
+        fuller.gpu_memory_utilization = Some(0.95);
+        if share < 0.95 && holds(&fuller) {
             options.push("--gpu-memory-utilization 0.95".to_string());
         }
         let narrower = Precision::ALL

@@ -32,8 +32,8 @@ pub struct Calibration {
     /// scheduler (HTTP, parsing, tokenising).
     pub frontend_overhead_ms: f64,
     /// Activation memory the engine reserves per GPU under TensorRT-LLM's
-    /// and SGLang's schedulers (vLLM's is its profile's,
-    /// `vllm_sampler_bytes_per_logit`).
+    /// scheduler (vLLM's is its profile's, `vllm_sampler_bytes_per_logit`;
+    /// SGLang's lies outside its memory share).
     pub activation_gib: f64,
     /// vLLM's activation reserve, per logit of its start-up profile's
     /// sampler run: the profile samples `max_num_seqs` dummy requests over
@@ -45,6 +45,10 @@ pub struct Calibration {
     pub vllm_sampler_bytes_per_logit: f64,
     /// Runtime memory outside PyTorch per GPU (CUDA context, NCCL, graphs).
     pub runtime_gib: f64,
+    /// What SGLang finds taken on each GPU before it loads the weights (the
+    /// CUDA context, the distributed groups' buffers): its memory share is
+    /// of the rest (`kv_capacity`).
+    pub sglang_preload_gib: f64,
     /// Relative spread (standard deviation over mean) of a step's time
     /// around the roofline's: the host, the kernels' own variation. Drawn
     /// per step from a seeded generator, so a run is still a function of its
@@ -129,6 +133,10 @@ impl Calibration {
             // size, checked").
             vllm_sampler_bytes_per_logit: 38.4,
             runtime_gib: 0.15,
+            // The median of six public SGLang logs' "Load weight begin.
+            // avail mem" against their GPUs' memory (0.34 to 0.86 GiB, TP 1
+            // to 4; docs/simulator.md, "SGLang's memory share").
+            sglang_preload_gib: 0.42,
             step_time_cv: 0.0,
             frontend_jitter_ms: 0.0,
             frontend_serial_us: 0.0,
@@ -254,6 +262,7 @@ impl Calibration {
             ("activation_gib", self.activation_gib, 1024.0),
             ("vllm_sampler_bytes_per_logit", self.vllm_sampler_bytes_per_logit, 1024.0),
             ("runtime_gib", self.runtime_gib, 1024.0),
+            ("sglang_preload_gib", self.sglang_preload_gib, 1024.0),
             ("moe_activation_traffic", self.moe_activation_traffic, 100.0),
         ];
         for (name, v, _) in amounts {

@@ -24,8 +24,12 @@ pub struct EngineConfig {
     pub kv_cache_dtype: KvCacheDtype,
     /// Tensor-parallel degree: GPUs that share one copy of the model.
     pub tp: u32,
-    /// Share of each GPU's memory the engine may use (vLLM's 0.9).
-    pub gpu_memory_utilization: f64,
+    /// Share of each GPU's memory the engine may use, as given (vLLM's
+    /// `--gpu-memory-utilization`, SGLang's `--mem-fraction-static`,
+    /// TensorRT-LLM's `free_gpu_memory_fraction`); `None`: the scheduler's
+    /// default ([`memory_share`](Self::memory_share)).
+    #[serde(default)]
+    pub gpu_memory_utilization: Option<f64>,
     /// `None`: vLLM's default, 1024 on GPUs with at least 70 GiB, else 256.
     pub max_num_seqs: Option<u32>,
     /// Token budget of one step.
@@ -232,7 +236,7 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
                 kv_link_gbps: link.gbps,
                 kv_link_latency_us: link.latency.as_secs_f64() * 1e6,
             }),
-            gpu_memory_utilization: cfg.gpu_memory_utilization,
+            gpu_memory_utilization: cfg.memory_share(),
             max_num_seqs: cfg.resolved_max_num_seqs(),
             max_num_batched_tokens: cfg.max_num_batched_tokens,
             block_size: cfg.block_size,
@@ -324,6 +328,58 @@ pub const DEFAULT_BLOCK_SIZE: u32 = 16;
 pub const MAX_SCHEDULE_CONSERVATIVENESS: f64 = 100.0;
 pub const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
 
+/// SGLang's default `--mem-fraction-static` for `cfg`, as its
+/// `ServerArgs::_handle_gpu_memory_settings` sets it where none is given
+/// (since sgl-project/sglang#10975, September 2025): the share left once
+/// it reserves, in MiB, 512 for its attention backend's buffers,
+/// max(chunk, 2,048) × 1.5 for a prefill's activations (the chunk:
+/// `--chunked-prefill-size`, or with chunking off its 16,384-token
+/// `--max-prefill-tokens`), `cuda_graph_max_bs` × 2 for its CUDA graphs
+/// (by the GPU's memory and TP: 8; 24, or 80 at TP 4 and up, below 35 GiB;
+/// 32 or 160 below 60; 256 or 512 below 160; 512 above), tp × pp / 8 ×
+/// 1,024 for parallelism's buffers, and under DP attention
+/// `cuda_graph_max_bs` × its ranks × 3 (× 4.5 past 300); at least 10 GiB
+/// on a GPU of over 60 GiB; 2 GiB more for a speculative drafter's model
+/// and graphs (an EAGLE or MTP head; n-gram lookup, no cost here, takes
+/// none). Rounded to three places, as SGLang rounds it. SGLang reads the
+/// memory nvidia-smi reports, a few hundred MiB above what CUDA does (the
+/// catalog's): under 0.1 point on the share.
+pub fn sglang_mem_fraction_static(cfg: &EngineConfig) -> f64 {
+    let mib = cfg.gpu.memory_gib * 1024.0;
+    let ranks = cfg.attention_ranks();
+    // SGLang's TP size is the group's GPUs: under DP attention its TP
+    // ranks are the attention ranks' GPUs together.
+    let tp = f64::from(cfg.tp.saturating_mul(ranks));
+    // CUDA graphs up to this batch: (below TP 4, at TP 4 and up) by memory.
+    let (small_tp, large_tp) = match mib {
+        m if m < 20.0 * 1024.0 => (8.0, 8.0),
+        m if m < 35.0 * 1024.0 => (24.0, 80.0),
+        m if m < 60.0 * 1024.0 => (32.0, 160.0),
+        m if m < 160.0 * 1024.0 => (256.0, 512.0),
+        _ => (512.0, 512.0),
+    };
+    let graph_bs: f64 = if tp < 4.0 { small_tp } else { large_tp };
+    let chunk = f64::from(if cfg.enable_chunked_prefill {
+        cfg.max_num_batched_tokens
+    } else {
+        super::scheduler::SGLANG_MAX_PREFILL_TOKENS
+    });
+    let mut reserved = 512.0 + chunk.max(2048.0) * 1.5 + graph_bs * 2.0 + tp * f64::from(cfg.pp.max(1)) / 8.0 * 1024.0;
+    if ranks > 1 {
+        reserved += graph_bs * f64::from(ranks) * 3.0;
+        if graph_bs > 300.0 {
+            reserved += graph_bs * f64::from(ranks) * 1.5;
+        }
+    }
+    if mib > 60.0 * 1024.0 {
+        reserved = reserved.max(10.0 * 1024.0);
+    }
+    if cfg.spec.is_some_and(|s| s.draft_cost > 0.0) {
+        reserved += 2.0 * 1024.0;
+    }
+    ((mib - reserved) / mib * 1000.0).round() / 1000.0
+}
+
 impl SchedulerPolicy {
     /// The precision weights of `precision` multiply at on `gpu` under this
     /// scheduler: their own, but FP8 on a GPU without FP8 tensor cores (the
@@ -357,8 +413,11 @@ impl EngineConfig {
     /// step's hidden states, `max_num_batched_tokens` × d in 16 bits (the
     /// forward's other activations are freed by then). 4.76 GiB for
     /// Llama-3.1-8B on an H100, 7.4 GiB for GPT-OSS's 201,088-token
-    /// vocabulary. Under TensorRT-LLM's and SGLang's, the calibration's
-    /// flat `activation_gib`.
+    /// vocabulary. Under TensorRT-LLM's, the calibration's flat
+    /// `activation_gib`. Under SGLang's, none: it keeps its activations and
+    /// CUDA graphs in the memory `--mem-fraction-static` leaves out
+    /// ([`sglang_mem_fraction_static`]; the cache's size,
+    /// `roofline::kv_capacity`).
     pub fn activation_bytes(&self) -> f64 {
         let c = &self.calibration;
         match self.scheduler {
@@ -367,7 +426,8 @@ impl EngineConfig {
                 let hidden = f64::from(self.max_num_batched_tokens) * f64::from(self.model.hidden_size) * 2.0;
                 logits * c.vllm_sampler_bytes_per_logit + hidden
             }
-            SchedulerPolicy::Trtllm | SchedulerPolicy::Sglang => c.activation_gib * super::catalog::GIB,
+            SchedulerPolicy::Trtllm => c.activation_gib * super::catalog::GIB,
+            SchedulerPolicy::Sglang => 0.0,
         }
     }
 
@@ -428,7 +488,7 @@ impl EngineConfig {
             precision,
             kv_cache_dtype: KvCacheDtype::Auto,
             tp: 1,
-            gpu_memory_utilization: DEFAULT_GPU_MEMORY_UTILIZATION,
+            gpu_memory_utilization: None,
             max_num_seqs: None,
             max_num_batched_tokens,
             block_size: DEFAULT_BLOCK_SIZE,
@@ -469,6 +529,16 @@ impl EngineConfig {
             Some(pd) => pool_gpus(self.pool_sizes(pd), self.pp),
             None => self.tp.saturating_mul(self.pp).saturating_mul(self.all_ranks()),
         }
+    }
+
+    /// The share of each GPU's memory the engine takes: as given, else its
+    /// scheduler's default: vLLM's and TensorRT-LLM's 0.9, SGLang's its own
+    /// heuristic ([`sglang_mem_fraction_static`]).
+    pub fn memory_share(&self) -> f64 {
+        self.gpu_memory_utilization.unwrap_or(match self.scheduler {
+            SchedulerPolicy::Vllm | SchedulerPolicy::Trtllm => DEFAULT_GPU_MEMORY_UTILIZATION,
+            SchedulerPolicy::Sglang => sglang_mem_fraction_static(self),
+        })
     }
 
     /// The sequence cap in force: the configured one, else the scheduler's
@@ -690,8 +760,8 @@ impl EngineConfig {
         if let Some(why) = tp_refusal(&self.model, self.tp) {
             return bad(format!("--tp {} {why}", self.tp));
         }
-        if !(self.gpu_memory_utilization > 0.0 && self.gpu_memory_utilization <= 1.0) {
-            return bad(format!("--gpu-memory-utilization {} must lie in (0, 1]", self.gpu_memory_utilization));
+        if let Some(share) = self.gpu_memory_utilization.filter(|s| !(*s > 0.0 && *s <= 1.0)) {
+            return bad(format!("--gpu-memory-utilization {share} must lie in (0, 1]"));
         }
         if self.max_num_batched_tokens == 0 {
             return bad("--max-num-batched-tokens must be at least 1".into());

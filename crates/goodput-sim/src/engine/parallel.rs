@@ -84,6 +84,8 @@ impl EngineConfig {
             return self.clone();
         }
         let mut c = self.clone();
+        // The memory share SGLang sets from the group's own limits.
+        c.gpu_memory_utilization = Some(self.memory_share());
         if c.enable_chunked_prefill {
             c.max_num_batched_tokens = dp_attention_share(c.max_num_batched_tokens, ranks);
         }

@@ -56,7 +56,7 @@ pub fn kv_capacity(cfg: &EngineConfig) -> Result<KvCapacity, Error> {
             gpu: cfg.gpu.name.clone(),
             precision: cfg.precision.to_string(),
             tp: cfg.tp,
-            gpu_memory_utilization: cfg.gpu_memory_utilization,
+            gpu_memory_utilization: cfg.memory_share(),
             weights_gib: cap.weight_bytes_per_gpu / GIB,
             budget_gib: (cap.kv_bytes_per_gpu + cap.weight_bytes_per_gpu) / GIB,
             suggestion: suggest_fit(cfg, false),
@@ -73,16 +73,21 @@ fn kv_capacity_unchecked(cfg: &EngineConfig) -> KvCapacity {
         cfg.kv_model().kv_pool_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp),
     );
     let reserved = weight_bytes_per_gpu + cfg.activation_bytes() + c.runtime_gib * GIB;
+    let share = cfg.memory_share();
     let kv_bytes_per_gpu = match cfg.scheduler {
         // vLLM's gpu_memory_utilization: a share of the whole memory, the
         // weights and the rest inside it.
-        // SGLang's mem_fraction_static is the same kind of share.
-        super::SchedulerPolicy::Vllm | super::SchedulerPolicy::Sglang => {
-            cfg.gpu.memory_bytes() * cfg.gpu_memory_utilization - reserved
+        super::SchedulerPolicy::Vllm => cfg.gpu.memory_bytes() * share - reserved,
+        // SGLang's mem_fraction_static: the share of what was free before
+        // the weights loaded that the weights and the cache take
+        // (`profile_max_num_token`: free after loading, less free before ×
+        // (1 − share)); its activations and CUDA graphs use the rest.
+        super::SchedulerPolicy::Sglang => {
+            (cfg.gpu.memory_bytes() - c.sglang_preload_gib * GIB) * share - weight_bytes_per_gpu
         }
         // TensorRT-LLM's kv_cache_free_gpu_mem_fraction: a share of what
         // is free once the weights and the rest are loaded.
-        super::SchedulerPolicy::Trtllm => (cfg.gpu.memory_bytes() - reserved) * cfg.gpu_memory_utilization,
+        super::SchedulerPolicy::Trtllm => (cfg.gpu.memory_bytes() - reserved) * share,
     };
     let block_bytes = kv_bytes_per_token_per_gpu * cfg.block_size as f64;
     // An expert-parallel group's ranks each hold a cache for their own sequences.
@@ -152,9 +157,9 @@ fn suggest_fit(cfg: &EngineConfig, block: bool) -> String {
     if let Some(b) = smaller_block {
         options.push(format!("--block-size {b}"));
     }
-    if cfg.gpu_memory_utilization < 0.95 {
+    if cfg.memory_share() < 0.95 {
         let mut c = cfg.clone();
-        c.gpu_memory_utilization = 0.95;
+        c.gpu_memory_utilization = Some(0.95);
         if fits(&c) {
             options.push("--gpu-memory-utilization 0.95".into());
         }
@@ -791,6 +796,87 @@ mod tests {
         }
     }
 
+    /// SGLang's cache against its own logs: (what, model, GPU, precision,
+    /// TP, the share given (`None`: SGLang's default), its chunk, the
+    /// logged cache in GiB (or a budget before pages, for the MI355X), and
+    /// this engine's).
+    type SglangLog = (&'static str, &'static str, &'static str, Precision, u32, Option<f64>, u32, f64, f64);
+    const SGLANG_MEMORY_LOGS: [SglangLog; 4] = [
+        // didier-durand/llms-in-clouds, docs/sglang.md (March 2025, MIT):
+        // QwQ-32B on four L4s, SGLang's then default share 0.85: 46,611
+        // tokens, K and V 1.42 GiB each. Qwen3-32B stands in: its cache
+        // has QwQ's shape (64 layers, 8 KV heads of 128), its weights
+        // QwQ's count within 0.1 %.
+        ("QwQ-32B, 4 × L4", "qwen3-32b", "l4", Precision::Bf16, 4, Some(0.85), 2048, 2.84, 3.13),
+        // vllm-project/vllm#21348: Qwen3-235B-A22B-FP8 on four H100s at
+        // 0.93: 367,404 tokens, K and V 8.23 GiB each.
+        ("Qwen3-235B-A22B FP8, 4 × H100", "qwen3-235b-a22b", "h100", Precision::Fp8, 4, Some(0.93), 8192, 16.46, 18.22),
+        // sgl-project/sglang#18263: Qwen3-30B-A3B on one MI355X at the
+        // default share (logged 0.911): "initial available_bytes 204.63 GB".
+        ("Qwen3-30B-A3B, MI355X", "qwen3-30b-a3b", "mi355x", Precision::Bf16, 1, None, 16384, 204.63, 205.10),
+        // ai-dynamo/aisimulate#263 (its worked example): DeepSeek-R1 FP8 on
+        // eight H200s at 0.82, ~509k tokens observed, 70,272 bytes each.
+        ("DeepSeek-R1 FP8, 8 × H200", "deepseek-v3", "h200", Precision::Fp8, 8, Some(0.82), 32768, 33.31, 35.97),
+    ];
+
+    #[test]
+    fn the_cache_s_size_under_sglang_is_checked_against_its_logs() {
+        for (what, model, gpu, precision, tp, share, chunk, logged, quoted) in SGLANG_MEMORY_LOGS {
+            let mut c = cfg(model, gpu, precision);
+            (c.tp, c.scheduler, c.gpu_memory_utilization, c.max_num_batched_tokens) =
+                (tp, SchedulerPolicy::Sglang, share, chunk);
+            let got = kv_capacity(&c).unwrap().kv_bytes_per_gpu / GIB;
+            assert!((got - quoted).abs() < 0.005, "{what}: {got:.2} GiB, quote the new figure");
+            // Within 11 % of every log, above each: the weights SGLang
+            // loads are a little more than the checkpoint's parameters
+            // (QwQ's logged 15.54 GiB a GPU against 15.26 counted).
+            assert!(got > logged && got / logged < 1.11, "{what}: {got:.2} against {logged}");
+            // The flat reserve inside the share that this replaced put the
+            // smallest of them at none at all: QwQ on four L4s did not fit.
+            let old = c.gpu.memory_bytes() * c.memory_share()
+                - kv_capacity(&c).unwrap().weight_bytes_per_gpu
+                - (c.calibration.activation_gib + c.calibration.runtime_gib) * GIB;
+            if gpu == "l4" {
+                assert!(old < 0.0, "{what}: {old}");
+            }
+        }
+        // The default share, against those SGLang logged: 0.835 for one
+        // H100 with its 8,192-token chunk (SGLang's documentation
+        // notebooks' server arguments; it reads nvidia-smi's 81,559 MiB
+        // where the catalog holds CUDA's 79.18 GiB), 0.911 for one MI355X
+        // with its 16,384 (sglang#18263).
+        let share = |model: &str, gpu: &str, tp: u32, chunk: u32| {
+            let mut c = cfg(model, gpu, Precision::Bf16);
+            (c.tp, c.scheduler, c.max_num_batched_tokens) = (tp, SchedulerPolicy::Sglang, chunk);
+            c.memory_share()
+        };
+        assert!((share("llama-3.1-8b", "h100", 1, 8192) - 0.835).abs() <= 0.0011);
+        assert_eq!(share("qwen3-30b-a3b", "mi355x", 1, 16384), 0.911);
+        // Its terms, each in its direction: more TP, a larger chunk, DP
+        // attention and a drafter reserve more; a given share is taken.
+        assert!(share("llama-3.1-70b", "h100", 8, 8192) < share("llama-3.1-70b", "h100", 4, 8192));
+        assert!(share("llama-3.1-8b", "l40s", 1, 16384) < share("llama-3.1-8b", "l40s", 1, 4096));
+        let mut c = cfg("deepseek-v3", "h200", Precision::Fp8);
+        (c.tp, c.scheduler) = (8, SchedulerPolicy::Sglang);
+        let tp8 = c.memory_share();
+        c.ep = 8;
+        c.tp = 1;
+        assert!(c.memory_share() < tp8, "DP attention over eight ranks reserves its padding");
+        c.spec = Some(crate::engine::SpecDecoding { tokens: 3, acceptance: 0.7, draft_cost: 0.05 });
+        let drafting = c.memory_share();
+        assert!((c.clone().rank_config().memory_share() - drafting).abs() < 1e-12, "each rank keeps the group's");
+        c.spec = None;
+        assert!(drafting < c.memory_share());
+        c.gpu_memory_utilization = Some(0.7);
+        assert_eq!(c.memory_share(), 0.7);
+        // vLLM's and TensorRT-LLM's default is 0.9 wherever they run.
+        c.gpu_memory_utilization = None;
+        for s in [SchedulerPolicy::Vllm, SchedulerPolicy::Trtllm] {
+            c.scheduler = s;
+            assert_eq!(c.memory_share(), 0.9);
+        }
+    }
+
     #[test]
     fn a_mixture_of_experts_activation_traffic_is_counted_where_asked() {
         // Qwen3-235B-A22B on eight H100s (TP 8): a routed pair moves
@@ -887,7 +973,7 @@ mod tests {
         // logits for 1,024 requests, 7.4 GiB), fewer sequences are offered;
         // TensorRT-LLM's flat reserve has no such lever.
         let mut c = cfg("gpt-oss-120b", "h100", Precision::Mxfp4);
-        c.gpu_memory_utilization = 0.86;
+        c.gpu_memory_utilization = Some(0.86);
         let text = kv_capacity(&c).unwrap_err().to_string();
         assert!(
             text.contains("or --max-num-seqs 512 (vLLM reserves its sampler's memory for 1024 requests)"),

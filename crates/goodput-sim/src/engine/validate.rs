@@ -685,7 +685,7 @@ pub fn row_config(row: &ReferenceRow, options: &ValidationOptions) -> Result<Eng
         cfg.max_num_batched_tokens = n;
     }
     if let Some(f) = row.memory_fraction {
-        cfg.gpu_memory_utilization = f;
+        cfg.gpu_memory_utilization = Some(f);
     }
     if let Some(kv) = row.kv_cache {
         cfg.kv_cache_dtype = kv;
@@ -1409,7 +1409,7 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
             cfg.validate().unwrap();
             if r.engine == ReferenceEngine::Vllm {
                 assert!(r.together && cfg.kv_cache_dtype == KvCacheDtype::Fp8, "{}", r.id);
-                assert_eq!(cfg.gpu_memory_utilization, 0.85, "{}", r.id);
+                assert_eq!(cfg.gpu_memory_utilization, Some(0.85), "{}", r.id);
             } else {
                 assert_eq!((r.engine, r.load), (ReferenceEngine::Sglang, ReferenceLoad::Batch(1)), "{}", r.id);
             }
@@ -1474,7 +1474,7 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
         let opts = ValidationOptions::default();
         let (limited, plain) = (row_config(&rows[0], &opts).unwrap(), row_config(&rows[1], &opts).unwrap());
         assert_eq!((limited.max_num_seqs, limited.max_num_batched_tokens), (Some(4), 512));
-        assert_eq!((limited.gpu_memory_utilization, limited.kv_cache_dtype), (0.5, KvCacheDtype::Auto));
+        assert_eq!((limited.gpu_memory_utilization, limited.kv_cache_dtype), (Some(0.5), KvCacheDtype::Auto));
         assert_eq!(limited.calibration.frontend_serial_us_per_output_token, 0.0);
         // The defaults where the row is silent: TensorRT-LLM's FP8 cache
         // beside FP8 weights, NIM's work per streamed token over HTTP.

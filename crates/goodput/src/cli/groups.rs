@@ -503,9 +503,9 @@ pub struct EngineHwArgs {
     /// Pipeline parallelism: stages the layers are split over, each on --tp GPUs, with as many micro-batches in flight. GPUs = --tp × --pp × --dp.
     #[arg(long, default_value_t = 1, help_heading = "Simulated engine")]
     pub pp: u32,
-    /// Share of GPU memory the engine may use.
-    #[arg(long, default_value_t = 0.9, value_parser = number("--gpu-memory-utilization", "a share of GPU memory", "0.9", Units::Share), help_heading = "Simulated engine")]
-    pub gpu_memory_utilization: f64,
+    /// Share of GPU memory the engine may use (default: the scheduler's: vLLM's and TensorRT-LLM's 0.9; with --scheduler sglang, SGLang's own --mem-fraction-static, set from the GPU's memory, its chunk, its CUDA graphs and TP; outside it, SGLang's activations).
+    #[arg(long, value_parser = number("--gpu-memory-utilization", "a share of GPU memory", "0.9", Units::Share), help_heading = "Simulated engine")]
+    pub gpu_memory_utilization: Option<f64>,
     /// Most sequences in one batch (default: vLLM's, 1024 on GPUs of 70 GiB or more but the A100, else 256, never above the step's token budget; with --scheduler trtllm, 2048; with --scheduler sglang, SGLang's: half the KV cache's tokens, at most 2048 to 4096 by the cache over the model's context). Under the vllm scheduler one above --max-num-batched-tokens is refused, as vLLM refuses it.
     #[arg(long, help_heading = "Simulated engine")]
     pub max_num_seqs: Option<u32>,
@@ -586,7 +586,7 @@ impl Default for EngineHwArgs {
             router_poll: None,
             ep: 1,
             pp: 1,
-            gpu_memory_utilization: 0.9,
+            gpu_memory_utilization: None,
             max_num_seqs: None,
             max_num_batched_tokens: None,
             block_size: 16,

@@ -166,9 +166,9 @@ pub struct PlanArgs {
     /// Under --serve-engine sglang: prompts and decodes in separate steps (off, SGLang's default) or a prompt chunk and the running decodes in one (on: its --enable-mixed-chunk), a list to try: off,on runs each colocated configuration both ways (a disaggregated instance prefills or decodes, and runs once).
     #[arg(long, value_delimiter = ',', value_parser = parse_on_off, default_value = "off")]
     pub mixed_chunk: Vec<bool>,
-    /// Share of GPU memory the engine may use (vLLM's --gpu-memory-utilization, SGLang's --mem-fraction-static); under --serve-engine trtllm, the share of the memory the weights leave free that its KV cache takes (TensorRT-LLM's free_gpu_memory_fraction), as the plan then predicts it.
-    #[arg(long, default_value_t = 0.9, value_parser = number("--gpu-memory-utilization", "a share of GPU memory", "0.9", Units::Share))]
-    pub gpu_memory_utilization: f64,
+    /// Share of GPU memory the engine may use (vLLM's --gpu-memory-utilization, SGLang's --mem-fraction-static); under --serve-engine trtllm, the share of the memory the weights leave free that its KV cache takes (TensorRT-LLM's free_gpu_memory_fraction), as the plan then predicts it. Default: the engine's own (0.9; SGLang's, set for each configuration from the GPU's memory, its chunk, CUDA graphs and TP), and the launch commands leave the flag out.
+    #[arg(long, value_parser = number("--gpu-memory-utilization", "a share of GPU memory", "0.9", Units::Share))]
+    pub gpu_memory_utilization: Option<f64>,
     /// Users per replica of each curve's points, rising (default: 1, 2, 4, … up to the batch limit); a curve stops early once its throughput stops rising, or it misses the SLO (twice in a row where TTFT alone missed). The table and -o label each point with its total users, over all the configuration's replicas.
     #[arg(long, value_parser = parse_counts)]
     pub concurrency: Option<CountList>,

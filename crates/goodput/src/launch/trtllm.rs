@@ -104,7 +104,7 @@ pub(super) fn flags(params: &ParamMap) -> Result<Vec<String>, String> {
 pub(super) fn options(
     params: &ParamMap,
     drafter: Option<&Drafter>,
-    mem: f64,
+    mem: Option<f64>,
     role: Option<Role>,
 ) -> Result<Vec<String>, String> {
     let get = |k: &str| params.get(k).map(|v| v.trim());
@@ -121,6 +121,9 @@ pub(super) fn options(
         o.push(format!("  max_batch_size: {seqs}"));
     }
     o.push("kv_cache_config:".into());
+    // Its own default where none was given, written out: the section has
+    // a key either way.
+    let mem = mem.unwrap_or(goodput_sim::engine::DEFAULT_GPU_MEMORY_UTILIZATION);
     o.push(format!("  free_gpu_memory_fraction: {mem}"));
     if get("kv_cache_dtype").is_some_and(|v| v.eq_ignore_ascii_case("fp8")) {
         o.push("  dtype: fp8".into());
@@ -186,7 +189,7 @@ pub(super) fn command(
     weights: &Weights,
     drafter: Option<&Drafter>,
     named: &str,
-    mem: f64,
+    mem: Option<f64>,
 ) -> Result<String, String> {
     if let Some(gpu) = params.get("gpu").and_then(|g| GpuSpec::lookup(g).ok()).filter(|g| g.family.is_amd()) {
         return Err(format!(
@@ -229,7 +232,7 @@ fn servers_script(
     weights: &Weights,
     drafter: Option<&Drafter>,
     named: &str,
-    mem: f64,
+    mem: Option<f64>,
 ) -> Result<String, String> {
     let n = servers.instances.len();
     let gpus = servers.gpus();
@@ -344,7 +347,7 @@ mod tests {
     /// (drafting by `drafter`).
     fn script(kv: &[(&str, &str)], served: &str, drafter: Option<Drafter>) -> Result<String, String> {
         let w = Weights { served: Some(served.into()), drafter, ..Weights::default() };
-        command(&params(kv), &w, w.drafter().as_ref(), "named", 0.85)
+        command(&params(kv), &w, w.drafter().as_ref(), "named", Some(0.85))
     }
 
     /// The options file's lines of a script of one server.
@@ -448,7 +451,7 @@ mod tests {
             checkpoints: vec![(Precision::Fp8, "my-org/tuned-fp8".into())],
             ..Weights::default()
         };
-        let s = command(&params(&[("precision", "fp8")]), &w, None, "my-org/tuned-fp8", 0.9).unwrap();
+        let s = command(&params(&[("precision", "fp8")]), &w, None, "my-org/tuned-fp8", Some(0.9)).unwrap();
         assert!(s.contains("trtllm-serve my-org/tuned-fp8 --backend pytorch --enable_chunked_prefill"), "{s}");
     }
 

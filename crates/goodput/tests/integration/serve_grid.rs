@@ -1952,9 +1952,12 @@ fn plan_grid_measured(case: PlanCase) {
     assert!(page.contains(&format!(r#"<code class="serve-command">{starts}"#)));
     let rows = std::fs::read_to_string(dir.path().join("plan.csv")).unwrap();
     assert!(rows.lines().next().unwrap().ends_with(",best,serve_command,note"), "{rows}");
+    // No memory share was given: each server takes its own default, as
+    // the plan did (SGLang's set for each configuration), so no command
+    // names one.
     let memory = if engine == "vllm" { "--gpu-memory-utilization" } else { "--mem-fraction-static" };
     assert!(
-        rows.lines().skip(1).all(|r| r.contains(&format!("{starts} ")) && r.contains(&format!(" {memory} 0.9"))),
+        rows.lines().skip(1).all(|r| r.contains(&format!("{starts} ")) && !r.contains(&format!(" {memory} "))),
         "{rows}"
     );
     let planned = read_json(&plan);

@@ -692,7 +692,7 @@ mod tests {
         // reserved do not fit in 0.9 × 80 GiB.
         let err = Engine::new(cfg.clone()).err().unwrap().to_string();
         assert!(err.contains("--gpu-memory-utilization 0.95") && err.contains("--tp 2"), "{err}");
-        cfg.gpu_memory_utilization = 0.95;
+        cfg.gpu_memory_utilization = Some(0.95);
         let engine = Engine::new(cfg.clone()).unwrap();
         let tokens = engine.capacity().tokens();
         assert!(tokens > 4_000 && tokens < 16_000, "{tokens}");
