@@ -29,8 +29,11 @@ impl KvCapacity {
     }
 }
 
-/// KV capacity = memory × utilisation − W/TP − activations − runtime, in
-/// whole blocks; an error that suggests what would fit when nothing is left.
+/// KV capacity, in whole blocks, as each scheduler's engine sizes it:
+/// vLLM's memory × share − W/TP − activations − runtime, SGLang's (memory −
+/// what it found taken) × share − W/TP, TensorRT-LLM's (memory − W/TP −
+/// activations − runtime) × share ([`EngineConfig::memory_share`]); an
+/// error that suggests what would fit when nothing is left.
 pub fn kv_capacity(cfg: &EngineConfig) -> Result<KvCapacity, Error> {
     cfg.validate()?;
     let cap = kv_capacity_unchecked(cfg);
