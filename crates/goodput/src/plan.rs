@@ -724,7 +724,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
              is admitted while its prompt and whole answer fit beside an estimated share of the running requests' \
              remaining answers, the least advanced are retracted when that share proves short, only prompt chunks \
              are held to --chunked-prefill-size, and prompts and decodes run in separate steps (SGLang's default \
-             without --enable-mixed-chunk){}{}{}{}{}",
+             without --enable-mixed-chunk){}{}{}{}{}{}",
             // A trace runs the replicas whole: SGLang's controller routes
             // a dense model's, as their one server of --dp-size does;
             // closed loops split their users evenly.
@@ -763,6 +763,14 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
                 "; in its disaggregated configurations the decode instance reserves a request's prompt and 512 \
                  decoding tokens before its prefill starts, sends the prefill's token once the KV has landed, and \
                  retracts to host memory"
+            } else {
+                ""
+            },
+            if a.gpu_memory_utilization.is_none() {
+                "; with no --gpu-memory-utilization given, each configuration's KV cache is what SGLang's own \
+                 --mem-fraction-static default for it leaves (set from the GPU's memory, the chunk, its CUDA graphs \
+                 and TP, its activations outside the share), and its commands leave the flag out so that SGLang sets \
+                 the same"
             } else {
                 ""
             },

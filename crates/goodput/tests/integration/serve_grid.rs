@@ -1961,6 +1961,14 @@ fn plan_grid_measured(case: PlanCase) {
         "{rows}"
     );
     let planned = read_json(&plan);
+    if engine == "sglang" {
+        let notes = planned["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect::<Vec<_>>();
+        assert!(
+            notes.iter().any(|n| n.contains("SGLang's own --mem-fraction-static default")
+                && n.contains("commands leave the flag out")),
+            "{notes:?}"
+        );
+    }
     // Every configuration carries its command; the plan's --model is the name the server answers to.
     for c in configs(&planned) {
         let cmd = c["serve_command"]["command"].as_str().unwrap_or_else(|| panic!("{c}"));
