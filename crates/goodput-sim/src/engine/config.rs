@@ -343,8 +343,22 @@ pub const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
 /// and graphs (an EAGLE or MTP head; n-gram lookup, no cost here, takes
 /// none). Rounded to three places, as SGLang rounds it. SGLang reads the
 /// memory nvidia-smi reports, a few hundred MiB above what CUDA does (the
-/// catalog's): under 0.1 point on the share.
+/// catalog's): under 0.1 point on the share. A disaggregated instance's
+/// is [`sglang_role_mem_fraction_static`]'s.
 pub fn sglang_mem_fraction_static(cfg: &EngineConfig) -> f64 {
+    sglang_role_mem_fraction_static(cfg, None)
+}
+
+/// SGLang's default share for an instance of one role (`Some(true)`: a
+/// decode instance, `Some(false)`: a prefill one; `None`: both, as
+/// [`sglang_mem_fraction_static`]), as `--disaggregation-mode` gates the
+/// reserve's terms since sgl-project/sglang#29615 (June 2026): a prefill
+/// instance keeps no CUDA graphs' or DP attention's reserve (it runs no
+/// decode graphs), and a decode instance sizes its activations to its
+/// decode batch, max(`--max-running-requests`, else `cuda_graph_max_bs`) ×
+/// the drafts a sequence verifies (1 without speculative decoding), at
+/// least 2,048, × 1.5, in place of a prefill chunk's.
+pub fn sglang_role_mem_fraction_static(cfg: &EngineConfig, decode: Option<bool>) -> f64 {
     let mib = cfg.gpu.memory_gib * 1024.0;
     let ranks = cfg.attention_ranks();
     // SGLang's TP size is the group's GPUs: under DP attention its TP
@@ -359,13 +373,21 @@ pub fn sglang_mem_fraction_static(cfg: &EngineConfig) -> f64 {
         _ => (512.0, 512.0),
     };
     let graph_bs: f64 = if tp < 4.0 { small_tp } else { large_tp };
-    let chunk = f64::from(if cfg.enable_chunked_prefill {
-        cfg.max_num_batched_tokens
-    } else {
-        super::scheduler::SGLANG_MAX_PREFILL_TOKENS
-    });
-    let mut reserved = 512.0 + chunk.max(2048.0) * 1.5 + graph_bs * 2.0 + tp * f64::from(cfg.pp.max(1)) / 8.0 * 1024.0;
-    if ranks > 1 {
+    let activation_tokens = match decode {
+        Some(true) => {
+            let batch = cfg.max_num_seqs.map_or(graph_bs, f64::from);
+            batch * cfg.spec.map_or(1.0, |s| f64::from(s.tokens.max(1)))
+        }
+        _ if cfg.enable_chunked_prefill => f64::from(cfg.max_num_batched_tokens),
+        _ => f64::from(super::scheduler::SGLANG_MAX_PREFILL_TOKENS),
+    };
+    // A prefill instance captures no decode graphs.
+    let graphs = decode != Some(false);
+    let mut reserved = 512.0
+        + activation_tokens.max(2048.0) * 1.5
+        + if graphs { graph_bs * 2.0 } else { 0.0 }
+        + tp * f64::from(cfg.pp.max(1)) / 8.0 * 1024.0;
+    if ranks > 1 && graphs {
         reserved += graph_bs * f64::from(ranks) * 3.0;
         if graph_bs > 300.0 {
             reserved += graph_bs * f64::from(ranks) * 1.5;

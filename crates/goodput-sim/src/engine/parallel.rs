@@ -151,7 +151,16 @@ impl EngineConfig {
             (_, None) if ep_ranks(tp, ep) <= 1 => crate::engine::LoadBalance::Auto,
             (_, None) => self.load_balance,
         };
-        EngineConfig { tp, ep, pd, load_balance, decode_load_balance: None, ..self.clone() }
+        let mut pool = EngineConfig { tp, ep, pd, load_balance, decode_load_balance: None, ..self.clone() };
+        // SGLang sets a disaggregated instance's default memory share by
+        // its role.
+        if pool.scheduler == crate::engine::SchedulerPolicy::Sglang && self.pd.is_some() {
+            pool.gpu_memory_utilization = Some(
+                self.gpu_memory_utilization
+                    .unwrap_or_else(|| crate::engine::config::sglang_role_mem_fraction_static(&pool, Some(decode))),
+            );
+        }
+        pool
     }
 
     /// Each engine's configuration, in [`EngineConfig::engines`]' order: the

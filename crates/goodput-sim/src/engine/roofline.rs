@@ -872,6 +872,21 @@ mod tests {
         assert!(drafting < c.memory_share());
         c.gpu_memory_utilization = Some(0.7);
         assert_eq!(c.memory_share(), 0.7);
+        // Disaggregated (sglang#29615): one H100 a prefill instance keeps no
+        // graphs' reserve, 0.841 (512 + 8,192 × 1.5 + 128 MiB), and a
+        // decode one sizes its activations to its batch, 256 graphs' up to
+        // 2,048 tokens, its reserve then at the 10 GiB floor, 0.874; a
+        // share given is each pool's.
+        let mut pd = cfg("llama-3.1-8b", "h100", Precision::Bf16);
+        (pd.scheduler, pd.pd) = (SchedulerPolicy::Sglang, Some(crate::engine::Disaggregation::parse("1:1").unwrap()));
+        assert_eq!(
+            (pd.memory_share(), pd.pool(false).memory_share(), pd.pool(true).memory_share()),
+            (0.834, 0.841, 0.874)
+        );
+        let engines = pd.engine_configs();
+        assert!(kv_capacity(&engines[1]).unwrap().tokens() > kv_capacity(&engines[0]).unwrap().tokens());
+        pd.gpu_memory_utilization = Some(0.8);
+        assert_eq!((pd.pool(false).memory_share(), pd.pool(true).memory_share()), (0.8, 0.8));
         // vLLM's and TensorRT-LLM's default is 0.9 wherever they run.
         c.gpu_memory_utilization = None;
         for s in [SchedulerPolicy::Vllm, SchedulerPolicy::Trtllm] {
