@@ -133,7 +133,7 @@ impl Calibration {
             // size, checked").
             vllm_sampler_bytes_per_logit: 38.4,
             runtime_gib: 0.15,
-            // The median of six public SGLang logs' "Load weight begin.
+            // The median of nine public SGLang logs' "Load weight begin.
             // avail mem" against their GPUs' memory (0.34 to 0.86 GiB, TP 1
             // to 4; docs/simulator.md, "SGLang's memory share").
             sglang_preload_gib: 0.42,
