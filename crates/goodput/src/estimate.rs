@@ -21,7 +21,7 @@ pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
     let cfg = EngineConfig::try_from(&a.engine)?;
     refuse_other_gpus(&a.judge, &cfg)?;
     if !a.output.quiet {
-        for note in crate::virtual_point::precision_notes(&a.engine.hw.precision, &cfg) {
+        for note in crate::virtual_point::setup_notes(&a.engine.hw.precision, &cfg) {
             goodput_core::tell!("{note}");
         }
     }

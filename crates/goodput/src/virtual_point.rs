@@ -120,12 +120,43 @@ pub fn weight_only_note(
     })
 }
 
-/// The notes `estimate` and `sweep --estimate` give on the width: a
-/// `quantization_config` not modelled, or FP8 run weight-only.
-pub fn precision_notes(flag: &str, cfg: &EngineConfig) -> Vec<String> {
+/// The notes `estimate` and `sweep --estimate` give on the width and the
+/// memory: a `quantization_config` not modelled, FP8 run weight-only, and
+/// the memory share SGLang sets itself.
+pub fn setup_notes(flag: &str, cfg: &EngineConfig) -> Vec<String> {
     let weight_only =
         weight_only_note(cfg.scheduler, cfg.precision, &cfg.gpu, &cfg.gpu.name, "run").map(|n| format!("note: {n}"));
-    quantization_note(flag, &cfg.model).into_iter().chain(weight_only).collect()
+    quantization_note(flag, &cfg.model).into_iter().chain(weight_only).chain(sglang_share_note(cfg)).collect()
+}
+
+/// Under SGLang's scheduler with no `--gpu-memory-utilization` given, the
+/// share SGLang's own `--mem-fraction-static` default takes (a
+/// disaggregated configuration's, each pool's), so that a server's log can
+/// be held beside it.
+pub fn sglang_share_note(cfg: &EngineConfig) -> Option<String> {
+    if cfg.scheduler != SchedulerPolicy::Sglang || cfg.gpu_memory_utilization.is_some() {
+        return None;
+    }
+    let share = match cfg.pd {
+        Some(_) => format!(
+            "{} on its prefill instances and {} on its decode ones",
+            cfg.pool(false).memory_share(),
+            cfg.pool(true).memory_share()
+        ),
+        None => cfg.memory_share().to_string(),
+    };
+    let chunk = if cfg.enable_chunked_prefill {
+        format!("--chunked-prefill-size {}", cfg.max_num_batched_tokens)
+    } else {
+        "chunking off".to_string()
+    };
+    Some(format!(
+        "note: memory share {share}: SGLang's own --mem-fraction-static default for {} at --tp-size {} and \
+         {chunk} (its activations and CUDA graphs outside it, the weights and KV cache inside); give \
+         --gpu-memory-utilization to set another",
+        cfg.gpu.name,
+        cfg.tp.saturating_mul(cfg.attention_ranks())
+    ))
 }
 
 /// A note where `--precision auto` meets a `quantization_config` whose
@@ -899,6 +930,30 @@ mod tests {
             prompt_tokens: 2,
             images: Vec::new(),
         }
+    }
+
+    /// SGLang's own share is said where it set it, each pool's where the
+    /// configuration is disaggregated; a share given, or another
+    /// scheduler, says nothing.
+    #[test]
+    fn sglang_s_own_memory_share_is_said_where_it_set_it() {
+        let mut cfg = EngineConfig::from_names("llama-3.1-8b", "h100", goodput_sim::engine::Precision::Bf16).unwrap();
+        assert_eq!(sglang_share_note(&cfg), None, "vLLM's scheduler");
+        cfg.scheduler = SchedulerPolicy::Sglang;
+        let note = sglang_share_note(&cfg).unwrap();
+        assert!(
+            note.starts_with(
+                "note: memory share 0.834: SGLang's own --mem-fraction-static default for H100 SXM at \
+                 --tp-size 1 and --chunked-prefill-size 8192"
+            ),
+            "{note}"
+        );
+        assert!(setup_notes("auto", &cfg).contains(&note));
+        cfg.pd = Some(goodput_sim::engine::Disaggregation::parse("1:1").unwrap());
+        let pools = sglang_share_note(&cfg).unwrap();
+        assert!(pools.contains("0.841 on its prefill instances and 0.874 on its decode ones"), "{pools}");
+        cfg.gpu_memory_utilization = Some(0.8);
+        assert_eq!(sglang_share_note(&cfg), None, "a share given");
     }
 
     /// Entries whose "answer" is a reference give no length: the refusal

@@ -857,7 +857,7 @@ async fn start(a: SweepArgs, shared: Shared) -> Result<Sweep> {
         let cfg = EngineConfig::try_from(&engine)?;
         crate::estimate::refuse_other_gpus(&a.judge, &cfg)?;
         if !a.output.quiet {
-            for note in virtual_point::precision_notes(&a.hw.precision, &cfg) {
+            for note in virtual_point::setup_notes(&a.hw.precision, &cfg) {
                 goodput_core::tell!("{note}");
             }
         }
