@@ -2312,9 +2312,10 @@ impl Search<'_> {
         let mut options = Vec::new();
         let mut fuller = self.engine(c);
         let share = fuller.memory_share();
-        fuller.gpu_memory_utilization = Some(0.95);
-        if share < 0.95 && holds(&fuller) {
-            options.push("--gpu-memory-utilization 0.95".to_string());
+        let fullest = fuller.fullest_share();
+        fuller.gpu_memory_utilization = Some(fullest);
+        if share < fullest && holds(&fuller) {
+            options.push(format!("--gpu-memory-utilization {fullest}"));
         }
         let narrower = Precision::ALL
             .into_iter()

@@ -563,6 +563,21 @@ impl EngineConfig {
         })
     }
 
+    /// The largest share a refusal offers: 0.95 of the memory, but under
+    /// SGLang's scheduler, whose activations and CUDA graphs live outside
+    /// its share, no more than leaves them 5 GiB (its documentation's
+    /// "reserving 5–8 GB of memory for activations is typically
+    /// sufficient"), in whole hundredths.
+    pub fn fullest_share(&self) -> f64 {
+        match self.scheduler {
+            SchedulerPolicy::Sglang => {
+                let gib = self.gpu.memory_gib;
+                (((gib - 5.0) / gib * 100.0).floor() / 100.0).clamp(0.0, 0.95)
+            }
+            SchedulerPolicy::Vllm | SchedulerPolicy::Trtllm => 0.95,
+        }
+    }
+
     /// The sequence cap in force: the configured one, else the scheduler's
     /// default (vLLM's by GPU, [`vllm_large_gpu`], held to the step's token budget as
     /// its `EngineArgs` holds it, `min(default, max_num_batched_tokens)`;

@@ -160,11 +160,12 @@ fn suggest_fit(cfg: &EngineConfig, block: bool) -> String {
     if let Some(b) = smaller_block {
         options.push(format!("--block-size {b}"));
     }
-    if cfg.memory_share() < 0.95 {
+    let fullest = cfg.fullest_share();
+    if cfg.memory_share() < fullest {
         let mut c = cfg.clone();
-        c.gpu_memory_utilization = Some(0.95);
+        c.gpu_memory_utilization = Some(fullest);
         if fits(&c) {
-            options.push("--gpu-memory-utilization 0.95".into());
+            options.push(format!("--gpu-memory-utilization {fullest}"));
         }
     }
     // vLLM's start-up profile reserves its sampler's memory for
@@ -887,6 +888,25 @@ mod tests {
         assert!(kv_capacity(&engines[1]).unwrap().tokens() > kv_capacity(&engines[0]).unwrap().tokens());
         pd.gpu_memory_utilization = Some(0.8);
         assert_eq!((pd.pool(false).memory_share(), pd.pool(true).memory_share()), (0.8, 0.8));
+        // A refusal under SGLang offers a share that leaves its
+        // activations 5 GiB: 0.93 of an H100 (0.95 would leave 4), none
+        // on an L4, whose own default is already past 0.77.
+        let mut big = cfg("llama-3.1-70b", "h100", Precision::Bf16);
+        (big.tp, big.scheduler) = (2, SchedulerPolicy::Sglang);
+        let why = kv_capacity(&big).unwrap_err().to_string();
+        assert!(why.contains("--gpu-memory-utilization 0.93") && !why.contains("0.95"), "{why}");
+        let fullest = |gpu: &str, s: SchedulerPolicy| {
+            EngineConfig { scheduler: s, ..cfg("llama-3.1-8b", gpu, Precision::Bf16) }.fullest_share()
+        };
+        assert_eq!(
+            [
+                fullest("h100", SchedulerPolicy::Sglang),
+                fullest("l4", SchedulerPolicy::Sglang),
+                fullest("b200", SchedulerPolicy::Sglang)
+            ],
+            [0.93, 0.77, 0.95]
+        );
+        assert_eq!(fullest("l4", SchedulerPolicy::Vllm), 0.95);
         // vLLM's and TensorRT-LLM's default is 0.9 wherever they run.
         c.gpu_memory_utilization = None;
         for s in [SchedulerPolicy::Vllm, SchedulerPolicy::Trtllm] {
