@@ -335,8 +335,7 @@ pub const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
 /// max(chunk, 2,048) × 1.5 for a prefill's activations (the chunk:
 /// `--chunked-prefill-size`, or with chunking off its 16,384-token
 /// `--max-prefill-tokens`), `cuda_graph_max_bs` × 2 for its CUDA graphs
-/// (by the GPU's memory and TP: 8; 24, or 80 at TP 4 and up, below 35 GiB;
-/// 32 or 160 below 60; 256 or 512 below 160; 512 above), tp × pp / 8 ×
+/// (by the GPU's memory and TP, `sglang_default_cuda_graph_max_bs`), tp × pp / 8 ×
 /// 1,024 for parallelism's buffers, and under DP attention
 /// `cuda_graph_max_bs` × its ranks × 3 (× 4.5 past 300); at least 10 GiB
 /// on a GPU of over 60 GiB; 2 GiB more for a speculative drafter's model
@@ -363,16 +362,9 @@ pub fn sglang_role_mem_fraction_static(cfg: &EngineConfig, decode: Option<bool>)
     let ranks = cfg.attention_ranks();
     // SGLang's TP size is the group's GPUs: under DP attention its TP
     // ranks are the attention ranks' GPUs together.
-    let tp = f64::from(cfg.tp.saturating_mul(ranks));
-    // CUDA graphs up to this batch: (below TP 4, at TP 4 and up) by memory.
-    let (small_tp, large_tp) = match mib {
-        m if m < 20.0 * 1024.0 => (8.0, 8.0),
-        m if m < 35.0 * 1024.0 => (24.0, 80.0),
-        m if m < 60.0 * 1024.0 => (32.0, 160.0),
-        m if m < 160.0 * 1024.0 => (256.0, 512.0),
-        _ => (512.0, 512.0),
-    };
-    let graph_bs: f64 = if tp < 4.0 { small_tp } else { large_tp };
+    let tp_size = cfg.tp.saturating_mul(ranks);
+    let graph_bs = f64::from(super::scheduler::sglang_default_cuda_graph_max_bs(&cfg.gpu, tp_size));
+    let tp = f64::from(tp_size);
     let activation_tokens = match decode {
         Some(true) => {
             let batch = cfg.max_num_seqs.map_or(graph_bs, f64::from);

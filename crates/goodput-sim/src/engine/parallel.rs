@@ -154,11 +154,12 @@ impl EngineConfig {
         let mut pool = EngineConfig { tp, ep, pd, load_balance, decode_load_balance: None, ..self.clone() };
         // SGLang sets a disaggregated instance's default memory share by
         // its role.
-        if pool.scheduler == crate::engine::SchedulerPolicy::Sglang && self.pd.is_some() {
-            pool.gpu_memory_utilization = Some(
-                self.gpu_memory_utilization
-                    .unwrap_or_else(|| crate::engine::config::sglang_role_mem_fraction_static(&pool, Some(decode))),
-            );
+        if pool.scheduler == crate::engine::SchedulerPolicy::Sglang
+            && self.pd.is_some()
+            && pool.gpu_memory_utilization.is_none()
+        {
+            pool.gpu_memory_utilization =
+                Some(crate::engine::config::sglang_role_mem_fraction_static(&pool, Some(decode)));
         }
         pool
     }

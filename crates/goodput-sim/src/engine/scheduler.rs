@@ -29,7 +29,8 @@ mod sglang;
 mod trtllm;
 pub use balance::{Controller, Load, LoadBalance, Published, ReplicaBalancer};
 pub use sglang::{
-    sglang_default_chunk, sglang_default_max_running, SGLANG_DP_ATTENTION_CONSERVATIVENESS, SGLANG_MAX_PREFILL_TOKENS,
+    sglang_default_chunk, sglang_default_cuda_graph_max_bs, sglang_default_max_running,
+    SGLANG_DP_ATTENTION_CONSERVATIVENESS, SGLANG_MAX_PREFILL_TOKENS,
 };
 pub use trtllm::{SchedulerPolicy, TRTLLM_MAX_BATCH_SIZE};
 

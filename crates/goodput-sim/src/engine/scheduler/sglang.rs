@@ -105,16 +105,36 @@ impl NewTokenRatio {
     }
 }
 
-/// SGLang's default `--chunked-prefill-size` on `gpu`, by its memory
-/// (`ServerArgs._handle_gpu_memory_settings`): 2,048 below 35 GiB, 4,096
-/// below 60, 8,192 below 160 (the A100 80GB, H100, H200), 16,384 above (the
-/// B200, MI300X).
-pub fn sglang_default_chunk(gpu: &GpuSpec) -> u32 {
+/// The defaults SGLang sets by `gpu`'s memory, in the one chain of
+/// `ServerArgs._handle_gpu_memory_settings`: `--chunked-prefill-size`, and
+/// `cuda_graph_max_bs` below TP 4 and at TP 4 and up.
+fn sglang_memory_class(gpu: &GpuSpec) -> (u32, u32, u32) {
     match gpu.memory_gib {
-        m if m < 35.0 => 2048,
-        m if m < 60.0 => 4096,
-        m if m < 160.0 => 8192,
-        _ => 16384,
+        m if m < 20.0 => (2048, 8, 8),
+        m if m < 35.0 => (2048, 24, 80),
+        m if m < 60.0 => (4096, 32, 160),
+        m if m < 160.0 => (8192, 256, 512),
+        _ => (16384, 512, 512),
+    }
+}
+
+/// SGLang's default `--chunked-prefill-size` on `gpu`, by its memory
+/// (`sglang_memory_class`): 2,048 below 35 GiB, 4,096 below 60, 8,192
+/// below 160 (the A100 80GB, H100, H200), 16,384 above (the B200, MI300X).
+pub fn sglang_default_chunk(gpu: &GpuSpec) -> u32 {
+    sglang_memory_class(gpu).0
+}
+
+/// SGLang's default `cuda_graph_max_bs` on `gpu` at TP `tp` (its TP size,
+/// every GPU of a DP-attention group), by its memory
+/// (`sglang_memory_class`): 8 below 20 GiB; 24, or 80 at TP 4 and up,
+/// below 35; 32 or 160 below 60; 256 or 512 below 160; 512 above.
+pub fn sglang_default_cuda_graph_max_bs(gpu: &GpuSpec, tp: u32) -> u32 {
+    let (_, small_tp, large_tp) = sglang_memory_class(gpu);
+    if tp < 4 {
+        small_tp
+    } else {
+        large_tp
     }
 }
 
