@@ -20,12 +20,20 @@
 //! (`yes`) or in separate steps (`no`), whatever its `mixed` column says.
 //! `--no-stagger` starts a closed loop's users all at once and counts every
 //! request (see docs/simulator.md, "Closed loops").
+//! `--glance [FILE.csv...]` runs several files (every one in
+//! data/validation, from the repository's root, where none is named; on as
+//! many threads as there are cores) and prints one table of each file's
+//! median errors by split, load and metric (docs/simulator.md, "Accuracy
+//! at a glance").
 //!
 //! CAL.json is either one set of overrides for every GPU family
 //! (`{"eta_kv": 0.6}`) or overrides per family (`{"hopper": {"eta_kv": 0.6}}`).
 
-use goodput_sim::engine::validate::{parse_csv, validate, ValidationOptions};
+use goodput_sim::engine::validate::{
+    glance_markdown, glance_sets, parse_csv, validate, ReferenceRow, ValidationOptions, GLANCE_FILES,
+};
 use goodput_sim::engine::{Calibration, GpuFamily, KvCacheDtype, SchedulerPolicy};
+use std::path::Path;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -40,7 +48,8 @@ fn main() -> ExitCode {
 
 fn run() -> Result<(), String> {
     let mut args = std::env::args().skip(1);
-    let mut csv = None;
+    let mut files: Vec<String> = Vec::new();
+    let mut glance = false;
     let mut options = ValidationOptions::default();
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -85,16 +94,37 @@ fn run() -> Result<(), String> {
                     _ => return Err("--mixed-batches needs yes or no".into()),
                 }
             }
-            _ if csv.is_none() && !arg.starts_with("--") => csv = Some(arg),
+            "--glance" => glance = true,
+            _ if !arg.starts_with("--") => files.push(arg),
             _ => return Err(format!("unexpected argument `{arg}`")),
         }
     }
-    let path = csv.ok_or("usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger] [--trt-frontend-ms MS|calibration] [--trt-frontend-us-per-output-token US|calibration] [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context] [--sglang-scheduler sglang|vllm] [--mixed-batches yes|no]")?;
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
-    let rows = parse_csv(&text).map_err(|e| e.to_string())?;
-    let report = validate(&rows, &options).map_err(|e| e.to_string())?;
+    const USAGE: &str = "usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger] [--trt-frontend-ms MS|calibration] [--trt-frontend-us-per-output-token US|calibration] [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context] [--sglang-scheduler sglang|vllm] [--mixed-batches yes|no], or validate --glance FILE.csv... with the same options";
+    if glance {
+        if files.is_empty() {
+            files = GLANCE_FILES.iter().map(|f| format!("data/validation/{f}")).collect();
+        }
+        let sets = files
+            .iter()
+            .map(|path| {
+                let name = Path::new(path).file_name().map_or(path.clone(), |n| n.to_string_lossy().into_owned());
+                Ok((name, read_rows(path)?))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        print!("{}", glance_markdown(&glance_sets(&sets, &options).map_err(|e| e.to_string())?));
+        return Ok(());
+    }
+    let [path] = files.as_slice() else {
+        return Err(format!("{USAGE} (one file; --glance takes several)"));
+    };
+    let report = validate(&read_rows(path)?, &options).map_err(|e| e.to_string())?;
     print!("{}", report.to_markdown());
     Ok(())
+}
+
+fn read_rows(path: &str) -> Result<Vec<ReferenceRow>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    parse_csv(&text).map_err(|e| format!("{path}: {e}"))
 }
 
 fn calibrations(text: &str) -> Result<std::collections::BTreeMap<GpuFamily, Calibration>, String> {

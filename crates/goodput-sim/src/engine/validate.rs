@@ -1046,6 +1046,205 @@ pub struct SummaryCell {
     pub median_abs_rel_error: f64,
 }
 
+/// How a glance line's reference rows were loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LoadClass {
+    /// Every request sent at once, throughput over the run (trtllm-bench's
+    /// saturation, a served burst).
+    AllAtOnce,
+    /// Closed loops of fewer than [`SUMMARY_MIN_USERS`] users.
+    FewUsers,
+    /// Closed loops of [`SUMMARY_MIN_USERS`] users or more: the load the
+    /// issue's TTFT target is set on.
+    ManyUsers,
+    /// A batch sent together, again and again (vLLM's latency benchmark).
+    Batches,
+    /// An open loop at a rate.
+    Rate,
+}
+
+impl LoadClass {
+    pub fn of(load: ReferenceLoad) -> LoadClass {
+        match load {
+            ReferenceLoad::MaxThroughput => LoadClass::AllAtOnce,
+            ReferenceLoad::Concurrency(c) if c < SUMMARY_MIN_USERS => LoadClass::FewUsers,
+            ReferenceLoad::Concurrency(_) => LoadClass::ManyUsers,
+            ReferenceLoad::Batch(_) => LoadClass::Batches,
+            ReferenceLoad::Rate(_) => LoadClass::Rate,
+        }
+    }
+
+    pub fn as_str(self) -> String {
+        match self {
+            LoadClass::AllAtOnce => "all at once".into(),
+            LoadClass::FewUsers => format!("1–{} users", SUMMARY_MIN_USERS - 1),
+            LoadClass::ManyUsers => format!("{SUMMARY_MIN_USERS}+ users"),
+            LoadClass::Batches => "batches".into(),
+            LoadClass::Rate => "open loop".into(),
+        }
+    }
+}
+
+/// The metrics a glance groups: TTFT (mean or median), the time between
+/// tokens (TPOT's mean or median, the median ITL), output throughput and
+/// mean end-to-end latency.
+pub const GLANCE_METRICS: [&str; 4] = ["TTFT", "ITL / TPOT", "output tok/s", "E2E"];
+
+fn glance_column(metric: Metric) -> usize {
+    match metric {
+        Metric::TtftMsMean | Metric::TtftMsP50 => 0,
+        Metric::TpotMsMean | Metric::TpotMsP50 | Metric::ItlMsP50 => 1,
+        Metric::OutputTokensPerS => 2,
+        Metric::E2eMsMean => 3,
+    }
+}
+
+/// One metric's errors over a glance line's rows, in percent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GlanceCell {
+    pub rows: usize,
+    /// The median of |predicted − reference| / reference.
+    pub median_abs_pct: f64,
+    /// The median of the signed error: above 0, the engine's figure is the
+    /// larger (faster for throughput, slower for a latency).
+    pub median_signed_pct: f64,
+}
+
+/// A file's rows of one split, load and queueing, a cell per metric group
+/// ([`GLANCE_METRICS`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GlanceLine {
+    pub split: Option<Split>,
+    pub load: LoadClass,
+    pub queueing: bool,
+    pub cells: [Option<GlanceCell>; 4],
+}
+
+impl ValidationReport {
+    /// The report in a few lines: its rows grouped by split, load and
+    /// queueing, each metric group's median |error| and signed median.
+    pub fn glance(&self) -> Vec<GlanceLine> {
+        let mut groups: BTreeMap<(Option<Split>, LoadClass, bool), [Vec<f64>; 4]> = BTreeMap::new();
+        for p in &self.predictions {
+            let key = (p.row.split, LoadClass::of(p.row.load), p.row.queueing);
+            groups.entry(key).or_default()[glance_column(p.row.metric)].push(p.rel_error * 100.0);
+        }
+        groups
+            .into_iter()
+            .map(|((split, load, queueing), errors)| GlanceLine {
+                split,
+                load,
+                queueing,
+                cells: errors.map(|mut signed| {
+                    if signed.is_empty() {
+                        return None;
+                    }
+                    signed.sort_by(f64::total_cmp);
+                    let mut abs: Vec<f64> = signed.iter().map(|e| e.abs()).collect();
+                    abs.sort_by(f64::total_cmp);
+                    Some(GlanceCell {
+                        rows: signed.len(),
+                        median_abs_pct: percentile(&abs, 50.0).unwrap_or(f64::NAN),
+                        median_signed_pct: percentile(&signed, 50.0).unwrap_or(f64::NAN),
+                    })
+                }),
+            })
+            .collect()
+    }
+}
+
+/// The repository's reference files (data/validation), in the order
+/// docs/simulator.md's "Accuracy at a glance" lists them: the calibration
+/// set, the closed and open loops under load, TensorRT-LLM's tables, the
+/// served runs, and the families no constant was set on.
+pub const GLANCE_FILES: [&str; 17] = [
+    "public.csv",
+    "nim-closed-loop.csv",
+    "nim-dli-closed-loop.csv",
+    "sglang-open-loop.csv",
+    "trtllm-overview.csv",
+    "trtllm-overview-1.2.csv",
+    "trtllm-llama4-1.0.csv",
+    "trtllm-maverick.csv",
+    "trtllm-gpt-oss.csv",
+    "trtllm-deepseek.csv",
+    "trtllm-rtx-pro-6000.csv",
+    "gpustack-hopper.csv",
+    "gpustack-h100-latency.csv",
+    "gpustack-a100.csv",
+    "served-b200.csv",
+    "oci-mi300x.csv",
+    "amd-mi300x.csv",
+];
+
+/// Each named set of rows validated and glanced at, in the order given,
+/// the sets shared out over the cores (a set is one thread's).
+pub fn glance_sets(
+    sets: &[(String, Vec<ReferenceRow>)],
+    options: &ValidationOptions,
+) -> Result<Vec<(String, Vec<GlanceLine>)>, Error> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(sets.len()).max(1);
+    let mut results: Vec<Option<Result<Vec<GlanceLine>, Error>>> = (0..sets.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some((_, rows)) = sets.get(i) else { break };
+                        done.push((i, validate(rows, options).map(|r| r.glance())));
+                    }
+                    done
+                })
+            })
+            .collect();
+        for worker in workers {
+            for (i, glance) in worker.join().expect("a validation thread panicked") {
+                results[i] = Some(glance);
+            }
+        }
+    });
+    sets.iter()
+        .zip(results)
+        .map(|((name, _), glance)| Ok((name.clone(), glance.expect("every set was taken")?)))
+        .collect()
+}
+
+/// Glances at several files as one Markdown table, a line per file's split,
+/// load and queueing: `17.1 % (+3.0, 488)` is a median |error| of 17.1 %,
+/// a signed median of +3.0 % and 488 rows.
+pub fn glance_markdown(files: &[(String, Vec<GlanceLine>)]) -> String {
+    let mut s = String::from("| file | split | load |");
+    for m in GLANCE_METRICS {
+        let _ = write!(s, " {m} |");
+    }
+    s.push_str("\n|---|---|---|");
+    s.push_str(&"---:|".repeat(GLANCE_METRICS.len()));
+    s.push('\n');
+    for (file, lines) in files {
+        for line in lines {
+            let split = line.split.map_or("—", Split::as_str);
+            let queueing = if line.queueing { ", queueing" } else { "" };
+            let _ = write!(s, "| {file} | {split} | {}{queueing} |", line.load.as_str());
+            for cell in &line.cells {
+                match cell {
+                    Some(c) => {
+                        // Rounded first, so that a small negative median
+                        // reads +0.0, not -0.0.
+                        let signed = (c.median_signed_pct * 10.0).round() / 10.0 + 0.0;
+                        let _ = write!(s, " {:.1} % ({signed:+.1}, {}) |", c.median_abs_pct, c.rows);
+                    }
+                    None => s.push_str(" |"),
+                }
+            }
+            s.push('\n');
+        }
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1163,6 +1362,109 @@ o,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,concurrency,1,ttft_ms_mean,2
         let md = report.to_markdown();
         assert!(md.contains("| calibration |") && md.contains("| held-out, queueing |"), "{md}");
         assert!(!md.contains("no split"), "{md}");
+    }
+
+    #[test]
+    fn a_glance_groups_rows_by_split_load_and_metric_with_signed_medians() {
+        let text = "\
+id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,metric,value,unit,split,queueing,source,requests
+a,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,concurrency,8,ttft_ms_mean,100,ms,held-out,no,s,
+b,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,concurrency,16,ttft_ms_p50,100,ms,held-out,no,s,
+c,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,concurrency,25,ttft_ms_mean,100,ms,held-out,no,s,
+d,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,concurrency,8,tpot_ms_mean,10,ms,held-out,no,s,
+e,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,concurrency,8,itl_ms_p50,10,ms,held-out,no,s,
+f,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,concurrency,2,ttft_ms_mean,100,ms,held-out,no,s,
+g,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,concurrency,250,ttft_ms_mean,100,ms,held-out,yes,s,
+h,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,max_throughput,,output_tokens_per_s,100,tok/s,calibration,no,s,
+i,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,rate,2,e2e_ms_mean,100,ms,,no,s,100
+";
+        let rows = parse_csv(text).unwrap();
+        // Errors set by hand: three TTFTs at 5 users or more, −60, +10 and
+        // +30 %; two inter-token rows, −20 and −10 %.
+        let errors = [-0.6, 0.1, 0.3, -0.2, -0.1, 0.05, 2.0, 0.25, -0.4];
+        let predictions = rows
+            .iter()
+            .zip(errors)
+            .map(|(row, e)| Prediction {
+                row: row.clone(),
+                predicted: row.value * (1.0 + e),
+                rel_error: e,
+                mean_batch_seqs: 1.0,
+                preemptions: 0,
+                kv_capacity_tokens: 1,
+            })
+            .collect();
+        let report = ValidationReport { predictions, median_abs_rel_error: None };
+        let lines = report.glance();
+        let find = |split, load, queueing| {
+            lines.iter().find(|l| l.split == split && l.load == load && l.queueing == queueing).unwrap()
+        };
+        let many = find(Some(Split::HeldOut), LoadClass::ManyUsers, false);
+        let ttft = many.cells[0].unwrap();
+        // Mean and median TTFTs share a column; |−60|, 10, 30 → 30, signed +10.
+        assert_eq!((ttft.rows, ttft.median_abs_pct, ttft.median_signed_pct), (3, 30.0, 10.0));
+        let itl = many.cells[1].unwrap();
+        assert_eq!(itl.rows, 2);
+        assert!((itl.median_abs_pct - 15.0).abs() < 1e-9 && (itl.median_signed_pct + 15.0).abs() < 1e-9, "{itl:?}");
+        assert!(many.cells[2].is_none() && many.cells[3].is_none());
+        // Two users, the queueing row, the saturation row and the open loop
+        // each stand apart.
+        assert_eq!(find(Some(Split::HeldOut), LoadClass::FewUsers, false).cells[0].unwrap().rows, 1);
+        assert_eq!(find(Some(Split::HeldOut), LoadClass::ManyUsers, true).cells[0].unwrap().median_signed_pct, 200.0);
+        assert_eq!(find(Some(Split::Calibration), LoadClass::AllAtOnce, false).cells[2].unwrap().median_abs_pct, 25.0);
+        assert_eq!(find(None, LoadClass::Rate, false).cells[3].unwrap().median_signed_pct, -40.0);
+        assert_eq!(lines.len(), 5);
+        let md = glance_markdown(&[("x.csv".into(), lines)]);
+        assert!(md.starts_with("| file | split | load | TTFT | ITL / TPOT | output tok/s | E2E |\n"), "{md}");
+        assert!(md.contains("| x.csv | held-out | 5+ users | 30.0 % (+10.0, 3) | 15.0 % (-15.0, 2) | | |"), "{md}");
+        assert!(md.contains("| x.csv | held-out | 5+ users, queueing | 200.0 % (+200.0, 1) |"), "{md}");
+        assert!(md.contains("| x.csv | — | open loop | | | | 40.0 % (-40.0, 1) |"), "{md}");
+        assert!(md.contains("| x.csv | held-out | 1–4 users |"), "{md}");
+        // A median a hair below zero reads as none.
+        let tiny = GlanceLine {
+            cells: [Some(GlanceCell { rows: 2, median_abs_pct: 0.01, median_signed_pct: -0.01 }), None, None, None],
+            ..lines_first(&report)
+        };
+        let md = glance_markdown(&[("y.csv".into(), vec![tiny])]);
+        assert!(md.contains(" 0.0 % (+0.0, 2) |"), "{md}");
+    }
+
+    fn lines_first(report: &ValidationReport) -> GlanceLine {
+        report.glance().remove(0)
+    }
+
+    /// The glance's list is every reference file the repository carries.
+    #[test]
+    fn the_glance_names_every_reference_file() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/validation");
+        let mut found: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|f| f.ends_with(".csv"))
+            .collect();
+        found.sort();
+        let mut listed: Vec<String> = GLANCE_FILES.iter().map(|f| f.to_string()).collect();
+        listed.sort();
+        assert_eq!(found, listed, "add the file to GLANCE_FILES and to docs/simulator.md's glance");
+    }
+
+    /// docs/simulator.md's "Accuracy at a glance" is what the validator
+    /// gives today: every reference file run again (several minutes in
+    /// release on two cores; `cargo test --release -p goodput-sim --lib --
+    /// --ignored glance_in_the_docs`).
+    #[test]
+    #[ignore]
+    fn the_glance_in_the_docs_is_the_validators() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/validation");
+        let sets: Vec<(String, Vec<ReferenceRow>)> = GLANCE_FILES
+            .iter()
+            .map(|f| (f.to_string(), parse_csv(&std::fs::read_to_string(dir.join(f)).unwrap()).unwrap()))
+            .collect();
+        let got = glance_markdown(&glance_sets(&sets, &ValidationOptions::default()).unwrap());
+        let doc = include_str!("../../../../docs/simulator.md");
+        let start = doc.find("| file | split | load |").expect("docs/simulator.md holds the glance");
+        let table: String = doc[start..].lines().take_while(|l| l.starts_with('|')).map(|l| format!("{l}\n")).collect();
+        assert_eq!(table, got, "the engine moved: put the validator's glance in docs/simulator.md");
     }
 
     #[test]
