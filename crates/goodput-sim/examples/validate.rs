@@ -118,7 +118,12 @@ fn run() -> Result<(), String> {
         return Err(format!("{USAGE} (one file; --glance takes several)"));
     };
     let report = validate(&read_rows(path)?, &options).map_err(|e| e.to_string())?;
-    print!("{}", report.to_markdown());
+    let name = Path::new(path).file_name().map_or(path.clone(), |n| n.to_string_lossy().into_owned());
+    print!(
+        "{}\nat a glance, median |error| (signed median, rows):\n\n{}",
+        report.to_markdown(),
+        glance_markdown(&[(name, report.glance())])
+    );
     Ok(())
 }
 

@@ -1644,6 +1644,11 @@ fn estimate_validates_against_the_repositorys_reference_rows() {
         assert!(stdout.contains(&format!("| {id} |")), "{id} is not in:\n{stdout}");
     }
     assert!(stdout.contains("median |error|"), "{stdout}");
+    // The file at a glance: its calibration rows by load, each metric's
+    // median |error|, signed median and rows.
+    assert!(stdout.contains("| file | split | load | TTFT | ITL / TPOT | output tok/s | E2E |"), "{stdout}");
+    assert!(stdout.contains("| public.csv | calibration | all at once | | | "), "{stdout}");
+    assert!(stdout.contains("| public.csv | calibration | batches | | | | "), "{stdout}");
 }
 
 /// More streams than the process may open files for is refused before the
