@@ -20,8 +20,8 @@
 //! (`yes`) or in separate steps (`no`), whatever its `mixed` column says.
 //! `--no-stagger` starts a closed loop's users all at once and counts every
 //! request (see docs/simulator.md, "Closed loops").
-//! `--glance [FILE.csv...]` runs several files (every one in
-//! data/validation, from the repository's root, where none is named; on as
+//! `--glance [FILE.csv...]` runs several files (every one in the
+//! repository's data/validation where none is named; on as
 //! many threads as there are cores) and prints one table of each file's
 //! median errors by split, load and metric (docs/simulator.md, "Accuracy
 //! at a glance").
@@ -102,7 +102,9 @@ fn run() -> Result<(), String> {
     const USAGE: &str = "usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger] [--trt-frontend-ms MS|calibration] [--trt-frontend-us-per-output-token US|calibration] [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context] [--sglang-scheduler sglang|vllm] [--mixed-batches yes|no], or validate --glance FILE.csv... with the same options";
     if glance {
         if files.is_empty() {
-            files = GLANCE_FILES.iter().map(|f| format!("data/validation/{f}")).collect();
+            // The repository's own files, wherever it is run from.
+            let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/validation");
+            files = GLANCE_FILES.iter().map(|f| dir.join(f).to_string_lossy().into_owned()).collect();
         }
         let sets = files
             .iter()
