@@ -20,17 +20,19 @@
 //! (`yes`) or in separate steps (`no`), whatever its `mixed` column says.
 //! `--no-stagger` starts a closed loop's users all at once and counts every
 //! request (see docs/simulator.md, "Closed loops").
+//! `--coverage [FILE.csv...]` prints what each file covers (its rows'
+//! engines, GPUs, models and precisions) and runs nothing;
 //! `--glance [FILE.csv...]` runs several files (every one in the
 //! repository's data/validation where none is named; on as
-//! many threads as there are cores) and prints one table of each file's
-//! median errors by split, load and metric (docs/simulator.md, "Accuracy
+//! many threads as there are cores) and prints what each file covers, then
+//! one table of each file's median errors by split, load and metric (docs/simulator.md, "Accuracy
 //! at a glance").
 //!
 //! CAL.json is either one set of overrides for every GPU family
 //! (`{"eta_kv": 0.6}`) or overrides per family (`{"hopper": {"eta_kv": 0.6}}`).
 
 use goodput_sim::engine::validate::{
-    glance_markdown, glance_sets, parse_csv, validate, ReferenceRow, ValidationOptions, GLANCE_FILES,
+    coverage_markdown, glance_markdown, glance_sets, parse_csv, validate, ReferenceRow, ValidationOptions, GLANCE_FILES,
 };
 use goodput_sim::engine::{Calibration, GpuFamily, KvCacheDtype, SchedulerPolicy};
 use std::path::Path;
@@ -50,6 +52,7 @@ fn run() -> Result<(), String> {
     let mut args = std::env::args().skip(1);
     let mut files: Vec<String> = Vec::new();
     let mut glance = false;
+    let mut coverage = false;
     let mut options = ValidationOptions::default();
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -95,12 +98,13 @@ fn run() -> Result<(), String> {
                 }
             }
             "--glance" => glance = true,
+            "--coverage" => coverage = true,
             _ if !arg.starts_with("--") => files.push(arg),
             _ => return Err(format!("unexpected argument `{arg}`")),
         }
     }
-    const USAGE: &str = "usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger] [--trt-frontend-ms MS|calibration] [--trt-frontend-us-per-output-token US|calibration] [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context] [--sglang-scheduler sglang|vllm] [--mixed-batches yes|no], or validate --glance FILE.csv... with the same options";
-    if glance {
+    const USAGE: &str = "usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger] [--trt-frontend-ms MS|calibration] [--trt-frontend-us-per-output-token US|calibration] [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context] [--sglang-scheduler sglang|vllm] [--mixed-batches yes|no], or validate --glance|--coverage [FILE.csv...] with the same options";
+    if glance || coverage {
         if files.is_empty() {
             // The repository's own files, wherever it is run from.
             let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/validation");
@@ -113,7 +117,10 @@ fn run() -> Result<(), String> {
                 Ok((name, read_rows(path)?))
             })
             .collect::<Result<Vec<_>, String>>()?;
-        print!("{}", glance_markdown(&glance_sets(&sets, &options).map_err(|e| e.to_string())?));
+        print!("{}", coverage_markdown(&sets));
+        if glance {
+            print!("\n{}", glance_markdown(&glance_sets(&sets, &options).map_err(|e| e.to_string())?));
+        }
         return Ok(());
     }
     let [path] = files.as_slice() else {

@@ -1212,6 +1212,39 @@ pub fn glance_sets(
         .collect()
 }
 
+/// What each named set of rows covers, as a Markdown table: its rows, and
+/// the engines, GPUs, models and precisions they name (the catalog's names
+/// for the GPUs and models), each list sorted and without repeats.
+pub fn coverage_markdown(sets: &[(String, Vec<ReferenceRow>)]) -> String {
+    let mut s = String::from("| file | rows | engines | GPUs | models | precisions |\n|---|---:|---|---|---|---|\n");
+    for (name, rows) in sets {
+        let list = |f: &dyn Fn(&ReferenceRow) -> String| {
+            let mut v: Vec<String> = rows.iter().map(f).collect();
+            v.sort();
+            v.dedup();
+            v.join(", ")
+        };
+        let engine = |r: &ReferenceRow| {
+            match r.engine {
+                ReferenceEngine::Vllm => "vLLM",
+                ReferenceEngine::Sglang => "SGLang",
+                ReferenceEngine::TensorRtLlm => "TensorRT-LLM",
+            }
+            .to_string()
+        };
+        let _ = writeln!(
+            s,
+            "| {name} | {} | {} | {} | {} | {} |",
+            rows.len(),
+            list(&engine),
+            list(&|r| GpuSpec::lookup(&r.gpu).map_or_else(|_| r.gpu.clone(), |g| g.name.clone())),
+            list(&|r| ModelSpec::lookup(&r.model).map_or_else(|_| r.model.clone(), |m| m.name.clone())),
+            list(&|r| r.precision.to_string()),
+        );
+    }
+    s
+}
+
 /// Glances at several files as one Markdown table, a line per file's split,
 /// load and queueing: `17.1 % (+3.0, 488)` is a median |error| of 17.1 %,
 /// a signed median of +3.0 % and 488 rows.
@@ -1446,6 +1479,23 @@ i,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,rate,2,e2e_ms_mean,100,ms,,n
         let mut listed: Vec<String> = GLANCE_FILES.iter().map(|f| f.to_string()).collect();
         listed.sort();
         assert_eq!(found, listed, "add the file to GLANCE_FILES and to docs/simulator.md's glance");
+    }
+
+    /// docs/simulator.md's table of what each reference file covers is
+    /// what the files hold.
+    #[test]
+    fn the_coverage_in_the_docs_is_the_files() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/validation");
+        let sets: Vec<(String, Vec<ReferenceRow>)> = GLANCE_FILES
+            .iter()
+            .map(|f| (f.to_string(), parse_csv(&std::fs::read_to_string(dir.join(f)).unwrap()).unwrap()))
+            .collect();
+        let got = coverage_markdown(&sets);
+        assert!(got.contains("| public.csv | 10 | TensorRT-LLM, vLLM | H100 SXM, H200 |"), "{got}");
+        let doc = include_str!("../../../../docs/simulator.md");
+        let start = doc.find("| file | rows | engines |").expect("docs/simulator.md holds the files' coverage");
+        let table: String = doc[start..].lines().take_while(|l| l.starts_with('|')).map(|l| format!("{l}\n")).collect();
+        assert_eq!(table, got, "a reference file changed: put coverage_markdown's table in docs/simulator.md");
     }
 
     /// docs/simulator.md's "Accuracy at a glance" is what the validator
