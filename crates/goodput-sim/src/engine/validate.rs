@@ -1193,8 +1193,15 @@ pub fn glance_sets(
                     let mut done = Vec::new();
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some((_, rows)) = sets.get(i) else { break };
-                        done.push((i, validate(rows, options).map(|r| r.glance())));
+                        let Some((name, rows)) = sets.get(i) else { break };
+                        // A row that cannot run is named with its set.
+                        let glance = validate(rows, options).map(|r| r.glance()).map_err(|e| match e {
+                            Error::Csv { line, message } => {
+                                Error::Csv { line, message: format!("{message} (in {name})") }
+                            }
+                            other => other,
+                        });
+                        done.push((i, glance));
                     }
                     done
                 })
@@ -1460,6 +1467,23 @@ i,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,rate,2,e2e_ms_mean,100,ms,,n
         };
         let md = glance_markdown(&[("y.csv".into(), vec![tiny])]);
         assert!(md.contains(" 0.0 % (+0.0, 2) |"), "{md}");
+    }
+
+    #[test]
+    fn glancing_at_sets_keeps_their_order_and_names_a_failing_one() {
+        let header = SAMPLE.lines().next().unwrap();
+        let row = "a,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,64,8,max_throughput,,output_tokens_per_s,100,tok/s,s";
+        let good = parse_csv(&format!("{header}\n{row}\n")).unwrap();
+        let sets: Vec<(String, Vec<ReferenceRow>)> = (0..5).map(|i| (format!("s{i}.csv"), good.clone())).collect();
+        let got = glance_sets(&sets, &ValidationOptions::default()).unwrap();
+        let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["s0.csv", "s1.csv", "s2.csv", "s3.csv", "s4.csv"]);
+        assert!(got.iter().all(|(_, lines)| lines == &got[0].1));
+        let bad = parse_csv(&format!("{header}\n{}\n", row.replace("llama-3.1-8b", "no-such-model"))).unwrap();
+        let err = glance_sets(&[("good.csv".into(), good), ("bad.csv".into(), bad)], &ValidationOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 2") && err.contains("no-such-model") && err.contains("(in bad.csv)"), "{err}");
     }
 
     fn lines_first(report: &ValidationReport) -> GlanceLine {
