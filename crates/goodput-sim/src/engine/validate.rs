@@ -1507,18 +1507,28 @@ i,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,rate,2,e2e_ms_mean,100,ms,,n
 
     /// docs/simulator.md's table of what each reference file covers is
     /// what the files hold.
-    #[test]
-    fn the_coverage_in_the_docs_is_the_files() {
+    /// The repository's reference files, named as the glance names them.
+    fn repository_sets() -> Vec<(String, Vec<ReferenceRow>)> {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/validation");
-        let sets: Vec<(String, Vec<ReferenceRow>)> = GLANCE_FILES
+        GLANCE_FILES
             .iter()
             .map(|f| (f.to_string(), parse_csv(&std::fs::read_to_string(dir.join(f)).unwrap()).unwrap()))
-            .collect();
-        let got = coverage_markdown(&sets);
-        assert!(got.contains("| public.csv | 10 | TensorRT-LLM, vLLM | H100 SXM, H200 |"), "{got}");
+            .collect()
+    }
+
+    /// The Markdown table docs/simulator.md holds under this header line,
+    /// each line ended.
+    fn doc_table(header: &str) -> String {
         let doc = include_str!("../../../../docs/simulator.md");
-        let start = doc.find("| file | rows | engines |").expect("docs/simulator.md holds the files' coverage");
-        let table: String = doc[start..].lines().take_while(|l| l.starts_with('|')).map(|l| format!("{l}\n")).collect();
+        let start = doc.find(header).unwrap_or_else(|| panic!("docs/simulator.md holds no table `{header}`"));
+        doc[start..].lines().take_while(|l| l.starts_with('|')).map(|l| format!("{l}\n")).collect()
+    }
+
+    #[test]
+    fn the_coverage_in_the_docs_is_the_files() {
+        let got = coverage_markdown(&repository_sets());
+        assert!(got.contains("| public.csv | 10 | TensorRT-LLM, vLLM | H100 SXM, H200 |"), "{got}");
+        let table = doc_table("| file | rows | engines |");
         assert_eq!(table, got, "a reference file changed: put coverage_markdown's table in docs/simulator.md");
     }
 
@@ -1529,15 +1539,8 @@ i,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,rate,2,e2e_ms_mean,100,ms,,n
     #[test]
     #[ignore]
     fn the_glance_in_the_docs_is_the_validators() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/validation");
-        let sets: Vec<(String, Vec<ReferenceRow>)> = GLANCE_FILES
-            .iter()
-            .map(|f| (f.to_string(), parse_csv(&std::fs::read_to_string(dir.join(f)).unwrap()).unwrap()))
-            .collect();
-        let got = glance_markdown(&glance_sets(&sets, &ValidationOptions::default()).unwrap());
-        let doc = include_str!("../../../../docs/simulator.md");
-        let start = doc.find("| file | split | load |").expect("docs/simulator.md holds the glance");
-        let table: String = doc[start..].lines().take_while(|l| l.starts_with('|')).map(|l| format!("{l}\n")).collect();
+        let got = glance_markdown(&glance_sets(&repository_sets(), &ValidationOptions::default()).unwrap());
+        let table = doc_table("| file | split | load |");
         assert_eq!(table, got, "the engine moved: put the validator's glance in docs/simulator.md");
     }
 
