@@ -110,13 +110,8 @@ fn run() -> Result<(), String> {
             let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/validation");
             files = GLANCE_FILES.iter().map(|f| dir.join(f).to_string_lossy().into_owned()).collect();
         }
-        let sets = files
-            .iter()
-            .map(|path| {
-                let name = Path::new(path).file_name().map_or(path.clone(), |n| n.to_string_lossy().into_owned());
-                Ok((name, read_rows(path)?))
-            })
-            .collect::<Result<Vec<_>, String>>()?;
+        let sets =
+            files.iter().map(|path| Ok((file_name(path), read_rows(path)?))).collect::<Result<Vec<_>, String>>()?;
         print!("{}", coverage_markdown(&sets));
         if glance {
             print!("\n{}", glance_markdown(&glance_sets(&sets, &options).map_err(|e| e.to_string())?));
@@ -127,13 +122,13 @@ fn run() -> Result<(), String> {
         return Err(format!("{USAGE} (one file; --glance takes several)"));
     };
     let report = validate(&read_rows(path)?, &options).map_err(|e| e.to_string())?;
-    let name = Path::new(path).file_name().map_or(path.clone(), |n| n.to_string_lossy().into_owned());
-    print!(
-        "{}\nat a glance, median |error| (signed median, rows):\n\n{}",
-        report.to_markdown(),
-        glance_markdown(&[(name, report.glance())])
-    );
+    print!("{}{}", report.to_markdown(), report.glance_section(&file_name(path)));
     Ok(())
+}
+
+/// A path's last part, which names its file's lines in the glance.
+fn file_name(path: &str) -> String {
+    Path::new(path).file_name().map_or_else(|| path.to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 fn read_rows(path: &str) -> Result<Vec<ReferenceRow>, String> {

@@ -243,10 +243,6 @@ fn validate_file(csv: &Path, e: &EngineArgs) -> Result<ExitCode> {
     }
     let report = validate::validate(&rows, &options)?;
     let name = csv.file_name().map_or_else(|| csv.display().to_string(), |n| n.to_string_lossy().into_owned());
-    crate::output::say(&format!(
-        "{}\nat a glance, median |error| (signed median, rows):\n\n{}",
-        report.to_markdown(),
-        validate::glance_markdown(&[(name, report.glance())])
-    ));
+    crate::output::say(&format!("{}{}", report.to_markdown(), report.glance_section(&name)));
     Ok(ExitCode::SUCCESS)
 }

@@ -10,6 +10,7 @@ use super::roofline::kv_capacity;
 use super::scheduler::SchedulerPolicy;
 use super::virtual_time::SimRun;
 use super::virtual_time::{simulate, VirtualLoad, VirtualRequest};
+use goodput_core::analysis::stats::percentile_of;
 use goodput_core::{percentile, RequestMetrics};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -1074,7 +1075,8 @@ impl LoadClass {
         }
     }
 
-    pub fn as_str(self) -> String {
+    /// The load as the glance's table names it.
+    pub fn label(self) -> String {
         match self {
             LoadClass::AllAtOnce => "all at once".into(),
             LoadClass::FewUsers => format!("1–{} users", SUMMARY_MIN_USERS - 1),
@@ -1136,20 +1138,24 @@ impl ValidationReport {
                 load,
                 queueing,
                 cells: errors.map(|mut signed| {
-                    if signed.is_empty() {
-                        return None;
-                    }
-                    signed.sort_by(f64::total_cmp);
                     let mut abs: Vec<f64> = signed.iter().map(|e| e.abs()).collect();
-                    abs.sort_by(f64::total_cmp);
                     Some(GlanceCell {
                         rows: signed.len(),
-                        median_abs_pct: percentile(&abs, 50.0).unwrap_or(f64::NAN),
-                        median_signed_pct: percentile(&signed, 50.0).unwrap_or(f64::NAN),
+                        median_abs_pct: percentile_of(&mut abs, 50.0)?,
+                        median_signed_pct: percentile_of(&mut signed, 50.0)?,
                     })
                 }),
             })
             .collect()
+    }
+
+    /// [`glance`](Self::glance) under a heading, as one file's table:
+    /// what `estimate --validate` and the `validate` example end with.
+    pub fn glance_section(&self, file: &str) -> String {
+        format!(
+            "\nat a glance, median |error| (signed median, rows):\n\n{}",
+            glance_markdown(&[(file.to_string(), self.glance())])
+        )
     }
 }
 
@@ -1267,7 +1273,7 @@ pub fn glance_markdown(files: &[(String, Vec<GlanceLine>)]) -> String {
         for line in lines {
             let split = line.split.map_or("—", Split::as_str);
             let queueing = if line.queueing { ", queueing" } else { "" };
-            let _ = write!(s, "| {file} | {split} | {}{queueing} |", line.load.as_str());
+            let _ = write!(s, "| {file} | {split} | {}{queueing} |", line.load.label());
             for cell in &line.cells {
                 match cell {
                     Some(c) => {
