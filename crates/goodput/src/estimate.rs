@@ -15,7 +15,7 @@ use std::process::ExitCode;
 pub fn estimate(mut a: EstimateArgs) -> Result<ExitCode> {
     a.load.shape.seed = a.load.shape.seed.fixed_unless_given();
     if let Some(csv) = &a.validate {
-        return validate_file(csv, &a.engine);
+        return validate_file(csv, &a.engine, a.fit.as_deref(), &a.fit_constants);
     }
     crate::virtual_point::refuse_unused_sizes(&a.engine.hw, a.given.has("tp"), a.given.has("ep"))?;
     let cfg = EngineConfig::try_from(&a.engine)?;
@@ -224,8 +224,28 @@ fn spec_line(sd: &goodput_core::doc::engine::EngineSpecDecode) -> String {
     format!("  speculative decoding: {} (over {} proposals, warm-up included)\n", parts.join(", "), sd.drafts)
 }
 
-fn validate_file(csv: &Path, e: &EngineArgs) -> Result<ExitCode> {
-    let text = goodput_core::util::input::read_text(csv, "--validate", goodput_core::util::input::SETTINGS_CAP)?;
+fn validate_file(csv: &Path, e: &EngineArgs, fit: Option<&Path>, fit_constants: &str) -> Result<ExitCode> {
+    let constants = match fit {
+        Some(_) => Some(goodput_sim::engine::fit::parse_constants(fit_constants)?),
+        None => None,
+    };
+    if let Some(out) = fit {
+        let mut inputs = vec![("--validate", csv)];
+        inputs.extend(e.hw.calibration.as_deref().map(|p| ("--calibration", p)));
+        output::distinct_files(&inputs, &[("--fit", Some(out))])?;
+        output::check_file(out, "--fit")?;
+    }
+    // A measured run or sweep is set against the engine estimate's flags
+    // describe; a CSV's rows each describe their own.
+    let (text, notes) = if crate::measured::is_document_file(csv) {
+        crate::measured::rows_csv(csv, e)?
+    } else {
+        let text = goodput_core::util::input::read_text(csv, "--validate", goodput_core::util::input::SETTINGS_CAP)?;
+        (text, Vec::new())
+    };
+    for note in &notes {
+        goodput_core::tell!("note: {note}");
+    }
     let rows = validate::parse_csv(&text).with_context(|| format!("{}", csv.display()))?;
     let mut options = validate::ValidationOptions::default();
     if let Some(p) = &e.hw.calibration {
@@ -233,16 +253,29 @@ fn validate_file(csv: &Path, e: &EngineArgs) -> Result<ExitCode> {
             goodput_core::util::input::read_text(p, "--calibration", goodput_core::util::input::SETTINGS_CAP)?;
         for row in &rows {
             let family = GpuSpec::lookup(&row.gpu)?.family;
-            let base = options
-                .calibrations
-                .get(&family)
-                .cloned()
-                .unwrap_or_else(|| goodput_sim::engine::Calibration::for_family(family));
-            options.calibrations.insert(family, base.overlay_json(&overlay)?);
+            let calibration = goodput_sim::engine::Calibration::for_family_from_json(family, &overlay)
+                .with_context(|| format!("--calibration {}", p.display()))?;
+            options.calibrations.insert(family, calibration);
         }
     }
-    let report = validate::validate(&rows, &options)?;
     let name = csv.file_name().map_or_else(|| csv.display().to_string(), |n| n.to_string_lossy().into_owned());
+    if let (Some(out), Some(constants)) = (fit, constants) {
+        let report = goodput_sim::engine::fit::fit(&rows, &options, &constants)
+            .with_context(|| format!("fitting to {}", csv.display()))?;
+        output::write_document(out, &report.calibration_json(), "calibration")?;
+        crate::output::say(&format!(
+            "{}{}\n## The fit\n\n{}\nFitted on {} rows in {} runs of them through the engine; written to {} \
+             (give it to --calibration).\n",
+            report.after.to_markdown(),
+            report.after.glance_section(&name),
+            report.to_markdown(),
+            report.fit_rows,
+            report.evaluations,
+            out.display()
+        ));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let report = validate::validate(&rows, &options)?;
     crate::output::say(&format!("{}{}", report.to_markdown(), report.glance_section(&name)));
     Ok(ExitCode::SUCCESS)
 }

@@ -14,6 +14,7 @@ pub mod estimate;
 pub mod interrupt;
 pub mod launch;
 pub mod limits;
+pub mod measured;
 pub mod merge;
 pub mod monitor;
 pub mod output;

@@ -42,8 +42,8 @@ use goodput_core::{AnalysisOptions, Slo};
 use goodput_load::trace::TraceEntry;
 use goodput_load::{LoadPlan, Workload};
 use goodput_sim::engine::{
-    kv_capacity, BatchShape, Disaggregation, EngineConfig, GpuSpec, KvCacheDtype, LoadBalance, ModelSpec, Precision,
-    PromptKind, Roofline, RouterPolicy, SchedulerPolicy, SpecDecoding,
+    kv_capacity, BatchShape, Calibration, Disaggregation, EngineConfig, GpuFamily, GpuSpec, KvCacheDtype, LoadBalance,
+    ModelSpec, Precision, PromptKind, Roofline, RouterPolicy, SchedulerPolicy, SpecDecoding,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -332,6 +332,48 @@ const PD_AUTO_MAX: u32 = 5;
 /// the time: per GPU, it cannot beat the ratios nearer the balance.
 const PD_BALANCE_BAND: f64 = 3.0;
 
+/// The constants `--calibration` gives each offered GPU's family.
+fn calibrations(a: &PlanArgs) -> Result<BTreeMap<GpuFamily, Calibration>> {
+    let Some(path) = &a.calibration else { return Ok(BTreeMap::new()) };
+    let text = goodput_core::util::input::read_text(path, "--calibration", goodput_core::util::input::SETTINGS_CAP)?;
+    let mut out = BTreeMap::new();
+    for offer in &a.gpu {
+        let family = GpuSpec::lookup(&offer.name)?.family;
+        let calibration = Calibration::for_family_from_json(family, &text)
+            .with_context(|| format!("--calibration {}", path.display()))?;
+        out.insert(family, calibration);
+    }
+    Ok(out)
+}
+
+/// What `--calibration` changed, family by family: the constants that
+/// differ from the shipped ones.
+fn calibration_note(path: &Path, calibrations: &BTreeMap<GpuFamily, Calibration>) -> String {
+    let shipped = |f: GpuFamily| serde_json::to_value(Calibration::for_family(f)).unwrap_or_default();
+    let changed: Vec<String> = calibrations
+        .iter()
+        .filter_map(|(family, c)| {
+            let (ours, theirs) = (serde_json::to_value(c).ok()?, shipped(*family));
+            let moved: Vec<String> = ours
+                .as_object()?
+                .iter()
+                .filter(|(k, v)| theirs.get(k.as_str()) != Some(v))
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            (!moved.is_empty()).then(|| format!("{family}'s {}", moved.join(", ")))
+        })
+        .collect();
+    if changed.is_empty() {
+        format!("calibration: {} changes no constant of the GPUs on offer", path.display())
+    } else {
+        format!(
+            "calibration: {} sets {} (the other constants are the shipped ones)",
+            path.display(),
+            changed.join("; ")
+        )
+    }
+}
+
 /// The points simulated at once: `--jobs`, or one a CPU.
 fn jobs(a: &PlanArgs) -> usize {
     a.jobs.map_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()), |j| j as usize).max(1)
@@ -355,6 +397,9 @@ struct Search<'a> {
     /// runs that go at once (`--jobs`).
     memory_limit: u64,
     trace: Option<PlanTrace>,
+    /// The step-time constants of each offered GPU's family, where
+    /// `--calibration` gives them; the others run on their shipped ones.
+    calibrations: BTreeMap<GpuFamily, Calibration>,
     /// Set by Ctrl-C or SIGTERM ([`listen_for_stop`]): no configuration or
     /// point is begun after it.
     stop: Arc<AtomicBool>,
@@ -451,6 +496,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     let opts = AnalysisOptions { percentiles, slo, confidence: None, ..AnalysisOptions::default() };
     let mut inputs = a.workload.inputs();
     inputs.extend(output::named_file("--model", &a.model));
+    inputs.extend(a.calibration.as_deref().map(|p| ("--calibration", p)));
     let mut outputs = vec![("--output", a.output.as_deref()), ("--grid-out", a.grid_out.as_deref())];
     outputs.extend(a.exports.outputs());
     output::distinct_files(&inputs, &outputs)?;
@@ -474,6 +520,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         bail!("--markdown: plan writes its frontier to the terminal, -o (JSON), --csv and --html");
     }
     let several_seqs = a.max_num_seqs.as_ref().is_some_and(|m| m.0.len() > 1);
+    let calibrations = calibrations(&a)?;
     let search = Search {
         args: &a,
         model,
@@ -487,11 +534,15 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         trace: plan_trace,
         several_seqs,
         memory_limit: crate::virtual_point::VIRTUAL_MEMORY_LIMIT / jobs(&a) as u64,
+        calibrations,
         stop: Arc::default(),
         cut_short: AtomicBool::new(false),
     };
     let wall = Instant::now();
     let (groups, mut notes) = search.groups()?;
+    if let Some(path) = &a.calibration {
+        notes.push(calibration_note(path, &search.calibrations));
+    }
     if groups.is_empty() {
         if notes.is_empty() {
             notes.push(format!(
@@ -1541,6 +1592,9 @@ impl Search<'_> {
     /// The engine of one replica of `c`.
     fn engine(&self, c: &Candidate) -> EngineConfig {
         let mut cfg = EngineConfig::new(self.model.clone(), c.gpu.clone(), c.precision);
+        if let Some(calibration) = self.calibrations.get(&c.gpu.family) {
+            cfg.calibration = calibration.clone();
+        }
         cfg.tp = c.tp;
         cfg.pp = c.pp;
         cfg.ep = c.ep;
@@ -1845,6 +1899,9 @@ impl Search<'_> {
                 let mut first = None;
                 // vLLM's defaults on this GPU, each budget set on it in turn.
                 let mut defaults = EngineConfig::new(self.model.clone(), gpu.clone(), precision);
+                if let Some(calibration) = self.calibrations.get(&gpu.family) {
+                    defaults.calibration = calibration.clone();
+                }
                 // TensorRT-LLM's default cap: its max_batch_size.
                 if trtllm {
                     defaults.scheduler = SchedulerPolicy::Trtllm;

@@ -277,8 +277,10 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         if let Some(p) = &e.calibration {
             let text =
                 goodput_core::util::input::read_text(p, "--calibration", goodput_core::util::input::SETTINGS_CAP)?;
-            cfg.calibration =
-                cfg.calibration.overlay_json(&text).with_context(|| format!("calibration {}", p.display()))?;
+            cfg.calibration = cfg
+                .calibration
+                .overlay_json_for(cfg.gpu.family, &text)
+                .with_context(|| format!("calibration {}", p.display()))?;
         }
         cfg.validate()?;
         // Nor does one among --dp ranks that an expert-parallel group makes

@@ -4,6 +4,7 @@
 use super::catalog::GpuFamily;
 use super::error::Error;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The constants that turn datasheet peaks into achieved times, per GPU
@@ -96,6 +97,16 @@ pub struct Calibration {
     /// schedulers only ([`crate::engine::EngineConfig::moe_activation_traffic`]):
     /// TensorRT-LLM's MoE kernels fuse otherwise. 0: not counted.
     pub moe_activation_traffic: f64,
+}
+
+/// The object of a calibration file given per GPU family, where every key
+/// names one (in any case); `None` for a file of constants.
+fn per_family(value: &serde_json::Value) -> Option<BTreeMap<&'static str, &serde_json::Value>> {
+    let object = value.as_object().filter(|o| !o.is_empty())?;
+    object
+        .iter()
+        .map(|(k, v)| GpuFamily::ALL.iter().find(|f| f.as_str().eq_ignore_ascii_case(k)).map(|f| (f.as_str(), v)))
+        .collect()
 }
 
 /// Hopper's `eta_w4a16_moe` (the other families without FP4 cores run on
@@ -191,8 +202,9 @@ impl Calibration {
                 // The per-family form (`{"hopper": {...}}`), one run's GPU family at a time here.
                 if GpuFamily::ALL.iter().any(|f| f.as_str().eq_ignore_ascii_case(key)) {
                     return Err(Error::InvalidCalibration(format!(
-                        "`{key}` is a GPU family: a file of constants per family is what --validate reads; a run \
-                         takes one family's constants, so give the object under `{key}` alone ({{\"eta_compute\": …}})"
+                        "`{key}` is a GPU family: a calibration file holds either constants \
+                         ({{\"eta_compute\": …}}, for every GPU) or one object of them per family \
+                         ({{\"{key}\": {{\"eta_compute\": …}}}}), not both"
                     )));
                 }
                 let names: Vec<&str> = known.keys().map(String::as_str).collect();
@@ -209,6 +221,37 @@ impl Calibration {
         let out: Calibration = serde_json::from_value(merged).map_err(|e| Error::InvalidCalibration(e.to_string()))?;
         out.check()?;
         Ok(out)
+    }
+
+    /// One family's constants from a calibration file's text: the shipped
+    /// ones overlaid with the file's object, or, where every key of the
+    /// file names a GPU family (`{"hopper": {...}, "blackwell": {...}}`,
+    /// what `estimate --fit` writes), with the object under this family's
+    /// name; a family the file leaves out keeps its shipped constants.
+    pub fn for_family_from_json(family: GpuFamily, text: &str) -> Result<Calibration, Error> {
+        Calibration::for_family(family).overlay_json_for(family, text)
+    }
+
+    /// These constants, a GPU of `family`'s, overlaid from a calibration
+    /// file's text in either form ([`for_family_from_json`](Self::for_family_from_json)).
+    pub fn overlay_json_for(&self, family: GpuFamily, text: &str) -> Result<Calibration, Error> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| Error::InvalidCalibration(format!("not JSON: {e}")))?;
+        match per_family(&value) {
+            Some(families) => match families.get(family.as_str()) {
+                Some(overrides) => self.overlay(overrides).map_err(|e| match e {
+                    Error::InvalidCalibration(m) => Error::InvalidCalibration(format!("under `{family}`: {m}")),
+                    other => other,
+                }),
+                None => Ok(self.clone()),
+            },
+            None => self.overlay(&value),
+        }
+    }
+
+    /// One constant by its name in a calibration file (`eta_compute`).
+    pub fn get(&self, name: &str) -> Option<f64> {
+        serde_json::to_value(self).ok()?.get(name)?.as_f64()
     }
 
     /// [`overlay`](Self::overlay) from the text of a JSON file.
@@ -368,9 +411,35 @@ mod tests {
         assert!(err.len() < 300, "{} characters: {err}", err.len());
         let err = base.overlay_json(r#"{"c_seq_us": -1e-200}"#).unwrap_err().to_string();
         assert!(err.contains("c_seq_us = -1e-200 must be"), "{err}");
-        // The form --validate reads, one object a family: named, with the fix.
+        // One object a family is read per family; a family's name among
+        // constants is named, with both forms.
         let err = base.overlay_json(r#"{"hopper": {"eta_kv": 0.6}}"#).unwrap_err().to_string();
-        assert!(err.contains("`hopper` is a GPU family") && err.contains("under `hopper` alone"), "{err}");
+        assert!(err.contains("`hopper` is a GPU family") && err.contains("one object of them per family"), "{err}");
+        let mixed = r#"{"eta_compute": 0.5, "hopper": {"eta_kv": 0.6}}"#;
+        let err = Calibration::for_family_from_json(GpuFamily::Hopper, mixed).unwrap_err().to_string();
+        assert!(err.contains("`hopper` is a GPU family") && err.contains("not both"), "{err}");
+        let err = Calibration::for_family_from_json(GpuFamily::Hopper, r#"{"Hopper": {"eta_kv": 2}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("under `hopper`: eta_kv = 2 must lie in (0, 1]"), "{err}");
         assert_eq!((shown(0.25), shown(1e15), shown(2e-5)), ("0.25".into(), "1000000000000000".into(), "2e-5".into()));
+    }
+
+    #[test]
+    fn a_file_per_family_sets_each_family_and_leaves_the_others_shipped() {
+        let text = r#"{"hopper": {"eta_compute": 0.42}, "BLACKWELL": {"eta_kv": 0.5, "c_step_us": 700}}"#;
+        let hopper = Calibration::for_family_from_json(GpuFamily::Hopper, text).unwrap();
+        assert_eq!(hopper, Calibration { eta_compute: 0.42, ..Calibration::for_family(GpuFamily::Hopper) });
+        let blackwell = Calibration::for_family_from_json(GpuFamily::Blackwell, text).unwrap();
+        let shipped = Calibration::for_family(GpuFamily::Blackwell);
+        assert_eq!(blackwell, Calibration { eta_kv: 0.5, c_step_us: 700.0, ..shipped });
+        assert_eq!(
+            Calibration::for_family_from_json(GpuFamily::Ampere, text).unwrap(),
+            Calibration::for_family(GpuFamily::Ampere)
+        );
+        // A file of constants applies to every family, over its own.
+        let flat = Calibration::for_family_from_json(GpuFamily::Blackwell, r#"{"c_seq_us": 3}"#).unwrap();
+        assert_eq!(flat, Calibration { c_seq_us: 3.0, ..shipped });
+        assert_eq!((flat.get("c_seq_us"), flat.get("eta_kv"), flat.get("nothing")), (Some(3.0), Some(0.55), None));
     }
 }

@@ -15,6 +15,7 @@ mod catalog;
 mod config;
 pub mod disagg;
 mod error;
+pub mod fit;
 mod kv;
 mod roofline;
 mod router;

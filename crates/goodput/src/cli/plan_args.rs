@@ -199,6 +199,9 @@ pub struct PlanArgs {
     /// Routers in front of the replicas to try with --trace: round-robin, least-loaded, prefix-aware, power-of-two (default least-loaded).
     #[arg(long, value_delimiter = ',', requires = "trace")]
     pub router: Option<Vec<String>>,
+    /// A JSON file of step-time constants, as estimate --calibration reads: constants for every GPU, or an object of them per GPU family ({"hopper": {"eta_compute": 0.48}}), what estimate --validate --fit writes from your own measurements. A family it leaves out keeps its shipped constants.
+    #[arg(long, value_name = "FILE")]
+    pub calibration: Option<PathBuf>,
     /// Simulations run at once (default: the CPUs available).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub jobs: Option<u32>,

@@ -11,6 +11,7 @@ mod cli_words;
 mod deploy;
 mod engine_metrics;
 mod fault_matrix;
+mod fit;
 mod floods;
 mod judge;
 mod live_view;

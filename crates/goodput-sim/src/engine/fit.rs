@@ -1,0 +1,444 @@
+//! Fitting the step-time constants to a user's own measurements
+//! (docs/simulator.md, "Fitting the constants to your measurements"): the
+//! shipped constants were set on public tables of other servers, and a
+//! user who has measured their own deployment can move a few of them until
+//! the engine reproduces those measurements, then predict other
+//! configurations (`estimate`, `sweep --estimate`, `plan`) from there.
+//!
+//! The fit is a search, not a formula: each candidate is judged by running
+//! the rows' loads through the engine ([`validate`]), so whatever the
+//! engine models (the scheduler, the waves of a closed loop, the front
+//! end) is in the fit. It minimises the mean squared log ratio of predicted
+//! to measured over the rows of split `calibration` (every row where none
+//! is marked so), one GPU family at a time, by coordinate search over each
+//! named constant within bounds any engine keeps to; rows of split
+//! `held-out` are never looked at until the check after.
+
+use super::calibration::Calibration;
+use super::catalog::{GpuFamily, GpuSpec};
+use super::error::Error;
+use super::validate::{validate, ReferenceRow, Split, ValidationOptions, ValidationReport};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// The constants a fit may move, each with the range searched: shares of
+/// a peak from 1 % to all of it, times from a trifle to far more than any
+/// engine was seen to take. Memory, power and spread are not fitted: no
+/// latency or throughput row measures them.
+pub const FITTABLE: [(&str, f64, f64); 12] = [
+    ("eta_compute", 0.01, 1.0),
+    ("eta_weights", 0.01, 1.0),
+    ("eta_kv", 0.01, 1.0),
+    ("eta_link", 0.01, 1.0),
+    ("eta_w4a16_moe", 0.01, 1.0),
+    ("c_layer_us", 0.01, 1000.0),
+    ("c_step_us", 1.0, 100_000.0),
+    ("c_seq_us", 0.01, 1000.0),
+    ("allreduce_latency_us", 0.1, 1000.0),
+    ("frontend_overhead_ms", 0.01, 2000.0),
+    ("frontend_serial_us", 0.1, 100_000.0),
+    ("frontend_serial_us_per_output_token", 0.1, 10_000.0),
+];
+
+/// What `estimate --fit` moves unless told otherwise: the prefill's share
+/// of the compute peak (TTFT, prompt-bound throughput), the decode's of
+/// the bandwidth (ITL), the step's fixed cost (ITL at small batches) and
+/// the front end's time (TTFT of short prompts).
+pub const DEFAULT_FIT: [&str; 4] = ["eta_compute", "eta_weights", "c_step_us", "frontend_overhead_ms"];
+
+/// Passes over the constants; each pass searches every constant in turn
+/// with the others held, the first over its whole range.
+const ROUNDS: usize = 3;
+
+/// One fitted constant of one family.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FittedConstant {
+    pub family: GpuFamily,
+    pub name: &'static str,
+    pub shipped: f64,
+    pub fitted: f64,
+}
+
+/// A fit and its check.
+#[derive(Debug, Clone)]
+pub struct FitReport {
+    pub constants: Vec<FittedConstant>,
+    /// The fitted constants of each family the rows hold.
+    pub calibrations: BTreeMap<GpuFamily, Calibration>,
+    /// Rows fitted on, and rows held out (checked only).
+    pub fit_rows: usize,
+    pub held_out_rows: usize,
+    /// Every row, with the options' constants and with the fitted ones.
+    pub before: ValidationReport,
+    pub after: ValidationReport,
+    /// Runs of the fitted rows through the engine.
+    pub evaluations: usize,
+}
+
+/// Reads `a,b,c` into constant names, each one a fit can move.
+pub fn parse_constants(list: &str) -> Result<Vec<&'static str>, Error> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let Some(&(known, _, _)) = FITTABLE.iter().find(|(k, _, _)| *k == name) else {
+            let names: Vec<&str> = FITTABLE.iter().map(|(k, _, _)| *k).collect();
+            return Err(Error::InvalidCalibration(format!(
+                "cannot fit `{name}`: the constants a fit moves are {}",
+                names.join(", ")
+            )));
+        };
+        if !out.contains(&known) {
+            out.push(known);
+        }
+    }
+    if out.is_empty() {
+        return Err(Error::InvalidCalibration("no constant to fit: name at least one, eta_compute,c_step_us".into()));
+    }
+    Ok(out)
+}
+
+/// Fits `constants` to the rows: per GPU family, on its rows of split
+/// `calibration`, or on all its rows where the file marks none so. Starts
+/// from `options.calibrations` (the shipped constants where a family has
+/// none); rows no family of the fit holds are predicted as given.
+pub fn fit(rows: &[ReferenceRow], options: &ValidationOptions, constants: &[&'static str]) -> Result<FitReport, Error> {
+    if rows.is_empty() {
+        return Err(Error::InvalidCalibration("no rows to fit: the file holds no reference row".into()));
+    }
+    let before = validate(rows, options)?;
+    let marked = rows.iter().any(|r| r.split == Some(Split::Calibration));
+    let fitted_on = |r: &ReferenceRow| if marked { r.split == Some(Split::Calibration) } else { r.split.is_none() };
+    let mut families: BTreeMap<GpuFamily, Vec<ReferenceRow>> = BTreeMap::new();
+    for row in rows.iter().filter(|r| fitted_on(r)) {
+        families.entry(GpuSpec::lookup(&row.gpu)?.family).or_default().push(row.clone());
+    }
+    if families.is_empty() {
+        return Err(Error::InvalidCalibration(
+            "no row to fit on: every row is `held-out`; mark those to fit on `calibration` in the split column".into(),
+        ));
+    }
+    // The front end's constants that the options set on TensorRT-LLM rows
+    // (NIM's) are the calibration's once they are fitted.
+    let mut options = options.clone();
+    if constants.contains(&"frontend_overhead_ms") {
+        options.tensorrt_llm_frontend_ms = None;
+    }
+    if constants.contains(&"frontend_serial_us_per_output_token") {
+        options.tensorrt_llm_frontend_us_per_output_token = None;
+    }
+    let mut report_constants = Vec::new();
+    let mut evaluations = 0;
+    for (family, family_rows) in &families {
+        let start = options.calibrations.get(family).cloned().unwrap_or_else(|| Calibration::for_family(*family));
+        let (fitted, runs) = fit_family(*family, family_rows, &options, &start, constants)?;
+        evaluations += runs;
+        for &name in constants {
+            report_constants.push(FittedConstant {
+                family: *family,
+                name,
+                shipped: start.get(name).unwrap_or(f64::NAN),
+                fitted: fitted.get(name).unwrap_or(f64::NAN),
+            });
+        }
+        options.calibrations.insert(*family, fitted);
+    }
+    let after = validate(rows, &options)?;
+    let calibrations = families.keys().map(|f| (*f, options.calibrations[f].clone())).collect();
+    Ok(FitReport {
+        constants: report_constants,
+        calibrations,
+        fit_rows: families.values().map(Vec::len).sum(),
+        held_out_rows: rows.iter().filter(|r| !fitted_on(r)).count(),
+        before,
+        after,
+        evaluations,
+    })
+}
+
+/// The mean squared log ratio of predicted to measured over `rows` with
+/// `calibration` for `family`; a candidate the engine cannot run, or that
+/// predicts nothing, is worse than any.
+fn loss(family: GpuFamily, rows: &[ReferenceRow], options: &ValidationOptions, calibration: &Calibration) -> f64 {
+    let mut options = options.clone();
+    options.calibrations.insert(family, calibration.clone());
+    let Ok(report) = validate(rows, &options) else { return f64::INFINITY };
+    let n = report.predictions.len().max(1) as f64;
+    report
+        .predictions
+        .iter()
+        .map(|p| {
+            let ratio = 1.0 + p.rel_error;
+            if ratio.is_finite() && ratio > 0.0 {
+                ratio.ln().powi(2)
+            } else {
+                f64::INFINITY
+            }
+        })
+        .sum::<f64>()
+        / n
+}
+
+fn with(calibration: &Calibration, name: &str, value: f64) -> Result<Calibration, Error> {
+    calibration.overlay(&serde_json::json!({ name: value }))
+}
+
+/// Coordinate search in log space: each constant's range first on a grid,
+/// then narrowed around the best point; later rounds search near where the
+/// last one ended. The grid's points are run in parallel.
+fn fit_family(
+    family: GpuFamily,
+    rows: &[ReferenceRow],
+    options: &ValidationOptions,
+    start: &Calibration,
+    constants: &[&'static str],
+) -> Result<(Calibration, usize), Error> {
+    let mut best = start.clone();
+    // Start within the searched range.
+    for &name in constants {
+        let (lo, hi) = bounds(name);
+        let v = best.get(name).unwrap_or(lo).clamp(lo, hi);
+        best = with(&best, name, v)?;
+    }
+    let mut best_loss = loss(family, rows, options, &best);
+    let mut runs = 1;
+    if !best_loss.is_finite() {
+        // The shipped constants run every row (validate above did); a
+        // clamped start that does not is refused rather than searched.
+        return Err(Error::InvalidCalibration(format!(
+            "the {family} rows cannot be run with the constants to start from"
+        )));
+    }
+    for round in 0..ROUNDS {
+        let before = best_loss;
+        for &name in constants {
+            let (lo, hi) = bounds(name);
+            let (llo, lhi) = (lo.ln(), hi.ln());
+            let current = best.get(name).unwrap_or(lo).ln();
+            // The first round scans the range; the next ones a window a
+            // quarter as wide around the value, each time.
+            let half = if round == 0 { (lhi - llo) / 2.0 } else { (lhi - llo) / 2.0 / 4f64.powi(round as i32) };
+            let (mut a, mut b) =
+                if round == 0 { (llo, lhi) } else { ((current - half).max(llo), (current + half).min(lhi)) };
+            let mut points = 9;
+            for _ in 0..4 {
+                let grid: Vec<f64> = (0..points).map(|i| a + (b - a) * i as f64 / (points - 1) as f64).collect();
+                let candidates: Vec<Calibration> =
+                    grid.iter().map(|t| with(&best, name, t.exp().clamp(lo, hi))).collect::<Result<_, _>>()?;
+                let losses = parallel_losses(family, rows, options, &candidates);
+                runs += candidates.len();
+                let (i, l) =
+                    losses.iter().copied().enumerate().min_by(|x, y| x.1.total_cmp(&y.1)).expect("a grid has points");
+                if l < best_loss {
+                    best_loss = l;
+                    best = candidates[i].clone();
+                }
+                let step = (b - a) / (points - 1) as f64;
+                let centre = best.get(name).unwrap_or(lo).ln();
+                a = (centre - step).max(llo);
+                b = (centre + step).min(lhi);
+                points = 5;
+            }
+        }
+        if before - best_loss <= 1e-6 * before.max(1e-12) {
+            break;
+        }
+    }
+    Ok((best, runs))
+}
+
+fn bounds(name: &str) -> (f64, f64) {
+    FITTABLE.iter().find(|(k, _, _)| *k == name).map(|&(_, lo, hi)| (lo, hi)).expect("names were checked")
+}
+
+/// Each candidate's loss, the candidates spread over the machine's cores.
+fn parallel_losses(
+    family: GpuFamily,
+    rows: &[ReferenceRow],
+    options: &ValidationOptions,
+    candidates: &[Calibration],
+) -> Vec<f64> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(candidates.len()).max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut out = vec![f64::INFINITY; candidates.len()];
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(c) = candidates.get(i) else { break };
+                        done.push((i, loss(family, rows, options, c)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        for worker in workers {
+            for (i, l) in worker.join().expect("a fitting thread panicked") {
+                out[i] = l;
+            }
+        }
+    });
+    out
+}
+
+impl FitReport {
+    /// The fitted constants as a calibration file, one object per family
+    /// (what `--calibration` reads): only the constants fitted, each
+    /// family's others stay shipped.
+    pub fn calibration_json(&self) -> serde_json::Value {
+        let mut out = serde_json::Map::new();
+        for c in &self.constants {
+            let entry = out.entry(c.family.as_str()).or_insert_with(|| serde_json::json!({}));
+            entry[c.name] = serde_json::json!(round_sig(c.fitted, 4));
+        }
+        serde_json::Value::Object(out)
+    }
+
+    /// The constants, shipped and fitted, and the median |error| before and
+    /// after on the rows fitted on and on the rows held out, by metric.
+    pub fn to_markdown(&self) -> String {
+        let mut s = String::from("| family | constant | before | fitted |\n|---|---|---:|---:|\n");
+        for c in &self.constants {
+            let _ =
+                writeln!(s, "| {} | {} | {} | {} |", c.family, c.name, round_sig(c.shipped, 4), round_sig(c.fitted, 4));
+        }
+        let marked = self.before.predictions.iter().any(|p| p.row.split == Some(Split::Calibration));
+        let fitted_on = |r: &ReferenceRow| if marked { r.split == Some(Split::Calibration) } else { r.split.is_none() };
+        s.push_str("\n| rows | metric | before | after |\n|---|---|---:|---:|\n");
+        for (label, on) in [("fitted on", true), ("held out", false)] {
+            let mut metrics: Vec<&str> = Vec::new();
+            for p in &self.before.predictions {
+                if fitted_on(&p.row) == on && !metrics.contains(&p.row.metric.as_str()) {
+                    metrics.push(p.row.metric.as_str());
+                }
+            }
+            for metric in metrics {
+                let median = |report: &ValidationReport| {
+                    let mut errors: Vec<f64> = report
+                        .predictions
+                        .iter()
+                        .filter(|p| fitted_on(&p.row) == on && p.row.metric.as_str() == metric)
+                        .map(|p| p.rel_error.abs() * 100.0)
+                        .collect();
+                    let n = errors.len();
+                    let m = goodput_core::analysis::stats::percentile_of(&mut errors, 50.0).unwrap_or(f64::NAN);
+                    (m, n)
+                };
+                let ((b, n), (a, _)) = (median(&self.before), median(&self.after));
+                let _ = writeln!(s, "| {label} ({n}) | {metric} | {b:.1} % | {a:.1} % |");
+            }
+        }
+        if self.held_out_rows == 0 {
+            s.push_str(
+                "\nNo row was held out: the errors after are on the rows fitted on, and say how well the \
+                 constants can follow them, not how well they predict. Mark some rows `held-out` in the \
+                 split column to check.\n",
+            );
+        }
+        s
+    }
+}
+
+/// `v` to `digits` significant figures (a fitted constant's last digits
+/// are the search's, not the data's).
+fn round_sig(v: f64, digits: i32) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let scale = 10f64.powi(digits - 1 - v.abs().log10().floor() as i32);
+    (v * scale).round() / scale
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::validate::parse_csv;
+
+    /// Rows of Llama-3.1-8B on one H100 under vLLM, each `value` what the
+    /// engine predicts with `truth` (so a fit from elsewhere has an exact
+    /// answer to find): one user's TTFT at three prompt lengths and ITL,
+    /// and 16 users' output tokens/s; the 16 users' rows held out.
+    fn rows_made_with(truth: &Calibration) -> Vec<ReferenceRow> {
+        let mut csv = String::from(
+            "id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,metric,value,unit,source,split\n",
+        );
+        for (input, users, metric, split) in [
+            (256, 1, "ttft_ms_mean", "calibration"),
+            (2048, 1, "ttft_ms_mean", "calibration"),
+            (8192, 1, "ttft_ms_mean", "calibration"),
+            (256, 1, "tpot_ms_mean", "calibration"),
+            (2048, 1, "tpot_ms_mean", "calibration"),
+            (1024, 16, "output_tokens_per_s", "held-out"),
+            (1024, 16, "tpot_ms_mean", "held-out"),
+        ] {
+            let unit = if metric == "output_tokens_per_s" { "tok/s" } else { "ms" };
+            let _ = writeln!(
+                csv,
+                "r{input}-{users}-{metric},llama-3.1-8b,h100-sxm,1,1,bf16,vllm,{input},64,concurrency,{users},{metric},1,{unit},made,{split}"
+            );
+        }
+        let rows = parse_csv(&csv).unwrap();
+        let mut options = ValidationOptions::default();
+        options.calibrations.insert(GpuFamily::Hopper, truth.clone());
+        let made = validate(&rows, &options).unwrap();
+        made.predictions.into_iter().map(|p| ReferenceRow { value: p.predicted, ..p.row }).collect()
+    }
+
+    #[test]
+    fn a_fit_finds_the_constants_that_made_the_rows_and_predicts_the_held_out_ones() {
+        let shipped = Calibration::for_family(GpuFamily::Hopper);
+        let truth = Calibration { eta_compute: 0.38, eta_weights: 0.52, frontend_overhead_ms: 40.0, ..shipped.clone() };
+        let rows = rows_made_with(&truth);
+        let constants = parse_constants("eta_compute, eta_weights,frontend_overhead_ms").unwrap();
+        let report = fit(&rows, &ValidationOptions::default(), &constants).unwrap();
+        let fitted = &report.calibrations[&GpuFamily::Hopper];
+        for name in ["eta_compute", "eta_weights", "frontend_overhead_ms"] {
+            let (got, want) = (fitted.get(name).unwrap(), truth.get(name).unwrap());
+            assert!(
+                (got / want - 1.0).abs() < 0.03,
+                "{name}: fitted {got}, made with {want}\n{}",
+                report.to_markdown()
+            );
+        }
+        // Only the named constants moved.
+        assert_eq!(fitted.c_step_us, shipped.c_step_us);
+        assert_eq!((report.fit_rows, report.held_out_rows), (5, 2));
+        // Before, the shipped constants miss the made rows; after, every
+        // row, the two never fitted on included, is within 2 %.
+        let worst = |r: &ValidationReport| r.predictions.iter().map(|p| p.rel_error.abs()).fold(0.0, f64::max);
+        assert!(worst(&report.before) > 0.2, "{}", report.to_markdown());
+        assert!(worst(&report.after) < 0.02, "{}", report.to_markdown());
+        // The file it writes is one object for the family, of the fitted constants alone,
+        // and reads back to the fitted calibration.
+        let json = report.calibration_json();
+        assert_eq!(json.as_object().unwrap().keys().collect::<Vec<_>>(), ["hopper"]);
+        assert_eq!(json["hopper"].as_object().unwrap().len(), 3);
+        let read = Calibration::for_family_from_json(GpuFamily::Hopper, &json.to_string()).unwrap();
+        assert!((read.eta_compute / fitted.eta_compute - 1.0).abs() < 1e-3);
+        let table = report.to_markdown();
+        assert!(table.contains("| hopper | eta_compute | 0.55 |"), "{table}");
+        assert!(table.contains("| held out (1) | output_tokens_per_s |"), "{table}");
+    }
+
+    #[test]
+    fn a_fit_names_what_it_cannot_do() {
+        let err = parse_constants("eta_compute,activation_gib").unwrap_err().to_string();
+        assert!(err.contains("cannot fit `activation_gib`") && err.contains("c_step_us"), "{err}");
+        assert!(parse_constants(" , ").unwrap_err().to_string().contains("no constant to fit"));
+        assert_eq!(parse_constants("c_step_us,c_step_us").unwrap(), ["c_step_us"]);
+        let mut rows = rows_made_with(&Calibration::default());
+        for r in &mut rows {
+            r.split = Some(Split::HeldOut);
+        }
+        let err = fit(&rows, &ValidationOptions::default(), &DEFAULT_FIT).unwrap_err().to_string();
+        assert!(err.contains("every row is `held-out`"), "{err}");
+        // Rows with no split are all fitted on, and the table says none was held out.
+        for r in &mut rows {
+            r.split = None;
+        }
+        let report = fit(&rows[..2], &ValidationOptions::default(), &["eta_compute"]).unwrap();
+        assert_eq!((report.fit_rows, report.held_out_rows), (2, 0));
+        assert!(report.to_markdown().contains("No row was held out"), "{}", report.to_markdown());
+    }
+}

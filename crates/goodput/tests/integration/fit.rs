@@ -1,0 +1,155 @@
+//! Fitting the engine's constants to measurements (`estimate --validate
+//! RUN.json --fit`), and planning with them (`plan --calibration`): a sweep
+//! made with other constants, in virtual time and over real HTTP against
+//! `goodput serve --profile engine`, is fitted back to them.
+
+use crate::cmd;
+use cmd::{goodput, read_json, serve, GoodputCommand};
+use std::path::Path;
+
+/// The constants the measured server ran with: a slower prefill and
+/// decode than the shipped Hopper's (0.55 and 0.73).
+const TRUTH: &str = r#"{"eta_compute": 0.35, "eta_weights": 0.5}"#;
+
+fn fitted(path: &Path) -> (f64, f64) {
+    let doc = read_json(path);
+    (doc["hopper"]["eta_compute"].as_f64().unwrap(), doc["hopper"]["eta_weights"].as_f64().unwrap())
+}
+
+fn fit(dir: &Path, measured: &Path, out: &str) -> (String, std::path::PathBuf) {
+    let out = dir.join(out);
+    let o = goodput()
+        .args(["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--validate"])
+        .arg(measured)
+        .arg("--fit")
+        .arg(&out)
+        .args(["--fit-constants", "eta_compute,eta_weights"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{said}{}", String::from_utf8_lossy(&o.stderr));
+    (said, out)
+}
+
+#[test]
+fn a_sweep_in_virtual_time_is_fitted_back_to_the_constants_that_made_it_and_a_plan_runs_on_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = dir.path().join("truth.json");
+    std::fs::write(&truth, TRUTH).unwrap();
+    let sweep = dir.path().join("sweep.json");
+    goodput()
+        .args(["sweep", "--estimate", "-q", "--model", "llama-3.1-8b", "--gpu", "h100", "--calibration"])
+        .arg(&truth)
+        .args(["--concurrency", "1,4,16", "-n", "32", "--input-tokens", "1024", "--output-tokens", "64", "-o"])
+        .arg(&sweep)
+        .assert()
+        .success();
+    let (said, out) = fit(dir.path(), &sweep, "fitted.json");
+    let (eta_c, eta_w) = fitted(&out);
+    assert!((eta_c / 0.35 - 1.0).abs() < 0.03 && (eta_w / 0.5 - 1.0).abs() < 0.03, "{eta_c} {eta_w}\n{said}");
+    // Three points: the first and third fitted on, the second held out
+    // and predicted within 2 % once fitted (the shipped constants miss it
+    // by far more).
+    assert!(said.contains("| hopper | eta_compute | 0.55 |"), "{said}");
+    assert!(said.contains("| held out (1) | ttft_ms_mean |"), "{said}");
+    let after = said.lines().find(|l| l.starts_with("| held out (1) | output_tokens_per_s |")).unwrap();
+    let cells: Vec<f64> =
+        after.split('|').filter_map(|c| c.trim().strip_suffix(" %")).map(|c| c.parse().unwrap()).collect();
+    assert!(cells[0] > 20.0 && cells[1] < 2.0, "{after}");
+
+    // The plan reads the file and says what it set; its best point runs
+    // slower than on the shipped constants.
+    let best = |extra: &[&std::ffi::OsStr]| {
+        let doc_path = dir.path().join("plan.json");
+        let o = goodput()
+            .args(["plan", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--tp", "1", "--pp", "1"])
+            .args(["--precision", "bf16", "--input-tokens", "1024", "--output-tokens", "64", "--concurrency", "1,8"])
+            .args(["--requests-per-user", "2", "-o"])
+            .arg(&doc_path)
+            .args(extra)
+            .output()
+            .unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(o.status.success(), "{text}");
+        let doc = read_json(&doc_path);
+        let top = doc["configs"][0]["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p["output_tokens_per_s_per_gpu"].as_f64())
+            .fold(0.0, f64::max);
+        (top, text)
+    };
+    let (shipped, _) = best(&[]);
+    let (ours, text) = best(&["--calibration".as_ref(), out.as_os_str()]);
+    assert!(text.contains("calibration: ") && text.contains("sets hopper's eta_compute 0.35"), "{text}");
+    assert!(ours < shipped * 0.85, "fitted {ours} tok/s/GPU against shipped {shipped}");
+}
+
+#[test]
+fn a_live_server_measured_over_http_is_fitted_near_its_constants() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = dir.path().join("truth.json");
+    std::fs::write(&truth, TRUTH).unwrap();
+    let (url, _, _server) = serve(&[
+        "--profile".as_ref(),
+        "engine".as_ref(),
+        "--model".as_ref(),
+        "llama-3.1-8b".as_ref(),
+        "--gpu".as_ref(),
+        "h100".as_ref(),
+        "--calibration".as_ref(),
+        truth.as_os_str(),
+    ]);
+    let sweep = dir.path().join("sweep.json");
+    goodput()
+        .args(["sweep", "-q", "--url", &url, "--concurrency", "1,2,4", "-n", "8"])
+        .args(["--input-tokens", "1024", "--output-tokens", "24", "-o"])
+        .arg(&sweep)
+        .assert()
+        .success();
+    let (said, out) = fit(dir.path(), &sweep, "fitted.json");
+    let (eta_c, eta_w) = fitted(&out);
+    // The server ran slower than the shipped constants say, and the wall
+    // clock only adds to its time (the client, the loopback, a busy
+    // machine): the fit moves well below the shipped 0.55 and 0.73. How
+    // far below depends on the machine, so no lower bound is asserted
+    // (on an idle two-core machine: 0.41 and 0.47).
+    assert!(eta_c < 0.5, "eta_compute {eta_c}\n{said}");
+    assert!(eta_w < 0.65, "eta_weights {eta_w}\n{said}");
+}
+
+#[test]
+fn fitting_refuses_what_it_cannot_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("rows.csv");
+    std::fs::write(
+        &csv,
+        "id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,metric,value,unit,source\n\
+         a,llama-3.1-8b,h100-sxm,1,1,bf16,vllm,1024,64,concurrency,1,ttft_ms_mean,90,ms,mine\n",
+    )
+    .unwrap();
+    // Without --validate, and over the file it reads.
+    let err = goodput().args(["estimate", "--fit", "x.json"]).refusal();
+    assert!(err.contains("--validate"), "{err}");
+    let err = goodput().args(["estimate", "--validate"]).arg(&csv).arg("--fit").arg(&csv).refusal();
+    assert!(err.contains("would write over") && err.contains("--validate"), "{err}");
+    let err = goodput()
+        .args(["estimate", "--validate"])
+        .arg(&csv)
+        .arg("--fit")
+        .arg(dir.path().join("f.json"))
+        .args(["--fit-constants", "eta_compute,runtime_gib"])
+        .refusal();
+    assert!(err.contains("cannot fit `runtime_gib`"), "{err}");
+    // A calibration file that mixes the two forms is refused by name.
+    let mixed = dir.path().join("mixed.json");
+    std::fs::write(&mixed, r#"{"eta_compute": 0.4, "hopper": {"eta_kv": 0.5}}"#).unwrap();
+    let err = goodput().args(["plan", "--gpu", "h100", "--gpus", "1", "--calibration"]).arg(&mixed).refusal();
+    assert!(err.contains("`hopper` is a GPU family") && err.contains("not both"), "{err}");
+    // A measured document against a model outside the catalog.
+    let run = dir.path().join("run.json");
+    goodput().args(["estimate", "-q", "-c", "1", "-n", "2", "--output-tokens", "4", "-o"]).arg(&run).assert().success();
+    let err = goodput().args(["estimate", "--model", "./nowhere/config.json", "--validate"]).arg(&run).refusal();
+    assert!(err.contains("not one: name the catalog's model"), "{err}");
+}
