@@ -42,8 +42,9 @@ pub fn rows_csv(path: &Path, e: &EngineArgs) -> Result<(String, Vec<String>)> {
         Document::Run(r) => vec![*r],
         Document::Sweep(s) => s.points.into_iter().map(|p| p.result).collect(),
         Document::Frontier(_) => bail!(
-            "--validate {}: a frontier holds several configurations; give one configuration's sweep or run (its \
-             .json beside the frontier), with estimate's flags describing that configuration",
+            "--validate {}: a frontier holds several configurations, each point at one percentile; measure the \
+             one to check with goodput sweep (or bench) and give its document, with estimate's flags describing \
+             that configuration",
             path.display()
         ),
     };

@@ -421,6 +421,46 @@ mod tests {
         assert!(table.contains("| held out (1) | output_tokens_per_s |"), "{table}");
     }
 
+    /// docs/simulator.md's figure for GPUStack's vLLM runs on Hopper: a fit
+    /// on six of them (Qwen3-14B's and GPT-OSS-20B's prompt-bound runs,
+    /// the split moved for this check only), the file's other vLLM rows
+    /// before and after.
+    #[test]
+    #[ignore = "50 s in a debug build, 1 s in release: cargo test --release -p goodput-sim --lib -- --ignored fit_on_six"]
+    fn a_fit_on_six_served_vllm_runs_carries_to_the_others_as_the_docs_say() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/validation/gpustack-hopper.csv");
+        let rows: Vec<ReferenceRow> = parse_csv(&std::fs::read_to_string(path).unwrap())
+            .unwrap()
+            .into_iter()
+            .filter(|r| !r.id.ends_with("-128"))
+            .map(|r| {
+                let fit_on = r.id.starts_with("gs-q14-h100-tp1-vllm") || r.id.starts_with("gs-20b-");
+                ReferenceRow { split: Some(if fit_on { Split::Calibration } else { Split::HeldOut }), ..r }
+            })
+            .collect();
+        let report = fit(&rows, &ValidationOptions::default(), &["eta_compute", "eta_w4a16_moe"]).unwrap();
+        let hopper = &report.calibrations[&GpuFamily::Hopper];
+        let (c, m) = (round_sig(hopper.eta_compute, 3), round_sig(hopper.eta_w4a16_moe, 3));
+        assert_eq!((c, m), (0.37, 0.54), "{}", report.to_markdown());
+        let others = |r: &ValidationReport| {
+            let mut e: Vec<f64> = r
+                .predictions
+                .iter()
+                .filter(|p| {
+                    p.row.split == Some(Split::HeldOut)
+                        && p.row.engine == crate::engine::validate::ReferenceEngine::Vllm
+                })
+                .map(|p| p.rel_error.abs() * 100.0)
+                .collect();
+            assert_eq!(e.len(), 15);
+            format!("{:.1}", goodput_core::analysis::stats::percentile_of(&mut e, 50.0).unwrap())
+        };
+        assert_eq!((others(&report.before), others(&report.after)), ("15.8".into(), "7.8".into()));
+        let doc = include_str!("../../../../docs/simulator.md");
+        assert!(doc.contains("`eta_compute` 0.370 and `eta_w4a16_moe` 0.540"), "docs/simulator.md's fit changed");
+        assert!(doc.contains("rows go from 15.8 % to 7.8 %"), "docs/simulator.md's figure changed");
+    }
+
     #[test]
     fn a_fit_names_what_it_cannot_do() {
         let err = parse_constants("eta_compute,activation_gib").unwrap_err().to_string();

@@ -539,7 +539,7 @@ pub struct EngineHwArgs {
     /// vLLM's --api-server-count, with --internal-lb: its front ends (by default one a replica, as vLLM starts them). Each takes requests in turn, keeps its own counts between the coordinator's publications, counts each request it sends this many times (as if each of the others sent as many), and starts a tie at its own replica; so several send to the replica the last publication showed lightest before any sees the others' sends.
     #[arg(long, value_name = "N", help_heading = "Simulated engine")]
     pub api_server_count: Option<u32>,
-    /// A JSON file of step-time constants overriding the GPU family's calibration.
+    /// A JSON file of step-time constants overriding the GPU family's calibration: constants for every GPU ({"eta_compute": 0.45}), or an object of them per GPU family ({"hopper": {"eta_compute": 0.45}}), as estimate --validate --fit writes from your own measurements.
     #[arg(long, help_heading = "Simulated engine")]
     pub calibration: Option<PathBuf>,
     /// What the served model wraps around a chat's messages, counted in its prompts as a real server counts them: auto (the model's: llama3 for Llama 3, qwen2.5, mistral for Mistral and Mixtral, chatml otherwise), llama3, qwen2.5, chatml, mistral, or none. Raw prompts (completions, llama.cpp, TGI) get the template's BOS.
