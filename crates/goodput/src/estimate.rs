@@ -260,8 +260,10 @@ fn validate_file(csv: &Path, e: &EngineArgs, fit: Option<&Path>, fit_constants: 
     }
     let name = csv.file_name().map_or_else(|| csv.display().to_string(), |n| n.to_string_lossy().into_owned());
     if let (Some(out), Some(constants)) = (fit, constants) {
-        let report = goodput_sim::engine::fit::fit(&rows, &options, &constants)
-            .with_context(|| format!("fitting to {}", csv.display()))?;
+        let report = goodput_sim::engine::fit::fit_telling(&rows, &options, &constants, &|line| {
+            goodput_core::tell!("{line}");
+        })
+        .with_context(|| format!("fitting to {}", csv.display()))?;
         output::write_document(out, &report.calibration_json(), "calibration")?;
         crate::output::say(&format!(
             "{}{}\n## The fit\n\n{}\nFitted on {} rows in {} runs of them through the engine; written to {} \

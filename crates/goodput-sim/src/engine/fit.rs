@@ -50,6 +50,10 @@ pub const DEFAULT_FIT: [&str; 4] = ["eta_compute", "eta_weights", "c_step_us", "
 /// with the others held, the first over its whole range.
 const ROUNDS: usize = 3;
 
+/// The most runs of the rows a fit takes for each constant: a pass's
+/// grid of 9 points and three narrowings of 5, over [`ROUNDS`] passes.
+pub const RUNS_A_CONSTANT: usize = ROUNDS * (9 + 3 * 5);
+
 /// One fitted constant of one family.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FittedConstant {
@@ -101,6 +105,18 @@ pub fn parse_constants(list: &str) -> Result<Vec<&'static str>, Error> {
 /// from `options.calibrations` (the shipped constants where a family has
 /// none); rows no family of the fit holds are predicted as given.
 pub fn fit(rows: &[ReferenceRow], options: &ValidationOptions, constants: &[&'static str]) -> Result<FitReport, Error> {
+    fit_telling(rows, options, constants, &|_| {})
+}
+
+/// [`fit`], telling `say` how long it will take and where each pass ends:
+/// a file of hundreds of closed loops takes seconds a run, and the fit
+/// runs it about [`RUNS_A_CONSTANT`] times a constant.
+pub fn fit_telling(
+    rows: &[ReferenceRow],
+    options: &ValidationOptions,
+    constants: &[&'static str],
+    say: &dyn Fn(&str),
+) -> Result<FitReport, Error> {
     if rows.is_empty() {
         return Err(Error::InvalidCalibration("no rows to fit: the file holds no reference row".into()));
     }
@@ -129,7 +145,7 @@ pub fn fit(rows: &[ReferenceRow], options: &ValidationOptions, constants: &[&'st
     let mut evaluations = 0;
     for (family, family_rows) in &families {
         let start = options.calibrations.get(family).cloned().unwrap_or_else(|| Calibration::for_family(*family));
-        let (fitted, runs) = fit_family(*family, family_rows, &options, &start, constants)?;
+        let (fitted, runs) = fit_family(*family, family_rows, &options, &start, constants, say)?;
         evaluations += runs;
         for &name in constants {
             report_constants.push(FittedConstant {
@@ -190,6 +206,7 @@ fn fit_family(
     options: &ValidationOptions,
     start: &Calibration,
     constants: &[&'static str],
+    say: &dyn Fn(&str),
 ) -> Result<(Calibration, usize), Error> {
     let mut best = start.clone();
     // Start within the searched range.
@@ -198,8 +215,20 @@ fn fit_family(
         let v = best.get(name).unwrap_or(lo).clamp(lo, hi);
         best = with(&best, name, v)?;
     }
+    let clock = std::time::Instant::now();
     let mut best_loss = loss(family, rows, options, &best);
     let mut runs = 1;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let most = RUNS_A_CONSTANT * constants.len();
+    say(&format!(
+        "fitting {} on {} {family} rows: a run of them took {:.2} s, and the fit runs them at most {most} times, \
+         {} at once ({} at most)",
+        constants.join(", "),
+        rows.len(),
+        clock.elapsed().as_secs_f64(),
+        cores,
+        shown_seconds(clock.elapsed().as_secs_f64() * most as f64 / cores as f64),
+    ));
     if !best_loss.is_finite() {
         // The shipped constants run every row (validate above did); a
         // clamped start that does not is refused rather than searched.
@@ -238,6 +267,15 @@ fn fit_family(
                 points = 5;
             }
         }
+        let now: Vec<String> =
+            constants.iter().map(|&n| format!("{n} {}", round_sig(best.get(n).unwrap_or(f64::NAN), 4))).collect();
+        say(&format!(
+            "pass {} of at most {ROUNDS}: {} (mean squared log error {:.4}, from {:.4})",
+            round + 1,
+            now.join(", "),
+            best_loss,
+            before
+        ));
         if before - best_loss <= 1e-6 * before.max(1e-12) {
             break;
         }
@@ -340,6 +378,19 @@ impl FitReport {
     }
 }
 
+/// A duration in seconds as a person reads it: `40 s`, `12 min`, `2.5 h`.
+fn shown_seconds(s: f64) -> String {
+    if s < 1.0 {
+        "under a second".into()
+    } else if s < 90.0 {
+        format!("{s:.0} s")
+    } else if s < 5400.0 {
+        format!("{:.0} min", s / 60.0)
+    } else {
+        format!("{:.1} h", s / 3600.0)
+    }
+}
+
 /// `v` to `digits` significant figures (a fitted constant's last digits
 /// are the search's, not the data's).
 fn round_sig(v: f64, digits: i32) -> f64 {
@@ -391,7 +442,16 @@ mod tests {
         let truth = Calibration { eta_compute: 0.38, eta_weights: 0.52, frontend_overhead_ms: 40.0, ..shipped.clone() };
         let rows = rows_made_with(&truth);
         let constants = parse_constants("eta_compute, eta_weights,frontend_overhead_ms").unwrap();
-        let report = fit(&rows, &ValidationOptions::default(), &constants).unwrap();
+        let told = std::cell::RefCell::new(Vec::new());
+        let report =
+            fit_telling(&rows, &ValidationOptions::default(), &constants, &|l| told.borrow_mut().push(l.to_string()))
+                .unwrap();
+        // What it will take, then each pass's constants, its error falling.
+        let told = told.into_inner();
+        assert!(told[0].starts_with("fitting eta_compute, eta_weights, frontend_overhead_ms on 5 hopper rows"));
+        assert!(told[0].contains("at most 216 times"), "{}", told[0]);
+        assert!(told[1].starts_with("pass 1 of at most 3: eta_compute "), "{told:?}");
+        assert!(report.evaluations <= 1 + 216 && told.len() >= 2, "{} runs: {told:?}", report.evaluations);
         let fitted = &report.calibrations[&GpuFamily::Hopper];
         for name in ["eta_compute", "eta_weights", "frontend_overhead_ms"] {
             let (got, want) = (fitted.get(name).unwrap(), truth.get(name).unwrap());
