@@ -52,58 +52,61 @@ pub fn rows_csv(path: &Path, e: &EngineArgs) -> Result<(String, Vec<String>)> {
     let mut points = Vec::new();
     let mut notes = Vec::new();
     for (i, run) in runs.iter().enumerate() {
-        match point(run) {
+        match point(i + 1, run) {
             Ok(p) => points.push(p),
             Err(why) => notes.push(format!("point {} left out: {why}", i + 1)),
         }
     }
-    if points.is_empty() {
+    points.sort_by(|a, b| a.order().total_cmp(&b.order()));
+    let source = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let source = source.replace(['"', ',', '\n', '\r'], "_");
+    // Each point's rows, kept where the validator takes them (a closed
+    // loop of fewer requests than users, more users than it simulates).
+    let mut kept: Vec<(&Point, String)> = Vec::new();
+    for p in &points {
+        let lines = p.rows(&engine, &source, "calibration");
+        match goodput_sim::engine::validate::parse_csv(&format!("{HEADER}{lines}")) {
+            Ok(rows) if !rows.is_empty() => kept.push((p, lines)),
+            Ok(_) => notes.push(format!("point {} left out: it measured no TTFT, TPOT or throughput", p.index)),
+            Err(goodput_sim::engine::Error::Csv { message, .. }) => {
+                notes.push(format!("point {} left out: {message}", p.index))
+            }
+            Err(other) => notes.push(format!("point {} left out: {other}", p.index)),
+        }
+    }
+    if kept.is_empty() {
         bail!(
             "--validate {}: no point can be set against the engine ({})",
             path.display(),
             if notes.is_empty() { "the document holds none".to_string() } else { notes.join("; ") }
         );
     }
-    points.sort_by(|a, b| a.order().total_cmp(&b.order()));
-    let hold_out = points.len() >= 3;
-    let mut csv = String::from(
-        "id,model,gpu,gpus,tp,pp,ep,precision,engine,input_tokens,output_tokens,load_kind,load_value,metric,value,\
-         unit,source,split,requests,start,mixed,max_num_seqs,max_num_batched_tokens,memory_fraction,kv_cache,client\n",
-    );
-    let source = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-    let source = source.replace(['"', ',', '\n', '\r'], "_");
-    for (i, p) in points.iter().enumerate() {
-        let split = if hold_out && i % 2 == 1 { "held-out" } else { "calibration" };
-        for (metric, value, unit) in [
-            ("ttft_ms_mean", p.ttft_ms, "ms"),
-            ("tpot_ms_mean", p.tpot_ms, "ms"),
-            ("output_tokens_per_s", p.output_tokens_per_s, "tok/s"),
-        ] {
-            let Some(value) = value.filter(|v| v.is_finite() && *v > 0.0) else { continue };
-            let _ = writeln!(
-                csv,
-                "p{n}-{kind}-{load}-{metric},{engine_head},{input},{output},{kind},{load},{metric},{value:.3},{unit},\
-                 {source},{split},{requests},{start},{engine_tail}",
-                n = i + 1,
-                kind = p.kind,
-                load = p.load,
-                engine_head = engine.head,
-                input = p.input_tokens,
-                output = p.output_tokens,
-                requests = p.requests,
-                start = p.start,
-                engine_tail = engine.tail,
-            );
+    let hold_out = kept.len() >= 3;
+    let mut csv = String::from(HEADER);
+    for (i, (p, lines)) in kept.iter().enumerate() {
+        if hold_out && i % 2 == 1 {
+            csv.push_str(&p.rows(&engine, &source, "held-out"));
+        } else {
+            csv.push_str(lines);
         }
     }
     if !hold_out {
         notes.push(format!(
             "{} point(s): all are fitted on, none held out to check (three or more hold every other one out)",
-            points.len()
+            kept.len()
         ));
     }
     Ok((csv, notes))
 }
+
+/// The rows' columns.
+const HEADER: &str = "id,model,gpu,gpus,tp,pp,ep,precision,engine,input_tokens,output_tokens,load_kind,load_value,\
+                      metric,value,unit,source,split,requests,start,mixed,max_num_seqs,max_num_batched_tokens,\
+                      memory_fraction,kv_cache,client\n";
+
+/// The most requests a rate's or a burst's row sends: the validator's
+/// bound, past which a longer run says nothing a shorter one does not.
+const MOST_REQUESTS: u64 = 100_000;
 
 /// The columns the engine's flags give every row: before the lengths
 /// (model to engine), and after the start (the limits).
@@ -174,6 +177,8 @@ fn engine_columns(e: &EngineArgs) -> Result<EngineColumns> {
 
 /// One measured point.
 struct Point {
+    /// Its place in the document, from 1.
+    index: usize,
     kind: &'static str,
     load: f64,
     requests: u64,
@@ -186,6 +191,34 @@ struct Point {
 }
 
 impl Point {
+    /// Its rows of the validator's CSV, each line ended: one a figure it
+    /// measured.
+    fn rows(&self, engine: &EngineColumns, source: &str, split: &str) -> String {
+        let mut out = String::new();
+        for (metric, value, unit) in [
+            ("ttft_ms_mean", self.ttft_ms, "ms"),
+            ("tpot_ms_mean", self.tpot_ms, "ms"),
+            ("output_tokens_per_s", self.output_tokens_per_s, "tok/s"),
+        ] {
+            let Some(value) = value.filter(|v| v.is_finite() && *v > 0.0) else { continue };
+            let _ = writeln!(
+                out,
+                "p{n}-{kind}-{load}-{metric},{head},{input},{output},{kind},{load},{metric},{value:.3},{unit},\
+                 {source},{split},{requests},{start},{tail}",
+                n = self.index,
+                kind = self.kind,
+                load = self.load,
+                head = engine.head,
+                input = self.input_tokens,
+                output = self.output_tokens,
+                requests = self.requests,
+                start = self.start,
+                tail = engine.tail,
+            );
+        }
+        out
+    }
+
     /// Closed loops by users, then rates, then all at once.
     fn order(&self) -> f64 {
         match self.kind {
@@ -196,7 +229,7 @@ impl Point {
     }
 }
 
-fn point(run: &RunResult) -> Result<Point, String> {
+fn point(index: usize, run: &RunResult) -> Result<Point, String> {
     let s = &run.summary;
     let completed = s.requests.completed;
     if completed == 0 {
@@ -224,10 +257,14 @@ fn point(run: &RunResult) -> Result<Point, String> {
     if input_tokens == 0 || output_tokens == 0 {
         return Err("its requests' token counts are not recorded".into());
     }
+    // A rate's or a burst's rows send their requests; past the bound, the
+    // bound's worth.
+    let requests = if kind == "concurrency" { s.requests.sent } else { s.requests.sent.min(MOST_REQUESTS) };
     Ok(Point {
+        index,
         kind,
         load: value,
-        requests: s.requests.sent,
+        requests,
         start,
         input_tokens,
         output_tokens,

@@ -370,8 +370,9 @@ impl FitReport {
         if self.held_out_rows == 0 {
             s.push_str(
                 "\nNo row was held out: the errors after are on the rows fitted on, and say how well the \
-                 constants can follow them, not how well they predict. Mark some rows `held-out` in the \
-                 split column to check.\n",
+                 constants can follow them, not how well they predict. To check them, hold some rows out: \
+                 `held-out` in a CSV's split column, or a measured sweep of three points or more (every \
+                 other one is held out).\n",
             );
         }
         s

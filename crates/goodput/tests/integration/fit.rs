@@ -152,4 +152,35 @@ fn fitting_refuses_what_it_cannot_use() {
     goodput().args(["estimate", "-q", "-c", "1", "-n", "2", "--output-tokens", "4", "-o"]).arg(&run).assert().success();
     let err = goodput().args(["estimate", "--model", "./nowhere/config.json", "--validate"]).arg(&run).refusal();
     assert!(err.contains("not one: name the catalog's model"), "{err}");
+    // A point the rows cannot hold is left out, named; a document with no
+    // other point is refused, naming why each was.
+    let sweep = dir.path().join("sweep.json");
+    goodput()
+        .args(["sweep", "--estimate", "-q", "--concurrency", "1,64", "-n", "32", "--output-tokens", "8", "-o"])
+        .arg(&sweep)
+        .assert()
+        .success();
+    let o = goodput().args(["estimate", "--validate"]).arg(&sweep).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("note: point 2 left out: `requests` 32 is fewer than the 64 users"), "{err}");
+    assert!(err.contains("1 point(s): all are fitted on, none held out"), "{err}");
+    let burst = dir.path().join("burst.json");
+    goodput()
+        .args(["sweep", "--estimate", "-q", "--concurrency", "64", "-n", "32", "--output-tokens", "8", "-o"])
+        .arg(&burst)
+        .assert()
+        .success();
+    let err = goodput().args(["estimate", "--validate"]).arg(&burst).refusal();
+    assert!(err.contains("no point can be set against the engine (point 1 left out: `requests` 32"), "{err}");
+    // A frontier holds several configurations.
+    let plan = dir.path().join("plan.json");
+    goodput()
+        .args(["plan", "-q", "--gpu", "h100", "--gpus", "1", "--tp", "1", "--pp", "1", "--precision", "bf16"])
+        .args(["--concurrency", "1", "--requests-per-user", "2", "--output-tokens", "8", "-o"])
+        .arg(&plan)
+        .assert()
+        .success();
+    let err = goodput().args(["estimate", "--validate"]).arg(&plan).refusal();
+    assert!(err.contains("a frontier holds several configurations"), "{err}");
 }
