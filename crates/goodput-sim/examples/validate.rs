@@ -137,14 +137,8 @@ fn read_rows(path: &str) -> Result<Vec<ReferenceRow>, String> {
 }
 
 fn calibrations(text: &str) -> Result<std::collections::BTreeMap<GpuFamily, Calibration>, String> {
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let object = value.as_object().ok_or("a calibration file holds a JSON object")?;
-    let per_family = !object.is_empty() && object.keys().all(|k| GpuFamily::ALL.iter().any(|f| f.as_str() == k));
     GpuFamily::ALL
         .into_iter()
-        .filter_map(|family| {
-            let overrides = if per_family { object.get(family.as_str())? } else { &value };
-            Some(Calibration::for_family(family).overlay(overrides).map(|c| (family, c)).map_err(|e| e.to_string()))
-        })
+        .map(|family| Calibration::for_family_from_json(family, text).map(|c| (family, c)).map_err(|e| e.to_string()))
         .collect()
 }
