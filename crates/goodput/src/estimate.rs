@@ -188,7 +188,7 @@ pub fn finish(
 /// power model was from a GPU's measured steps.
 fn engine_notes(a: &EstimateArgs, cfg: &EngineConfig, result: &RunResult) -> Vec<String> {
     let mut notes = Vec::new();
-    notes.extend(goodput_sim::engine::accuracy::uncalibrated_note(&cfg.gpu));
+    notes.extend(crate::virtual_point::family_note(&cfg.gpu, a.engine.hw.calibration.as_deref()));
     notes.extend(goodput_sim::engine::accuracy::moe_note(&cfg.model));
     if result.summary.in_flight.mean >= LOADED_IN_FLIGHT {
         use goodput_sim::engine::accuracy::{ttft_note, Start};

@@ -88,12 +88,16 @@ const MIN_STEADY_COMPLETIONS_PER_USER: u64 = 2;
 /// them, for the chart's legend, the tables and the CSV. A predicted
 /// frontier's (`plan`, and `sweep --serve-grid --estimate`'s); called
 /// after the analysis, which chose the best.
-pub(crate) fn mark_uncalibrated(doc: &mut FrontierResult) {
-    // Each such GPU once, its note, and its configurations.
+pub(crate) fn mark_uncalibrated(doc: &mut FrontierResult, fitted: &[GpuFamily]) {
+    // Each such GPU once, its note, and its configurations. A family the
+    // user's --calibration gave constants of its own is not one.
     let mut names: Vec<(GpuSpec, String, usize)> = Vec::new();
     for c in doc.configs.iter().filter(|c| c.status == ConfigStatus::Ok) {
         let Some(name) = c.gpu.as_deref() else { continue };
         let Ok(spec) = GpuSpec::lookup(name) else { continue };
+        if fitted.contains(&spec.family) {
+            continue;
+        }
         match names.iter_mut().find(|(s, ..)| s.name == spec.name) {
             Some((.., count)) => *count += 1,
             None => match goodput_sim::engine::accuracy::uncalibrated_note(&spec) {
@@ -332,9 +336,10 @@ const PD_AUTO_MAX: u32 = 5;
 /// the time: per GPU, it cannot beat the ratios nearer the balance.
 const PD_BALANCE_BAND: f64 = 3.0;
 
-/// The constants `--calibration` gives each offered GPU's family.
-fn calibrations(a: &PlanArgs) -> Result<BTreeMap<GpuFamily, Calibration>> {
-    let Some(path) = &a.calibration else { return Ok(BTreeMap::new()) };
+/// The constants `--calibration` gives each offered GPU's family, and the
+/// families it names (constants of their own, from the user's measurements).
+fn calibrations(a: &PlanArgs) -> Result<(BTreeMap<GpuFamily, Calibration>, Vec<GpuFamily>)> {
+    let Some(path) = &a.calibration else { return Ok((BTreeMap::new(), Vec::new())) };
     let text = goodput_core::util::input::read_text(path, "--calibration", goodput_core::util::input::SETTINGS_CAP)?;
     let mut out = BTreeMap::new();
     for offer in &a.gpu {
@@ -343,7 +348,7 @@ fn calibrations(a: &PlanArgs) -> Result<BTreeMap<GpuFamily, Calibration>> {
             .with_context(|| format!("--calibration {}", path.display()))?;
         out.insert(family, calibration);
     }
-    Ok(out)
+    Ok((out, crate::virtual_point::named_families(Some(path))))
 }
 
 /// What `--calibration` changed, family by family: the constants that
@@ -400,6 +405,9 @@ struct Search<'a> {
     /// The step-time constants of each offered GPU's family, where
     /// `--calibration` gives them; the others run on their shipped ones.
     calibrations: BTreeMap<GpuFamily, Calibration>,
+    /// The families `--calibration` names, each given constants of its own
+    /// (from the user's measurements): not marked uncalibrated.
+    named_families: Vec<GpuFamily>,
     /// Set by Ctrl-C or SIGTERM ([`listen_for_stop`]): no configuration or
     /// point is begun after it.
     stop: Arc<AtomicBool>,
@@ -520,7 +528,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         bail!("--markdown: plan writes its frontier to the terminal, -o (JSON), --csv and --html");
     }
     let several_seqs = a.max_num_seqs.as_ref().is_some_and(|m| m.0.len() > 1);
-    let calibrations = calibrations(&a)?;
+    let (calibrations, named_families) = calibrations(&a)?;
     let search = Search {
         args: &a,
         model,
@@ -535,6 +543,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         several_seqs,
         memory_limit: crate::virtual_point::VIRTUAL_MEMORY_LIMIT / jobs(&a) as u64,
         calibrations,
+        named_families,
         stop: Arc::default(),
         cut_short: AtomicBool::new(false),
     };
@@ -675,7 +684,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         });
         doc.notes.extend(note);
     }
-    mark_uncalibrated(&mut doc);
+    mark_uncalibrated(&mut doc, &search.named_families);
     let weights = crate::launch::Weights {
         served: crate::launch::served_model(&a.model, a.serve_model.as_deref()),
         width: search.model.checkpoint_precision,

@@ -204,7 +204,7 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
     crate::virtual_point::refuse_unused_sizes(&a.hw, a.given.has("tp"), a.given.has("ep"))?;
     let engine = crate::cli::EngineArgs { engine_model: a.model.clone(), hw: a.hw.clone() };
     let cfg = goodput_sim::engine::EngineConfig::try_from(&engine)?;
-    if let Some(note) = goodput_sim::engine::accuracy::uncalibrated_note(&cfg.gpu) {
+    if let Some(note) = crate::virtual_point::family_note(&cfg.gpu, a.hw.calibration.as_deref()) {
         goodput_core::tell!("note: {note}");
     }
     if let Some(note) = goodput_sim::engine::accuracy::moe_note(&cfg.model) {

@@ -316,6 +316,36 @@ impl TryFrom<&EngineArgs> for EngineConfig {
 /// flag would set nothing. `tp_typed` and `ep_typed`: whether the flags
 /// were typed (their defaults name nothing). A `--pd` that does not parse
 /// is left to [`EngineConfig::try_from`]'s own refusal.
+/// What a simulated engine on `gpu` should say of its family's constants:
+/// the accuracy note of an uncalibrated family (it runs on Hopper's), or,
+/// where `--calibration` gives the family constants of its own by name (as
+/// `estimate --fit` writes from a user's measurements), that it runs on
+/// those; `None` for a calibrated family the file does not name.
+pub fn family_note(gpu: &GpuSpec, calibration: Option<&std::path::Path>) -> Option<String> {
+    if named_families(calibration).contains(&gpu.family) {
+        let file = calibration.map(|p| p.display().to_string()).unwrap_or_default();
+        return Some(format!(
+            "{} ({}) runs on the constants --calibration {file} gives its family, in place of the shipped ones",
+            gpu.name, gpu.family
+        ));
+    }
+    goodput_sim::engine::accuracy::uncalibrated_note(gpu)
+}
+
+/// The GPU families a `--calibration` file gives constants of their own by
+/// name; none for a file of constants for every GPU, or none given.
+pub fn named_families(calibration: Option<&std::path::Path>) -> Vec<goodput_sim::engine::GpuFamily> {
+    let Some(text) = calibration.and_then(|p| {
+        goodput_core::util::input::read_text(p, "--calibration", goodput_core::util::input::SETTINGS_CAP).ok()
+    }) else {
+        return Vec::new();
+    };
+    goodput_sim::engine::GpuFamily::ALL
+        .into_iter()
+        .filter(|f| goodput_sim::engine::Calibration::names_family(&text, *f))
+        .collect()
+}
+
 pub fn refuse_unused_sizes(hw: &EngineHwArgs, tp_typed: bool, ep_typed: bool) -> Result<()> {
     let Some(text) = hw.pd.as_deref() else { return Ok(()) };
     let Ok(pd) = Disaggregation::parse(text) else { return Ok(()) };

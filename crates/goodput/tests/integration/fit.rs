@@ -119,6 +119,49 @@ fn a_live_server_measured_over_http_is_fitted_near_its_constants() {
     assert!(eta_w < 0.65, "eta_weights {eta_w}\n{said}");
 }
 
+/// A family the file names is the user's calibration, not an
+/// uncalibrated guess: `estimate` and `plan` say so, and the plan no longer
+/// marks its GPU; a file of constants for every GPU leaves the mark.
+#[test]
+fn a_family_given_its_own_constants_is_not_marked_uncalibrated() {
+    let dir = tempfile::tempdir().unwrap();
+    let named = dir.path().join("cdna3.json");
+    std::fs::write(&named, r#"{"cdna3": {"eta_compute": 0.3, "eta_weights": 0.45}}"#).unwrap();
+    let flat = dir.path().join("flat.json");
+    std::fs::write(&flat, r#"{"eta_compute": 0.3}"#).unwrap();
+    let estimate = |file: &Path| {
+        let o = goodput()
+            .args(["estimate", "--gpu", "mi300x", "-c", "1", "-n", "2", "--output-tokens", "8", "--calibration"])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    };
+    let said = estimate(&named);
+    assert!(said.contains("runs on the constants --calibration") && !said.contains("is uncalibrated"), "{said}");
+    assert!(estimate(&flat).contains("is uncalibrated"));
+    let plan = |file: &Path| {
+        let out = dir.path().join("plan.json");
+        goodput()
+            .args(["plan", "-q", "--gpu", "mi300x", "--gpu", "h100", "--gpus", "1", "--tp", "1", "--pp", "1"])
+            .args(["--precision", "bf16", "--concurrency", "1", "--requests-per-user", "2", "--output-tokens", "8"])
+            .arg("--calibration")
+            .arg(file)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        read_json(&out)
+    };
+    let doc = plan(&named);
+    assert!(doc["uncalibrated_gpus"].as_array().is_none_or(|a| a.is_empty()), "{}", doc["uncalibrated_gpus"]);
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("sets cdna3's eta_compute 0.3, eta_weights 0.45"), "{notes}");
+    let doc = plan(&flat);
+    assert_eq!(doc["uncalibrated_gpus"][0], "MI300X", "{}", doc["uncalibrated_gpus"]);
+}
+
 #[test]
 fn fitting_refuses_what_it_cannot_use() {
     let dir = tempfile::tempdir().unwrap();

@@ -409,7 +409,7 @@ pub async fn predict(
         doc.configs.push(c);
     }
     analyze_frontier(&mut doc);
-    crate::plan::mark_uncalibrated(&mut doc);
+    crate::plan::mark_uncalibrated(&mut doc, &crate::virtual_point::named_families(a.hw.calibration.as_deref()));
     // A mixture of experts' throughput, high on the tables held out.
     doc.notes.extend(crate::serve::moe_warning(&model));
     let p = beside(out, "predicted", "json");
