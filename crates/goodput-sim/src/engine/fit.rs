@@ -294,30 +294,7 @@ fn parallel_losses(
     options: &ValidationOptions,
     candidates: &[Calibration],
 ) -> Vec<f64> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(candidates.len()).max(1);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut out = vec![f64::INFINITY; candidates.len()];
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(c) = candidates.get(i) else { break };
-                        done.push((i, loss(family, rows, options, c)));
-                    }
-                    done
-                })
-            })
-            .collect();
-        for worker in workers {
-            for (i, l) in worker.join().expect("a fitting thread panicked") {
-                out[i] = l;
-            }
-        }
-    });
-    out
+    super::validate::in_parallel(candidates, |c| loss(family, rows, options, c))
 }
 
 impl FitReport {

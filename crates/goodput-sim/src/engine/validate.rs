@@ -1189,9 +1189,22 @@ pub fn glance_sets(
     sets: &[(String, Vec<ReferenceRow>)],
     options: &ValidationOptions,
 ) -> Result<Vec<(String, Vec<GlanceLine>)>, Error> {
+    let glances = in_parallel(sets, |(name, rows)| {
+        // A row that cannot run is named with its set.
+        validate(rows, options).map(|r| r.glance()).map_err(|e| match e {
+            Error::Csv { line, message } => Error::Csv { line, message: format!("{message} (in {name})") },
+            other => other,
+        })
+    });
+    sets.iter().zip(glances).map(|((name, _), glance)| Ok((name.clone(), glance?))).collect()
+}
+
+/// `f` of each item, in the items' order, the items taken in turn by as
+/// many threads as there are cores (fewer where there are fewer items).
+pub(crate) fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(sets.len()).max(1);
-    let mut results: Vec<Option<Result<Vec<GlanceLine>, Error>>> = (0..sets.len()).map(|_| None).collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len()).max(1);
+    let mut results: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
     std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
@@ -1199,30 +1212,20 @@ pub fn glance_sets(
                     let mut done = Vec::new();
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some((name, rows)) = sets.get(i) else { break };
-                        // A row that cannot run is named with its set.
-                        let glance = validate(rows, options).map(|r| r.glance()).map_err(|e| match e {
-                            Error::Csv { line, message } => {
-                                Error::Csv { line, message: format!("{message} (in {name})") }
-                            }
-                            other => other,
-                        });
-                        done.push((i, glance));
+                        let Some(item) = items.get(i) else { break };
+                        done.push((i, f(item)));
                     }
                     done
                 })
             })
             .collect();
         for worker in workers {
-            for (i, glance) in worker.join().expect("a validation thread panicked") {
-                results[i] = Some(glance);
+            for (i, r) in worker.join().expect("a worker thread panicked") {
+                results[i] = Some(r);
             }
         }
     });
-    sets.iter()
-        .zip(results)
-        .map(|((name, _), glance)| Ok((name.clone(), glance.expect("every set was taken")?)))
-        .collect()
+    results.into_iter().map(|r| r.expect("every item was taken")).collect()
 }
 
 /// What each named set of rows covers, as a Markdown table: its rows, and

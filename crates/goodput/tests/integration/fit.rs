@@ -197,24 +197,21 @@ fn fitting_refuses_what_it_cannot_use() {
     assert!(err.contains("not one: name the catalog's model"), "{err}");
     // A point the rows cannot hold is left out, named; a document with no
     // other point is refused, naming why each was.
-    let sweep = dir.path().join("sweep.json");
-    goodput()
-        .args(["sweep", "--estimate", "-q", "--concurrency", "1,64", "-n", "32", "--output-tokens", "8", "-o"])
-        .arg(&sweep)
-        .assert()
-        .success();
-    let o = goodput().args(["estimate", "--validate"]).arg(&sweep).output().unwrap();
+    let swept = |name: &str, users: &str| {
+        let out = dir.path().join(name);
+        goodput()
+            .args(["sweep", "--estimate", "-q", "--concurrency", users, "-n", "32", "--output-tokens", "8", "-o"])
+            .arg(&out)
+            .assert()
+            .success();
+        out
+    };
+    let o = goodput().args(["estimate", "--validate"]).arg(swept("sweep.json", "1,64")).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("note: point 2 left out: `requests` 32 is fewer than the 64 users"), "{err}");
     assert!(err.contains("1 point(s): all are fitted on, none held out"), "{err}");
-    let burst = dir.path().join("burst.json");
-    goodput()
-        .args(["sweep", "--estimate", "-q", "--concurrency", "64", "-n", "32", "--output-tokens", "8", "-o"])
-        .arg(&burst)
-        .assert()
-        .success();
-    let err = goodput().args(["estimate", "--validate"]).arg(&burst).refusal();
+    let err = goodput().args(["estimate", "--validate"]).arg(swept("burst.json", "64")).refusal();
     assert!(err.contains("no point can be set against the engine (point 1 left out: `requests` 32"), "{err}");
     // A frontier holds several configurations.
     let plan = dir.path().join("plan.json");
