@@ -273,7 +273,7 @@ fn validate_file(csv: &Path, e: &EngineArgs, fit: Option<&Path>, fit_constants: 
             report.to_markdown(),
             report.fit_rows,
             report.evaluations,
-            out.display()
+            if out == Path::new("-") { "standard output".to_string() } else { out.display().to_string() }
         ));
         return Ok(ExitCode::SUCCESS);
     }
