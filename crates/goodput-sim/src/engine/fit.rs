@@ -25,7 +25,7 @@ use std::fmt::Write as _;
 /// a peak from 1 % to all of it, times from a trifle to far more than any
 /// engine was seen to take. Memory, power and spread are not fitted: no
 /// latency or throughput row measures them.
-pub const FITTABLE: [(&str, f64, f64); 12] = [
+pub const FITTABLE: [(&str, f64, f64); 13] = [
     ("eta_compute", 0.01, 1.0),
     ("eta_weights", 0.01, 1.0),
     ("eta_kv", 0.01, 1.0),
@@ -37,6 +37,7 @@ pub const FITTABLE: [(&str, f64, f64); 12] = [
     ("allreduce_latency_us", 0.1, 1000.0),
     ("frontend_overhead_ms", 0.01, 2000.0),
     ("frontend_serial_us", 0.1, 100_000.0),
+    ("frontend_serial_us_per_token", 0.001, 1000.0),
     ("frontend_serial_us_per_output_token", 0.1, 10_000.0),
 ];
 

@@ -181,7 +181,7 @@ pub struct EstimateArgs {
     /// With --validate: fit step-time constants to the CSV's rows of split calibration (every row where none is marked so), write them to this file (an object per GPU family, what --calibration reads: estimate, sweep --estimate, serve --profile engine, plan), and check them on the rows held out. Each candidate runs the rows' loads through the engine. Memory, power and spread are not fitted.
     #[arg(long, value_name = "FILE", requires = "validate")]
     pub fit: Option<PathBuf>,
-    /// With --fit: the constants to fit, a list from eta_compute, eta_weights, eta_kv, eta_link, eta_w4a16_moe, c_layer_us, c_step_us, c_seq_us, allreduce_latency_us, frontend_overhead_ms, frontend_serial_us, frontend_serial_us_per_output_token. Fit no more than the rows can tell apart: each TTFT, ITL or throughput row pins about one.
+    /// With --fit: the constants to fit, a list from eta_compute, eta_weights, eta_kv, eta_link, eta_w4a16_moe, c_layer_us, c_step_us, c_seq_us, allreduce_latency_us, frontend_overhead_ms, frontend_serial_us, frontend_serial_us_per_token, frontend_serial_us_per_output_token. Fit no more than the rows can tell apart: each TTFT, ITL or throughput row pins about one.
     #[arg(
         long,
         value_name = "LIST",
