@@ -311,11 +311,6 @@ impl TryFrom<&EngineArgs> for EngineConfig {
     }
 }
 
-/// Refuses a `--tp` (`--ep`) typed beside a `--pd` that names both pools'
-/// tensor (expert) parallelism: each pool runs on its own size, and the
-/// flag would set nothing. `tp_typed` and `ep_typed`: whether the flags
-/// were typed (their defaults name nothing). A `--pd` that does not parse
-/// is left to [`EngineConfig::try_from`]'s own refusal.
 /// What a simulated engine on `gpu` should say of its family's constants:
 /// the accuracy note of an uncalibrated family (it runs on Hopper's), or,
 /// where `--calibration` gives the family constants of its own by name (as
@@ -346,6 +341,11 @@ pub fn named_families(calibration: Option<&std::path::Path>) -> Vec<goodput_sim:
         .collect()
 }
 
+/// Refuses a `--tp` (`--ep`) typed beside a `--pd` that names both pools'
+/// tensor (expert) parallelism: each pool runs on its own size, and the
+/// flag would set nothing. `tp_typed` and `ep_typed`: whether the flags
+/// were typed (their defaults name nothing). A `--pd` that does not parse
+/// is left to [`EngineConfig::try_from`]'s own refusal.
 pub fn refuse_unused_sizes(hw: &EngineHwArgs, tp_typed: bool, ep_typed: bool) -> Result<()> {
     let Some(text) = hw.pd.as_deref() else { return Ok(()) };
     let Ok(pd) = Disaggregation::parse(text) else { return Ok(()) };
