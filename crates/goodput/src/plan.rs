@@ -874,9 +874,14 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         }
     }
     if let Some(out) = a.grid_out.as_deref().filter(|_| doc.points().any(|(_, p)| p.completed > 0)) {
+        // The sweep's --estimate predicts on the plan's constants.
+        let mut workload = crate::launch::workload_flags(&a.workload);
+        if let Some(p) = &a.calibration {
+            workload.extend(["--calibration".to_string(), p.display().to_string()]);
+        }
         let cx = crate::launch::SweepContext {
             named: &a.model,
-            workload: crate::launch::workload_flags(&a.workload),
+            workload,
             trace: search.trace.as_ref().zip(a.trace.as_deref()).map(|(t, path)| crate::launch::TraceContext {
                 path,
                 format: clap::ValueEnum::to_possible_value(&a.trace_format)

@@ -81,8 +81,12 @@ fn a_sweep_in_virtual_time_is_fitted_back_to_the_constants_that_made_it_and_a_pl
         (top, text)
     };
     let (shipped, _) = best(&[]);
-    let (ours, text) = best(&["--calibration".as_ref(), out.as_os_str()]);
+    let grid = dir.path().join("grid.toml");
+    let (ours, text) = best(&["--calibration".as_ref(), out.as_os_str(), "--grid-out".as_ref(), grid.as_os_str()]);
     assert!(text.contains("calibration: ") && text.contains("sets hopper's eta_compute 0.35"), "{text}");
+    // The grid's sweep predicts on the same constants when it measures.
+    let header = std::fs::read_to_string(&grid).unwrap();
+    assert!(header.contains(&format!("--calibration {}", out.display())), "{header}");
     assert!(ours < shipped * 0.85, "fitted {ours} tok/s/GPU against shipped {shipped}");
 }
 
