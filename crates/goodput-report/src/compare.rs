@@ -1060,11 +1060,7 @@ pub const SIGNIFICANCE_LEGEND: &str = "* larger than the runs' intervals allow (
 
 /// Four significant digits: enough to read a threshold decision.
 fn round_sig(x: f64) -> f64 {
-    if x == 0.0 || !x.is_finite() {
-        return x;
-    }
-    let scale = 10f64.powi(3 - x.abs().log10().floor() as i32);
-    (x * scale).round() / scale
+    goodput_core::util::round_significant(x, 4)
 }
 
 /// One run's answers against the baseline's, in a line.

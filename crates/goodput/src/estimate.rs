@@ -251,8 +251,11 @@ fn validate_file(csv: &Path, e: &EngineArgs, fit: Option<&Path>, fit_constants: 
     if let Some(p) = &e.hw.calibration {
         let overlay =
             goodput_core::util::input::read_text(p, "--calibration", goodput_core::util::input::SETTINGS_CAP)?;
+        let mut families = std::collections::BTreeSet::new();
         for row in &rows {
-            let family = GpuSpec::lookup(&row.gpu)?.family;
+            families.insert(GpuSpec::lookup(&row.gpu)?.family);
+        }
+        for family in families {
             let calibration = goodput_sim::engine::Calibration::for_family_from_json(family, &overlay)
                 .with_context(|| format!("--calibration {}", p.display()))?;
             options.calibrations.insert(family, calibration);

@@ -348,7 +348,7 @@ fn calibrations(a: &PlanArgs) -> Result<(BTreeMap<GpuFamily, Calibration>, Vec<G
             .with_context(|| format!("--calibration {}", path.display()))?;
         out.insert(family, calibration);
     }
-    Ok((out, crate::virtual_point::named_families(Some(path))))
+    Ok((out, Calibration::named_families(&text)))
 }
 
 /// What `--calibration` changed, family by family: the constants that

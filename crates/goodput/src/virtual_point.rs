@@ -330,15 +330,10 @@ pub fn family_note(gpu: &GpuSpec, calibration: Option<&std::path::Path>) -> Opti
 /// The GPU families a `--calibration` file gives constants of their own by
 /// name; none for a file of constants for every GPU, or none given.
 pub fn named_families(calibration: Option<&std::path::Path>) -> Vec<goodput_sim::engine::GpuFamily> {
-    let Some(text) = calibration.and_then(|p| {
+    let text = calibration.and_then(|p| {
         goodput_core::util::input::read_text(p, "--calibration", goodput_core::util::input::SETTINGS_CAP).ok()
-    }) else {
-        return Vec::new();
-    };
-    goodput_sim::engine::GpuFamily::ALL
-        .into_iter()
-        .filter(|f| goodput_sim::engine::Calibration::names_family(&text, *f))
-        .collect()
+    });
+    text.map_or_else(Vec::new, |t| goodput_sim::engine::Calibration::named_families(&t))
 }
 
 /// Refuses a `--tp` (`--ep`) typed beside a `--pd` that names both pools'

@@ -21,6 +21,24 @@ pub fn number_text(v: f64) -> String {
     }
 }
 
+/// `v` rounded to `digits` significant digits, as a number (a fitted
+/// constant's, a threshold's last digits are the search's, not the data's);
+/// zero and what is not finite as they are.
+///
+/// ```
+/// use goodput_core::util::round_significant;
+/// assert_eq!(round_significant(0.349_123, 4), 0.3491);
+/// assert_eq!(round_significant(645.04, 4), 645.0);
+/// assert_eq!(round_significant(123_456.0, 3), 123_000.0);
+/// ```
+pub fn round_significant(v: f64, digits: i32) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let scale = 10f64.powi(digits - 1 - v.abs().log10().floor() as i32);
+    (v * scale).round() / scale
+}
+
 /// A duration as people write it in a sentence: `250 ms`, `1.2 s`, `3 min
 /// 20 s`, `1 h 5 min`, `2 days 3 h`; `0 s` for none. Below a minute, one
 /// unit (ns, µs, ms or s) to its thousandth, trailing zeros dropped; from a

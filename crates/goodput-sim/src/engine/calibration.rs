@@ -249,16 +249,15 @@ impl Calibration {
         }
     }
 
-    /// Whether a calibration file's text gives `family` constants of its
+    /// The families a calibration file's text gives constants of their
     /// own, by name (`{"cdna3": {...}}`, as `estimate --fit` writes from a
-    /// user's measurements of that family): such a family is calibrated,
-    /// by the user, where its shipped constants are a guess. A file of
+    /// user's measurements of that family): each is calibrated, by the
+    /// user, where its shipped constants may be a guess. A file of
     /// constants for every GPU names none.
-    pub fn names_family(text: &str, family: GpuFamily) -> bool {
-        serde_json::from_str::<serde_json::Value>(text)
-            .ok()
-            .and_then(|v| per_family(&v).map(|f| f.contains_key(family.as_str())))
-            .unwrap_or(false)
+    pub fn named_families(text: &str) -> Vec<GpuFamily> {
+        let value = serde_json::from_str::<serde_json::Value>(text).ok();
+        let Some(named) = value.as_ref().and_then(per_family) else { return Vec::new() };
+        GpuFamily::ALL.into_iter().filter(|f| named.contains_key(f.as_str())).collect()
     }
 
     /// One constant by its name in a calibration file (`eta_compute`).
@@ -453,8 +452,7 @@ mod tests {
         let flat = Calibration::for_family_from_json(GpuFamily::Blackwell, r#"{"c_seq_us": 3}"#).unwrap();
         assert_eq!(flat, Calibration { c_seq_us: 3.0, ..shipped });
         assert_eq!((flat.get("c_seq_us"), flat.get("eta_kv"), flat.get("nothing")), (Some(3.0), Some(0.55), None));
-        assert!(Calibration::names_family(text, GpuFamily::Blackwell));
-        assert!(!Calibration::names_family(text, GpuFamily::Cdna3));
-        assert!(!Calibration::names_family(r#"{"c_seq_us": 3}"#, GpuFamily::Hopper));
+        assert_eq!(Calibration::named_families(text), [GpuFamily::Hopper, GpuFamily::Blackwell]);
+        assert!(Calibration::named_families(r#"{"c_seq_us": 3}"#).is_empty());
     }
 }

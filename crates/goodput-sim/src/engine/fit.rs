@@ -17,9 +17,13 @@
 use super::calibration::Calibration;
 use super::catalog::{GpuFamily, GpuSpec};
 use super::error::Error;
-use super::validate::{validate, ReferenceEngine, ReferenceRow, Split, ValidationOptions, ValidationReport};
+use super::validate::{
+    in_parallel, validate, ReferenceEngine, ReferenceRow, Split, ValidationOptions, ValidationReport,
+};
+use goodput_core::util::{duration_text, round_significant};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::time::Duration;
 
 /// The constants a fit may move, each with the range searched: shares of
 /// a peak from 1 % to all of it, times from a trifle to far more than any
@@ -125,8 +129,7 @@ pub fn fit_telling(
         return Err(Error::InvalidCalibration("no rows to fit: the file holds no reference row".into()));
     }
     let before = validate(rows, options)?;
-    let marked = rows.iter().any(|r| r.split == Some(Split::Calibration));
-    let fitted_on = |r: &ReferenceRow| if marked { r.split == Some(Split::Calibration) } else { r.split.is_none() };
+    let fitted_on = fitted_on(rows);
     let mut families: BTreeMap<GpuFamily, Vec<ReferenceRow>> = BTreeMap::new();
     for row in rows.iter().filter(|r| fitted_on(r)) {
         families.entry(GpuSpec::lookup(&row.gpu)?.family).or_default().push(row.clone());
@@ -183,6 +186,13 @@ pub fn fit_telling(
         after,
         evaluations,
     })
+}
+
+/// Which rows a fit is on: those of split `calibration`, or, where none is
+/// marked so, those marked nothing (the others are held out).
+fn fitted_on<'a>(rows: impl IntoIterator<Item = &'a ReferenceRow>) -> impl Fn(&ReferenceRow) -> bool {
+    let marked = rows.into_iter().any(|r| r.split == Some(Split::Calibration));
+    move |r| if marked { r.split == Some(Split::Calibration) } else { r.split.is_none() }
 }
 
 /// The mean squared log ratio of predicted to measured over `rows` with
@@ -242,7 +252,7 @@ fn fit_family(
         rows.len(),
         clock.elapsed().as_secs_f64(),
         cores,
-        shown_seconds(clock.elapsed().as_secs_f64() * most as f64 / cores as f64),
+        about(clock.elapsed().mul_f64(most as f64 / cores as f64)),
     ));
     if !best_loss.is_finite() {
         // The shipped constants run every row (validate above did); a
@@ -259,7 +269,7 @@ fn fit_family(
             let current = best.get(name).unwrap_or(lo).ln();
             // The first round scans the range; the next ones a window a
             // quarter as wide around the value, each time.
-            let half = if round == 0 { (lhi - llo) / 2.0 } else { (lhi - llo) / 2.0 / 4f64.powi(round as i32) };
+            let half = (lhi - llo) / 2.0 / 4f64.powi(round as i32);
             let (mut a, mut b) =
                 if round == 0 { (llo, lhi) } else { ((current - half).max(llo), (current + half).min(lhi)) };
             let mut points = 9;
@@ -267,7 +277,7 @@ fn fit_family(
                 let grid: Vec<f64> = (0..points).map(|i| a + (b - a) * i as f64 / (points - 1) as f64).collect();
                 let candidates: Vec<Calibration> =
                     grid.iter().map(|t| with(&best, name, t.exp().clamp(lo, hi))).collect::<Result<_, _>>()?;
-                let losses = parallel_losses(family, rows, options, &candidates);
+                let losses = in_parallel(&candidates, |c| loss(family, rows, options, c));
                 runs += candidates.len();
                 let (i, l) =
                     losses.iter().copied().enumerate().min_by(|x, y| x.1.total_cmp(&y.1)).expect("a grid has points");
@@ -282,8 +292,10 @@ fn fit_family(
                 points = 5;
             }
         }
-        let now: Vec<String> =
-            constants.iter().map(|&n| format!("{n} {}", round_sig(best.get(n).unwrap_or(f64::NAN), 4))).collect();
+        let now: Vec<String> = constants
+            .iter()
+            .map(|&n| format!("{n} {}", round_significant(best.get(n).unwrap_or(f64::NAN), 4)))
+            .collect();
         say(&format!(
             "pass {} of {ROUNDS}: {} (mean squared log error {:.4}, from {:.4})",
             round + 1,
@@ -295,18 +307,16 @@ fn fit_family(
     Ok((best, runs))
 }
 
-fn bounds(name: &str) -> (f64, f64) {
-    FITTABLE.iter().find(|(k, _, _)| *k == name).map(|&(_, lo, hi)| (lo, hi)).expect("names were checked")
+/// A time to come, as a sentence names it: to the second, or to the
+/// millisecond below one.
+fn about(d: Duration) -> String {
+    let d =
+        if d.as_secs() > 0 { Duration::from_secs(d.as_secs()) } else { Duration::from_millis(d.as_millis() as u64) };
+    duration_text(d)
 }
 
-/// Each candidate's loss, the candidates spread over the machine's cores.
-fn parallel_losses(
-    family: GpuFamily,
-    rows: &[ReferenceRow],
-    options: &ValidationOptions,
-    candidates: &[Calibration],
-) -> Vec<f64> {
-    super::validate::in_parallel(candidates, |c| loss(family, rows, options, c))
+fn bounds(name: &str) -> (f64, f64) {
+    FITTABLE.iter().find(|(k, _, _)| *k == name).map(|&(_, lo, hi)| (lo, hi)).expect("names were checked")
 }
 
 impl FitReport {
@@ -317,7 +327,7 @@ impl FitReport {
         let mut out = serde_json::Map::new();
         for c in &self.constants {
             let entry = out.entry(c.family.as_str()).or_insert_with(|| serde_json::json!({}));
-            entry[c.name] = serde_json::json!(round_sig(c.fitted, 4));
+            entry[c.name] = serde_json::json!(round_significant(c.fitted, 4));
         }
         serde_json::Value::Object(out)
     }
@@ -327,11 +337,16 @@ impl FitReport {
     pub fn to_markdown(&self) -> String {
         let mut s = String::from("| family | constant | before | fitted |\n|---|---|---:|---:|\n");
         for c in &self.constants {
-            let _ =
-                writeln!(s, "| {} | {} | {} | {} |", c.family, c.name, round_sig(c.shipped, 4), round_sig(c.fitted, 4));
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} |",
+                c.family,
+                c.name,
+                round_significant(c.shipped, 4),
+                round_significant(c.fitted, 4)
+            );
         }
-        let marked = self.before.predictions.iter().any(|p| p.row.split == Some(Split::Calibration));
-        let fitted_on = |r: &ReferenceRow| if marked { r.split == Some(Split::Calibration) } else { r.split.is_none() };
+        let fitted_on = fitted_on(self.before.predictions.iter().map(|p| &p.row));
         s.push_str("\n| rows | metric | before | after |\n|---|---|---:|---:|\n");
         for (label, on) in [("fitted on", true), ("held out", false)] {
             let mut metrics: Vec<&str> = Vec::new();
@@ -366,29 +381,6 @@ impl FitReport {
         }
         s
     }
-}
-
-/// A duration in seconds as a person reads it: `40 s`, `12 min`, `2.5 h`.
-fn shown_seconds(s: f64) -> String {
-    if s < 1.0 {
-        "under a second".into()
-    } else if s < 90.0 {
-        format!("{s:.0} s")
-    } else if s < 5400.0 {
-        format!("{:.0} min", s / 60.0)
-    } else {
-        format!("{:.1} h", s / 3600.0)
-    }
-}
-
-/// `v` to `digits` significant figures (a fitted constant's last digits
-/// are the search's, not the data's).
-fn round_sig(v: f64, digits: i32) -> f64 {
-    if v == 0.0 || !v.is_finite() {
-        return v;
-    }
-    let scale = 10f64.powi(digits - 1 - v.abs().log10().floor() as i32);
-    (v * scale).round() / scale
 }
 
 #[cfg(test)]
@@ -490,7 +482,7 @@ mod tests {
             .collect();
         let report = fit(&rows, &ValidationOptions::default(), &["eta_compute", "eta_w4a16_moe"]).unwrap();
         let hopper = &report.calibrations[&GpuFamily::Hopper];
-        let (c, m) = (round_sig(hopper.eta_compute, 3), round_sig(hopper.eta_w4a16_moe, 3));
+        let (c, m) = (round_significant(hopper.eta_compute, 3), round_significant(hopper.eta_w4a16_moe, 3));
         assert_eq!((c, m), (0.37, 0.54), "{}", report.to_markdown());
         let others = |r: &ValidationReport| {
             let mut e: Vec<f64> = r
