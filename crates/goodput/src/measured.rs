@@ -10,6 +10,11 @@
 //! answer lengths the server counted. Points are taken in the order of
 //! their loads, the first, third, … for the fit (split `calibration`) and
 //! the others held out to check it, where there are three or more.
+//!
+//! A measured grid (the frontier of `sweep --serve-grid`) gives each
+//! configuration's points from the sweep its run wrote beside it, on the
+//! engine with the configuration's parameters on its knobs; with three
+//! configurations or more, every other one is held out whole.
 
 use crate::cli::EngineArgs;
 use anyhow::{bail, Result};
@@ -38,40 +43,41 @@ pub fn is_document_file(path: &Path) -> bool {
 /// The rows of the document at `path` as the validator's CSV, and what the
 /// conversion chose that the user should know.
 pub fn rows_csv(path: &Path, e: &EngineArgs) -> Result<(String, Vec<String>)> {
-    let runs: Vec<RunResult> = match read_document(path)? {
-        Document::Run(r) => vec![*r],
-        Document::Sweep(s) => s.points.into_iter().map(|p| p.result).collect(),
-        Document::Frontier(_) => bail!(
-            "--validate {}: a frontier holds several configurations, each point at one percentile; measure the \
-             one to check with goodput sweep (or bench) and give its document, with estimate's flags describing \
-             that configuration",
-            path.display()
-        ),
-    };
-    let engine = engine_columns(e)?;
-    let mut points = Vec::new();
-    let mut notes = Vec::new();
-    for (i, run) in runs.iter().enumerate() {
-        match point(i + 1, run) {
-            Ok(p) => points.push(p),
-            Err(why) => notes.push(format!("point {} left out: {why}", i + 1)),
-        }
-    }
-    points.sort_by(|a, b| a.order().total_cmp(&b.order()));
     let source = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
     let source = source.replace(['"', ',', '\n', '\r'], "_");
+    let mut notes = Vec::new();
+    let configs = match read_document(path)? {
+        Document::Run(r) => {
+            vec![Config { label: None, number: 0, engine: engine_columns(e)?, points: points(&[*r], &mut notes) }]
+        }
+        Document::Sweep(s) => {
+            let runs: Vec<RunResult> = s.points.into_iter().map(|p| p.result).collect();
+            vec![Config { label: None, number: 0, engine: engine_columns(e)?, points: points(&runs, &mut notes) }]
+        }
+        Document::Frontier(f) => grid_configs(path, &f, e, &mut notes)?,
+    };
     // Each point's rows, kept where the validator takes them (a closed
     // loop of fewer requests than users, more users than it simulates).
-    let mut kept: Vec<(&Point, String)> = Vec::new();
-    for p in &points {
-        let lines = p.rows(&engine, &source, "calibration");
-        match goodput_sim::engine::validate::parse_csv(&format!("{HEADER}{lines}")) {
-            Ok(rows) if !rows.is_empty() => kept.push((p, lines)),
-            Ok(_) => notes.push(format!("point {} left out: it measured no TTFT, TPOT or throughput", p.index)),
-            Err(goodput_sim::engine::Error::Csv { message, .. }) => {
-                notes.push(format!("point {} left out: {message}", p.index))
+    let mut kept: Vec<(&Config, Vec<(&Point, String)>)> = Vec::new();
+    for c in &configs {
+        let mut rows = Vec::new();
+        for p in &c.points {
+            let lines = p.rows(c, &source, "calibration");
+            let left_out = |why: &str| match &c.label {
+                Some(l) => format!("{l}: point {} left out: {why}", p.index),
+                None => format!("point {} left out: {why}", p.index),
+            };
+            match goodput_sim::engine::validate::parse_csv(&format!("{HEADER}{lines}")) {
+                Ok(parsed) if !parsed.is_empty() => rows.push((p, lines)),
+                Ok(_) => notes.push(left_out("it measured no TTFT, TPOT or throughput")),
+                Err(goodput_sim::engine::Error::Csv { message, .. }) => notes.push(left_out(&message)),
+                Err(other) => notes.push(left_out(&other.to_string())),
             }
-            Err(other) => notes.push(format!("point {} left out: {other}", p.index)),
+        }
+        if !rows.is_empty() {
+            kept.push((c, rows));
+        } else if let Some(l) = &c.label {
+            notes.push(format!("{l} left out: none of its points can be set against the engine"));
         }
     }
     if kept.is_empty() {
@@ -81,22 +87,185 @@ pub fn rows_csv(path: &Path, e: &EngineArgs) -> Result<(String, Vec<String>)> {
             if notes.is_empty() { "the document holds none".to_string() } else { notes.join("; ") }
         );
     }
-    let hold_out = kept.len() >= 3;
+    // Three configurations or more: every other one held out whole, so the
+    // fit is checked on configurations it did not see (what `plan` asks of
+    // it). Else every other point of each, where it has three or more.
+    let whole = kept.len() >= 3;
     let mut csv = String::from(HEADER);
-    for (i, (p, lines)) in kept.iter().enumerate() {
-        if hold_out && i % 2 == 1 {
-            csv.push_str(&p.rows(&engine, &source, "held-out"));
-        } else {
-            csv.push_str(lines);
+    let mut fitted_on_all = Vec::new();
+    for (k, (c, rows)) in kept.iter().enumerate() {
+        let by_point = !whole && rows.len() >= 3;
+        for (i, (p, lines)) in rows.iter().enumerate() {
+            if (whole && k % 2 == 1) || (by_point && i % 2 == 1) {
+                csv.push_str(&p.rows(c, &source, "held-out"));
+            } else {
+                csv.push_str(lines);
+            }
+        }
+        if !whole && !by_point {
+            fitted_on_all.push((c.label.clone(), rows.len()));
         }
     }
-    if !hold_out {
+    if whole {
+        let held: Vec<&str> = kept.iter().skip(1).step_by(2).filter_map(|(c, _)| c.label.as_deref()).collect();
         notes.push(format!(
-            "{} point(s): all are fitted on, none held out to check (three or more hold every other one out)",
-            kept.len()
+            "{} configurations: every other one is held out whole, to check the fit on configurations it did not \
+             see ({})",
+            kept.len(),
+            held.join(", ")
+        ));
+    }
+    for (label, n) in fitted_on_all {
+        notes.push(format!(
+            "{}{n} point(s): all are fitted on, none held out to check (three or more hold every other one out)",
+            label.map(|l| format!("{l}: ")).unwrap_or_default()
         ));
     }
     Ok((csv, notes))
+}
+
+/// A configuration's points and the engine they are set against: a run's
+/// or a sweep's one (no label), or each of a measured grid's.
+struct Config {
+    /// `configuration 2 (tp=2)`: where a grid has several.
+    label: Option<String>,
+    /// Its place in the grid, from 1 (0 where there is no grid).
+    number: usize,
+    engine: EngineColumns,
+    points: Vec<Point>,
+}
+
+/// The runs' points in the order of their loads; those the rows cannot
+/// hold named in `notes`.
+fn points(runs: &[RunResult], notes: &mut Vec<String>) -> Vec<Point> {
+    let mut out = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        match point(i + 1, run) {
+            Ok(p) => out.push(p),
+            Err(why) => notes.push(format!("point {} left out: {why}", i + 1)),
+        }
+    }
+    out.sort_by(|a, b| a.order().total_cmp(&b.order()));
+    out
+}
+
+/// A measured grid (`sweep --serve-cmd … --serve-grid … -o FRONTIER`): each
+/// configuration that ran, on the engine `e` describes with the
+/// configuration's parameters on its knobs, and its points read from the
+/// sweep document the grid's sweep wrote of it, in the logs folder beside
+/// the frontier (`FRONTIER.logs/NN-ID.sweep.json`).
+fn grid_configs(
+    path: &Path,
+    f: &goodput_core::doc::frontier::FrontierResult,
+    e: &EngineArgs,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Config>> {
+    use crate::sweep::servers::{estimate::set_knobs, grid::Params};
+    use goodput_core::doc::frontier::{ConfigStatus, FrontierSource};
+    if f.source == FrontierSource::Predicted {
+        bail!(
+            "--validate {}: a predicted frontier holds the engine's own figures, nothing measured: give the measured \
+             frontier of sweep --serve-grid (its per-configuration sweeps beside it), or a run's or a sweep's \
+             document",
+            path.display()
+        );
+    }
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "frontier".into());
+    let logs = path.with_file_name(format!("{stem}.logs"));
+    let mut configs = Vec::new();
+    let mut missing = Vec::new();
+    for (i, c) in f.configs.iter().enumerate() {
+        let label = format!("configuration {} ({})", i + 1, c.id);
+        if c.status != ConfigStatus::Ok {
+            notes.push(format!("{label} left out: it did not run ({})", c.error.as_deref().unwrap_or("failed")));
+            continue;
+        }
+        let params = Params(c.params.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
+        let base = format!("{:02}-{}", i + 1, params.slug());
+        let files = sweep_files(&logs, &base);
+        if files.is_empty() {
+            missing.push(format!("{base}.sweep.json"));
+            continue;
+        }
+        let mut engine = e.clone();
+        if let Some(g) = &c.gpu {
+            engine.hw.gpu = g.clone();
+        }
+        let unknown: Vec<&str> = params
+            .0
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .filter(|k| !goodput_core::doc::overlay::is_bookkeeping(k))
+            .filter(|k| goodput_core::doc::overlay::knob_of(k).is_none())
+            .collect();
+        if !unknown.is_empty() {
+            notes.push(format!(
+                "{label}: {} set(s) no knob of the engine, which runs as if it were not given",
+                unknown.join(", ")
+            ));
+        }
+        let columns = match set_knobs(&mut engine.hw, &params, "--validate").and_then(|()| engine_columns(&engine)) {
+            Ok(columns) => columns,
+            Err(why) => {
+                notes.push(format!("{label} left out: {why:#}"));
+                continue;
+            }
+        };
+        let mut runs = Vec::new();
+        for file in &files {
+            match read_document(file)? {
+                Document::Sweep(s) => runs.extend(s.points.into_iter().map(|p| p.result)),
+                Document::Run(r) => runs.push(*r),
+                Document::Frontier(_) => {
+                    bail!("--validate: {} is a frontier, not a configuration's sweep", file.display())
+                }
+            }
+        }
+        let mut said = Vec::new();
+        let points = points(&runs, &mut said);
+        notes.extend(said.into_iter().map(|n| format!("{label}: {n}")));
+        configs.push(Config { label: Some(label), number: i + 1, engine: columns, points });
+    }
+    if !missing.is_empty() {
+        let message = format!(
+            "the sweep of each configuration is read from the logs folder beside the frontier ({}), where sweep \
+             --serve-grid writes it unless --serve-logs put it elsewhere: {} not there (move the folder beside {} \
+             under that name)",
+            logs.display(),
+            missing.join(", "),
+            path.display()
+        );
+        if configs.is_empty() {
+            bail!("--validate {}: {message}", path.display());
+        }
+        notes.push(message);
+    }
+    Ok(configs)
+}
+
+/// The sweep documents of the configuration `base` (`01-tp=2`) in `logs`:
+/// `base.sweep.json`, or, restarted for each point, `base.point00.sweep.json`
+/// and on, in that order.
+fn sweep_files(logs: &Path, base: &str) -> Vec<std::path::PathBuf> {
+    let whole = logs.join(format!("{base}.sweep.json"));
+    if whole.is_file() {
+        return vec![whole];
+    }
+    let prefix = format!("{base}.point");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(logs)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.strip_prefix(&prefix)
+                    .and_then(|rest| rest.strip_suffix(".sweep.json"))
+                    .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+            })
+        })
+        .collect();
+    files.sort();
+    files
 }
 
 /// The rows' columns.
@@ -193,7 +362,10 @@ struct Point {
 impl Point {
     /// Its rows of the validator's CSV, each line ended: one a figure it
     /// measured.
-    fn rows(&self, engine: &EngineColumns, source: &str, split: &str) -> String {
+    fn rows(&self, config: &Config, source: &str, split: &str) -> String {
+        let engine = &config.engine;
+        // A grid's configurations each number their points apart.
+        let prefix = config.label.as_ref().map(|_| format!("c{}-", config.number)).unwrap_or_default();
         let mut out = String::new();
         for (metric, value, unit) in [
             ("ttft_ms_mean", self.ttft_ms, "ms"),
@@ -203,7 +375,7 @@ impl Point {
             let Some(value) = value.filter(|v| v.is_finite() && *v > 0.0) else { continue };
             let _ = writeln!(
                 out,
-                "p{n}-{kind}-{load}-{metric},{head},{input},{output},{kind},{load},{metric},{value:.3},{unit},\
+                "{prefix}p{n}-{kind}-{load}-{metric},{head},{input},{output},{kind},{load},{metric},{value:.3},{unit},\
                  {source},{split},{requests},{start},{tail}",
                 n = self.index,
                 kind = self.kind,

@@ -175,7 +175,7 @@ pub struct EstimateArgs {
     /// Which route the requests model: a chat route (chat, messages, ollama-chat, ollama-generate) puts the model's chat template around each prompt, as a real server does; the others put its BOS before it. Prompt lengths then exceed --input-tokens as a live bench's do.
     #[arg(long, value_parser = generation_api(), default_value = "chat")]
     pub api: Api,
-    /// Instead of one run: simulate each row of a reference CSV (the format of data/validation/public.csv) and print prediction, reference and error; or set a measured run or sweep (bench -o, sweep -o: each point's mean TTFT, mean TPOT and output tokens/s at its load and mean lengths) against the engine these flags describe.
+    /// Instead of one run: simulate each row of a reference CSV (the format of data/validation/public.csv) and print prediction, reference and error; or set a measured run or sweep (bench -o, sweep -o: each point's mean TTFT, mean TPOT and output tokens/s at its load and mean lengths) against the engine these flags describe; or a measured grid (the frontier of sweep --serve-grid -o, its configurations' sweeps in the logs folder beside it), each configuration on these flags with its parameters on the engine's knobs, every other configuration held out whole where there are three or more.
     #[arg(long)]
     pub validate: Option<PathBuf>,
     /// With --validate: fit step-time constants to the CSV's rows of split calibration (every row where none is marked so), write them to this file (an object per GPU family, what --calibration reads: estimate, sweep --estimate, serve --profile engine, plan), and check them on the rows held out. Each candidate runs the rows' loads through the engine. Memory, power and spread are not fitted.

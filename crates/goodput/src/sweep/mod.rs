@@ -29,7 +29,7 @@ use std::time::Duration;
 use steady::{expected_duration, needs_longer, sustained, why_longer, POINT_CAP, POINT_DURATION, POINT_WARMUP};
 
 mod repeat;
-mod servers;
+pub(crate) mod servers;
 mod stages;
 mod steady;
 

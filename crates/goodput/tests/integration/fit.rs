@@ -217,7 +217,7 @@ fn fitting_refuses_what_it_cannot_use() {
     assert!(err.contains("1 point(s): all are fitted on, none held out"), "{err}");
     let err = goodput().args(["estimate", "--validate"]).arg(swept("burst.json", "64")).refusal();
     assert!(err.contains("no point can be set against the engine (point 1 left out: `requests` 32"), "{err}");
-    // A frontier holds several configurations.
+    // A predicted frontier holds nothing measured.
     let plan = dir.path().join("plan.json");
     goodput()
         .args(["plan", "-q", "--gpu", "h100", "--gpus", "1", "--tp", "1", "--pp", "1", "--precision", "bf16"])
@@ -226,5 +226,54 @@ fn fitting_refuses_what_it_cannot_use() {
         .assert()
         .success();
     let err = goodput().args(["estimate", "--validate"]).arg(&plan).refusal();
-    assert!(err.contains("a frontier holds several configurations"), "{err}");
+    assert!(err.contains("a predicted frontier holds the engine's own figures"), "{err}");
+}
+
+/// A grid of real server processes (`goodput serve --profile engine` at
+/// TP 1, 2 and 4, on the slower constants), measured by `sweep --serve-cmd`,
+/// is fitted as one: each configuration on its own parallelism, the middle
+/// one held out whole and predicted on the fit.
+#[test]
+fn a_measured_grid_of_servers_is_fitted_with_a_configuration_held_out_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = dir.path().join("truth.json");
+    std::fs::write(&truth, TRUTH).unwrap();
+    let quote = |s: &str| shlex::try_quote(s).unwrap().into_owned();
+    let template = format!(
+        "{} serve --port {{port}} -q --progress none --profile engine --model llama-3.1-8b --gpu h100 --calibration \
+         {} --tp {{tp}}",
+        quote(env!("CARGO_BIN_EXE_goodput")),
+        quote(&truth.display().to_string())
+    );
+    let frontier = dir.path().join("frontier.json");
+    goodput()
+        .args(["sweep", "-q", "--serve-cmd", &template, "--serve-grid", "tp=1,2,4", "--concurrency", "1,2,4"])
+        .args(["-n", "8", "--input-tokens", "1024", "--output-tokens", "24", "-o"])
+        .arg(&frontier)
+        .assert()
+        .success();
+    let (said, out) = fit(dir.path(), &frontier, "fitted.json");
+    let (eta_c, eta_w) = fitted(&out);
+    // As for one server: below the shipped 0.55 and 0.73, the wall clock
+    // only adding to the servers' time.
+    assert!(eta_c < 0.5 && eta_w < 0.65, "{eta_c} {eta_w}\n{said}");
+    // The rows of each configuration run at its own TP: three KV caches.
+    let caches: std::collections::BTreeSet<&str> =
+        said.lines().filter(|l| l.starts_with("| c")).filter_map(|l| l.split('|').nth(9)).collect();
+    assert_eq!(caches.len(), 3, "{said}");
+    // TP 2, held out whole, is predicted better on the fit than before it.
+    for metric in ["tpot_ms_mean", "output_tokens_per_s"] {
+        let line = said.lines().find(|l| l.starts_with(&format!("| held out (3) | {metric} |"))).unwrap();
+        let cells: Vec<f64> =
+            line.split('|').filter_map(|c| c.trim().strip_suffix(" %")).map(|c| c.parse().unwrap()).collect();
+        assert!(cells[1] < cells[0], "{line}\n{said}");
+    }
+    assert!(said.lines().any(|l| l.starts_with("| c2-p1-concurrency-1-")), "{said}");
+    let o = goodput().args(["estimate", "--validate"]).arg(&frontier).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("every other one is held out whole") && err.contains("configuration 2 (tp=2)"), "{err}");
+    // Without the sweeps beside it, the frontier says where they go.
+    std::fs::rename(dir.path().join("frontier.logs"), dir.path().join("elsewhere")).unwrap();
+    let err = goodput().args(["estimate", "--validate"]).arg(&frontier).refusal();
+    assert!(err.contains("01-tp=1.sweep.json") && err.contains("frontier.logs"), "{err}");
 }

@@ -249,39 +249,48 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
     args.workload.keep_text = false;
     args.workload.repeat = 1;
     args.judge.slo = args.judge.slo.as_ref().and_then(|s| s.timing_only());
+    set_knobs(&mut args.hw, params, "--estimate")?;
+    Ok(args)
+}
+
+/// Sets a configuration's parameters on the engine's knobs (under their
+/// own names or a server's), as `sweep --estimate` runs the grid and
+/// `estimate --validate` sets a measured grid against the engine; `flag`
+/// begins an error.
+pub(crate) fn set_knobs(hw: &mut crate::cli::EngineHwArgs, params: &Params, flag: &str) -> Result<()> {
     for (k, v) in &params.0 {
         let v = v.trim();
-        let n = || v.parse::<u32>().with_context(|| format!("--estimate: {k}={v} is not a whole number"));
+        let n = || v.parse::<u32>().with_context(|| format!("{flag}: {k}={v} is not a whole number"));
         match knob_of(k) {
-            Some("gpu") => args.hw.gpu = v.to_string(),
-            Some("tp") => args.hw.tp = n()?,
-            Some("dp") => args.hw.dp = n()?,
-            Some("ep") => args.hw.ep = n()?,
-            Some("pp") => args.hw.pp = n()?,
-            Some("precision") => args.hw.precision = v.to_string(),
-            Some("kv_cache_dtype") => args.hw.kv_cache_dtype = v.to_string(),
-            Some("max_num_seqs") => args.hw.max_num_seqs = Some(n()?),
-            Some("max_num_batched_tokens") => args.hw.max_num_batched_tokens = Some(n()?),
-            Some("pd") => args.hw.pd = Some(v.to_string()),
-            Some("scheduler") => args.hw.scheduler = v.to_string(),
+            Some("gpu") => hw.gpu = v.to_string(),
+            Some("tp") => hw.tp = n()?,
+            Some("dp") => hw.dp = n()?,
+            Some("ep") => hw.ep = n()?,
+            Some("pp") => hw.pp = n()?,
+            Some("precision") => hw.precision = v.to_string(),
+            Some("kv_cache_dtype") => hw.kv_cache_dtype = v.to_string(),
+            Some("max_num_seqs") => hw.max_num_seqs = Some(n()?),
+            Some("max_num_batched_tokens") => hw.max_num_batched_tokens = Some(n()?),
+            Some("pd") => hw.pd = Some(v.to_string()),
+            Some("scheduler") => hw.scheduler = v.to_string(),
             // SGLang's own flag: below, once the layout is known.
             Some("router") if is_sglangs_balance(k) => {}
-            Some("router") => args.hw.router = v.to_string(),
-            Some("mixed_batches") => args.hw.no_mixed_batches = mixed_batches_value(v) == Some(false),
+            Some("router") => hw.router = v.to_string(),
+            Some("mixed_batches") => hw.no_mixed_batches = mixed_batches_value(v) == Some(false),
             Some("internal_lb") => {
-                args.hw.internal_lb = mixed_batches_value(v)
-                    .with_context(|| format!("--estimate: {k}={v} is not a switch: give true or false"))?;
+                hw.internal_lb = mixed_batches_value(v)
+                    .with_context(|| format!("{flag}: {k}={v} is not a switch: give true or false"))?;
             }
             Some("schedule_conservativeness") => {
-                args.hw.schedule_conservativeness =
-                    v.parse::<f64>().with_context(|| format!("--estimate: {k}={v} is not a number"))?;
+                hw.schedule_conservativeness =
+                    v.parse::<f64>().with_context(|| format!("{flag}: {k}={v} is not a number"))?;
             }
             // The sweep's --spec-acceptance and --spec-draft-cost describe
             // the drafts of the configurations that have them.
             Some("spec_tokens") => {
-                args.hw.spec_tokens = n()?;
-                if args.hw.spec_tokens == 0 {
-                    (args.hw.spec_acceptance, args.hw.spec_draft_cost) = (None, None);
+                hw.spec_tokens = n()?;
+                if hw.spec_tokens == 0 {
+                    (hw.spec_acceptance, hw.spec_draft_cost) = (None, None);
                 }
             }
             _ => {}
@@ -294,10 +303,10 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
     // controller picks them, in the router's place. Elsewhere it is the
     // replicas' router.
     match params.0.iter().find(|(k, _)| is_sglangs_balance(k)) {
-        Some((_, v)) if sglang_ranks(&args.hw) => args.hw.load_balance_method = v.trim().to_string(),
-        Some((_, v)) if goodput_core::doc::overlay::router_name(v).is_some() => args.hw.router = v.trim().to_string(),
+        Some((_, v)) if sglang_ranks(hw) => hw.load_balance_method = v.trim().to_string(),
+        Some((_, v)) if goodput_core::doc::overlay::router_name(v).is_some() => hw.router = v.trim().to_string(),
         Some((k, v)) => bail!(
-            "--estimate: {k}={v} in {}: SGLang's {v} picks among the ranks of its DP attention or its replicas (the \
+            "{flag}: {k}={v} in {}: SGLang's {v} picks among the ranks of its DP attention or its replicas (the \
              scheduler sglang, with more ep than tp or dp above 1), and this configuration has neither; for \
              replicas under another scheduler the simulator's routers are round_robin, total_requests \
              (least-loaded), cache_aware and power_of_two",
@@ -305,24 +314,24 @@ fn engine_args(a: &SweepArgs, params: &Params, model: &str, output: &Path) -> Re
         ),
         _ => {}
     }
-    units_as_pools(&mut args.hw);
+    units_as_pools(hw);
     // A router picks among replicas: a configuration of one, or of pools
     // (each routes to its least-loaded instance), has none to pick, as its
     // server has none (a grid's product of routers and dp=1 had failed
     // those predictions with the engine's refusal).
-    if args.hw.dp <= 1 || args.hw.pd.is_some() {
-        args.hw.router = goodput_sim::engine::RouterPolicy::default().to_string();
+    if hw.dp <= 1 || hw.pd.is_some() {
+        hw.router = goodput_sim::engine::RouterPolicy::default().to_string();
         // Nor has vLLM's own balancer.
-        args.hw.internal_lb = false;
+        hw.internal_lb = false;
     }
     // --router-poll polls the loads power-of-two compares: the grid's other
     // routers route on their own, as their servers do.
-    if args.hw.router.parse::<goodput_sim::engine::RouterPolicy>().ok()
+    if hw.router.parse::<goodput_sim::engine::RouterPolicy>().ok()
         != Some(goodput_sim::engine::RouterPolicy::PowerOfTwo)
     {
-        args.hw.router_poll = None;
+        hw.router_poll = None;
     }
-    Ok(args)
+    Ok(())
 }
 
 /// `frontier.json` → `frontier.predicted.json` beside it (`suffix`

@@ -5,8 +5,8 @@
 //! written after each configuration so that a stopped sweep keeps what it
 //! finished and `--resume` goes on from there.
 
-mod estimate;
-mod grid;
+pub(crate) mod estimate;
+pub(crate) mod grid;
 mod points;
 mod process;
 
