@@ -4,7 +4,8 @@
 //! user's own measurements can be checked, and fitted (`--fit`), as the
 //! public tables are.
 //!
-//! Each point gives its mean TTFT, mean TPOT and output tokens/s, at its
+//! Each point gives its mean TTFT, mean TPOT and output tokens/s (and its
+//! joules per output token where the GPUs' energy counters were read), at its
 //! load (a closed loop of users, started together unless it ramped up; a
 //! Poisson rate; or every request at once) and at the mean prompt and
 //! answer lengths the server counted. Points are taken in the order of
@@ -357,6 +358,9 @@ struct Point {
     ttft_ms: Option<f64>,
     tpot_ms: Option<f64>,
     output_tokens_per_s: Option<f64>,
+    /// The GPUs' energy per output token, where their counters were read
+    /// (or the engine's power model gave it, for an estimate's document).
+    joules_per_output_token: Option<f64>,
 }
 
 impl Point {
@@ -371,13 +375,16 @@ impl Point {
             ("ttft_ms_mean", self.ttft_ms, "ms"),
             ("tpot_ms_mean", self.tpot_ms, "ms"),
             ("output_tokens_per_s", self.output_tokens_per_s, "tok/s"),
+            ("joules_per_output_token", self.joules_per_output_token, "J"),
         ] {
             let Some(value) = value.filter(|v| v.is_finite() && *v > 0.0) else { continue };
             let _ = writeln!(
                 out,
-                "{prefix}p{n}-{kind}-{load}-{metric},{head},{input},{output},{kind},{load},{metric},{value:.3},{unit},\
+                "{prefix}p{n}-{kind}-{load}-{metric},{head},{input},{output},{kind},{load},{metric},{value:.digits$},{unit},\
                  {source},{split},{requests},{start},{tail}",
                 n = self.index,
+                // A fraction of a joule keeps its figures.
+                digits = if unit == "J" { 6 } else { 3 },
                 kind = self.kind,
                 load = self.load,
                 head = engine.head,
@@ -443,5 +450,6 @@ fn point(index: usize, run: &RunResult) -> Result<Point, String> {
         ttft_ms: s.ttft_ms.mean,
         tpot_ms: s.tpot_ms.mean,
         output_tokens_per_s: Some(s.throughput.output_tokens_per_s),
+        joules_per_output_token: run.energy.as_ref().and_then(|e| e.joules_per_output_token),
     })
 }

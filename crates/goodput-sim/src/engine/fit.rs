@@ -18,7 +18,7 @@ use super::calibration::Calibration;
 use super::catalog::{GpuFamily, GpuSpec};
 use super::error::Error;
 use super::validate::{
-    in_parallel, validate, ReferenceEngine, ReferenceRow, Split, ValidationOptions, ValidationReport,
+    in_parallel, validate, Metric, ReferenceEngine, ReferenceRow, Split, ValidationOptions, ValidationReport,
 };
 use goodput_core::util::{duration_text, round_significant};
 use std::collections::BTreeMap;
@@ -27,9 +27,11 @@ use std::time::Duration;
 
 /// The constants a fit may move, each with the range searched: shares of
 /// a peak from 1 % to all of it, times from a trifle to far more than any
-/// engine was seen to take. Memory, power and spread are not fitted: no
-/// latency or throughput row measures them.
-pub const FITTABLE: [(&str, f64, f64); 13] = [
+/// engine was seen to take; and the power model's two shares of the
+/// dynamic range, which only rows of joules per output token (a run whose
+/// GPUs' energy counters were read) measure. Memory and spread are not
+/// fitted: no row measures them.
+pub const FITTABLE: [(&str, f64, f64); 15] = [
     ("eta_compute", 0.01, 1.0),
     ("eta_weights", 0.01, 1.0),
     ("eta_kv", 0.01, 1.0),
@@ -43,7 +45,14 @@ pub const FITTABLE: [(&str, f64, f64); 13] = [
     ("frontend_serial_us", 0.1, 100_000.0),
     ("frontend_serial_us_per_token", 0.001, 1000.0),
     ("frontend_serial_us_per_output_token", 0.1, 10_000.0),
+    ("power_compute", 0.01, 1.0),
+    ("power_memory", 0.01, 1.0),
 ];
+
+/// The power model's constants: the only ones rows of joules per output
+/// token are fitted for (they move nothing else, and any other constant
+/// bent to fit energy would bend the times).
+const POWER: [&str; 2] = ["power_compute", "power_memory"];
 
 /// What `estimate --fit` moves unless told otherwise: the prefill's share
 /// of the compute peak (TTFT, prompt-bound throughput), the decode's of
@@ -131,13 +140,25 @@ pub fn fit_telling(
     let before = validate(rows, options)?;
     let fitted_on = fitted_on(rows);
     let mut families: BTreeMap<GpuFamily, Vec<ReferenceRow>> = BTreeMap::new();
-    for row in rows.iter().filter(|r| fitted_on(r)) {
+    let energy = constants.iter().any(|c| POWER.contains(c));
+    let counts = |r: &&ReferenceRow| energy || r.metric != Metric::JoulesPerOutputToken;
+    for row in rows.iter().filter(|r| fitted_on(r)).filter(counts) {
         families.entry(GpuSpec::lookup(&row.gpu)?.family).or_default().push(row.clone());
     }
     if families.is_empty() {
         return Err(Error::InvalidCalibration(
             "no row to fit on: every row is `held-out`; mark those to fit on `calibration` in the split column".into(),
         ));
+    }
+    let measured_energy = families.values().flatten().any(|r| r.metric == Metric::JoulesPerOutputToken);
+    if let (true, false) = (energy, measured_energy) {
+        let named: Vec<&str> = constants.iter().copied().filter(|c| POWER.contains(c)).collect();
+        return Err(Error::InvalidCalibration(format!(
+            "cannot fit {}: only rows of joules_per_output_token measure the power model, and none is fitted on; \
+             measure with the GPUs' energy counters read (a DCGM exporter's endpoint given to --metrics-url), or \
+             leave the power constants out",
+            named.join(" and ")
+        )));
     }
     // The front end's constants that the options set on TensorRT-LLM rows
     // (NIM's) are the calibration's once they are fitted.
@@ -461,6 +482,7 @@ mod tests {
         let table = report.to_markdown();
         assert!(table.contains("| hopper | eta_compute | 0.55 |"), "{table}");
         assert!(table.contains("| held out (1) | output_tokens_per_s |"), "{table}");
+        assert!(!report.after.glance_section("made").contains("J / token"));
     }
 
     /// docs/simulator.md's figure for GPUStack's vLLM runs on Hopper: a fit
@@ -501,6 +523,66 @@ mod tests {
         let doc = include_str!("../../../../docs/simulator.md");
         assert!(doc.contains("`eta_compute` 0.370 and `eta_w4a16_moe` 0.540"), "docs/simulator.md's fit changed");
         assert!(doc.contains("rows go from 15.8 % to 7.8 %"), "docs/simulator.md's figure changed");
+    }
+
+    /// The power model's shares, from rows of joules per output token at
+    /// loads whose steps are memory-bound (one user) and compute-bound
+    /// (long prompts, many users): found again, and the latency constants
+    /// not moved by them; with no such row, refused.
+    #[test]
+    fn a_fit_of_the_power_model_finds_its_shares_from_energy_rows() {
+        let shipped = Calibration::for_family(GpuFamily::Hopper);
+        let truth = Calibration { power_compute: 0.7, power_memory: 0.85, ..shipped.clone() };
+        let mut csv = String::from(
+            "id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,metric,value,unit,source,split\n",
+        );
+        for (input, output, users, metric, unit, split) in [
+            (128, 256, 1, "joules_per_output_token", "J", "calibration"),
+            (8192, 16, 8, "joules_per_output_token", "J", "calibration"),
+            (1024, 64, 4, "joules_per_output_token", "J", "calibration"),
+            (2048, 64, 16, "joules_per_output_token", "J", "held-out"),
+            (1024, 64, 4, "tpot_ms_mean", "ms", "calibration"),
+        ] {
+            let _ = writeln!(
+                csv,
+                "e{input}-{users}-{metric},llama-3.1-8b,h100-sxm,1,1,bf16,vllm,{input},{output},concurrency,{users},{metric},1,{unit},made,{split}"
+            );
+        }
+        let mut options = ValidationOptions::default();
+        options.calibrations.insert(GpuFamily::Hopper, truth.clone());
+        let made = validate(&parse_csv(&csv).unwrap(), &options).unwrap();
+        let rows: Vec<ReferenceRow> =
+            made.predictions.into_iter().map(|p| ReferenceRow { value: p.predicted, ..p.row }).collect();
+        let report = fit(&rows, &ValidationOptions::default(), &["power_compute", "power_memory"]).unwrap();
+        let fitted = &report.calibrations[&GpuFamily::Hopper];
+        for name in ["power_compute", "power_memory"] {
+            let (got, want) = (fitted.get(name).unwrap(), truth.get(name).unwrap());
+            assert!(
+                (got / want - 1.0).abs() < 0.03,
+                "{name}: fitted {got}, made with {want}\n{}",
+                report.to_markdown()
+            );
+        }
+        let held = report.after.predictions.iter().find(|p| p.row.split == Some(Split::HeldOut)).unwrap();
+        assert!(held.rel_error.abs() < 0.02, "{}", report.to_markdown());
+        assert!(
+            report.to_markdown().contains("| held out (1) | joules_per_output_token |"),
+            "{}",
+            report.to_markdown()
+        );
+        // The glance gives energy a column of its own where rows measure it.
+        let glance = report.after.glance_section("made");
+        assert!(glance.contains("| E2E | J / token |") && glance.contains(" | 0."), "{glance}");
+        // The times' constants fitted alone leave the energy rows out: the
+        // shipped power model misses them, and nothing bends to it.
+        let report = fit(&rows, &ValidationOptions::default(), &["eta_weights"]).unwrap();
+        assert_eq!(report.fit_rows, 1);
+        assert!((report.calibrations[&GpuFamily::Hopper].eta_weights / shipped.eta_weights - 1.0).abs() < 0.01);
+        // Power constants with no energy row to fit on.
+        let times: Vec<ReferenceRow> =
+            rows.iter().filter(|r| r.metric != Metric::JoulesPerOutputToken).cloned().collect();
+        let err = fit(&times, &ValidationOptions::default(), &["power_memory"]).unwrap_err().to_string();
+        assert!(err.contains("cannot fit power_memory: only rows of joules_per_output_token"), "{err}");
     }
 
     /// A served TensorRT-LLM row ran with NIM's front end (5 ms), not the

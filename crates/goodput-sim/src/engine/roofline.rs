@@ -370,6 +370,8 @@ pub struct Roofline {
     /// tensor cores and busy memory draw.
     idle_w: f64,
     dynamic_w: f64,
+    /// The GPUs those watts are drawn by.
+    gpus: u32,
     power_compute: f64,
     power_memory: f64,
     /// Expert or pipeline parallelism: `None` with EP and PP at 1.
@@ -485,6 +487,7 @@ impl Roofline {
             per_seq_overhead: c.c_seq_us * 1e-6,
             idle_w: cfg.gpu.idle_w * gpus,
             dynamic_w: (cfg.gpu.tdp_w - cfg.gpu.idle_w).max(0.0) * gpus,
+            gpus: gpus.round() as u32,
             power_compute: c.power_compute,
             power_memory: c.power_memory,
             parallel: parallel::Parallel::new(cfg, peak),
@@ -494,6 +497,12 @@ impl Roofline {
     /// Watts the replica's GPUs draw while no step runs.
     pub fn idle_watts(&self) -> f64 {
         self.idle_w
+    }
+
+    /// The GPUs the replica runs on (TP × PP, times the ranks of an
+    /// expert-parallel group): those its watts are drawn by.
+    pub fn gpus(&self) -> u32 {
+        self.gpus
     }
 
     /// Watts the replica's GPUs are provisioned for (TDP × TP × PP, times

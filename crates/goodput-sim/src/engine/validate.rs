@@ -87,10 +87,14 @@ pub enum Metric {
     /// every request (SGLang's and vLLM's "Median ITL"), where TPOT is a
     /// mean per request.
     ItlMsP50,
+    /// The GPUs' energy over the run per output token, joules: a measured
+    /// run's from its GPUs' energy counters (DCGM), the engine's from its
+    /// power model.
+    JoulesPerOutputToken,
 }
 
 impl Metric {
-    const ALL: [Metric; 7] = [
+    const ALL: [Metric; 8] = [
         Metric::OutputTokensPerS,
         Metric::E2eMsMean,
         Metric::TtftMsMean,
@@ -98,6 +102,7 @@ impl Metric {
         Metric::TpotMsMean,
         Metric::TpotMsP50,
         Metric::ItlMsP50,
+        Metric::JoulesPerOutputToken,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -109,12 +114,14 @@ impl Metric {
             Metric::TpotMsMean => "tpot_ms_mean",
             Metric::TpotMsP50 => "tpot_ms_p50",
             Metric::ItlMsP50 => "itl_ms_p50",
+            Metric::JoulesPerOutputToken => "joules_per_output_token",
         }
     }
 
     pub fn unit(self) -> &'static str {
         match self {
             Metric::OutputTokensPerS => "tok/s",
+            Metric::JoulesPerOutputToken => "J",
             _ => "ms",
         }
     }
@@ -833,7 +840,18 @@ fn row_requests(row: &ReferenceRow, n: usize, rng: &mut StdRng) -> Vec<VirtualRe
 }
 
 fn prediction(row: &ReferenceRow, run: &SimRun, replicas: u32) -> Result<Prediction, Error> {
-    let predicted = metric_value(row, &run.records, replicas)?;
+    let predicted = match row.metric {
+        // The replica's energy over its whole run, warm-up and idle time
+        // included, over every token it generated: each replica's share
+        // alike.
+        Metric::JoulesPerOutputToken if run.engine.generation_tokens > 0 => {
+            run.engine.energy_j / run.engine.generation_tokens as f64
+        }
+        Metric::JoulesPerOutputToken => {
+            return Err(Error::Csv { line: row.line, message: "no output token was generated".into() })
+        }
+        _ => metric_value(row, &run.records, replicas)?,
+    };
     Ok(Prediction {
         row: row.clone(),
         predicted,
@@ -860,6 +878,8 @@ fn metric_value(row: &ReferenceRow, all: &[goodput_core::RequestRecord], replica
         Metric::TtftMsMean | Metric::TtftMsP50 => records.iter().filter_map(|r| r.ttft()).map(ms).collect(),
         Metric::TpotMsMean | Metric::TpotMsP50 => records.iter().filter_map(|r| r.tpot()).map(ms).collect(),
         Metric::ItlMsP50 => records.iter().flat_map(|r| r.itl_samples()).map(ms).collect(),
+        // Set from the run's energy (`prediction`).
+        Metric::JoulesPerOutputToken => Vec::new(),
     };
     if samples.is_empty() {
         return Err(Error::Csv {
@@ -928,15 +948,19 @@ impl ValidationReport {
                 ReferenceEngine::Sglang => "sglang",
                 ReferenceEngine::TensorRtLlm => "tensorrt-llm",
             };
+            // A fraction of a joule keeps its figures.
+            let predicted = match p.row.metric {
+                Metric::JoulesPerOutputToken => format!("{:.3}", p.predicted),
+                _ => format!("{:.0}", p.predicted),
+            };
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} {} | {:.0} | {:+.1} % | {:.0} | {} | {} |",
+                "| {} | {} | {} | {} {} | {predicted} | {:+.1} % | {:.0} | {} | {} |",
                 p.row.id,
                 engine,
                 p.row.metric.as_str(),
                 p.row.value,
                 p.row.metric.unit(),
-                p.predicted,
                 p.rel_error * 100.0,
                 p.mean_batch_seqs,
                 p.preemptions,
@@ -1090,7 +1114,7 @@ impl LoadClass {
 /// The metrics a glance groups: TTFT (mean or median), the time between
 /// tokens (TPOT's mean or median, the median ITL), output throughput and
 /// mean end-to-end latency.
-pub const GLANCE_METRICS: [&str; 4] = ["TTFT", "ITL / TPOT", "output tok/s", "E2E"];
+pub const GLANCE_METRICS: [&str; 5] = ["TTFT", "ITL / TPOT", "output tok/s", "E2E", "J / token"];
 
 fn glance_column(metric: Metric) -> usize {
     match metric {
@@ -1098,6 +1122,7 @@ fn glance_column(metric: Metric) -> usize {
         Metric::TpotMsMean | Metric::TpotMsP50 | Metric::ItlMsP50 => 1,
         Metric::OutputTokensPerS => 2,
         Metric::E2eMsMean => 3,
+        Metric::JoulesPerOutputToken => 4,
     }
 }
 
@@ -1119,14 +1144,14 @@ pub struct GlanceLine {
     pub split: Option<Split>,
     pub load: LoadClass,
     pub queueing: bool,
-    pub cells: [Option<GlanceCell>; 4],
+    pub cells: [Option<GlanceCell>; 5],
 }
 
 impl ValidationReport {
     /// The report in a few lines: its rows grouped by split, load and
     /// queueing, each metric group's median |error| and signed median.
     pub fn glance(&self) -> Vec<GlanceLine> {
-        let mut groups: BTreeMap<(Option<Split>, LoadClass, bool), [Vec<f64>; 4]> = BTreeMap::new();
+        let mut groups: BTreeMap<(Option<Split>, LoadClass, bool), [Vec<f64>; 5]> = BTreeMap::new();
         for p in &self.predictions {
             let key = (p.row.split, LoadClass::of(p.row.load), p.row.queueing);
             groups.entry(key).or_default()[glance_column(p.row.metric)].push(p.rel_error * 100.0);
@@ -1265,19 +1290,23 @@ pub fn coverage_markdown(sets: &[(String, Vec<ReferenceRow>)]) -> String {
 /// load and queueing: `17.1 % (+3.0, 488)` is a median |error| of 17.1 %,
 /// a signed median of +3.0 % and 488 rows.
 pub fn glance_markdown(files: &[(String, Vec<GlanceLine>)]) -> String {
+    // The energy's column only where a row measured it (a run whose GPUs'
+    // energy counters were read): no public table gives it.
+    let energy = files.iter().flat_map(|(_, lines)| lines).any(|l| l.cells[4].is_some());
+    let columns = if energy { GLANCE_METRICS.len() } else { GLANCE_METRICS.len() - 1 };
     let mut s = String::from("| file | split | load |");
-    for m in GLANCE_METRICS {
+    for m in &GLANCE_METRICS[..columns] {
         let _ = write!(s, " {m} |");
     }
     s.push_str("\n|---|---|---|");
-    s.push_str(&"---:|".repeat(GLANCE_METRICS.len()));
+    s.push_str(&"---:|".repeat(columns));
     s.push('\n');
     for (file, lines) in files {
         for line in lines {
             let split = line.split.map_or("—", Split::as_str);
             let queueing = if line.queueing { ", queueing" } else { "" };
             let _ = write!(s, "| {file} | {split} | {}{queueing} |", line.load.label());
-            for cell in &line.cells {
+            for cell in &line.cells[..columns] {
                 match cell {
                     Some(c) => {
                         // Rounded first, so that a small negative median
@@ -1471,7 +1500,13 @@ i,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,rate,2,e2e_ms_mean,100,ms,,n
         assert!(md.contains("| x.csv | held-out | 1–4 users |"), "{md}");
         // A median a hair below zero reads as none.
         let tiny = GlanceLine {
-            cells: [Some(GlanceCell { rows: 2, median_abs_pct: 0.01, median_signed_pct: -0.01 }), None, None, None],
+            cells: [
+                Some(GlanceCell { rows: 2, median_abs_pct: 0.01, median_signed_pct: -0.01 }),
+                None,
+                None,
+                None,
+                None,
+            ],
             ..lines_first(&report)
         };
         let md = glance_markdown(&[("y.csv".into(), vec![tiny])]);

@@ -39,6 +39,11 @@ pub(super) struct Observed {
     pub(super) kv_xfer: Histogram,
     /// Each step's tokens as vLLM counts them (`StepOutcome::iteration_tokens`).
     pub(super) iteration_tokens: Histogram,
+    /// The replica's GPUs and what they draw idle and at most (the power
+    /// model's), for its DCGM-style counters ([`dcgm`]).
+    pub(super) gpus: u32,
+    pub(super) idle_w: f64,
+    pub(super) provisioned_w: f64,
 }
 
 impl Observed {
@@ -68,6 +73,9 @@ impl Observed {
             aborted: 0,
             kv_xfer: Histogram::new(NIXL_XFER_BUCKETS),
             iteration_tokens: Histogram::new(ITERATION_TOKEN_BUCKETS),
+            gpus: engine.roofline().gpus().max(1),
+            idle_w: engine.roofline().idle_watts(),
+            provisioned_w: engine.roofline().provisioned_watts(),
         }
     }
 }
@@ -184,6 +192,43 @@ pub(super) fn prometheus(all: &[Observed], model_name: &str, spec_tokens: Option
         }
     }
     s
+}
+
+/// The GPUs' energy and power limits as NVIDIA's DCGM exporter names them,
+/// from the engine's power model (docs/simulator.md, "Power and energy"):
+/// `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION` (mJ, a counter) and
+/// `DCGM_FI_DEV_POWER_MGMT_LIMIT` (W, the TDP), a series per GPU, numbered
+/// across the replicas (each replica's energy shared evenly by its GPUs).
+/// A replica's energy is its steps' (each step's time at its power) and
+/// its idle power over the rest of `elapsed`, the engine's time since the
+/// server started: on the wall clock at `--speed` S the counter runs S
+/// times as fast, as the tokens do, so joules per token hold; the limit is
+/// S times the TDP, so that the watts against it and the tokens/s per
+/// megawatt hold too.
+pub(super) fn dcgm(all: &[Observed], elapsed: Duration, speed: f64, gpu_model: &str) -> String {
+    let model = escape_label(gpu_model);
+    let mut energy = String::new();
+    let mut limit = String::new();
+    let mut gpu = 0u32;
+    for o in all {
+        let idle = elapsed.saturating_sub(o.engine.busy).as_secs_f64();
+        let joules = o.engine.busy_energy_j + idle * o.idle_w;
+        let n = o.gpus.max(1);
+        for _ in 0..n {
+            let labels = format!("gpu=\"{gpu}\",device=\"nvidia{gpu}\",modelName=\"{model}\"");
+            let _ =
+                writeln!(energy, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{labels}}} {:.0}", joules * 1e3 / f64::from(n));
+            let _ =
+                writeln!(limit, "DCGM_FI_DEV_POWER_MGMT_LIMIT{{{labels}}} {}", o.provisioned_w / f64::from(n) * speed);
+            gpu += 1;
+        }
+    }
+    format!(
+        "# HELP DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION Total energy consumption since boot (in mJ).\n\
+         # TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n{energy}\
+         # HELP DCGM_FI_DEV_POWER_MGMT_LIMIT Power management limit (in W).\n\
+         # TYPE DCGM_FI_DEV_POWER_MGMT_LIMIT gauge\n{limit}"
+    )
 }
 
 /// `--speed` as a gauge, `goodput_sim_speed`: its wall-clock latencies and

@@ -1211,10 +1211,64 @@ async fn expert_and_pipeline_parallel_engines_serve_and_say_their_layout_in_metr
         1.0,
         "{text}"
     );
+    // Its four GPUs (two stages of two ranks) each have an energy counter
+    // and an H100's power limit (700 W) as a DCGM exporter gives them, the
+    // limit ten times the TDP at speed 10, as the counter runs ten times as fast.
+    for gpu in 0..4 {
+        let labels = format!("{{gpu=\"{gpu}\",device=\"nvidia{gpu}\",modelName=\"H100 SXM\"}}");
+        assert_eq!(metric(&text, &format!("DCGM_FI_DEV_POWER_MGMT_LIMIT{labels}")), 7000.0, "{text}");
+        assert!(metric(&text, &format!("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{labels}")) > 0.0, "{text}");
+    }
+    assert!(!text.contains("gpu=\"4\""), "{text}");
     // The plain engine says nothing of it.
     let (base, _server, _stop) = start(config()).await;
     let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
     assert!(!text.contains("goodput_engine_parallel_info"));
+}
+
+/// The GPUs' energy counters (DCGM's names) run on the power model: idle,
+/// each GPU draws its idle power, S times as fast at `--speed` S, between
+/// any two scrapes; serving, more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gpus_energy_counters_follow_the_power_model() {
+    let mut engine = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
+    engine.tp = 2;
+    let idle_w = engine.gpu.idle_w;
+    let cfg = EngineServerConfig { speed: 10.0, model_name: "sim-8b".into(), ..EngineServerConfig::new(engine) };
+    let (base, _server, _stop) = start(cfg).await;
+    let http = client();
+    let energy =
+        |text: &str, gpu: u32| metric(text, &format!("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=\"{gpu}\",")) / 1e3;
+    // Each scrape's text is made between its request's sending and its
+    // answer's arrival: the joules between two are bounded by those times.
+    let scrape = || async {
+        let sent = Instant::now();
+        let text = http.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+        (sent, text, Instant::now())
+    };
+    let (sent1, first, got1) = scrape().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (sent2, second, got2) = scrape().await;
+    for gpu in 0..2 {
+        let drawn = energy(&second, gpu) - energy(&first, gpu);
+        let (least, most) = ((sent2 - got1).as_secs_f64(), (got2 - sent1).as_secs_f64());
+        // The counter's whole millijoules.
+        let slack = 2e-3;
+        assert!(
+            drawn >= idle_w * 10.0 * least - slack && drawn <= idle_w * 10.0 * most + slack,
+            "GPU {gpu}: {drawn} J idle over {least}–{most} s at speed 10"
+        );
+    }
+    assert!(!second.contains("gpu=\"2\""), "two GPUs for TP 2: {second}");
+    // Serving, the GPUs draw more than idle over the same time.
+    let (sent3, before, _) = scrape().await;
+    let body = json!({"prompt": words(2000, "e"), "max_tokens": 256});
+    let r = post(&http, format!("{base}/v1/completions"), &body).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let (_, after, got4) = scrape().await;
+    let drawn = energy(&after, 0) - energy(&before, 0);
+    let idle_most = idle_w * 10.0 * (got4 - sent3).as_secs_f64();
+    assert!(drawn > idle_most, "{drawn} J serving against at most {idle_most} J idle");
 }
 
 /// A PNG header may claim any size: 4294967295 × 4294967295 pixels is 2.3e16

@@ -178,10 +178,10 @@ pub struct EstimateArgs {
     /// Instead of one run: simulate each row of a reference CSV (the format of data/validation/public.csv) and print prediction, reference and error; or set a measured run or sweep (bench -o, sweep -o: each point's mean TTFT, mean TPOT and output tokens/s at its load and mean lengths) against the engine these flags describe; or a measured grid (the frontier of sweep --serve-grid -o, its configurations' sweeps in the logs folder beside it), each configuration on these flags with its parameters on the engine's knobs, every other configuration held out whole where there are three or more.
     #[arg(long)]
     pub validate: Option<PathBuf>,
-    /// With --validate: fit step-time constants to the CSV's rows of split calibration (every row where none is marked so), write them to this file (an object per GPU family, what --calibration reads: estimate, sweep --estimate, serve --profile engine, plan), and check them on the rows held out. Each candidate runs the rows' loads through the engine. Memory, power and spread are not fitted.
+    /// With --validate: fit step-time constants to the CSV's rows of split calibration (every row where none is marked so), write them to this file (an object per GPU family, what --calibration reads: estimate, sweep --estimate, serve --profile engine, plan), and check them on the rows held out. Each candidate runs the rows' loads through the engine. The power model's shares (power_compute, power_memory) fit on rows of joules per output token alone: a run whose GPUs' energy counters were read (a DCGM exporter's endpoint in --metrics-url). Memory and spread are not fitted.
     #[arg(long, value_name = "FILE", requires = "validate")]
     pub fit: Option<PathBuf>,
-    /// With --fit: the constants to fit, a list from eta_compute, eta_weights, eta_kv, eta_link, eta_w4a16_moe, c_layer_us, c_step_us, c_seq_us, allreduce_latency_us, frontend_overhead_ms, frontend_serial_us, frontend_serial_us_per_token, frontend_serial_us_per_output_token. Fit no more than the rows can tell apart: each TTFT, ITL or throughput row pins about one.
+    /// With --fit: the constants to fit, a list from eta_compute, eta_weights, eta_kv, eta_link, eta_w4a16_moe, c_layer_us, c_step_us, c_seq_us, allreduce_latency_us, frontend_overhead_ms, frontend_serial_us, frontend_serial_us_per_token, frontend_serial_us_per_output_token, power_compute, power_memory. Fit no more than the rows can tell apart: each TTFT, ITL or throughput row pins about one.
     #[arg(
         long,
         value_name = "LIST",

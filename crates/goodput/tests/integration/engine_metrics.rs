@@ -88,7 +88,8 @@ async fn scraped_signals_match_the_engines_true_state() {
     let before = server.stats();
     let signals = scrape(&http, &base).await;
     let after = server.stats();
-    assert_eq!(signals.sources, vec![Source::Vllm]);
+    // vLLM's metrics, and the GPUs' energy counters in DCGM's names.
+    assert_eq!(signals.sources, vec![Source::Vllm, Source::Dcgm]);
     let gauge = |g| signals.gauges.get(&g).copied().unwrap_or_else(|| panic!("no {g:?}"));
     let counter = |c| signals.counter_total(c).unwrap_or_else(|| panic!("no {c:?}"));
     assert_eq!((gauge(GaugeSignal::RunningRequests), gauge(GaugeSignal::WaitingRequests)), (2.0, 3.0));

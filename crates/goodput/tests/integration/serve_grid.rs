@@ -972,13 +972,15 @@ fn dcgm_exporter(watts: f64) -> (String, std::sync::Arc<std::sync::atomic::Atomi
 /// --metrics-url is the server's own), every point carries the energy per
 /// output token (the exporter's 300 W over the server's token rate) and
 /// its tokens/s per megawatt of the 700 W power limit (it had been left
-/// out, though the point's own sweep document had it).
+/// out, though the point's own sweep document had it). The servers are
+/// the fixed profile's, which count no energy of their own, as vLLM's do
+/// not (the engine profile exports its power model's counters).
 #[test]
 fn energy_per_token_comes_from_a_scraped_energy_counter() {
     let (dcgm, stop) = dcgm_exporter(300.0);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("f.json");
-    let template = format!("sh -c {} {{port}}", shlex::try_quote(&serve_script("--speed 5")).unwrap());
+    let template = format!("sh -c {} {{port}}", shlex::try_quote(&serve_script("--profile fixed")).unwrap());
     let o = goodput()
         .args(["sweep", "--serve-cmd", &template, "--concurrency", "8", "--duration", "3s", "--output-tokens", "32"])
         .args(["--metrics-url", "http://127.0.0.1:{port}/metrics", "--metrics-url", &dcgm])
