@@ -203,7 +203,7 @@ fn engine_notes(a: &EstimateArgs, cfg: &EngineConfig, result: &RunResult) -> Vec
         notes.extend(goodput_sim::engine::accuracy::served_load_note(cfg.scheduler, &cfg.gpu));
     }
     if result.energy.is_some() {
-        notes.push(goodput_sim::engine::accuracy::energy_note());
+        notes.push(goodput_sim::engine::accuracy::energy_note_on([(cfg.gpu.family, &cfg.calibration)]));
     }
     notes
 }

@@ -668,7 +668,10 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         use goodput_sim::engine::accuracy::{ttft_note, Start};
         doc.notes.push(ttft_note(if search.trace.is_some() { Start::Schedule } else { Start::Apart }));
         // Its J/tok too: the power model's error on a GPU's measured steps.
-        doc.notes.push(goodput_sim::engine::accuracy::energy_note());
+        // (Or the power model's shares --calibration gave.)
+        doc.notes.push(goodput_sim::engine::accuracy::energy_note_on(
+            search.calibrations.iter().map(|(family, c)| (*family, c)),
+        ));
         // A mixture of experts' throughput, high on the tables held out.
         doc.notes.extend(goodput_sim::engine::accuracy::moe_note(&search.model));
         // vLLM's and SGLang's servers at load, faster in the engine than

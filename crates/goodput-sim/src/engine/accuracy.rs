@@ -480,6 +480,37 @@ pub fn served_load_note(scheduler: crate::engine::SchedulerPolicy, gpu: &GpuSpec
     ))
 }
 
+/// The note a prediction's energy carries, where a `--calibration` file
+/// set the power model's shares of some families (`calibrations`, each
+/// family's constants as run): those shares, which the user's own
+/// measurements gave (`estimate --validate … --fit-constants
+/// power_compute,power_memory`), in place of the shipped model's check;
+/// else [`energy_note`].
+pub fn energy_note_on<'a>(calibrations: impl IntoIterator<Item = (GpuFamily, &'a super::Calibration)>) -> String {
+    let set: Vec<String> = calibrations
+        .into_iter()
+        .filter_map(|(family, c)| {
+            let shipped = super::Calibration::for_family(family);
+            let moved = c.power_compute != shipped.power_compute || c.power_memory != shipped.power_memory;
+            moved.then(|| format!("{family}: power_compute {}, power_memory {}", c.power_compute, c.power_memory))
+        })
+        .collect();
+    if set.is_empty() {
+        return energy_note();
+    }
+    let shipped = super::Calibration::default();
+    format!(
+        "energy: J/token runs on the power model's shares --calibration gives ({}), fitted to or set from your own \
+         measurements, in place of the shipped {} and {}, which an H200's measured steps put at {:+.0} % (prefill) \
+         and {:+.0} % (decode) at the median (docs/simulator.md, \"Power and energy\")",
+        set.join("; "),
+        shipped.power_compute,
+        shipped.power_memory,
+        H200_POWER.prefill_median_pct,
+        H200_POWER.decode_median_pct,
+    )
+}
+
 /// The note a prediction's energy carries: how far the power model was
 /// from a GPU's measured steps, and which way to read joules per token.
 pub fn energy_note() -> String {
@@ -795,6 +826,14 @@ mod tests {
         let note = energy_note();
         assert!(note.contains("prefill +1 % at the median (24 steps"), "{note}");
         assert!(note.contains("sequences -33 to +1 %, -25 % at the median (36 steps)"), "{note}");
+        // Shares a calibration file set are said in its place; the shipped
+        // ones, or a file that leaves them, give the same note.
+        let hopper = super::super::Calibration::for_family(GpuFamily::Hopper);
+        assert_eq!(energy_note_on([(GpuFamily::Hopper, &hopper)]), note);
+        let fitted = super::super::Calibration { power_memory: 0.9, ..hopper };
+        let on = energy_note_on([(GpuFamily::Hopper, &fitted)]);
+        assert!(on.contains("(hopper: power_compute 1, power_memory 0.9), fitted to or set from"), "{on}");
+        assert!(on.contains("in place of the shipped 1 and 0.5"), "{on}");
     }
 
     /// docs/simulator.md with its whitespace runs as single spaces: the

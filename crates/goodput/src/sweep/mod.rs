@@ -508,7 +508,17 @@ impl Sweep {
         }
         // Predicted energy: how far the power model was from a GPU's steps.
         if self.config.estimate && self.points.iter().any(|p| p.result.energy.is_some()) {
-            a.notes.push(goodput_sim::engine::accuracy::energy_note());
+            // On the power model's shares the engine ran, --calibration's
+            // where it set them.
+            let ran = engine.and_then(|c| {
+                let family = goodput_sim::engine::GpuSpec::lookup(&c.gpu).ok()?.family;
+                let constants = serde_json::to_value(&c.calibration).ok()?;
+                Some((family, goodput_sim::engine::Calibration::for_family(family).overlay(&constants).ok()?))
+            });
+            a.notes.push(match &ran {
+                Some((family, c)) => goodput_sim::engine::accuracy::energy_note_on([(*family, c)]),
+                None => goodput_sim::engine::accuracy::energy_note(),
+            });
         }
         if let Some((at, _)) = self.not_run.first() {
             let what: Vec<&str> = self.not_run.iter().map(|(_, w)| w.as_str()).collect();

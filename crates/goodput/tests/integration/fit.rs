@@ -171,6 +171,14 @@ fn a_live_server_s_energy_counters_fit_the_power_model() {
     let cells: Vec<f64> =
         line.split('|').filter_map(|c| c.trim().strip_suffix(" %")).map(|c| c.parse().unwrap()).collect();
     assert!(cells[1] < cells[0], "{line}\n{said}");
+    // An estimate on the file says its J/token runs on those shares.
+    let o = goodput()
+        .args(["estimate", "--gpu", "h100", "-c", "2", "-n", "4", "--output-tokens", "8", "--calibration"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("energy: J/token runs on the power model's shares --calibration gives (hopper:"), "{err}");
 }
 
 /// A family the file names is the user's calibration, not an
