@@ -5,7 +5,8 @@
 //! public tables are.
 //!
 //! Each point gives its mean TTFT, mean TPOT and output tokens/s (and its
-//! joules per output token where the GPUs' energy counters were read), at its
+//! joules per output token where the GPUs' energy counters were read, and
+//! the KV cache's size where the server's metrics gave it), at its
 //! load (a closed loop of users, started together unless it ramped up; a
 //! Poisson rate; or every request at once) and at the mean prompt and
 //! answer lengths the server counted. Points are taken in the order of
@@ -361,6 +362,10 @@ struct Point {
     /// The GPUs' energy per output token, where their counters were read
     /// (or the engine's power model gave it, for an estimate's document).
     joules_per_output_token: Option<f64>,
+    /// The KV cache's size in tokens, all engines together, where the
+    /// server gave it in its metrics (vLLM's `cache_config_info`, SGLang's
+    /// `max_total_num_tokens`).
+    kv_cache_tokens: Option<f64>,
 }
 
 impl Point {
@@ -376,6 +381,7 @@ impl Point {
             ("tpot_ms_mean", self.tpot_ms, "ms"),
             ("output_tokens_per_s", self.output_tokens_per_s, "tok/s"),
             ("joules_per_output_token", self.joules_per_output_token, "J"),
+            ("kv_cache_tokens", self.kv_cache_tokens, "tokens"),
         ] {
             let Some(value) = value.filter(|v| v.is_finite() && *v > 0.0) else { continue };
             let _ = writeln!(
@@ -451,5 +457,10 @@ fn point(index: usize, run: &RunResult) -> Result<Point, String> {
         tpot_ms: s.tpot_ms.mean,
         output_tokens_per_s: Some(s.throughput.output_tokens_per_s),
         joules_per_output_token: run.energy.as_ref().and_then(|e| e.joules_per_output_token),
+        kv_cache_tokens: run
+            .server_signals
+            .as_ref()
+            .and_then(|s| s.window.gauges.get(&goodput_core::prometheus::scrape::GaugeSignal::KvCacheTokens))
+            .and_then(|d| d.mean),
     })
 }

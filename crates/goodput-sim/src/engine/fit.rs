@@ -27,11 +27,12 @@ use std::time::Duration;
 
 /// The constants a fit may move, each with the range searched: shares of
 /// a peak from 1 % to all of it, times from a trifle to far more than any
-/// engine was seen to take; and the power model's two shares of the
-/// dynamic range, which only rows of joules per output token (a run whose
-/// GPUs' energy counters were read) measure. Memory and spread are not
-/// fitted: no row measures them.
-pub const FITTABLE: [(&str, f64, f64); 15] = [
+/// engine was seen to take; the power model's two shares of the dynamic
+/// range, which rows of joules per output token (a run whose GPUs' energy
+/// counters were read) measure; and the memory the engine keeps from its
+/// KV cache, which rows of the cache's size (a server's own) measure.
+/// Spread is not fitted: no row measures it.
+pub const FITTABLE: [(&str, f64, f64); 18] = [
     ("eta_compute", 0.01, 1.0),
     ("eta_weights", 0.01, 1.0),
     ("eta_kv", 0.01, 1.0),
@@ -47,12 +48,23 @@ pub const FITTABLE: [(&str, f64, f64); 15] = [
     ("frontend_serial_us_per_output_token", 0.1, 10_000.0),
     ("power_compute", 0.01, 1.0),
     ("power_memory", 0.01, 1.0),
+    ("runtime_gib", 0.01, 64.0),
+    ("activation_gib", 0.01, 64.0),
+    ("sglang_preload_gib", 0.01, 64.0),
 ];
 
-/// The power model's constants: the only ones rows of joules per output
-/// token are fitted for (they move nothing else, and any other constant
-/// bent to fit energy would bend the times).
-const POWER: [&str; 2] = ["power_compute", "power_memory"];
+/// The constants the rows of a metric that is no time are fitted for: the
+/// power model's for joules per output token, the memory the engine keeps
+/// from its cache for the cache's size. Such rows weigh in only where one
+/// of them is fitted, and only they (they move nothing else, and any other
+/// constant bent to fit energy or memory would bend the times).
+fn fitted_for(metric: Metric) -> Option<&'static [&'static str]> {
+    match metric {
+        Metric::JoulesPerOutputToken => Some(&["power_compute", "power_memory"]),
+        Metric::KvCacheTokens => Some(&["runtime_gib", "activation_gib", "sglang_preload_gib"]),
+        _ => None,
+    }
+}
 
 /// What `estimate --fit` moves unless told otherwise: the prefill's share
 /// of the compute peak (TTFT, prompt-bound throughput), the decode's of
@@ -140,8 +152,7 @@ pub fn fit_telling(
     let before = validate(rows, options)?;
     let fitted_on = fitted_on(rows);
     let mut families: BTreeMap<GpuFamily, Vec<ReferenceRow>> = BTreeMap::new();
-    let energy = constants.iter().any(|c| POWER.contains(c));
-    let counts = |r: &&ReferenceRow| energy || r.metric != Metric::JoulesPerOutputToken;
+    let counts = |r: &&ReferenceRow| fitted_for(r.metric).is_none_or(|c| c.iter().any(|c| constants.contains(c)));
     for row in rows.iter().filter(|r| fitted_on(r)).filter(counts) {
         families.entry(GpuSpec::lookup(&row.gpu)?.family).or_default().push(row.clone());
     }
@@ -150,15 +161,28 @@ pub fn fit_telling(
             "no row to fit on: every row is `held-out`; mark those to fit on `calibration` in the split column".into(),
         ));
     }
-    let measured_energy = families.values().flatten().any(|r| r.metric == Metric::JoulesPerOutputToken);
-    if let (true, false) = (energy, measured_energy) {
-        let named: Vec<&str> = constants.iter().copied().filter(|c| POWER.contains(c)).collect();
-        return Err(Error::InvalidCalibration(format!(
-            "cannot fit {}: only rows of joules_per_output_token measure the power model, and none is fitted on; \
-             measure with the GPUs' energy counters read (a DCGM exporter's endpoint given to --metrics-url), or \
-             leave the power constants out",
-            named.join(" and ")
-        )));
+    for (metric, how) in [
+        (
+            Metric::JoulesPerOutputToken,
+            "the power model: measure with the GPUs' energy counters read (a DCGM exporter's endpoint given to \
+             --metrics-url)",
+        ),
+        (
+            Metric::KvCacheTokens,
+            "the memory the engine keeps from its cache: measure a server that gives its cache's size (vLLM's \
+             cache_config_info, SGLang's max_total_num_tokens) with its metrics scraped",
+        ),
+    ] {
+        let for_it = fitted_for(metric).unwrap_or_default();
+        let named: Vec<&str> = constants.iter().copied().filter(|c| for_it.contains(c)).collect();
+        if !named.is_empty() && !families.values().flatten().any(|r| r.metric == metric) {
+            return Err(Error::InvalidCalibration(format!(
+                "cannot fit {}: only rows of {} measure {how}; or leave {} out",
+                named.join(" and "),
+                metric.as_str(),
+                if named.len() == 1 { "it" } else { "them" }
+            )));
+        }
     }
     // The front end's constants that the options set on TensorRT-LLM rows
     // (NIM's) are the calibration's once they are fitted.
@@ -585,6 +609,40 @@ mod tests {
         assert!(err.contains("cannot fit power_memory: only rows of joules_per_output_token"), "{err}");
     }
 
+    /// The memory the engine keeps from its cache, from rows of the cache's
+    /// size at TP 1 and TP 2 (one held out): found again; with no such row,
+    /// refused.
+    #[test]
+    fn a_fit_of_the_memory_kept_from_the_cache_finds_it_from_the_cache_s_size() {
+        let truth = Calibration { runtime_gib: 3.0, ..Calibration::for_family(GpuFamily::Hopper) };
+        let mut csv = String::from(
+            "id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,metric,value,unit,source,split\n",
+        );
+        for (tp, metric, unit, split) in [
+            (1, "kv_cache_tokens", "tokens", "calibration"),
+            (2, "kv_cache_tokens", "tokens", "held-out"),
+            (1, "tpot_ms_mean", "ms", "calibration"),
+        ] {
+            let _ = writeln!(
+                csv,
+                "k{tp}-{metric},llama-3.1-8b,h100-sxm,{tp},{tp},bf16,vllm,512,16,concurrency,1,{metric},1,{unit},made,{split}"
+            );
+        }
+        let mut options = ValidationOptions::default();
+        options.calibrations.insert(GpuFamily::Hopper, truth.clone());
+        let made = validate(&parse_csv(&csv).unwrap(), &options).unwrap();
+        let rows: Vec<ReferenceRow> =
+            made.predictions.into_iter().map(|p| ReferenceRow { value: p.predicted, ..p.row }).collect();
+        let report = fit(&rows, &ValidationOptions::default(), &["runtime_gib"]).unwrap();
+        let fitted = report.calibrations[&GpuFamily::Hopper].runtime_gib;
+        assert!((fitted / 3.0 - 1.0).abs() < 0.01, "{}", report.to_markdown());
+        let held = report.after.predictions.iter().find(|p| p.row.split == Some(Split::HeldOut)).unwrap();
+        assert!(held.rel_error.abs() < 0.001, "{}", report.to_markdown());
+        let times: Vec<ReferenceRow> = rows.iter().filter(|r| r.metric != Metric::KvCacheTokens).cloned().collect();
+        let err = fit(&times, &ValidationOptions::default(), &["runtime_gib"]).unwrap_err().to_string();
+        assert!(err.contains("cannot fit runtime_gib: only rows of kv_cache_tokens measure"), "{err}");
+    }
+
     /// A served TensorRT-LLM row ran with NIM's front end (5 ms), not the
     /// calibration's 15: a fit of the front end starts, and is reported as
     /// moving, from there.
@@ -603,8 +661,8 @@ mod tests {
 
     #[test]
     fn a_fit_names_what_it_cannot_do() {
-        let err = parse_constants("eta_compute,activation_gib").unwrap_err().to_string();
-        assert!(err.contains("cannot fit `activation_gib`") && err.contains("c_step_us"), "{err}");
+        let err = parse_constants("eta_compute,step_time_cv").unwrap_err().to_string();
+        assert!(err.contains("cannot fit `step_time_cv`") && err.contains("c_step_us"), "{err}");
         assert!(parse_constants(" , ").unwrap_err().to_string().contains("no constant to fit"));
         assert_eq!(parse_constants("c_step_us,c_step_us").unwrap(), ["c_step_us"]);
         let mut rows = rows_made_with(&Calibration::default());

@@ -91,10 +91,14 @@ pub enum Metric {
     /// run's from its GPUs' energy counters (DCGM), the engine's from its
     /// power model.
     JoulesPerOutputToken,
+    /// The KV cache's size in tokens, every replica's together: a measured
+    /// server's own (vLLM's `cache_config_info`, SGLang's
+    /// `max_total_num_tokens`), the engine's from its memory model.
+    KvCacheTokens,
 }
 
 impl Metric {
-    const ALL: [Metric; 8] = [
+    const ALL: [Metric; 9] = [
         Metric::OutputTokensPerS,
         Metric::E2eMsMean,
         Metric::TtftMsMean,
@@ -103,6 +107,7 @@ impl Metric {
         Metric::TpotMsP50,
         Metric::ItlMsP50,
         Metric::JoulesPerOutputToken,
+        Metric::KvCacheTokens,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -115,6 +120,7 @@ impl Metric {
             Metric::TpotMsP50 => "tpot_ms_p50",
             Metric::ItlMsP50 => "itl_ms_p50",
             Metric::JoulesPerOutputToken => "joules_per_output_token",
+            Metric::KvCacheTokens => "kv_cache_tokens",
         }
     }
 
@@ -122,6 +128,7 @@ impl Metric {
         match self {
             Metric::OutputTokensPerS => "tok/s",
             Metric::JoulesPerOutputToken => "J",
+            Metric::KvCacheTokens => "tokens",
             _ => "ms",
         }
     }
@@ -850,6 +857,8 @@ fn prediction(row: &ReferenceRow, run: &SimRun, replicas: u32) -> Result<Predict
         Metric::JoulesPerOutputToken => {
             return Err(Error::Csv { line: row.line, message: "no output token was generated".into() })
         }
+        // Each replica's cache alike.
+        Metric::KvCacheTokens => run.engine.kv_capacity_tokens as f64 * f64::from(replicas),
         _ => metric_value(row, &run.records, replicas)?,
     };
     Ok(Prediction {
@@ -878,8 +887,8 @@ fn metric_value(row: &ReferenceRow, all: &[goodput_core::RequestRecord], replica
         Metric::TtftMsMean | Metric::TtftMsP50 => records.iter().filter_map(|r| r.ttft()).map(ms).collect(),
         Metric::TpotMsMean | Metric::TpotMsP50 => records.iter().filter_map(|r| r.tpot()).map(ms).collect(),
         Metric::ItlMsP50 => records.iter().flat_map(|r| r.itl_samples()).map(ms).collect(),
-        // Set from the run's energy (`prediction`).
-        Metric::JoulesPerOutputToken => Vec::new(),
+        // Set from the run's energy and cache (`prediction`).
+        Metric::JoulesPerOutputToken | Metric::KvCacheTokens => Vec::new(),
     };
     if samples.is_empty() {
         return Err(Error::Csv {
@@ -951,6 +960,7 @@ impl ValidationReport {
             // A fraction of a joule keeps its figures.
             let predicted = match p.row.metric {
                 Metric::JoulesPerOutputToken => format!("{:.3}", p.predicted),
+                Metric::KvCacheTokens => format!("{}", p.predicted.round()),
                 _ => format!("{:.0}", p.predicted),
             };
             let _ = writeln!(
@@ -1114,7 +1124,7 @@ impl LoadClass {
 /// The metrics a glance groups: TTFT (mean or median), the time between
 /// tokens (TPOT's mean or median, the median ITL), output throughput and
 /// mean end-to-end latency.
-pub const GLANCE_METRICS: [&str; 5] = ["TTFT", "ITL / TPOT", "output tok/s", "E2E", "J / token"];
+pub const GLANCE_METRICS: [&str; 6] = ["TTFT", "ITL / TPOT", "output tok/s", "E2E", "J / token", "KV tokens"];
 
 fn glance_column(metric: Metric) -> usize {
     match metric {
@@ -1123,6 +1133,7 @@ fn glance_column(metric: Metric) -> usize {
         Metric::OutputTokensPerS => 2,
         Metric::E2eMsMean => 3,
         Metric::JoulesPerOutputToken => 4,
+        Metric::KvCacheTokens => 5,
     }
 }
 
@@ -1144,14 +1155,14 @@ pub struct GlanceLine {
     pub split: Option<Split>,
     pub load: LoadClass,
     pub queueing: bool,
-    pub cells: [Option<GlanceCell>; 5],
+    pub cells: [Option<GlanceCell>; 6],
 }
 
 impl ValidationReport {
     /// The report in a few lines: its rows grouped by split, load and
     /// queueing, each metric group's median |error| and signed median.
     pub fn glance(&self) -> Vec<GlanceLine> {
-        let mut groups: BTreeMap<(Option<Split>, LoadClass, bool), [Vec<f64>; 5]> = BTreeMap::new();
+        let mut groups: BTreeMap<(Option<Split>, LoadClass, bool), [Vec<f64>; 6]> = BTreeMap::new();
         for p in &self.predictions {
             let key = (p.row.split, LoadClass::of(p.row.load), p.row.queueing);
             groups.entry(key).or_default()[glance_column(p.row.metric)].push(p.rel_error * 100.0);
@@ -1290,23 +1301,25 @@ pub fn coverage_markdown(sets: &[(String, Vec<ReferenceRow>)]) -> String {
 /// load and queueing: `17.1 % (+3.0, 488)` is a median |error| of 17.1 %,
 /// a signed median of +3.0 % and 488 rows.
 pub fn glance_markdown(files: &[(String, Vec<GlanceLine>)]) -> String {
-    // The energy's column only where a row measured it (a run whose GPUs'
-    // energy counters were read): no public table gives it.
-    let energy = files.iter().flat_map(|(_, lines)| lines).any(|l| l.cells[4].is_some());
-    let columns = if energy { GLANCE_METRICS.len() } else { GLANCE_METRICS.len() - 1 };
+    // The energy's and the cache's columns only where a row measured them
+    // (a run whose GPUs' energy counters, or whose server's cache size, were
+    // read): no public table gives them.
+    let lines = || files.iter().flat_map(|(_, lines)| lines);
+    let columns: Vec<usize> =
+        (0..GLANCE_METRICS.len()).filter(|&i| i < 4 || lines().any(|l| l.cells[i].is_some())).collect();
     let mut s = String::from("| file | split | load |");
-    for m in &GLANCE_METRICS[..columns] {
-        let _ = write!(s, " {m} |");
+    for &i in &columns {
+        let _ = write!(s, " {} |", GLANCE_METRICS[i]);
     }
     s.push_str("\n|---|---|---|");
-    s.push_str(&"---:|".repeat(columns));
+    s.push_str(&"---:|".repeat(columns.len()));
     s.push('\n');
     for (file, lines) in files {
         for line in lines {
             let split = line.split.map_or("—", Split::as_str);
             let queueing = if line.queueing { ", queueing" } else { "" };
             let _ = write!(s, "| {file} | {split} | {}{queueing} |", line.load.label());
-            for cell in &line.cells[..columns] {
+            for cell in columns.iter().map(|&i| &line.cells[i]) {
                 match cell {
                     Some(c) => {
                         // Rounded first, so that a small negative median
@@ -1502,6 +1515,7 @@ i,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,32,rate,2,e2e_ms_mean,100,ms,,n
         let tiny = GlanceLine {
             cells: [
                 Some(GlanceCell { rows: 2, median_abs_pct: 0.01, median_signed_pct: -0.01 }),
+                None,
                 None,
                 None,
                 None,

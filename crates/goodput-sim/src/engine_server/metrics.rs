@@ -194,6 +194,28 @@ pub(super) fn prometheus(all: &[Observed], model_name: &str, spec_tokens: Option
     s
 }
 
+/// vLLM's `cache_config_info`: the KV cache's configuration in its labels,
+/// value 1, a series per engine (`engine="0"` …) as vLLM V1 gives one per
+/// data-parallel engine; `num_gpu_blocks` × `block_size` is the cache's size
+/// in tokens, which a scraper reads (`kv_cache_tokens`).
+pub(super) fn cache_config_info(all: &[Observed], cfg: &crate::engine::EngineConfig) -> String {
+    let name = "vllm:cache_config_info";
+    let mut s = format!("# HELP {name} Information of the LLMEngine CacheConfig\n# TYPE {name} gauge\n");
+    for (i, o) in all.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "{name}{{block_size=\"{}\",cache_dtype=\"{}\",enable_prefix_caching=\"{}\",engine=\"{i}\",\
+             gpu_memory_utilization=\"{}\",num_gpu_blocks=\"{}\"}} 1.0",
+            cfg.block_size,
+            cfg.kv_cache_dtype.as_str(),
+            if cfg.enable_prefix_caching { "True" } else { "False" },
+            cfg.memory_share(),
+            o.engine.kv_blocks_total,
+        );
+    }
+    s
+}
+
 /// The GPUs' energy and power limits as NVIDIA's DCGM exporter names them,
 /// from the engine's power model (docs/simulator.md, "Power and energy"):
 /// `DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION` (mJ, a counter) and

@@ -234,6 +234,7 @@ impl EngineServer {
         s.push_str(&self.counters.prometheus(&self.cfg.faults));
         s.push_str(&self.cfg.engine.parallel_info_metric());
         s.push_str(&super::metrics::speed_metric(self.cfg.speed));
+        s.push_str(&super::metrics::cache_config_info(&all, &self.cfg.engine));
         let elapsed = self.started.elapsed().mul_f64(self.cfg.speed);
         s.push_str(&super::metrics::dcgm(&all, elapsed, self.cfg.speed, &self.cfg.engine.gpu.name));
         s

@@ -1228,14 +1228,15 @@ async fn expert_and_pipeline_parallel_engines_serve_and_say_their_layout_in_metr
 
 /// The GPUs' energy counters (DCGM's names) run on the power model: idle,
 /// each GPU draws its idle power, S times as fast at `--speed` S, between
-/// any two scrapes; serving, more.
+/// any two scrapes; serving, more. And the cache's size is in vLLM's
+/// `cache_config_info`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gpus_energy_counters_follow_the_power_model() {
     let mut engine = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
     engine.tp = 2;
     let idle_w = engine.gpu.idle_w;
     let cfg = EngineServerConfig { speed: 10.0, model_name: "sim-8b".into(), ..EngineServerConfig::new(engine) };
-    let (base, _server, _stop) = start(cfg).await;
+    let (base, server, _stop) = start(cfg).await;
     let http = client();
     let energy =
         |text: &str, gpu: u32| metric(text, &format!("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu=\"{gpu}\",")) / 1e3;
@@ -1260,6 +1261,10 @@ async fn the_gpus_energy_counters_follow_the_power_model() {
         );
     }
     assert!(!second.contains("gpu=\"2\""), "two GPUs for TP 2: {second}");
+    // The cache's size as vLLM gives it, in its info metric's labels.
+    let blocks = server.replica_stats()[0].kv_blocks_total;
+    let info = format!("vllm:cache_config_info{{block_size=\"16\",cache_dtype=\"auto\",enable_prefix_caching=\"True\",engine=\"0\",gpu_memory_utilization=\"0.9\",num_gpu_blocks=\"{blocks}\"}} 1.0");
+    assert!(blocks > 0 && second.lines().any(|l| l == info), "{info}\n{second}");
     // Serving, the GPUs draw more than idle over the same time.
     let (sent3, before, _) = scrape().await;
     let body = json!({"prompt": words(2000, "e"), "max_tokens": 256});

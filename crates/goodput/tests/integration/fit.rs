@@ -123,15 +123,17 @@ fn a_live_server_measured_over_http_is_fitted_near_its_constants() {
     assert!(eta_w < 0.65, "eta_weights {eta_w}\n{said}");
 }
 
-/// The power model fitted to a server's GPU energy counters: `goodput
-/// serve --profile engine` whose memory draws 0.9 of the dynamic range
-/// (the shipped model: 0.5) gives them in DCGM's names, a live sweep
-/// scrapes them, and the fit moves the share up to near what made them.
+/// The power and memory models fitted to what a server says of itself:
+/// `goodput serve --profile engine` whose memory draws 0.9 of the dynamic
+/// range (the shipped model: 0.5) gives its GPUs' energy in DCGM's names,
+/// and with 4 GiB a GPU kept from its cache (the shipped 0.15) its cache's
+/// size in vLLM's `cache_config_info`; a live sweep scrapes both, and one
+/// fit moves each constant on its own rows to near what made them.
 #[test]
-fn a_live_server_s_energy_counters_fit_the_power_model() {
+fn a_live_server_s_energy_counters_and_cache_size_fit_the_power_and_memory_models() {
     let dir = tempfile::tempdir().unwrap();
     let truth = dir.path().join("truth.json");
-    std::fs::write(&truth, r#"{"power_memory": 0.9}"#).unwrap();
+    std::fs::write(&truth, r#"{"power_memory": 0.9, "runtime_gib": 4}"#).unwrap();
     let (url, _, _server) = serve(&[
         "--profile".as_ref(),
         "engine".as_ref(),
@@ -151,13 +153,15 @@ fn a_live_server_s_energy_counters_fit_the_power_model() {
         .success();
     let doc = read_json(&sweep);
     assert_eq!(doc["points"][0]["result"]["energy"]["source"], "scraped", "{}", doc["points"][0]["result"]["energy"]);
+    let cache = &doc["points"][0]["result"]["server_signals"]["window"]["gauges"]["kv_cache_tokens"];
+    assert!(cache["mean"].as_f64().is_some_and(|t| t > 100_000.0), "{cache}");
     let out = dir.path().join("power.json");
     let o = goodput()
         .args(["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--validate"])
         .arg(&sweep)
         .arg("--fit")
         .arg(&out)
-        .args(["--fit-constants", "power_memory"])
+        .args(["--fit-constants", "power_memory,runtime_gib"])
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&o.stdout).into_owned();
@@ -167,6 +171,11 @@ fn a_live_server_s_energy_counters_fit_the_power_model() {
     // (0.90 on an idle two-core machine).
     let fitted = read_json(&out)["hopper"]["power_memory"].as_f64().unwrap();
     assert!(fitted > 0.75, "power_memory {fitted}\n{said}");
+    // The cache's size depends on no clock: the memory the engine keeps
+    // is found to within a block's worth.
+    let runtime = read_json(&out)["hopper"]["runtime_gib"].as_f64().unwrap();
+    assert!((runtime / 4.0 - 1.0).abs() < 0.01, "runtime_gib {runtime}\n{said}");
+    assert!(said.contains("| held out (1) | kv_cache_tokens |"), "{said}");
     let line = said.lines().find(|l| l.starts_with("| held out (1) | joules_per_output_token |")).unwrap();
     let cells: Vec<f64> =
         line.split('|').filter_map(|c| c.trim().strip_suffix(" %")).map(|c| c.parse().unwrap()).collect();
@@ -244,9 +253,9 @@ fn fitting_refuses_what_it_cannot_use() {
         .arg(&csv)
         .arg("--fit")
         .arg(dir.path().join("f.json"))
-        .args(["--fit-constants", "eta_compute,runtime_gib"])
+        .args(["--fit-constants", "eta_compute,step_time_cv"])
         .refusal();
-    assert!(err.contains("cannot fit `runtime_gib`"), "{err}");
+    assert!(err.contains("cannot fit `step_time_cv`"), "{err}");
     // A calibration file that mixes the two forms is refused by name.
     let mixed = dir.path().join("mixed.json");
     std::fs::write(&mixed, r#"{"eta_compute": 0.4, "hopper": {"eta_kv": 0.5}}"#).unwrap();

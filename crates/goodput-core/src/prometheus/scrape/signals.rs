@@ -153,6 +153,10 @@ named_enum! {
         /// the engine's own time it runs (`--speed`), to read its lateness
         /// in the engine's time.
         SimSpeed => "sim_speed",
+        /// The KV cache's size, tokens (summed over engines / DP ranks):
+        /// vLLM's `cache_config_info` (its `num_gpu_blocks` × `block_size`
+        /// labels), SGLang's `max_total_num_tokens`.
+        KvCacheTokens => "kv_cache_tokens",
     }
 }
 
@@ -403,6 +407,8 @@ const GAUGES: &[(GaugeSignal, Combine, &[Rule])] = &[
     (GaugeSignal::PdDecodeWaiting, Combine::Sum, &[r(&["sglang:num_decode_prealloc_queue_reqs"])]),
     (GaugeSignal::PdDecodeTransferring, Combine::Sum, &[r(&["sglang:num_decode_transfer_queue_reqs"])]),
     (GaugeSignal::SimSpeed, Combine::Mean, &[r(&["goodput_sim_speed"])]),
+    // vLLM's, an info metric whose labels hold it, is read in `map`.
+    (GaugeSignal::KvCacheTokens, Combine::Sum, &[r(&["sglang:max_total_num_tokens"])]),
 ];
 
 /// vLLM's finish reasons that are not a success.
@@ -782,6 +788,11 @@ pub(crate) fn map(scrape: &Scrape, keep_unmapped: bool) -> Signals {
             }
         }
     }
+    if let std::collections::btree_map::Entry::Vacant(e) = signals.gauges.entry(GaugeSignal::KvCacheTokens) {
+        if let Some(tokens) = vllm_cache_tokens(scrape, &mut used) {
+            e.insert(tokens);
+        }
+    }
     for (signal, rules) in COUNTERS {
         if let Some(series) = rules.iter().map(|rule| scalars(scrape, rule, true, &mut used)).find(|v| !v.is_empty()) {
             signals.counters.insert(*signal, series);
@@ -809,6 +820,29 @@ pub(crate) fn map(scrape: &Scrape, keep_unmapped: bool) -> Signals {
             .collect();
     }
     signals
+}
+
+/// The KV cache's tokens vLLM's `cache_config_info` gives in its labels,
+/// `num_gpu_blocks` × `block_size`, summed over its engines (one series
+/// each, `engine="0"` …), marking the family read; `None` where no series
+/// gives both as whole numbers (`num_gpu_blocks="None"` before the cache is
+/// sized).
+fn vllm_cache_tokens(scrape: &Scrape, used: &mut [bool]) -> Option<f64> {
+    let mut total = None;
+    for (i, family) in scrape.families.iter().enumerate() {
+        if family.name != "vllm:cache_config_info" {
+            continue;
+        }
+        for s in &family.samples {
+            let number = |label: &str| s.labels.get(label).and_then(|v| v.trim().parse::<u64>().ok());
+            if let (Some(blocks), Some(size)) = (number("num_gpu_blocks"), number("block_size")) {
+                let tokens = blocks.saturating_mul(size) as f64;
+                *total.get_or_insert(0.0) += tokens;
+                used[i] = true;
+            }
+        }
+    }
+    total.filter(|t: &f64| plausible(*t))
 }
 
 /// The finite, scaled values a rule finds, marking the families read;
@@ -951,6 +985,20 @@ mod tests {
         let scrape = parse(text);
         assert!(scrape.errors.is_empty(), "{:?}", scrape.errors);
         Signals::from_scrape(&scrape)
+    }
+
+    /// The KV cache's size: vLLM's in its info metric's labels, engine by
+    /// engine; SGLang's a gauge, rank by rank; none before vLLM sizes it.
+    #[test]
+    fn the_kv_cache_s_size_is_read_from_vllm_s_labels_and_sglang_s_gauge() {
+        let vllm = "vllm:cache_config_info{block_size=\"16\",engine=\"0\",num_gpu_blocks=\"1000\"} 1.0\n\
+                    vllm:cache_config_info{block_size=\"16\",engine=\"1\",num_gpu_blocks=\"500\"} 1.0\n";
+        assert_eq!(signals(vllm).gauges[&GaugeSignal::KvCacheTokens], 24_000.0);
+        let before_sizing = "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"None\"} 1.0\n";
+        assert!(!signals(before_sizing).gauges.contains_key(&GaugeSignal::KvCacheTokens));
+        let sglang =
+            "sglang:max_total_num_tokens{dp_rank=\"0\"} 400000\nsglang:max_total_num_tokens{dp_rank=\"1\"} 400000\n";
+        assert_eq!(signals(sglang).gauges[&GaugeSignal::KvCacheTokens], 800_000.0);
     }
 
     #[test]

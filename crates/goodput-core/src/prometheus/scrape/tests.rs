@@ -52,8 +52,17 @@ fn assert_histogram_counts(s: &Signals, want: &[(H, f64)]) {
 fn vllm_maps_to_common_signals() {
     let s = Signals::from_scrape(&clean(&fixture("vllm.prom")));
     assert_eq!(s.sources, vec![Source::Vllm]);
-    assert_gauges(&s, &[(G::RunningRequests, 12.0), (G::WaitingRequests, 3.0), (G::KvCacheUsage, 0.4375)]);
-    assert_eq!(s.gauges.len(), 3);
+    // The cache's size from its info metric's labels: 29,070 blocks of 16.
+    assert_gauges(
+        &s,
+        &[
+            (G::RunningRequests, 12.0),
+            (G::WaitingRequests, 3.0),
+            (G::KvCacheUsage, 0.4375),
+            (G::KvCacheTokens, 29_070.0 * 16.0),
+        ],
+    );
+    assert_eq!(s.gauges.len(), 4);
     assert_counters(
         &s,
         &[
@@ -77,11 +86,15 @@ fn vllm_maps_to_common_signals() {
     assert!(close(ttft.mean().unwrap(), 0.1427));
 
     let unmapped: Vec<&str> = s.unmapped.iter().map(|x| x.name.as_str()).collect();
-    for name in ["python_info", "vllm:cache_config_info", "vllm:iteration_tokens_total_bucket"] {
+    for name in ["python_info", "vllm:iteration_tokens_total_bucket"] {
         assert!(unmapped.contains(&name), "{name} not kept raw");
     }
-    for name in ["vllm:prompt_tokens_created", "vllm:time_to_first_token_seconds_created", "vllm:num_requests_running"]
-    {
+    for name in [
+        "vllm:prompt_tokens_created",
+        "vllm:time_to_first_token_seconds_created",
+        "vllm:num_requests_running",
+        "vllm:cache_config_info",
+    ] {
         assert!(!unmapped.contains(&name), "{name} wrongly unmapped");
     }
 }
