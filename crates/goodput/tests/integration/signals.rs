@@ -78,6 +78,10 @@ fn server_signals_equal_the_engines_counters_over_the_window() {
     assert!(kv_max > 0.5 && kv_max <= 1.0, "KV peak {kv_max}");
     assert!(w["gauges"]["waiting_requests"]["max"].as_f64().unwrap() >= 1.0);
     assert!(w["gauges"]["running_requests"]["max"].as_f64().unwrap() <= 12.0);
+    // The cache's size as the server gives it (vLLM's cache_config_info):
+    // 160 blocks of 16, every scrape alike.
+    let cache = &w["gauges"]["kv_cache_tokens"];
+    assert_eq!((cache["min"].as_f64(), cache["max"].as_f64()), (Some(2560.0), Some(2560.0)), "{cache}");
     // Both sides count the same tokens and requests.
     let cc = &sig["cross_check"];
     assert_eq!(cc["server_generation_tokens"].as_f64().unwrap(), cc["client_output_tokens"].as_f64().unwrap());
@@ -103,6 +107,10 @@ fn server_signals_equal_the_engines_counters_over_the_window() {
     let kinds: Vec<&str> = v["diagnosis"].as_array().unwrap().iter().filter_map(|d| d["kind"].as_str()).collect();
     assert!(kinds.contains(&"kv_cache_pressure"), "{kinds:?}");
     assert!(kinds.contains(&"prefix_cache"), "{kinds:?}");
+    // Which says what the cache holds, against the requests' mean size.
+    let kv = v["diagnosis"].as_array().unwrap().iter().find(|d| d["kind"] == "kv_cache_pressure").unwrap();
+    let said = kv["message"].as_str().unwrap();
+    assert!(said.contains("Its 2560 tokens (the server's own figure) hold about"), "{said}");
 
     // `report` recomputes the server's side from the scrapes the result
     // keeps: over the same window, exactly what the live run said; over the

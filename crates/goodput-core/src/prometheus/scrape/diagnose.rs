@@ -782,7 +782,7 @@ pub fn diagnose(
         if !queue_told {
             out.extend(queue_wait(w));
         }
-        out.extend(kv_cache_pressure(w));
+        out.extend(kv_cache_pressure(w, records, load));
         out.extend(prefix_cache(w, firsts));
         out.extend(speculative_decoding(w));
         out.extend(kv_transfer(w, summary.ttft_ms.mean.filter(|_| !load.unstreamed)));
@@ -1398,19 +1398,43 @@ fn queue_wait(w: &WindowSummary) -> Option<Diagnosis> {
     })
 }
 
-/// KV-cache use near full, or preemptions.
-fn kv_cache_pressure(w: &WindowSummary) -> Option<Diagnosis> {
+/// KV-cache use near full, or preemptions; with the cache's size where
+/// the server gives it (`kv_cache_tokens`), how many requests of the run's
+/// mean size it holds, and the load that fits.
+fn kv_cache_pressure(w: &WindowSummary, records: &[RequestRecord], load: ClientLoad) -> Option<Diagnosis> {
     let kv = w.gauges.get(&GaugeSignal::KvCacheUsage);
     let preempt = w.counters.get(&CounterSignal::Preemptions).map(|c| c.delta).unwrap_or(0.0);
     let kv_max = kv.and_then(|d| d.max).unwrap_or(0.0);
     if !(kv_max > 0.9 || preempt > 0.0) {
         return None;
     }
+    let ok: Vec<&RequestRecord> = records.iter().filter(|r| r.outcome.is_success()).collect();
+    let size = (!ok.is_empty())
+        .then(|| ok.iter().map(|r| (r.input_tokens + r.output_tokens) as f64).sum::<f64>() / ok.len() as f64)
+        .filter(|&s| s > 0.0);
+    let tokens = w.gauges.get(&GaugeSignal::KvCacheTokens).and_then(|d| d.max).filter(|&t| t > 0.0);
+    let holds = match (tokens, size) {
+        (Some(tokens), Some(size)) => {
+            let holds = tokens / size;
+            let fit = holds.floor().max(1.0);
+            let fewer = match (load.concurrency_cap, load.schedule) {
+                (Some(_), None) => format!("fewer users (-c {fit:.0} or so)"),
+                (Some(_), Some(_)) => format!("a lower -c or --rate (about {fit:.0} in flight fit)"),
+                _ => "a lower --rate".to_string(),
+            };
+            format!(
+                ". Its {tokens:.0} tokens (the server's own figure) hold about {holds:.1} requests of this run's \
+                 mean size ({size:.0} tokens, prompt and answer): {fewer}, or the server's --max-num-seqs \
+                 {fit:.0}, keep the batch within it"
+            )
+        }
+        _ => String::new(),
+    };
     Some(Diagnosis {
         kind: DiagnosisKind::KvCachePressure,
         message: format!(
             "KV-cache pressure: use peaked at {:.0}% (p95 {:.0}%), {preempt:.0} preemptions in the window \
-             (a preempted request recomputes its prompt and context)",
+             (a preempted request recomputes its prompt and context){holds}",
             kv_max * 100.0,
             kv.and_then(|d| d.p(95.0)).unwrap_or(0.0) * 100.0
         ),
@@ -1665,6 +1689,50 @@ mod tests {
     fn told(w: &WindowSummary, kind: DiagnosisKind) -> Option<String> {
         let summary = analyze(&[], &AnalysisOptions::default()).summary;
         diagnose(&[], &summary, Some(w), ClientLoad::default()).into_iter().find(|d| d.kind == kind).map(|d| d.message)
+    }
+
+    /// A cache near full with the server's own size of it: how many of the
+    /// run's requests it holds, and the users that fit; without the size,
+    /// the use alone.
+    #[test]
+    fn kv_pressure_says_what_the_server_s_cache_holds() {
+        let scrapes = |info: &str| {
+            let scrapes: Vec<_> = (0..3u64)
+                .map(|i| {
+                    let text = format!("vllm:kv_cache_usage_perc 0.97\nvllm:num_preemptions_total {}\n{info}", 5 * i);
+                    (Duration::from_secs(i), crate::prometheus::scrape::parse(&text))
+                })
+                .collect();
+            crate::prometheus::scrape::summarize(&scrapes, Duration::ZERO, Duration::from_secs(2))
+        };
+        let records: Vec<RequestRecord> = (0..4)
+            .map(|i| {
+                let mut r = served(i, 0, 10);
+                (r.input_tokens, r.output_tokens) = (900, 100);
+                r
+            })
+            .collect();
+        let summary = analyze(&records, &AnalysisOptions::default()).summary;
+        let load = ClientLoad { concurrency_cap: Some(32), ..ClientLoad::default() };
+        let kv = |w: &WindowSummary| {
+            diagnose(&records, &summary, Some(w), load)
+                .into_iter()
+                .find(|d| d.kind == DiagnosisKind::KvCachePressure)
+                .map(|d| d.message)
+                .unwrap()
+        };
+        let sized = scrapes("vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"625\"} 1\n");
+        let m = kv(&sized);
+        assert!(m.contains("use peaked at 97%") && m.contains("10 preemptions"), "{m}");
+        assert!(
+            m.contains(
+                "Its 10000 tokens (the server's own figure) hold about 10.0 requests of this run's mean size \
+                        (1000 tokens, prompt and answer): fewer users (-c 10 or so), or the server's --max-num-seqs 10"
+            ),
+            "{m}"
+        );
+        let m = kv(&scrapes(""));
+        assert!(m.contains("use peaked at 97%") && !m.contains("hold about"), "{m}");
     }
 
     #[test]
