@@ -1111,6 +1111,9 @@ fn a_predicted_frontier_is_set_beside_the_measured_one() {
         }
     }
     crate::schema::assert_valid(&predicted, "FrontierResult", "a predicted frontier from --estimate");
+    // And how to fit the engine to what was measured.
+    let fit = format!("goodput estimate --model llama-3.1-8b --gpu h100-sxm --validate {}", out.display());
+    assert!(err.contains(&fit) && err.contains("frontier.calibration.json"), "{err}");
     let c = read_json(&dir.path().join("frontier.compare.json"));
     assert_eq!(c["kind"], "frontier_compare");
     let (errors, pairs) = compared(&c);

@@ -219,7 +219,7 @@ pub fn configuration_gpus(params: &Params, default: Option<u32>) -> Result<(u32,
 
 /// The model the prediction simulates: `--model` when the catalog knows it
 /// (a Hugging Face id works) or it is a config.json, else `--sim-model`.
-fn engine_model(a: &SweepArgs) -> String {
+pub(super) fn engine_model(a: &SweepArgs) -> String {
     match a.target.model.as_deref() {
         Some(m) if Path::new(m).is_file() || ModelSpec::lookup(m).is_ok() => m.to_string(),
         _ if a.sim.sim_model.is_empty() => DEFAULT_ENGINE_MODEL.into(),
@@ -332,6 +332,29 @@ pub(crate) fn set_knobs(hw: &mut crate::cli::EngineHwArgs, params: &Params, flag
         hw.router_poll = None;
     }
     Ok(())
+}
+
+/// The command that fits the engine to the measured grid at `out` and
+/// writes the constants beside it (`frontier.calibration.json`): the
+/// engine the prediction ran, the sweep's engine flags that are not their
+/// defaults with it.
+pub(super) fn fit_command(a: &SweepArgs, out: &Path) -> String {
+    let quote = |s: &str| shlex::try_quote(s).map_or_else(|_| s.to_string(), |q| q.into_owned());
+    let mut cmd = format!("goodput estimate --model {} --gpu {}", quote(&engine_model(a)), quote(&a.hw.gpu));
+    if a.hw.precision != "auto" {
+        cmd += &format!(" --precision {}", quote(&a.hw.precision));
+    }
+    if a.hw.scheduler != "vllm" {
+        cmd += &format!(" --scheduler {}", quote(&a.hw.scheduler));
+    }
+    if let Some(c) = &a.hw.calibration {
+        cmd += &format!(" --calibration {}", quote(&c.display().to_string()));
+    }
+    format!(
+        "{cmd} --validate {} --fit {}",
+        quote(&out.display().to_string()),
+        quote(&beside(out, "calibration", "json").display().to_string())
+    )
 }
 
 /// `frontier.json` → `frontier.predicted.json` beside it (`suffix`

@@ -313,6 +313,15 @@ fn compare(pred: Option<FrontierResult>, doc: &FrontierResult, out: &Path, a: &S
         for w in written {
             goodput_core::tell!("predicted against measured written to {}", w.display());
         }
+        // Where they differ, the measurements can set the engine's
+        // constants (its sweeps are read from the logs beside -o).
+        if a.serve.serve_logs.is_none() {
+            goodput_core::tell!(
+                "to fit the engine to these measurements (every other configuration held out to check it), then \
+                 plan on the fit with plan --calibration: {}",
+                estimate::fit_command(a, out)
+            );
+        }
     }
     Ok(())
 }
