@@ -112,7 +112,15 @@ impl SignalsView for ServerSignals {
             }
         }
         if let Some(d) = gauge(G::KvCacheUsage) {
-            out.push(fig("KV-cache use", pct(d.max), "peak", format!("p95 {} · mean {}", pct(d.p(95.0)), pct(d.mean))));
+            // Of the cache's tokens where the server says how many.
+            let of =
+                gauge(G::KvCacheTokens).and_then(|t| t.max).map(|t| format!(" · of {t:.0} tokens")).unwrap_or_default();
+            out.push(fig(
+                "KV-cache use",
+                pct(d.max),
+                "peak",
+                format!("p95 {} · mean {}{of}", pct(d.p(95.0)), pct(d.mean)),
+            ));
         }
         let delta = |c| counter(c).map(|c| c.delta);
         if let Some(rate) = self.window.prefix_cache_hit_rate {

@@ -879,7 +879,9 @@ fn server_lines(o: &mut String, sig: &goodput_core::prometheus::scrape::ServerSi
     }
     if let Some(m) = g(G::KvCacheUsage).and_then(|d| d.max) {
         // One decimal, as Markdown and HTML give it: a peak of 0.57% is not 1%.
-        parts.push(format!("KV peak {:.1}%", m * 100.0));
+        // Of the cache's tokens where the server says how many.
+        let of = g(G::KvCacheTokens).and_then(|d| d.max).map(|t| format!(" of {t:.0} tokens")).unwrap_or_default();
+        parts.push(format!("KV peak {:.1}%{of}", m * 100.0));
     }
     if let Some(h) = w.prefix_cache_hit_rate {
         parts.push(format!("prefix hits {:.1}%", h * 100.0));
@@ -1032,7 +1034,13 @@ mod tests {
         sig.window.gauges.insert(GaugeSignal::KvCacheUsage, peak);
         let mut o = String::new();
         server_lines(&mut o, &sig);
-        assert!(o.contains("KV peak 0.6%"), "{o}");
+        assert!(o.contains("KV peak 0.6% ·") || o.ends_with("KV peak 0.6%\n"), "{o}");
+        // Of the cache's size where the server gives it.
+        let size = goodput_core::analysis::stats::Distribution::from_samples(&mut [2560.0, 2560.0], &[50.0]);
+        sig.window.gauges.insert(GaugeSignal::KvCacheTokens, size);
+        let mut o = String::new();
+        server_lines(&mut o, &sig);
+        assert!(o.contains("KV peak 0.6% of 2560 tokens"), "{o}");
         let engine = goodput_core::doc::engine::SimulatedEngine { kv_usage_max: 0.0057, ..Default::default() };
         let lines = engine_lines(&engine);
         assert!(lines.contains("peak use 0.6%"), "{lines}");
