@@ -456,10 +456,15 @@ mod tests {
                 "r{input}-{users}-{metric},llama-3.1-8b,h100-sxm,1,1,bf16,vllm,{input},64,concurrency,{users},{metric},1,{unit},made,{split}"
             );
         }
-        let rows = parse_csv(&csv).unwrap();
+        made_with(&csv, truth)
+    }
+
+    /// The CSV's rows (their values any), each `value` what the engine
+    /// predicts on Hopper with `truth`.
+    fn made_with(csv: &str, truth: &Calibration) -> Vec<ReferenceRow> {
         let mut options = ValidationOptions::default();
         options.calibrations.insert(GpuFamily::Hopper, truth.clone());
-        let made = validate(&rows, &options).unwrap();
+        let made = validate(&parse_csv(csv).unwrap(), &options).unwrap();
         made.predictions.into_iter().map(|p| ReferenceRow { value: p.predicted, ..p.row }).collect()
     }
 
@@ -572,11 +577,7 @@ mod tests {
                 "e{input}-{users}-{metric},llama-3.1-8b,h100-sxm,1,1,bf16,vllm,{input},{output},concurrency,{users},{metric},1,{unit},made,{split}"
             );
         }
-        let mut options = ValidationOptions::default();
-        options.calibrations.insert(GpuFamily::Hopper, truth.clone());
-        let made = validate(&parse_csv(&csv).unwrap(), &options).unwrap();
-        let rows: Vec<ReferenceRow> =
-            made.predictions.into_iter().map(|p| ReferenceRow { value: p.predicted, ..p.row }).collect();
+        let rows = made_with(&csv, &truth);
         let report = fit(&rows, &ValidationOptions::default(), &["power_compute", "power_memory"]).unwrap();
         let fitted = &report.calibrations[&GpuFamily::Hopper];
         for name in ["power_compute", "power_memory"] {
@@ -628,11 +629,7 @@ mod tests {
                 "k{tp}-{metric},llama-3.1-8b,h100-sxm,{tp},{tp},bf16,vllm,512,16,concurrency,1,{metric},1,{unit},made,{split}"
             );
         }
-        let mut options = ValidationOptions::default();
-        options.calibrations.insert(GpuFamily::Hopper, truth.clone());
-        let made = validate(&parse_csv(&csv).unwrap(), &options).unwrap();
-        let rows: Vec<ReferenceRow> =
-            made.predictions.into_iter().map(|p| ReferenceRow { value: p.predicted, ..p.row }).collect();
+        let rows = made_with(&csv, &truth);
         let report = fit(&rows, &ValidationOptions::default(), &["runtime_gib"]).unwrap();
         let fitted = report.calibrations[&GpuFamily::Hopper].runtime_gib;
         assert!((fitted / 3.0 - 1.0).abs() < 0.01, "{}", report.to_markdown());

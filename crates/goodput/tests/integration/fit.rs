@@ -31,6 +31,32 @@ fn fit(dir: &Path, measured: &Path, out: &str) -> (String, std::path::PathBuf) {
     (said, out)
 }
 
+/// `goodput serve --profile engine` of Llama-3.1-8B on an H100 with the
+/// constants `truth` (JSON) gives, swept live at 1, 2 and 4 users of 8
+/// requests each: the sweep's document in `dir` (the server ended).
+fn live_sweep(dir: &Path, truth: &str, input_tokens: &str, output_tokens: &str) -> std::path::PathBuf {
+    let file = dir.join("truth.json");
+    std::fs::write(&file, truth).unwrap();
+    let (url, _, _server) = serve(&[
+        "--profile".as_ref(),
+        "engine".as_ref(),
+        "--model".as_ref(),
+        "llama-3.1-8b".as_ref(),
+        "--gpu".as_ref(),
+        "h100".as_ref(),
+        "--calibration".as_ref(),
+        file.as_os_str(),
+    ]);
+    let sweep = dir.join("sweep.json");
+    goodput()
+        .args(["sweep", "-q", "--url", &url, "--concurrency", "1,2,4", "-n", "8"])
+        .args(["--input-tokens", input_tokens, "--output-tokens", output_tokens, "-o"])
+        .arg(&sweep)
+        .assert()
+        .success();
+    sweep
+}
+
 #[test]
 fn a_sweep_in_virtual_time_is_fitted_back_to_the_constants_that_made_it_and_a_plan_runs_on_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -93,25 +119,7 @@ fn a_sweep_in_virtual_time_is_fitted_back_to_the_constants_that_made_it_and_a_pl
 #[test]
 fn a_live_server_measured_over_http_is_fitted_near_its_constants() {
     let dir = tempfile::tempdir().unwrap();
-    let truth = dir.path().join("truth.json");
-    std::fs::write(&truth, TRUTH).unwrap();
-    let (url, _, _server) = serve(&[
-        "--profile".as_ref(),
-        "engine".as_ref(),
-        "--model".as_ref(),
-        "llama-3.1-8b".as_ref(),
-        "--gpu".as_ref(),
-        "h100".as_ref(),
-        "--calibration".as_ref(),
-        truth.as_os_str(),
-    ]);
-    let sweep = dir.path().join("sweep.json");
-    goodput()
-        .args(["sweep", "-q", "--url", &url, "--concurrency", "1,2,4", "-n", "8"])
-        .args(["--input-tokens", "1024", "--output-tokens", "24", "-o"])
-        .arg(&sweep)
-        .assert()
-        .success();
+    let sweep = live_sweep(dir.path(), TRUTH, "1024", "24");
     let (said, out) = fit(dir.path(), &sweep, "fitted.json");
     let (eta_c, eta_w) = fitted(&out);
     // The server ran slower than the shipped constants say, and the wall
@@ -132,25 +140,7 @@ fn a_live_server_measured_over_http_is_fitted_near_its_constants() {
 #[test]
 fn a_live_server_s_energy_counters_and_cache_size_fit_the_power_and_memory_models() {
     let dir = tempfile::tempdir().unwrap();
-    let truth = dir.path().join("truth.json");
-    std::fs::write(&truth, r#"{"power_memory": 0.9, "runtime_gib": 4}"#).unwrap();
-    let (url, _, _server) = serve(&[
-        "--profile".as_ref(),
-        "engine".as_ref(),
-        "--model".as_ref(),
-        "llama-3.1-8b".as_ref(),
-        "--gpu".as_ref(),
-        "h100".as_ref(),
-        "--calibration".as_ref(),
-        truth.as_os_str(),
-    ]);
-    let sweep = dir.path().join("sweep.json");
-    goodput()
-        .args(["sweep", "-q", "--url", &url, "--concurrency", "1,2,4", "-n", "8"])
-        .args(["--input-tokens", "512", "--output-tokens", "32", "-o"])
-        .arg(&sweep)
-        .assert()
-        .success();
+    let sweep = live_sweep(dir.path(), r#"{"power_memory": 0.9, "runtime_gib": 4}"#, "512", "32");
     let doc = read_json(&sweep);
     assert_eq!(doc["points"][0]["result"]["energy"]["source"], "scraped", "{}", doc["points"][0]["result"]["energy"]);
     let cache = &doc["points"][0]["result"]["server_signals"]["window"]["gauges"]["kv_cache_tokens"];
