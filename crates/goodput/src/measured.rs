@@ -193,11 +193,25 @@ fn grid_configs(
         if let Some(g) = &c.gpu {
             engine.hw.gpu = g.clone();
         }
+        // The memory share, no knob of a grid's prediction (a plan names none),
+        // is the engine's flag: what sizes the cache a fit of memory reads.
+        let share = params.0.iter().find(|(k, _)| is_memory_share(k));
+        if let Some((k, v)) = share {
+            match v.trim().parse::<f64>().ok().filter(|s| *s > 0.0 && *s <= 1.0) {
+                Some(s) => engine.hw.gpu_memory_utilization = Some(s),
+                None => {
+                    notes.push(format!(
+                        "{label} left out: {k}={v} is not a share of the GPU's memory (above 0, at most 1)"
+                    ));
+                    continue;
+                }
+            }
+        }
         let unknown: Vec<&str> = params
             .0
             .iter()
             .map(|(k, _)| k.as_str())
-            .filter(|k| !goodput_core::doc::overlay::is_bookkeeping(k))
+            .filter(|k| !goodput_core::doc::overlay::is_bookkeeping(k) && !is_memory_share(k))
             .filter(|k| goodput_core::doc::overlay::knob_of(k).is_none())
             .collect();
         if !unknown.is_empty() {
@@ -243,6 +257,12 @@ fn grid_configs(
         notes.push(message);
     }
     Ok(configs)
+}
+
+/// Whether a grid's parameter is the engine's memory share: vLLM's
+/// `--gpu-memory-utilization`, SGLang's `--mem-fraction-static`.
+fn is_memory_share(param: &str) -> bool {
+    matches!(goodput_core::doc::overlay::param_key(param).as_str(), "gpu_memory_utilization" | "mem_fraction_static")
 }
 
 /// The sweep documents of the configuration `base` (`01-tp=2`) in `logs`:
@@ -463,4 +483,30 @@ fn point(index: usize, run: &RunResult) -> Result<Point, String> {
             .and_then(|s| s.window.gauges.get(&goodput_core::prometheus::scrape::GaugeSignal::KvCacheTokens))
             .and_then(|d| d.mean),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A configuration's sweep, or its points' under `--restart-per-point`
+    /// in their order, and no other configuration's whose name begins alike.
+    #[test]
+    fn a_configuration_s_sweeps_are_found_by_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["01-tp=1.point01.sweep.json", "01-tp=1.point00.sweep.json", "01-tp=10.sweep.json", "01-tp=1.log"] {
+            std::fs::write(dir.path().join(name), "{}").unwrap();
+        }
+        let names = |base: &str| -> Vec<String> {
+            sweep_files(dir.path(), base)
+                .iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(names("01-tp=1"), ["01-tp=1.point00.sweep.json", "01-tp=1.point01.sweep.json"]);
+        assert_eq!(names("01-tp=10"), ["01-tp=10.sweep.json"]);
+        assert!(names("02-tp=2").is_empty());
+        assert!(is_memory_share("gpu-memory-utilization") && is_memory_share("--mem-fraction-static"));
+        assert!(!is_memory_share("max_num_seqs"));
+    }
 }
