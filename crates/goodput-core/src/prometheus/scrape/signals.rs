@@ -155,7 +155,9 @@ named_enum! {
         SimSpeed => "sim_speed",
         /// The KV cache's size, tokens (summed over engines / DP ranks):
         /// vLLM's `cache_config_info` (its `num_gpu_blocks` × `block_size`
-        /// labels), SGLang's `max_total_num_tokens`.
+        /// labels), SGLang's `max_total_num_tokens`, Triton's TensorRT-LLM
+        /// backend's `nv_trt_llm_kv_cache_block_metrics` (its `max` blocks
+        /// × `tokens_per` block).
         KvCacheTokens => "kv_cache_tokens",
     }
 }
@@ -789,7 +791,7 @@ pub(crate) fn map(scrape: &Scrape, keep_unmapped: bool) -> Signals {
         }
     }
     if let std::collections::btree_map::Entry::Vacant(e) = signals.gauges.entry(GaugeSignal::KvCacheTokens) {
-        if let Some(tokens) = vllm_cache_tokens(scrape, &mut used) {
+        if let Some(tokens) = vllm_cache_tokens(scrape, &mut used).or_else(|| triton_cache_tokens(scrape)) {
             e.insert(tokens);
         }
     }
@@ -843,6 +845,31 @@ fn vllm_cache_tokens(scrape: &Scrape, used: &mut [bool]) -> Option<f64> {
         }
     }
     total.filter(|t: &f64| plausible(*t))
+}
+
+/// The KV cache's tokens Triton's TensorRT-LLM backend gives: each model's
+/// `nv_trt_llm_kv_cache_block_metrics` of `kv_cache_block_type` `max` (its
+/// blocks) times the one of `tokens_per` (a block's tokens) with the same
+/// other labels, summed over models. (The family is read for its `fraction`
+/// already, and marked so there.)
+fn triton_cache_tokens(scrape: &Scrape) -> Option<f64> {
+    let family = scrape.families.iter().find(|f| f.name == "nv_trt_llm_kv_cache_block_metrics")?;
+    const KIND: &str = "kv_cache_block_type";
+    fn others(s: &super::parse::Sample) -> Vec<(&String, &String)> {
+        s.labels.iter().filter(|(k, _)| k.as_str() != KIND).collect()
+    }
+    let kind = |s: &&super::parse::Sample, want: &str| s.labels.get(KIND).map(String::as_str) == Some(want);
+    let mut total = None;
+    for max in family.samples.iter().filter(|s| kind(s, "max")) {
+        let per = family.samples.iter().filter(|s| kind(s, "tokens_per")).find(|p| others(p) == others(max));
+        if let Some(per) = per {
+            let tokens = max.value * per.value;
+            if plausible(tokens) {
+                *total.get_or_insert(0.0) += tokens;
+            }
+        }
+    }
+    total
 }
 
 /// The finite, scaled values a rule finds, marking the families read;
@@ -999,6 +1026,15 @@ mod tests {
         let sglang =
             "sglang:max_total_num_tokens{dp_rank=\"0\"} 400000\nsglang:max_total_num_tokens{dp_rank=\"1\"} 400000\n";
         assert_eq!(signals(sglang).gauges[&GaugeSignal::KvCacheTokens], 800_000.0);
+        // Triton's TensorRT-LLM backend: each model's max blocks × its tokens per block.
+        let triton = "nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=\"max\",model=\"a\",version=\"1\"} 1000\n\
+                      nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=\"tokens_per\",model=\"a\",version=\"1\"} 64\n\
+                      nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=\"fraction\",model=\"a\",version=\"1\"} 0.5\n\
+                      nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=\"max\",model=\"b\",version=\"1\"} 10\n\
+                      nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type=\"tokens_per\",model=\"b\",version=\"1\"} 32\n";
+        let s = signals(triton);
+        assert_eq!(s.gauges[&GaugeSignal::KvCacheTokens], 64_320.0);
+        assert_eq!(s.gauges[&GaugeSignal::KvCacheUsage], 0.5);
     }
 
     #[test]
