@@ -242,7 +242,9 @@ fn server_parts(w: &WindowSummary, non_finite: &[String]) -> Vec<String> {
         parts.push(format!("wait {v:.0}"));
     }
     if let Some(v) = g(GaugeSignal::KvCacheUsage) {
-        parts.push(format!("KV {:.0}%", v * 100.0));
+        // Of the cache's tokens where the server says how many.
+        let of = g(GaugeSignal::KvCacheTokens).map(|t| format!(" of {t:.0} tokens")).unwrap_or_default();
+        parts.push(format!("KV {:.0}%{of}", v * 100.0));
     }
     if let Some(v) = w.prefix_cache_hit_rate {
         parts.push(format!("hit {:.1}%", v * 100.0));
@@ -893,6 +895,23 @@ mod tests {
         assert!(fired[2].starts_with("ttft_p99 = 2.0000 >= 2"), "{fired:?}");
         let below = fired_alerts(&a, &[("waiting", Some(9.0)), ("prefix_hit_rate", Some(0.21))]);
         assert!(below.is_empty(), "{below:?}");
+    }
+
+    /// The interval's line gives the KV cache's use, of its tokens where
+    /// the server says how many (vLLM's `cache_config_info`).
+    #[test]
+    fn the_kv_use_is_of_the_cache_s_tokens_where_the_server_says() {
+        use goodput_core::prometheus::scrape::{parse, summarize};
+        let window = |text: &str| {
+            let scrapes: Vec<_> = (0..2).map(|i| (Duration::from_secs(i), parse(text))).collect();
+            summarize(&scrapes, Duration::ZERO, Duration::from_secs(1))
+        };
+        let sized = window(
+            "vllm:kv_cache_usage_perc 0.45\nvllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"1000\"} 1\n",
+        );
+        assert!(server_parts(&sized, &[]).contains(&"KV 45% of 16000 tokens".to_string()));
+        let bare = window("vllm:kv_cache_usage_perc 0.45\n");
+        assert!(server_parts(&bare, &[]).contains(&"KV 45%".to_string()));
     }
 
     /// A share's threshold past 0 to 1 can never fire, and is refused
