@@ -1,4 +1,6 @@
-//! Fitting the step-time constants to a user's own measurements
+//! Fitting the engine's constants (the step time's and the front end's,
+//! the power model's and the memory kept from the KV cache) to a user's
+//! own measurements
 //! (docs/simulator.md, "Fitting the constants to your measurements"): the
 //! shipped constants were set on public tables of other servers, and a
 //! user who has measured their own deployment can move a few of them until
