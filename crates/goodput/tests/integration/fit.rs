@@ -287,9 +287,10 @@ fn fitting_refuses_what_it_cannot_use() {
 }
 
 /// A grid of real server processes (`goodput serve --profile engine` at
-/// TP 1, 2 and 4, on the slower constants), measured by `sweep --serve-cmd`,
-/// is fitted as one: each configuration on its own parallelism, the middle
-/// one held out whole and predicted on the fit.
+/// TP 1, 2 and 4, on the slower constants, and at TP 3, which Llama-3.1-8B's
+/// heads refuse), measured by `sweep --serve-cmd`, is fitted as one: each
+/// configuration on its own parallelism, the one that did not run named,
+/// TP 2 held out whole and predicted on the fit.
 #[test]
 fn a_measured_grid_of_servers_is_fitted_with_a_configuration_held_out_whole() {
     let dir = tempfile::tempdir().unwrap();
@@ -304,7 +305,7 @@ fn a_measured_grid_of_servers_is_fitted_with_a_configuration_held_out_whole() {
     );
     let frontier = dir.path().join("frontier.json");
     goodput()
-        .args(["sweep", "-q", "--serve-cmd", &template, "--serve-grid", "tp=1,2,4", "--concurrency", "1,2,4"])
+        .args(["sweep", "-q", "--serve-cmd", &template, "--serve-grid", "tp=1,2,3,4", "--concurrency", "1,2,4"])
         .args(["-n", "8", "--input-tokens", "1024", "--output-tokens", "24", "-o"])
         .arg(&frontier)
         .assert()
@@ -329,6 +330,7 @@ fn a_measured_grid_of_servers_is_fitted_with_a_configuration_held_out_whole() {
     let o = goodput().args(["estimate", "--validate"]).arg(&frontier).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("every other one is held out whole") && err.contains("configuration 2 (tp=2)"), "{err}");
+    assert!(err.contains("note: configuration 3 (tp=3) left out: it did not run"), "{err}");
     // Without the sweeps beside it, the frontier says where they go.
     std::fs::rename(dir.path().join("frontier.logs"), dir.path().join("elsewhere")).unwrap();
     let err = goodput().args(["estimate", "--validate"]).arg(&frontier).refusal();
