@@ -48,7 +48,7 @@ pub fn rows_csv(path: &Path, e: &EngineArgs) -> Result<(String, Vec<String>)> {
     let source = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
     let source = source.replace(['"', ',', '\n', '\r'], "_");
     let mut notes = Vec::new();
-    let configs = match read_document(path)? {
+    let mut configs = match read_document(path)? {
         Document::Run(r) => {
             vec![Config { label: None, number: 0, engine: engine_columns(e)?, points: points(&[*r], &mut notes) }]
         }
@@ -58,6 +58,27 @@ pub fn rows_csv(path: &Path, e: &EngineArgs) -> Result<(String, Vec<String>)> {
         }
         Document::Frontier(f) => grid_configs(path, &f, e, &mut notes)?,
     };
+    // Energy counters that covered other GPUs than the configuration's (an
+    // exporter of the whole node, idle GPUs included) give no J/token of it.
+    for c in &mut configs {
+        let mut other = Vec::new();
+        for p in &mut c.points {
+            if let Some(n) = p.energy_gpus.filter(|&n| n != c.engine.gpus && p.joules_per_output_token.is_some()) {
+                p.joules_per_output_token = None;
+                other.push((p.index, n));
+            }
+        }
+        if let Some(&(_, n)) = other.first() {
+            let which: Vec<String> = other.iter().map(|(i, _)| i.to_string()).collect();
+            notes.push(format!(
+                "{}point(s) {}: the energy counters covered {n} GPUs where the configuration runs on {}, so their \
+                 J/token is left out (scrape only its GPUs' counters: a DCGM exporter of those GPUs alone)",
+                c.label.as_ref().map(|l| format!("{l}: ")).unwrap_or_default(),
+                which.join(", "),
+                c.engine.gpus
+            ));
+        }
+    }
     // Each point's rows, kept where the validator takes them (a closed
     // loop of fewer requests than users, more users than it simulates).
     let mut kept: Vec<(&Config, Vec<(&Point, String)>)> = Vec::new();
@@ -304,6 +325,8 @@ const MOST_REQUESTS: u64 = 100_000;
 struct EngineColumns {
     head: String,
     tail: String,
+    /// The GPUs the configuration runs on (tp × pp × dp).
+    gpus: u32,
 }
 
 fn engine_columns(e: &EngineArgs) -> Result<EngineColumns> {
@@ -363,7 +386,7 @@ fn engine_columns(e: &EngineArgs) -> Result<EngineColumns> {
             _ => "fp8",
         },
     );
-    Ok(EngineColumns { head, tail })
+    Ok(EngineColumns { head, tail, gpus })
 }
 
 /// One measured point.
@@ -382,6 +405,8 @@ struct Point {
     /// The GPUs' energy per output token, where their counters were read
     /// (or the engine's power model gave it, for an estimate's document).
     joules_per_output_token: Option<f64>,
+    /// The GPUs those counters covered, where known.
+    energy_gpus: Option<u32>,
     /// The KV cache's size in tokens, all engines together, where the
     /// server gave it in its metrics (vLLM's `cache_config_info`, SGLang's
     /// `max_total_num_tokens`).
@@ -477,6 +502,7 @@ fn point(index: usize, run: &RunResult) -> Result<Point, String> {
         tpot_ms: s.tpot_ms.mean,
         output_tokens_per_s: Some(s.throughput.output_tokens_per_s),
         joules_per_output_token: run.energy.as_ref().and_then(|e| e.joules_per_output_token),
+        energy_gpus: run.energy.as_ref().and_then(|e| e.gpus),
         kv_cache_tokens: run
             .server_signals
             .as_ref()

@@ -170,6 +170,17 @@ fn a_live_server_s_energy_counters_and_cache_size_fit_the_power_and_memory_model
     let cells: Vec<f64> =
         line.split('|').filter_map(|c| c.trim().strip_suffix(" %")).map(|c| c.parse().unwrap()).collect();
     assert!(cells[1] < cells[0], "{line}\n{said}");
+    // Set against another configuration than the one measured (TP 2), the
+    // counters of the one GPU measured give no J/token of it.
+    let o = goodput()
+        .args(["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--tp", "2", "--validate"])
+        .arg(&sweep)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("the energy counters covered 1 GPUs where the configuration runs on 2"), "{err}");
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("joules_per_output_token |"), "{err}");
     // An estimate on the file says its J/token runs on those shares.
     let o = goodput()
         .args(["estimate", "--gpu", "h100", "-c", "2", "-n", "4", "--output-tokens", "8", "--calibration"])
