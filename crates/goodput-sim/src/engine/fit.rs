@@ -172,7 +172,7 @@ pub fn fit_telling(
         (
             Metric::KvCacheTokens,
             "the memory the engine keeps from its cache: measure a server that gives its cache's size (vLLM's \
-             cache_config_info, SGLang's max_total_num_tokens, Triton's TensorRT-LLM blocks) with its metrics scraped",
+             cache_config_info, SGLang's max_total_num_tokens, TensorRT-LLM's KV blocks) with its metrics scraped",
         ),
     ] {
         let for_it = fitted_for(metric).unwrap_or_default();

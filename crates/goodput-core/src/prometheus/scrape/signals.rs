@@ -157,7 +157,8 @@ named_enum! {
         /// vLLM's `cache_config_info` (its `num_gpu_blocks` × `block_size`
         /// labels), SGLang's `max_total_num_tokens`, Triton's TensorRT-LLM
         /// backend's `nv_trt_llm_kv_cache_block_metrics` (its `max` blocks
-        /// × `tokens_per` block).
+        /// × `tokens_per` block), trtllm-serve's `kv_cache_max_blocks` ×
+        /// `kv_cache_tokens_per_block`.
         KvCacheTokens => "kv_cache_tokens",
     }
 }
@@ -791,7 +792,10 @@ pub(crate) fn map(scrape: &Scrape, keep_unmapped: bool) -> Signals {
         }
     }
     if let std::collections::btree_map::Entry::Vacant(e) = signals.gauges.entry(GaugeSignal::KvCacheTokens) {
-        if let Some(tokens) = vllm_cache_tokens(scrape, &mut used).or_else(|| triton_cache_tokens(scrape)) {
+        let tokens = vllm_cache_tokens(scrape, &mut used)
+            .or_else(|| triton_cache_tokens(scrape))
+            .or_else(|| trtllm_serve_cache_tokens(scrape, &mut used));
+        if let Some(tokens) = tokens {
             e.insert(tokens);
         }
     }
@@ -868,6 +872,35 @@ fn triton_cache_tokens(scrape: &Scrape) -> Option<f64> {
                 *total.get_or_insert(0.0) += tokens;
             }
         }
+    }
+    total
+}
+
+/// The KV cache's tokens trtllm-serve gives: each `trtllm_kv_cache_max_blocks`
+/// series times the `trtllm_kv_cache_tokens_per_block` of the same labels
+/// (or the only one there is), summed over its series (its workers).
+fn trtllm_serve_cache_tokens(scrape: &Scrape, used: &mut [bool]) -> Option<f64> {
+    let find = |name: &str| scrape.families.iter().position(|f| f.name == name);
+    let (blocks, per) = (find("trtllm_kv_cache_max_blocks")?, find("trtllm_kv_cache_tokens_per_block")?);
+    let per_samples = &scrape.families[per].samples;
+    let mut total = None;
+    for b in &scrape.families[blocks].samples {
+        // Its own worker's size, or the only one there is.
+        let only = match per_samples.as_slice() {
+            [only] => Some(only),
+            _ => None,
+        };
+        let size = per_samples.iter().find(|p| p.labels == b.labels).or(only);
+        if let Some(size) = size {
+            let tokens = b.value * size.value;
+            if plausible(tokens) {
+                *total.get_or_insert(0.0) += tokens;
+            }
+        }
+    }
+    if total.is_some() {
+        used[blocks] = true;
+        used[per] = true;
     }
     total
 }
@@ -1035,6 +1068,14 @@ mod tests {
         let s = signals(triton);
         assert_eq!(s.gauges[&GaugeSignal::KvCacheTokens], 64_320.0);
         assert_eq!(s.gauges[&GaugeSignal::KvCacheUsage], 0.5);
+        // trtllm-serve: each worker's max blocks × its tokens per block.
+        let serve = "trtllm_kv_cache_max_blocks{model_name=\"m\",pid=\"1\"} 1000\n\
+                     trtllm_kv_cache_max_blocks{model_name=\"m\",pid=\"2\"} 500\n\
+                     trtllm_kv_cache_tokens_per_block{model_name=\"m\",pid=\"1\"} 32\n\
+                     trtllm_kv_cache_tokens_per_block{model_name=\"m\",pid=\"2\"} 64\n";
+        assert_eq!(signals(serve).gauges[&GaugeSignal::KvCacheTokens], 64_000.0);
+        let one_size = "trtllm_kv_cache_max_blocks{pid=\"1\"} 1000\ntrtllm_kv_cache_tokens_per_block 32\n";
+        assert_eq!(signals(one_size).gauges[&GaugeSignal::KvCacheTokens], 32_000.0);
     }
 
     #[test]
