@@ -17,18 +17,33 @@ fn fitted(path: &Path) -> (f64, f64) {
 }
 
 fn fit(dir: &Path, measured: &Path, out: &str) -> (String, std::path::PathBuf) {
+    fit_constants(dir, measured, out, "eta_compute,eta_weights")
+}
+
+/// `estimate --validate MEASURED --fit DIR/OUT` of Llama-3.1-8B on an H100,
+/// fitting `constants`: what it printed, and the file.
+fn fit_constants(dir: &Path, measured: &Path, out: &str, constants: &str) -> (String, std::path::PathBuf) {
     let out = dir.join(out);
     let o = goodput()
         .args(["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--validate"])
         .arg(measured)
         .arg("--fit")
         .arg(&out)
-        .args(["--fit-constants", "eta_compute,eta_weights"])
+        .args(["--fit-constants", constants])
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(o.status.success(), "{said}{}", String::from_utf8_lossy(&o.stderr));
     (said, out)
+}
+
+/// The fit table's line that begins `start` (`| held out (1) |
+/// ttft_ms_mean |`): its median |error| before and after, in percent.
+fn before_after(said: &str, start: &str) -> (f64, f64) {
+    let line = said.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("no {start} in\n{said}"));
+    let cells: Vec<f64> =
+        line.split('|').filter_map(|c| c.trim().strip_suffix(" %")).map(|c| c.parse().unwrap()).collect();
+    (cells[0], cells[1])
 }
 
 /// `goodput serve --profile engine` of Llama-3.1-8B on an H100 with the
@@ -78,10 +93,8 @@ fn a_sweep_in_virtual_time_is_fitted_back_to_the_constants_that_made_it_and_a_pl
     // by far more).
     assert!(said.contains("| hopper | eta_compute | 0.55 |"), "{said}");
     assert!(said.contains("| held out (1) | ttft_ms_mean |"), "{said}");
-    let after = said.lines().find(|l| l.starts_with("| held out (1) | output_tokens_per_s |")).unwrap();
-    let cells: Vec<f64> =
-        after.split('|').filter_map(|c| c.trim().strip_suffix(" %")).map(|c| c.parse().unwrap()).collect();
-    assert!(cells[0] > 20.0 && cells[1] < 2.0, "{after}");
+    let (before, after) = before_after(&said, "| held out (1) | output_tokens_per_s |");
+    assert!(before > 20.0 && after < 2.0, "{said}");
 
     // The plan reads the file and says what it set; its best point runs
     // slower than on the shipped constants.
@@ -145,17 +158,7 @@ fn a_live_server_s_energy_counters_and_cache_size_fit_the_power_and_memory_model
     assert_eq!(doc["points"][0]["result"]["energy"]["source"], "scraped", "{}", doc["points"][0]["result"]["energy"]);
     let cache = &doc["points"][0]["result"]["server_signals"]["window"]["gauges"]["kv_cache_tokens"];
     assert!(cache["mean"].as_f64().is_some_and(|t| t > 100_000.0), "{cache}");
-    let out = dir.path().join("power.json");
-    let o = goodput()
-        .args(["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--validate"])
-        .arg(&sweep)
-        .arg("--fit")
-        .arg(&out)
-        .args(["--fit-constants", "power_memory,runtime_gib"])
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(o.status.success(), "{said}{}", String::from_utf8_lossy(&o.stderr));
+    let (said, out) = fit_constants(dir.path(), &sweep, "power.json", "power_memory,runtime_gib");
     // A busy machine only adds idle time to the counters' window: the fit
     // lands at or above the share that made them, far from the shipped 0.5
     // (0.90 on an idle two-core machine).
@@ -166,10 +169,8 @@ fn a_live_server_s_energy_counters_and_cache_size_fit_the_power_and_memory_model
     let runtime = read_json(&out)["hopper"]["runtime_gib"].as_f64().unwrap();
     assert!((runtime / 4.0 - 1.0).abs() < 0.01, "runtime_gib {runtime}\n{said}");
     assert!(said.contains("| held out (1) | kv_cache_tokens |"), "{said}");
-    let line = said.lines().find(|l| l.starts_with("| held out (1) | joules_per_output_token |")).unwrap();
-    let cells: Vec<f64> =
-        line.split('|').filter_map(|c| c.trim().strip_suffix(" %")).map(|c| c.parse().unwrap()).collect();
-    assert!(cells[1] < cells[0], "{line}\n{said}");
+    let (before, after) = before_after(&said, "| held out (1) | joules_per_output_token |");
+    assert!(after < before, "{said}");
     // Set against another configuration than the one measured (TP 2), the
     // counters of the one GPU measured give no J/token of it.
     let o = goodput()
@@ -332,10 +333,8 @@ fn a_measured_grid_of_servers_is_fitted_with_a_configuration_held_out_whole() {
     assert_eq!(caches.len(), 3, "{said}");
     // TP 2, held out whole, is predicted better on the fit than before it.
     for metric in ["tpot_ms_mean", "output_tokens_per_s"] {
-        let line = said.lines().find(|l| l.starts_with(&format!("| held out (3) | {metric} |"))).unwrap();
-        let cells: Vec<f64> =
-            line.split('|').filter_map(|c| c.trim().strip_suffix(" %")).map(|c| c.parse().unwrap()).collect();
-        assert!(cells[1] < cells[0], "{line}\n{said}");
+        let (before, after) = before_after(&said, &format!("| held out (3) | {metric} |"));
+        assert!(after < before, "{metric}\n{said}");
     }
     assert!(said.lines().any(|l| l.starts_with("| c2-p1-concurrency-1-")), "{said}");
     let o = goodput().args(["estimate", "--validate"]).arg(&frontier).output().unwrap();
