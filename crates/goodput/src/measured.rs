@@ -129,6 +129,12 @@ pub fn rows_csv(path: &Path, e: &EngineArgs) -> Result<(String, Vec<String>)> {
             fitted_on_all.push((c.label.clone(), rows.len()));
         }
     }
+    // A grid's rows are named by their configuration's number (`c2-p1-…`).
+    let legend: Vec<String> =
+        kept.iter().filter_map(|(c, _)| c.label.as_ref().map(|l| format!("c{}-… {l}", c.number))).collect();
+    if !legend.is_empty() {
+        notes.push(format!("the rows of each configuration: {}", legend.join("; ")));
+    }
     if whole {
         let held: Vec<&str> = kept.iter().skip(1).step_by(2).filter_map(|(c, _)| c.label.as_deref()).collect();
         notes.push(format!(

@@ -341,6 +341,7 @@ fn a_measured_grid_of_servers_is_fitted_with_a_configuration_held_out_whole() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("every other one is held out whole") && err.contains("configuration 2 (tp=2)"), "{err}");
     assert!(err.contains("note: configuration 3 (tp=3) left out: it did not run"), "{err}");
+    assert!(err.contains("the rows of each configuration: c1-… configuration 1 (tp=1); c2-…"), "{err}");
     // Without the sweeps beside it, the frontier says where they go.
     std::fs::rename(dir.path().join("frontier.logs"), dir.path().join("elsewhere")).unwrap();
     let err = goodput().args(["estimate", "--validate"]).arg(&frontier).refusal();
