@@ -282,5 +282,38 @@ fn validate_file(csv: &Path, e: &EngineArgs, fit: Option<&Path>, fit_constants: 
     }
     let report = validate::validate(&rows, &options)?;
     crate::output::say(&format!("{}{}", report.to_markdown(), report.glance_section(&name)));
+    if let Some(n) = cache_note(&report) {
+        goodput_core::tell!("note: {n}");
+    }
     Ok(ExitCode::SUCCESS)
 }
+
+/// Where a server's own cache size is off the engine's by more than
+/// [`CACHE_OFF`], how to set the engine's: its measured memory share, or a
+/// fit of the memory the engine keeps (each scheduler's own constant).
+fn cache_note(report: &validate::ValidationReport) -> Option<String> {
+    let off = report
+        .predictions
+        .iter()
+        .filter(|p| p.row.metric == validate::Metric::KvCacheTokens && p.rel_error.abs() > CACHE_OFF)
+        .max_by(|a, b| a.rel_error.abs().total_cmp(&b.rel_error.abs()))?;
+    let constant = match off.row.engine {
+        validate::ReferenceEngine::Sglang => "sglang_preload_gib",
+        validate::ReferenceEngine::TensorRtLlm => "runtime_gib or activation_gib",
+        validate::ReferenceEngine::Vllm => "runtime_gib",
+    };
+    Some(format!(
+        "the server's KV cache holds {:.0} tokens where the engine's holds {:.0} ({:+.1} %, row {}): give the \
+         server's memory share (--gpu-memory-utilization) if it was not its default, or fit the memory the engine \
+         keeps from its cache (--fit FILE --fit-constants {constant}); batch limits and queueing follow the cache",
+        off.row.value,
+        off.predicted,
+        off.rel_error * 100.0,
+        off.row.id
+    ))
+}
+
+/// How far a server's own cache size may be from the engine's before
+/// `estimate --validate` says how to set it: a few blocks' rounding, and
+/// the memory share's last digit.
+const CACHE_OFF: f64 = 0.02;

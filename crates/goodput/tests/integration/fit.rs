@@ -181,6 +181,8 @@ fn a_live_server_s_energy_counters_and_cache_size_fit_the_power_and_memory_model
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("the energy counters covered 1 GPUs where the configuration runs on 2"), "{err}");
+    // And the server's cache, of 4 GiB less a GPU, is not TP 2's: how to set it is said.
+    assert!(err.contains("note: the server's KV cache holds") && err.contains("--fit-constants runtime_gib"), "{err}");
     assert!(!String::from_utf8_lossy(&o.stdout).contains("joules_per_output_token |"), "{err}");
     // An estimate on the file says its J/token runs on those shares.
     let o = goodput()
