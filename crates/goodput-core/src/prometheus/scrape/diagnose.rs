@@ -1068,15 +1068,8 @@ pub fn engine_kv_bound(
     if engine.makespan_s <= 0.0 || last - first < 0.9 * engine.makespan_s {
         return None;
     }
-    let ok: Vec<&RequestRecord> = records.iter().filter(|r| r.outcome.is_success()).collect();
-    if ok.is_empty() {
-        return None;
-    }
     let n = records.len() as f64;
-    let size = ok.iter().map(|r| (r.input_tokens + r.output_tokens) as f64).sum::<f64>() / ok.len() as f64;
-    if size <= 0.0 {
-        return None;
-    }
+    let size = mean_request_tokens(records)?;
     let holds = engine.kv_capacity_tokens as f64 / size;
     // Full, or too full for one more request of the mean size: a cache of
     // 2.6 such requests peaks at 76% with two running and the rest waiting
@@ -1151,11 +1144,7 @@ pub fn engine_kv_bound(
         fixes.push(format!("a larger --gpu-memory-utilization (it is {})", c.gpu_memory_utilization));
     }
     let fit = holds.floor().max(1.0);
-    let fewer = match (load.concurrency_cap, load.schedule) {
-        (Some(_), None) => format!("fewer users (-c {fit:.0} or so)"),
-        (Some(_), Some(_)) => format!("a lower -c or --rate (about {fit:.0} in flight fit)"),
-        _ => "a lower --rate".to_string(),
-    };
+    let fewer = fewer_in_flight(load, fit);
     Some(Diagnosis {
         kind: DiagnosisKind::KvCachePressure,
         message: format!(
@@ -1408,20 +1397,12 @@ fn kv_cache_pressure(w: &WindowSummary, records: &[RequestRecord], load: ClientL
     if !(kv_max > 0.9 || preempt > 0.0) {
         return None;
     }
-    let ok: Vec<&RequestRecord> = records.iter().filter(|r| r.outcome.is_success()).collect();
-    let size = (!ok.is_empty())
-        .then(|| ok.iter().map(|r| (r.input_tokens + r.output_tokens) as f64).sum::<f64>() / ok.len() as f64)
-        .filter(|&s| s > 0.0);
     let tokens = w.gauges.get(&GaugeSignal::KvCacheTokens).and_then(|d| d.max).filter(|&t| t > 0.0);
-    let holds = match (tokens, size) {
+    let holds = match (tokens, mean_request_tokens(records)) {
         (Some(tokens), Some(size)) => {
             let holds = tokens / size;
             let fit = holds.floor().max(1.0);
-            let fewer = match (load.concurrency_cap, load.schedule) {
-                (Some(_), None) => format!("fewer users (-c {fit:.0} or so)"),
-                (Some(_), Some(_)) => format!("a lower -c or --rate (about {fit:.0} in flight fit)"),
-                _ => "a lower --rate".to_string(),
-            };
+            let fewer = fewer_in_flight(load, fit);
             format!(
                 ". Its {tokens:.0} tokens (the server's own figure) hold about {holds:.1} requests of this run's \
                  mean size ({size:.0} tokens, prompt and answer): {fewer}, or the server's --max-num-seqs \
@@ -1439,6 +1420,28 @@ fn kv_cache_pressure(w: &WindowSummary, records: &[RequestRecord], load: ClientL
             kv.and_then(|d| d.p(95.0)).unwrap_or(0.0) * 100.0
         ),
     })
+}
+
+/// The mean tokens a served request held, prompt and answer: what a KV
+/// cache's size is set against. `None` without a served request, or with
+/// no tokens counted.
+fn mean_request_tokens(records: &[RequestRecord]) -> Option<f64> {
+    let ok: Vec<&RequestRecord> = records.iter().filter(|r| r.outcome.is_success()).collect();
+    if ok.is_empty() {
+        return None;
+    }
+    let size = ok.iter().map(|r| (r.input_tokens + r.output_tokens) as f64).sum::<f64>() / ok.len() as f64;
+    (size > 0.0).then_some(size)
+}
+
+/// The load that keeps `fit` requests in flight, in the words of the run's
+/// own flags: fewer users, a lower cap or rate.
+fn fewer_in_flight(load: ClientLoad, fit: f64) -> String {
+    match (load.concurrency_cap, load.schedule) {
+        (Some(_), None) => format!("fewer users (-c {fit:.0} or so)"),
+        (Some(_), Some(_)) => format!("a lower -c or --rate (about {fit:.0} in flight fit)"),
+        _ => "a lower --rate".to_string(),
+    }
 }
 
 /// The prefix cache's hit rate, and what it did to TTFT when both cached and

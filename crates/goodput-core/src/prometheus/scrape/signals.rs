@@ -859,21 +859,13 @@ fn vllm_cache_tokens(scrape: &Scrape, used: &mut [bool]) -> Option<f64> {
 fn triton_cache_tokens(scrape: &Scrape) -> Option<f64> {
     let family = scrape.families.iter().find(|f| f.name == "nv_trt_llm_kv_cache_block_metrics")?;
     const KIND: &str = "kv_cache_block_type";
-    fn others(s: &super::parse::Sample) -> Vec<(&String, &String)> {
+    fn others(s: &Sample) -> Vec<(&String, &String)> {
         s.labels.iter().filter(|(k, _)| k.as_str() != KIND).collect()
     }
-    let kind = |s: &&super::parse::Sample, want: &str| s.labels.get(KIND).map(String::as_str) == Some(want);
-    let mut total = None;
-    for max in family.samples.iter().filter(|s| kind(s, "max")) {
-        let per = family.samples.iter().filter(|s| kind(s, "tokens_per")).find(|p| others(p) == others(max));
-        if let Some(per) = per {
-            let tokens = max.value * per.value;
-            if plausible(tokens) {
-                *total.get_or_insert(0.0) += tokens;
-            }
-        }
-    }
-    total
+    let of = |want: &'static str| {
+        family.samples.iter().filter(move |s| s.labels.get(KIND).map(String::as_str) == Some(want))
+    };
+    blocks_times_size(of("max"), |max| of("tokens_per").find(|p| others(p) == others(max)))
 }
 
 /// The KV cache's tokens trtllm-serve gives: each `trtllm_kv_cache_max_blocks`
@@ -882,25 +874,33 @@ fn triton_cache_tokens(scrape: &Scrape) -> Option<f64> {
 fn trtllm_serve_cache_tokens(scrape: &Scrape, used: &mut [bool]) -> Option<f64> {
     let find = |name: &str| scrape.families.iter().position(|f| f.name == name);
     let (blocks, per) = (find("trtllm_kv_cache_max_blocks")?, find("trtllm_kv_cache_tokens_per_block")?);
-    let per_samples = &scrape.families[per].samples;
+    let sizes = &scrape.families[per].samples;
+    let only = match sizes.as_slice() {
+        [only] => Some(only),
+        _ => None,
+    };
+    // Its own worker's size, or the only one there is.
+    let total = blocks_times_size(scrape.families[blocks].samples.iter(), |b| {
+        sizes.iter().find(|p| p.labels == b.labels).or(only)
+    })?;
+    used[blocks] = true;
+    used[per] = true;
+    Some(total)
+}
+
+/// A KV cache's tokens from its blocks: each block count times the tokens a
+/// block holds that `size_of` pairs with it, summed (those with no size, or
+/// an implausible product, left out); `None` where none pairs.
+fn blocks_times_size<'a>(
+    blocks: impl Iterator<Item = &'a Sample>,
+    size_of: impl Fn(&Sample) -> Option<&'a Sample>,
+) -> Option<f64> {
     let mut total = None;
-    for b in &scrape.families[blocks].samples {
-        // Its own worker's size, or the only one there is.
-        let only = match per_samples.as_slice() {
-            [only] => Some(only),
-            _ => None,
-        };
-        let size = per_samples.iter().find(|p| p.labels == b.labels).or(only);
-        if let Some(size) = size {
-            let tokens = b.value * size.value;
-            if plausible(tokens) {
-                *total.get_or_insert(0.0) += tokens;
-            }
+    for b in blocks {
+        let tokens = size_of(b).map(|size| b.value * size.value).filter(|&t| plausible(t));
+        if let Some(tokens) = tokens {
+            *total.get_or_insert(0.0) += tokens;
         }
-    }
-    if total.is_some() {
-        used[blocks] = true;
-        used[per] = true;
     }
     total
 }
