@@ -73,7 +73,7 @@ pub fn rows_csv(path: &Path, e: &EngineArgs) -> Result<(String, Vec<String>)> {
             notes.push(format!(
                 "{}point(s) {}: the energy counters covered {n} GPUs where the configuration runs on {}, so their \
                  J/token is left out (scrape only its GPUs' counters: a DCGM exporter of those GPUs alone)",
-                c.label.as_ref().map(|l| format!("{l}: ")).unwrap_or_default(),
+                c.prefix(),
                 which.join(", "),
                 c.engine.gpus
             ));
@@ -86,10 +86,7 @@ pub fn rows_csv(path: &Path, e: &EngineArgs) -> Result<(String, Vec<String>)> {
         let mut rows = Vec::new();
         for p in &c.points {
             let lines = p.rows(c, &source, "calibration");
-            let left_out = |why: &str| match &c.label {
-                Some(l) => format!("{l}: point {} left out: {why}", p.index),
-                None => format!("point {} left out: {why}", p.index),
-            };
+            let left_out = |why: &str| format!("{}point {} left out: {why}", c.prefix(), p.index);
             match goodput_sim::engine::validate::parse_csv(&format!("{HEADER}{lines}")) {
                 Ok(parsed) if !parsed.is_empty() => rows.push((p, lines)),
                 Ok(_) => notes.push(left_out("it measured no TTFT, TPOT or throughput")),
@@ -126,7 +123,7 @@ pub fn rows_csv(path: &Path, e: &EngineArgs) -> Result<(String, Vec<String>)> {
             }
         }
         if !whole && !by_point {
-            fitted_on_all.push((c.label.clone(), rows.len()));
+            fitted_on_all.push((c.prefix(), rows.len()));
         }
     }
     // A grid's rows are named by their configuration's number (`c2-p1-…`).
@@ -144,10 +141,9 @@ pub fn rows_csv(path: &Path, e: &EngineArgs) -> Result<(String, Vec<String>)> {
             held.join(", ")
         ));
     }
-    for (label, n) in fitted_on_all {
+    for (prefix, n) in fitted_on_all {
         notes.push(format!(
-            "{}{n} point(s): all are fitted on, none held out to check (three or more hold every other one out)",
-            label.map(|l| format!("{l}: ")).unwrap_or_default()
+            "{prefix}{n} point(s): all are fitted on, none held out to check (three or more hold every other one out)"
         ));
     }
     Ok((csv, notes))
@@ -162,6 +158,14 @@ struct Config {
     number: usize,
     engine: EngineColumns,
     points: Vec<Point>,
+}
+
+impl Config {
+    /// What a note about it begins with: `configuration 2 (tp=2): ` in a
+    /// grid, nothing for a run's or a sweep's one.
+    fn prefix(&self) -> String {
+        self.label.as_ref().map(|l| format!("{l}: ")).unwrap_or_default()
+    }
 }
 
 /// The runs' points in the order of their loads; those the rows cannot
