@@ -66,6 +66,14 @@ fn run() -> Result<(), String> {
                 options.tensorrt_llm_kv_cache = v.parse::<KvCacheDtype>().map_err(|e| e.to_string())?;
             }
             "--no-stagger" => options.stagger = false,
+            "--requests-a-user" => {
+                let v = args.next().ok_or("--requests-a-user needs a whole number from 1 to 25")?;
+                let n = v.parse::<u32>().map_err(|e| format!("--requests-a-user {v}: {e}"))?;
+                if !(1..=25).contains(&n) {
+                    return Err(format!("--requests-a-user {n}: give a whole number from 1 to 25"));
+                }
+                options.requests_a_user = Some(n);
+            }
             "--trt-frontend-ms" => {
                 let v = args.next().ok_or("--trt-frontend-ms needs a number of milliseconds, or `calibration`")?;
                 options.tensorrt_llm_frontend_ms = match v.as_str() {
@@ -103,7 +111,7 @@ fn run() -> Result<(), String> {
             _ => return Err(format!("unexpected argument `{arg}`")),
         }
     }
-    const USAGE: &str = "usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger] [--trt-frontend-ms MS|calibration] [--trt-frontend-us-per-output-token US|calibration] [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context] [--sglang-scheduler sglang|vllm] [--mixed-batches yes|no], or validate --glance|--coverage [FILE.csv...] with the same options";
+    const USAGE: &str = "usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger] [--requests-a-user N] [--trt-frontend-ms MS|calibration] [--trt-frontend-us-per-output-token US|calibration] [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context] [--sglang-scheduler sglang|vllm] [--mixed-batches yes|no], or validate --glance|--coverage [FILE.csv...] with the same options";
     if glance || coverage {
         if files.is_empty() {
             // The repository's own files, wherever it is run from.

@@ -585,6 +585,12 @@ pub struct ValidationOptions {
     /// (measured by a pilot run) and count from the second request of each
     /// user on; else every user sends at time zero and every request counts.
     pub stagger: bool,
+    /// Requests each user of a closed loop sends where the row gives no
+    /// `requests` column (`None`: the validator's own 25). NVIDIA's NIM
+    /// benchmarking guide sends 3 a user (`--request-count` three times
+    /// `--concurrency`), every one counted (docs/simulator.md, "What NIM's
+    /// own procedure says").
+    pub requests_a_user: Option<u32>,
     /// Front-end overhead of TensorRT-LLM rows, in ms (NIM's: see
     /// [`NIM_FRONTEND_MS`]); `None` keeps the calibration's.
     pub tensorrt_llm_frontend_ms: Option<f64>,
@@ -630,6 +636,7 @@ impl Default for ValidationOptions {
             calibrations: BTreeMap::new(),
             tensorrt_llm_kv_cache: KvCacheDtype::Fp8,
             stagger: true,
+            requests_a_user: None,
             tensorrt_llm_frontend_ms: Some(NIM_FRONTEND_MS),
             tensorrt_llm_frontend_us_per_output_token: Some(NIM_FRONTEND_US_PER_OUTPUT_TOKEN),
             tensorrt_llm_scheduler: SchedulerPolicy::Trtllm,
@@ -767,7 +774,12 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
                     let most = (MAX_REQUESTS / users).max(1) as usize * users as usize;
                     share.min(most).max(users as usize)
                 }
-                _ => (REQUESTS_A_USER as usize * users as usize).max(200),
+                _ => match (row.load, options.requests_a_user) {
+                    (ReferenceLoad::Concurrency(_), Some(a_user)) => {
+                        a_user.clamp(1, REQUESTS_A_USER) as usize * users as usize
+                    }
+                    _ => (REQUESTS_A_USER as usize * users as usize).max(200),
+                },
             };
             let mut load = VirtualLoad::closed_loop(row_requests(row, n, &mut rng), users);
             if options.stagger && !row.together && matches!(row.load, ReferenceLoad::Concurrency(_)) {
@@ -2017,6 +2029,22 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
         assert!(bad.to_string().contains("`start` must be together or apart"), "{bad}");
         let bad = parse_csv(&format!("{header}\n{}\n", row.replace("concurrency", "batch"))).unwrap_err();
         assert!(bad.to_string().contains("on `concurrency` rows only"), "{bad}");
+    }
+
+    #[test]
+    fn a_closed_loop_sends_the_requests_a_user_asked_unless_the_row_says() {
+        let header = "id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,requests,\
+                      metric,value,unit,source";
+        let row = "g,llama-3.1-8b,h100-sxm,1,1,fp8,tensorrt-llm,200,8,concurrency,6,,ttft_ms_mean,1,ms,s";
+        let rows = parse_csv(&format!("{header}\n{row}\n{}\n", row.replace(",6,,", ",6,30,"))).unwrap();
+        let guide = ValidationOptions { stagger: false, requests_a_user: Some(3), ..ValidationOptions::default() };
+        let sent =
+            |row: &ReferenceRow, options: &ValidationOptions| simulate_row(row, options).unwrap().0.records.len();
+        // NIM's guide: three a user; the validator's own: 25 a user, at
+        // least 200; a row's `requests` column wins over both.
+        assert_eq!(sent(&rows[0], &guide), 18);
+        assert_eq!(sent(&rows[0], &ValidationOptions { stagger: false, ..ValidationOptions::default() }), 200);
+        assert_eq!(sent(&rows[1], &guide), 30);
     }
 
     #[test]
