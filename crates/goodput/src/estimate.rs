@@ -237,16 +237,20 @@ fn validate_file(csv: &Path, e: &EngineArgs, fit: Option<&Path>, fit_constants: 
     }
     // A measured run or sweep is set against the engine estimate's flags
     // describe; a CSV's rows each describe their own.
-    let (text, notes) = if crate::measured::is_document_file(csv) {
-        crate::measured::rows_csv(csv, e)?
-    } else {
-        let text = goodput_core::util::input::read_text(csv, "--validate", goodput_core::util::input::SETTINGS_CAP)?;
-        (text, Vec::new())
+    let measured = if crate::measured::is_document_file(csv) { Some(crate::measured::rows_csv(csv, e)?) } else { None };
+    let text = match &measured {
+        Some(m) => {
+            for note in &m.notes {
+                goodput_core::tell!("note: {note}");
+            }
+            m.csv.clone()
+        }
+        None => goodput_core::util::input::read_text(csv, "--validate", goodput_core::util::input::SETTINGS_CAP)?,
     };
-    for note in &notes {
-        goodput_core::tell!("note: {note}");
+    let mut rows = validate::parse_csv(&text).with_context(|| format!("{}", csv.display()))?;
+    if let Some(m) = &measured {
+        m.attach_lengths(&mut rows);
     }
-    let rows = validate::parse_csv(&text).with_context(|| format!("{}", csv.display()))?;
     let mut options = validate::ValidationOptions::default();
     if let Some(p) = &e.hw.calibration {
         let overlay =

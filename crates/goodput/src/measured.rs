@@ -9,7 +9,10 @@
 //! the KV cache's size where the server's metrics gave it), at its
 //! load (a closed loop of users, started together unless it ramped up; a
 //! Poisson rate; or every request at once) and at the mean prompt and
-//! answer lengths the server counted. Points are taken in the order of
+//! answer lengths the server counted, or, where the run drew its lengths
+//! from distributions (`--preset chat`, `lognormal:256,0.5`), each of its
+//! requests' own, drawn again from its seed and moved by what the server
+//! counted beside them (a chat template's tokens). Points are taken in the order of
 //! their loads, the first, third, … for the fit (split `calibration`) and
 //! the others held out to check it, where there are three or more.
 //!
@@ -22,6 +25,7 @@ use crate::cli::EngineArgs;
 use anyhow::{bail, Result};
 use goodput_core::RunResult;
 use goodput_report::read::{read_document, Document};
+use goodput_sim::engine::validate::RequestLengths;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -42,9 +46,32 @@ pub fn is_document_file(path: &Path) -> bool {
     String::from_utf8_lossy(&head).trim_start_matches('\u{feff}').trim_start().starts_with('{')
 }
 
+/// A measured document's rows, as [`rows_csv`] gives them.
+pub struct MeasuredRows {
+    /// The validator's CSV.
+    pub csv: String,
+    /// What the conversion chose that the user should know.
+    pub notes: Vec<String>,
+    /// The requests' lengths of each point whose run drew them from
+    /// distributions, by the beginning its rows' ids share (`p2-concurrency-8-`).
+    lengths: Vec<(String, RequestLengths)>,
+}
+
+impl MeasuredRows {
+    /// Gives each parsed row its point's requests' lengths, where the run
+    /// drew them from distributions (CSV columns cannot carry them).
+    pub fn attach_lengths(&self, rows: &mut [goodput_sim::engine::validate::ReferenceRow]) {
+        for row in rows {
+            if let Some((_, l)) = self.lengths.iter().find(|(stem, _)| row.id.starts_with(stem.as_str())) {
+                row.lengths = Some(l.clone());
+            }
+        }
+    }
+}
+
 /// The rows of the document at `path` as the validator's CSV, and what the
 /// conversion chose that the user should know.
-pub fn rows_csv(path: &Path, e: &EngineArgs) -> Result<(String, Vec<String>)> {
+pub fn rows_csv(path: &Path, e: &EngineArgs) -> Result<MeasuredRows> {
     let source = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
     let source = source.replace(['"', ',', '\n', '\r'], "_");
     let mut notes = Vec::new();
@@ -146,7 +173,11 @@ pub fn rows_csv(path: &Path, e: &EngineArgs) -> Result<(String, Vec<String>)> {
             "{prefix}{n} point(s): all are fitted on, none held out to check (three or more hold every other one out)"
         ));
     }
-    Ok((csv, notes))
+    let lengths = kept
+        .iter()
+        .flat_map(|(c, rows)| rows.iter().filter_map(|(p, _)| Some((p.stem(c), p.lengths.clone()?))))
+        .collect();
+    Ok(MeasuredRows { csv, notes, lengths })
 }
 
 /// A configuration's points and the engine they are set against: a run's
@@ -174,7 +205,12 @@ fn points(runs: &[RunResult], notes: &mut Vec<String>) -> Vec<Point> {
     let mut out = Vec::new();
     for (i, run) in runs.iter().enumerate() {
         match point(i + 1, run) {
-            Ok(p) => out.push(p),
+            Ok(p) => {
+                if let Some(n) = &p.lengths_note {
+                    notes.push(format!("point {}: {n}", i + 1));
+                }
+                out.push(p)
+            }
             Err(why) => notes.push(format!("point {} left out: {why}", i + 1)),
         }
     }
@@ -421,15 +457,26 @@ struct Point {
     /// server gave it in its metrics (vLLM's `cache_config_info`, SGLang's
     /// `max_total_num_tokens`).
     kv_cache_tokens: Option<f64>,
+    /// Each request's prompt and answer lengths, in the order the run sent
+    /// them, where it drew them from distributions.
+    lengths: Option<RequestLengths>,
+    /// Why a point whose lengths varied is set at their means.
+    lengths_note: Option<String>,
 }
 
 impl Point {
+    /// What its rows' ids begin with: `c2-p3-concurrency-8-`.
+    fn stem(&self, config: &Config) -> String {
+        // A grid's configurations each number their points apart.
+        let prefix = config.label.as_ref().map(|_| format!("c{}-", config.number)).unwrap_or_default();
+        format!("{prefix}p{}-{}-{}-", self.index, self.kind, self.load)
+    }
+
     /// Its rows of the validator's CSV, each line ended: one a figure it
     /// measured.
     fn rows(&self, config: &Config, source: &str, split: &str) -> String {
         let engine = &config.engine;
-        // A grid's configurations each number their points apart.
-        let prefix = config.label.as_ref().map(|_| format!("c{}-", config.number)).unwrap_or_default();
+        let stem = self.stem(config);
         let mut out = String::new();
         for (metric, value, unit) in [
             ("ttft_ms_mean", self.ttft_ms, "ms"),
@@ -441,9 +488,8 @@ impl Point {
             let Some(value) = value.filter(|v| v.is_finite() && *v > 0.0) else { continue };
             let _ = writeln!(
                 out,
-                "{prefix}p{n}-{kind}-{load}-{metric},{head},{input},{output},{kind},{load},{metric},{value:.digits$},{unit},\
+                "{stem}{metric},{head},{input},{output},{kind},{load},{metric},{value:.digits$},{unit},\
                  {source},{split},{requests},{start},{tail}",
-                n = self.index,
                 // A fraction of a joule keeps its figures.
                 digits = if unit == "J" { 6 } else { 3 },
                 kind = self.kind,
@@ -500,6 +546,11 @@ fn point(index: usize, run: &RunResult) -> Result<Point, String> {
     // A rate's or a burst's rows send their requests; past the bound, the
     // bound's worth.
     let requests = if kind == "concurrency" { s.requests.sent } else { s.requests.sent.min(MOST_REQUESTS) };
+    let (lengths, lengths_note) =
+        match drawn_lengths(run.config.workload.as_ref(), load, requests, input_tokens, output_tokens) {
+            Ok(l) => (l, None),
+            Err(why) => (None, Some(why)),
+        };
     Ok(Point {
         index,
         kind,
@@ -518,7 +569,64 @@ fn point(index: usize, run: &RunResult) -> Result<Point, String> {
             .as_ref()
             .and_then(|s| s.window.gauges.get(&goodput_core::prometheus::scrape::GaugeSignal::KvCacheTokens))
             .and_then(|d| d.mean),
+        lengths,
+        lengths_note,
     })
+}
+
+/// The lengths of the `sent` requests a run measured, drawn again as it
+/// drew them (its workload's distributions, from its seed, past its
+/// warm-up count), each prompt moved by the tokens the server counted
+/// beside the drawn ones (a chat template's), each answer scaled to the
+/// mean the server counted (answers that ended early): `None` where every
+/// request had the same lengths, so the means are exact; an error, said as
+/// a note, where they varied and cannot be drawn again.
+fn drawn_lengths(
+    workload: Option<&goodput_core::doc::config::WorkloadConfig>,
+    load: &goodput_core::doc::config::LoadConfig,
+    sent: u64,
+    input_mean: u64,
+    output_mean: u64,
+) -> Result<Option<RequestLengths>, String> {
+    use goodput_load::workload::{LengthDist, SharedPrefix, Workload};
+    let Some(w) = workload else { return Ok(None) };
+    let at_means = |why: &str| Err(format!("its requests are set at their mean lengths: {why}"));
+    if w.dataset.is_some() {
+        return at_means("a dataset's prompts are not read again");
+    }
+    let dist = |text: Option<&str>| text.map(|t| t.parse::<LengthDist>().map_err(|e| e.to_string())).transpose();
+    let (input, output) = match (dist(w.input_tokens.as_deref()), dist(w.output_tokens.as_deref())) {
+        (Ok(Some(i)), Ok(Some(o))) => (i, o),
+        (Err(e), _) | (_, Err(e)) => return at_means(&format!("its recorded lengths do not parse ({e})")),
+        _ => return Ok(None),
+    };
+    let shared_prefix =
+        w.shared_prefix.as_ref().map(|p| SharedPrefix { tokens: p.tokens, ratio: p.ratio, count: p.count });
+    if matches!((&input, &output), (LengthDist::Fixed(_), LengthDist::Fixed(_))) && shared_prefix.is_none() {
+        return Ok(None);
+    }
+    let Some(seed) = load.seed else { return at_means("its seed is not recorded") };
+    if w.repeat.is_some() {
+        return at_means("--repeat sends prompts again in an order of its own");
+    }
+    let workload = Workload::Synthetic { input, output, seed, tokenizer: None, shared_prefix };
+    let first = load.warmup.unwrap_or(0);
+    let n = sent.min(MOST_REQUESTS);
+    let drawn: Vec<(u32, u32)> =
+        (first..first + n).filter_map(|i| workload.lengths(i)).map(|l| (l.input, l.output)).collect();
+    if drawn.is_empty() {
+        return Ok(None);
+    }
+    let mean = |f: fn(&(u32, u32)) -> u32| drawn.iter().map(|l| f64::from(f(l))).sum::<f64>() / drawn.len() as f64;
+    let (shift, scale) = (input_mean as f64 - mean(|l| l.0), output_mean as f64 / mean(|l| l.1));
+    let moved = drawn
+        .iter()
+        .map(|&(i, o)| {
+            let input = (f64::from(i) + shift).round().max(1.0) as u32;
+            (input, (f64::from(o) * scale).round().max(1.0) as u32)
+        })
+        .collect();
+    Ok(Some(moved))
 }
 
 #[cfg(test)]
@@ -544,5 +652,33 @@ mod tests {
         assert!(names("02-tp=2").is_empty());
         assert!(is_memory_share("gpu-memory-utilization") && is_memory_share("--mem-fraction-static"));
         assert!(!is_memory_share("max_num_seqs"));
+    }
+
+    /// Lengths drawn from distributions are drawn again, moved to the
+    /// means the server counted; fixed ones need nothing; a dataset's, or
+    /// a run without its seed, are set at their means, with a note.
+    #[test]
+    fn a_run_s_drawn_lengths_are_drawn_again_and_moved_to_what_the_server_counted() {
+        use goodput_core::doc::config::{LoadConfig, WorkloadConfig};
+        let w = |input: &str, output: &str| WorkloadConfig {
+            input_tokens: Some(input.into()),
+            output_tokens: Some(output.into()),
+            ..WorkloadConfig::default()
+        };
+        let load = LoadConfig { seed: Some(7), warmup: Some(3), ..LoadConfig::default() };
+        let chat = w("lognormal:256,0.5", "lognormal:512,0.5");
+        let drawn = drawn_lengths(Some(&chat), &load, 400, 290, 500).unwrap().unwrap();
+        assert_eq!(drawn.len(), 400);
+        let mean = |f: fn(&(u32, u32)) -> u32| drawn.iter().map(|l| f64::from(f(l))).sum::<f64>() / 400.0;
+        assert!((mean(|l| l.0) - 290.0).abs() < 1.0 && (mean(|l| l.1) - 500.0).abs() < 1.0);
+        // They vary, as the run's did, and are the run's own: the same again.
+        assert!(drawn.iter().any(|l| l.0 < 200) && drawn.iter().any(|l| l.0 > 400));
+        assert_eq!(drawn_lengths(Some(&chat), &load, 400, 290, 500).unwrap().unwrap(), drawn);
+        assert_eq!(drawn_lengths(Some(&w("256", "128")), &load, 400, 290, 128).unwrap(), None);
+        let dataset = WorkloadConfig { dataset: Some("prompts.jsonl".into()), ..chat.clone() };
+        let note = drawn_lengths(Some(&dataset), &load, 400, 290, 500).unwrap_err();
+        assert!(note.contains("mean lengths") && note.contains("dataset"), "{note}");
+        let seedless = LoadConfig { seed: None, ..load };
+        assert!(drawn_lengths(Some(&chat), &seedless, 400, 290, 500).unwrap_err().contains("seed"));
     }
 }

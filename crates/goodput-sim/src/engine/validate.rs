@@ -230,7 +230,18 @@ pub struct ReferenceRow {
     /// end (the optional `client` column, `offline` or `http`; absent, a
     /// `max_throughput` row is offline and the others are served).
     pub offline: bool,
+    /// Each request's prompt and answer lengths, in the order the measured
+    /// run sent them, where the row came from a run whose lengths were
+    /// drawn again (`goodput estimate --validate RUN.json`): the simulation
+    /// sends these, over again past their end, in place of `input_tokens`
+    /// and `output_tokens` every time. Lengths that vary keep a closed
+    /// loop's users apart, where their means send them in lockstep. Not a
+    /// CSV column: `None` from [`parse_csv`].
+    pub lengths: Option<RequestLengths>,
 }
+
+/// Each request's prompt and answer lengths, in the order they were sent.
+pub type RequestLengths = std::sync::Arc<[(u32, u32)]>;
 
 const COLUMNS: [&str; 15] = [
     "id",
@@ -527,6 +538,7 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
         memory_fraction: None,
         kv_cache: None,
         offline: matches!(load, ReferenceLoad::MaxThroughput),
+        lengths: None,
     })
 }
 
@@ -758,7 +770,10 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
                     (10 * batch).clamp(1000, 30_000) as usize
                 }
             };
-            VirtualLoad::burst(vec![request; n])
+            VirtualLoad::burst(match row.lengths {
+                Some(_) => row_requests(row, n, &mut rng),
+                None => vec![request; n],
+            })
         }
         ReferenceLoad::Concurrency(c) | ReferenceLoad::Batch(c) => {
             if c % replicas != 0 {
@@ -841,11 +856,15 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
 /// a check repeats exactly.
 const LENGTHS_SEED: u64 = 0;
 
-/// `n` requests of the row's lengths: every one at `input_tokens` and
+/// `n` requests of the row's lengths: its measured run's own where it
+/// carries them (`lengths`), else every one at `input_tokens` and
 /// `output_tokens`, or, with a `range_ratio` r below 1, each length drawn as
 /// `sglang.bench_serving --random-range-ratio r` draws it: uniformly from
 /// [max(⌊r·N⌋, 1), N].
 fn row_requests(row: &ReferenceRow, n: usize, rng: &mut StdRng) -> Vec<VirtualRequest> {
+    if let Some(lengths) = row.lengths.as_deref().filter(|l| !l.is_empty()) {
+        return lengths.iter().cycle().take(n).map(|&(input, output)| VirtualRequest::new(input, output)).collect();
+    }
     if row.range_ratio >= 1.0 {
         return vec![VirtualRequest::new(row.input_tokens, row.output_tokens); n];
     }

@@ -72,6 +72,37 @@ fn live_sweep(dir: &Path, truth: &str, input_tokens: &str, output_tokens: &str) 
     sweep
 }
 
+/// A run whose lengths were drawn (`--preset chat`: lognormal prompts and
+/// answers) is set against the engine at its requests' own lengths. At
+/// their means the 64 users would send in lockstep and wait for each
+/// other's prefills: the engine's own run, checked against itself, had
+/// its TTFT five times too long.
+#[test]
+fn a_run_of_drawn_lengths_is_set_against_the_engine_at_its_own_requests_lengths() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("chat.json");
+    goodput()
+        .args(["estimate", "-q", "--model", "llama-3.1-8b", "--gpu", "h100", "-c", "64", "-n", "400"])
+        .args(["--preset", "chat", "-o"])
+        .arg(&run)
+        .assert()
+        .success();
+    let o = goodput()
+        .args(["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--validate"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{said}{}", String::from_utf8_lossy(&o.stderr));
+    let error = |metric: &str| -> f64 {
+        let line = said.lines().find(|l| l.starts_with(&format!("| p1-concurrency-64-{metric} |"))).unwrap();
+        line.split('|').nth(6).unwrap().trim().trim_end_matches(" %").parse().unwrap()
+    };
+    for metric in ["ttft_ms_mean", "tpot_ms_mean", "output_tokens_per_s"] {
+        assert!(error(metric).abs() < 5.0, "{metric}\n{said}");
+    }
+}
+
 #[test]
 fn a_sweep_in_virtual_time_is_fitted_back_to_the_constants_that_made_it_and_a_plan_runs_on_them() {
     let dir = tempfile::tempdir().unwrap();
