@@ -588,35 +588,71 @@ fn drawn_lengths(
     input_mean: u64,
     output_mean: u64,
 ) -> Result<Option<RequestLengths>, String> {
-    use goodput_load::workload::{LengthDist, SharedPrefix, Workload};
+    use goodput_load::workload::{read_dataset, LengthDist, SharedPrefix, Workload};
     let Some(w) = workload else { return Ok(None) };
     let at_means = |why: &str| Err(format!("its requests are set at their mean lengths: {why}"));
-    if w.dataset.is_some() {
-        return at_means("a dataset's prompts are not read again");
-    }
     let dist = |text: Option<&str>| text.map(|t| t.parse::<LengthDist>().map_err(|e| e.to_string())).transpose();
     let (input, output) = match (dist(w.input_tokens.as_deref()), dist(w.output_tokens.as_deref())) {
-        (Ok(Some(i)), Ok(Some(o))) => (i, o),
         (Err(e), _) | (_, Err(e)) => return at_means(&format!("its recorded lengths do not parse ({e})")),
-        _ => return Ok(None),
+        (Ok(i), Ok(o)) => (i, o),
     };
-    let shared_prefix =
-        w.shared_prefix.as_ref().map(|p| SharedPrefix { tokens: p.tokens, ratio: p.ratio, count: p.count });
-    if matches!((&input, &output), (LengthDist::Fixed(_), LengthDist::Fixed(_))) && shared_prefix.is_none() {
-        return Ok(None);
-    }
-    let Some(seed) = load.seed else { return at_means("its seed is not recorded") };
+    let seed = load.seed;
     if w.repeat.is_some() {
         return at_means("--repeat sends prompts again in an order of its own");
     }
-    let workload = Workload::Synthetic { input, output, seed, tokenizer: None, shared_prefix };
+    let workload = match (&w.dataset, input, output) {
+        // A dataset's prompts, read again where the run read them, in the
+        // order its seed shuffled them.
+        (Some(path), _, output) => {
+            let Some(seed) = seed else { return at_means("its seed is not recorded") };
+            let path = Path::new(path);
+            if !path.is_file() {
+                return at_means(&format!(
+                    "its dataset is not at {} (run from where the run was, or give the measurements as a CSV)",
+                    path.display()
+                ));
+            }
+            let tokenizer = match &w.tokenizer {
+                Some(t) => match goodput_load::TokenCounter::from_file(Path::new(t)) {
+                    Ok(t) => Some(t),
+                    Err(e) => return at_means(&format!("its tokenizer {t} does not load ({e})")),
+                },
+                None => None,
+            };
+            let read = match read_dataset(path, tokenizer.as_ref(), w.dataset_column.as_deref()) {
+                Ok(read) => read,
+                Err(e) => return at_means(&format!("its dataset does not read again ({e})")),
+            };
+            if let Some(n) = w.dataset_entries.filter(|&n| n != read.entries.len() as u64) {
+                return at_means(&format!(
+                    "{} holds {} entries where the run read {n}: it changed since",
+                    path.display(),
+                    read.entries.len()
+                ));
+            }
+            Workload::dataset(read.entries, output, seed)
+        }
+        (None, Some(input), Some(output)) => {
+            let shared_prefix =
+                w.shared_prefix.as_ref().map(|p| SharedPrefix { tokens: p.tokens, ratio: p.ratio, count: p.count });
+            if matches!((&input, &output), (LengthDist::Fixed(_), LengthDist::Fixed(_))) && shared_prefix.is_none() {
+                return Ok(None);
+            }
+            let Some(seed) = seed else { return at_means("its seed is not recorded") };
+            Workload::Synthetic { input, output, seed, tokenizer: None, shared_prefix }
+        }
+        _ => return Ok(None),
+    };
     let first = load.warmup.unwrap_or(0);
     let n = sent.min(MOST_REQUESTS);
-    let drawn: Vec<(u32, u32)> =
-        (first..first + n).filter_map(|i| workload.lengths(i)).map(|l| (l.input, l.output)).collect();
-    if drawn.is_empty() {
+    if n == 0 {
         return Ok(None);
     }
+    let drawn: Option<Vec<(u32, u32)>> =
+        (first..first + n).map(|i| workload.lengths(i).map(|l| (l.input, l.output))).collect();
+    let Some(drawn) = drawn.filter(|d| !d.is_empty()) else {
+        return at_means("some of its dataset's entries give no answer length (no max_tokens, no answer turn)");
+    };
     let mean = |f: fn(&(u32, u32)) -> u32| drawn.iter().map(|l| f64::from(f(l))).sum::<f64>() / drawn.len() as f64;
     let (shift, scale) = (input_mean as f64 - mean(|l| l.0), output_mean as f64 / mean(|l| l.1));
     let moved = drawn
@@ -675,9 +711,9 @@ mod tests {
         assert!(drawn.iter().any(|l| l.0 < 200) && drawn.iter().any(|l| l.0 > 400));
         assert_eq!(drawn_lengths(Some(&chat), &load, 400, 290, 500).unwrap().unwrap(), drawn);
         assert_eq!(drawn_lengths(Some(&w("256", "128")), &load, 400, 290, 128).unwrap(), None);
-        let dataset = WorkloadConfig { dataset: Some("prompts.jsonl".into()), ..chat.clone() };
+        let dataset = WorkloadConfig { dataset: Some("no/such/prompts.jsonl".into()), ..chat.clone() };
         let note = drawn_lengths(Some(&dataset), &load, 400, 290, 500).unwrap_err();
-        assert!(note.contains("mean lengths") && note.contains("dataset"), "{note}");
+        assert!(note.contains("mean lengths") && note.contains("not at no/such/prompts.jsonl"), "{note}");
         let seedless = LoadConfig { seed: None, ..load };
         assert!(drawn_lengths(Some(&chat), &seedless, 400, 290, 500).unwrap_err().contains("seed"));
     }

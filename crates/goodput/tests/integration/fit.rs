@@ -101,6 +101,45 @@ fn a_run_of_drawn_lengths_is_set_against_the_engine_at_its_own_requests_lengths(
     for metric in ["ttft_ms_mean", "tpot_ms_mean", "output_tokens_per_s"] {
         assert!(error(metric).abs() < 5.0, "{metric}\n{said}");
     }
+
+    // A dataset's prompts, of their own lengths, read again where the run
+    // read them and in the order its seed shuffled them; moved, the
+    // measurements are set at their means, and the note says why.
+    let prompts = dir.path().join("prompts.jsonl");
+    let lines: Vec<String> = (0..40)
+        .map(|i| {
+            let words = vec!["word"; 40 + (i * 37) % 900].join(" ");
+            format!("{{\"prompt\": \"{words}\", \"max_tokens\": {}}}", 16 + (i * 53) % 400)
+        })
+        .collect();
+    std::fs::write(&prompts, lines.join("\n")).unwrap();
+    let run = dir.path().join("dataset.json");
+    goodput()
+        .current_dir(dir.path())
+        .args(["estimate", "-q", "--model", "llama-3.1-8b", "--gpu", "h100", "-c", "16", "-n", "120"])
+        .args(["--dataset", "prompts.jsonl", "-o"])
+        .arg(&run)
+        .assert()
+        .success();
+    let validate = |from: &Path| {
+        let o = goodput()
+            .current_dir(from)
+            .args(["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--validate"])
+            .arg(&run)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let ttft = |said: &str| -> f64 {
+        let line = said.lines().find(|l| l.starts_with("| p1-concurrency-16-ttft_ms_mean |")).unwrap();
+        line.split('|').nth(6).unwrap().trim().trim_end_matches(" %").parse().unwrap()
+    };
+    let (said, told) = validate(dir.path());
+    assert!(ttft(&said).abs() < 5.0 && !told.contains("mean lengths"), "{said}{told}");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let (_, told) = validate(elsewhere.path());
+    assert!(told.contains("set at their mean lengths: its dataset is not at prompts.jsonl"), "{told}");
 }
 
 #[test]
