@@ -588,7 +588,8 @@ fn drawn_lengths(
     input_mean: u64,
     output_mean: u64,
 ) -> Result<Option<RequestLengths>, String> {
-    use goodput_load::workload::{read_dataset, LengthDist, SharedPrefix, Workload};
+    use goodput_load::workload::{read_dataset, LengthDist, Workload};
+    use goodput_sim::engine::{SharedPrefix, VirtualRequest};
     let Some(w) = workload else { return Ok(None) };
     let at_means = |why: &str| Err(format!("its requests are set at their mean lengths: {why}"));
     let dist = |text: Option<&str>| text.map(|t| t.parse::<LengthDist>().map_err(|e| e.to_string())).transpose();
@@ -633,8 +634,11 @@ fn drawn_lengths(
             Workload::dataset(read.entries, output, seed)
         }
         (None, Some(input), Some(output)) => {
-            let shared_prefix =
-                w.shared_prefix.as_ref().map(|p| SharedPrefix { tokens: p.tokens, ratio: p.ratio, count: p.count });
+            let shared_prefix = w.shared_prefix.as_ref().map(|p| goodput_load::workload::SharedPrefix {
+                tokens: p.tokens,
+                ratio: p.ratio,
+                count: p.count,
+            });
             if matches!((&input, &output), (LengthDist::Fixed(_), LengthDist::Fixed(_))) && shared_prefix.is_none() {
                 return Ok(None);
             }
@@ -648,18 +652,25 @@ fn drawn_lengths(
     if n == 0 {
         return Ok(None);
     }
-    let drawn: Option<Vec<(u32, u32)>> =
-        (first..first + n).map(|i| workload.lengths(i).map(|l| (l.input, l.output))).collect();
+    let drawn: Option<Vec<VirtualRequest>> = (first..first + n)
+        .map(|i| {
+            workload.lengths(i).map(|l| VirtualRequest {
+                shared_prefix: l.prefix.map(|(id, len)| SharedPrefix { id, len }),
+                ..VirtualRequest::new(l.input, l.output)
+            })
+        })
+        .collect();
     let Some(drawn) = drawn.filter(|d| !d.is_empty()) else {
         return at_means("some of its dataset's entries give no answer length (no max_tokens, no answer turn)");
     };
-    let mean = |f: fn(&(u32, u32)) -> u32| drawn.iter().map(|l| f64::from(f(l))).sum::<f64>() / drawn.len() as f64;
-    let (shift, scale) = (input_mean as f64 - mean(|l| l.0), output_mean as f64 / mean(|l| l.1));
+    let mean = |f: fn(&VirtualRequest) -> u32| drawn.iter().map(|r| f64::from(f(r))).sum::<f64>() / drawn.len() as f64;
+    let (shift, scale) = (input_mean as f64 - mean(|r| r.input_tokens), output_mean as f64 / mean(|r| r.output_tokens));
     let moved = drawn
         .iter()
-        .map(|&(i, o)| {
-            let input = (f64::from(i) + shift).round().max(1.0) as u32;
-            (input, (f64::from(o) * scale).round().max(1.0) as u32)
+        .map(|r| VirtualRequest {
+            input_tokens: (f64::from(r.input_tokens) + shift).round().max(1.0) as u32,
+            output_tokens: (f64::from(r.output_tokens) * scale).round().max(1.0) as u32,
+            ..*r
         })
         .collect();
     Ok(Some(moved))
@@ -695,7 +706,8 @@ mod tests {
     /// a run without its seed, are set at their means, with a note.
     #[test]
     fn a_run_s_drawn_lengths_are_drawn_again_and_moved_to_what_the_server_counted() {
-        use goodput_core::doc::config::{LoadConfig, WorkloadConfig};
+        use goodput_core::doc::config::{LoadConfig, SharedPrefixConfig, WorkloadConfig};
+        use goodput_sim::engine::VirtualRequest;
         let w = |input: &str, output: &str| WorkloadConfig {
             input_tokens: Some(input.into()),
             output_tokens: Some(output.into()),
@@ -705,12 +717,19 @@ mod tests {
         let chat = w("lognormal:256,0.5", "lognormal:512,0.5");
         let drawn = drawn_lengths(Some(&chat), &load, 400, 290, 500).unwrap().unwrap();
         assert_eq!(drawn.len(), 400);
-        let mean = |f: fn(&(u32, u32)) -> u32| drawn.iter().map(|l| f64::from(f(l))).sum::<f64>() / 400.0;
-        assert!((mean(|l| l.0) - 290.0).abs() < 1.0 && (mean(|l| l.1) - 500.0).abs() < 1.0);
+        let mean = |f: fn(&VirtualRequest) -> u32| drawn.iter().map(|r| f64::from(f(r))).sum::<f64>() / 400.0;
+        assert!((mean(|r| r.input_tokens) - 290.0).abs() < 1.0 && (mean(|r| r.output_tokens) - 500.0).abs() < 1.0);
         // They vary, as the run's did, and are the run's own: the same again.
-        assert!(drawn.iter().any(|l| l.0 < 200) && drawn.iter().any(|l| l.0 > 400));
+        assert!(drawn.iter().any(|r| r.input_tokens < 200) && drawn.iter().any(|r| r.input_tokens > 400));
         assert_eq!(drawn_lengths(Some(&chat), &load, 400, 290, 500).unwrap().unwrap(), drawn);
         assert_eq!(drawn_lengths(Some(&w("256", "128")), &load, 400, 290, 128).unwrap(), None);
+        // A shared prefix is carried, for the engine's prefix cache.
+        let prefixed = WorkloadConfig {
+            shared_prefix: Some(SharedPrefixConfig { tokens: 1000, ratio: 1.0, count: 2 }),
+            ..w("256", "128")
+        };
+        let drawn = drawn_lengths(Some(&prefixed), &load, 10, 1290, 128).unwrap().unwrap();
+        assert!(drawn.iter().all(|r| r.shared_prefix.is_some_and(|p| p.len == 1000) && r.input_tokens == 1290));
         let dataset = WorkloadConfig { dataset: Some("no/such/prompts.jsonl".into()), ..chat.clone() };
         let note = drawn_lengths(Some(&dataset), &load, 400, 290, 500).unwrap_err();
         assert!(note.contains("mean lengths") && note.contains("not at no/such/prompts.jsonl"), "{note}");

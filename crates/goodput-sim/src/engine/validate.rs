@@ -230,7 +230,7 @@ pub struct ReferenceRow {
     /// end (the optional `client` column, `offline` or `http`; absent, a
     /// `max_throughput` row is offline and the others are served).
     pub offline: bool,
-    /// Each request's prompt and answer lengths, in the order the measured
+    /// Each request's prompt and answer lengths (and shared prefix), in the order the measured
     /// run sent them, where the row came from a run whose lengths were
     /// drawn again (`goodput estimate --validate RUN.json`): the simulation
     /// sends these, over again past their end, in place of `input_tokens`
@@ -240,8 +240,9 @@ pub struct ReferenceRow {
     pub lengths: Option<RequestLengths>,
 }
 
-/// Each request's prompt and answer lengths, in the order they were sent.
-pub type RequestLengths = std::sync::Arc<[(u32, u32)]>;
+/// Each request's prompt and answer lengths (and the shared prefix its
+/// prompt opened with), in the order they were sent.
+pub type RequestLengths = std::sync::Arc<[VirtualRequest]>;
 
 const COLUMNS: [&str; 15] = [
     "id",
@@ -863,7 +864,7 @@ const LENGTHS_SEED: u64 = 0;
 /// [max(⌊r·N⌋, 1), N].
 fn row_requests(row: &ReferenceRow, n: usize, rng: &mut StdRng) -> Vec<VirtualRequest> {
     if let Some(lengths) = row.lengths.as_deref().filter(|l| !l.is_empty()) {
-        return lengths.iter().cycle().take(n).map(|&(input, output)| VirtualRequest::new(input, output)).collect();
+        return lengths.iter().cycle().take(n).copied().collect();
     }
     if row.range_ratio >= 1.0 {
         return vec![VirtualRequest::new(row.input_tokens, row.output_tokens); n];
