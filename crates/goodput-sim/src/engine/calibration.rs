@@ -79,6 +79,11 @@ pub struct Calibration {
     /// Share of the dynamic power range that streaming HBM at the achieved
     /// bandwidth the whole step draws.
     pub power_memory: f64,
+    /// The GPUs' power with no step running, as a multiple of the catalog's
+    /// idle watts (1: the catalog's). A fleet's energy counters may read
+    /// more (clocks held up, a busier CUDA context) or less (another
+    /// board, a power cap); the dynamic range is TDP less this idle.
+    pub power_idle: f64,
     /// Share of the 16-bit rate (η_c's) that MXFP4 experts' products reach
     /// on a GPU without FP4 tensor cores, where the kernels (Triton's and
     /// Marlin's on Hopper) unpack the 4-bit weights inside the product's
@@ -155,6 +160,7 @@ impl Calibration {
             frontend_serial_us_per_output_token: 0.0,
             power_compute: 1.0,
             power_memory: 0.5,
+            power_idle: 1.0,
             // Set on GPUStack's three vLLM runs of GPT-OSS-20B on one H100,
             // prefill-bound (data/validation/gpustack-hopper.csv, split
             // `calibration`; docs/simulator.md, "GPT-OSS on Hopper").
@@ -318,6 +324,7 @@ impl Calibration {
             ("runtime_gib", self.runtime_gib, 1024.0),
             ("sglang_preload_gib", self.sglang_preload_gib, 1024.0),
             ("moe_activation_traffic", self.moe_activation_traffic, 100.0),
+            ("power_idle", self.power_idle, 10.0),
         ];
         for (name, v, _) in amounts {
             if !(v.is_finite() && v >= 0.0) {

@@ -30,11 +30,12 @@ use std::time::Duration;
 /// The constants a fit may move, each with the range searched: shares of
 /// a peak from 1 % to all of it, times from a trifle to far more than any
 /// engine was seen to take; the power model's two shares of the dynamic
-/// range, which rows of joules per output token (a run whose GPUs' energy
-/// counters were read) measure; and the memory the engine keeps from its
+/// range and its idle power (a multiple of the catalog's), which rows of
+/// joules per output token (a run whose GPUs' energy counters were read)
+/// measure; and the memory the engine keeps from its
 /// KV cache, which rows of the cache's size (a server's own) measure.
 /// Spread is not fitted: no row measures it.
-pub const FITTABLE: [(&str, f64, f64); 18] = [
+pub const FITTABLE: [(&str, f64, f64); 19] = [
     ("eta_compute", 0.01, 1.0),
     ("eta_weights", 0.01, 1.0),
     ("eta_kv", 0.01, 1.0),
@@ -50,6 +51,7 @@ pub const FITTABLE: [(&str, f64, f64); 18] = [
     ("frontend_serial_us_per_output_token", 0.1, 10_000.0),
     ("power_compute", 0.01, 1.0),
     ("power_memory", 0.01, 1.0),
+    ("power_idle", 0.1, 4.0),
     ("runtime_gib", 0.01, 64.0),
     ("activation_gib", 0.01, 64.0),
     ("sglang_preload_gib", 0.01, 64.0),
@@ -62,7 +64,7 @@ pub const FITTABLE: [(&str, f64, f64); 18] = [
 /// constant bent to fit energy or memory would bend the times).
 fn fitted_for(metric: Metric) -> Option<&'static [&'static str]> {
     match metric {
-        Metric::JoulesPerOutputToken => Some(&["power_compute", "power_memory"]),
+        Metric::JoulesPerOutputToken => Some(&["power_compute", "power_memory", "power_idle"]),
         Metric::KvCacheTokens => Some(&["runtime_gib", "activation_gib", "sglang_preload_gib"]),
         _ => None,
     }
@@ -610,6 +612,33 @@ mod tests {
             rows.iter().filter(|r| r.metric != Metric::JoulesPerOutputToken).cloned().collect();
         let err = fit(&times, &ValidationOptions::default(), &["power_memory"]).unwrap_err().to_string();
         assert!(err.contains("cannot fit power_memory: only rows of joules_per_output_token"), "{err}");
+
+        // Idle power 1.6 times the catalog's: the closed loops keep the GPU
+        // busy, so one user's row pins idle and the memory share only
+        // together; an open loop at a trickle, whose GPU waits between
+        // requests, tells them apart.
+        let truth = Calibration { power_idle: 1.6, power_memory: 0.85, ..shipped.clone() };
+        let mut csv = csv
+            .replace(",source,split\n", ",source,split,requests\n")
+            .replace(",made,calibration\n", ",made,calibration,\n");
+        csv = csv.replace(",made,held-out\n", ",made,held-out,\n");
+        csv.push_str(
+            "trickle,llama-3.1-8b,h100-sxm,1,1,bf16,vllm,512,64,rate,0.5,joules_per_output_token,1,J,made,calibration,20\n\
+             drip,llama-3.1-8b,h100-sxm,1,1,bf16,vllm,512,64,rate,0.1,joules_per_output_token,1,J,made,calibration,10\n",
+        );
+        let rows = made_with(&csv, &truth);
+        let report = fit(&rows, &ValidationOptions::default(), &["power_idle", "power_memory"]).unwrap();
+        let fitted = &report.calibrations[&GpuFamily::Hopper];
+        for name in ["power_idle", "power_memory"] {
+            let (got, want) = (fitted.get(name).unwrap(), truth.get(name).unwrap());
+            assert!(
+                (got / want - 1.0).abs() < 0.03,
+                "{name}: fitted {got}, made with {want}\n{}",
+                report.to_markdown()
+            );
+        }
+        let note = crate::engine::accuracy::energy_note_on([(GpuFamily::Hopper, fitted)]);
+        assert!(note.contains("power_idle 1.") && note.contains("the catalog's idle watts"), "{note}");
     }
 
     /// The memory the engine keeps from its cache, from rows of the cache's
