@@ -58,9 +58,16 @@ impl ReferenceRow {
             source: String::new(),
             split: None,
             queueing: false,
+            lengths: None,
             ..self.clone()
         };
-        format!("{run:?}")
+        // A measured run's requests, shared by its rows, by where they
+        // are: formatted whole, a point of 100,000 requests made each key
+        // megabytes long.
+        match &self.lengths {
+            Some(l) => format!("{run:?} {:p}/{}", l.as_ptr(), l.len()),
+            None => format!("{run:?}"),
+        }
     }
 
     /// Whether the row's requests went through a serving front end (HTTP):
