@@ -639,6 +639,14 @@ fn drawn_lengths(
                 ratio: p.ratio,
                 count: p.count,
             });
+            // What the flags refuse, a document may still say.
+            if shared_prefix.is_some_and(|p| {
+                p.count == 0 || !(0.0..=1.0).contains(&p.ratio) || p.tokens > goodput_load::workload::MAX_TOKENS
+            }) {
+                return at_means(
+                    "its recorded shared prefix is not one a run draws (no prefixes, or a share past 0..1)",
+                );
+            }
             if matches!((&input, &output), (LengthDist::Fixed(_), LengthDist::Fixed(_))) && shared_prefix.is_none() {
                 return Ok(None);
             }
@@ -648,11 +656,11 @@ fn drawn_lengths(
         _ => return Ok(None),
     };
     let first = load.warmup.unwrap_or(0);
-    let n = sent.min(MOST_REQUESTS);
-    if n == 0 {
+    let end = first.saturating_add(sent.min(MOST_REQUESTS));
+    if end == first {
         return Ok(None);
     }
-    let drawn: Option<Vec<VirtualRequest>> = (first..first + n)
+    let drawn: Option<Vec<VirtualRequest>> = (first..end)
         .map(|i| {
             workload.lengths(i).map(|l| VirtualRequest {
                 shared_prefix: l.prefix.map(|(id, len)| SharedPrefix { id, len }),
@@ -733,7 +741,13 @@ mod tests {
         let dataset = WorkloadConfig { dataset: Some("no/such/prompts.jsonl".into()), ..chat.clone() };
         let note = drawn_lengths(Some(&dataset), &load, 400, 290, 500).unwrap_err();
         assert!(note.contains("mean lengths") && note.contains("not at no/such/prompts.jsonl"), "{note}");
-        let seedless = LoadConfig { seed: None, ..load };
+        let seedless = LoadConfig { seed: None, ..load.clone() };
         assert!(drawn_lengths(Some(&chat), &seedless, 400, 290, 500).unwrap_err().contains("seed"));
+        // A document the flags would not have written: no panic, a note.
+        let none =
+            WorkloadConfig { shared_prefix: Some(SharedPrefixConfig { tokens: 10, ratio: 1.0, count: 0 }), ..chat };
+        assert!(drawn_lengths(Some(&none), &load, 10, 290, 500).unwrap_err().contains("shared prefix"));
+        let late = LoadConfig { warmup: Some(u64::MAX), ..load };
+        assert_eq!(drawn_lengths(Some(&w("lognormal:256,0.5", "64")), &late, 10, 256, 64).unwrap(), None);
     }
 }
