@@ -227,30 +227,57 @@ pub(super) fn cache_config_info(all: &[Observed], cfg: &crate::engine::EngineCon
 /// times as fast, as the tokens do, so joules per token hold; the limit is
 /// S times the TDP, so that the watts against it and the tokens/s per
 /// megawatt hold too.
-pub(super) fn dcgm(all: &[Observed], elapsed: Duration, speed: f64, gpu_model: &str) -> String {
+pub(super) fn dcgm(
+    all: &[Observed],
+    elapsed: Duration,
+    speed: f64,
+    gpu_model: &str,
+    seen: &mut Option<EnergySeen>,
+) -> String {
     let model = escape_label(gpu_model);
-    let mut energy = String::new();
-    let mut limit = String::new();
-    let mut gpu = 0u32;
+    let now = elapsed.as_secs_f64();
+    // Each GPU's joules and limit: a replica's shared evenly by its GPUs.
+    let mut gpus: Vec<(f64, f64)> = Vec::new();
     for o in all {
         let idle = elapsed.saturating_sub(o.engine.busy).as_secs_f64();
         let joules = o.engine.busy_energy_j + idle * o.idle_w;
         let n = o.gpus.max(1);
-        for _ in 0..n {
-            let labels = format!("gpu=\"{gpu}\",device=\"nvidia{gpu}\",modelName=\"{model}\"");
-            let _ =
-                writeln!(energy, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{labels}}} {:.0}", joules * 1e3 / f64::from(n));
-            let _ =
-                writeln!(limit, "DCGM_FI_DEV_POWER_MGMT_LIMIT{{{labels}}} {}", o.provisioned_w / f64::from(n) * speed);
-            gpu += 1;
-        }
+        gpus.extend(std::iter::repeat_n((joules / f64::from(n), o.provisioned_w / f64::from(n)), n as usize));
     }
+    // The mean power since the last scrape (since the start at the first),
+    // in the engine's joules a wall-clock second: S times the engine's
+    // watts at --speed S, as the limit reads S × TDP.
+    let (before, at) = match seen.as_ref().filter(|s| s.joules.len() == gpus.len() && now > s.at_s) {
+        Some(s) => (s.joules.clone(), s.at_s),
+        None => (vec![0.0; gpus.len()], 0.0),
+    };
+    let (mut energy, mut power, mut limit) = (String::new(), String::new(), String::new());
+    for (gpu, &(joules, provisioned_w)) in gpus.iter().enumerate() {
+        let labels = format!("gpu=\"{gpu}\",device=\"nvidia{gpu}\",modelName=\"{model}\"");
+        let _ = writeln!(energy, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{{labels}}} {:.0}", joules * 1e3);
+        if now > at {
+            let watts = (joules - before[gpu]).max(0.0) / (now - at) * speed;
+            let _ = writeln!(power, "DCGM_FI_DEV_POWER_USAGE{{{labels}}} {watts:.3}");
+        }
+        let _ = writeln!(limit, "DCGM_FI_DEV_POWER_MGMT_LIMIT{{{labels}}} {}", provisioned_w * speed);
+    }
+    *seen = Some(EnergySeen { at_s: now, joules: gpus.iter().map(|g| g.0).collect() });
     format!(
         "# HELP DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION Total energy consumption since boot (in mJ).\n\
          # TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n{energy}\
+         # HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).\n\
+         # TYPE DCGM_FI_DEV_POWER_USAGE gauge\n{power}\
          # HELP DCGM_FI_DEV_POWER_MGMT_LIMIT Power management limit (in W).\n\
          # TYPE DCGM_FI_DEV_POWER_MGMT_LIMIT gauge\n{limit}"
     )
+}
+
+/// The GPUs' energy counters at a scrape: the engine's elapsed seconds,
+/// and each GPU's joules, in the order [`dcgm`] numbers them.
+#[derive(Debug, Clone)]
+pub(super) struct EnergySeen {
+    at_s: f64,
+    joules: Vec<f64>,
 }
 
 /// `--speed` as a gauge, `goodput_sim_speed`: its wall-clock latencies and

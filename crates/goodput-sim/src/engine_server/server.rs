@@ -31,6 +31,9 @@ pub struct EngineServer {
     /// When the server started: a polled router's polls are due at its
     /// multiples of the poll's interval, on the engine's clock.
     started: tokio::time::Instant,
+    /// The GPUs' energy counters at the last scrape (joules each, at the
+    /// engine's elapsed time): the power DCGM reports is the mean since.
+    power_seen: Mutex<Option<super::metrics::EnergySeen>>,
     capacity: KvCapacity,
     /// The most tokens one request may hold there (one attention rank's).
     request_kv_tokens: u64,
@@ -95,6 +98,7 @@ impl EngineServer {
             frontend: cfg.engine.calibration.frontend_overhead().div_f64(cfg.speed),
             frontend_free: Mutex::new(tokio::time::Instant::now()),
             started: tokio::time::Instant::now(),
+            power_seen: Mutex::new(None),
             capacity,
             request_kv_tokens,
             max_num_seqs,
@@ -236,7 +240,8 @@ impl EngineServer {
         s.push_str(&super::metrics::speed_metric(self.cfg.speed));
         s.push_str(&super::metrics::cache_config_info(&all, &self.cfg.engine));
         let elapsed = self.started.elapsed().mul_f64(self.cfg.speed);
-        s.push_str(&super::metrics::dcgm(&all, elapsed, self.cfg.speed, &self.cfg.engine.gpu.name));
+        let mut seen = lock(&self.power_seen);
+        s.push_str(&super::metrics::dcgm(&all, elapsed, self.cfg.speed, &self.cfg.engine.gpu.name, &mut seen));
         s
     }
 }

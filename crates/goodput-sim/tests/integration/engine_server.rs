@@ -1228,8 +1228,9 @@ async fn expert_and_pipeline_parallel_engines_serve_and_say_their_layout_in_metr
 
 /// The GPUs' energy counters (DCGM's names) run on the power model: idle,
 /// each GPU draws its idle power, S times as fast at `--speed` S, between
-/// any two scrapes; serving, more. And the cache's size is in vLLM's
-/// `cache_config_info`.
+/// any two scrapes; serving, more. Their power is the mean since the last
+/// scrape: idle, the idle watts times S exactly. And the cache's size is
+/// in vLLM's `cache_config_info`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gpus_energy_counters_follow_the_power_model() {
     let mut engine = EngineConfig::from_names("llama-3.1-8b", "h100", Precision::Bf16).unwrap();
@@ -1261,6 +1262,11 @@ async fn the_gpus_energy_counters_follow_the_power_model() {
         );
     }
     assert!(!second.contains("gpu=\"2\""), "two GPUs for TP 2: {second}");
+    let power = |text: &str, gpu: u32| metric(text, &format!("DCGM_FI_DEV_POWER_USAGE{{gpu=\"{gpu}\","));
+    for gpu in 0..2 {
+        let watts = power(&second, gpu);
+        assert!((watts / (idle_w * 10.0) - 1.0).abs() < 1e-3, "GPU {gpu}: {watts} W idle at speed 10\n{second}");
+    }
     // The cache's size as vLLM gives it, in its info metric's labels.
     let blocks = server.replica_stats()[0].kv_blocks_total;
     let info = format!("vllm:cache_config_info{{block_size=\"16\",cache_dtype=\"auto\",enable_prefix_caching=\"True\",engine=\"0\",gpu_memory_utilization=\"0.9\",num_gpu_blocks=\"{blocks}\"}} 1.0");
@@ -1274,6 +1280,7 @@ async fn the_gpus_energy_counters_follow_the_power_model() {
     let drawn = energy(&after, 0) - energy(&before, 0);
     let idle_most = idle_w * 10.0 * (got4 - sent3).as_secs_f64();
     assert!(drawn > idle_most, "{drawn} J serving against at most {idle_most} J idle");
+    assert!(power(&after, 0) > idle_w * 10.0, "{} W serving\n{after}", power(&after, 0));
 }
 
 /// A PNG header may claim any size: 4294967295 × 4294967295 pixels is 2.3e16
