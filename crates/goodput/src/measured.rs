@@ -360,7 +360,7 @@ fn sweep_files(logs: &Path, base: &str) -> Vec<std::path::PathBuf> {
 /// The rows' columns.
 const HEADER: &str = "id,model,gpu,gpus,tp,pp,ep,precision,engine,input_tokens,output_tokens,load_kind,load_value,\
                       metric,value,unit,source,split,requests,start,mixed,max_num_seqs,max_num_batched_tokens,\
-                      memory_fraction,kv_cache,client\n";
+                      memory_fraction,kv_cache,client,warmup\n";
 
 /// The most requests a rate's or a burst's row sends: the validator's
 /// bound, past which a longer run says nothing a shorter one does not.
@@ -442,6 +442,9 @@ struct Point {
     kind: &'static str,
     load: f64,
     requests: u64,
+    /// Requests sent before the measured ones and left out of its figures
+    /// (a closed loop's or a rate's warm-up; 0 for a burst).
+    warmup: u64,
     start: &'static str,
     input_tokens: u64,
     output_tokens: u64,
@@ -489,7 +492,7 @@ impl Point {
             let _ = writeln!(
                 out,
                 "{stem}{metric},{head},{input},{output},{kind},{load},{metric},{value:.digits$},{unit},\
-                 {source},{split},{requests},{start},{tail}",
+                 {source},{split},{requests},{start},{tail},{warmup}",
                 // A fraction of a joule keeps its figures.
                 digits = if unit == "J" { 6 } else { 3 },
                 kind = self.kind,
@@ -500,6 +503,7 @@ impl Point {
                 requests = self.requests,
                 start = self.start,
                 tail = engine.tail,
+                warmup = self.warmup,
             );
         }
         out
@@ -546,16 +550,20 @@ fn point(index: usize, run: &RunResult) -> Result<Point, String> {
     // A rate's or a burst's rows send their requests; past the bound, the
     // bound's worth.
     let requests = if kind == "concurrency" { s.requests.sent } else { s.requests.sent.min(MOST_REQUESTS) };
-    let (lengths, lengths_note) =
-        match drawn_lengths(run.config.workload.as_ref(), load, requests, input_tokens, output_tokens) {
-            Ok(l) => (l, None),
-            Err(why) => (None, Some(why)),
-        };
+    // A closed loop's or a rate's warm-up is simulated as it was sent, and
+    // left out as it was (a burst's rows have none).
+    let warmup = if kind == "max_throughput" { 0 } else { s.requests.warmup.min(MOST_REQUESTS) };
+    let drawn = drawn_lengths(run.config.workload.as_ref(), load, warmup, requests, input_tokens, output_tokens);
+    let (lengths, lengths_note) = match drawn {
+        Ok(l) => (l, None),
+        Err(why) => (None, Some(why)),
+    };
     Ok(Point {
         index,
         kind,
         load: value,
         requests,
+        warmup,
         start,
         input_tokens,
         output_tokens,
@@ -574,9 +582,10 @@ fn point(index: usize, run: &RunResult) -> Result<Point, String> {
     })
 }
 
-/// The lengths of the `sent` requests a run measured, drawn again as it
-/// drew them (its workload's distributions, from its seed, past its
-/// warm-up count), each prompt moved by the tokens the server counted
+/// The lengths of the `warmup` requests a run sent first (a count's, a
+/// timed warm-up's or a ramp-up's) and the `sent` ones it measured, drawn
+/// again as it drew them (its workload's distributions, from its seed),
+/// each prompt moved by the tokens the server counted
 /// beside the drawn ones (a chat template's), each answer scaled to the
 /// mean the server counted (answers that ended early): `None` where every
 /// request had the same lengths, so the means are exact; an error, said as
@@ -584,6 +593,7 @@ fn point(index: usize, run: &RunResult) -> Result<Point, String> {
 fn drawn_lengths(
     workload: Option<&goodput_core::doc::config::WorkloadConfig>,
     load: &goodput_core::doc::config::LoadConfig,
+    warmup: u64,
     sent: u64,
     input_mean: u64,
     output_mean: u64,
@@ -655,12 +665,11 @@ fn drawn_lengths(
         }
         _ => return Ok(None),
     };
-    let first = load.warmup.unwrap_or(0);
-    let end = first.saturating_add(sent.min(MOST_REQUESTS));
-    if end == first {
+    let end = warmup.saturating_add(sent.min(MOST_REQUESTS));
+    if end == warmup {
         return Ok(None);
     }
-    let drawn: Option<Vec<VirtualRequest>> = (first..end)
+    let drawn: Option<Vec<VirtualRequest>> = (0..end)
         .map(|i| {
             workload.lengths(i).map(|l| VirtualRequest {
                 shared_prefix: l.prefix.map(|(id, len)| SharedPrefix { id, len }),
@@ -671,7 +680,10 @@ fn drawn_lengths(
     let Some(drawn) = drawn.filter(|d| !d.is_empty()) else {
         return at_means("some of its dataset's entries give no answer length (no max_tokens, no answer turn)");
     };
-    let mean = |f: fn(&VirtualRequest) -> u32| drawn.iter().map(|r| f64::from(f(r))).sum::<f64>() / drawn.len() as f64;
+    // What the server counted is of the measured requests.
+    let measured = &drawn[warmup as usize..];
+    let mean =
+        |f: fn(&VirtualRequest) -> u32| measured.iter().map(|r| f64::from(f(r))).sum::<f64>() / measured.len() as f64;
     let (shift, scale) = (input_mean as f64 - mean(|r| r.input_tokens), output_mean as f64 / mean(|r| r.output_tokens));
     let moved = drawn
         .iter()
@@ -721,33 +733,34 @@ mod tests {
             output_tokens: Some(output.into()),
             ..WorkloadConfig::default()
         };
-        let load = LoadConfig { seed: Some(7), warmup: Some(3), ..LoadConfig::default() };
+        let load = LoadConfig { seed: Some(7), ..LoadConfig::default() };
         let chat = w("lognormal:256,0.5", "lognormal:512,0.5");
-        let drawn = drawn_lengths(Some(&chat), &load, 400, 290, 500).unwrap().unwrap();
-        assert_eq!(drawn.len(), 400);
-        let mean = |f: fn(&VirtualRequest) -> u32| drawn.iter().map(|r| f64::from(f(r))).sum::<f64>() / 400.0;
+        let drawn = drawn_lengths(Some(&chat), &load, 3, 400, 290, 500).unwrap().unwrap();
+        // The 3 warm-up requests' first, then the 400 measured, whose means
+        // are the server's.
+        assert_eq!(drawn.len(), 403);
+        let mean = |f: fn(&VirtualRequest) -> u32| drawn[3..].iter().map(|r| f64::from(f(r))).sum::<f64>() / 400.0;
         assert!((mean(|r| r.input_tokens) - 290.0).abs() < 1.0 && (mean(|r| r.output_tokens) - 500.0).abs() < 1.0);
         // They vary, as the run's did, and are the run's own: the same again.
         assert!(drawn.iter().any(|r| r.input_tokens < 200) && drawn.iter().any(|r| r.input_tokens > 400));
-        assert_eq!(drawn_lengths(Some(&chat), &load, 400, 290, 500).unwrap().unwrap(), drawn);
-        assert_eq!(drawn_lengths(Some(&w("256", "128")), &load, 400, 290, 128).unwrap(), None);
+        assert_eq!(drawn_lengths(Some(&chat), &load, 3, 400, 290, 500).unwrap().unwrap(), drawn);
+        assert_eq!(drawn_lengths(Some(&w("256", "128")), &load, 3, 400, 290, 128).unwrap(), None);
         // A shared prefix is carried, for the engine's prefix cache.
         let prefixed = WorkloadConfig {
             shared_prefix: Some(SharedPrefixConfig { tokens: 1000, ratio: 1.0, count: 2 }),
             ..w("256", "128")
         };
-        let drawn = drawn_lengths(Some(&prefixed), &load, 10, 1290, 128).unwrap().unwrap();
+        let drawn = drawn_lengths(Some(&prefixed), &load, 0, 10, 1290, 128).unwrap().unwrap();
         assert!(drawn.iter().all(|r| r.shared_prefix.is_some_and(|p| p.len == 1000) && r.input_tokens == 1290));
         let dataset = WorkloadConfig { dataset: Some("no/such/prompts.jsonl".into()), ..chat.clone() };
-        let note = drawn_lengths(Some(&dataset), &load, 400, 290, 500).unwrap_err();
+        let note = drawn_lengths(Some(&dataset), &load, 3, 400, 290, 500).unwrap_err();
         assert!(note.contains("mean lengths") && note.contains("not at no/such/prompts.jsonl"), "{note}");
         let seedless = LoadConfig { seed: None, ..load.clone() };
-        assert!(drawn_lengths(Some(&chat), &seedless, 400, 290, 500).unwrap_err().contains("seed"));
+        assert!(drawn_lengths(Some(&chat), &seedless, 3, 400, 290, 500).unwrap_err().contains("seed"));
         // A document the flags would not have written: no panic, a note.
         let none =
             WorkloadConfig { shared_prefix: Some(SharedPrefixConfig { tokens: 10, ratio: 1.0, count: 0 }), ..chat };
-        assert!(drawn_lengths(Some(&none), &load, 10, 290, 500).unwrap_err().contains("shared prefix"));
-        let late = LoadConfig { warmup: Some(u64::MAX), ..load };
-        assert_eq!(drawn_lengths(Some(&w("lognormal:256,0.5", "64")), &late, 10, 256, 64).unwrap(), None);
+        assert!(drawn_lengths(Some(&none), &load, 3, 10, 290, 500).unwrap_err().contains("shared prefix"));
+        assert_eq!(drawn_lengths(Some(&w("lognormal:256,0.5", "64")), &load, u64::MAX, 10, 256, 64).unwrap(), None);
     }
 }

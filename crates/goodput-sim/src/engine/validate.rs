@@ -245,6 +245,11 @@ pub struct ReferenceRow {
     /// loop's users apart, where their means send them in lockstep. Not a
     /// CSV column: `None` from [`parse_csv`].
     pub lengths: Option<RequestLengths>,
+    /// Requests sent before the measured ones and left out of the figures
+    /// (the optional `warmup` column; 0 where absent): a measured run's
+    /// warm-up, which for a closed loop whose users started together holds
+    /// their first wave. `lengths`, where given, begin with theirs.
+    pub warmup: u32,
 }
 
 /// Each request's prompt and answer lengths (and the shared prefix its
@@ -277,8 +282,10 @@ const COLUMNS: [&str; 15] = [
 /// engine kept prompts and decodes in separate steps, `yes`), and the
 /// engine limits the benchmark set: `max_num_seqs`, `max_num_batched_tokens`
 /// (each per attention rank), `memory_fraction` and `kv_cache`; and `client`
-/// (`offline` where the benchmark ran the engine in its own process).
-const OPTIONAL_COLUMNS: [&str; 13] = [
+/// (`offline` where the benchmark ran the engine in its own process); and
+/// `warmup` (requests a closed loop or a rate sent first, left out of its
+/// figures: a measured run's warm-up).
+const OPTIONAL_COLUMNS: [&str; 14] = [
     "split",
     "queueing",
     "requests",
@@ -292,6 +299,7 @@ const OPTIONAL_COLUMNS: [&str; 13] = [
     "kv_cache",
     "client",
     "pp",
+    "warmup",
 ];
 
 /// The most requests a `concurrency` row's benchmark may have sent (its
@@ -421,6 +429,16 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
                 Some("http") => false,
                 Some(other) => return Err(err(format!("`client` must be offline or http, got `{other}`"))),
             };
+            if let Some(v) = extra(13) {
+                row.warmup = v.parse::<u32>().ok().filter(|&n| n <= MAX_REQUESTS).ok_or_else(|| {
+                    err(format!("`warmup` must be a whole number of requests from 0 to {MAX_REQUESTS}, got `{v}`"))
+                })?;
+                if row.warmup > 0 && !matches!(row.load, ReferenceLoad::Concurrency(_) | ReferenceLoad::Rate(_)) {
+                    return Err(err("`warmup` counts a closed loop's or a rate's first requests: give it on \
+                                    `concurrency` and `rate` rows only"
+                        .into()));
+                }
+            }
             if let (ReferenceLoad::Concurrency(users), Some(sent)) = (row.load, row.requests) {
                 if sent < users {
                     return Err(err(format!(
@@ -547,6 +565,7 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
         kv_cache: None,
         offline: matches!(load, ReferenceLoad::MaxThroughput),
         lengths: None,
+        warmup: 0,
     })
 }
 
@@ -804,7 +823,12 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
                     _ => (REQUESTS_A_USER as usize * users as usize).max(200),
                 },
             };
-            let mut load = VirtualLoad::closed_loop(row_requests(row, n, &mut rng), users);
+            // A measured warm-up is sent first, and left out, as it was
+            // (a replica's share).
+            let warmup =
+                if matches!(row.load, ReferenceLoad::Concurrency(_)) { (row.warmup / replicas) as usize } else { 0 };
+            let mut load = VirtualLoad::closed_loop(row_requests(row, n + warmup, &mut rng), users);
+            load.plan.warmup = warmup as u64;
             if options.stagger && !row.together && matches!(row.load, ReferenceLoad::Concurrency(_)) {
                 // A pilot of two requests a user gives the time one takes at
                 // this load; the users join over it, and their first
@@ -814,7 +838,7 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
                 let e2e: Vec<f64> = pilot.records.iter().filter_map(|r| r.e2e()).map(|d| d.as_secs_f64()).collect();
                 let mean = e2e.iter().sum::<f64>() / e2e.len().max(1) as f64;
                 load.plan.ramp_up = std::time::Duration::from_secs_f64(mean);
-                load.plan.warmup = users as u64;
+                load.plan.warmup = (users as u64).max(warmup as u64);
             }
             load
         }
@@ -824,7 +848,9 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
             if !requests.is_multiple_of(replicas) {
                 return Err(bad(format!("{requests} requests do not split evenly over {replicas} replicas")));
             }
-            let n = (requests / replicas) as usize;
+            // A measured warm-up is sent first, and left out (a replica's share).
+            let warmup = (row.warmup / replicas) as usize;
+            let n = (requests / replicas) as usize + warmup;
             let rate = per_s / replicas as f64;
             // Poisson arrivals, the first at time zero, as sglang.bench_serving
             // and vllm bench serve send them (exponential gaps of mean 1/rate).
@@ -837,7 +863,9 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
                     std::time::Duration::from_secs_f64(t)
                 })
                 .collect();
-            VirtualLoad::open_loop(row_requests(row, n, &mut rng), arrivals)
+            let mut load = VirtualLoad::open_loop(row_requests(row, n, &mut rng), arrivals);
+            load.plan.warmup = warmup as u64;
+            load
         }
     };
     let run = simulate(&cfg, &load)?;
@@ -2072,6 +2100,17 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
         assert_eq!(sent(&rows[0], &guide), 18);
         assert_eq!(sent(&rows[0], &ValidationOptions { stagger: false, ..ValidationOptions::default() }), 200);
         assert_eq!(sent(&rows[1], &guide), 30);
+        // A measured warm-up is sent first and left out of the figures.
+        let header = header.replace("requests,", "requests,warmup,");
+        let warm = parse_csv(&format!("{header}\n{}\n", row.replace(",6,,", ",6,30,12,"))).unwrap();
+        assert_eq!(warm[0].warmup, 12);
+        let (run, _) = simulate_row(&warm[0], &guide).unwrap();
+        assert_eq!((run.records.len(), run.records.iter().filter(|r| r.warmup).count()), (42, 12));
+        let batch = row.replace("concurrency", "batch").replace(",6,,", ",6,,12,");
+        let err = parse_csv(&format!("{header}\n{batch}\n")).unwrap_err().to_string();
+        assert!(err.contains("`warmup` counts a closed loop's or a rate's first requests"), "{err}");
+        let err = parse_csv(&format!("{header}\n{}\n", row.replace(",6,,", ",6,30,-1,"))).unwrap_err().to_string();
+        assert!(err.contains("`warmup` must be a whole number of requests"), "{err}");
     }
 
     #[test]

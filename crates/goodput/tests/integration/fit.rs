@@ -101,6 +101,26 @@ fn a_run_of_drawn_lengths_is_set_against_the_engine_at_its_own_requests_lengths(
     for metric in ["ttft_ms_mean", "tpot_ms_mean", "output_tokens_per_s"] {
         assert!(error(metric).abs() < 5.0, "{metric}\n{said}");
     }
+    // Its warm-up (the users' first wave, sent together) is sent first and
+    // left out, as the run left it out.
+    let warm = dir.path().join("warm.json");
+    goodput()
+        .args(["estimate", "-q", "--model", "llama-3.1-8b", "--gpu", "h100", "-c", "16", "-n", "200"])
+        .args(["--warmup", "16", "--preset", "chat", "-o"])
+        .arg(&warm)
+        .assert()
+        .success();
+    let o = goodput()
+        .args(["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--validate"])
+        .arg(&warm)
+        .output()
+        .unwrap();
+    let said_warm = String::from_utf8_lossy(&o.stdout).into_owned();
+    for metric in ["ttft_ms_mean", "output_tokens_per_s"] {
+        let line = said_warm.lines().find(|l| l.starts_with(&format!("| p1-concurrency-16-{metric} |"))).unwrap();
+        let e: f64 = line.split('|').nth(6).unwrap().trim().trim_end_matches(" %").parse().unwrap();
+        assert!(e.abs() < 5.0, "{metric}\n{said_warm}");
+    }
 
     // A dataset's prompts, of their own lengths, read again where the run
     // read them and in the order its seed shuffled them; moved, the
