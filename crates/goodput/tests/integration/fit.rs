@@ -72,6 +72,43 @@ fn live_sweep(dir: &Path, truth: &str, input_tokens: &str, output_tokens: &str) 
     sweep
 }
 
+/// `estimate -q -o DIR/NAME` of Llama-3.1-8B on an H100 with `args`, run
+/// in `dir`: the document.
+fn estimated(dir: &Path, name: &str, args: &[&str]) -> std::path::PathBuf {
+    let out = dir.join(name);
+    goodput()
+        .current_dir(dir)
+        .args(["estimate", "-q", "--model", "llama-3.1-8b", "--gpu", "h100"])
+        .args(args)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    out
+}
+
+/// `estimate --validate RUN` of the same engine, run in `from`: what it
+/// printed and what it told.
+fn validated(run: &Path, from: &Path) -> (String, String) {
+    let o = goodput()
+        .current_dir(from)
+        .args(["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--validate"])
+        .arg(run)
+        .output()
+        .unwrap();
+    let (said, told) =
+        (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned());
+    assert!(o.status.success(), "{said}{told}");
+    (said, told)
+}
+
+/// The error, in percent, of the row `stem` + `metric` (`p1-concurrency-64-`,
+/// `ttft_ms_mean`) in the validator's table `said`.
+fn row_error(said: &str, stem: &str, metric: &str) -> f64 {
+    let line = said.lines().find(|l| l.starts_with(&format!("| {stem}{metric} |"))).unwrap_or_else(|| panic!("{said}"));
+    line.split('|').nth(6).unwrap().trim().trim_end_matches(" %").parse().unwrap()
+}
+
 /// A run whose lengths were drawn (`--preset chat`: lognormal prompts and
 /// answers) is set against the engine at its requests' own lengths. At
 /// their means the 64 users would send in lockstep and wait for each
@@ -80,85 +117,37 @@ fn live_sweep(dir: &Path, truth: &str, input_tokens: &str, output_tokens: &str) 
 #[test]
 fn a_run_of_drawn_lengths_is_set_against_the_engine_at_its_own_requests_lengths() {
     let dir = tempfile::tempdir().unwrap();
-    let run = dir.path().join("chat.json");
-    goodput()
-        .args(["estimate", "-q", "--model", "llama-3.1-8b", "--gpu", "h100", "-c", "64", "-n", "400"])
-        .args(["--preset", "chat", "-o"])
-        .arg(&run)
-        .assert()
-        .success();
-    let o = goodput()
-        .args(["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--validate"])
-        .arg(&run)
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(o.status.success(), "{said}{}", String::from_utf8_lossy(&o.stderr));
-    let error = |metric: &str| -> f64 {
-        let line = said.lines().find(|l| l.starts_with(&format!("| p1-concurrency-64-{metric} |"))).unwrap();
-        line.split('|').nth(6).unwrap().trim().trim_end_matches(" %").parse().unwrap()
-    };
+    let run = estimated(dir.path(), "chat.json", &["-c", "64", "-n", "400", "--preset", "chat"]);
+    let (said, _) = validated(&run, dir.path());
     for metric in ["ttft_ms_mean", "tpot_ms_mean", "output_tokens_per_s"] {
-        assert!(error(metric).abs() < 5.0, "{metric}\n{said}");
+        assert!(row_error(&said, "p1-concurrency-64-", metric).abs() < 5.0, "{metric}\n{said}");
     }
     // Its warm-up (the users' first wave, sent together) is sent first and
     // left out, as the run left it out.
-    let warm = dir.path().join("warm.json");
-    goodput()
-        .args(["estimate", "-q", "--model", "llama-3.1-8b", "--gpu", "h100", "-c", "16", "-n", "200"])
-        .args(["--warmup", "16", "--preset", "chat", "-o"])
-        .arg(&warm)
-        .assert()
-        .success();
-    let o = goodput()
-        .args(["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--validate"])
-        .arg(&warm)
-        .output()
-        .unwrap();
-    let said_warm = String::from_utf8_lossy(&o.stdout).into_owned();
+    let warm = estimated(dir.path(), "warm.json", &["-c", "16", "-n", "200", "--warmup", "16", "--preset", "chat"]);
+    let (said, _) = validated(&warm, dir.path());
     for metric in ["ttft_ms_mean", "output_tokens_per_s"] {
-        let line = said_warm.lines().find(|l| l.starts_with(&format!("| p1-concurrency-16-{metric} |"))).unwrap();
-        let e: f64 = line.split('|').nth(6).unwrap().trim().trim_end_matches(" %").parse().unwrap();
-        assert!(e.abs() < 5.0, "{metric}\n{said_warm}");
+        assert!(row_error(&said, "p1-concurrency-16-", metric).abs() < 5.0, "{metric}\n{said}");
     }
 
     // A dataset's prompts, of their own lengths, read again where the run
     // read them and in the order its seed shuffled them; moved, the
     // measurements are set at their means, and the note says why.
-    let prompts = dir.path().join("prompts.jsonl");
     let lines: Vec<String> = (0..40)
         .map(|i| {
             let words = vec!["word"; 40 + (i * 37) % 900].join(" ");
             format!("{{\"prompt\": \"{words}\", \"max_tokens\": {}}}", 16 + (i * 53) % 400)
         })
         .collect();
-    std::fs::write(&prompts, lines.join("\n")).unwrap();
-    let run = dir.path().join("dataset.json");
-    goodput()
-        .current_dir(dir.path())
-        .args(["estimate", "-q", "--model", "llama-3.1-8b", "--gpu", "h100", "-c", "16", "-n", "120"])
-        .args(["--dataset", "prompts.jsonl", "-o"])
-        .arg(&run)
-        .assert()
-        .success();
-    let validate = |from: &Path| {
-        let o = goodput()
-            .current_dir(from)
-            .args(["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--validate"])
-            .arg(&run)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
-    };
-    let ttft = |said: &str| -> f64 {
-        let line = said.lines().find(|l| l.starts_with("| p1-concurrency-16-ttft_ms_mean |")).unwrap();
-        line.split('|').nth(6).unwrap().trim().trim_end_matches(" %").parse().unwrap()
-    };
-    let (said, told) = validate(dir.path());
-    assert!(ttft(&said).abs() < 5.0 && !told.contains("mean lengths"), "{said}{told}");
+    std::fs::write(dir.path().join("prompts.jsonl"), lines.join("\n")).unwrap();
+    let run = estimated(dir.path(), "dataset.json", &["-c", "16", "-n", "120", "--dataset", "prompts.jsonl"]);
+    let (said, told) = validated(&run, dir.path());
+    assert!(
+        row_error(&said, "p1-concurrency-16-", "ttft_ms_mean").abs() < 5.0 && !told.contains("mean lengths"),
+        "{said}{told}"
+    );
     let elsewhere = tempfile::tempdir().unwrap();
-    let (_, told) = validate(elsewhere.path());
+    let (_, told) = validated(&run, elsewhere.path());
     assert!(told.contains("set at their mean lengths: its dataset is not at prompts.jsonl"), "{told}");
 }
 
