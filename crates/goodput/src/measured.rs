@@ -8,13 +8,15 @@
 //! joules per output token where the GPUs' energy counters were read, and
 //! the KV cache's size where the server's metrics gave it), at its
 //! load (a closed loop of users, started together unless it ramped up; a
-//! Poisson rate; or every request at once) and at the mean prompt and
-//! answer lengths the server counted, or, where the run drew its lengths
-//! from distributions (`--preset chat`, `lognormal:256,0.5`), each of its
-//! requests' own, drawn again from its seed and moved by what the server
-//! counted beside them (a chat template's tokens). Points are taken in the order of
-//! their loads, the first, third, … for the fit (split `calibration`) and
-//! the others held out to check it, where there are three or more.
+//! Poisson rate; or every request at once), its warm-up sent first and
+//! left out as the run left it out, and at the mean prompt and answer
+//! lengths the server counted, or, where its lengths varied (drawn from
+//! distributions, `--preset chat`, `lognormal:256,0.5`; or a dataset's),
+//! each of its requests' own, drawn again from its seed (the dataset read
+//! again) and moved by what the server counted beside them (a chat
+//! template's tokens). Points are taken in the order of their loads, the
+//! first, third, … for the fit (split `calibration`) and the others held
+//! out to check it, where there are three or more.
 //!
 //! A measured grid (the frontier of `sweep --serve-grid`) gives each
 //! configuration's points from the sweep its run wrote beside it, on the
@@ -52,14 +54,15 @@ pub struct MeasuredRows {
     pub csv: String,
     /// What the conversion chose that the user should know.
     pub notes: Vec<String>,
-    /// The requests' lengths of each point whose run drew them from
-    /// distributions, by the beginning its rows' ids share (`p2-concurrency-8-`).
+    /// The requests' lengths of each point whose lengths varied (drawn from
+    /// distributions, or a dataset's), by the beginning its rows' ids share
+    /// (`p2-concurrency-8-`).
     lengths: Vec<(String, RequestLengths)>,
 }
 
 impl MeasuredRows {
-    /// Gives each parsed row its point's requests' lengths, where the run
-    /// drew them from distributions (CSV columns cannot carry them).
+    /// Gives each parsed row its point's requests' lengths, where they
+    /// varied (CSV columns cannot carry them).
     pub fn attach_lengths(&self, rows: &mut [goodput_sim::engine::validate::ReferenceRow]) {
         for row in rows {
             if let Some((_, l)) = self.lengths.iter().find(|(stem, _)| row.id.starts_with(stem.as_str())) {
@@ -460,8 +463,8 @@ struct Point {
     /// server gave it in its metrics (vLLM's `cache_config_info`, SGLang's
     /// `max_total_num_tokens`).
     kv_cache_tokens: Option<f64>,
-    /// Each request's prompt and answer lengths, in the order the run sent
-    /// them, where it drew them from distributions.
+    /// Each request's prompt and answer lengths (its warm-up's first), in
+    /// the order the run sent them, where they varied.
     lengths: Option<RequestLengths>,
     /// Why a point whose lengths varied is set at their means.
     lengths_note: Option<String>,
