@@ -363,7 +363,7 @@ fn sweep_files(logs: &Path, base: &str) -> Vec<std::path::PathBuf> {
 /// The rows' columns.
 const HEADER: &str = "id,model,gpu,gpus,tp,pp,ep,precision,engine,input_tokens,output_tokens,load_kind,load_value,\
                       metric,value,unit,source,split,requests,start,mixed,max_num_seqs,max_num_batched_tokens,\
-                      memory_fraction,kv_cache,client,warmup\n";
+                      memory_fraction,kv_cache,client,warmup,max_concurrency\n";
 
 /// The most requests a rate's or a burst's row sends: the validator's
 /// bound, past which a longer run says nothing a shorter one does not.
@@ -448,6 +448,9 @@ struct Point {
     /// Requests sent before the measured ones and left out of its figures
     /// (a closed loop's or a rate's warm-up; 0 for a burst).
     warmup: u64,
+    /// The most requests a rate or a burst had in flight (`-c` beside
+    /// `--rate`).
+    max_concurrency: Option<u64>,
     start: &'static str,
     input_tokens: u64,
     output_tokens: u64,
@@ -495,7 +498,7 @@ impl Point {
             let _ = writeln!(
                 out,
                 "{stem}{metric},{head},{input},{output},{kind},{load},{metric},{value:.digits$},{unit},\
-                 {source},{split},{requests},{start},{tail},{warmup}",
+                 {source},{split},{requests},{start},{tail},{warmup},{cap}",
                 // A fraction of a joule keeps its figures.
                 digits = if unit == "J" { 6 } else { 3 },
                 kind = self.kind,
@@ -507,6 +510,7 @@ impl Point {
                 start = self.start,
                 tail = engine.tail,
                 warmup = self.warmup,
+                cap = self.max_concurrency.map(|c| c.to_string()).unwrap_or_default(),
             );
         }
         out
@@ -567,6 +571,7 @@ fn point(index: usize, run: &RunResult) -> Result<Point, String> {
         load: value,
         requests,
         warmup,
+        max_concurrency: load.concurrency.filter(|_| kind != "concurrency"),
         start,
         input_tokens,
         output_tokens,

@@ -250,6 +250,10 @@ pub struct ReferenceRow {
     /// warm-up, which for a closed loop whose users started together holds
     /// their first wave. `lengths`, where given, begin with theirs.
     pub warmup: u32,
+    /// The most requests a `rate` or `max_throughput` row's client had in
+    /// flight (the optional `max_concurrency` column; none where absent):
+    /// arrivals past it wait for a request to end.
+    pub max_concurrency: Option<u32>,
 }
 
 /// Each request's prompt and answer lengths (and the shared prefix its
@@ -281,11 +285,13 @@ const COLUMNS: [&str; 15] = [
 /// users' first requests at once, `apart`), `mixed` (`no` where the
 /// engine kept prompts and decodes in separate steps, `yes`), and the
 /// engine limits the benchmark set: `max_num_seqs`, `max_num_batched_tokens`
-/// (each per attention rank), `memory_fraction` and `kv_cache`; and `client`
-/// (`offline` where the benchmark ran the engine in its own process); and
+/// (each per attention rank), `memory_fraction` and `kv_cache`; `client`
+/// (`offline` where the benchmark ran the engine in its own process);
 /// `warmup` (requests a closed loop or a rate sent first, left out of its
-/// figures: a measured run's warm-up).
-const OPTIONAL_COLUMNS: [&str; 14] = [
+/// figures: a measured run's warm-up); and `max_concurrency` (the most
+/// requests a rate or a burst had in flight, `vllm bench serve
+/// --max-concurrency`, `goodput bench --rate R -c N`).
+const OPTIONAL_COLUMNS: [&str; 15] = [
     "split",
     "queueing",
     "requests",
@@ -300,6 +306,7 @@ const OPTIONAL_COLUMNS: [&str; 14] = [
     "client",
     "pp",
     "warmup",
+    "max_concurrency",
 ];
 
 /// The most requests a `concurrency` row's benchmark may have sent (its
@@ -439,6 +446,16 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
                         .into()));
                 }
             }
+            if let Some(v) = extra(14) {
+                row.max_concurrency = Some(v.parse::<u32>().ok().filter(|&n| n >= 1).ok_or_else(|| {
+                    err(format!("`max_concurrency` must be a whole number of requests, 1 or more, got `{v}`"))
+                })?);
+                if !matches!(row.load, ReferenceLoad::Rate(_) | ReferenceLoad::MaxThroughput) {
+                    return Err(err("`max_concurrency` caps a rate's or a burst's requests in flight: a closed \
+                                    loop's users are its `load_value`"
+                        .into()));
+                }
+            }
             if let (ReferenceLoad::Concurrency(users), Some(sent)) = (row.load, row.requests) {
                 if sent < users {
                     return Err(err(format!(
@@ -566,6 +583,7 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
         offline: matches!(load, ReferenceLoad::MaxThroughput),
         lengths: None,
         warmup: 0,
+        max_concurrency: None,
     })
 }
 
@@ -797,10 +815,13 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
                     (10 * batch).clamp(1000, 30_000) as usize
                 }
             };
-            VirtualLoad::burst(match row.lengths {
+            let mut load = VirtualLoad::burst(match row.lengths {
                 Some(_) => row_requests(row, n, &mut rng),
                 None => vec![request; n],
-            })
+            });
+            // A capped burst sends as requests end (a replica's share).
+            load.plan.users = row.max_concurrency.map(|c| (c / replicas).max(1) as usize);
+            load
         }
         ReferenceLoad::Concurrency(c) | ReferenceLoad::Batch(c) => {
             if c % replicas != 0 {
@@ -865,6 +886,8 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
                 .collect();
             let mut load = VirtualLoad::open_loop(row_requests(row, n, &mut rng), arrivals);
             load.plan.warmup = warmup as u64;
+            // Arrivals past the cap wait for a request to end (a replica's share).
+            load.plan.users = row.max_concurrency.map(|c| (c / replicas).max(1) as usize);
             load
         }
     };
@@ -2111,6 +2134,38 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
         assert!(err.contains("`warmup` counts a closed loop's or a rate's first requests"), "{err}");
         let err = parse_csv(&format!("{header}\n{}\n", row.replace(",6,,", ",6,30,-1,"))).unwrap_err().to_string();
         assert!(err.contains("`warmup` must be a whole number of requests"), "{err}");
+    }
+
+    /// A rate's or a burst's cap on requests in flight holds: the engine
+    /// never runs more at once; a closed loop's users are refused one.
+    #[test]
+    fn a_rate_or_a_burst_keeps_its_cap_on_requests_in_flight() {
+        let header = "id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,requests,\
+                      max_concurrency,metric,value,unit,source";
+        let rate = "r,llama-3.1-8b,h100-sxm,1,1,bf16,vllm,512,64,rate,40,200,8,ttft_ms_mean,1,ms,s";
+        let burst = "b,llama-3.1-8b,h100-sxm,1,1,bf16,vllm,512,64,max_throughput,0,200,8,ttft_ms_mean,1,ms,s";
+        let rows = parse_csv(&format!("{header}\n{rate}\n{burst}\n{}\n", rate.replace(",200,8,", ",200,,"))).unwrap();
+        assert_eq!((rows[0].max_concurrency, rows[2].max_concurrency), (Some(8), None));
+        let opts = ValidationOptions::default();
+        let most = |row: &ReferenceRow| {
+            let (run, _) = simulate_row(row, &opts).unwrap();
+            let mut ends: Vec<(std::time::Duration, i32)> =
+                run.records.iter().flat_map(|r| [(r.sent, 1), (r.end, -1)]).collect();
+            ends.sort();
+            ends.iter()
+                .scan(0, |n, (_, d)| {
+                    *n += d;
+                    Some(*n)
+                })
+                .max()
+                .unwrap()
+        };
+        assert!(most(&rows[0]) <= 8 && most(&rows[1]) <= 8, "{} {}", most(&rows[0]), most(&rows[1]));
+        // At 40 a second uncapped, far more are in flight.
+        assert!(most(&rows[2]) > 16, "{}", most(&rows[2]));
+        let closed = rate.replace(",rate,40,", ",concurrency,4,");
+        let err = parse_csv(&format!("{header}\n{closed}\n")).unwrap_err().to_string();
+        assert!(err.contains("`max_concurrency` caps a rate's or a burst's requests in flight"), "{err}");
     }
 
     #[test]
