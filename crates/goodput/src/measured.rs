@@ -27,7 +27,7 @@ use crate::cli::EngineArgs;
 use anyhow::{bail, Result};
 use goodput_core::RunResult;
 use goodput_report::read::{read_document, Document};
-use goodput_sim::engine::validate::RequestLengths;
+use goodput_sim::engine::validate::{RequestLengths, SendTimes};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -58,15 +58,22 @@ pub struct MeasuredRows {
     /// distributions, or a dataset's), by the beginning its rows' ids share
     /// (`p2-concurrency-8-`).
     lengths: Vec<(String, RequestLengths)>,
+    /// The send times of each open loop whose schedule was drawn again, by
+    /// the same beginnings.
+    arrivals: Vec<(String, SendTimes)>,
 }
 
 impl MeasuredRows {
     /// Gives each parsed row its point's requests' lengths, where they
-    /// varied (CSV columns cannot carry them).
+    /// varied, and its open loop's send times, where they were drawn again
+    /// (CSV columns cannot carry them).
     pub fn attach_lengths(&self, rows: &mut [goodput_sim::engine::validate::ReferenceRow]) {
         for row in rows {
             if let Some((_, l)) = self.lengths.iter().find(|(stem, _)| row.id.starts_with(stem.as_str())) {
                 row.lengths = Some(l.clone());
+            }
+            if let Some((_, a)) = self.arrivals.iter().find(|(stem, _)| row.id.starts_with(stem.as_str())) {
+                row.arrivals = Some(a.clone());
             }
         }
     }
@@ -180,7 +187,11 @@ pub fn rows_csv(path: &Path, e: &EngineArgs) -> Result<MeasuredRows> {
         .iter()
         .flat_map(|(c, rows)| rows.iter().filter_map(|(p, _)| Some((p.stem(c), p.lengths.clone()?))))
         .collect();
-    Ok(MeasuredRows { csv, notes, lengths })
+    let arrivals = kept
+        .iter()
+        .flat_map(|(c, rows)| rows.iter().filter_map(|(p, _)| Some((p.stem(c), p.arrivals.clone()?))))
+        .collect();
+    Ok(MeasuredRows { csv, notes, lengths, arrivals })
 }
 
 /// A configuration's points and the engine they are set against: a run's
@@ -471,6 +482,9 @@ struct Point {
     lengths: Option<RequestLengths>,
     /// Why a point whose lengths varied is set at their means.
     lengths_note: Option<String>,
+    /// An open loop's send times (its warm-up's first), drawn again from
+    /// its rate, arrival process, ramp-up and seed.
+    arrivals: Option<SendTimes>,
 }
 
 impl Point {
@@ -539,11 +553,9 @@ fn point(index: usize, run: &RunResult) -> Result<Point, String> {
     if load.sessions.is_some() {
         return Err("multi-turn sessions: each row's requests stand alone".into());
     }
-    let poisson = load.arrival.as_deref().is_none_or(|a| a == "poisson") && load.burstiness.is_none_or(|b| b == 1.0);
     let (kind, value, start) = match (load.concurrency, load.rate) {
         (_, Some(r)) if r.is_unbounded() => ("max_throughput", 0.0, ""),
-        (_, Some(r)) if poisson => ("rate", r.0, ""),
-        (_, Some(_)) => return Err("its arrivals were not Poisson: the rows' rates are".into()),
+        (_, Some(r)) => ("rate", r.0, ""),
         (Some(c), None) => ("concurrency", c as f64, if load.ramp_up.is_some() { "apart" } else { "together" }),
         (None, None) => return Err("neither a concurrency nor a rate".into()),
     };
@@ -561,6 +573,10 @@ fn point(index: usize, run: &RunResult) -> Result<Point, String> {
     // left out as it was (a burst's rows have none).
     let warmup = if kind == "max_throughput" { 0 } else { s.requests.warmup.min(MOST_REQUESTS) };
     let drawn = drawn_lengths(run.config.workload.as_ref(), load, warmup, requests, input_tokens, output_tokens);
+    let arrivals = match (kind, load.rate) {
+        ("rate", Some(rate)) => send_times(load, rate.0, warmup.saturating_add(requests))?,
+        _ => None,
+    };
     let (lengths, lengths_note) = match drawn {
         Ok(l) => (l, None),
         Err(why) => (None, Some(why)),
@@ -587,7 +603,39 @@ fn point(index: usize, run: &RunResult) -> Result<Point, String> {
             .and_then(|d| d.mean),
         lengths,
         lengths_note,
+        arrivals,
     })
+}
+
+/// The first `n` send times of an open loop at `rate` a second, drawn
+/// again as the run drew them: its arrival process from its seed, through
+/// its ramp-up. `None` for Poisson arrivals whose seed is not recorded
+/// (the validator draws its own); an error for other arrivals without one,
+/// which no row can hold.
+fn send_times(load: &goodput_core::doc::config::LoadConfig, rate: f64, n: u64) -> Result<Option<SendTimes>, String> {
+    use goodput_load::Arrival;
+    // Gamma arrivals of burstiness 1 are Poisson's.
+    let arrival = match (load.arrival.as_deref(), load.burstiness.filter(|&b| b != 1.0)) {
+        (Some("constant"), _) => Arrival::Constant,
+        (None | Some("poisson") | Some("gamma"), None) => Arrival::Poisson,
+        (None | Some("gamma"), Some(burstiness)) => Arrival::Gamma { burstiness },
+        (Some(other), _) => return Err(format!("its arrivals ({other}) are not a process a row can hold")),
+    };
+    let Some(seed) = load.seed.or((arrival == Arrival::Constant).then_some(0)) else {
+        return match arrival {
+            Arrival::Poisson => Ok(None),
+            _ => Err(format!("its {} arrivals' seed is not recorded, so they cannot be drawn again", arrival.name())),
+        };
+    };
+    let ramp = match load.ramp_up.as_deref().map(humantime::parse_duration) {
+        Some(Ok(d)) => d,
+        Some(Err(e)) => return Err(format!("its ramp-up does not parse ({e})")),
+        None => std::time::Duration::ZERO,
+    };
+    let schedule = goodput_load::ArrivalSchedule::new(rate, arrival, seed).map_err(|e| e.to_string())?;
+    let times: Vec<std::time::Duration> =
+        schedule.take(n.min(MOST_REQUESTS * 2) as usize).map(|at| goodput_load::schedule::ramped(at, ramp)).collect();
+    Ok((!times.is_empty()).then(|| times.into()))
 }
 
 /// The lengths of the `warmup` requests a run sent first (a count's, a
@@ -770,5 +818,31 @@ mod tests {
             WorkloadConfig { shared_prefix: Some(SharedPrefixConfig { tokens: 10, ratio: 1.0, count: 0 }), ..chat };
         assert!(drawn_lengths(Some(&none), &load, 3, 10, 290, 500).unwrap_err().contains("shared prefix"));
         assert_eq!(drawn_lengths(Some(&w("lognormal:256,0.5", "64")), &load, u64::MAX, 10, 256, 64).unwrap(), None);
+    }
+
+    /// An open loop's send times are drawn again from its rate, process,
+    /// ramp-up and seed; Poisson without a seed is left to the validator,
+    /// another process without one cannot be drawn.
+    #[test]
+    fn an_open_loop_s_send_times_are_drawn_again_as_the_run_drew_them() {
+        use goodput_core::doc::config::LoadConfig;
+        let gamma = LoadConfig {
+            arrival: Some("gamma".into()),
+            burstiness: Some(0.3),
+            seed: Some(11),
+            ramp_up: Some("2s".into()),
+            ..LoadConfig::default()
+        };
+        let times = send_times(&gamma, 20.0, 50).unwrap().unwrap();
+        let again = goodput_load::ArrivalSchedule::new(20.0, goodput_load::Arrival::Gamma { burstiness: 0.3 }, 11)
+            .unwrap()
+            .take(50)
+            .map(|at| goodput_load::schedule::ramped(at, std::time::Duration::from_secs(2)));
+        assert!(times.len() == 50 && times.iter().copied().eq(again));
+        assert_eq!(send_times(&LoadConfig::default(), 20.0, 50).unwrap(), None);
+        let seedless = LoadConfig { seed: None, ..gamma.clone() };
+        assert!(send_times(&seedless, 20.0, 50).unwrap_err().contains("gamma arrivals' seed is not recorded"));
+        let bad = LoadConfig { ramp_up: Some("soon".into()), ..gamma };
+        assert!(send_times(&bad, 20.0, 50).unwrap_err().contains("ramp-up does not parse"));
     }
 }

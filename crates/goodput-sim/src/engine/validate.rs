@@ -59,15 +59,15 @@ impl ReferenceRow {
             split: None,
             queueing: false,
             lengths: None,
+            arrivals: None,
             ..self.clone()
         };
-        // A measured run's requests, shared by its rows, by where they
-        // are: formatted whole, a point of 100,000 requests made each key
-        // megabytes long.
-        match &self.lengths {
-            Some(l) => format!("{run:?} {:p}/{}", l.as_ptr(), l.len()),
-            None => format!("{run:?}"),
-        }
+        // A measured run's requests and send times, shared by its rows, by
+        // where they are: formatted whole, a point of 100,000 requests made
+        // each key megabytes long.
+        let lengths = self.lengths.as_ref().map(|l| (l.as_ptr(), l.len()));
+        let arrivals = self.arrivals.as_ref().map(|a| (a.as_ptr(), a.len()));
+        format!("{run:?} {lengths:?} {arrivals:?}")
     }
 
     /// Whether the row's requests went through a serving front end (HTTP):
@@ -254,7 +254,16 @@ pub struct ReferenceRow {
     /// flight (the optional `max_concurrency` column; none where absent):
     /// arrivals past it wait for a request to end.
     pub max_concurrency: Option<u32>,
+    /// A `rate` row's send times, its warm-up's first, where the row came
+    /// from a measured run whose schedule was drawn again (its rate,
+    /// arrival process, ramp-up and seed): the simulation sends at these in
+    /// place of Poisson times of its own. Not a CSV column: `None` from
+    /// [`parse_csv`].
+    pub arrivals: Option<SendTimes>,
 }
+
+/// An open loop's send times, from its start, in order.
+pub type SendTimes = std::sync::Arc<[std::time::Duration]>;
 
 /// Each request's prompt and answer lengths (and the shared prefix its
 /// prompt opened with), in the order they were sent.
@@ -584,6 +593,7 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
         lengths: None,
         warmup: 0,
         max_concurrency: None,
+        arrivals: None,
     })
 }
 
@@ -873,17 +883,26 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
             let warmup = (row.warmup / replicas) as usize;
             let n = (requests / replicas) as usize + warmup;
             let rate = per_s / replicas as f64;
-            // Poisson arrivals, the first at time zero, as sglang.bench_serving
-            // and vllm bench serve send them (exponential gaps of mean 1/rate).
-            let mut t = 0.0;
-            let arrivals = (0..n)
-                .map(|i| {
-                    if i > 0 {
-                        t += -(1.0 - rng.random::<f64>()).ln() / rate;
-                    }
-                    std::time::Duration::from_secs_f64(t)
-                })
-                .collect();
+            let arrivals: Vec<std::time::Duration> = match &row.arrivals {
+                // The measured run's own send times, every replicas-th
+                // (a replica's share, as round robin gives it).
+                Some(times) => times.iter().step_by(replicas as usize).take(n).copied().collect(),
+                // Poisson arrivals, the first at time zero, as
+                // sglang.bench_serving and vllm bench serve send them
+                // (exponential gaps of mean 1/rate).
+                None => {
+                    let mut t = 0.0;
+                    (0..n)
+                        .map(|i| {
+                            if i > 0 {
+                                t += -(1.0 - rng.random::<f64>()).ln() / rate;
+                            }
+                            std::time::Duration::from_secs_f64(t)
+                        })
+                        .collect()
+                }
+            };
+            let n = arrivals.len();
             let mut load = VirtualLoad::open_loop(row_requests(row, n, &mut rng), arrivals);
             load.plan.warmup = warmup as u64;
             // Arrivals past the cap wait for a request to end (a replica's share).

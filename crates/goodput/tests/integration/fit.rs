@@ -129,6 +129,13 @@ fn a_run_of_drawn_lengths_is_set_against_the_engine_at_its_own_requests_lengths(
     for metric in ["ttft_ms_mean", "output_tokens_per_s"] {
         assert!(row_error(&said, "p1-concurrency-16-", metric).abs() < 5.0, "{metric}\n{said}");
     }
+    // An open loop of bursty (gamma) arrivals, capped at 8 in flight: sent
+    // at the run's own times, the cap kept.
+    let bursty = ["-r", "40", "-c", "8", "-n", "200", "--arrival", "gamma", "--burstiness", "0.3", "--preset", "chat"];
+    let (said, _) = validated(&estimated(dir.path(), "bursty.json", &bursty), dir.path());
+    for metric in ["ttft_ms_mean", "output_tokens_per_s"] {
+        assert!(row_error(&said, "p1-rate-40-", metric).abs() < 5.0, "{metric}\n{said}");
+    }
 
     // A dataset's prompts, of their own lengths, read again where the run
     // read them and in the order its seed shuffled them; moved, the
