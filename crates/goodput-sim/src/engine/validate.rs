@@ -237,11 +237,12 @@ pub struct ReferenceRow {
     /// end (the optional `client` column, `offline` or `http`; absent, a
     /// `max_throughput` row is offline and the others are served).
     pub offline: bool,
-    /// Each request's prompt and answer lengths (and shared prefix), in the order the measured
-    /// run sent them, where the row came from a run whose lengths were
-    /// drawn again (`goodput estimate --validate RUN.json`): the simulation
-    /// sends these, over again past their end, in place of `input_tokens`
-    /// and `output_tokens` every time. Lengths that vary keep a closed
+    /// Each request's prompt and answer lengths (and shared prefix), in the
+    /// order the measured run sent them (its warm-up's first), where the
+    /// row came from a run whose lengths were drawn again (`goodput
+    /// estimate --validate RUN.json`): the simulation sends these, over
+    /// again past their end, in place of `input_tokens` and
+    /// `output_tokens` every time. Lengths that vary keep a closed
     /// loop's users apart, where their means send them in lockstep. Not a
     /// CSV column: `None` from [`parse_csv`].
     pub lengths: Option<RequestLengths>,
