@@ -243,13 +243,15 @@ fn validate_file(csv: &Path, e: &EngineArgs, fit: Option<&Path>, fit_constants: 
             for note in &m.notes {
                 goodput_core::tell!("note: {note}");
             }
-            m.csv.clone()
+            std::borrow::Cow::Borrowed(m.csv.as_str())
         }
-        None => goodput_core::util::input::read_text(csv, "--validate", goodput_core::util::input::SETTINGS_CAP)?,
+        None => {
+            goodput_core::util::input::read_text(csv, "--validate", goodput_core::util::input::SETTINGS_CAP)?.into()
+        }
     };
     let mut rows = validate::parse_csv(&text).with_context(|| format!("{}", csv.display()))?;
     if let Some(m) = &measured {
-        m.attach_lengths(&mut rows);
+        m.attach_replays(&mut rows);
     }
     let mut options = validate::ValidationOptions::default();
     if let Some(p) = &e.hw.calibration {

@@ -54,26 +54,23 @@ pub struct MeasuredRows {
     pub csv: String,
     /// What the conversion chose that the user should know.
     pub notes: Vec<String>,
-    /// The requests' lengths of each point whose lengths varied (drawn from
-    /// distributions, or a dataset's), by the beginning its rows' ids share
-    /// (`p2-concurrency-8-`).
-    lengths: Vec<(String, RequestLengths)>,
-    /// The send times of each open loop whose schedule was drawn again, by
-    /// the same beginnings.
-    arrivals: Vec<(String, SendTimes)>,
+    /// What each point sends that CSV columns cannot carry (its requests'
+    /// lengths where they varied, an open loop's send times), by the
+    /// beginning its rows' ids share (`p2-concurrency-8-`).
+    replays: Vec<(String, Option<RequestLengths>, Option<SendTimes>)>,
 }
 
 impl MeasuredRows {
     /// Gives each parsed row its point's requests' lengths, where they
     /// varied, and its open loop's send times, where they were drawn again
     /// (CSV columns cannot carry them).
-    pub fn attach_lengths(&self, rows: &mut [goodput_sim::engine::validate::ReferenceRow]) {
+    pub fn attach_replays(&self, rows: &mut [goodput_sim::engine::validate::ReferenceRow]) {
         for row in rows {
-            if let Some((_, l)) = self.lengths.iter().find(|(stem, _)| row.id.starts_with(stem.as_str())) {
-                row.lengths = Some(l.clone());
-            }
-            if let Some((_, a)) = self.arrivals.iter().find(|(stem, _)| row.id.starts_with(stem.as_str())) {
-                row.arrivals = Some(a.clone());
+            if let Some((_, lengths, arrivals)) =
+                self.replays.iter().find(|(stem, ..)| row.id.starts_with(stem.as_str()))
+            {
+                row.lengths = lengths.clone();
+                row.arrivals = arrivals.clone();
             }
         }
     }
@@ -183,15 +180,12 @@ pub fn rows_csv(path: &Path, e: &EngineArgs) -> Result<MeasuredRows> {
             "{prefix}{n} point(s): all are fitted on, none held out to check (three or more hold every other one out)"
         ));
     }
-    let lengths = kept
+    let replays = kept
         .iter()
-        .flat_map(|(c, rows)| rows.iter().filter_map(|(p, _)| Some((p.stem(c), p.lengths.clone()?))))
+        .flat_map(|(c, rows)| rows.iter().map(move |(p, _)| (p.stem(c), p.lengths.clone(), p.arrivals.clone())))
+        .filter(|(_, lengths, arrivals)| lengths.is_some() || arrivals.is_some())
         .collect();
-    let arrivals = kept
-        .iter()
-        .flat_map(|(c, rows)| rows.iter().filter_map(|(p, _)| Some((p.stem(c), p.arrivals.clone()?))))
-        .collect();
-    Ok(MeasuredRows { csv, notes, lengths, arrivals })
+    Ok(MeasuredRows { csv, notes, replays })
 }
 
 /// A configuration's points and the engine they are set against: a run's

@@ -491,14 +491,13 @@ pub fn energy_note_on<'a>(calibrations: impl IntoIterator<Item = (GpuFamily, &'a
         .into_iter()
         .filter_map(|(family, c)| {
             let shipped = super::Calibration::for_family(family);
-            let moved = c.power_compute != shipped.power_compute
-                || c.power_memory != shipped.power_memory
-                || c.power_idle != shipped.power_idle;
             let idle = if c.power_idle != shipped.power_idle {
                 format!(", power_idle {} (× the catalog's idle watts)", c.power_idle)
             } else {
                 String::new()
             };
+            let moved =
+                c.power_compute != shipped.power_compute || c.power_memory != shipped.power_memory || !idle.is_empty();
             moved.then(|| format!("{family}: power_compute {}, power_memory {}{idle}", c.power_compute, c.power_memory))
         })
         .collect();

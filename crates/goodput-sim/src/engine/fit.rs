@@ -472,6 +472,20 @@ mod tests {
         made.predictions.into_iter().map(|p| ReferenceRow { value: p.predicted, ..p.row }).collect()
     }
 
+    /// Each of `names` the fit found within 3 % of the constant that made
+    /// the rows.
+    fn found_again(report: &FitReport, truth: &Calibration, names: &[&str]) {
+        let fitted = &report.calibrations[&GpuFamily::Hopper];
+        for name in names {
+            let (got, want) = (fitted.get(name).unwrap(), truth.get(name).unwrap());
+            assert!(
+                (got / want - 1.0).abs() < 0.03,
+                "{name}: fitted {got}, made with {want}\n{}",
+                report.to_markdown()
+            );
+        }
+    }
+
     #[test]
     fn a_fit_finds_the_constants_that_made_the_rows_and_predicts_the_held_out_ones() {
         let shipped = Calibration::for_family(GpuFamily::Hopper);
@@ -489,14 +503,7 @@ mod tests {
         assert!(told[1].starts_with("pass 1 of 3: eta_compute ") && told.len() == 4, "{told:?}");
         assert_eq!(report.evaluations, 1 + 216, "{told:?}");
         let fitted = &report.calibrations[&GpuFamily::Hopper];
-        for name in ["eta_compute", "eta_weights", "frontend_overhead_ms"] {
-            let (got, want) = (fitted.get(name).unwrap(), truth.get(name).unwrap());
-            assert!(
-                (got / want - 1.0).abs() < 0.03,
-                "{name}: fitted {got}, made with {want}\n{}",
-                report.to_markdown()
-            );
-        }
+        found_again(&report, &truth, &["eta_compute", "eta_weights", "frontend_overhead_ms"]);
         // Only the named constants moved.
         assert_eq!(fitted.c_step_us, shipped.c_step_us);
         assert_eq!((report.fit_rows, report.held_out_rows), (5, 2));
@@ -583,15 +590,7 @@ mod tests {
         }
         let rows = made_with(&csv, &truth);
         let report = fit(&rows, &ValidationOptions::default(), &["power_compute", "power_memory"]).unwrap();
-        let fitted = &report.calibrations[&GpuFamily::Hopper];
-        for name in ["power_compute", "power_memory"] {
-            let (got, want) = (fitted.get(name).unwrap(), truth.get(name).unwrap());
-            assert!(
-                (got / want - 1.0).abs() < 0.03,
-                "{name}: fitted {got}, made with {want}\n{}",
-                report.to_markdown()
-            );
-        }
+        found_again(&report, &truth, &["power_compute", "power_memory"]);
         let held = report.after.predictions.iter().find(|p| p.row.split == Some(Split::HeldOut)).unwrap();
         assert!(held.rel_error.abs() < 0.02, "{}", report.to_markdown());
         assert!(
@@ -629,14 +628,7 @@ mod tests {
         let rows = made_with(&csv, &truth);
         let report = fit(&rows, &ValidationOptions::default(), &["power_idle", "power_memory"]).unwrap();
         let fitted = &report.calibrations[&GpuFamily::Hopper];
-        for name in ["power_idle", "power_memory"] {
-            let (got, want) = (fitted.get(name).unwrap(), truth.get(name).unwrap());
-            assert!(
-                (got / want - 1.0).abs() < 0.03,
-                "{name}: fitted {got}, made with {want}\n{}",
-                report.to_markdown()
-            );
-        }
+        found_again(&report, &truth, &["power_idle", "power_memory"]);
         let note = crate::engine::accuracy::energy_note_on([(GpuFamily::Hopper, fitted)]);
         assert!(note.contains("power_idle 1.") && note.contains("the catalog's idle watts"), "{note}");
     }

@@ -809,6 +809,11 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
     let replicas = row.gpus / unit;
     let request = VirtualRequest::new(row.input_tokens, row.output_tokens);
     let mut rng = StdRng::seed_from_u64(LENGTHS_SEED);
+    // A replica's share of a measured warm-up (sent first and left out, as
+    // it was) and of a rate's or a burst's cap on requests in flight (the
+    // parser takes each only on the loads it applies to).
+    let warmup = (row.warmup / replicas) as usize;
+    let cap = row.max_concurrency.map(|c| (c / replicas).max(1) as usize);
     let load = match row.load {
         ReferenceLoad::MaxThroughput => {
             // What the benchmark sent, where the row says, a replica's share:
@@ -830,8 +835,8 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
                 Some(_) => row_requests(row, n, &mut rng),
                 None => vec![request; n],
             });
-            // A capped burst sends as requests end (a replica's share).
-            load.plan.users = row.max_concurrency.map(|c| (c / replicas).max(1) as usize);
+            // A capped burst sends as requests end.
+            load.plan.users = cap;
             load
         }
         ReferenceLoad::Concurrency(c) | ReferenceLoad::Batch(c) => {
@@ -855,10 +860,6 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
                     _ => (REQUESTS_A_USER as usize * users as usize).max(200),
                 },
             };
-            // A measured warm-up is sent first, and left out, as it was
-            // (a replica's share).
-            let warmup =
-                if matches!(row.load, ReferenceLoad::Concurrency(_)) { (row.warmup / replicas) as usize } else { 0 };
             let mut load = VirtualLoad::closed_loop(row_requests(row, n + warmup, &mut rng), users);
             load.plan.warmup = warmup as u64;
             if options.stagger && !row.together && matches!(row.load, ReferenceLoad::Concurrency(_)) {
@@ -880,8 +881,6 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
             if !requests.is_multiple_of(replicas) {
                 return Err(bad(format!("{requests} requests do not split evenly over {replicas} replicas")));
             }
-            // A measured warm-up is sent first, and left out (a replica's share).
-            let warmup = (row.warmup / replicas) as usize;
             let n = (requests / replicas) as usize + warmup;
             let rate = per_s / replicas as f64;
             let arrivals: Vec<std::time::Duration> = match &row.arrivals {
@@ -906,8 +905,8 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
             let n = arrivals.len();
             let mut load = VirtualLoad::open_loop(row_requests(row, n, &mut rng), arrivals);
             load.plan.warmup = warmup as u64;
-            // Arrivals past the cap wait for a request to end (a replica's share).
-            load.plan.users = row.max_concurrency.map(|c| (c / replicas).max(1) as usize);
+            // Arrivals past the cap wait for a request to end.
+            load.plan.users = cap;
             load
         }
     };

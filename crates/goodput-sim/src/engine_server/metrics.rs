@@ -247,8 +247,8 @@ pub(super) fn dcgm(
     // The mean power since the last scrape (since the start at the first),
     // in the engine's joules a wall-clock second: S times the engine's
     // watts at --speed S, as the limit reads S × TDP.
-    let (before, at) = match seen.as_ref().filter(|s| s.joules.len() == gpus.len() && now > s.at_s) {
-        Some(s) => (s.joules.clone(), s.at_s),
+    let (before, at) = match seen.take().filter(|s| s.joules.len() == gpus.len() && now > s.at_s) {
+        Some(s) => (s.joules, s.at_s),
         None => (vec![0.0; gpus.len()], 0.0),
     };
     let (mut energy, mut power, mut limit) = (String::new(), String::new(), String::new());
