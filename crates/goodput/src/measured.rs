@@ -27,7 +27,7 @@ use crate::cli::EngineArgs;
 use anyhow::{bail, Result};
 use goodput_core::RunResult;
 use goodput_report::read::{read_document, Document};
-use goodput_sim::engine::validate::{RequestLengths, SendTimes};
+use goodput_sim::engine::validate::{BlockLists, RequestLengths, SendTimes};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -54,23 +54,39 @@ pub struct MeasuredRows {
     pub csv: String,
     /// What the conversion chose that the user should know.
     pub notes: Vec<String>,
-    /// What each point sends that CSV columns cannot carry (its requests'
-    /// lengths where they varied, an open loop's send times), by the
+    /// What each point sends that CSV columns cannot carry, by the
     /// beginning its rows' ids share (`p2-concurrency-8-`).
-    replays: Vec<(String, Option<RequestLengths>, Option<SendTimes>)>,
+    replays: Vec<(String, Replay)>,
+}
+
+/// What a point sends that CSV columns cannot carry.
+#[derive(Clone, Default)]
+struct Replay {
+    /// Its requests' lengths, where they varied.
+    lengths: Option<RequestLengths>,
+    /// An open loop's send times, drawn again or a trace's.
+    arrivals: Option<SendTimes>,
+    /// A replayed trace's prefix blocks, beside `lengths`.
+    blocks: Option<BlockLists>,
+}
+
+impl Replay {
+    fn is_empty(&self) -> bool {
+        self.lengths.is_none() && self.arrivals.is_none() && self.blocks.is_none()
+    }
 }
 
 impl MeasuredRows {
     /// Gives each parsed row its point's requests' lengths, where they
-    /// varied, and its open loop's send times, where they were drawn again
-    /// (CSV columns cannot carry them).
+    /// varied, its open loop's send times, where they were drawn again or
+    /// replayed, and a trace's prefix blocks (CSV columns cannot carry
+    /// them).
     pub fn attach_replays(&self, rows: &mut [goodput_sim::engine::validate::ReferenceRow]) {
         for row in rows {
-            if let Some((_, lengths, arrivals)) =
-                self.replays.iter().find(|(stem, ..)| row.id.starts_with(stem.as_str()))
-            {
-                row.lengths = lengths.clone();
-                row.arrivals = arrivals.clone();
+            if let Some((_, r)) = self.replays.iter().find(|(stem, _)| row.id.starts_with(stem.as_str())) {
+                row.lengths = r.lengths.clone();
+                row.arrivals = r.arrivals.clone();
+                row.prefix_blocks = r.blocks.clone();
             }
         }
     }
@@ -182,8 +198,8 @@ pub fn rows_csv(path: &Path, e: &EngineArgs) -> Result<MeasuredRows> {
     }
     let replays = kept
         .iter()
-        .flat_map(|(c, rows)| rows.iter().map(move |(p, _)| (p.stem(c), p.lengths.clone(), p.arrivals.clone())))
-        .filter(|(_, lengths, arrivals)| lengths.is_some() || arrivals.is_some())
+        .flat_map(|(c, rows)| rows.iter().map(move |(p, _)| (p.stem(c), p.replay.clone())))
+        .filter(|(_, r)| !r.is_empty())
         .collect();
     Ok(MeasuredRows { csv, notes, replays })
 }
@@ -472,13 +488,12 @@ struct Point {
     /// `max_total_num_tokens`).
     kv_cache_tokens: Option<f64>,
     /// Each request's prompt and answer lengths (its warm-up's first), in
-    /// the order the run sent them, where they varied.
-    lengths: Option<RequestLengths>,
+    /// the order the run sent them, where they varied; an open loop's send
+    /// times, drawn again from its rate, arrival process, ramp-up and seed,
+    /// or a trace's; a trace's prefix blocks.
+    replay: Replay,
     /// Why a point whose lengths varied is set at their means.
     lengths_note: Option<String>,
-    /// An open loop's send times (its warm-up's first), drawn again from
-    /// its rate, arrival process, ramp-up and seed.
-    arrivals: Option<SendTimes>,
 }
 
 impl Point {
@@ -541,13 +556,13 @@ fn point(index: usize, run: &RunResult) -> Result<Point, String> {
         return Err("no request completed".into());
     }
     let Some(load) = run.config.load.as_ref() else { return Err("its load is not recorded".into()) };
-    if load.trace.is_some() {
-        return Err("a trace's load: the rows hold closed loops, Poisson rates and batches".into());
-    }
     if load.sessions.is_some() {
         return Err("multi-turn sessions: each row's requests stand alone".into());
     }
     let (kind, value, start) = match (load.concurrency, load.rate) {
+        // A trace's send times are its load (its -c a cap): its rate is set
+        // when it is read again.
+        _ if load.trace.is_some() => ("rate", 0.0, ""),
         (_, Some(r)) if r.is_unbounded() => ("max_throughput", 0.0, ""),
         (_, Some(r)) => ("rate", r.0, ""),
         (Some(c), None) => ("concurrency", c as f64, if load.ramp_up.is_some() { "apart" } else { "together" }),
@@ -566,14 +581,21 @@ fn point(index: usize, run: &RunResult) -> Result<Point, String> {
     // A closed loop's or a rate's warm-up is simulated as it was sent, and
     // left out as it was (a burst's rows have none).
     let warmup = if kind == "max_throughput" { 0 } else { s.requests.warmup.min(MOST_REQUESTS) };
-    let drawn = drawn_lengths(run.config.workload.as_ref(), load, warmup, requests, input_tokens, output_tokens);
-    let arrivals = match (kind, load.rate) {
-        ("rate", Some(rate)) => send_times(load, rate.0, warmup.saturating_add(requests))?,
-        _ => None,
-    };
-    let (lengths, lengths_note) = match drawn {
-        Ok(l) => (l, None),
-        Err(why) => (None, Some(why)),
+    let (value, replay, lengths_note) = if let Some(trace) = &load.trace {
+        let (rate, replay) =
+            trace_replay(trace, load, run.config.workload.as_ref(), warmup, requests, input_tokens, output_tokens)?;
+        (rate, replay, None)
+    } else {
+        let drawn = drawn_lengths(run.config.workload.as_ref(), load, warmup, requests, input_tokens, output_tokens);
+        let arrivals = match (kind, load.rate) {
+            ("rate", Some(rate)) => send_times(load, rate.0, warmup.saturating_add(requests))?,
+            _ => None,
+        };
+        let (lengths, lengths_note) = match drawn {
+            Ok(l) => (l, None),
+            Err(why) => (None, Some(why)),
+        };
+        (value, Replay { lengths, arrivals, blocks: None }, lengths_note)
     };
     Ok(Point {
         index,
@@ -595,10 +617,91 @@ fn point(index: usize, run: &RunResult) -> Result<Point, String> {
             .as_ref()
             .and_then(|s| s.window.gauges.get(&goodput_core::prometheus::scrape::GaugeSignal::KvCacheTokens))
             .and_then(|d| d.mean),
-        lengths,
+        replay,
         lengths_note,
-        arrivals,
     })
+}
+
+/// A replayed trace's point, read again where the run read it, at its
+/// speed and in its format: the requests per second it offered, and the
+/// `warmup` and `sent` requests it sent first (its send times, lengths
+/// and prefix blocks), each prompt moved by the tokens the server counted
+/// beside the trace's and each answer scaled to the server's mean (as
+/// [`drawn_lengths`] moves them). An error where it cannot be read again
+/// as it was: a trace's times are the load, and no mean stands in for
+/// them.
+fn trace_replay(
+    path: &str,
+    load: &goodput_core::doc::config::LoadConfig,
+    workload: Option<&goodput_core::doc::config::WorkloadConfig>,
+    warmup: u64,
+    sent: u64,
+    input_mean: u64,
+    output_mean: u64,
+) -> Result<(f64, Replay), String> {
+    use goodput_load::trace::TraceFormat;
+    use goodput_sim::engine::{SharedPrefix, VirtualRequest};
+    let recorded = workload.and_then(|w| w.trace.as_ref());
+    let format = match recorded.and_then(|t| t.format.as_deref()) {
+        None => TraceFormat::Auto,
+        Some(name) => [TraceFormat::Goodput, TraceFormat::Mooncake, TraceFormat::Azure, TraceFormat::Burstgpt]
+            .into_iter()
+            .find(|f| f.name() == name)
+            .ok_or_else(|| format!("its trace's format ({name}) is not one goodput reads"))?,
+    };
+    let speed = load.trace_speed.unwrap_or(1.0);
+    let file = Path::new(path);
+    if !file.is_file() {
+        return Err(format!(
+            "its trace is not at {path}: run from where the run was (a trace's send times are its load, and no mean              stands in for them)"
+        ));
+    }
+    let trace = goodput_load::trace::read_trace(file, speed, format)
+        .map_err(|e| format!("its trace does not read again ({e})"))?;
+    if let Some(n) = recorded.map(|t| t.requests).filter(|&n| n != trace.entries.len() as u64) {
+        return Err(format!("{path} holds {} requests where the run read {n}: it changed since", trace.entries.len()));
+    }
+    let end = (warmup.saturating_add(sent.min(MOST_REQUESTS)) as usize).min(trace.entries.len());
+    let entries = &trace.entries[..end];
+    if entries.len() <= warmup as usize {
+        return Err("its trace holds no request past its warm-up".into());
+    }
+    // Requests per second over the span they were sent in, to four
+    // figures (the row's name and load; its times are the trace's).
+    let four_figures = |r: f64| {
+        let scale = 10f64.powi(3 - r.log10().floor() as i32);
+        (r * scale).round() / scale
+    };
+    let Some(rate) = crate::setup::trace_rate(entries, None, 0).map(four_figures) else {
+        return Err("its trace sends every request at once: no rate to set it at".into());
+    };
+    let drawn: Vec<VirtualRequest> = entries
+        .iter()
+        .map(|e| VirtualRequest {
+            shared_prefix: e.lengths.prefix.map(|(id, len)| SharedPrefix { id, len }),
+            ..VirtualRequest::new(e.lengths.input, e.lengths.output)
+        })
+        .collect();
+    let blocks = entries.iter().any(|e| e.blocks.is_some()).then(|| {
+        entries
+            .iter()
+            .map(|e| {
+                e.blocks.as_ref().map(|b| {
+                    let sized =
+                        b.iter().enumerate().map(|(j, &id)| (id, goodput_load::trace::block_len(e.lengths.input, j)));
+                    sized.collect()
+                })
+            })
+            .collect()
+    });
+    Ok((
+        rate,
+        Replay {
+            lengths: Some(moved(drawn, warmup, input_mean, output_mean)),
+            arrivals: Some(entries.iter().map(|e| e.at).collect()),
+            blocks,
+        },
+    ))
 }
 
 /// The first `n` send times of an open loop at `rate` a second, drawn
@@ -730,20 +833,34 @@ fn drawn_lengths(
     let Some(drawn) = drawn.filter(|d| !d.is_empty()) else {
         return at_means("some of its dataset's entries give no answer length (no max_tokens, no answer turn)");
     };
-    // What the server counted is of the measured requests.
-    let measured = &drawn[warmup as usize..];
-    let mean =
-        |f: fn(&VirtualRequest) -> u32| measured.iter().map(|r| f64::from(f(r))).sum::<f64>() / measured.len() as f64;
-    let (shift, scale) = (input_mean as f64 - mean(|r| r.input_tokens), output_mean as f64 / mean(|r| r.output_tokens));
-    let moved = drawn
+    Ok(Some(moved(drawn, warmup, input_mean, output_mean)))
+}
+
+/// `drawn` (the `warmup` requests first), each prompt moved by the tokens
+/// the server counted beside the drawn ones (`input_mean` over the
+/// measured requests: a chat template's), each answer scaled to the mean
+/// it counted (answers that ended early).
+fn moved(
+    drawn: Vec<goodput_sim::engine::VirtualRequest>,
+    warmup: u64,
+    input_mean: u64,
+    output_mean: u64,
+) -> RequestLengths {
+    use goodput_sim::engine::VirtualRequest;
+    let measured = &drawn[(warmup as usize).min(drawn.len())..];
+    let mean = |f: fn(&VirtualRequest) -> u32| {
+        measured.iter().map(|r| f64::from(f(r))).sum::<f64>() / measured.len().max(1) as f64
+    };
+    let shift = input_mean as f64 - mean(|r| r.input_tokens);
+    let scale = Some(output_mean as f64 / mean(|r| r.output_tokens)).filter(|s| s.is_finite()).unwrap_or(1.0);
+    drawn
         .iter()
         .map(|r| VirtualRequest {
             input_tokens: (f64::from(r.input_tokens) + shift).round().max(1.0) as u32,
             output_tokens: (f64::from(r.output_tokens) * scale).round().max(1.0) as u32,
             ..*r
         })
-        .collect();
-    Ok(Some(moved))
+        .collect()
 }
 
 #[cfg(test)]

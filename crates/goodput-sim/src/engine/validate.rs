@@ -9,7 +9,7 @@ use super::error::Error;
 use super::roofline::kv_capacity;
 use super::scheduler::SchedulerPolicy;
 use super::virtual_time::SimRun;
-use super::virtual_time::{simulate, VirtualLoad, VirtualRequest};
+use super::virtual_time::{simulate, PrefixBlocks, VirtualLoad, VirtualRequest};
 use goodput_core::analysis::stats::percentile_of;
 use goodput_core::{percentile, RequestMetrics};
 use rand::rngs::StdRng;
@@ -60,14 +60,16 @@ impl ReferenceRow {
             queueing: false,
             lengths: None,
             arrivals: None,
+            prefix_blocks: None,
             ..self.clone()
         };
-        // A measured run's requests and send times, shared by its rows, by
-        // where they are: formatted whole, a point of 100,000 requests made
-        // each key megabytes long.
+        // A measured run's requests, send times and prefix blocks, shared
+        // by its rows, by where they are: formatted whole, a point of
+        // 100,000 requests made each key megabytes long.
         let lengths = self.lengths.as_ref().map(|l| (l.as_ptr(), l.len()));
         let arrivals = self.arrivals.as_ref().map(|a| (a.as_ptr(), a.len()));
-        format!("{run:?} {lengths:?} {arrivals:?}")
+        let blocks = self.prefix_blocks.as_ref().map(|b| (b.as_ptr(), b.len()));
+        format!("{run:?} {lengths:?} {arrivals:?} {blocks:?}")
     }
 
     /// Whether the row's requests went through a serving front end (HTTP):
@@ -261,7 +263,17 @@ pub struct ReferenceRow {
     /// place of Poisson times of its own. Not a CSV column: `None` from
     /// [`parse_csv`].
     pub arrivals: Option<SendTimes>,
+    /// The blocks each request's prompt opened with, in the order of
+    /// `lengths` (a replayed trace's prefix blocks, Mooncake's `hash_ids`),
+    /// where the row came from a measured run that replayed a trace: the
+    /// prefix cache serves what they share. Not a CSV column: `None` from
+    /// [`parse_csv`].
+    pub prefix_blocks: Option<BlockLists>,
 }
+
+/// Each request's prefix blocks (`None` for one that opened with none), in
+/// the order they were sent.
+pub type BlockLists = std::sync::Arc<[Option<PrefixBlocks>]>;
 
 /// An open loop's send times, from its start, in order.
 pub type SendTimes = std::sync::Arc<[std::time::Duration]>;
@@ -595,6 +607,7 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
         warmup: 0,
         max_concurrency: None,
         arrivals: None,
+        prefix_blocks: None,
     })
 }
 
@@ -876,35 +889,47 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
             load
         }
         ReferenceLoad::Rate(per_s) => {
-            // Each replica gets an even share of the requests and the rate.
             let requests = row.requests.unwrap_or(0);
-            if !requests.is_multiple_of(replicas) {
-                return Err(bad(format!("{requests} requests do not split evenly over {replicas} replicas")));
-            }
-            let n = (requests / replicas) as usize + warmup;
-            let rate = per_s / replicas as f64;
-            let arrivals: Vec<std::time::Duration> = match &row.arrivals {
-                // The measured run's own send times, every replicas-th
-                // (a replica's share, as round robin gives it).
-                Some(times) => times.iter().step_by(replicas as usize).take(n).copied().collect(),
+            let mut load = match &row.arrivals {
+                // The measured run's own send times, and its requests, every
+                // replicas-th (a replica's share, as round robin gives it):
+                // of the warm-up, the share that came first.
+                Some(times) => {
+                    let sent = (row.warmup as usize).saturating_add(requests as usize).min(times.len());
+                    let ours = (0..sent).step_by(replicas as usize);
+                    let arrivals = ours.clone().map(|i| times[i]).collect();
+                    let requests = ours.clone().map(|i| replayed(row, i, &mut rng)).collect();
+                    let mut load = VirtualLoad::open_loop(requests, arrivals);
+                    if let Some(blocks) = &row.prefix_blocks {
+                        load.prefix_blocks = ours.map(|i| blocks.get(i).cloned().flatten()).collect();
+                    }
+                    load.plan.warmup = (row.warmup as usize).div_ceil(replicas as usize) as u64;
+                    load
+                }
                 // Poisson arrivals, the first at time zero, as
                 // sglang.bench_serving and vllm bench serve send them
-                // (exponential gaps of mean 1/rate).
+                // (exponential gaps of mean 1/rate), each replica an even
+                // share of the requests and the rate.
                 None => {
+                    if !requests.is_multiple_of(replicas) {
+                        return Err(bad(format!("{requests} requests do not split evenly over {replicas} replicas")));
+                    }
+                    let n = (requests / replicas) as usize + warmup;
+                    let rate = per_s / replicas as f64;
                     let mut t = 0.0;
-                    (0..n)
+                    let arrivals = (0..n)
                         .map(|i| {
                             if i > 0 {
                                 t += -(1.0 - rng.random::<f64>()).ln() / rate;
                             }
                             std::time::Duration::from_secs_f64(t)
                         })
-                        .collect()
+                        .collect();
+                    let mut load = VirtualLoad::open_loop(row_requests(row, n, &mut rng), arrivals);
+                    load.plan.warmup = warmup as u64;
+                    load
                 }
             };
-            let n = arrivals.len();
-            let mut load = VirtualLoad::open_loop(row_requests(row, n, &mut rng), arrivals);
-            load.plan.warmup = warmup as u64;
             // Arrivals past the cap wait for a request to end.
             load.plan.users = cap;
             load
@@ -933,6 +958,16 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
 /// The seed of the lengths and arrival times drawn for a row, fixed so that
 /// a check repeats exactly.
 const LENGTHS_SEED: u64 = 0;
+
+/// The row's request `i`, as its measured run sent it: its own lengths
+/// where it carries them (over again past their end), else as
+/// [`row_requests`] draws one.
+fn replayed(row: &ReferenceRow, i: usize, rng: &mut StdRng) -> VirtualRequest {
+    match row.lengths.as_deref().filter(|l| !l.is_empty()) {
+        Some(lengths) => lengths[i % lengths.len()],
+        None => row_requests(row, 1, rng)[0],
+    }
+}
 
 /// `n` requests of the row's lengths: its measured run's own where it
 /// carries them (`lengths`), else every one at `input_tokens` and
@@ -1793,6 +1828,37 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,sglang,256,64,rate,4,40,0,output_tokens_per_s,1
         assert_eq!(report.open_loop_summary().len(), 3);
         assert!(report.closed_loop_summary(SUMMARY_MIN_USERS).is_empty());
         assert!(report.to_markdown().contains("open loops (rate rows)"));
+    }
+
+    /// A replayed trace's row sends at its own times its own requests,
+    /// whose prompts open with its blocks: what they share, the prefix
+    /// cache serves. Over replicas, each takes every other request, its
+    /// lengths and blocks with its times, however many there are.
+    #[test]
+    fn a_replayed_rows_prefix_blocks_are_served_from_the_cache_and_split_over_replicas() {
+        use std::time::Duration;
+        let text = "\
+id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,requests,metric,value,unit,source
+t,llama-3.1-8b,h100-sxm,1,1,bf16,vllm,2048,32,rate,10,41,ttft_ms_mean,50,ms,s
+";
+        let mut row = parse_csv(text).unwrap().remove(0);
+        let n = 41;
+        row.lengths = Some((0..n).map(|i| VirtualRequest::new(2048, 16 + i % 32)).collect());
+        row.arrivals = Some((0..n).map(|i| Duration::from_millis(100 * u64::from(i))).collect());
+        let opts = ValidationOptions::default();
+        let cold = predict(&row, &opts).unwrap().predicted;
+        // Every prompt opens with the same three blocks of 512 tokens.
+        let shared: PrefixBlocks = (0..3).map(|k| (k, 512)).collect();
+        row.prefix_blocks = Some((0..n).map(|_| Some(shared.clone())).collect());
+        let warm = predict(&row, &opts).unwrap().predicted;
+        assert!(warm < 0.6 * cold, "shared blocks {warm} ms against {cold} ms");
+        // Two replicas: 41 requests are no even split, and need none.
+        let mut two = parse_csv(&text.replace(",1,1,bf16,", ",2,1,bf16,")).unwrap().remove(0);
+        two.lengths = row.lengths.clone();
+        two.arrivals = row.arrivals.clone();
+        two.prefix_blocks = row.prefix_blocks.clone();
+        let split = predict(&two, &opts).unwrap().predicted;
+        assert!(split > 0.0 && split <= warm * 1.05, "{split} against {warm}");
     }
 
     #[test]

@@ -158,6 +158,76 @@ fn a_run_of_drawn_lengths_is_set_against_the_engine_at_its_own_requests_lengths(
     assert!(told.contains("set at their mean lengths: its dataset is not at prompts.jsonl"), "{told}");
 }
 
+/// A replayed trace is set against the engine as it was replayed: its own
+/// send times, lengths and shared prefixes (goodput's `prefix_id`s,
+/// Mooncake's blocks), its warm-up and its cap on requests in flight;
+/// moved, the point is left out with where to put it, since no mean
+/// stands in for a trace's times.
+#[test]
+fn a_replayed_trace_is_set_against_the_engine_at_its_own_times_lengths_and_prefixes() {
+    let dir = tempfile::tempdir().unwrap();
+    // Bursts of eight requests 20 ms apart, 0.4 s between bursts; prompts
+    // of 500 to 3,000 tokens, a third opening with one of two 400-token
+    // prefixes; answers of 20 to 300.
+    let lines: Vec<String> = (0..160)
+        .map(|i| {
+            let at = (i / 8) as f64 * 0.4 + (i % 8) as f64 * 0.02;
+            let input = 500 + (i * 733) % 2500;
+            let prefix =
+                if i % 3 == 0 { format!(", \"prefix_id\": {}, \"prefix_tokens\": 400", i % 2) } else { String::new() };
+            format!(
+                "{{\"timestamp\": {at:.3}, \"input_tokens\": {input}, \"output_tokens\": {}{prefix}}}",
+                20 + (i * 97) % 280
+            )
+        })
+        .collect();
+    std::fs::write(dir.path().join("bursts.jsonl"), lines.join("\n")).unwrap();
+    let run = estimated(dir.path(), "bursts.json", &["--trace", "bursts.jsonl", "--warmup", "8"]);
+    let (said, told) = validated(&run, dir.path());
+    let stem = said.lines().find_map(|l| l.strip_prefix("| p1-rate-")).and_then(|l| l.split('-').next());
+    let stem = format!("p1-rate-{}-", stem.unwrap_or_else(|| panic!("{said}{told}")));
+    for metric in ["ttft_ms_mean", "tpot_ms_mean", "output_tokens_per_s"] {
+        assert!(row_error(&said, &stem, metric).abs() < 5.0, "{metric}\n{said}{told}");
+    }
+    // Mooncake's blocks, replayed twice as fast with at most 16 in flight.
+    let lines: Vec<String> = (0..120)
+        .map(|i| {
+            let blocks = 1 + i % 6;
+            let ids: Vec<String> =
+                (0..blocks).map(|k| if k < 2 { k.to_string() } else { format!("{}", 100 + i * 8 + k) }).collect();
+            format!(
+                "{{\"timestamp\": {}, \"input_length\": {}, \"output_length\": {}, \"hash_ids\": [{}]}}",
+                i * 37,
+                blocks * 512 - 100,
+                30 + (i * 61) % 200,
+                ids.join(", ")
+            )
+        })
+        .collect();
+    std::fs::write(dir.path().join("mooncake.jsonl"), lines.join("\n")).unwrap();
+    let run = estimated(dir.path(), "mooncake.json", &["--trace", "mooncake.jsonl", "--trace-speed", "2", "-c", "16"]);
+    let (said, told) = validated(&run, dir.path());
+    let line = said.lines().find(|l| l.starts_with("| p1-rate-")).unwrap_or_else(|| panic!("{said}{told}"));
+    let stem = line[2..].split("-ttft").next().unwrap().split("-tpot").next().unwrap().split("-output").next().unwrap();
+    let stem = format!("{}-", stem.trim_end_matches('-'));
+    for metric in ["ttft_ms_mean", "output_tokens_per_s"] {
+        assert!(row_error(&said, &stem, metric).abs() < 5.0, "{metric}\n{said}{told}");
+    }
+    // Elsewhere, the trace is not there to be read again.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let o = goodput()
+        .current_dir(elsewhere.path())
+        .args(["estimate", "--model", "llama-3.1-8b", "--gpu", "h100", "--validate"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    let told = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && told.contains("its trace is not at mooncake.jsonl: run from where the run was"),
+        "{told}"
+    );
+}
+
 #[test]
 fn a_sweep_in_virtual_time_is_fitted_back_to_the_constants_that_made_it_and_a_plan_runs_on_them() {
     let dir = tempfile::tempdir().unwrap();
