@@ -14,7 +14,10 @@
 //! distributions, `--preset chat`, `lognormal:256,0.5`; or a dataset's),
 //! each of its requests' own, drawn again from its seed (the dataset read
 //! again) and moved by what the server counted beside them (a chat
-//! template's tokens). Points are taken in the order of their loads, the
+//! template's tokens); a replayed trace at its own times, lengths and
+//! prefix blocks, read again where the run read it; multi-turn sessions
+//! drawn again turn by turn, each prompt the conversation so far. Points
+//! are taken in the order of their loads, the
 //! first, third, … for the fit (split `calibration`) and the others held
 //! out to check it, where there are three or more.
 //!
@@ -556,9 +559,6 @@ fn point(index: usize, run: &RunResult) -> Result<Point, String> {
         return Err("no request completed".into());
     }
     let Some(load) = run.config.load.as_ref() else { return Err("its load is not recorded".into()) };
-    if load.sessions.is_some() {
-        return Err("multi-turn sessions: each row's requests stand alone".into());
-    }
     let (kind, value, start) = match (load.concurrency, load.rate) {
         // A trace's send times are its load (its -c a cap): its rate is set
         // when it is read again.
@@ -581,7 +581,21 @@ fn point(index: usize, run: &RunResult) -> Result<Point, String> {
     // A closed loop's or a rate's warm-up is simulated as it was sent, and
     // left out as it was (a burst's rows have none).
     let warmup = if kind == "max_throughput" { 0 } else { s.requests.warmup.min(MOST_REQUESTS) };
-    let (value, replay, lengths_note) = if let Some(trace) = &load.trace {
+    let (value, replay, lengths_note) = if let Some(sessions) = &load.sessions {
+        let rate = load.rate.filter(|_| kind == "rate").map(|r| r.0);
+        let replay = session_replay(
+            sessions,
+            run.config.workload.as_ref(),
+            load,
+            rate,
+            warmup,
+            requests,
+            input_tokens,
+            output_tokens,
+        )
+        .map_err(|why| format!("its multi-turn sessions cannot be sent again as they were sent: {why}"))?;
+        (value, replay, None)
+    } else if let Some(trace) = &load.trace {
         let (rate, replay) =
             trace_replay(trace, load, run.config.workload.as_ref(), warmup, requests, input_tokens, output_tokens)?;
         (rate, replay, None)
@@ -797,24 +811,13 @@ fn drawn_lengths(
             Workload::dataset(read.entries, output, seed)
         }
         (None, Some(input), Some(output)) => {
-            let shared_prefix = w.shared_prefix.as_ref().map(|p| goodput_load::workload::SharedPrefix {
-                tokens: p.tokens,
-                ratio: p.ratio,
-                count: p.count,
-            });
-            // What the flags refuse, a document may still say.
-            if shared_prefix.is_some_and(|p| {
-                p.count == 0 || !(0.0..=1.0).contains(&p.ratio) || p.tokens > goodput_load::workload::MAX_TOKENS
-            }) {
-                return at_means(
-                    "its recorded shared prefix is not one a run draws (no prefixes, or a share past 0..1)",
-                );
-            }
-            if matches!((&input, &output), (LengthDist::Fixed(_), LengthDist::Fixed(_))) && shared_prefix.is_none() {
+            if matches!((&input, &output), (LengthDist::Fixed(_), LengthDist::Fixed(_))) && w.shared_prefix.is_none() {
                 return Ok(None);
             }
-            let Some(seed) = seed else { return at_means("its seed is not recorded") };
-            Workload::Synthetic { input, output, seed, tokenizer: None, shared_prefix }
+            match synthetic(w, input, output, seed) {
+                Ok(workload) => workload,
+                Err(why) => return at_means(&why),
+            }
         }
         _ => return Ok(None),
     };
@@ -834,6 +837,113 @@ fn drawn_lengths(
         return at_means("some of its dataset's entries give no answer length (no max_tokens, no answer turn)");
     };
     Ok(Some(moved(drawn, warmup, input_mean, output_mean)))
+}
+
+/// The run's synthetic workload: its lengths' distributions `input` and
+/// `output`, its shared prefix, its seed; why not where it cannot be drawn
+/// again.
+fn synthetic(
+    w: &goodput_core::doc::config::WorkloadConfig,
+    input: goodput_load::LengthDist,
+    output: goodput_load::LengthDist,
+    seed: Option<u64>,
+) -> Result<goodput_load::Workload, String> {
+    let shared_prefix = w.shared_prefix.as_ref().map(|p| goodput_load::workload::SharedPrefix {
+        tokens: p.tokens,
+        ratio: p.ratio,
+        count: p.count,
+    });
+    // What the flags refuse, a document may still say.
+    if shared_prefix.is_some_and(|p| {
+        p.count == 0 || !(0.0..=1.0).contains(&p.ratio) || p.tokens > goodput_load::workload::MAX_TOKENS
+    }) {
+        return Err("its recorded shared prefix is not one a run draws (no prefixes, or a share past 0..1)".into());
+    }
+    let seed = seed.ok_or("its seed is not recorded")?;
+    Ok(goodput_load::Workload::Synthetic { input, output, seed, tokenizer: None, shared_prefix })
+}
+
+/// A run of multi-turn sessions (`--turns`), drawn again as it drew them
+/// (`estimate`'s sessions, from its seed): each session's turns, one after
+/// another, each prompt the conversation so far, each later turn after its
+/// think time, until the `warmup` requests (whole sessions, the first) and
+/// the `sent` ones are drawn; moved to what the server counted (as
+/// [`drawn_lengths`] moves them). With `rate`, each session's send time
+/// (its turns take it), drawn again as [`send_times`] draws them. An error
+/// where they cannot be drawn again: at their means, a session's turns
+/// would not grow, and its point is left out.
+#[allow(clippy::too_many_arguments)]
+fn session_replay(
+    sessions: &goodput_core::doc::config::SessionsConfig,
+    workload: Option<&goodput_core::doc::config::WorkloadConfig>,
+    load: &goodput_core::doc::config::LoadConfig,
+    rate: Option<f64>,
+    warmup: u64,
+    sent: u64,
+    input_mean: u64,
+    output_mean: u64,
+) -> Result<Replay, String> {
+    use goodput_load::{LengthDist, Sessions, ThinkTime, Turns};
+    use goodput_sim::engine::{SharedPrefix, VirtualRequest, VirtualTurn};
+    let shape = Sessions {
+        turns: sessions.turns.parse::<Turns>().map_err(|e| format!("its recorded turns do not parse ({e})"))?,
+        think: sessions.think_time.parse::<ThinkTime>().map_err(|e| format!("its think time does not parse ({e})"))?,
+    };
+    let w = workload.ok_or("its workload is not recorded")?;
+    if w.dataset.is_some() {
+        return Err("a dataset's conversations: their turns' lengths are not recorded (sessions of drawn lengths                     are; a dataset's are set against nothing)"
+            .into());
+    }
+    let dist = |text: Option<&str>, what: &str| {
+        text.ok_or_else(|| format!("its {what} lengths are not recorded"))?
+            .parse::<LengthDist>()
+            .map_err(|e| format!("its recorded lengths do not parse ({e})"))
+    };
+    let (input, output) = (dist(w.input_tokens.as_deref(), "prompt")?, dist(w.output_tokens.as_deref(), "answer")?);
+    let seed = load.seed;
+    let drawn_from = synthetic(w, input, output, seed)?;
+    let seed = seed.unwrap_or_default();
+    let end = warmup.saturating_add(sent.min(MOST_REQUESTS));
+    let (mut drawn, mut session_of) = (Vec::new(), Vec::new());
+    let mut s = 0u64;
+    while (drawn.len() as u64) < end {
+        let (turns, think) = shape.shape(seed, s, None).map_err(|e| e.to_string())?;
+        let (mut context, mut prefix) = (0u32, None);
+        for t in 0..turns {
+            let l = drawn_from.question_lengths(s, t).ok_or("its questions' lengths cannot be drawn again")?;
+            if t == 0 {
+                prefix = l.prefix.map(|(id, len)| SharedPrefix { id, len });
+            }
+            context = context.saturating_add(l.input);
+            drawn.push(VirtualRequest {
+                shared_prefix: prefix,
+                turn: Some(VirtualTurn {
+                    session: s,
+                    turn: t + 1,
+                    turns,
+                    think: t.checked_sub(1).map_or(std::time::Duration::ZERO, |k| think[k as usize]),
+                }),
+                ..VirtualRequest::new(context, l.output)
+            });
+            session_of.push(s as usize);
+            context = context.saturating_add(l.output);
+        }
+        s += 1;
+    }
+    // A run cut short (its --duration) sent the first turns of its last
+    // sessions.
+    drawn.truncate(end as usize);
+    session_of.truncate(end as usize);
+    let arrivals = match rate {
+        Some(rate) => {
+            let times = send_times(load, rate, s)?.ok_or(
+                "its Poisson arrivals' seed is not recorded, so its sessions' send times cannot be drawn again",
+            )?;
+            Some(session_of.iter().map(|&k| times[k]).collect())
+        }
+        None => None,
+    };
+    Ok(Replay { lengths: Some(moved(drawn, warmup, input_mean, output_mean)), arrivals, blocks: None })
 }
 
 /// `drawn` (the `warmup` requests first), each prompt moved by the tokens

@@ -827,6 +827,9 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
     // parser takes each only on the loads it applies to).
     let warmup = (row.warmup / replicas) as usize;
     let cap = row.max_concurrency.map(|c| (c / replicas).max(1) as usize);
+    // A measured run's multi-turn sessions: a replica's whole sessions,
+    // sent as they were, and its share of the warm-up in sessions.
+    let sessions = sessions_share(row, replicas);
     let load = match row.load {
         ReferenceLoad::MaxThroughput => {
             // What the benchmark sent, where the row says, a replica's share:
@@ -844,9 +847,10 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
                     (10 * batch).clamp(1000, 30_000) as usize
                 }
             };
-            let mut load = VirtualLoad::burst(match row.lengths {
-                Some(_) => row_requests(row, n, &mut rng),
-                None => vec![request; n],
+            let mut load = VirtualLoad::burst(match (&sessions, &row.lengths) {
+                (Some(s), _) => s.requests(row),
+                (None, Some(_)) => row_requests(row, n, &mut rng),
+                (None, None) => vec![request; n],
             });
             // A capped burst sends as requests end.
             load.plan.users = cap;
@@ -873,8 +877,18 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
                     _ => (REQUESTS_A_USER as usize * users as usize).max(200),
                 },
             };
-            let mut load = VirtualLoad::closed_loop(row_requests(row, n + warmup, &mut rng), users);
-            load.plan.warmup = warmup as u64;
+            let mut load = match &sessions {
+                Some(s) => {
+                    let mut load = VirtualLoad::closed_loop(s.requests(row), users);
+                    load.plan.warmup = s.warmup;
+                    load
+                }
+                None => {
+                    let mut load = VirtualLoad::closed_loop(row_requests(row, n + warmup, &mut rng), users);
+                    load.plan.warmup = warmup as u64;
+                    load
+                }
+            };
             if options.stagger && !row.together && matches!(row.load, ReferenceLoad::Concurrency(_)) {
                 // A pilot of two requests a user gives the time one takes at
                 // this load; the users join over it, and their first
@@ -884,7 +898,7 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
                 let e2e: Vec<f64> = pilot.records.iter().filter_map(|r| r.e2e()).map(|d| d.as_secs_f64()).collect();
                 let mean = e2e.iter().sum::<f64>() / e2e.len().max(1) as f64;
                 load.plan.ramp_up = std::time::Duration::from_secs_f64(mean);
-                load.plan.warmup = (users as u64).max(warmup as u64);
+                load.plan.warmup = (users as u64).max(load.plan.warmup);
             }
             load
         }
@@ -896,14 +910,20 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
                 // of the warm-up, the share that came first.
                 Some(times) => {
                     let sent = (row.warmup as usize).saturating_add(requests as usize).min(times.len());
-                    let ours = (0..sent).step_by(replicas as usize);
-                    let arrivals = ours.clone().map(|i| times[i]).collect();
-                    let requests = ours.clone().map(|i| replayed(row, i, &mut rng)).collect();
+                    let (ours, warm): (Vec<usize>, u64) = match &sessions {
+                        Some(s) => (s.indices.iter().copied().filter(|&i| i < times.len()).collect(), s.warmup),
+                        None => {
+                            let warm = (row.warmup as usize).div_ceil(replicas as usize) as u64;
+                            ((0..sent).step_by(replicas as usize).collect(), warm)
+                        }
+                    };
+                    let arrivals = ours.iter().map(|&i| times[i]).collect();
+                    let requests = ours.iter().map(|&i| replayed(row, i, &mut rng)).collect();
                     let mut load = VirtualLoad::open_loop(requests, arrivals);
                     if let Some(blocks) = &row.prefix_blocks {
-                        load.prefix_blocks = ours.map(|i| blocks.get(i).cloned().flatten()).collect();
+                        load.prefix_blocks = ours.iter().map(|&i| blocks.get(i).cloned().flatten()).collect();
                     }
-                    load.plan.warmup = (row.warmup as usize).div_ceil(replicas as usize) as u64;
+                    load.plan.warmup = warm;
                     load
                 }
                 // Poisson arrivals, the first at time zero, as
@@ -958,6 +978,43 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
 /// The seed of the lengths and arrival times drawn for a row, fixed so that
 /// a check repeats exactly.
 const LENGTHS_SEED: u64 = 0;
+
+/// A replica's share of a measured run's multi-turn sessions.
+struct SessionsShare {
+    /// Its requests' places in the row's `lengths`: every `replicas`-th
+    /// session, each whole, in order.
+    indices: Vec<usize>,
+    /// Its sessions sent as warm-up: those of its share that the run's
+    /// warm-up (`warmup`, in requests: whole sessions, the first ones) held.
+    warmup: u64,
+}
+
+impl SessionsShare {
+    fn requests(&self, row: &ReferenceRow) -> Vec<VirtualRequest> {
+        let lengths = row.lengths.as_deref().unwrap_or_default();
+        self.indices.iter().map(|&i| lengths[i]).collect()
+    }
+}
+
+/// Where the row's `lengths` hold turns of sessions (a measured run of
+/// `--turns`), a replica's share of them: round robin gives each replica
+/// whole sessions, every `replicas`-th.
+fn sessions_share(row: &ReferenceRow, replicas: u32) -> Option<SessionsShare> {
+    let lengths = row.lengths.as_deref().filter(|l| l.iter().any(|r| r.turn.is_some()))?;
+    let (mut indices, mut warmup, mut session) = (Vec::new(), 0, 0usize);
+    for (i, r) in lengths.iter().enumerate() {
+        if i > 0 && !r.follows() {
+            session += 1;
+        }
+        if session.is_multiple_of(replicas as usize) {
+            if !r.follows() && i < row.warmup as usize {
+                warmup += 1;
+            }
+            indices.push(i);
+        }
+    }
+    Some(SessionsShare { indices, warmup })
+}
 
 /// The row's request `i`, as its measured run sent it: its own lengths
 /// where it carries them (over again past their end), else as
@@ -1859,6 +1916,41 @@ t,llama-3.1-8b,h100-sxm,1,1,bf16,vllm,2048,32,rate,10,41,ttft_ms_mean,50,ms,s
         two.prefix_blocks = row.prefix_blocks.clone();
         let split = predict(&two, &opts).unwrap().predicted;
         assert!(split > 0.0 && split <= warm * 1.05, "{split} against {warm}");
+    }
+
+    /// A measured run's sessions split over replicas whole, every other
+    /// one to each, their warm-up counted in sessions: the first two
+    /// sessions' five requests are two sessions of warm-up, one of them a
+    /// replica's.
+    #[test]
+    fn a_measured_runs_sessions_go_whole_to_each_replica() {
+        use super::super::virtual_time::VirtualTurn;
+        let text = "\
+id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,requests,metric,value,unit,source
+s,llama-3.1-8b,h100-sxm,2,1,bf16,vllm,500,50,concurrency,4,10,ttft_ms_mean,50,ms,s
+";
+        let mut row = parse_csv(text).unwrap().remove(0);
+        // Sessions of 2, 3, 1, 4 and 2 turns.
+        let mut lengths = Vec::new();
+        for (session, turns) in [2u32, 3, 1, 4, 2].into_iter().enumerate() {
+            for turn in 1..=turns {
+                let think = std::time::Duration::from_millis(if turn > 1 { 300 } else { 0 });
+                let t = VirtualTurn { session: session as u64, turn, turns, think };
+                lengths.push(VirtualRequest { turn: Some(t), ..VirtualRequest::new(200 * turn, 50) });
+            }
+        }
+        row.lengths = Some(lengths.into());
+        row.warmup = 5;
+        let share = sessions_share(&row, 2).unwrap();
+        assert_eq!(share.indices, [0, 1, 5, 10, 11]);
+        assert_eq!(share.warmup, 1);
+        let whole = sessions_share(&row, 1).unwrap();
+        assert_eq!((whole.indices.len(), whole.warmup), (12, 2));
+        // The replica's share runs as sessions: no turn before its first.
+        let p = predict(&row, &ValidationOptions::default()).unwrap();
+        assert!(p.predicted > 0.0, "{}", p.predicted);
+        row.lengths = Some(vec![VirtualRequest::new(500, 50); 4].into());
+        assert!(sessions_share(&row, 2).is_none());
     }
 
     #[test]

@@ -63,7 +63,7 @@ impl VirtualRequest {
     }
 
     /// A session's later turn: it follows the request before it.
-    fn follows(&self) -> bool {
+    pub(crate) fn follows(&self) -> bool {
         self.turn.is_some_and(|t| t.turn > 1)
     }
 }
