@@ -775,9 +775,7 @@ fn drawn_lengths(
         (Ok(i), Ok(o)) => (i, o),
     };
     let seed = load.seed;
-    if w.repeat.is_some() {
-        return at_means("--repeat sends prompts again in an order of its own");
-    }
+    let copies = w.repeat.filter(|&c| c > 1);
     let workload = match (&w.dataset, input, output) {
         // A dataset's prompts, read again where the run read them, in the
         // order its seed shuffled them.
@@ -811,7 +809,10 @@ fn drawn_lengths(
             Workload::dataset(read.entries, output, seed)
         }
         (None, Some(input), Some(output)) => {
-            if matches!((&input, &output), (LengthDist::Fixed(_), LengthDist::Fixed(_))) && w.shared_prefix.is_none() {
+            if matches!((&input, &output), (LengthDist::Fixed(_), LengthDist::Fixed(_)))
+                && w.shared_prefix.is_none()
+                && copies.is_none()
+            {
                 return Ok(None);
             }
             match synthetic(w, input, output, seed) {
@@ -821,6 +822,20 @@ fn drawn_lengths(
         }
         _ => return Ok(None),
     };
+    // --repeat's copies of each prompt, as the run spread them: a pass of
+    // its requests apart where their count was known ahead, else twice
+    // the users (at least 64).
+    let workload = match copies {
+        Some(copies) => {
+            let counted = load.requests.filter(|_| load.warmup_time.is_none()).map(|n| n + load.warmup.unwrap_or(0));
+            let spread = match counted {
+                Some(n) => n.div_ceil(u64::from(copies)).max(1),
+                None => (2 * load.concurrency.unwrap_or(32)).max(64),
+            };
+            Workload::Repeated { inner: Box::new(workload), copies, spread }
+        }
+        None => workload,
+    };
     let end = warmup.saturating_add(sent.min(MOST_REQUESTS));
     if end == warmup {
         return Ok(None);
@@ -829,6 +844,9 @@ fn drawn_lengths(
         .map(|i| {
             workload.lengths(i).map(|l| VirtualRequest {
                 shared_prefix: l.prefix.map(|(id, len)| SharedPrefix { id, len }),
+                // A dataset's entry sent again, --repeat's copy: the
+                // prefix cache serves it as the server's did.
+                prompt: workload.prompt_id(i),
                 ..VirtualRequest::new(l.input, l.output)
             })
         })

@@ -590,6 +590,8 @@ pub fn virtual_load(
                 shared_prefix: l.prefix.map(|(id, len)| SharedPrefix { id, len }),
                 turn: None,
                 give_up_after: give_up(requests.len(), None),
+                // A dataset's entry sent again, or --repeat's copy.
+                prompt: workload.prompt_id(i),
             });
             if let Some(blocks) = workload.prefix_blocks(i) {
                 prefix_blocks.resize(requests.len(), None);
@@ -618,6 +620,7 @@ pub fn virtual_load(
                     think: t.checked_sub(1).map_or(Duration::ZERO, |k| think[k as usize]),
                 }),
                 give_up_after: give_up(requests.len(), Some(SessionTurn { id: i, turn: t + 1, turns })),
+                prompt: None,
             });
             // A later turn's arrival is its session's (it goes after the turn before it).
             sent_at.extend(at);

@@ -161,6 +161,24 @@ impl Workload {
         }
     }
 
+    /// Which prompt request `i` sends, where another request may send the
+    /// same one: a dataset's entry (its place in the file), sent again
+    /// once the run has gone through them all, or the prompt `--repeat`
+    /// sends again. `None` where request `i`'s prompt is its own (drawn
+    /// for it, a trace's line, or one with images drawn for it). A server's prefix cache serves what it
+    /// holds of a prompt sent before.
+    pub fn prompt_id(&self, i: u64) -> Option<u64> {
+        match self {
+            Workload::Dataset { order, .. } => Some(order[(i % order.len() as u64) as usize] as u64),
+            Workload::Repeated { inner, copies, spread } => {
+                let slot = repeat_slot(i, *copies, *spread).0;
+                Some(inner.prompt_id(slot).unwrap_or(slot))
+            }
+            // Each request's images are drawn for it.
+            Workload::Synthetic { .. } | Workload::Trace { .. } | Workload::WithImages { .. } => None,
+        }
+    }
+
     /// The question of turn `turn` (0 for the opening one) of session `s`,
     /// alone: a [`Conversation`] puts the history before it. Synthetic
     /// questions carry the shared prefix on the opening turn, if any; a

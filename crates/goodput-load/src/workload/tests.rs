@@ -298,6 +298,26 @@ fn dataset_workload_cycles_in_a_seeded_order() {
     let mut seen: Vec<_> = first.iter().map(|x| x.max_tokens.unwrap()).collect();
     seen.sort();
     assert_eq!(seen, vec![1, 2, 3]);
+    // Which prompt each request sends: the same entry a pass later, as
+    // its item; a --repeat copy its slot's; a drawn prompt its own.
+    let ids: Vec<_> = (0..6).map(|i| w.prompt_id(i).unwrap()).collect();
+    assert_eq!(ids[..3], ids[3..]);
+    for i in 0..6 {
+        let again = (0..6).filter(|&j| w.prompt_id(j) == w.prompt_id(i)).all(|j| w.item(j) == w.item(i));
+        assert!(again && ids[..3].iter().filter(|&&k| k == ids[i as usize]).count() == 1);
+    }
+    let synthetic = Workload::Synthetic {
+        input: LengthDist::Fixed(8),
+        output: LengthDist::Fixed(3),
+        seed: 5,
+        tokenizer: None,
+        shared_prefix: None,
+    };
+    assert_eq!(synthetic.prompt_id(4), None);
+    let copies = Workload::Repeated { inner: Box::new(synthetic), copies: 2, spread: 3 };
+    let slots: Vec<_> = (0..6).map(|i| copies.prompt_id(i).unwrap()).collect();
+    assert_eq!(slots, [0, 1, 2, 0, 1, 2]);
+    assert_eq!(copies.item(1).prompt, copies.item(4).prompt);
 }
 
 #[test]

@@ -156,6 +156,26 @@ fn a_run_of_drawn_lengths_is_set_against_the_engine_at_its_own_requests_lengths(
     let elsewhere = tempfile::tempdir().unwrap();
     let (_, told) = validated(&run, elsewhere.path());
     assert!(told.contains("set at their mean lengths: its dataset is not at prompts.jsonl"), "{told}");
+    // Each prompt sent three times (--repeat): the copies are the same
+    // prompt, served from the prefix cache as the run's were. Set at the
+    // means, each a prompt of its own, its TTFT came out three times the
+    // measured (+209 %) and its throughput 25 % short; now within 7 %.
+    // Over HTTP on a busy machine the bounds are wider than the engine's
+    // own runs': what fails them is the cache missed, not the time.
+    // (Answers are a live run's: bench against the engine's server.)
+    let (url, _, _server) =
+        serve(&["--profile", "engine", "--model", "llama-3.1-8b", "--gpu", "h100"].map(std::ffi::OsStr::new));
+    let run = dir.path().join("repeat.json");
+    goodput()
+        .args(["bench", "-q", "--url", &url, "-c", "8", "-n", "48", "--repeat", "3"])
+        .args(["--input-tokens", "lognormal:1024,0.5", "--output-tokens", "lognormal:32,0.3", "-o"])
+        .arg(&run)
+        .assert()
+        .success();
+    let (said, told) = validated(&run, dir.path());
+    assert!(row_error(&said, "p1-concurrency-8-", "ttft_ms_mean").abs() < 40.0, "{said}{told}");
+    assert!(row_error(&said, "p1-concurrency-8-", "output_tokens_per_s").abs() < 12.0, "{said}{told}");
+    assert!(!told.contains("mean lengths"), "{told}");
 }
 
 /// A replayed trace is set against the engine as it was replayed: its own

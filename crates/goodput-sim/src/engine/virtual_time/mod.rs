@@ -44,6 +44,12 @@ pub struct VirtualRequest {
     /// has finished by then: the engine aborts it, and its user is free.
     #[serde(default)]
     pub give_up_after: Option<Duration>,
+    /// Which prompt it sends, where others send the same one (a dataset's
+    /// entry sent again, `--repeat`'s copies): requests naming the same
+    /// `prompt` (and lengths) send the same tokens, so the prefix cache
+    /// serves what it still holds of it. `None`: a prompt of its own.
+    #[serde(default)]
+    pub prompt: Option<u64>,
 }
 
 /// Where a request sits in its session.
@@ -59,7 +65,14 @@ pub struct VirtualTurn {
 
 impl VirtualRequest {
     pub fn new(input_tokens: u32, output_tokens: u32) -> VirtualRequest {
-        VirtualRequest { input_tokens, output_tokens, shared_prefix: None, turn: None, give_up_after: None }
+        VirtualRequest {
+            input_tokens,
+            output_tokens,
+            shared_prefix: None,
+            turn: None,
+            give_up_after: None,
+            prompt: None,
+        }
     }
 
     /// A session's later turn: it follows the request before it.
@@ -925,6 +938,7 @@ mod tests {
                     shared_prefix: Some(SharedPrefix { id: 1, len: 2048 }),
                     turn: None,
                     give_up_after: None,
+                    prompt: None,
                 })
                 .collect::<Vec<_>>()
         };
@@ -942,6 +956,42 @@ mod tests {
         assert!(on.engine.prefix_cache_hit_rate.unwrap() > 0.9);
         assert_eq!(off.engine.prefix_cache_hits, 0);
         assert_eq!(unique.engine.prefix_cache_hits, 0);
+    }
+
+    /// A prompt sent again (a dataset's entry on the run's second pass,
+    /// `--repeat`'s copy) is served from the prefix cache but for its
+    /// last block; other prompts of the same length are not.
+    #[test]
+    fn a_prompt_sent_again_is_served_from_the_prefix_cache() {
+        // 20 prompts, each sent twice, a pass apart.
+        let requests = |again: bool| -> Vec<VirtualRequest> {
+            (0..40u64)
+                .map(|i| VirtualRequest {
+                    prompt: again.then_some(i % 20),
+                    ..VirtualRequest::new(2048 + (i % 20) as u32 * 16, 16)
+                })
+                .collect()
+        };
+        let run = |requests: Vec<VirtualRequest>| {
+            let arrivals = constant_rate(requests.len(), 5.0);
+            simulate(&h100_8b(), &VirtualLoad::open_loop(requests, arrivals)).unwrap()
+        };
+        let (again, unique) = (run(requests(true)), run(requests(false)));
+        let ttft = |r: &SimRun, pass: std::ops::Range<usize>| {
+            r.records[pass].iter().map(|r| r.ttft().unwrap().as_secs_f64()).sum::<f64>() / 20.0
+        };
+        // The first pass alike; the second from the cache.
+        assert!((ttft(&again, 0..20) / ttft(&unique, 0..20) - 1.0).abs() < 0.02);
+        assert!(
+            ttft(&again, 20..40) < 0.5 * ttft(&unique, 20..40),
+            "{} {}",
+            ttft(&again, 20..40),
+            ttft(&unique, 20..40)
+        );
+        assert_eq!(unique.engine.prefix_cache_hits, 0);
+        // About half the prompt tokens, those of the second pass less their last blocks.
+        let rate = again.engine.prefix_cache_hit_rate.unwrap();
+        assert!(rate > 0.45 && rate < 0.5, "{rate}");
     }
 
     #[test]

@@ -262,10 +262,16 @@ impl<'a> VirtualRun<'a> {
                 Some(blocks) => std::iter::once(start).chain(blocks.iter().copied()).collect(),
                 None => vec![start, prefix],
             };
+            // The unique part is the request's own (its session's first
+            // turn's), or that of the prompt it sends again.
+            let unique = match r.prompt {
+                Some(p) => p.wrapping_add(1).wrapping_mul(0xd6e8_feb8_6659_fd93).rotate_left(17),
+                None => (first as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            };
             let prompt = Prompt::synthetic(
                 r.input_tokens.saturating_add(load.prompts.extra(cfg.chat_template, r)),
                 &shared,
-                load.seed ^ (first as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                load.seed ^ unique,
                 cfg.block_size,
             );
             if let Some(pd) = self.pd.as_mut() {
