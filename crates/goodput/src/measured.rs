@@ -63,7 +63,7 @@ pub struct MeasuredRows {
 }
 
 /// What a point sends that CSV columns cannot carry.
-#[derive(Clone, Default)]
+#[derive(Clone, Debug, Default)]
 struct Replay {
     /// Its requests' lengths, where they varied.
     lengths: Option<RequestLengths>,
@@ -667,7 +667,8 @@ fn trace_replay(
     let file = Path::new(path);
     if !file.is_file() {
         return Err(format!(
-            "its trace is not at {path}: run from where the run was (a trace's send times are its load, and no mean              stands in for them)"
+            "its trace is not at {path}: run from where the run was (a trace's send times are its load, and no \
+             mean stands in for them)"
         ));
     }
     let trace = goodput_load::trace::read_trace(file, speed, format)
@@ -909,7 +910,8 @@ fn session_replay(
     };
     let w = workload.ok_or("its workload is not recorded")?;
     if w.dataset.is_some() {
-        return Err("a dataset's conversations: their turns' lengths are not recorded (sessions of drawn lengths                     are; a dataset's are set against nothing)"
+        return Err("a dataset's conversations: the engine takes sessions of drawn lengths only, as estimate does \
+                    (give the measurements as a CSV of rows)"
             .into());
     }
     let dist = |text: Option<&str>, what: &str| {
@@ -1057,6 +1059,37 @@ mod tests {
             WorkloadConfig { shared_prefix: Some(SharedPrefixConfig { tokens: 10, ratio: 1.0, count: 0 }), ..chat };
         assert!(drawn_lengths(Some(&none), &load, 3, 10, 290, 500).unwrap_err().contains("shared prefix"));
         assert_eq!(drawn_lengths(Some(&w("lognormal:256,0.5", "64")), &load, u64::MAX, 10, 256, 64).unwrap(), None);
+    }
+
+    /// A run of sessions is drawn again turn by turn: each later turn's
+    /// prompt the conversation so far; a dataset's conversations, whose
+    /// turns' lengths the engine cannot draw, are refused with the reason.
+    #[test]
+    fn a_run_s_sessions_are_drawn_again_turn_by_turn() {
+        use goodput_core::doc::config::{LoadConfig, SessionsConfig, WorkloadConfig};
+        let w = WorkloadConfig {
+            input_tokens: Some("lognormal:200,0.3".into()),
+            output_tokens: Some("100".into()),
+            ..WorkloadConfig::default()
+        };
+        let load = LoadConfig { seed: Some(3), ..LoadConfig::default() };
+        let sessions = SessionsConfig { turns: "3".into(), think_time: "1s".into() };
+        let r = session_replay(&sessions, Some(&w), &load, None, 3, 9, 500, 100).unwrap();
+        let lengths = r.lengths.unwrap();
+        assert_eq!(lengths.len(), 12);
+        for (i, req) in lengths.iter().enumerate() {
+            let t = req.turn.unwrap();
+            assert_eq!((t.session, t.turn, t.turns), (i as u64 / 3, i as u32 % 3 + 1, 3));
+            if t.turn > 1 {
+                // The conversation so far: the turn before's prompt and answer, and more.
+                let before = lengths[i - 1];
+                assert!(req.input_tokens > before.input_tokens + before.output_tokens, "{req:?} after {before:?}");
+                assert_eq!(t.think, std::time::Duration::from_secs(1));
+            }
+        }
+        let dataset = WorkloadConfig { dataset: Some("chats.json".into()), ..w };
+        let why = session_replay(&sessions, Some(&dataset), &load, None, 0, 9, 500, 100).unwrap_err();
+        assert!(why.contains("a dataset's conversations"), "{why}");
     }
 
     /// An open loop's send times are drawn again from its rate, process,
