@@ -766,7 +766,7 @@ fn drawn_lengths(
     input_mean: u64,
     output_mean: u64,
 ) -> Result<Option<RequestLengths>, String> {
-    use goodput_load::workload::{read_dataset, LengthDist, Workload};
+    use goodput_load::workload::{LengthDist, Workload};
     use goodput_sim::engine::{SharedPrefix, VirtualRequest};
     let Some(w) = workload else { return Ok(None) };
     let at_means = |why: &str| Err(format!("its requests are set at their mean lengths: {why}"));
@@ -780,35 +780,10 @@ fn drawn_lengths(
     let workload = match (&w.dataset, input, output) {
         // A dataset's prompts, read again where the run read them, in the
         // order its seed shuffled them.
-        (Some(path), _, output) => {
-            let Some(seed) = seed else { return at_means("its seed is not recorded") };
-            let path = Path::new(path);
-            if !path.is_file() {
-                return at_means(&format!(
-                    "its dataset is not at {} (run from where the run was, or give the measurements as a CSV)",
-                    path.display()
-                ));
-            }
-            let tokenizer = match &w.tokenizer {
-                Some(t) => match goodput_load::TokenCounter::from_file(Path::new(t)) {
-                    Ok(t) => Some(t),
-                    Err(e) => return at_means(&format!("its tokenizer {t} does not load ({e})")),
-                },
-                None => None,
-            };
-            let read = match read_dataset(path, tokenizer.as_ref(), w.dataset_column.as_deref()) {
-                Ok(read) => read,
-                Err(e) => return at_means(&format!("its dataset does not read again ({e})")),
-            };
-            if let Some(n) = w.dataset_entries.filter(|&n| n != read.entries.len() as u64) {
-                return at_means(&format!(
-                    "{} holds {} entries where the run read {n}: it changed since",
-                    path.display(),
-                    read.entries.len()
-                ));
-            }
-            Workload::dataset(read.entries, output, seed)
-        }
+        (Some(path), _, output) => match dataset_again(w, path, output, seed) {
+            Ok(workload) => workload,
+            Err(why) => return at_means(&why),
+        },
         (None, Some(input), Some(output)) => {
             if matches!((&input, &output), (LengthDist::Fixed(_), LengthDist::Fixed(_)))
                 && w.shared_prefix.is_none()
@@ -856,6 +831,42 @@ fn drawn_lengths(
         return at_means("some of its dataset's entries give no answer length (no max_tokens, no answer turn)");
     };
     Ok(Some(moved(drawn, warmup, input_mean, output_mean)))
+}
+
+/// The run's dataset, read again at `path` where the run read it (with its
+/// tokenizer and column), in the order its `seed` shuffled it, answers of
+/// `output` where it drew them; why not where it cannot be read as it was.
+fn dataset_again(
+    w: &goodput_core::doc::config::WorkloadConfig,
+    path: &str,
+    output: Option<goodput_load::LengthDist>,
+    seed: Option<u64>,
+) -> Result<goodput_load::Workload, String> {
+    let seed = seed.ok_or("its seed is not recorded")?;
+    let path = Path::new(path);
+    if !path.is_file() {
+        return Err(format!(
+            "its dataset is not at {} (run from where the run was, or give the measurements as a CSV)",
+            path.display()
+        ));
+    }
+    let tokenizer = match &w.tokenizer {
+        Some(t) => Some(
+            goodput_load::TokenCounter::from_file(Path::new(t))
+                .map_err(|e| format!("its tokenizer {t} does not load ({e})"))?,
+        ),
+        None => None,
+    };
+    let read = goodput_load::workload::read_dataset(path, tokenizer.as_ref(), w.dataset_column.as_deref())
+        .map_err(|e| format!("its dataset does not read again ({e})"))?;
+    if let Some(n) = w.dataset_entries.filter(|&n| n != read.entries.len() as u64) {
+        return Err(format!(
+            "{} holds {} entries where the run read {n}: it changed since",
+            path.display(),
+            read.entries.len()
+        ));
+    }
+    Ok(goodput_load::Workload::dataset(read.entries, output, seed))
 }
 
 /// The run's synthetic workload: its lengths' distributions `input` and
@@ -909,28 +920,37 @@ fn session_replay(
         think: sessions.think_time.parse::<ThinkTime>().map_err(|e| format!("its think time does not parse ({e})"))?,
     };
     let w = workload.ok_or("its workload is not recorded")?;
-    if w.dataset.is_some() {
-        return Err("a dataset's conversations: the engine takes sessions of drawn lengths only, as estimate does \
-                    (give the measurements as a CSV of rows)"
-            .into());
-    }
     let dist = |text: Option<&str>, what: &str| {
         text.ok_or_else(|| format!("its {what} lengths are not recorded"))?
             .parse::<LengthDist>()
             .map_err(|e| format!("its recorded lengths do not parse ({e})"))
     };
-    let (input, output) = (dist(w.input_tokens.as_deref(), "prompt")?, dist(w.output_tokens.as_deref(), "answer")?);
     let seed = load.seed;
-    let drawn_from = synthetic(w, input, output, seed)?;
+    let drawn_from = match &w.dataset {
+        // A dataset's conversations, read again: each turn's question as
+        // counted and the answer it got (or --output-tokens').
+        Some(path) => {
+            let output = w.output_tokens.as_deref().map(|_| dist(w.output_tokens.as_deref(), "answer")).transpose()?;
+            dataset_again(w, path, output, seed)?
+        }
+        None => {
+            let (input, output) =
+                (dist(w.input_tokens.as_deref(), "prompt")?, dist(w.output_tokens.as_deref(), "answer")?);
+            synthetic(w, input, output, seed)?
+        }
+    };
     let seed = seed.unwrap_or_default();
     let end = warmup.saturating_add(sent.min(MOST_REQUESTS));
     let (mut drawn, mut session_of) = (Vec::new(), Vec::new());
     let mut s = 0u64;
     while (drawn.len() as u64) < end {
-        let (turns, think) = shape.shape(seed, s, None).map_err(|e| e.to_string())?;
+        let (turns, think) = shape.shape(seed, s, drawn_from.conversation_turns(s)).map_err(|e| e.to_string())?;
         let (mut context, mut prefix) = (0u32, None);
         for t in 0..turns {
-            let l = drawn_from.question_lengths(s, t).ok_or("its questions' lengths cannot be drawn again")?;
+            let l = drawn_from.question_lengths(s, t).ok_or(
+                "a turn's lengths are not known (a dataset's question whose answer the file lacks, and no \
+                 --output-tokens; or an entry of chat messages)",
+            )?;
             if t == 0 {
                 prefix = l.prefix.map(|(id, len)| SharedPrefix { id, len });
             }
@@ -1062,8 +1082,8 @@ mod tests {
     }
 
     /// A run of sessions is drawn again turn by turn: each later turn's
-    /// prompt the conversation so far; a dataset's conversations, whose
-    /// turns' lengths the engine cannot draw, are refused with the reason.
+    /// prompt the conversation so far; a dataset's conversations are read
+    /// again, and where the file is not there the point says so.
     #[test]
     fn a_run_s_sessions_are_drawn_again_turn_by_turn() {
         use goodput_core::doc::config::{LoadConfig, SessionsConfig, WorkloadConfig};
@@ -1087,9 +1107,9 @@ mod tests {
                 assert_eq!(t.think, std::time::Duration::from_secs(1));
             }
         }
-        let dataset = WorkloadConfig { dataset: Some("chats.json".into()), ..w };
+        let dataset = WorkloadConfig { dataset: Some("no/such/chats.json".into()), ..w };
         let why = session_replay(&sessions, Some(&dataset), &load, None, 0, 9, 500, 100).unwrap_err();
-        assert!(why.contains("a dataset's conversations"), "{why}");
+        assert!(why.contains("its dataset is not at no/such/chats.json"), "{why}");
     }
 
     /// An open loop's send times are drawn again from its rate, process,

@@ -514,8 +514,10 @@ const VIRTUAL_BYTES_PER_OUTPUT_TOKEN: u64 = 24;
 fn lengths_refusal(workload: &Workload, sessions: bool) -> anyhow::Error {
     if sessions && workload.is_dataset() {
         return anyhow!(
-            "--turns over a --dataset is for bench: estimate holds sessions of synthetic prompts only (--input-tokens \
-             and --output-tokens); drop --turns to estimate the dataset's entries as lone requests"
+            "estimate needs each turn's lengths, and a conversation of the --dataset gives no answer to one of its \
+             questions (a later question whose answer the file lacks), or its entry asks in chat messages (sent \
+             whole, as no session): add --output-tokens N (or a distribution such as uniform:64..512) to give every \
+             turn an answer length, or drop --turns to estimate the entries as lone requests"
         );
     }
     match workload.entries_without_length() {
@@ -956,6 +958,7 @@ mod tests {
             system: None,
             max_tokens,
             follow_ups: vec![("again".into(), None)],
+            follow_up_tokens: vec![1],
             reference: vec!["aaaa bbbb".into()],
             prompt_tokens: 2,
             images: Vec::new(),
@@ -987,8 +990,8 @@ mod tests {
     }
 
     /// Entries whose "answer" is a reference give no length: the refusal
-    /// counts them as bench's --ignore-eos refusal does, and says --turns
-    /// apart.
+    /// counts them as bench's --ignore-eos refusal does, and says a
+    /// session's turn apart.
     #[test]
     fn a_dataset_without_lengths_is_refused_with_its_count_and_turns_apart() {
         let w = Workload::dataset(vec![entry(None), entry(Some(4)), entry(None), entry(None)], None, 0);
@@ -996,7 +999,7 @@ mod tests {
         assert!(e.contains("3 of the 4 entries of the --dataset give none (no \"max_tokens\", no answer turn"), "{e}");
         assert!(e.contains("add --output-tokens N") && !e.contains("--turns"), "{e}");
         let e = lengths_refusal(&w, true).to_string();
-        assert!(e.contains("--turns over a --dataset is for bench") && !e.contains("of the 4 entries"), "{e}");
+        assert!(e.contains("gives no answer to one of its questions") && !e.contains("of the 4 entries"), "{e}");
         // With --output-tokens every request has a length.
         let given = Workload::dataset(vec![entry(None)], Some(goodput_load::LengthDist::Fixed(8)), 0);
         assert_eq!(given.entries_without_length(), None);

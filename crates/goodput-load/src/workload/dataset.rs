@@ -25,6 +25,9 @@ pub struct DatasetEntry {
     /// A ShareGPT conversation's later questions, each with the length of
     /// the answer it got: the turns of a session (`--turns`).
     pub follow_ups: Vec<(String, Option<u32>)>,
+    /// Each later question's tokens, counted as `prompt_tokens` is: what
+    /// `estimate` sends as a session's later turns.
+    pub follow_up_tokens: Vec<u32>,
     /// What a right answer is (`"reference"`, a string or a list of them;
     /// `"answer"` is read the same way): the quality scorers compare the
     /// output with it. Empty when the entry has none.

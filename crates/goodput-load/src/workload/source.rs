@@ -223,12 +223,31 @@ impl Workload {
         }
     }
 
-    /// The lengths of synthetic [`Workload::question`]s (the same draws,
-    /// without building any text), or `None` for a dataset or a trace.
+    /// The lengths of [`Workload::question`]s (the same draws, without
+    /// building any text): a synthetic question's, or a dataset
+    /// conversation's question as counted when it was read (the opening
+    /// one with its system text) and the answer it got, or the one
+    /// `--output-tokens` draws. `None` for a trace, for an entry asked in
+    /// chat messages (sent whole, no session), and where a dataset's turn
+    /// gives no answer length and no `--output-tokens` does.
     pub fn question_lengths(&self, s: u64, turn: u32) -> Option<Lengths> {
         match self {
             Workload::Synthetic { input, output, seed, shared_prefix, .. } => {
                 Some(synthetic_question(*seed, input, output, shared_prefix.as_ref(), s, turn).1)
+            }
+            Workload::Dataset { entries, output, order, seed } => {
+                let e = dataset_entry(entries, order, s);
+                let (input, answer) = match turn.checked_sub(1) {
+                    None if matches!(e.prompt, PromptBody::Text(_)) => (e.prompt_tokens, e.max_tokens),
+                    None => return None,
+                    Some(k) => (*e.follow_up_tokens.get(k as usize)?, e.follow_ups.get(k as usize)?.1),
+                };
+                // The draw `question` makes.
+                let output = match output {
+                    Some(d) => d.sample(&mut item_rng(*seed ^ QUESTION_SALT, s ^ u64::from(turn) << 48)),
+                    None => answer?,
+                };
+                Some(Lengths { input, output, prefix: None })
             }
             _ => None,
         }

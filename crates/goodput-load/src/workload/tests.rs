@@ -37,6 +37,7 @@ fn sessions_are_drawn_from_the_seed_and_conversations_carry_their_history() {
             prompt: msgs,
             max_tokens: None,
             follow_ups: vec![],
+            follow_up_tokens: vec![],
             reference: vec![],
             prompt_tokens: 1,
             images: Vec::new(),
@@ -239,6 +240,7 @@ fn jsonl_and_sharegpt_datasets() {
             prompt: PromptBody::Text("hello".into()),
             max_tokens: Some(5),
             follow_ups: vec![],
+            follow_up_tokens: vec![],
             reference: vec![],
             prompt_tokens: 1,
             images: Vec::new(),
@@ -285,6 +287,7 @@ fn dataset_workload_cycles_in_a_seeded_order() {
             prompt: PromptBody::Text(format!("p{i}")),
             max_tokens: Some(i + 1),
             follow_ups: vec![],
+            follow_up_tokens: vec![],
             reference: vec![],
             prompt_tokens: 1,
             images: Vec::new(),
@@ -569,6 +572,7 @@ fn a_dataset_past_the_entry_cap_is_refused_with_the_fix() {
             prompt: PromptBody::Text(t.into()),
             max_tokens: None,
             follow_ups: vec![],
+            follow_up_tokens: vec![],
             reference: vec![],
             prompt_tokens: 1,
             images: Vec::new(),
@@ -665,6 +669,7 @@ fn a_dataset_session_has_no_intended_input() {
             prompt: PromptBody::Text("first question".into()),
             max_tokens: Some(4),
             follow_ups: vec![("second question".into(), Some(5))],
+            follow_up_tokens: vec![2],
             reference: vec![],
             prompt_tokens: 2,
             images: Vec::new(),
@@ -681,6 +686,29 @@ fn a_dataset_session_has_no_intended_input() {
     assert_eq!(second.intended_input_tokens, None, "a later turn: the history holds a question of unknown length");
     let PromptBody::Turns(parts) = &second.prompt else { panic!("not a conversation") };
     assert_eq!(parts.len(), 3);
+    // What estimate sends for it: each question as counted when read, and
+    // the answer it got (or --output-tokens', drawn as the question draws it).
+    assert_eq!(d.question_lengths(0, 0), Some(Lengths { input: 2, output: 4, prefix: None }));
+    assert_eq!(d.question_lengths(0, 1), Some(Lengths { input: 2, output: 5, prefix: None }));
+    assert_eq!(d.question_lengths(0, 2), None, "no third question");
+    let drawn = Workload::dataset(
+        vec![DatasetEntry { follow_ups: vec![("second question".into(), None)], ..d_entry(&d) }],
+        Some(LengthDist::Uniform { lo: 10, hi: 90 }),
+        0,
+    );
+    assert_eq!(drawn.question_lengths(0, 1).map(|l| l.output), drawn.question(0, 1).unwrap().max_tokens);
+    let unknown = Workload::dataset(
+        vec![DatasetEntry { follow_ups: vec![("second question".into(), None)], ..d_entry(&d) }],
+        None,
+        0,
+    );
+    assert_eq!(unknown.question_lengths(0, 1), None, "the file gives that answer no length");
+}
+
+/// The one entry of a one-entry dataset.
+fn d_entry(d: &Workload) -> DatasetEntry {
+    let Workload::Dataset { entries, .. } = d else { panic!("not a dataset") };
+    entries[0].clone()
 }
 
 /// A line that does not parse is named by its line and column, without

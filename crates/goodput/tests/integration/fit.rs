@@ -270,6 +270,30 @@ fn a_run_of_multi_turn_sessions_is_set_against_the_engine_as_its_conversations_g
     for metric in ["ttft_ms_mean", "output_tokens_per_s"] {
         assert!(row_error(&said, "p1-rate-3-", metric).abs() < 5.0, "{metric}\n{said}{told}");
     }
+    // A dataset's conversations (ShareGPT's shape), each asked turn by
+    // turn with its own questions and the answers' lengths: estimate takes
+    // them (it had refused --turns over a --dataset), and a run of them is
+    // read again where it was read.
+    let words = |n: usize, w: &str| vec![w; n].join(" ");
+    let chats: Vec<serde_json::Value> = (0..24)
+        .map(|i| {
+            let turns: Vec<serde_json::Value> = (0..1 + i % 4)
+                .flat_map(|t| {
+                    [
+                        serde_json::json!({"from": "human", "value": words(30 + (i * 53 + t * 17) % 400, "ask")}),
+                        serde_json::json!({"from": "gpt", "value": words(20 + (i * 31 + t * 7) % 300, "say")}),
+                    ]
+                })
+                .collect();
+            serde_json::json!({"id": i.to_string(), "conversations": turns})
+        })
+        .collect();
+    std::fs::write(dir.path().join("chats.json"), serde_json::to_string(&chats).unwrap()).unwrap();
+    let chats = ["-c", "8", "-n", "24", "--turns", "all", "--think-time", "200ms", "--dataset", "chats.json"];
+    let (said, told) = validated(&estimated(dir.path(), "chats.json.out", &chats), dir.path());
+    for metric in ["ttft_ms_mean", "tpot_ms_mean", "output_tokens_per_s"] {
+        assert!(row_error(&said, "p1-concurrency-8-", metric).abs() < 5.0, "{metric}\n{said}{told}");
+    }
 }
 
 #[test]

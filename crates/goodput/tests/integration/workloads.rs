@@ -247,17 +247,21 @@ fn each_dataset_shape_replays_against_the_engine_server_and_in_estimate() {
             assert!(v["summary"]["tokens"]["input"].as_u64().unwrap() >= n, "{what}");
         }
     }
-    // The conversations' later turns, as sessions.
-    let v = bench(d, &["--dataset", lmsys.to_str().unwrap(), "--turns", "all", "-n", "4", "-c", "2"]);
+    // The conversations' later turns, as sessions: estimate sends the same
+    // (it had refused --turns over a --dataset).
+    let sessions = ["--dataset", lmsys.to_str().unwrap(), "--turns", "all", "-n", "4", "-c", "2"];
+    let (v, e) = (bench(d, &sessions), estimate(d, &sessions));
     assert_eq!(v["summary"]["requests"]["completed"], 8, "two turns each");
+    assert_eq!(e["summary"]["requests"]["completed"], 8, "two turns each");
+    for count in ["input", "output"] {
+        assert_eq!(e["summary"]["tokens"][count], v["summary"]["tokens"][count], "{count} tokens");
+    }
     // A column named that the file lacks is refused with the columns it has.
     for file in [&questions, &prompts] {
         let err =
             goodput().args(["bench", "-q", "--dataset", file.to_str().unwrap(), "--dataset-column", "nope"]).refusal();
         assert!(err.contains("has no column \"nope\"") && err.contains("its columns are \""), "{err}");
     }
-    let err = goodput().args(["estimate", "-q", "--dataset", lmsys.to_str().unwrap(), "--turns", "2"]).refusal();
-    assert!(err.contains("--turns over a --dataset is for bench"), "{err}");
 }
 
 /// The same dataset's prompts are the same input tokens in `bench` against
