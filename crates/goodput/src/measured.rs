@@ -665,6 +665,9 @@ fn trace_replay(
     };
     let speed = load.trace_speed.unwrap_or(1.0);
     let file = Path::new(path);
+    if file.exists() && !file.is_file() {
+        return Err(format!("its trace {path} is not a regular file (a trace is read again from a file)"));
+    }
     if !file.is_file() {
         return Err(format!(
             "its trace is not at {path}: run from where the run was (a trace's send times are its load, and no \
@@ -979,7 +982,9 @@ fn session_replay(
             let times = send_times(load, rate, s)?.ok_or(
                 "its Poisson arrivals' seed is not recorded, so its sessions' send times cannot be drawn again",
             )?;
-            Some(session_of.iter().map(|&k| times[k]).collect())
+            // (As many times as sessions: both within the bound on requests.)
+            let last = times.last().copied().unwrap_or_default();
+            Some(session_of.iter().map(|&k| times.get(k).copied().unwrap_or(last)).collect())
         }
         None => None,
     };
