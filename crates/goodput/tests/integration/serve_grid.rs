@@ -2094,7 +2094,12 @@ fn a_plan_that_runs_prefill_apart_is_measured_through_its_servers_and_router() {
         let sweep_doc = std::fs::read_dir(&logs_dir)
             .unwrap()
             .map(|e| e.unwrap().path())
-            .find(|p| p.to_string_lossy().ends_with(".sweep.json") && p.to_string_lossy().contains("1P"))
+            // By its own name: the temporary folder's may hold "1P" too (a
+            // random name had matched another configuration's sweep).
+            .find(|p| {
+                let name = p.file_name().unwrap_or_default().to_string_lossy();
+                name.ends_with(".sweep.json") && name.contains("1P")
+            })
             .unwrap_or_else(|| {
                 let names: Vec<_> = std::fs::read_dir(&logs_dir).unwrap().map(|e| e.unwrap().file_name()).collect();
                 panic!("no sweep document of {id} in {names:?}")
@@ -2367,7 +2372,10 @@ fn a_trace_plans_router_is_the_one_measured() {
         let predicted = std::fs::read_dir(&logs_dir)
             .unwrap()
             .map(|e| e.unwrap().path())
-            .find(|p| p.to_string_lossy().ends_with(".predicted.json") && p.to_string_lossy().contains("tp1x2"))
+            .find(|p| {
+                let name = p.file_name().unwrap_or_default().to_string_lossy();
+                name.ends_with(".predicted.json") && name.contains("tp1x2")
+            })
             .unwrap_or_else(|| panic!("no prediction of {id} in {}", logs_dir.display()));
         let predicted = read_json(&predicted).to_string();
         match engine {
