@@ -209,6 +209,24 @@ fn a_replayed_trace_is_set_against_the_engine_at_its_own_times_lengths_and_prefi
     for metric in ["ttft_ms_mean", "tpot_ms_mean", "output_tokens_per_s"] {
         assert!(row_error(&said, &stem, metric).abs() < 5.0, "{metric}\n{said}{told}");
     }
+    // A sweep of the trace at three speeds on other constants is fitted
+    // back to them, its middle speed held out (the trace named by its
+    // whole path, read again from anywhere).
+    std::fs::write(dir.path().join("truth.json"), TRUTH).unwrap();
+    goodput()
+        .current_dir(dir.path())
+        .args(["sweep", "--estimate", "-q", "--model", "llama-3.1-8b", "--gpu", "h100", "--calibration", "truth.json"])
+        .arg("--trace")
+        .arg(dir.path().join("bursts.jsonl"))
+        .args(["--trace-speed", "0.5,1,2", "-o", "speeds.json"])
+        .assert()
+        .success();
+    let speeds = dir.path().join("speeds.json");
+    let (said, out) = fit(dir.path(), &speeds, "fitted.json");
+    let (eta_c, eta_w) = fitted(&out);
+    assert!((eta_c / 0.35 - 1.0).abs() < 0.03 && (eta_w / 0.5 - 1.0).abs() < 0.06, "{eta_c} {eta_w}\n{said}");
+    let (before, after) = before_after(&said, "| held out (1) | ttft_ms_mean |");
+    assert!(before > 40.0 && after < 10.0, "{said}");
     // Mooncake's blocks, replayed twice as fast with at most 16 in flight.
     let lines: Vec<String> = (0..120)
         .map(|i| {
