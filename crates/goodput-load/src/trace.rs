@@ -138,6 +138,12 @@ impl Trace {
     }
 }
 
+/// A Mooncake prompt of `input` tokens as its `blocks`, each with its
+/// tokens ([`block_len`]): what the prefix cache is given.
+pub fn sized_blocks(blocks: &[u64], input: u32) -> impl Iterator<Item = (u64, u32)> + '_ {
+    blocks.iter().enumerate().map(move |(j, &id)| (id, block_len(input, j)))
+}
+
 /// Tokens of block `j` of a Mooncake prompt of `input` tokens: 512, the
 /// last one what is left.
 pub fn block_len(input: u32, j: usize) -> u32 {

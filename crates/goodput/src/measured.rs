@@ -654,14 +654,11 @@ fn trace_replay(
     output_mean: u64,
 ) -> Result<(f64, Replay), String> {
     use goodput_load::trace::TraceFormat;
-    use goodput_sim::engine::{SharedPrefix, VirtualRequest};
     let recorded = workload.and_then(|w| w.trace.as_ref());
     let format = match recorded.and_then(|t| t.format.as_deref()) {
         None => TraceFormat::Auto,
-        Some(name) => [TraceFormat::Goodput, TraceFormat::Mooncake, TraceFormat::Azure, TraceFormat::Burstgpt]
-            .into_iter()
-            .find(|f| f.name() == name)
-            .ok_or_else(|| format!("its trace's format ({name}) is not one goodput reads"))?,
+        Some(name) => <TraceFormat as clap::ValueEnum>::from_str(name, false)
+            .map_err(|_| format!("its trace's format ({name}) is not one goodput reads"))?,
     };
     let speed = load.trace_speed.unwrap_or(1.0);
     let file = Path::new(path);
@@ -693,24 +690,12 @@ fn trace_replay(
     let Some(rate) = crate::setup::trace_rate(entries, None, 0).map(four_figures) else {
         return Err("its trace sends every request at once: no rate to set it at".into());
     };
-    let drawn: Vec<VirtualRequest> = entries
-        .iter()
-        .map(|e| VirtualRequest {
-            shared_prefix: e.lengths.prefix.map(|(id, len)| SharedPrefix { id, len }),
-            ..VirtualRequest::new(e.lengths.input, e.lengths.output)
-        })
-        .collect();
+    let drawn = entries.iter().map(|e| crate::virtual_point::virtual_request(&e.lengths)).collect();
     let blocks = entries.iter().any(|e| e.blocks.is_some()).then(|| {
-        entries
-            .iter()
-            .map(|e| {
-                e.blocks.as_ref().map(|b| {
-                    let sized =
-                        b.iter().enumerate().map(|(j, &id)| (id, goodput_load::trace::block_len(e.lengths.input, j)));
-                    sized.collect()
-                })
-            })
-            .collect()
+        let sized = |e: &goodput_load::trace::TraceEntry| {
+            e.blocks.as_ref().map(|b| goodput_load::trace::sized_blocks(b, e.lengths.input).collect())
+        };
+        entries.iter().map(sized).collect()
     });
     Ok((
         rate,
@@ -770,7 +755,7 @@ fn drawn_lengths(
     output_mean: u64,
 ) -> Result<Option<RequestLengths>, String> {
     use goodput_load::workload::{LengthDist, Workload};
-    use goodput_sim::engine::{SharedPrefix, VirtualRequest};
+    use goodput_sim::engine::VirtualRequest;
     let Some(w) = workload else { return Ok(None) };
     let at_means = |why: &str| Err(format!("its requests are set at their mean lengths: {why}"));
     let dist = |text: Option<&str>| text.map(|t| t.parse::<LengthDist>().map_err(|e| e.to_string())).transpose();
@@ -822,11 +807,10 @@ fn drawn_lengths(
     let drawn: Option<Vec<VirtualRequest>> = (0..end)
         .map(|i| {
             workload.lengths(i).map(|l| VirtualRequest {
-                shared_prefix: l.prefix.map(|(id, len)| SharedPrefix { id, len }),
                 // A dataset's entry sent again, --repeat's copy: the
                 // prefix cache serves it as the server's did.
                 prompt: workload.prompt_id(i),
-                ..VirtualRequest::new(l.input, l.output)
+                ..crate::virtual_point::virtual_request(&l)
             })
         })
         .collect();
@@ -917,7 +901,6 @@ fn session_replay(
     output_mean: u64,
 ) -> Result<Replay, String> {
     use goodput_load::{LengthDist, Sessions, ThinkTime, Turns};
-    use goodput_sim::engine::{SharedPrefix, VirtualRequest, VirtualTurn};
     let shape = Sessions {
         turns: sessions.turns.parse::<Turns>().map_err(|e| format!("its recorded turns do not parse ({e})"))?,
         think: sessions.think_time.parse::<ThinkTime>().map_err(|e| format!("its think time does not parse ({e})"))?,
@@ -947,30 +930,13 @@ fn session_replay(
     let (mut drawn, mut session_of) = (Vec::new(), Vec::new());
     let mut s = 0u64;
     while (drawn.len() as u64) < end {
-        let (turns, think) = shape.shape(seed, s, drawn_from.conversation_turns(s)).map_err(|e| e.to_string())?;
-        let (mut context, mut prefix) = (0u32, None);
-        for t in 0..turns {
-            let l = drawn_from.question_lengths(s, t).ok_or(
+        let turns =
+            crate::virtual_point::session_requests(&shape, seed, s, &drawn_from).map_err(|e| e.to_string())?.ok_or(
                 "a turn's lengths are not known (a dataset's question whose answer the file lacks, and no \
                  --output-tokens; or an entry of chat messages)",
             )?;
-            if t == 0 {
-                prefix = l.prefix.map(|(id, len)| SharedPrefix { id, len });
-            }
-            context = context.saturating_add(l.input);
-            drawn.push(VirtualRequest {
-                shared_prefix: prefix,
-                turn: Some(VirtualTurn {
-                    session: s,
-                    turn: t + 1,
-                    turns,
-                    think: t.checked_sub(1).map_or(std::time::Duration::ZERO, |k| think[k as usize]),
-                }),
-                ..VirtualRequest::new(context, l.output)
-            });
-            session_of.push(s as usize);
-            context = context.saturating_add(l.output);
-        }
+        session_of.extend(std::iter::repeat_n(s as usize, turns.len()));
+        drawn.extend(turns);
         s += 1;
     }
     // A run cut short (its --duration) sent the first turns of its last

@@ -531,6 +531,49 @@ fn lengths_refusal(workload: &Workload, sessions: bool) -> anyhow::Error {
     }
 }
 
+/// A request of `l`'s lengths, its prompt opening with `l`'s shared prefix.
+pub fn virtual_request(l: &goodput_load::Lengths) -> VirtualRequest {
+    VirtualRequest {
+        shared_prefix: l.prefix.map(|(id, len)| SharedPrefix { id, len }),
+        ..VirtualRequest::new(l.input, l.output)
+    }
+}
+
+/// Session `s`'s turns as `workload` and `sessions` give them (its turn
+/// count and think times from `seed`), one request after another: each
+/// prompt the conversation so far (the questions and answers before it,
+/// and its own question), each later turn its think time after the turn
+/// before it ends, the first turn's shared prefix on every one. `Ok(None)`
+/// where a turn's lengths are not known.
+pub fn session_requests(
+    sessions: &goodput_load::Sessions,
+    seed: u64,
+    s: u64,
+    workload: &Workload,
+) -> Result<Option<Vec<VirtualRequest>>, goodput_load::error::WorkloadError> {
+    let (turns, think) = sessions.shape(seed, s, workload.conversation_turns(s))?;
+    let (mut context, mut prefix, mut out) = (0u32, None, Vec::with_capacity(turns as usize));
+    for t in 0..turns {
+        let Some(l) = workload.question_lengths(s, t) else { return Ok(None) };
+        if t == 0 {
+            prefix = l.prefix.map(|(id, len)| SharedPrefix { id, len });
+        }
+        context = context.saturating_add(l.input);
+        out.push(VirtualRequest {
+            shared_prefix: prefix,
+            turn: Some(VirtualTurn {
+                session: s,
+                turn: t + 1,
+                turns,
+                think: t.checked_sub(1).map_or(Duration::ZERO, |k| think[k as usize]),
+            }),
+            ..VirtualRequest::new(context, l.output)
+        });
+        context = context.saturating_add(l.output);
+    }
+    Ok(Some(out))
+}
+
 /// The virtual load of a plan: the same request lengths, prefixes and
 /// arrival times a `bench` with the same flags and seed would send. A closed
 /// loop gets `timed_warmup` requests more for those a timed warm-up takes
@@ -587,46 +630,26 @@ pub fn virtual_load(
         let Some(sessions) = &plan.sessions else {
             let l = workload.lengths(i).ok_or_else(synthetic_only)?;
             requests.push(VirtualRequest {
-                input_tokens: l.input,
-                output_tokens: l.output,
-                shared_prefix: l.prefix.map(|(id, len)| SharedPrefix { id, len }),
-                turn: None,
                 give_up_after: give_up(requests.len(), None),
                 // A dataset's entry sent again, or --repeat's copy.
                 prompt: workload.prompt_id(i),
+                ..virtual_request(&l)
             });
             if let Some(blocks) = workload.prefix_blocks(i) {
                 prefix_blocks.resize(requests.len(), None);
-                let sized = blocks.iter().enumerate().map(|(j, &id)| (id, goodput_load::trace::block_len(l.input, j)));
-                prefix_blocks[requests.len() - 1] = Some(sized.collect());
+                prefix_blocks[requests.len() - 1] = Some(goodput_load::trace::sized_blocks(&blocks, l.input).collect());
             }
             sent_at.extend(at);
             continue;
         };
-        let (turns, think) = sessions.shape(plan.seed, i, workload.conversation_turns(i))?;
-        let (mut context, mut prefix) = (0u32, None);
-        for t in 0..turns {
-            let l = workload.question_lengths(i, t).ok_or_else(|| lengths_refusal(workload, true))?;
-            if t == 0 {
-                prefix = l.prefix.map(|(id, len)| SharedPrefix { id, len });
-            }
-            context = context.saturating_add(l.input);
-            requests.push(VirtualRequest {
-                input_tokens: context,
-                output_tokens: l.output,
-                shared_prefix: prefix,
-                turn: Some(VirtualTurn {
-                    session: i,
-                    turn: t + 1,
-                    turns,
-                    think: t.checked_sub(1).map_or(Duration::ZERO, |k| think[k as usize]),
-                }),
-                give_up_after: give_up(requests.len(), Some(SessionTurn { id: i, turn: t + 1, turns })),
-                prompt: None,
-            });
+        let turns =
+            session_requests(sessions, plan.seed, i, workload)?.ok_or_else(|| lengths_refusal(workload, true))?;
+        for r in turns {
+            let t = r.turn.expect("a session's request is a turn");
+            let give_up_after = give_up(requests.len(), Some(SessionTurn { id: i, turn: t.turn, turns: t.turns }));
+            requests.push(VirtualRequest { give_up_after, ..r });
             // A later turn's arrival is its session's (it goes after the turn before it).
             sent_at.extend(at);
-            context = context.saturating_add(l.output);
         }
     }
     let tokens: u64 = requests.iter().map(|r| u64::from(r.output_tokens)).sum();

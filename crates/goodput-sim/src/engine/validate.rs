@@ -909,16 +909,21 @@ fn simulate_row(row: &ReferenceRow, options: &ValidationOptions) -> Result<(SimR
                 // replicas-th (a replica's share, as round robin gives it):
                 // of the warm-up, the share that came first.
                 Some(times) => {
-                    let sent = (row.warmup as usize).saturating_add(requests as usize).min(times.len());
                     let (ours, warm): (Vec<usize>, u64) = match &sessions {
                         Some(s) => (s.indices.iter().copied().filter(|&i| i < times.len()).collect(), s.warmup),
                         None => {
+                            let sent = (row.warmup as usize).saturating_add(requests as usize).min(times.len());
                             let warm = (row.warmup as usize).div_ceil(replicas as usize) as u64;
                             ((0..sent).step_by(replicas as usize).collect(), warm)
                         }
                     };
                     let arrivals = ours.iter().map(|&i| times[i]).collect();
-                    let requests = ours.iter().map(|&i| replayed(row, i, &mut rng)).collect();
+                    // Its own lengths where it carries them (over again past
+                    // their end), else the row's.
+                    let requests = match row.lengths.as_deref().filter(|l| !l.is_empty()) {
+                        Some(lengths) => ours.iter().map(|&i| lengths[i % lengths.len()]).collect(),
+                        None => row_requests(row, ours.len(), &mut rng),
+                    };
                     let mut load = VirtualLoad::open_loop(requests, arrivals);
                     if let Some(blocks) = &row.prefix_blocks {
                         load.prefix_blocks = ours.iter().map(|&i| blocks.get(i).cloned().flatten()).collect();
@@ -1014,16 +1019,6 @@ fn sessions_share(row: &ReferenceRow, replicas: u32) -> Option<SessionsShare> {
         }
     }
     Some(SessionsShare { indices, warmup })
-}
-
-/// The row's request `i`, as its measured run sent it: its own lengths
-/// where it carries them (over again past their end), else as
-/// [`row_requests`] draws one.
-fn replayed(row: &ReferenceRow, i: usize, rng: &mut StdRng) -> VirtualRequest {
-    match row.lengths.as_deref().filter(|l| !l.is_empty()) {
-        Some(lengths) => lengths[i % lengths.len()],
-        None => row_requests(row, 1, rng)[0],
-    }
 }
 
 /// `n` requests of the row's lengths: its measured run's own where it
