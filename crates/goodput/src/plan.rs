@@ -13,6 +13,11 @@
 //! its load rises by replaying the trace faster, rather than by closed
 //! loops of users on one replica.
 //!
+//! With `--turns`, each user of a closed loop holds multi-turn sessions, and
+//! a configuration of several replicas runs whole behind each router of
+//! `--router` (which decides where a later turn's history is cached); users
+//! who think between turns climb past the batch limit.
+//!
 //! Pipeline stages (`--pp`) and expert-parallel sizes (`--ep`, for a
 //! mixture of experts) join the search: each TP takes every number of
 //! stages that holds the model (more free cache for more users), and each
@@ -261,12 +266,11 @@ impl Pools {
 }
 
 /// `--trace`: the trace, placed on the clock at speed 1, the speeds its
-/// points replay it at, and the routers to try.
+/// points replay it at.
 struct PlanTrace {
     entries: Vec<TraceEntry>,
     file: String,
     speeds: Vec<f64>,
-    routers: Vec<RouterPolicy>,
 }
 
 /// Behind power_of_two ([`runs_whole`]) a closed loop runs the whole
@@ -283,13 +287,15 @@ const WHOLE_UNITS_MAX: u32 = 8;
 /// The router a disaggregated configuration's pools are simulated with
 /// for `router`, the one its script starts: prefix-aware (cache_aware)
 /// finds no block of one prompt in another where the workload shares no
-/// prefix (plan sends no turns), so every pick is a miss, the
+/// prefix and sends no turns (`sessions`), so every pick is a miss, the
 /// least-loaded instance, which least-loaded gives exactly without
 /// keeping the record (it had taken a third of the time of the README's
 /// MoE plan).
-fn simulated_router(router: RouterPolicy, workload: &Workload) -> RouterPolicy {
+fn simulated_router(router: RouterPolicy, workload: &Workload, sessions: bool) -> RouterPolicy {
     match (router, workload) {
-        (RouterPolicy::PrefixAware, Workload::Synthetic { shared_prefix: None, .. }) => RouterPolicy::LeastLoaded,
+        (RouterPolicy::PrefixAware, Workload::Synthetic { shared_prefix: None, .. }) if !sessions => {
+            RouterPolicy::LeastLoaded
+        }
         (r, _) => r,
     }
 }
@@ -300,6 +306,11 @@ fn simulated_router(router: RouterPolicy, workload: &Workload) -> RouterPolicy {
 fn runs_whole(router: RouterPolicy, units: u32, polled: bool) -> bool {
     router == RouterPolicy::PowerOfTwo && (units > 2 || (units > 1 && polled))
 }
+
+/// Users who think between turns ([`Search::thinks`]) climb past the
+/// batch limit to at most this many times it: a user thinking 63 times as
+/// long as a turn takes holds a sequence 1/64 of the time.
+const THINKING_USERS_MAX: u64 = 64;
 
 /// `--trace-speed`'s default: each point twice as fast as the one before.
 const TRACE_SPEEDS: [f64; 7] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0];
@@ -402,6 +413,11 @@ struct Search<'a> {
     /// runs that go at once (`--jobs`).
     memory_limit: u64,
     trace: Option<PlanTrace>,
+    /// `--turns` and `--think-time`: each user holds multi-turn sessions.
+    sessions: Option<goodput_load::Sessions>,
+    /// `--router`'s, each its own configuration where replicas run
+    /// together ([`routers`]).
+    routers: Vec<RouterPolicy>,
     /// The step-time constants of each offered GPU's family, where
     /// `--calibration` gives them; the others run on their shipped ones.
     calibrations: BTreeMap<GpuFamily, Calibration>,
@@ -473,6 +489,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     let started_unix_s = common::unix_now();
     a.shape.seed = a.shape.seed.fixed_unless_given();
     check_args(&a)?;
+    let routers = routers(&a)?;
     let model = crate::virtual_point::model_spec(&a.model)?;
     setup::no_answers(&a.workload, "plan")?;
     setup::no_images(&a.workload, "plan")?;
@@ -540,6 +557,8 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         prompts: prompt_kind(a.api),
         kv_cache_dtypes: kv_cache_dtypes(&a.kv_cache_dtype)?,
         trace: plan_trace,
+        sessions: a.shape.turns.clone().map(|turns| goodput_load::Sessions { turns, think: a.shape.think_time }),
+        routers,
         several_seqs,
         memory_limit: crate::virtual_point::VIRTUAL_MEMORY_LIMIT / jobs(&a) as u64,
         calibrations,
@@ -565,15 +584,20 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     // -n below the floor of requests per user at some load: said once.
     if let (Some(n), None) = (a.shape.requests, &search.trace) {
         let most = groups.iter().flatten().flat_map(|c| search.loads(c)).max().unwrap_or(1);
-        if n < most.saturating_mul(MIN_REQUESTS_PER_USER) {
-            let which = match n / MIN_REQUESTS_PER_USER {
+        let floor = per_user(MIN_REQUESTS_PER_USER, search.turns_per_session());
+        if n < most.saturating_mul(floor) {
+            let which = match n / floor {
                 0 => "every point".to_string(),
                 u => format!("points of more than {u} users per replica"),
             };
+            let unit = match search.sessions.is_some() {
+                true => format!("session(s), {MIN_REQUESTS_PER_USER} requests at a session's mean turns,"),
+                false => "requests".to_string(),
+            };
             notes.push(format!(
-                "-n {n}: a point sends at least {MIN_REQUESTS_PER_USER} requests per user, so {which} sent \
-                 {MIN_REQUESTS_PER_USER} per user (up to {}): fewer leave no steady time to measure",
-                most.saturating_mul(MIN_REQUESTS_PER_USER)
+                "-n {n}: a point sends at least {floor} {unit} per user, so {which} sent {floor} per user (up to \
+                 {}): fewer leave no steady time to measure",
+                most.saturating_mul(floor)
             ));
         }
     }
@@ -588,7 +612,18 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         }
         _ => None,
     };
-    for w in crate::virtual_point::clamp_warnings(&search.workload)?.into_iter().chain(tail).chain(over) {
+    let history = match (groups.first().and_then(|g| g.first()), &search.sessions) {
+        (Some(c), Some(_)) => {
+            let plan = search.point_plan(1, 1, 0)?;
+            crate::virtual_point::session_context_warning(&search.engine(c), &search.workload, &plan)
+        }
+        _ => None,
+    };
+    if let Some(s) = &search.sessions {
+        notes.push(sessions_note(&search, s));
+    }
+    for w in crate::virtual_point::clamp_warnings(&search.workload)?.into_iter().chain(tail).chain(over).chain(history)
+    {
         goodput_core::tell!("{w}");
         notes.push(w.trim_start_matches("warning: ").to_string());
     }
@@ -601,6 +636,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         interrupted,
         model: search.model.name.clone(),
         workload: search.workload_config.clone(),
+        sessions: setup::sessions_config(&a.shape),
         slo: search.opts.slo.as_ref().map(|s| s.to_string()),
         configs: configs.iter().map(|c| c.0.clone()).collect(),
         notes,
@@ -744,8 +780,8 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
              their parameters), whose front ends balance them themselves (one API server a replica, vLLM's \
              default): each request to the replica of least 4 × waiting + running requests, on the counts its \
              coordinator publishes every 100 ms, each front end counting what it sent since as waiting; {}",
-            if search.trace.is_some() { " behind least-loaded" } else { "" },
-            if search.trace.is_some() {
+            if search.trace.is_some() || search.sessions.is_some() { " behind least-loaded" } else { "" },
+            if search.trace.is_some() || search.sessions.is_some() {
                 "they were predicted so"
             } else {
                 "the closed loops split the users evenly over them, as that rule keeps alike users, and a grid's \
@@ -879,6 +915,10 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     if let Some(out) = a.grid_out.as_deref().filter(|_| doc.points().any(|(_, p)| p.completed > 0)) {
         // The sweep's --estimate predicts on the plan's constants.
         let mut workload = crate::launch::workload_flags(&a.workload);
+        // Measured as planned: the same sessions.
+        if let Some(s) = setup::sessions_config(&a.shape) {
+            workload.extend(["--turns".into(), s.turns, "--think-time".into(), s.think_time]);
+        }
         if let Some(p) = &a.calibration {
             workload.extend(["--calibration".to_string(), p.display().to_string()]);
         }
@@ -938,6 +978,33 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `--turns` made of the plan's loads, said once in its notes.
+fn sessions_note(search: &Search, s: &goodput_load::Sessions) -> String {
+    let think = match s.think.mean().is_zero() {
+        true => "with no pause between an answer and the next question".to_string(),
+        false => format!(
+            "thinking {} between an answer and the next question, so a user holds no sequence part of the time and \
+             a curve climbs past the batch limit (up to {THINKING_USERS_MAX} times it) until its throughput stops \
+             rising",
+            s.think
+        ),
+    };
+    let pools = if search.args.pd.is_some() {
+        "; a disaggregated unit stands for each, its sessions' turns kept within it (its pools' router sending each \
+         turn to an instance)"
+    } else {
+        ""
+    };
+    format!(
+        "sessions: each user holds one conversation of --turns {} at a time, {think}; each turn sends the \
+         conversation so far, which a prefix cache serves where it still holds it, and -n and --requests-per-user \
+         count sessions. A configuration of two or more replicas (or expert-parallel groups) ran whole (up to \
+         {WHOLE_UNITS_MAX} of them, standing for the rest), every turn sent through its router, which may send a \
+         later turn away from the replica that holds its history{pools}",
+        s.turns
+    )
 }
 
 /// Where some configurations that ran have a price per GPU-hour and some
@@ -1123,18 +1190,6 @@ fn plan_trace(a: &PlanArgs, t: &setup::LoadedTrace, path: &Path) -> Result<PlanT
     if let Some(w) = speeds.windows(2).find(|w| w[0] == w[1]) {
         bail!("--trace-speed names {} twice: give each speed once", w[0]);
     }
-    let mut routers = Vec::new();
-    for r in a.router.as_deref().unwrap_or(&[]) {
-        let r: RouterPolicy = r.parse().map_err(|e| anyhow!("--router: {e}"))?;
-        // Named twice: refused, as --tp 1,1 is (it had been dropped without a word).
-        if routers.contains(&r) {
-            bail!("--router names {r} twice: give each router once");
-        }
-        routers.push(r);
-    }
-    if routers.is_empty() {
-        routers.push(RouterPolicy::LeastLoaded);
-    }
     if t.entries.is_empty() {
         bail!("--trace {} holds no request: give a trace with at least one line", path.display());
     }
@@ -1158,7 +1213,34 @@ fn plan_trace(a: &PlanArgs, t: &setup::LoadedTrace, path: &Path) -> Result<PlanT
             goodput_core::util::number_text(span.as_secs_f64() / slow)
         );
     }
-    Ok(PlanTrace { entries: t.entries.to_vec(), file: path.display().to_string(), speeds, routers })
+    Ok(PlanTrace { entries: t.entries.to_vec(), file: path.display().to_string(), speeds })
+}
+
+/// `--router`'s routers, each once (least-loaded where none is given).
+/// They choose among replicas that run together: a trace's, or sessions'
+/// ([`Search::whole`]); closed loops of single requests split their users
+/// evenly, and take none.
+fn routers(a: &PlanArgs) -> Result<Vec<RouterPolicy>> {
+    if a.router.is_some() && a.trace.is_none() && a.shape.turns.is_none() {
+        bail!(
+            "--router chooses among replicas that run together, as a --trace's requests or --turns' sessions do: \
+             closed loops of single requests split their users evenly over the replicas; add --trace or --turns, \
+             or drop --router"
+        );
+    }
+    let mut routers = Vec::new();
+    for r in a.router.as_deref().unwrap_or(&[]) {
+        let r: RouterPolicy = r.parse().map_err(|e| anyhow!("--router: {e}"))?;
+        // Named twice: refused, as --tp 1,1 is (it had been dropped without a word).
+        if routers.contains(&r) {
+            bail!("--router names {r} twice: give each router once");
+        }
+        routers.push(r);
+    }
+    if routers.is_empty() {
+        routers.push(RouterPolicy::LeastLoaded);
+    }
+    Ok(routers)
 }
 
 fn check_args(a: &PlanArgs) -> Result<()> {
@@ -1168,8 +1250,11 @@ fn check_args(a: &PlanArgs) -> Result<()> {
     if a.shape.duration.is_some() {
         bail!("--duration: plan measures each point on a count of requests (--requests-per-user, or -n N per point)");
     }
-    if a.shape.turns.is_some() || a.shape.cancel_rate.is_some() {
-        bail!("--turns and --cancel-rate belong to bench, estimate and sweep: plan sends single requests, each to its end");
+    if a.shape.cancel_rate.is_some() {
+        bail!("--cancel-rate belongs to bench, estimate and sweep: plan sends each request to its end");
+    }
+    if a.shape.turns.is_some() && a.trace.is_some() {
+        bail!("--trace replays single requests at their own times: drop --turns (or --trace, to plan for sessions)");
     }
     if a.spec_tokens.0.iter().all(|&k| k == 0) && (a.spec_acceptance.is_some() || a.spec_draft_cost.is_some()) {
         bail!(
@@ -1381,7 +1466,7 @@ fn id_of(search: &Search, c: &Candidate) -> String {
     if let Some(pd) = c.pd.filter(|pd| gcd(pd.p, pd.d) > 1) {
         id.push_str(&format!(" pd{}:{}", pd.p, pd.d));
     }
-    if search.trace.as_ref().is_some_and(|t| t.routers.len() > 1) && c.engines() > 1 && c.pd.is_none() {
+    if search.routers.len() > 1 && c.engines() > 1 && c.pd.is_none() {
         id.push_str(&format!(" {}", c.router));
     }
     id
@@ -1510,28 +1595,46 @@ const SGLANG_OWN_CAP: u32 = 0;
 /// the roofline spreads a batch), in chunks of that rank's budget: SGLang's
 /// DP attention gives each rank its share of the group's (it had been
 /// chunked by the group's whole budget).
-fn pd_balance(cfg: &EngineConfig, input: f64, output: f64) -> Option<f64> {
+///
+/// With `turns` above 1, a session of that many turns, summed turn by
+/// turn: a later turn's prefill computes the answer before it and its own
+/// question (the prefill instance's cache holds the earlier prompts, never
+/// the answers, which the decode instance computed), after the history it
+/// holds; its decode runs at the conversation's length; the batch is what
+/// the cache holds of whole conversations.
+fn pd_balance(cfg: &EngineConfig, input: f64, output: f64, turns: u32) -> Option<f64> {
     let roof = Roofline::new(cfg).ok()?;
     let (input, output) = (input.round().max(1.0) as u32, output.round().max(1.0) as u32);
+    let turns = turns.clamp(1, PD_BALANCE_TURNS_MAX);
     let budget = cfg.rank_config().max_num_batched_tokens.max(1);
-    let mut prefill_s = 0.0;
-    let mut done = 0;
-    while done < input {
-        let chunk = (input - done).min(budget);
-        let mut b = BatchShape::of_model(&cfg.model);
-        b.add_prefill(done, chunk);
-        prefill_s += roof.step_time(&b).as_secs_f64();
-        done += chunk;
-    }
-    let kv_fit = kv_capacity(cfg).ok()?.tokens() / u64::from(input + output);
+    let kv_fit = kv_capacity(cfg).ok()?.tokens() / (u64::from(turns) * u64::from(input + output));
     let batch = u64::from(cfg.group_max_num_seqs()).min(kv_fit).max(1) as u32;
-    let mut b = BatchShape::of_model(&cfg.model);
-    for _ in 0..batch {
-        b.add_decode(input + output / 2);
+    let (mut prefill_s, mut decode_s) = (0.0, 0.0);
+    for t in 0..turns {
+        // The history before this turn's fresh tokens, and those tokens.
+        let (mut done, fresh) = match t {
+            0 => (0, input),
+            _ => (t * input + (t - 1) * output, input + output),
+        };
+        let end = done + fresh;
+        while done < end {
+            let chunk = (end - done).min(budget);
+            let mut b = BatchShape::of_model(&cfg.model);
+            b.add_prefill(done, chunk);
+            prefill_s += roof.step_time(&b).as_secs_f64();
+            done += chunk;
+        }
+        let mut b = BatchShape::of_model(&cfg.model);
+        for _ in 0..batch {
+            b.add_decode(end + output / 2);
+        }
+        decode_s += f64::from(output) * roof.step_time(&b).as_secs_f64() / f64::from(batch);
     }
-    let decode_s = f64::from(output) * roof.step_time(&b).as_secs_f64() / f64::from(batch);
     (decode_s > 0.0).then(|| prefill_s / decode_s)
 }
+
+/// [`pd_balance`] sums at most this many turns of a session.
+const PD_BALANCE_TURNS_MAX: u32 = 64;
 
 /// Adds `p` to a curve whose load rises, and says whether the curve ends
 /// there (see [`at_the_end`]). `ttft_alone`: the point's miss of the SLO,
@@ -1623,7 +1726,7 @@ impl Search<'_> {
         cfg.max_num_batched_tokens = c.max_num_batched_tokens;
         cfg.pd = c.pd.map(|pd| pd.disaggregation());
         if c.pd.is_some() {
-            cfg.router = simulated_router(c.router, &self.workload);
+            cfg.router = simulated_router(c.router, &self.workload, self.sessions.is_some());
         }
         cfg.spec = (c.spec > 0).then(|| self.spec(c.spec));
         if self.sglang_scheduler() {
@@ -1700,12 +1803,13 @@ impl Search<'_> {
 
     /// The method of SGLang's controller a dense model's replicas are
     /// routed by, as the configuration's command sets it: the router's
-    /// with a trace ([`Search::replicas_controller`]), round-robin (SGLang's
-    /// default for them) in closed loops, whose users split evenly over
-    /// the replicas stand for either.
+    /// with a trace or sessions, which run the replicas together
+    /// ([`Search::replicas_controller`]), round-robin (SGLang's default
+    /// for them) in closed loops of single requests, whose users split
+    /// evenly over the replicas stand for either.
     fn replicas_method(&self, c: &Candidate) -> Option<LoadBalance> {
         let method = self.replicas_controller(c)?;
-        Some(if self.trace.is_some() { method } else { LoadBalance::RoundRobin })
+        Some(if self.trace.is_some() || self.sessions.is_some() { method } else { LoadBalance::RoundRobin })
     }
 
     /// Behind vLLM, a dense model's replicas behind least-loaded are one
@@ -1843,7 +1947,7 @@ impl Search<'_> {
         tps.sort_unstable();
         tps.dedup();
         let ratios = pd_ratios(a.pd.as_deref())?;
-        let routers = self.trace.as_ref().map_or(vec![RouterPolicy::LeastLoaded], |t| t.routers.clone());
+        let routers = self.routers.clone();
         let sorted = |l: &crate::cli::CountList| {
             let mut v: Vec<u32> = l.0.iter().map(|&x| x.min(u64::from(MAX_GPUS)) as u32).collect();
             v.sort_unstable();
@@ -2557,7 +2661,7 @@ impl Search<'_> {
         let mut c =
             Candidate { max_num_seqs: seq, max_num_batched_tokens: mbt, ..self.base(offer, gpu, precision, kv) };
         self.own_cap(&mut c);
-        let balance = lengths.and_then(|(i, o)| pd_balance(&self.engine(&c), i, o));
+        let balance = lengths.and_then(|(i, o)| pd_balance(&self.engine(&c), i, o, self.mean_turns()));
         let Some(r) = balance.filter(|r| r.is_finite() && *r > 0.0) else { return (ratios.to_vec(), Vec::new()) };
         let off = |pd: Pools| (f64::from(pd.p) / f64::from(pd.d) / r).ln().abs();
         let nearest = pds.iter().copied().min_by(|a, b| off(*a).total_cmp(&off(*b)));
@@ -2599,8 +2703,9 @@ impl Search<'_> {
         // The widest batch limit of each (GPU, precision, budget, TP) is
         // simulated; the narrower ones are its prefixes.
         let widest = |c: &Candidate| {
-            if self.trace.is_some() {
-                // An open load can meet any batch limit: each is simulated.
+            if self.trace.is_some() || self.thinks() {
+                // An open load, or users past the limit who think between
+                // turns, can meet any batch limit: each is simulated.
                 return c.max_num_seqs;
             }
             groups
@@ -2849,20 +2954,63 @@ impl Search<'_> {
     /// where an even split keeps them equal, on loads polled (SGLang's) or
     /// on live counts among three or more (vLLM router's; of two it draws
     /// both, and is least-loaded). Least-loaded keeps a closed loop's
-    /// replicas even, and one replica stands for each.
+    /// replicas even, and one replica stands for each. With `--turns`,
+    /// behind any router of two or more replicas: one replica standing for
+    /// each would keep every session's turns on the replica whose cache
+    /// holds its history, where round-robin and least-loaded send a later
+    /// turn wherever they send it, and prefix-aware sends it to the
+    /// least-loaded replica where the history it has seen (the earlier
+    /// questions, never the answers) covers 30 % of the prompt or less.
     fn whole(&self, c: &Candidate) -> bool {
-        c.pd.is_none() && runs_whole(c.router, c.engines(), self.polled(c).is_some())
+        c.pd.is_none()
+            && (runs_whole(c.router, c.engines(), self.polled(c).is_some())
+                || (self.sessions.is_some() && c.engines() > 1))
+    }
+
+    /// A session's turns at their mean (1 without `--turns`), for
+    /// [`pd_balance`]; a dataset's own (`--turns all`) count as 1, its
+    /// lengths unknown before it runs.
+    fn mean_turns(&self) -> u32 {
+        self.turns_per_session().round().min(f64::from(u32::MAX)) as u32
+    }
+
+    /// The requests a session sends at the mean: its turns (a drawn
+    /// count's mean; a dataset's own, `--turns all`, 1, unknown before it
+    /// runs), 1 without `--turns`.
+    fn turns_per_session(&self) -> f64 {
+        match self.sessions.as_ref().map(|s| &s.turns) {
+            Some(goodput_load::workload::Turns::Drawn(d)) => d.mean().max(1.0),
+            _ => 1.0,
+        }
+    }
+
+    /// Whether users think between turns (`--think-time` above 0): a user
+    /// then holds no sequence part of the time, so more users than the
+    /// batch limit can be served without queueing, and each limit's curve
+    /// is its own.
+    fn thinks(&self) -> bool {
+        self.sessions.as_ref().is_some_and(|s| !s.think.mean().is_zero())
     }
 
     /// The users per replica of a curve: the grid given, or 1, 2, 4, … up
-    /// to the batch limit (and the limit itself).
+    /// to the batch limit (and the limit itself). Users who think between
+    /// turns ([`Search::thinks`]) go on doubling past it, up to
+    /// [`THINKING_USERS_MAX`] times it: the curve ends where its
+    /// throughput stops rising, once the users who are not thinking fill
+    /// the batch.
     fn loads(&self, c: &Candidate) -> Vec<u64> {
         let cap = self.batch_limit(c);
+        let most = if self.thinks() { cap.saturating_mul(THINKING_USERS_MAX) } else { cap };
         let mut v: Vec<u64> = match &self.args.concurrency {
             Some(l) => l.0.clone(),
+            None if most > cap => std::iter::successors(Some(1u64), |&x| x.checked_mul(2))
+                .take_while(|&x| x < cap)
+                .chain([cap])
+                .chain(std::iter::successors(cap.checked_mul(2), |&x| x.checked_mul(2)).take_while(|&x| x <= most))
+                .collect(),
             None => std::iter::successors(Some(1u64), |&x| Some(x * 2)).take_while(|&x| x < cap).chain([cap]).collect(),
         };
-        v.retain(|&x| x <= cap);
+        v.retain(|&x| x <= most);
         v.sort_unstable();
         v.dedup();
         v
@@ -2886,6 +3034,10 @@ impl Search<'_> {
         let mut cfg = self.engine(c);
         if whole {
             (cfg.dp, cfg.router, cfg.router_poll_s) = (ran * c.ranks(), c.router, self.polled(c));
+            // A dense model's replicas in one server (sessions run them
+            // whole) are balanced as it balances them, as a trace's are.
+            cfg.load_balance = self.replicas_controller(c).unwrap_or(cfg.load_balance);
+            cfg.internal_lb = self.vllm_internal(c);
         }
         cfg.validate()?;
         let server = self.server(&cfg);
@@ -3086,7 +3238,8 @@ impl Search<'_> {
     /// `--warmup` are a replica's, times `units`.
     fn point_plan(&self, users: u64, units: u64, k: u64) -> Result<LoadPlan> {
         let a = self.args;
-        let requests = point_requests(a.shape.requests, users, a.requests_per_user).saturating_mul(units);
+        let turns = self.turns_per_session();
+        let requests = point_requests(a.shape.requests, users, a.requests_per_user, turns).saturating_mul(units);
         let warmup = match a.shape.warmup {
             WarmupArg::Requests(0) => WarmupArg::Requests(users.saturating_mul(units)),
             WarmupArg::Requests(n) => WarmupArg::Requests(n.saturating_mul(units)),
@@ -3161,13 +3314,22 @@ impl Search<'_> {
 
 /// A point's measured requests: `--requests-per-user` per user (at least
 /// [`MIN_REQUESTS`] in all), or `-n`'s total, but never fewer than
-/// [`MIN_REQUESTS_PER_USER`] per user.
-fn point_requests(n: Option<u64>, users: u64, per_user: u64) -> u64 {
-    let floor = users.saturating_mul(MIN_REQUESTS_PER_USER);
+/// [`MIN_REQUESTS_PER_USER`] per user. With sessions of `turns` requests
+/// at the mean (1: single requests), the count is of sessions, each
+/// request count ([`per_user`]) in as many sessions as hold it; `-n`
+/// counts sessions as given.
+fn point_requests(n: Option<u64>, users: u64, requests_per_user: u64, turns: f64) -> u64 {
+    let floor = users.saturating_mul(per_user(MIN_REQUESTS_PER_USER, turns));
     match n {
         Some(n) => n.max(floor),
-        None => users.saturating_mul(per_user).max(MIN_REQUESTS),
+        None => users.saturating_mul(per_user(requests_per_user, turns)).max(per_user(MIN_REQUESTS, turns)),
     }
+}
+
+/// The sessions of `turns` requests at the mean (1: single requests) that
+/// send `requests` requests, rounded up: at least one.
+fn per_user(requests: u64, turns: f64) -> u64 {
+    ((requests as f64 / turns.max(1.0)).ceil() as u64).max(1)
 }
 
 /// A closed loop's output tokens/s while every user is in it: the tokens
@@ -3186,7 +3348,14 @@ fn steady_output_rate(run: &goodput_sim::engine::SimRun, joined: std::time::Dura
     let records = &run.records;
     let first = records.iter().map(|r| r.sent).min().ok_or(false)?;
     let from = joined.max(first);
-    let to = records.iter().map(|r| r.sent).max().ok_or(false)?;
+    // Sessions: the last session's first turn. Past it no user takes a new
+    // session, and each leaves as its last one ends: a session's later
+    // turns go on long after (Llama-3.1-8B on eight H100s, 2,048 users in
+    // five turns of 300 tokens with 5 s of thought, had read 4,996 output
+    // tokens/s a GPU with one measured session a user, 6,395 with four,
+    // where twenty read 7,632; now 7,809, 7,646 and 7,632).
+    let sessions_start = records.iter().filter(|r| r.session.is_some_and(|s| s.turn == 1)).map(|r| r.sent).max();
+    let to = sessions_start.or_else(|| records.iter().map(|r| r.sent).max()).ok_or(false)?;
     if to <= from {
         return Err(users > 1);
     }
@@ -3306,9 +3475,11 @@ mod tests {
             shared_prefix,
         };
         let shared = Some(SharedPrefix { tokens: 2048, ratio: 1.0, count: 64 });
-        assert_eq!(simulated_router(RouterPolicy::PrefixAware, &synthetic(None)), RouterPolicy::LeastLoaded);
-        assert_eq!(simulated_router(RouterPolicy::PrefixAware, &synthetic(shared)), RouterPolicy::PrefixAware);
-        assert_eq!(simulated_router(RouterPolicy::RoundRobin, &synthetic(None)), RouterPolicy::RoundRobin);
+        assert_eq!(simulated_router(RouterPolicy::PrefixAware, &synthetic(None), false), RouterPolicy::LeastLoaded);
+        assert_eq!(simulated_router(RouterPolicy::PrefixAware, &synthetic(shared), false), RouterPolicy::PrefixAware);
+        assert_eq!(simulated_router(RouterPolicy::RoundRobin, &synthetic(None), false), RouterPolicy::RoundRobin);
+        // A session's later turns open with its earlier ones: the record finds them.
+        assert_eq!(simulated_router(RouterPolicy::PrefixAware, &synthetic(None), true), RouterPolicy::PrefixAware);
         // And least-loaded is what prefix-aware does there: the same run.
         let model = goodput_sim::engine::ModelSpec::lookup("llama-3.1-8b").unwrap();
         let run = |router| {
@@ -3331,7 +3502,7 @@ mod tests {
             let mut c = EngineConfig::new(model.clone(), GpuSpec::lookup("h100").unwrap(), Precision::Bf16);
             (c.tp, c.ep, c.dp, c.max_num_batched_tokens, c.scheduler) = (1, 4, 4, mbt, scheduler);
             c.max_num_seqs = Some(seqs);
-            pd_balance(&c, 8192.0, 256.0).unwrap()
+            pd_balance(&c, 8192.0, 256.0, 1).unwrap()
         };
         let sglang = balance(8192, 64, SchedulerPolicy::Sglang);
         let (quarter, whole) = (balance(2048, 16, SchedulerPolicy::Vllm), balance(8192, 16, SchedulerPolicy::Vllm));
@@ -3341,7 +3512,49 @@ mod tests {
         // than for 16 in all.
         let mut one = EngineConfig::new(model.clone(), GpuSpec::lookup("h100").unwrap(), Precision::Bf16);
         (one.max_num_batched_tokens, one.max_num_seqs) = (2048, Some(16));
-        assert!(quarter > 2.0 * pd_balance(&one, 8192.0, 256.0).unwrap());
+        assert!(quarter > 2.0 * pd_balance(&one, 8192.0, 256.0, 1).unwrap());
+    }
+
+    /// A session's balance: each later turn prefills the answer before it
+    /// with its question (more prefill than its question alone), and
+    /// decodes at the conversation's length, with fewer conversations in
+    /// the cache than single requests: short questions after long answers
+    /// want more prefill than the single request of their lengths, long
+    /// questions after short answers less.
+    #[test]
+    fn a_sessions_balance_counts_each_turns_answer_and_history() {
+        let model = goodput_sim::engine::ModelSpec::lookup("llama-3.1-8b").unwrap();
+        let mut c = EngineConfig::new(model, GpuSpec::lookup("h100").unwrap(), Precision::Fp8);
+        let b = |c: &EngineConfig, input: f64, output: f64, turns: u32| pd_balance(c, input, output, turns).unwrap();
+        // 16 sequences, which the cache holds at every turn: the prefill
+        // of each later turn's answer weighs (about 2.2 times the balance
+        // of short questions after long answers), and the longer history
+        // of long questions the decode's (13 % less).
+        c.max_num_seqs = Some(16);
+        let (one, four) = (b(&c, 64.0, 1024.0, 1), b(&c, 64.0, 1024.0, 4));
+        assert!(four > 2.0 * one, "64/1024: {four} over four turns against {one}");
+        let (one, four) = (b(&c, 4096.0, 64.0, 1), b(&c, 4096.0, 64.0, 4));
+        assert!(four < 0.95 * one, "4096/64: {four} over four turns against {one}");
+        // 256, where the cache holds fewer whole conversations than single
+        // requests: the decode's smaller batch halves it (3.50 to 1.81).
+        c.max_num_seqs = Some(256);
+        let (one, four) = (b(&c, 4096.0, 64.0, 1), b(&c, 4096.0, 64.0, 4));
+        assert!(four < 0.6 * one, "4096/64 at 256: {four} over four turns against {one}");
+        // One turn is the single request's balance.
+        assert_eq!(b(&c, 4096.0, 64.0, 1), pd_balance(&c, 4096.0, 64.0, 0).unwrap());
+    }
+
+    /// `--requests-per-user` with sessions: as many sessions as hold the
+    /// requests at the mean turns, at least one; `-n` counts sessions,
+    /// raised to the floor's.
+    #[test]
+    fn a_sessions_point_sends_the_requests_asked_in_whole_sessions() {
+        assert_eq!(point_requests(None, 10, 4, 1.0), 40);
+        assert_eq!(point_requests(None, 10, 4, 5.0), 10);
+        assert_eq!(point_requests(None, 10, 12, 5.0), 30);
+        assert_eq!(point_requests(None, 1, 4, 5.0), 4, "at least MIN_REQUESTS' sessions");
+        assert_eq!(point_requests(Some(3), 10, 4, 5.0), 10, "-n raised to a session a user");
+        assert_eq!(point_requests(Some(300), 10, 4, 5.0), 300);
     }
 
     /// A unit of `pd` at prefill TP `tp`, EP `ep` and `pp` stages, replicated

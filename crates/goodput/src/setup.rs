@@ -136,6 +136,14 @@ pub fn shaped_plan(
     Ok(plan)
 }
 
+/// `--turns` and `--think-time` as a document keeps them, where given.
+pub fn sessions_config(s: &crate::cli::ShapeArgs) -> Option<goodput_core::doc::config::SessionsConfig> {
+    s.turns.as_ref().map(|turns| goodput_core::doc::config::SessionsConfig {
+        turns: turns.to_string(),
+        think_time: s.think_time.to_string(),
+    })
+}
+
 /// A wait before a send longer than this is said before the run starts
 /// (`--rate 1e-6`, `--ramp-up 1000h`): a run that waits days in silence
 /// looks hung.

@@ -6,7 +6,7 @@
 //! (`goodput plan`, the simulated engine in virtual time) and a measured one
 //! (`goodput sweep --serve-grid`, real servers), so one chart can draw both.
 
-use crate::doc::config::{Extra, WorkloadConfig};
+use crate::doc::config::{Extra, SessionsConfig, WorkloadConfig};
 use crate::doc::result::Tool;
 use crate::doc::sweep::Load;
 #[cfg(feature = "schema")]
@@ -335,6 +335,12 @@ pub struct FrontierResult {
     /// The model served.
     pub model: String,
     pub workload: WorkloadConfig,
+    /// Multi-turn sessions (`--turns`, `--think-time`): each user held one
+    /// conversation at a time, each turn sending it so far; a load's users
+    /// are those users, and its requests counted sessions. Absent for
+    /// single requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionsConfig>,
     /// The SLO as text (`ttft:p95<=500ms,tpot:p95<=50ms`), when given.
     pub slo: Option<String>,
     /// Attainment a point must reach, beside passing every objective, to
@@ -385,6 +391,7 @@ impl FrontierResult {
             interrupted: false,
             model: String::new(),
             workload: WorkloadConfig::default(),
+            sessions: None,
             slo: None,
             attainment_target,
             percentile,

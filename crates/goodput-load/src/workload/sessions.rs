@@ -21,6 +21,15 @@ pub enum ThinkTime {
 }
 
 impl ThinkTime {
+    /// The mean pause.
+    pub fn mean(&self) -> Duration {
+        match *self {
+            ThinkTime::Fixed(d) => d,
+            ThinkTime::Uniform { lo, hi } => lo + (hi - lo) / 2,
+            ThinkTime::Exponential { mean } => mean,
+        }
+    }
+
     pub fn sample(&self, rng: &mut impl Rng) -> Duration {
         match *self {
             ThinkTime::Fixed(d) => d,

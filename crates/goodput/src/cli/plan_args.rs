@@ -97,8 +97,9 @@ fn decimal_comma(p: &str) -> Option<(&str, &str)> {
 }
 
 // The shared flags plan refuses at run time are left out of its `--help`
-// (they had been listed there): it sends single requests, each to its end,
-// in closed loops or at a trace's times, and writes no Markdown.
+// (they had been listed there): it sends each request to its end, in
+// closed loops (of single requests or sessions) or at a trace's times, and
+// writes no Markdown.
 #[derive(Debug, Args)]
 #[command(
     mut_arg("markdown", |a| a.hide(true)),
@@ -109,8 +110,6 @@ fn decimal_comma(p: &str) -> Option<(&str, &str)> {
     mut_arg("image_size", |a| a.hide(true)),
     mut_arg("image_format", |a| a.hide(true)),
     mut_arg("image_share", |a| a.hide(true)),
-    mut_arg("turns", |a| a.hide(true)),
-    mut_arg("think_time", |a| a.hide(true)),
     mut_arg("cancel_rate", |a| a.hide(true)),
     mut_arg("cancel_after", |a| a.hide(true)),
     mut_arg("duration", |a| a.hide(true)),
@@ -172,7 +171,7 @@ pub struct PlanArgs {
     /// Users per replica of each curve's points, rising (default: 1, 2, 4, … up to the batch limit); a curve stops early once its throughput stops rising, or it misses the SLO (twice in a row where TTFT alone missed). The table and -o label each point with its total users, over all the configuration's replicas.
     #[arg(long, value_parser = parse_counts)]
     pub concurrency: Option<CountList>,
-    /// Requests each user sends at a point, after one warm-up request each (-n/--requests sets a point's total instead, raised to at least 4 per user: fewer leave no steady time to measure).
+    /// Requests each user sends at a point, after one warm-up request each (-n/--requests sets a point's total instead, raised to at least 4 per user: fewer leave no steady time to measure). With --turns, as many sessions as hold them at the mean turns (at least one), after one warm-up session each; -n then counts sessions.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub requests_per_user: u64,
     /// Per-request limits and/or percentile objectives, e.g. 'ttft:p95<=1s,tpot:p95<=50ms' (given again, its terms join the others'): the best point must meet them, and a curve stops at its first point that does not (at its second in a row where TTFT alone missed: TTFT can fall as more users batch their prompts).
@@ -196,8 +195,8 @@ pub struct PlanArgs {
     /// Speeds to replay the --trace at, each a curve's point (2 halves every gap; default 0.25,0.5,1,2,4,8,16, then doubling up to 4096 while a curve meets the SLO and still rises): a curve stops at a miss of the SLO, once its throughput stops rising, or at a point not steady (the trace coming faster than the configuration serves it); speeds given are run as given, with a note naming the curves they leave still rising.
     #[arg(long, value_delimiter = ',', requires = "trace", value_parser = number("--trace-speed", "how many times faster to replay", "2", Units::Times))]
     pub trace_speed: Option<Vec<f64>>,
-    /// Routers in front of the replicas to try with --trace: round-robin, least-loaded, prefix-aware, power-of-two (default least-loaded).
-    #[arg(long, value_delimiter = ',', requires = "trace")]
+    /// Routers in front of the replicas to try with --trace or --turns: round-robin, least-loaded, prefix-aware, power-of-two (default least-loaded).
+    #[arg(long, value_delimiter = ',')]
     pub router: Option<Vec<String>>,
     /// A JSON file of step-time constants, as estimate --calibration reads: constants for every GPU, or an object of them per GPU family ({"hopper": {"eta_compute": 0.48}}), what estimate --validate --fit writes from your own measurements. A family it leaves out keeps its shipped constants.
     #[arg(long, value_name = "FILE")]

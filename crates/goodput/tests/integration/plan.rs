@@ -1212,6 +1212,118 @@ fn a_point_s_users_start_apart_unless_a_ramp_up_is_given() {
     assert!((short / long - 1.0).abs() < 0.02, "{short:.0} tokens/s at 4 requests a user, {long:.0} at 16");
 }
 
+/// A plan of multi-turn sessions (`--turns`): the replicas run together
+/// behind each router, and prefix-aware, which sends a later turn where
+/// its history is cached, beats round-robin, which spreads a session over
+/// both caches; the document keeps the sessions (valid against the
+/// schema), and the grid's sweep measures them. Users who think between
+/// turns climb past the batch limit, and each limit is simulated. What
+/// plan cannot apply is refused.
+#[test]
+fn plan_runs_sessions_whole_behind_their_routers_and_past_the_limit_while_users_think() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = ["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "h100=2", "--tp", "1", "--pp", "1"];
+    let run = |name: &str, extra: &[&str]| -> Value {
+        let out = dir.path().join(name);
+        goodput()
+            .args(base)
+            .args(["--precision", "fp8", "--max-num-batched-tokens", "8192", "--turns", "4"])
+            .args(extra)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        read_json(&out)
+    };
+    // Two replicas, prompts whose history is most of each later turn.
+    let grid = dir.path().join("grid.toml");
+    let doc = run(
+        "routers.json",
+        &[
+            "--gpus",
+            "2",
+            "--input-tokens",
+            "2000",
+            "--output-tokens",
+            "64",
+            "--think-time",
+            "0s",
+            "--concurrency",
+            "32",
+            "--requests-per-user",
+            "8",
+            "--router",
+            "round-robin,prefix-aware",
+            "--grid-out",
+            grid.to_str().unwrap(),
+        ],
+    );
+    assert_valid(&doc, "FrontierResult", "plan --turns");
+    assert_eq!(doc["sessions"]["turns"], "4", "{}", doc["sessions"]);
+    assert_eq!(doc["sessions"]["think_time"], "0s", "{}", doc["sessions"]);
+    let notes = doc["notes"].to_string();
+    assert!(notes.contains("sessions: each user holds one conversation of --turns 4"), "{notes}");
+    let point = |router: &str| -> Value {
+        let c = doc["configs"].as_array().unwrap().iter().find(|c| c["id"].as_str().unwrap().ends_with(router));
+        let c = c.unwrap_or_else(|| panic!("no {router} configuration: {}", doc["configs"]));
+        assert_eq!(c["status"], "ok", "{c}");
+        c["points"][0].clone()
+    };
+    let (rr, pa) = (point("round-robin"), point("prefix-aware"));
+    // The whole configuration's users: 32 a replica, through the router.
+    assert_eq!(rr["load"]["value"], 64, "{rr}");
+    let tok = |p: &Value| p["output_tokens_per_s_per_gpu"].as_f64().unwrap();
+    // Round-robin's later turns land on the other replica half the time,
+    // and prefill their history again. (Not TTFT: prefix-aware keeps a
+    // session where it began, and its replicas' loads part.)
+    assert!(tok(&pa) > 1.05 * tok(&rr), "prefix-aware {:.0} tok/s/GPU, round-robin {:.0}", tok(&pa), tok(&rr));
+    let written = std::fs::read_to_string(&grid).unwrap();
+    assert!(written.contains("--turns 4 --think-time 0s"), "{written}");
+    // Users who think: the curve climbs past a limit of 8 (each limit its
+    // own curve), and ends by itself.
+    let doc = run(
+        "thinking.json",
+        &[
+            "--gpus",
+            "1",
+            "--input-tokens",
+            "200",
+            "--output-tokens",
+            "32",
+            "--think-time",
+            "1s",
+            "--max-num-seqs",
+            "4,8",
+            "--requests-per-user",
+            "4",
+        ],
+    );
+    let configs = doc["configs"].as_array().unwrap();
+    assert_eq!(configs.len(), 2, "{}", doc["configs"]);
+    for c in configs {
+        assert!(c["points_of"].is_null(), "each limit simulated: {c}");
+        let limit: f64 = c["params"]["max_num_seqs"].as_str().unwrap().parse().unwrap();
+        let loads: Vec<f64> =
+            c["points"].as_array().unwrap().iter().map(|p| p["load"]["value"].as_f64().unwrap()).collect();
+        let last = *loads.last().unwrap();
+        assert!(last > limit && last <= 64.0 * limit, "{} loads {loads:?}", c["id"]);
+        let rates: Vec<f64> = c["points"].as_array().unwrap().iter().map(tok).collect();
+        // Past the limit more users still served more, until it saturated.
+        let at_limit = loads.iter().position(|&l| l == limit).unwrap();
+        assert!(rates[at_limit + 1] > 1.1 * rates[at_limit], "{} rates {rates:?} at {loads:?}", c["id"]);
+    }
+    // Refused: sessions over a trace, a router for closed loops of single
+    // requests, and --cancel-rate.
+    let trace = dir.path().join("t.jsonl");
+    std::fs::write(&trace, "{\"timestamp\": 0, \"input_tokens\": 8, \"output_tokens\": 4}\n").unwrap();
+    let err = goodput().args(base).args(["--turns", "3", "--trace"]).arg(&trace).refusal();
+    assert!(err.contains("--trace replays single requests") && err.contains("drop --turns"), "{err}");
+    let err = goodput().args(base).args(["--gpus", "2", "--router", "prefix-aware"]).refusal();
+    assert!(err.contains("add --trace or --turns, or drop --router"), "{err}");
+    let err = goodput().args(base).args(["--cancel-rate", "0.1", "--cancel-after", "1s"]).refusal();
+    assert!(err.contains("--cancel-rate belongs to bench"), "{err}");
+}
+
 /// Stages, expert-parallel groups or an EP that no configuration within
 /// the budget can take: the refusal names the flag and its fix (it had
 /// said "no configuration is left to simulate:" and nothing more).
@@ -1790,8 +1902,8 @@ fn plan_refuses_p0_and_hides_the_flags_it_refuses() {
     assert!(err.contains("above 0"), "{err}");
     let help = goodput().args(["plan", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
-    assert!(help.contains("--trace-speed") && help.contains("--dataset"), "{help}");
-    for flag in ["--markdown", "--turns", "--images", "--score", "--cancel-rate", "--duration", "--burstiness"] {
+    assert!(help.contains("--trace-speed") && help.contains("--dataset") && help.contains("--turns"), "{help}");
+    for flag in ["--markdown", "--images", "--score", "--cancel-rate", "--duration", "--burstiness"] {
         assert!(!help.lines().any(|l| l.trim_start().starts_with(flag)), "{flag} in plan --help");
     }
 }

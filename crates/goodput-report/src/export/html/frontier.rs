@@ -139,6 +139,9 @@ fn workload_line(doc: &FrontierResult) -> Option<String> {
     if let Some(d) = &w.dataset {
         parts.push(format!("dataset {d}"));
     }
+    if let Some(s) = &doc.sessions {
+        parts.push(format!("sessions of {} turns, {} think time", s.turns, s.think_time));
+    }
     (!parts.is_empty()).then(|| format!("workload: {}", parts.join(", ")))
 }
 

@@ -414,6 +414,7 @@ pub async fn predict(
                 if doc.model.is_empty() {
                     doc.model = sw.target.model.clone();
                     doc.workload = sw.workload_config.clone();
+                    doc.sessions = crate::setup::sessions_config(&sw.args.shape);
                     doc.slo = sw.opts.slo.as_ref().map(|s| s.to_string());
                 }
                 let mut pts: Vec<_> = sw.points.iter().collect();

@@ -1084,6 +1084,7 @@ impl Ctx {
             if doc.model.is_empty() {
                 doc.model = sw.target.model.clone();
                 doc.workload = sw.workload_config.clone();
+                doc.sessions = crate::setup::sessions_config(&sw.args.shape);
             }
             Ok(Part::Points(sw.points.clone()))
         }
