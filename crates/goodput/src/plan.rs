@@ -992,8 +992,8 @@ fn sessions_note(search: &Search, s: &goodput_load::Sessions) -> String {
         ),
     };
     let pools = if search.args.pd.is_some() {
-        "; a disaggregated unit stands for each, its sessions' turns kept within it (its pools' router sending each \
-         turn to an instance)"
+        "; disaggregated units ran as one prefill pool and one decode pool (up to the same count of units), their \
+         router sending each turn to a prefill instance by the prompts it has seen"
     } else {
         ""
     };
@@ -2961,10 +2961,18 @@ impl Search<'_> {
     /// turn wherever they send it, and prefix-aware sends it to the
     /// least-loaded replica where the history it has seen (the earlier
     /// questions, never the answers) covers 30 % of the prompt or less.
+    /// Disaggregated units with sessions run whole too, their pools as
+    /// one (as a trace runs them, and as their script starts them: one
+    /// prefill pool and one decode pool behind one router), so that a
+    /// later turn may go to another unit's prefill instance.
     fn whole(&self, c: &Candidate) -> bool {
-        c.pd.is_none()
-            && (runs_whole(c.router, c.engines(), self.polled(c).is_some())
-                || (self.sessions.is_some() && c.engines() > 1))
+        match c.pd {
+            Some(_) => self.sessions.is_some() && c.engines() > 1,
+            None => {
+                runs_whole(c.router, c.engines(), self.polled(c).is_some())
+                    || (self.sessions.is_some() && c.engines() > 1)
+            }
+        }
     }
 
     /// A session's turns at their mean (1 without `--turns`), for
@@ -3027,12 +3035,16 @@ impl Search<'_> {
         // polls; by the draws of vLLM router's): the configuration runs
         // whole (up to WHOLE_UNITS_MAX of its units, standing for the rest),
         // its users sent through the router (`ran` times a replica's); the
-        // others' one replica stands for each, the users split evenly.
+        // others' one replica stands for each, the users split evenly. With
+        // sessions every configuration of several units runs whole, a
+        // disaggregated one's pools as one ([`Search::whole`]).
         let whole = self.whole(c);
         let ran = if whole { c.engines().min(WHOLE_UNITS_MAX) } else { 1 };
         let units = u64::from(ran);
         let mut cfg = self.engine(c);
-        if whole {
+        if let (true, Some(pools)) = (whole, &mut cfg.pd) {
+            *pools = pools.times(ran);
+        } else if whole {
             (cfg.dp, cfg.router, cfg.router_poll_s) = (ran * c.ranks(), c.router, self.polled(c));
             // A dense model's replicas in one server (sessions run them
             // whole) are balanced as it balances them, as a trace's are.

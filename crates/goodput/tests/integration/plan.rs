@@ -1312,6 +1312,15 @@ fn plan_runs_sessions_whole_behind_their_routers_and_past_the_limit_while_users_
         let at_limit = loads.iter().position(|&l| l == limit).unwrap();
         assert!(rates[at_limit + 1] > 1.1 * rates[at_limit], "{} rates {rates:?} at {loads:?}", c["id"]);
     }
+    // Disaggregated units run as one pair of pools: 8 users a unit, two units.
+    let doc = run(
+        "pd.json",
+        &["--gpus", "4", "--pd", "1:1", "--input-tokens", "512", "--output-tokens", "32", "--concurrency", "8"],
+    );
+    let c = &doc["configs"].as_array().unwrap().iter().find(|c| c["params"]["pd"].is_string()).unwrap();
+    assert_eq!(c["status"], "ok", "{c}");
+    assert_eq!(c["points"][0]["load"]["value"], 16, "{c}");
+    assert!(doc["notes"].to_string().contains("disaggregated units ran as one prefill pool"), "{}", doc["notes"]);
     // Refused: sessions over a trace, a router for closed loops of single
     // requests, and --cancel-rate.
     let trace = dir.path().join("t.jsonl");
