@@ -543,8 +543,10 @@ pub fn virtual_request(l: &goodput_load::Lengths) -> VirtualRequest {
 /// count and think times from `seed`), one request after another: each
 /// prompt the conversation so far (the questions and answers before it,
 /// and its own question), each later turn its think time after the turn
-/// before it ends, the first turn's shared prefix on every one. `Ok(None)`
-/// where a turn's lengths are not known.
+/// before it ends, the first turn's shared prefix on every one, and the
+/// prompt its conversation opens with (a dataset's entry: its second time
+/// round opens as the first did). `Ok(None)` where a turn's lengths are not
+/// known.
 pub fn session_requests(
     sessions: &goodput_load::Sessions,
     seed: u64,
@@ -561,6 +563,7 @@ pub fn session_requests(
         context = context.saturating_add(l.input);
         out.push(VirtualRequest {
             shared_prefix: prefix,
+            prompt: workload.prompt_id(s),
             turn: Some(VirtualTurn {
                 session: s,
                 turn: t + 1,

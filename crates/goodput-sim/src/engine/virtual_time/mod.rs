@@ -47,7 +47,9 @@ pub struct VirtualRequest {
     /// Which prompt it sends, where others send the same one (a dataset's
     /// entry sent again, `--repeat`'s copies): requests naming the same
     /// `prompt` (and lengths) send the same tokens, so the prefix cache
-    /// serves what it still holds of it. `None`: a prompt of its own.
+    /// serves what it still holds of it. On a session's turn, the prompt
+    /// its conversation opens with: its first turn's question is that
+    /// prompt's, the rest the session's own. `None`: a prompt of its own.
     #[serde(default)]
     pub prompt: Option<u64>,
 }
@@ -777,6 +779,33 @@ mod tests {
         bad.swap(0, 1);
         let e = simulate(&cfg, &VirtualLoad::burst(bad)).unwrap_err().to_string();
         assert!(e.contains("one after another"), "{e}");
+    }
+
+    /// A conversation sent again (a dataset's, its second time round) opens
+    /// with the question it opened with before, which the cache serves but
+    /// for its last block (a prompt's last token is always computed); its
+    /// answers are its own, so its later turns find their own history.
+    /// Sessions opening with other prompts share nothing.
+    #[test]
+    fn a_conversation_sent_again_shares_its_opening_question_alone() {
+        // Sessions 0 and 2 open with prompt 7, session 1 with prompt 8: one
+        // user, so each runs after the one before.
+        let mut requests = sessions(3, 2);
+        for r in &mut requests {
+            r.prompt = Some(if r.turn.unwrap().session == 1 { 8 } else { 7 });
+        }
+        let run = simulate(&h100_8b(), &VirtualLoad::closed_loop(requests, 1)).unwrap();
+        let cached = |s: u64, t: u32| {
+            let r = run.records.iter().find(|r| r.session == Some(SessionTurn { id: s, turn: t, turns: 2 }));
+            r.unwrap().counts.usage_cached_prompt
+        };
+        assert_eq!(cached(0, 1), Some(0));
+        assert_eq!(cached(1, 1), Some(0), "another opening question");
+        assert_eq!(cached(2, 1), Some(512 - 16), "the question but its last block");
+        // Each second turn: its own first turn and answer, as before.
+        for s in 0..3 {
+            assert_eq!(cached(s, 2), Some((512 + 63) / 16 * 16), "session {s}");
+        }
     }
 
     #[test]

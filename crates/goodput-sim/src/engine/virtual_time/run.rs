@@ -258,15 +258,24 @@ impl<'a> VirtualRun<'a> {
             // segment of no tokens, which shares no block).
             let prefix = r.shared_prefix.map_or((0, 0), |p| (p.id, p.len));
             let start = (TEMPLATE_START, load.prompts.shared_start(cfg.chat_template));
-            let shared: Vec<(u64, u32)> = match load.prefix_blocks.get(i).and_then(Option::as_ref) {
+            let mut shared: Vec<(u64, u32)> = match load.prefix_blocks.get(i).and_then(Option::as_ref) {
                 Some(blocks) => std::iter::once(start).chain(blocks.iter().copied()).collect(),
                 None => vec![start, prefix],
             };
             // The unique part is the request's own (its session's first
-            // turn's), or that of the prompt it sends again.
-            let unique = match r.prompt {
-                Some(p) => p.wrapping_add(1).wrapping_mul(0xd6e8_feb8_6659_fd93).rotate_left(17),
-                None => (first as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            // turn's), or that of the prompt it sends again. A session that
+            // opens with a prompt sent before (a dataset's conversation, its
+            // second time round) shares that opening question, and goes on
+            // with answers of its own.
+            let prompt_salt = |p: u64| p.wrapping_add(1).wrapping_mul(0xd6e8_feb8_6659_fd93).rotate_left(17);
+            let own = (first as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let unique = match (r.prompt, r.turn) {
+                (Some(p), Some(_)) => {
+                    shared.push((prompt_salt(p), load.requests[first].input_tokens));
+                    own
+                }
+                (Some(p), None) => prompt_salt(p),
+                (None, _) => own,
             };
             let prompt = Prompt::synthetic(
                 r.input_tokens.saturating_add(load.prompts.extra(cfg.chat_template, r)),
