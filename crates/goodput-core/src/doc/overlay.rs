@@ -962,6 +962,20 @@ pub fn compare_frontiers(predicted: (&str, FrontierResult), measured: (&str, Fro
     if !pred.model.is_empty() && !meas.model.is_empty() && !pred.model.eq_ignore_ascii_case(&meas.model) {
         notes.push(format!("the predicted model is {} and the measured one {}", pred.model, meas.model));
     }
+    // Users in conversations load a server otherwise than users of single
+    // requests (their history cached, their pauses): a pair of frontiers
+    // whose loads differ so compares different loads at one count of users.
+    if pred.sessions != meas.sessions {
+        let said = |s: &Option<crate::doc::config::SessionsConfig>| match s {
+            Some(s) => format!("sessions of --turns {} with --think-time {}", s.turns, s.think_time),
+            None => "single requests".to_string(),
+        };
+        notes.push(format!(
+            "the prediction's users sent {} and the measurement's {}: a load of as many users is not the same load",
+            said(&pred.sessions),
+            said(&meas.sessions)
+        ));
+    }
     // A stopped search or sweep holds the configurations done until then:
     // the others are unmatched for that, not for their settings.
     let stopped: Vec<&str> =
@@ -1443,6 +1457,32 @@ mod tests {
         let said: Vec<&String> = c.notes.iter().filter(|n| n.contains("uncalibrated")).collect();
         assert_eq!(said.len(), 1, "{:?}", c.notes);
         assert!(said[0].starts_with("the prediction ran MI300X on another family's constants"), "{}", said[0]);
+    }
+
+    /// Frontiers of different sessions (or one of single requests) say so:
+    /// a count of users is not the same load.
+    #[test]
+    fn frontiers_of_other_sessions_are_said() {
+        let sessions =
+            |turns: &str| Some(crate::doc::config::SessionsConfig { turns: turns.into(), think_time: "2s".into() });
+        let run = |p: Option<crate::doc::config::SessionsConfig>, m: Option<crate::doc::config::SessionsConfig>| {
+            let mut pred = doc(FrontierSource::Predicted, vec![planned("p4", "4", vec![point(1, 100.0, 50.0, 20.0)])]);
+            let mut meas = doc(
+                FrontierSource::Measured,
+                vec![config("seqs=4", &[("seqs", "4")], vec![point(1, 80.0, 50.0, 25.0)])],
+            );
+            (pred.sessions, meas.sessions) = (p, m);
+            compare_frontiers(("plan.json", pred), ("frontier.json", meas)).notes
+        };
+        let said = |notes: Vec<String>| notes.into_iter().filter(|n| n.contains("users sent")).collect::<Vec<_>>();
+        assert!(said(run(None, None)).is_empty());
+        assert!(said(run(sessions("3"), sessions("3"))).is_empty());
+        assert_eq!(
+            said(run(sessions("3"), None)),
+            ["the prediction's users sent sessions of --turns 3 with --think-time 2s and the measurement's single \
+              requests: a load of as many users is not the same load"]
+        );
+        assert_eq!(said(run(sessions("3"), sessions("5"))).len(), 1);
     }
 
     #[test]
