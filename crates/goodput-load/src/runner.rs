@@ -391,7 +391,7 @@ pub async fn run_at<B: Backend>(
 
 /// Fails before the run rather than in every session: the workload cannot
 /// ask questions, or cannot say how many.
-fn check_sessions(plan: &LoadPlan, workload: &Workload) -> Result<(), WorkloadError> {
+pub fn check_sessions(plan: &LoadPlan, workload: &Workload) -> Result<(), WorkloadError> {
     if let Some(s) = &plan.sessions {
         workload.check_sessions()?;
         workload.question(0, 0)?;

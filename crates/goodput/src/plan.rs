@@ -615,6 +615,8 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     let history = match (groups.first().and_then(|g| g.first()), &search.sessions) {
         (Some(c), Some(_)) => {
             let plan = search.point_plan(1, 1, 0)?;
+            // Refused once, before the search, not as every configuration's failure.
+            goodput_load::runner::check_sessions(&plan, &search.workload)?;
             crate::virtual_point::session_context_warning(&search.engine(c), &search.workload, &plan)
         }
         _ => None,

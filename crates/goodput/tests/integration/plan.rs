@@ -1331,6 +1331,14 @@ fn plan_runs_sessions_whole_behind_their_routers_and_past_the_limit_while_users_
     assert!(err.contains("add --trace or --turns, or drop --router"), "{err}");
     let err = goodput().args(base).args(["--cancel-rate", "0.1", "--cancel-after", "1s"]).refusal();
     assert!(err.contains("--cancel-rate belongs to bench"), "{err}");
+    // Sessions no workload can ask: refused once, before the search (they
+    // had failed every configuration, one by one).
+    let err = goodput().args(base).args(["--turns", "all"]).refusal();
+    assert!(err.contains("synthetic questions need a count") && !err.contains("no configuration"), "{err}");
+    let lone = dir.path().join("lone.jsonl");
+    std::fs::write(&lone, "{\"prompt\": \"hello there\"}\n").unwrap();
+    let err = goodput().args(base).args(["--turns", "2", "--dataset"]).arg(&lone).refusal();
+    assert!(err.contains("no conversation of more than one question") && !err.contains("no configuration"), "{err}");
 }
 
 /// Stages, expert-parallel groups or an EP that no configuration within
