@@ -140,7 +140,11 @@ fn workload_line(doc: &FrontierResult) -> Option<String> {
         parts.push(format!("dataset {d}"));
     }
     if let Some(s) = &doc.sessions {
-        parts.push(format!("sessions of {} turns, {} think time", s.turns, s.think_time));
+        let turns = match s.turns.as_str() {
+            "all" => "each conversation's own turns".to_string(),
+            t => format!("{t} turns"),
+        };
+        parts.push(format!("sessions of {turns}, {} think time", s.think_time));
     }
     (!parts.is_empty()).then(|| format!("workload: {}", parts.join(", ")))
 }
@@ -659,7 +663,26 @@ fn off_the_frontier(o: &mut String, doc: &FrontierResult) {
 
 #[cfg(test)]
 mod tests {
-    use super::grouped;
+    use super::{grouped, workload_line};
+    use goodput_core::doc::config::SessionsConfig;
+    use goodput_core::doc::frontier::{FrontierResult, FrontierSource};
+
+    /// The workload line names a plan's sessions, a dataset's own turns
+    /// as such.
+    #[test]
+    fn the_workload_line_names_the_sessions() {
+        let tool = goodput_core::doc::result::Tool { name: "goodput".into(), version: "0".into(), commit: None };
+        let mut doc = FrontierResult::new(tool, FrontierSource::Predicted, 0.9, 50.0);
+        doc.workload.input_tokens = Some("200".into());
+        assert_eq!(workload_line(&doc).unwrap(), "workload: input 200 tokens");
+        doc.sessions = Some(SessionsConfig { turns: "5".into(), think_time: "exponential:5s".into() });
+        assert_eq!(
+            workload_line(&doc).unwrap(),
+            "workload: input 200 tokens, sessions of 5 turns, exponential:5s think time"
+        );
+        doc.sessions = Some(SessionsConfig { turns: "all".into(), think_time: "0s".into() });
+        assert!(workload_line(&doc).unwrap().ends_with("sessions of each conversation's own turns, 0s think time"));
+    }
 
     /// The summary tile's tok/s per MW (and the tables' whole numbers)
     /// group their thousands, as the rest of the page does.
