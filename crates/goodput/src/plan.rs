@@ -766,10 +766,13 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
                 "",
             ),
         };
+        let others = match search.sessions {
+            Some(_) => "as every configuration of several replicas did with --turns (the sessions note)",
+            None => "the others' users were split evenly over their replicas",
+        };
         doc.notes.push(format!(
             "{how}. The configurations behind it ran whole (up to {WHOLE_UNITS_MAX} replicas or groups, standing \
-             for the rest), their users sent through the router{polls}; the others' users were split evenly over \
-             their replicas"
+             for the rest), their users sent through the router{polls}; {others}"
         ));
     }
     // vLLM's front ends balance a dense model's replicas behind
@@ -1001,10 +1004,11 @@ fn sessions_note(search: &Search, s: &goodput_load::Sessions) -> String {
     };
     format!(
         "sessions: each user holds one conversation of --turns {} at a time, {think}; each turn sends the \
-         conversation so far, which a prefix cache serves where it still holds it, and -n and --requests-per-user \
-         count sessions. A configuration of two or more replicas (or expert-parallel groups) ran whole (up to \
-         {WHOLE_UNITS_MAX} of them, standing for the rest), every turn sent through its router, which may send a \
-         later turn away from the replica that holds its history{pools}",
+         conversation so far, which a prefix cache serves where it still holds it. -n counts sessions, and \
+         --requests-per-user requests, sent in as many whole sessions as hold them at the mean turns. A \
+         configuration of two or more replicas (or expert-parallel groups) ran whole (up to {WHOLE_UNITS_MAX} of \
+         them, standing for the rest), every turn sent through its router, which may send a later turn away from \
+         the replica that holds its history{pools}",
         s.turns
     )
 }
@@ -2962,8 +2966,9 @@ impl Search<'_> {
     /// each would keep every session's turns on the replica whose cache
     /// holds its history, where round-robin and least-loaded send a later
     /// turn wherever they send it, and prefix-aware sends it to the
-    /// least-loaded replica where the history it has seen (the earlier
-    /// questions, never the answers) covers 30 % of the prompt or less.
+    /// least-loaded replica where the prompts it routed before (the
+    /// session's earlier turns, never the answer that followed the last of
+    /// them) cover 30 % of this one or less.
     /// Disaggregated units with sessions run whole too, their pools as
     /// one (as a trace runs them, and as their script starts them: one
     /// prefill pool and one decode pool behind one router), so that a
