@@ -161,6 +161,32 @@ fn a_grid_of_server_configurations_gives_a_measured_frontier() {
     assert_all_gone(&logged_pids(&logs));
 }
 
+/// A grid measured in sessions (`--turns`, as a plan of sessions writes
+/// its sweep): the measured frontier and the predicted one beside it both
+/// keep the sessions, and their comparison finds nothing to say of them.
+#[test]
+fn a_grid_measured_in_sessions_keeps_them_in_both_frontiers() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sg.json");
+    let o = goodput()
+        .args(["sweep", "--serve-cmd"])
+        .arg(format!("sh -c {} {{port}}", shlex::try_quote(&serve_script("--speed 5 --max-num-seqs {seqs}")).unwrap()))
+        .args(["--serve-grid", "seqs=4", "--concurrency", "2", "-n", "4", "--turns", "2", "--think-time", "50ms"])
+        .args(["--input-tokens", "32", "--output-tokens", "8", "--progress", "none", "--estimate", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let sessions = serde_json::json!({"turns": "2", "think_time": "50ms"});
+    let measured = read_json(&out);
+    assert_eq!(measured["sessions"], sessions);
+    assert_eq!(configs(&measured)[0]["points"][0]["completed"], 8, "four sessions of two turns");
+    assert_eq!(read_json(&dir.path().join("sg.predicted.json"))["sessions"], sessions);
+    let compared = read_json(&dir.path().join("sg.compare.json"));
+    assert!(!compared["notes"].to_string().contains("users sent"), "{}", compared["notes"]);
+    assert_all_gone(&logged_pids(&dir.path().join("sg.logs")));
+}
+
 /// A configuration whose server exits at once and one whose server
 /// crashes mid-sweep are each recorded as failed, with the exit status and
 /// the end of the log; the configuration after them runs.
