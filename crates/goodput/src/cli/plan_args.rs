@@ -110,6 +110,13 @@ fn decimal_comma(p: &str) -> Option<(&str, &str)> {
     mut_arg("image_size", |a| a.hide(true)),
     mut_arg("image_format", |a| a.hide(true)),
     mut_arg("image_share", |a| a.hide(true)),
+    mut_arg("turns", |a| a.help(
+        "Multi-turn sessions of this many turns (3, uniform:2..6, …; with a ShareGPT --dataset at most its \
+         conversation's, or `all` of them): each user of a point holds one conversation at a time, each question \
+         sent after the answer before it with the whole conversation so far. A configuration of several replicas \
+         runs whole behind each --router; users who think (--think-time) climb past the batch limit; -n counts \
+         sessions"
+    )),
     mut_arg("cancel_rate", |a| a.hide(true)),
     mut_arg("cancel_after", |a| a.hide(true)),
     mut_arg("duration", |a| a.hide(true)),

@@ -1920,6 +1920,10 @@ fn plan_refuses_p0_and_hides_the_flags_it_refuses() {
     let help = goodput().args(["plan", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
     assert!(help.contains("--trace-speed") && help.contains("--dataset") && help.contains("--turns"), "{help}");
+    // Sessions as plan runs them, not as bench's --rate starts them.
+    assert!(
+        help.contains("users who think (--think-time) climb past the batch limit") && !help.contains("--rate starts")
+    );
     for flag in ["--markdown", "--images", "--score", "--cancel-rate", "--duration", "--burstiness"] {
         assert!(!help.lines().any(|l| l.trim_start().starts_with(flag)), "{flag} in plan --help");
     }
