@@ -2469,7 +2469,8 @@ impl Search<'_> {
         };
         options.extend(self.fit_fix(c));
         if e.downcast_ref::<RequestPastCache>().is_some() {
-            options.push("shorter requests".to_string());
+            options
+                .push(if self.sessions.is_some() { "fewer turns or shorter ones" } else { "shorter requests" }.into());
         }
         let fix = match options.len() {
             0 => format!("no TP × PP within the plan's reach ({MAX_GPUS} GPUs) holds it: offer a GPU with more memory"),
@@ -2588,12 +2589,24 @@ impl Search<'_> {
     /// whose cache holds less fails each such request (a single L4 in
     /// BF16, 8,128 tokens of cache, had failed all of long-document's
     /// requests of about 10,000 and been listed as run). A dataset's
-    /// requests are their own: not checked.
+    /// requests are their own: not checked. With sessions, the typical
+    /// session's last turn (its median turns): its prompt holds every
+    /// question and answer before it, and the cache must hold it whole
+    /// while it decodes (a first turn alone had been checked, and a later
+    /// turn past the cache failed every session at it).
     fn request_room(&self, cfg: &EngineConfig) -> Result<(), RequestPastCache> {
-        let Some((input, output, flags)) = crate::virtual_point::typical_request(&self.workload) else {
+        let Some((input, output, mut flags)) = crate::virtual_point::typical_request(&self.workload) else {
             return Ok(());
         };
-        let prompt = input + u64::from(self.prompts.first_turn_extra(cfg.chat_template));
+        let turns = match self.sessions.as_ref().map(|s| &s.turns) {
+            Some(goodput_load::workload::Turns::Drawn(d)) => u64::from(d.median().max(1)),
+            _ => 1,
+        };
+        if turns > 1 {
+            flags.push_str(&format!(" in sessions of {turns} turns (its last turn, the conversation so far)"));
+        }
+        let history = (turns - 1).saturating_mul(input + output);
+        let prompt = history + input + u64::from(self.prompts.first_turn_extra(cfg.chat_template));
         // An expert-parallel group's ranks each keep their own cache and
         // run a request whole: one rank's share must hold it.
         let pools = match cfg.pd {

@@ -1321,6 +1321,15 @@ fn plan_runs_sessions_whole_behind_their_routers_and_past_the_limit_while_users_
     assert_eq!(c["status"], "ok", "{c}");
     assert_eq!(c["points"][0]["load"]["value"], 16, "{c}");
     assert!(doc["notes"].to_string().contains("disaggregated units ran as one prefill pool"), "{}", doc["notes"]);
+    // A conversation's last turn that no replica's cache holds leaves the
+    // configuration out, the turns named (its first turn alone had been
+    // checked, and every session failed at its later turns).
+    let err = goodput()
+        .args(base)
+        .args(["--gpus", "1", "--precision", "bf16", "--input-tokens", "1500", "--output-tokens", "500"])
+        .args(["--turns", "30", "--gpu-memory-utilization", "0.3", "--concurrency", "1"])
+        .refusal();
+    assert!(err.contains("in sessions of 30 turns (its last turn") && err.contains("fewer turns"), "{err}");
     // Refused: sessions over a trace, a router for closed loops of single
     // requests, and --cancel-rate.
     let trace = dir.path().join("t.jsonl");
