@@ -69,6 +69,10 @@ const SATURATED: f64 = 0.03;
 /// before it saturated or missed the SLO: a heavier load was refused.
 const CUT: &str = "cut";
 
+/// A point's field (in its `extra`), with sessions or a trace: the share of
+/// its prompt tokens the prefix caches served, which a router decides.
+const PREFIX_CACHE_HIT_RATE: &str = "prefix_cache_hit_rate";
+
 /// The `cut` of a curve a stop cut short.
 const INTERRUPTED_CUT: &str = "its curve is cut where the plan was interrupted; the points before it are kept";
 /// A trace point's field (in its `extra`) that says why it is not steady:
@@ -1055,9 +1059,9 @@ fn seconds(s: f64) -> String {
 /// What a closed-loop point's figures count, in the notes of every plan
 /// that has points.
 const SPANS_NOTE: &str = "spans: each point's tok/s, tok/s/GPU, goodput and tok/s/MW are counted while all its users \
-     are in the loop (they join apart over one request's time; with --turns, over a turn and a think time, and \
-     a session's window ends as the last session starts), its J/tok over its run's whole window (ramp and \
-     drain too), so J/tok × tok/s/MW / 1e6 can pass 1, as if above the GPUs' TDP: the two are of different spans; \
+     are in the loop (they join apart over one request's time; with --turns, over a session's turns and think \
+     times, and a session's window ends as the last session starts), its J/tok over its run's whole window (ramp \
+     and drain too), so J/tok × tok/s/MW / 1e6 can pass 1, as if above the GPUs' TDP: the two are of different spans; \
      `estimate` and `sweep --estimate` of the same configuration start users together and count the whole window, \
      so they read lower tok/s and higher TTFT (`estimate --ramp-up` with this point's join time comes near its \
      latencies; docs/plan.md)";
@@ -3100,16 +3104,28 @@ impl Search<'_> {
             let mut plan = self.point_plan(users, units, k as u64)?;
             let workload = self.workload.with_seed(plan.seed);
             if self.args.shape.ramp_up.is_none() && users.saturating_mul(units) > 1 {
-                // Users who think join over a turn and a think time, the
-                // cycle of each: over one request's time a fixed pause kept
+                // Users in sessions join over a session's cycle (its turns
+                // and the think times between them), so that their phases
+                // spread over it: over one request's time a fixed pause kept
                 // them in waves that never broke (Llama-3.1-8B on an H100,
                 // 600 s of thought: a median TTFT of 718 ms at 1,024 users,
-                // 2,500 at 2,048 and 1,780 at 4,096).
+                // 2,500 at 2,048 and 1,780 at 4,096; 24 to 27 ms now), and
+                // over one turn's, in phase (four turns of 2,000-token
+                // questions behind prefix-aware on two H100s, forty requests
+                // a user: 1,220 output tokens/s a GPU where spread read
+                // 1,325).
                 let think = self.sessions.as_ref().map_or(std::time::Duration::ZERO, |s| s.think.mean());
-                plan.ramp_up = self
+                let turns = self.turns_per_session();
+                let request = self
                     .one_request_time(server, &plan, &workload)
-                    .with_context(|| format!("{per_replica}, their pilot"))?
-                    .saturating_add(think);
+                    .with_context(|| format!("{per_replica}, their pilot"))?;
+                plan.ramp_up = request.mul_f64(turns).saturating_add(think.mul_f64(turns - 1.0));
+                // Each user's first session starts within that ramp, which
+                // is warm-up: a warm-up session a user more on top of it
+                // had made the point half again as long.
+                if self.sessions.is_some() && matches!(self.args.shape.warmup, WarmupArg::Requests(0)) {
+                    plan.warmup = 0;
+                }
                 plan.warmup_time = plan.warmup_time.max(plan.ramp_up);
             }
             let config = self.workload_config.clone();
@@ -3329,6 +3345,14 @@ impl Search<'_> {
         let total = replica * dp;
         let gpus = f64::from(c.gpus());
         let tpot = s.tpot_ms.p(self.percentile);
+        // What the prefix caches served, where a router decides it: a
+        // session's history, a trace's shared blocks.
+        let mut extra = Extra::new();
+        if self.sessions.is_some() || self.trace.is_some() {
+            if let Some(rate) = r.engine.as_ref().and_then(|e| e.prefix_cache_hit_rate) {
+                extra.insert(PREFIX_CACHE_HIT_RATE.into(), rate.into());
+            }
+        }
         FrontierPoint {
             load: Load::Concurrency(users * u64::from(c.engines())),
             output_tokens_per_s: total,
@@ -3355,7 +3379,7 @@ impl Search<'_> {
             steady: None,
             client_stalled: None,
             spec_decode: goodput_core::doc::frontier::PointSpecDecode::of(r),
-            extra: Extra::new(),
+            extra,
         }
     }
 }
@@ -3401,8 +3425,8 @@ fn steady_output_rate(run: &goodput_sim::engine::SimRun, joined: std::time::Dura
     // turns go on long after (Llama-3.1-8B on eight H100s, 2,048 users in
     // five turns of 300 tokens with 5 s of thought, had read 4,996 output
     // tokens/s a GPU with one measured session a user, 6,395 with four,
-    // where twenty read 7,632; now, users joining over a cycle, 7,712,
-    // 7,616 and 7,625).
+    // where twenty read 7,632; now, users joining over a session's cycle,
+    // 7,658, 7,625 and 7,627).
     let sessions_start = records.iter().filter(|r| r.session.is_some_and(|s| s.turn == 1)).map(|r| r.sent).max();
     let to = sessions_start.or_else(|| records.iter().map(|r| r.sent).max()).ok_or(false)?;
     if to <= from {

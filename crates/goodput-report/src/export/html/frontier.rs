@@ -189,6 +189,10 @@ fn best_cards(o: &mut String, doc: &FrontierResult) {
     if let Some(u) = p.usd_per_million_output_tokens {
         card(o, "$ per M output tokens", &crate::format::usd(u), "");
     }
+    // A plan of sessions or a trace: what the prefix caches served there.
+    if let Some(rate) = p.extra.get("prefix_cache_hit_rate").and_then(|v| v.as_f64()) {
+        card(o, "prefix cache", &format!("{:.0} %", rate * 100.0), "of the prompt tokens, served from the cache");
+    }
     if let Some(j) = p.joules_per_output_token {
         card(
             o,
