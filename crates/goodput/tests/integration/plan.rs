@@ -1277,6 +1277,9 @@ fn plan_runs_sessions_whole_behind_their_routers_and_past_the_limit_while_users_
     // and prefill their history again. (Not TTFT: prefix-aware keeps a
     // session where it began, and its replicas' loads part.)
     assert!(tok(&pa) > 1.05 * tok(&rr), "prefix-aware {:.0} tok/s/GPU, round-robin {:.0}", tok(&pa), tok(&rr));
+    // Each point says what the caches served: more behind prefix-aware.
+    let hits = |p: &Value| p["prefix_cache_hit_rate"].as_f64().unwrap();
+    assert!(hits(&pa) > hits(&rr) && hits(&pa) < 1.0 && hits(&rr) > 0.0, "{} {}", hits(&pa), hits(&rr));
     let written = std::fs::read_to_string(&grid).unwrap();
     assert!(written.contains("--turns 4 --think-time 0s"), "{written}");
     // Users who think: the curve climbs past a limit of 8 (each limit its
