@@ -2,7 +2,7 @@
 
 use crate::runner::LoadPlan;
 use crate::schedule::Arrival;
-use goodput_core::doc::config::{CancelConfig, LoadConfig, Rate, SessionsConfig};
+use goodput_core::doc::config::{CancelConfig, LoadConfig, Rate};
 use std::time::Duration;
 
 fn human(d: Duration) -> String {
@@ -28,10 +28,7 @@ impl From<&LoadPlan> for LoadConfig {
             warmup_time: (!p.warmup_time.is_zero()).then(|| human(p.warmup_time)),
             ramp_up: (!p.ramp_up.is_zero()).then(|| human(p.ramp_up)),
             cancel: p.cancel.map(|c| CancelConfig { rate: c.rate, after: human(c.after) }),
-            sessions: p
-                .sessions
-                .as_ref()
-                .map(|s| SessionsConfig { turns: s.turns.to_string(), think_time: s.think.to_string() }),
+            sessions: p.sessions.as_ref().map(crate::Sessions::config),
             grace: Some(human(p.grace)),
             seed: Some(p.seed),
             extra: Default::default(),

@@ -69,10 +69,6 @@ const SATURATED: f64 = 0.03;
 /// before it saturated or missed the SLO: a heavier load was refused.
 const CUT: &str = "cut";
 
-/// A point's field (in its `extra`), with sessions or a trace: the share of
-/// its prompt tokens the prefix caches served, which a router decides.
-const PREFIX_CACHE_HIT_RATE: &str = "prefix_cache_hit_rate";
-
 /// The `cut` of a curve a stop cut short.
 const INTERRUPTED_CUT: &str = "its curve is cut where the plan was interrupted; the points before it are kept";
 /// A trace point's field (in its `extra`) that says why it is not steady:
@@ -561,7 +557,7 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         prompts: prompt_kind(a.api),
         kv_cache_dtypes: kv_cache_dtypes(&a.kv_cache_dtype)?,
         trace: plan_trace,
-        sessions: a.shape.turns.clone().map(|turns| goodput_load::Sessions { turns, think: a.shape.think_time }),
+        sessions: setup::sessions(&a.shape),
         routers,
         several_seqs,
         memory_limit: crate::virtual_point::VIRTUAL_MEMORY_LIMIT / jobs(&a) as u64,
@@ -570,6 +566,13 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         stop: Arc::default(),
         cut_short: AtomicBool::new(false),
     };
+    // Sessions no workload can ask (a trace's lines, a dataset of lone
+    // prompts, `--turns all` of synthetic questions): refused once, before
+    // the search, not as every configuration's failure.
+    let session_plan = search.sessions.as_ref().map(|_| search.point_plan(1, 1, 0)).transpose()?;
+    if let Some(plan) = &session_plan {
+        goodput_load::runner::check_sessions(plan, &search.workload)?;
+    }
     let wall = Instant::now();
     let (groups, mut notes) = search.groups()?;
     if let Some(path) = &a.calibration {
@@ -616,12 +619,9 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         }
         _ => None,
     };
-    let history = match (groups.first().and_then(|g| g.first()), &search.sessions) {
-        (Some(c), Some(_)) => {
-            let plan = search.point_plan(1, 1, 0)?;
-            // Refused once, before the search, not as every configuration's failure.
-            goodput_load::runner::check_sessions(&plan, &search.workload)?;
-            crate::virtual_point::session_context_warning(&search.engine(c), &search.workload, &plan)
+    let history = match (groups.first().and_then(|g| g.first()), &session_plan) {
+        (Some(c), Some(plan)) => {
+            crate::virtual_point::session_context_warning(&search.engine(c), &search.workload, plan)
         }
         _ => None,
     };
@@ -1264,6 +1264,8 @@ fn check_args(a: &PlanArgs) -> Result<()> {
     if a.shape.cancel_rate.is_some() {
         bail!("--cancel-rate belongs to bench, estimate and sweep: plan sends each request to its end");
     }
+    // Said from the flags, before the trace is read (the workload's own
+    // check, below, would come after the trace's).
     if a.shape.turns.is_some() && a.trace.is_some() {
         bail!("--trace replays single requests at their own times: drop --turns (or --trace, to plan for sessions)");
     }
@@ -2991,13 +2993,8 @@ impl Search<'_> {
     /// prefill pool and one decode pool behind one router), so that a
     /// later turn may go to another unit's prefill instance.
     fn whole(&self, c: &Candidate) -> bool {
-        match c.pd {
-            Some(_) => self.sessions.is_some() && c.engines() > 1,
-            None => {
-                runs_whole(c.router, c.engines(), self.polled(c).is_some())
-                    || (self.sessions.is_some() && c.engines() > 1)
-            }
-        }
+        (self.sessions.is_some() && c.engines() > 1)
+            || (c.pd.is_none() && runs_whole(c.router, c.engines(), self.polled(c).is_some()))
     }
 
     /// A session's turns at their mean (1 without `--turns`), for
@@ -3350,7 +3347,7 @@ impl Search<'_> {
         let mut extra = Extra::new();
         if self.sessions.is_some() || self.trace.is_some() {
             if let Some(rate) = r.engine.as_ref().and_then(|e| e.prefix_cache_hit_rate) {
-                extra.insert(PREFIX_CACHE_HIT_RATE.into(), rate.into());
+                extra.insert(goodput_core::doc::frontier::PREFIX_CACHE_HIT_RATE.into(), rate.into());
             }
         }
         FrontierPoint {

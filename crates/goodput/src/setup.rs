@@ -125,7 +125,7 @@ pub fn shaped_plan(
         trace: trace.map(|t| Arc::new(t.iter().map(|e| e.at).collect())),
         trace_source: None,
         ramp_up: s.ramp_up.unwrap_or_default(),
-        sessions: s.turns.clone().map(|turns| goodput_load::Sessions { turns, think: s.think_time }),
+        sessions: sessions(s),
         seed: s.seed.value,
         grace,
         shard: None,
@@ -136,12 +136,14 @@ pub fn shaped_plan(
     Ok(plan)
 }
 
+/// `--turns` and `--think-time`'s sessions, where given.
+pub fn sessions(s: &crate::cli::ShapeArgs) -> Option<goodput_load::Sessions> {
+    s.turns.clone().map(|turns| goodput_load::Sessions { turns, think: s.think_time })
+}
+
 /// `--turns` and `--think-time` as a document keeps them, where given.
 pub fn sessions_config(s: &crate::cli::ShapeArgs) -> Option<goodput_core::doc::config::SessionsConfig> {
-    s.turns.as_ref().map(|turns| goodput_core::doc::config::SessionsConfig {
-        turns: turns.to_string(),
-        think_time: s.think_time.to_string(),
-    })
+    sessions(s).as_ref().map(goodput_load::Sessions::config)
 }
 
 /// A wait before a send longer than this is said before the run starts

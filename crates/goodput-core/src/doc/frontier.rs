@@ -316,6 +316,11 @@ pub struct BestPoint {
     pub reason: String,
 }
 
+/// A point's field (in its `extra`), where a router decides what the prefix
+/// caches hold (`plan` of sessions or of a trace): the share of its prompt
+/// tokens they served.
+pub const PREFIX_CACHE_HIT_RATE: &str = "prefix_cache_hit_rate";
+
 /// One frontier document (`kind` `frontier`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]

@@ -99,6 +99,14 @@ pub struct Sessions {
     pub think: ThinkTime,
 }
 
+impl Sessions {
+    /// `--turns` and `--think-time` as a document keeps them, as their
+    /// flags' text.
+    pub fn config(&self) -> goodput_core::doc::config::SessionsConfig {
+        goodput_core::doc::config::SessionsConfig { turns: self.turns.to_string(), think_time: self.think.to_string() }
+    }
+}
+
 /// How many turns a session holds.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Turns {

@@ -190,7 +190,7 @@ fn best_cards(o: &mut String, doc: &FrontierResult) {
         card(o, "$ per M output tokens", &crate::format::usd(u), "");
     }
     // A plan of sessions or a trace: what the prefix caches served there.
-    if let Some(rate) = p.extra.get("prefix_cache_hit_rate").and_then(|v| v.as_f64()) {
+    if let Some(rate) = p.extra.get(goodput_core::doc::frontier::PREFIX_CACHE_HIT_RATE).and_then(|v| v.as_f64()) {
         card(o, "prefix cache", &format!("{:.0} %", rate * 100.0), "of the prompt tokens, served from the cache");
     }
     if let Some(j) = p.joules_per_output_token {
