@@ -162,7 +162,7 @@ pub async fn run(a: &BenchArgs, parent: Option<&Interrupt>) -> Result<(RunResult
     // The embedded engine's GPU on another family's constants: its figures
     // are a prediction that flatters or wrongs that GPU, said and kept.
     if target.embedded && a.sim.sim_profile == ProfileArg::Engine {
-        if let Some(w) = crate::serve::uncalibrated_warning(&a.sim.sim_gpu) {
+        if let Some(w) = crate::serve::family_warning(&a.sim.sim_gpu) {
             goodput_core::tell!("warning: {w}");
             warnings.push(w);
         }

@@ -92,15 +92,25 @@ const MIN_STEADY_COMPLETIONS_PER_USER: u64 = 2;
 /// two had read as a finding. The document's `uncalibrated_gpus` names
 /// them, for the chart's legend, the tables and the CSV. A predicted
 /// frontier's (`plan`, and `sweep --serve-grid --estimate`'s); called
-/// after the analysis, which chose the best.
+/// after the analysis, which chose the best. A calibrated family whose
+/// check leaves part out (CDNA3) gets its note, unmarked.
 pub(crate) fn mark_uncalibrated(doc: &mut FrontierResult, fitted: &[GpuFamily]) {
     // Each such GPU once, its note, and its configurations. A family the
     // user's --calibration gave constants of its own is not one.
     let mut names: Vec<(GpuSpec, String, usize)> = Vec::new();
+    // A calibrated family whose check leaves part out (CDNA3's: offline
+    // throughput, not the prefill) is said once, and not marked.
+    let mut limits: Vec<String> = Vec::new();
     for c in doc.configs.iter().filter(|c| c.status == ConfigStatus::Ok) {
         let Some(name) = c.gpu.as_deref() else { continue };
         let Ok(spec) = GpuSpec::lookup(name) else { continue };
         if fitted.contains(&spec.family) {
+            continue;
+        }
+        if let Some(note) = goodput_sim::engine::accuracy::family_limit_note(&spec) {
+            if !limits.contains(&note) {
+                limits.push(note);
+            }
             continue;
         }
         match names.iter_mut().find(|(s, ..)| s.name == spec.name) {
@@ -154,6 +164,7 @@ pub(crate) fn mark_uncalibrated(doc: &mut FrontierResult, fitted: &[GpuFamily]) 
         })
         .collect();
     doc.notes.extend(notes);
+    doc.notes.extend(limits);
 }
 
 /// One configuration to simulate, before it runs.

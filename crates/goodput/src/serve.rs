@@ -167,10 +167,13 @@ fn bind_error(host: &str, port: u16, e: std::io::Error) -> anyhow::Error {
 }
 
 /// What a simulated engine on `gpu` should say when the GPU's family is
-/// uncalibrated (it runs on Hopper's constants); `None` for a calibrated one
-/// or a name the catalog does not know (refused elsewhere).
-pub(crate) fn uncalibrated_warning(gpu: &str) -> Option<String> {
-    goodput_sim::engine::accuracy::uncalibrated_note(&goodput_sim::engine::GpuSpec::lookup(gpu).ok()?)
+/// uncalibrated (it runs on Hopper's constants), or calibrated on part of
+/// what it predicts (CDNA3); `None` for the others or a name the catalog
+/// does not know (refused elsewhere).
+pub(crate) fn family_warning(gpu: &str) -> Option<String> {
+    let spec = goodput_sim::engine::GpuSpec::lookup(gpu).ok()?;
+    goodput_sim::engine::accuracy::uncalibrated_note(&spec)
+        .or_else(|| goodput_sim::engine::accuracy::family_limit_note(&spec))
 }
 
 /// What a simulated engine of `model` should say when it is a mixture of
@@ -387,10 +390,12 @@ fn routes_line() -> String {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn only_an_uncalibrated_family_is_warned_about() {
-        let amd = super::uncalibrated_warning("mi300x").unwrap();
-        assert!(amd.starts_with("MI300X (cdna3) is uncalibrated"), "{amd}");
-        assert!(super::uncalibrated_warning("h100").is_none() && super::uncalibrated_warning("b200").is_none());
-        assert!(super::uncalibrated_warning("no-such-gpu").is_none());
+    fn an_uncalibrated_family_and_a_checked_part_of_one_are_warned_about() {
+        let amd = super::family_warning("mi355x").unwrap();
+        assert!(amd.starts_with("MI355X (cdna4) is uncalibrated"), "{amd}");
+        let cdna3 = super::family_warning("mi300x").unwrap();
+        assert!(cdna3.starts_with("MI300X (cdna3) runs on constants fitted on AMD's offline vLLM runs"), "{cdna3}");
+        assert!(super::family_warning("h100").is_none() && super::family_warning("b200").is_none());
+        assert!(super::family_warning("no-such-gpu").is_none());
     }
 }

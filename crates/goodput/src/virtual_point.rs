@@ -312,10 +312,11 @@ impl TryFrom<&EngineArgs> for EngineConfig {
 }
 
 /// What a simulated engine on `gpu` should say of its family's constants:
-/// the accuracy note of an uncalibrated family (it runs on Hopper's), or,
-/// where `--calibration` gives the family constants of its own by name (as
-/// `estimate --fit` writes from a user's measurements), that it runs on
-/// those; `None` for a calibrated family the file does not name.
+/// the accuracy note of an uncalibrated family (it runs on Hopper's), what
+/// a calibrated one's check leaves out (CDNA3's), or, where `--calibration`
+/// gives the family constants of its own by name (as `estimate --fit`
+/// writes from a user's measurements), that it runs on those; `None` for a
+/// calibrated family the file does not name and whose check is whole.
 pub fn family_note(gpu: &GpuSpec, calibration: Option<&std::path::Path>) -> Option<String> {
     if named_families(calibration).contains(&gpu.family) {
         let file = calibration.map(|p| p.display().to_string()).unwrap_or_default();
@@ -325,6 +326,7 @@ pub fn family_note(gpu: &GpuSpec, calibration: Option<&std::path::Path>) -> Opti
         ));
     }
     goodput_sim::engine::accuracy::uncalibrated_note(gpu)
+        .or_else(|| goodput_sim::engine::accuracy::family_limit_note(gpu))
 }
 
 /// The GPU families a `--calibration` file gives constants of their own by

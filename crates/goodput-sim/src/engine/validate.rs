@@ -1394,8 +1394,8 @@ impl ValidationReport {
 /// The repository's reference files (data/validation), in the order
 /// docs/simulator.md's "Accuracy at a glance" lists them: the calibration
 /// set, the closed and open loops under load, TensorRT-LLM's tables, the
-/// served runs, and the families no constant was set on.
-pub const GLANCE_FILES: [&str; 17] = [
+/// served runs, and the MI300X's (CDNA3's calibration and its checks).
+pub const GLANCE_FILES: [&str; 18] = [
     "public.csv",
     "nim-closed-loop.csv",
     "nim-dli-closed-loop.csv",
@@ -1413,6 +1413,7 @@ pub const GLANCE_FILES: [&str; 17] = [
     "served-b200.csv",
     "oci-mi300x.csv",
     "amd-mi300x.csv",
+    "amd-mi300x-releases.csv",
 ];
 
 /// Each named set of rows validated and glanced at, in the order given,
@@ -2000,9 +2001,19 @@ s,llama-3.1-8b,h100-sxm,2,1,bf16,vllm,500,50,concurrency,4,10,ttft_ms_mean,50,ms
             "sglang-open-loop.csv",
             "oci-mi300x.csv",
             "amd-mi300x.csv",
+            "amd-mi300x-releases.csv",
             "trtllm-rtx-pro-6000.csv",
         ] {
             assert!(!rows(f).is_empty(), "{f}");
+        }
+        // CDNA3's constants were fitted on AMD's October 2025 table alone;
+        // its other releases and Oracle's runs only check them.
+        for (f, split) in [
+            ("amd-mi300x.csv", Split::Calibration),
+            ("amd-mi300x-releases.csv", Split::HeldOut),
+            ("oci-mi300x.csv", Split::HeldOut),
+        ] {
+            assert!(rows(f).iter().all(|r| r.split == Some(split)), "{f}");
         }
         // Held out but for five of the dense B200 rows (Blackwell's
         // calibration), and each row's model, GPU and precision known.

@@ -503,7 +503,7 @@ impl Sweep {
         }
         // An uncalibrated GPU family, said as `estimate` says it.
         if let Some(c) = engine.filter(|_| self.config.estimate) {
-            a.notes.extend(crate::serve::uncalibrated_warning(&c.gpu));
+            a.notes.extend(crate::serve::family_warning(&c.gpu));
             a.notes.extend(crate::serve::moe_warning(&c.model));
         }
         // Predicted energy: how far the power model was from a GPU's steps.

@@ -157,8 +157,10 @@ fn an_uncalibrated_gpu_is_said_by_bench_and_serve() {
             .success();
         read_json(&out)["warnings"].to_string()
     };
-    let amd = bench("mi300x", "llama-3.1-8b");
-    assert!(amd.contains("MI300X (cdna3) is uncalibrated: it runs on Hopper's constants"), "{amd}");
+    let amd = bench("mi355x", "llama-3.1-8b");
+    assert!(amd.contains("MI355X (cdna4) is uncalibrated: it runs on Hopper's constants"), "{amd}");
+    let cdna3 = bench("mi300x", "llama-3.1-8b");
+    assert!(cdna3.contains("MI300X (cdna3) runs on constants fitted on") && !cdna3.contains("uncalibrated"), "{cdna3}");
     assert!(!amd.contains("mixture of experts"), "{amd}");
     let h100 = bench("h100", "llama-3.1-8b");
     assert!(!h100.contains("uncalibrated") && !h100.contains("mixture of experts"), "{h100}");

@@ -442,13 +442,13 @@ fn a_live_server_s_energy_counters_and_cache_size_fit_the_power_and_memory_model
 #[test]
 fn a_family_given_its_own_constants_is_not_marked_uncalibrated() {
     let dir = tempfile::tempdir().unwrap();
-    let named = dir.path().join("cdna3.json");
-    std::fs::write(&named, r#"{"cdna3": {"eta_compute": 0.3, "eta_weights": 0.45}}"#).unwrap();
+    let named = dir.path().join("cdna4.json");
+    std::fs::write(&named, r#"{"cdna4": {"eta_compute": 0.3, "eta_weights": 0.45}}"#).unwrap();
     let flat = dir.path().join("flat.json");
     std::fs::write(&flat, r#"{"eta_compute": 0.3}"#).unwrap();
     let estimate = |file: &Path| {
         let o = goodput()
-            .args(["estimate", "--gpu", "mi300x", "-c", "1", "-n", "2", "--output-tokens", "8", "--calibration"])
+            .args(["estimate", "--gpu", "mi355x", "-c", "1", "-n", "2", "--output-tokens", "8", "--calibration"])
             .arg(file)
             .output()
             .unwrap();
@@ -461,7 +461,7 @@ fn a_family_given_its_own_constants_is_not_marked_uncalibrated() {
     let plan = |file: &Path| {
         let out = dir.path().join("plan.json");
         goodput()
-            .args(["plan", "-q", "--gpu", "mi300x", "--gpu", "h100", "--gpus", "1", "--tp", "1", "--pp", "1"])
+            .args(["plan", "-q", "--gpu", "mi355x", "--gpu", "h100", "--gpus", "1", "--tp", "1", "--pp", "1"])
             .args(["--precision", "bf16", "--concurrency", "1", "--requests-per-user", "2", "--output-tokens", "8"])
             .arg("--calibration")
             .arg(file)
@@ -474,9 +474,9 @@ fn a_family_given_its_own_constants_is_not_marked_uncalibrated() {
     let doc = plan(&named);
     assert!(doc["uncalibrated_gpus"].as_array().is_none_or(|a| a.is_empty()), "{}", doc["uncalibrated_gpus"]);
     let notes = doc["notes"].to_string();
-    assert!(notes.contains("sets cdna3's eta_compute 0.3, eta_weights 0.45"), "{notes}");
+    assert!(notes.contains("sets cdna4's eta_compute 0.3, eta_weights 0.45"), "{notes}");
     let doc = plan(&flat);
-    assert_eq!(doc["uncalibrated_gpus"][0], "MI300X", "{}", doc["uncalibrated_gpus"]);
+    assert_eq!(doc["uncalibrated_gpus"][0], "MI355X", "{}", doc["uncalibrated_gpus"]);
 }
 
 #[test]

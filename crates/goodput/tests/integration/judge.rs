@@ -390,10 +390,10 @@ fn estimate_takes_tensorrt_llms_scheduler_and_records_it_and_the_calibration() {
     assert_eq!(trt["config"]["engine"]["max_num_seqs"].as_u64(), Some(2048));
     assert_eq!(trt["summary"]["requests"]["completed"].as_u64(), Some(128), "{}", trt["summary"]["requests"]);
 
-    let amd = run("amd.json", &[&pressed[..], &["--gpu", "mi300x"]].concat());
+    let amd = run("amd.json", &[&pressed[..], &["--gpu", "mi355x"]].concat());
     assert_eq!(
         (&amd["config"]["engine"]["gpu_family"], amd["config"]["engine"]["calibrated"].as_bool()),
-        (&serde_json::json!("cdna3"), Some(false))
+        (&serde_json::json!("cdna4"), Some(false))
     );
     // SGLang's: admission keeps room for the answers it expects, so it
     // retracts less than vLLM preempts, and its decodes are not held to

@@ -465,7 +465,7 @@ fn plan_runs_a_precision_once_and_says_when_no_pool_fits() {
     assert!(pd.contains("--pd 5:5: no ratio fit the budget of 8 GPUs"), "{pd}");
 }
 
-/// A GPU whose family no public measurement calibrated (MI300X, on
+/// A GPU whose family no public measurement calibrated (MI355X, on
 /// Hopper's constants) is said in the notes, with how it stands against
 /// the calibrated GPUs, and on the best point when it wins; the document
 /// names it, and the CSV's rows, the HTML's legend, tables and tips and
@@ -477,8 +477,8 @@ fn a_plan_says_which_gpus_are_uncalibrated_and_when_the_best_is_one() {
     let (csv, html) = (dir.path().join("mixed.csv"), dir.path().join("mixed.html"));
     let files = [OsStr::new("--csv"), csv.as_os_str(), OsStr::new("--html"), html.as_os_str()];
     // Priced to win: a tenth of the H100's hour.
-    let doc = plan(dir.path(), "mixed.json", &["mi300x=0.5", "h100=5"], 1, &files.map(|f| f.to_str().unwrap()));
-    assert_eq!(doc["uncalibrated_gpus"], serde_json::json!(["MI300X"]), "{}", doc["uncalibrated_gpus"]);
+    let doc = plan(dir.path(), "mixed.json", &["mi355x=0.5", "h100=5"], 1, &files.map(|f| f.to_str().unwrap()));
+    assert_eq!(doc["uncalibrated_gpus"], serde_json::json!(["MI355X"]), "{}", doc["uncalibrated_gpus"]);
     let csv = std::fs::read_to_string(&csv).unwrap();
     let mut rows = csv.lines();
     let head: Vec<&str> = rows.next().unwrap().split(',').collect();
@@ -489,12 +489,12 @@ fn a_plan_says_which_gpus_are_uncalibrated_and_when_the_best_is_one() {
         let cells: Vec<&str> = row.split(',').collect();
         seen.push((cells[gpu], cells[calibrated]));
     }
-    assert!(seen.contains(&("MI300X", "false")) && seen.contains(&("H100 SXM", "true")), "{seen:?}");
-    assert!(seen.iter().all(|&(g, c)| (g == "MI300X") == (c == "false")), "{seen:?}");
+    assert!(seen.contains(&("MI355X", "false")) && seen.contains(&("H100 SXM", "true")), "{seen:?}");
+    assert!(seen.iter().all(|&(g, c)| (g == "MI355X") == (c == "false")), "{seen:?}");
     let page = std::fs::read_to_string(&html).unwrap();
     for said in [
-        "MI300X (uncalibrated)",
-        "MI300X is uncalibrated (so marked in the legend)",
+        "MI355X (uncalibrated)",
+        "MI355X is uncalibrated (so marked in the legend)",
         ">uncalibrated GPU</span>",
         " · uncalibrated GPU",
         " · uncalibrated GPU: measure it before choosing it</",
@@ -506,30 +506,41 @@ fn a_plan_says_which_gpus_are_uncalibrated_and_when_the_best_is_one() {
     let shown = String::from_utf8_lossy(&shown.stdout);
     let marked: Vec<&str> = shown.lines().filter(|l| l.contains("mbt2048  concurrency")).collect();
     assert!(
-        !marked.is_empty() && marked.iter().all(|l| l.starts_with("GPU $ mi300x") == l.ends_with("(uncalibrated GPU)")),
+        !marked.is_empty() && marked.iter().all(|l| l.starts_with("GPU $ mi355x") == l.ends_with("(uncalibrated GPU)")),
         "{shown}"
     );
     let notes: Vec<&str> = doc["notes"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     let said: Vec<&&str> = notes.iter().filter(|n| n.contains("uncalibrated")).collect();
     assert_eq!(said.len(), 1, "{notes:?}");
     assert!(
-        said[0].starts_with("MI300X (cdna3) is uncalibrated: it runs on Hopper's constants")
-            && said[0].contains("offline throughput at large batches was 1.64 to 1.84 times")
+        said[0].starts_with("MI355X (cdna4) is uncalibrated: it runs on Hopper's constants")
+            && said[0].contains("The MI300X's (CDNA3), fitted on AMD's own vLLM tables, are far below Hopper's")
             && said[0].contains("configurations share that: its points, and how they stand against the other GPUs'"),
         "{}",
         said[0]
     );
     let best = &doc["best"];
     let at = best["at"]["config"].as_u64().unwrap() as usize;
-    assert_eq!(doc["configs"][at]["gpu"], "MI300X", "{best}");
+    assert_eq!(doc["configs"][at]["gpu"], "MI355X", "{best}");
     let reason = best["reason"].as_str().unwrap();
-    assert!(reason.contains("on MI300X, whose family (cdna3) is uncalibrated"), "{best}");
+    assert!(reason.contains("on MI355X, whose family (cdna4) is uncalibrated"), "{best}");
     // With what a calibrated GPU gives instead: the plan of the H100 alone's best.
     let calibrated = plan(dir.path(), "h100.json", &["h100=5"], 1, &[]);
     assert!(!calibrated.to_string().contains("uncalibrated"), "{calibrated}");
     let alone = calibrated["best"]["reason"].as_str().unwrap();
     assert!(alone.starts_with("h100-sxm "), "{alone}");
     assert!(reason.ends_with(&format!("; on a calibrated GPU the best is {alone}")), "{reason}\n{alone}");
+    // CDNA3 has constants of its own: unmarked, its note says what their
+    // check leaves out.
+    let cdna3 = plan(dir.path(), "cdna3.json", &["mi300x=0.5", "h100=5"], 1, &[]);
+    assert!(cdna3["uncalibrated_gpus"].as_array().is_none_or(|a| a.is_empty()), "{}", cdna3["uncalibrated_gpus"]);
+    let notes = cdna3["notes"].to_string();
+    assert!(
+        notes.contains("MI300X (cdna3) runs on constants fitted on AMD's offline vLLM runs")
+            && notes.contains("read its TTFT of long prompts as likely high")
+            && !notes.contains("uncalibrated"),
+        "{notes}"
+    );
 }
 
 /// The first configuration's error of a plan of one H100 at FP8 with

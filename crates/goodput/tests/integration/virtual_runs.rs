@@ -213,14 +213,19 @@ fn an_estimate_under_load_says_how_far_its_ttft_was_and_one_user_alone_does_not(
     assert!(!md.contains(note) && !html.contains("accuracy: TTFT"), "{md}");
     assert!(json.as_array().is_some_and(|a| a.len() == 1 && a[0].as_str().unwrap().starts_with(energy)), "{json}");
     // An uncalibrated family is said in the same places, under load or not.
-    let (amd, json, md, _) = run(&["-c", "1", "--gpu", "mi300x"]);
-    let uncalibrated = "MI300X (cdna3) is uncalibrated: it runs on Hopper's constants";
+    let (amd, json, md, _) = run(&["-c", "1", "--gpu", "mi355x"]);
+    let uncalibrated = "MI355X (cdna4) is uncalibrated: it runs on Hopper's constants";
     assert!(amd.contains(&format!("note: {uncalibrated}")), "{amd}");
     assert!(
         json[0].as_str().is_some_and(|n| n.starts_with(uncalibrated)) && json.as_array().unwrap().len() == 2,
         "{json}"
     );
-    assert!(md.contains("- note: MI300X \\(cdna3\\) is uncalibrated"), "{md}");
+    assert!(md.contains("- note: MI355X \\(cdna4\\) is uncalibrated"), "{md}");
+    // A calibrated family whose check leaves its prefill out says so there.
+    let (cdna3, json, ..) = run(&["-c", "1", "--gpu", "mi300x"]);
+    let fitted = "MI300X (cdna3) runs on constants fitted on AMD's offline vLLM runs of eight MI300X";
+    assert!(cdna3.contains(&format!("note: {fitted}")) && !cdna3.contains("uncalibrated"), "{cdna3}");
+    assert!(json[0].as_str().is_some_and(|n| n.starts_with(fitted)), "{json}");
     let out = dir.path().join("s.json");
     let o = goodput()
         .args(["sweep", "--estimate", "-q", "--concurrency", "1,16", "-n", "40"])
@@ -235,7 +240,7 @@ fn an_estimate_under_load_says_how_far_its_ttft_was_and_one_user_alone_does_not(
     assert!(!notes.contains("uncalibrated"), "{notes}");
     // An uncalibrated family is said in a sweep's notes as an estimate says it.
     let o = goodput()
-        .args(["sweep", "--estimate", "-q", "--gpu", "mi300x", "--concurrency", "1", "-n", "4", "-o"])
+        .args(["sweep", "--estimate", "-q", "--gpu", "mi355x", "--concurrency", "1", "-n", "4", "-o"])
         .arg(&out)
         .output()
         .unwrap();
