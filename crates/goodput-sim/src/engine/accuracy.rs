@@ -573,9 +573,10 @@ pub fn family_limit_note(gpu: &GpuSpec) -> Option<String> {
         "{} ({}) runs on constants fitted on AMD's offline vLLM runs of eight MI300X (FP8, October 2025): held out, \
          its throughput at large batches came within {:.2} to {:.2} times the measured on four other releases ({} \
          rows) and {:.2} to {:.2} times on Oracle's older stack ({} rows), its batch latency within {:+.0} to {:+.0} % \
-         ({} rows). Nothing served under load checks it, nor BF16: its prompts' matrix work runs at {:.2} of the FP8 \
-         peak, about half what AMD's own GEMM rates give, so read its TTFT of long prompts as likely high \
-         (docs/simulator.md, \"MI300X: fitted on AMD's table of October 2025\")",
+         ({} rows). Nothing served under load checks it: its prompts' matrix work runs at {:.2} of the peak, about \
+         half what AMD's own GEMM rates give, and two single prefills of 2024 stacks came out {:+.0} % (a 405B's \
+         10,000-token prompt) and {:+.0} % (an 8B's 32 short ones), so read its TTFT as possibly high, the more so \
+         for small models (docs/simulator.md, \"MI300X: fitted on AMD's table of October 2025\")",
         gpu.name,
         gpu.family.as_str(),
         held.throughput_ratio.0,
@@ -588,8 +589,19 @@ pub fn family_limit_note(gpu: &GpuSpec) -> Option<String> {
         held.latency_error_pct.1,
         held.latency_rows,
         cdna3.eta_compute,
+        CDNA3_PREFILL_405B_PCT,
+        CDNA3_PREFILL_8B_PCT,
     ))
 }
+
+/// The engine's mean TTFT against two single public MI300X prefills of
+/// 2024 stacks, percent (docs/simulator.md, "MI300X: fitted on AMD's table
+/// of October 2025"): dstack's Llama-3.1-405B in 16 bits on eight under
+/// TGI, one prompt of 10,000 tokens (3,799 ms measured), and an SGLang
+/// `bench_latency` of Llama-3-8B in 16 bits on one, 32 prompts of 256
+/// tokens (250.7 ms).
+pub const CDNA3_PREFILL_405B_PCT: f64 = -2.0;
+pub const CDNA3_PREFILL_8B_PCT: f64 = 48.0;
 
 fn family_note(gpu: &str, family: GpuFamily) -> String {
     let (cdna3, hopper) =
@@ -752,8 +764,9 @@ mod tests {
                 && limit.contains("within 0.77 to 1.10 times the measured on four other releases (32 rows)")
                 && limit.contains("and 1.15 to 1.25 times on Oracle's older stack (2 rows)")
                 && limit.contains("batch latency within -7 to +11 % (5 rows)")
-                && limit.contains("matrix work runs at 0.25 of the FP8 peak")
-                && limit.contains("read its TTFT of long prompts as likely high"),
+                && limit.contains("matrix work runs at 0.25 of the peak")
+                && limit.contains("came out -2 % (a 405B's 10,000-token prompt) and +48 % (an 8B's 32 short ones)")
+                && limit.contains("read its TTFT as possibly high, the more so for small models"),
             "{limit}"
         );
         assert!(["h100", "b200", "a100", "mi355x"].iter().all(|g| family_limit_note(&spec(g)).is_none()));
@@ -912,6 +925,14 @@ mod tests {
         for c in [CDNA3_OCI_2024, CDNA3_AMD_2025, CDNA3_AMD_RELEASES] {
             let line = check_line(c);
             assert!(doc.contains(&line), "docs/simulator.md has no line {line}");
+        }
+        // The two prefills the note quotes, as the section gives them.
+        let minus = |s: String| s.replace('-', "\u{2212}");
+        for said in [
+            format!("gives 3,725 ({} %;", minus(format!("{CDNA3_PREFILL_405B_PCT:+.1}"))),
+            format!("is 371 ms ({} %;", minus(format!("{CDNA3_PREFILL_8B_PCT:+.0}"))),
+        ] {
+            assert!(doc.contains(&said), "docs/simulator.md does not say {said}");
         }
     }
 
