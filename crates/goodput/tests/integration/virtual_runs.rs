@@ -333,3 +333,62 @@ fn a_sweep_replays_a_trace_at_each_speed() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("no rate to replay at speeds"), "{err}");
 }
+
+/// The two public MI300X prefills CDNA3's note quotes (docs/simulator.md,
+/// "MI300X: fitted on AMD's table of October 2025"), recomputed: the
+/// engine's mean TTFT against dstack's Llama-3.1-405B prompt of 10,000
+/// tokens under TGI on eight (3,799 ms) and an SGLang `bench_latency` of
+/// Llama-3-8B's 32 prompts of 256 tokens on one (250.7 ms prefilled).
+#[test]
+fn the_mi300x_prefills_the_note_quotes_are_the_engines() {
+    let dir = tempfile::tempdir().unwrap();
+    let ttft = |name: &str, args: &[&str]| {
+        let out = dir.path().join(name);
+        goodput()
+            .args(["estimate", "-q", "--gpu", "mi300x", "--precision", "bf16", "--warmup", "0", "--api", "completions"])
+            .args(args)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        read_json(&out)["summary"]["ttft_ms"]["mean"].as_f64().unwrap()
+    };
+    let big = ttft(
+        "405b.json",
+        &[
+            "--model",
+            "llama-3.1-405b",
+            "--tp",
+            "8",
+            "-c",
+            "1",
+            "-n",
+            "1",
+            "--input-tokens",
+            "10000",
+            "--output-tokens",
+            "100",
+        ],
+    );
+    let small = ttft(
+        "8b.json",
+        &[
+            "--model",
+            "llama-3-8b",
+            "--scheduler",
+            "sglang",
+            "-c",
+            "32",
+            "-n",
+            "32",
+            "--input-tokens",
+            "256",
+            "--output-tokens",
+            "32",
+        ],
+    );
+    let pct = |predicted: f64, measured: f64| (predicted / measured - 1.0) * 100.0;
+    use goodput_sim::engine::accuracy::{CDNA3_PREFILL_405B_PCT, CDNA3_PREFILL_8B_PCT};
+    assert_eq!(format!("{:+.1}", pct(big, 3799.42)), format!("{CDNA3_PREFILL_405B_PCT:+.1}"), "{big} ms");
+    assert_eq!(format!("{:+.0}", pct(small, 250.74)), format!("{CDNA3_PREFILL_8B_PCT:+.0}"), "{small} ms");
+}
