@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes inferencemax-cdna3.csv and inferencemax-hopper.csv from
-InferenceMAX's aggregated results.
+"""Writes inferencemax-{cdna3,hopper,blackwell,cdna4}.csv from InferenceMAX's
+aggregated results.
 
     python3 data/validation/inferencemax.py cdna3 results_70b_1k1k__agg_70b_1k1k.json \
         results_70b_1k8k__agg_70b_1k8k.json results_70b_8k1k__agg_70b_8k1k.json \
@@ -8,20 +8,24 @@ InferenceMAX's aggregated results.
     python3 data/validation/inferencemax.py hopper results_70b_*.json \
         > data/validation/inferencemax-hopper.csv
 
+and the same with blackwell and cdna4.
+
 The JSON files: SemiAnalysis's InferenceMAX nightly results (its CI's
 aggregated artifacts), as committed in the public repository
 denosys/InferenceMAX (Apache License 2.0), commit
 cc3cd8beecac60d00598bdf4ee2bc4a060eaf7d2, docs/data/ (data/validation/
-README.md says more). Each vLLM FP8 run of Llama-3.3-70B on the family's
-GPUs (cdna3: MI300X, MI325X; hopper: H100, H200) gives three rows here:
+README.md says more). Each vLLM run of Llama-3.3-70B on the family's GPUs
+(cdna3: MI300X, MI325X; hopper: H100, H200; FP8; blackwell: B200, cdna4:
+MI355X, FP8 and FP4) gives three rows here:
 mean TTFT, mean TPOT and output tokens/s (the file's per-GPU output
 throughput times TP). The conditions are the repository's scripts'
 (benchmarks/70b_fp8_{mi300x,mi325x,h100,h200}_*.sh and
-.github/workflows/70b-tmpl.yml): on CDNA3 vLLM 0.10.1 on ROCm 7.0,
---max-num-batched-tokens 131072, --gpu-memory-utilization 0.94; on Hopper
-vLLM 0.10.2 (vllm/vllm-openai:v0.10.2), --max-num-batched-tokens 8192,
---gpu-memory-utilization 0.9; on both --max-num-seqs at the concurrency,
---kv-cache-dtype fp8, no prefix caching; vLLM's
+.github/workflows/70b-tmpl.yml): on CDNA3 and CDNA4 vLLM 0.10.1 on ROCm
+7.0, --max-num-batched-tokens 131072, --gpu-memory-utilization 0.94; on
+Hopper and Blackwell vLLM 0.10.2 (vllm/vllm-openai:v0.10.2),
+--max-num-batched-tokens 8192, --gpu-memory-utilization 0.9;
+--max-num-seqs at the concurrency (512 on the B200); --kv-cache-dtype
+fp8, no prefix caching; vLLM's
 benchmark_serving.py (kimbochen/bench_serving) with random prompts of the
 shape's lengths, --random-range-ratio 0.8, ten requests a user,
 --max-concurrency at the concurrency and --request-rate inf (every user's
@@ -33,9 +37,12 @@ import sys
 SHAPES = {"1k1k": (1024, 1024), "1k8k": (1024, 8192), "8k1k": (8192, 1024)}
 # The family's GPUs (InferenceMAX's name, the catalog's) and its servers'
 # limits: --max-num-batched-tokens, --gpu-memory-utilization, the version.
+# The sequence cap: None where the scripts set it at the concurrency.
 FAMILIES = {
-    "cdna3": ({"mi300x": "mi300x", "mi325x": "mi325x"}, 131072, 0.94, "vLLM 0.10.1 ROCm 7.0"),
-    "hopper": ({"h100": "h100-sxm", "h200": "h200"}, 8192, 0.9, "vLLM 0.10.2"),
+    "cdna3": ({"mi300x": "mi300x", "mi325x": "mi325x"}, 131072, 0.94, "vLLM 0.10.1 ROCm 7.0", ("fp8",), None),
+    "hopper": ({"h100": "h100-sxm", "h200": "h200"}, 8192, 0.9, "vLLM 0.10.2", ("fp8",), None),
+    "blackwell": ({"b200": "b200"}, 8192, 0.9, "vLLM 0.10.2", ("fp8", "fp4"), 512),
+    "cdna4": ({"mi355x": "mi355x"}, 131072, 0.94, "vLLM 0.10.1 ROCm 7.0", ("fp8", "fp4"), None),
 }
 HEADER = (
     "id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,requests,"
@@ -45,24 +52,24 @@ HEADER = (
 
 
 def main(family, paths):
-    gpus, batched, memory, version = FAMILIES[family]
+    gpus, batched, memory, version, precisions, seqs = FAMILIES[family]
     print(HEADER)
     for path in paths:
         shape = next(s for s in SHAPES if f"_{s}_" in path or path.endswith(f"{s}.json"))
         isl, osl = SHAPES[shape]
         runs = json.load(open(path))
-        for r in sorted(runs, key=lambda r: (r["hw"], r["tp"], r["conc"])):
-            if r["framework"] != "vllm" or r["precision"] != "fp8" or r["hw"] not in gpus:
+        for r in sorted(runs, key=lambda r: (r["hw"], r["precision"], r["tp"], r["conc"])):
+            if r["framework"] != "vllm" or r["precision"] not in precisions or r["hw"] not in gpus:
                 continue
-            gpu, tp, conc = r["hw"], r["tp"], r["conc"]
+            gpu, tp, conc, precision = r["hw"], r["tp"], r["conc"], r["precision"]
             source = (
                 f"InferenceMAX nightly (SemiAnalysis) results_70b_{shape}, as copied in "
                 f"denosys/InferenceMAX@cc3cd8be docs/data (Apache-2.0): {version}, "
                 f"benchmark_serving random {isl}/{osl} range 0.8, max-concurrency {conc}, request-rate inf"
             )
             common = (
-                f"llama-3.3-70b,{gpus[gpu]},{tp},{tp},fp8,vllm,{isl},{osl},concurrency,{conc},{conc * 10},0.8,"
-                f"together,{conc},{batched},{memory},fp8,http"
+                f"llama-3.3-70b,{gpus[gpu]},{tp},{tp},{precision},vllm,{isl},{osl},concurrency,{conc},{conc * 10},"
+                f"0.8,together,{seqs or conc},{batched},{memory},fp8,http"
             )
             for metric, value, unit in (
                 ("ttft_ms_mean", r["mean_ttft"] * 1000, "ms"),
@@ -70,7 +77,11 @@ def main(family, paths):
                 ("output_tokens_per_s", r["output_tput_per_gpu"] * tp, "tok/s"),
             ):
                 name = metric.split("_")[0]
-                print(f'imx-70b-{gpu}-{shape}-tp{tp}-c{conc}-{name},{common},{metric},{round(value, 3)},{unit},held-out,"{source}"')
+                prec = "" if len(precisions) == 1 else f"{precision}-"
+                print(
+                    f'imx-70b-{gpu}-{prec}{shape}-tp{tp}-c{conc}-{name},{common},{metric},{round(value, 3)},{unit},'
+                    f'held-out,"{source}"'
+                )
 
 
 if __name__ == "__main__":

@@ -86,7 +86,7 @@ const MIN_REQUESTS_PER_USER: u64 = 4;
 const MIN_STEADY_COMPLETIONS_PER_USER: u64 = 2;
 
 /// The GPUs searched whose family no public measurement has calibrated
-/// (the engine runs them on Hopper's constants): a note for each, and the
+/// (the engine runs them on another family's constants): a note for each, and the
 /// best point's reason says so when it is one of theirs. Their points are
 /// drawn beside calibrated GPUs' as if as sure, and a frontier across the
 /// two had read as a finding. The document's `uncalibrated_gpus` names

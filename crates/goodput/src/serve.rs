@@ -167,7 +167,7 @@ fn bind_error(host: &str, port: u16, e: std::io::Error) -> anyhow::Error {
 }
 
 /// What a simulated engine on `gpu` should say when the GPU's family is
-/// uncalibrated (it runs on Hopper's constants), or calibrated on part of
+/// uncalibrated (it runs on another family's constants), or calibrated on part of
 /// what it predicts (CDNA3); `None` for the others or a name the catalog
 /// does not know (refused elsewhere).
 pub(crate) fn family_warning(gpu: &str) -> Option<String> {

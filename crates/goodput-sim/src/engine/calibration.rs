@@ -189,9 +189,17 @@ impl Calibration {
             // quarter of the FP8 peak, and each sequence in it costs 25.6
             // µs beside them (Hopper's 4.4).
             GpuFamily::Cdna3 => Calibration { eta_compute: 0.25, c_seq_us: 25.6, ..hopper },
-            GpuFamily::Hopper | GpuFamily::Ampere | GpuFamily::Ada | GpuFamily::BlackwellRtx | GpuFamily::Cdna4 => {
-                hopper
-            }
+            // Uncalibrated: no table of CDNA4 set a constant. It runs on
+            // CDNA3's, the same vendor's software on the family before it,
+            // rather than Hopper's; chosen between the two on InferenceMAX's
+            // served vLLM loops of Llama-3.3-70B on the MI355X (data/
+            // validation/inferencemax-cdna4.csv: mean TTFT, TPOT and output
+            // tokens/s within 18.9, 14.6 and 16.7 % at the median on these,
+            // 43.2, 23.0 and 30.4 % on Hopper's), which are then no blind
+            // check of the choice (docs/simulator.md, "InferenceMAX's served
+            // loops").
+            GpuFamily::Cdna4 => Calibration::for_family(GpuFamily::Cdna3),
+            GpuFamily::Hopper | GpuFamily::Ampere | GpuFamily::Ada | GpuFamily::BlackwellRtx => hopper,
         }
     }
 

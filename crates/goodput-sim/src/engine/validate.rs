@@ -1395,7 +1395,7 @@ impl ValidationReport {
 /// docs/simulator.md's "Accuracy at a glance" lists them: the calibration
 /// set, the closed and open loops under load, TensorRT-LLM's tables, the
 /// served runs, and the MI300X's (CDNA3's calibration and its checks).
-pub const GLANCE_FILES: [&str; 20] = [
+pub const GLANCE_FILES: [&str; 22] = [
     "public.csv",
     "nim-closed-loop.csv",
     "nim-dli-closed-loop.csv",
@@ -1416,6 +1416,8 @@ pub const GLANCE_FILES: [&str; 20] = [
     "amd-mi300x-releases.csv",
     "inferencemax-cdna3.csv",
     "inferencemax-hopper.csv",
+    "inferencemax-blackwell.csv",
+    "inferencemax-cdna4.csv",
 ];
 
 /// Each named set of rows validated and glanced at, in the order given,
@@ -2006,6 +2008,8 @@ s,llama-3.1-8b,h100-sxm,2,1,bf16,vllm,500,50,concurrency,4,10,ttft_ms_mean,50,ms
             "amd-mi300x-releases.csv",
             "inferencemax-cdna3.csv",
             "inferencemax-hopper.csv",
+            "inferencemax-blackwell.csv",
+            "inferencemax-cdna4.csv",
             "trtllm-rtx-pro-6000.csv",
         ] {
             assert!(!rows(f).is_empty(), "{f}");
@@ -2018,6 +2022,8 @@ s,llama-3.1-8b,h100-sxm,2,1,bf16,vllm,500,50,concurrency,4,10,ttft_ms_mean,50,ms
             ("oci-mi300x.csv", Split::HeldOut),
             ("inferencemax-cdna3.csv", Split::HeldOut),
             ("inferencemax-hopper.csv", Split::HeldOut),
+            ("inferencemax-blackwell.csv", Split::HeldOut),
+            ("inferencemax-cdna4.csv", Split::HeldOut),
         ] {
             assert!(rows(f).iter().all(|r| r.split == Some(split)), "{f}");
         }

@@ -158,7 +158,7 @@ fn an_uncalibrated_gpu_is_said_by_bench_and_serve() {
         read_json(&out)["warnings"].to_string()
     };
     let amd = bench("mi355x", "llama-3.1-8b");
-    assert!(amd.contains("MI355X (cdna4) is uncalibrated: it runs on Hopper's constants"), "{amd}");
+    assert!(amd.contains("MI355X (cdna4) is uncalibrated: it runs on CDNA3's constants"), "{amd}");
     let cdna3 = bench("mi300x", "llama-3.1-8b");
     assert!(cdna3.contains("MI300X (cdna3) runs on constants fitted on") && !cdna3.contains("uncalibrated"), "{cdna3}");
     assert!(!amd.contains("mixture of experts"), "{amd}");

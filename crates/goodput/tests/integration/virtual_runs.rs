@@ -214,7 +214,7 @@ fn an_estimate_under_load_says_how_far_its_ttft_was_and_one_user_alone_does_not(
     assert!(json.as_array().is_some_and(|a| a.len() == 1 && a[0].as_str().unwrap().starts_with(energy)), "{json}");
     // An uncalibrated family is said in the same places, under load or not.
     let (amd, json, md, _) = run(&["-c", "1", "--gpu", "mi355x"]);
-    let uncalibrated = "MI355X (cdna4) is uncalibrated: it runs on Hopper's constants";
+    let uncalibrated = "MI355X (cdna4) is uncalibrated: it runs on CDNA3's constants";
     assert!(amd.contains(&format!("note: {uncalibrated}")), "{amd}");
     assert!(
         json[0].as_str().is_some_and(|n| n.starts_with(uncalibrated)) && json.as_array().unwrap().len() == 2,
