@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes inferencemax-{cdna3,hopper,blackwell,cdna4}.csv from InferenceMAX's
-aggregated results.
+"""Writes inferencemax-{cdna3,hopper,blackwell,cdna4,trtllm}.csv from
+InferenceMAX's aggregated results.
 
     python3 data/validation/inferencemax.py cdna3 results_70b_1k1k__agg_70b_1k1k.json \
         results_70b_1k8k__agg_70b_1k8k.json results_70b_8k1k__agg_70b_8k1k.json \
@@ -8,7 +8,8 @@ aggregated results.
     python3 data/validation/inferencemax.py hopper results_70b_*.json \
         > data/validation/inferencemax-hopper.csv
 
-and the same with blackwell and cdna4.
+and the same with blackwell, cdna4 and trtllm (TensorRT-LLM's runs on
+H200s and B200s).
 
 The JSON files: SemiAnalysis's InferenceMAX nightly results (its CI's
 aggregated artifacts), as committed in the public repository
@@ -38,7 +39,12 @@ SHAPES = {"1k1k": (1024, 1024), "1k8k": (1024, 8192), "8k1k": (8192, 1024)}
 # The family's GPUs (InferenceMAX's name, the catalog's) and its servers'
 # limits: --max-num-batched-tokens, --gpu-memory-utilization, the version.
 # The sequence cap: None where the scripts set it at the concurrency.
+# TensorRT-LLM's: trtllm-serve --max_num_tokens 16384, its own default
+# batch limit (the validator's for TensorRT-LLM), an FP8 KV cache without
+# block reuse; its `stream_interval: 10` and, at 1k/1k below TP 8, its
+# batch waiting are not modelled.
 FAMILIES = {
+    "trtllm": ({"h200-trt": "h200", "b200-trt": "b200"}, 16384, None, "TensorRT-LLM 1.1.0rc2.post2", ("fp8", "fp4"), None),
     "cdna3": ({"mi300x": "mi300x", "mi325x": "mi325x"}, 131072, 0.94, "vLLM 0.10.1 ROCm 7.0", ("fp8",), None),
     "hopper": ({"h100": "h100-sxm", "h200": "h200"}, 8192, 0.9, "vLLM 0.10.2", ("fp8",), None),
     "blackwell": ({"b200": "b200"}, 8192, 0.9, "vLLM 0.10.2", ("fp8", "fp4"), 512),
@@ -59,7 +65,10 @@ def main(family, paths):
         isl, osl = SHAPES[shape]
         runs = json.load(open(path))
         for r in sorted(runs, key=lambda r: (r["hw"], r["precision"], r["tp"], r["conc"])):
-            if r["framework"] != "vllm" or r["precision"] not in precisions or r["hw"] not in gpus:
+            engine = "tensorrt-llm" if family == "trtllm" else "vllm"
+            if r["framework"] != ("trt" if family == "trtllm" else "vllm"):
+                continue
+            if r["precision"] not in precisions or r["hw"] not in gpus:
                 continue
             gpu, tp, conc, precision = r["hw"], r["tp"], r["conc"], r["precision"]
             source = (
@@ -67,9 +76,13 @@ def main(family, paths):
                 f"denosys/InferenceMAX@cc3cd8be docs/data (Apache-2.0): {version}, "
                 f"benchmark_serving random {isl}/{osl} range 0.8, max-concurrency {conc}, request-rate inf"
             )
+            # TensorRT-LLM's batch limit and memory share are its own defaults.
+            limits = (
+                f"{seqs or conc},{batched},{memory}" if family != "trtllm" else f",{batched},"
+            )
             common = (
-                f"llama-3.3-70b,{gpus[gpu]},{tp},{tp},{precision},vllm,{isl},{osl},concurrency,{conc},{conc * 10},"
-                f"0.8,together,{seqs or conc},{batched},{memory},fp8,http"
+                f"llama-3.3-70b,{gpus[gpu]},{tp},{tp},{precision},{engine},{isl},{osl},concurrency,{conc},{conc * 10},"
+                f"0.8,together,{limits},fp8,http"
             )
             for metric, value, unit in (
                 ("ttft_ms_mean", r["mean_ttft"] * 1000, "ms"),
@@ -78,6 +91,7 @@ def main(family, paths):
             ):
                 name = metric.split("_")[0]
                 prec = "" if len(precisions) == 1 else f"{precision}-"
+                gpu = gpu.removesuffix("-trt") + ("-trt" if family == "trtllm" else "")
                 print(
                     f'imx-70b-{gpu}-{prec}{shape}-tp{tp}-c{conc}-{name},{common},{metric},{round(value, 3)},{unit},'
                     f'held-out,"{source}"'

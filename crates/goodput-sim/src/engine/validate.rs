@@ -1395,7 +1395,7 @@ impl ValidationReport {
 /// docs/simulator.md's "Accuracy at a glance" lists them: the calibration
 /// set, the closed and open loops under load, TensorRT-LLM's tables, the
 /// served runs, and the MI300X's (CDNA3's calibration and its checks).
-pub const GLANCE_FILES: [&str; 22] = [
+pub const GLANCE_FILES: [&str; 23] = [
     "public.csv",
     "nim-closed-loop.csv",
     "nim-dli-closed-loop.csv",
@@ -1418,6 +1418,7 @@ pub const GLANCE_FILES: [&str; 22] = [
     "inferencemax-hopper.csv",
     "inferencemax-blackwell.csv",
     "inferencemax-cdna4.csv",
+    "inferencemax-trtllm.csv",
 ];
 
 /// Each named set of rows validated and glanced at, in the order given,
@@ -2010,6 +2011,7 @@ s,llama-3.1-8b,h100-sxm,2,1,bf16,vllm,500,50,concurrency,4,10,ttft_ms_mean,50,ms
             "inferencemax-hopper.csv",
             "inferencemax-blackwell.csv",
             "inferencemax-cdna4.csv",
+            "inferencemax-trtllm.csv",
             "trtllm-rtx-pro-6000.csv",
         ] {
             assert!(!rows(f).is_empty(), "{f}");
@@ -2024,6 +2026,7 @@ s,llama-3.1-8b,h100-sxm,2,1,bf16,vllm,500,50,concurrency,4,10,ttft_ms_mean,50,ms
             ("inferencemax-hopper.csv", Split::HeldOut),
             ("inferencemax-blackwell.csv", Split::HeldOut),
             ("inferencemax-cdna4.csv", Split::HeldOut),
+            ("inferencemax-trtllm.csv", Split::HeldOut),
         ] {
             assert!(rows(f).iter().all(|r| r.split == Some(split)), "{f}");
         }
