@@ -2000,20 +2000,7 @@ s,llama-3.1-8b,h100-sxm,2,1,bf16,vllm,500,50,concurrency,4,10,ttft_ms_mean,50,ms
     fn the_repositorys_reference_files_parse() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/validation");
         let rows = |f: &str| parse_csv(&std::fs::read_to_string(dir.join(f)).unwrap()).unwrap();
-        for f in [
-            "public.csv",
-            "nim-closed-loop.csv",
-            "sglang-open-loop.csv",
-            "oci-mi300x.csv",
-            "amd-mi300x.csv",
-            "amd-mi300x-releases.csv",
-            "inferencemax-cdna3.csv",
-            "inferencemax-hopper.csv",
-            "inferencemax-blackwell.csv",
-            "inferencemax-cdna4.csv",
-            "inferencemax-trtllm.csv",
-            "trtllm-rtx-pro-6000.csv",
-        ] {
+        for f in GLANCE_FILES {
             assert!(!rows(f).is_empty(), "{f}");
         }
         // CDNA3's constants were fitted on AMD's October 2025 table alone;
