@@ -171,9 +171,7 @@ fn bind_error(host: &str, port: u16, e: std::io::Error) -> anyhow::Error {
 /// what it predicts (CDNA3); `None` for the others or a name the catalog
 /// does not know (refused elsewhere).
 pub(crate) fn family_warning(gpu: &str) -> Option<String> {
-    let spec = goodput_sim::engine::GpuSpec::lookup(gpu).ok()?;
-    goodput_sim::engine::accuracy::uncalibrated_note(&spec)
-        .or_else(|| goodput_sim::engine::accuracy::family_limit_note(&spec))
+    goodput_sim::engine::accuracy::gpu_note(&goodput_sim::engine::GpuSpec::lookup(gpu).ok()?)
 }
 
 /// What a simulated engine of `model` should say when it is a mixture of

@@ -312,7 +312,7 @@ impl TryFrom<&EngineArgs> for EngineConfig {
 }
 
 /// What a simulated engine on `gpu` should say of its family's constants:
-/// the accuracy note of an uncalibrated family (it runs on Hopper's), what
+/// the accuracy note of an uncalibrated family (it runs on another's), what
 /// a calibrated one's check leaves out (CDNA3's), or, where `--calibration`
 /// gives the family constants of its own by name (as `estimate --fit`
 /// writes from a user's measurements), that it runs on those; `None` for a
@@ -325,8 +325,7 @@ pub fn family_note(gpu: &GpuSpec, calibration: Option<&std::path::Path>) -> Opti
             gpu.name, gpu.family
         ));
     }
-    goodput_sim::engine::accuracy::uncalibrated_note(gpu)
-        .or_else(|| goodput_sim::engine::accuracy::family_limit_note(gpu))
+    goodput_sim::engine::accuracy::gpu_note(gpu)
 }
 
 /// The GPU families a `--calibration` file gives constants of their own by

@@ -446,7 +446,7 @@ pub struct EngineSettings {
     /// come from.
     pub gpu_family: String,
     /// Whether that family's constants were fitted to public measurements
-    /// of it (`hopper`'s, `blackwell`'s and `cdna3`'s are); `false`: it runs on Hopper's constants,
+    /// of it (`hopper`'s, `blackwell`'s and `cdna3`'s are); `false`: it runs on another family's constants,
     /// and its times are unchecked. Absent in documents written before it
     /// was recorded.
     #[serde(skip_serializing_if = "Option::is_none")]

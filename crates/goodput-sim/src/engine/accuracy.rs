@@ -549,13 +549,19 @@ pub fn energy_note() -> String {
 }
 
 /// What a prediction on `gpu` should say when its family is uncalibrated
-/// (none for Hopper, Blackwell and CDNA3): it runs on Hopper's constants,
-/// and, where public tables checked it, how far they found it.
+/// (none for Hopper, Blackwell and CDNA3): it runs on another family's
+/// constants, and, where public tables checked it, how far they found it.
 pub fn uncalibrated_note(gpu: &GpuSpec) -> Option<String> {
     if super::Calibration::is_calibrated(gpu.family) {
         return None;
     }
     Some(family_note(&gpu.name, gpu.family))
+}
+
+/// What a prediction on `gpu` should say of its family's constants, if
+/// anything: [`uncalibrated_note`], or else [`family_limit_note`].
+pub fn gpu_note(gpu: &GpuSpec) -> Option<String> {
+    uncalibrated_note(gpu).or_else(|| family_limit_note(gpu))
 }
 
 /// What a prediction on `gpu` should say of a calibrated family whose
@@ -628,11 +634,11 @@ pub const CDNA3_PREFILL_405B_PCT: f64 = -2.0;
 pub const CDNA3_PREFILL_8B_PCT: f64 = 48.0;
 
 fn family_note(gpu: &str, family: GpuFamily) -> String {
-    let (cdna3, hopper) =
-        (super::Calibration::for_family(GpuFamily::Cdna3), super::Calibration::for_family(GpuFamily::Hopper));
     match family {
         GpuFamily::Cdna4 => {
             let c = CDNA4_INFERENCEMAX;
+            let (cdna3, hopper) =
+                (super::Calibration::for_family(GpuFamily::Cdna3), super::Calibration::for_family(GpuFamily::Hopper));
             format!(
                 "{gpu} ({}) is uncalibrated: it runs on CDNA3's constants (the MI300X's, fitted on AMD's own vLLM \
                  tables: matrix products at {:.2} of the peak, {} µs a sequence a step, where Hopper's are {:.2} and \
