@@ -59,16 +59,16 @@ HEADER = (
 
 def main(family, paths):
     gpus, batched, memory, version, precisions, seqs = FAMILIES[family]
+    # InferenceMAX names TensorRT-LLM's runs by their GPU ("h200-trt"), so
+    # the GPUs pick the engine's runs.
+    trtllm = family == "trtllm"
     print(HEADER)
     for path in paths:
         shape = next(s for s in SHAPES if f"_{s}_" in path or path.endswith(f"{s}.json"))
         isl, osl = SHAPES[shape]
         runs = json.load(open(path))
         for r in sorted(runs, key=lambda r: (r["hw"], r["precision"], r["tp"], r["conc"])):
-            engine = "tensorrt-llm" if family == "trtllm" else "vllm"
-            if r["framework"] != ("trt" if family == "trtllm" else "vllm"):
-                continue
-            if r["precision"] not in precisions or r["hw"] not in gpus:
+            if r["hw"] not in gpus or r["precision"] not in precisions:
                 continue
             gpu, tp, conc, precision = r["hw"], r["tp"], r["conc"], r["precision"]
             source = (
@@ -77,9 +77,7 @@ def main(family, paths):
                 f"benchmark_serving random {isl}/{osl} range 0.8, max-concurrency {conc}, request-rate inf"
             )
             # TensorRT-LLM's batch limit and memory share are its own defaults.
-            limits = (
-                f"{seqs or conc},{batched},{memory}" if family != "trtllm" else f",{batched},"
-            )
+            engine, limits = ("tensorrt-llm", f",{batched},") if trtllm else ("vllm", f"{seqs or conc},{batched},{memory}")
             common = (
                 f"llama-3.3-70b,{gpus[gpu]},{tp},{tp},{precision},{engine},{isl},{osl},concurrency,{conc},{conc * 10},"
                 f"0.8,together,{limits},fp8,http"
@@ -91,7 +89,6 @@ def main(family, paths):
             ):
                 name = metric.split("_")[0]
                 prec = "" if len(precisions) == 1 else f"{precision}-"
-                gpu = gpu.removesuffix("-trt") + ("-trt" if family == "trtllm" else "")
                 print(
                     f'imx-70b-{gpu}-{prec}{shape}-tp{tp}-c{conc}-{name},{common},{metric},{round(value, 3)},{unit},'
                     f'held-out,"{source}"'
