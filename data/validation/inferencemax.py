@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes inferencemax-{cdna3,hopper,blackwell,cdna4,trtllm}.csv from
+"""Writes inferencemax-{cdna3,hopper,blackwell,cdna4,trtllm,gptoss}.csv from
 InferenceMAX's aggregated results.
 
     python3 data/validation/inferencemax.py cdna3 results_70b_1k1k__agg_70b_1k1k.json \
@@ -9,7 +9,8 @@ InferenceMAX's aggregated results.
         > data/validation/inferencemax-hopper.csv
 
 and the same with blackwell, cdna4 and trtllm (TensorRT-LLM's runs on
-H200s and B200s).
+H200s and B200s); gptoss takes results_gptoss_*.json (GPT-OSS-120B under
+vLLM on H100, H200, B200, MI300X, MI325X and MI355X, its GPUS table below).
 
 The JSON files: SemiAnalysis's InferenceMAX nightly results (its CI's
 aggregated artifacts), as committed in the public repository
@@ -30,7 +31,10 @@ fp8, no prefix caching; vLLM's
 benchmark_serving.py (kimbochen/bench_serving) with random prompts of the
 shape's lengths, --random-range-ratio 0.8, ten requests a user,
 --max-concurrency at the concurrency and --request-rate inf (every user's
-first request at once).
+first request at once). Every vLLM script sets --async-scheduling, and
+TensorRT-LLM 1.1's trtllm-serve runs its overlap scheduler by default
+(disable_overlap_scheduler false, which the scripts leave): each row's
+async_scheduling is yes.
 """
 import json
 import sys
@@ -43,6 +47,19 @@ SHAPES = {"1k1k": (1024, 1024), "1k8k": (1024, 8192), "8k1k": (8192, 1024)}
 # batch limit (the validator's for TensorRT-LLM), an FP8 KV cache without
 # block reuse; its `stream_interval: 10` and, at 1k/1k below TP 8, its
 # batch waiting are not modelled.
+# GPT-OSS-120B (InferenceMAX's "fp4": its MXFP4 experts) under vLLM, each
+# GPU's script: the step budget (None: vLLM's default), the memory share,
+# the sequence cap (None: at the concurrency; "" vLLM's default) and the
+# version. No KV-cache dtype is set (vLLM's auto: BF16), no prefix caching;
+# the experts split by TP (no --enable-expert-parallel).
+GPTOSS = {
+    "h100": ("h100-sxm", 8192, 0.9, None, "vLLM 0.10.2"),
+    "h200": ("h200", 8192, 0.9, None, "vLLM 0.10.2"),
+    "b200": ("b200", 8192, 0.9, 512, "vLLM 0.10.2"),
+    "mi300x": ("mi300x", "", 0.95, "", "vLLM 0.10.1 ROCm 7.0"),
+    "mi325x": ("mi325x", "", 0.95, "", "vLLM 0.10.1 ROCm 7.0"),
+    "mi355x": ("mi355x", "", 0.95, "", "vLLM 0.10.1 ROCm 7.0"),
+}
 FAMILIES = {
     "trtllm": ({"h200-trt": "h200", "b200-trt": "b200"}, 16384, None, "TensorRT-LLM 1.1.0rc2.post2", ("fp8", "fp4"), None),
     "cdna3": ({"mi300x": "mi300x", "mi325x": "mi325x"}, 131072, 0.94, "vLLM 0.10.1 ROCm 7.0", ("fp8",), None),
@@ -52,12 +69,46 @@ FAMILIES = {
 }
 HEADER = (
     "id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,requests,"
-    "range_ratio,start,max_num_seqs,max_num_batched_tokens,memory_fraction,kv_cache,client,metric,value,"
+    "range_ratio,start,max_num_seqs,max_num_batched_tokens,memory_fraction,kv_cache,client,async_scheduling,metric,value,"
     "unit,split,source"
 )
 
 
+def gptoss(paths):
+    print(HEADER)
+    for path in paths:
+        shape = next(s for s in SHAPES if f"_{s}_" in path or path.endswith(f"{s}.json"))
+        isl, osl = SHAPES[shape]
+        runs = json.load(open(path))
+        for r in sorted(runs, key=lambda r: (r["hw"], r["tp"], r["conc"])):
+            if r["hw"] not in GPTOSS or r["framework"] != "vllm" or r["model"] != "openai/gpt-oss-120b":
+                continue
+            gpu, tp, conc = r["hw"], r["tp"], r["conc"]
+            name, batched, memory, seqs, version = GPTOSS[gpu]
+            source = (
+                f"InferenceMAX nightly (SemiAnalysis) results_gptoss_{shape}, as copied in "
+                f"denosys/InferenceMAX@cc3cd8be docs/data (Apache-2.0): {version}, "
+                f"benchmark_serving random {isl}/{osl} range 0.8, max-concurrency {conc}, request-rate inf"
+            )
+            seqs = conc if seqs is None else seqs
+            common = (
+                f"gpt-oss-120b,{name},{tp},{tp},mxfp4,vllm,{isl},{osl},concurrency,{conc},{conc * 10},"
+                f"0.8,together,{seqs},{batched},{memory},auto,http,yes"
+            )
+            for metric, value, unit in (
+                ("ttft_ms_mean", r["mean_ttft"] * 1000, "ms"),
+                ("tpot_ms_mean", r["mean_tpot"] * 1000, "ms"),
+                ("output_tokens_per_s", r["output_tput_per_gpu"] * tp, "tok/s"),
+            ):
+                print(
+                    f'imx-gptoss-{gpu}-{shape}-tp{tp}-c{conc}-{metric.split("_")[0]},{common},{metric},'
+                    f'{round(value, 3)},{unit},held-out,"{source}"'
+                )
+
+
 def main(family, paths):
+    if family == "gptoss":
+        return gptoss(paths)
     gpus, batched, memory, version, precisions, seqs = FAMILIES[family]
     # InferenceMAX names TensorRT-LLM's runs by their GPU ("h200-trt"), so
     # the GPUs pick the engine's runs.
@@ -80,7 +131,7 @@ def main(family, paths):
             engine, limits = ("tensorrt-llm", f",{batched},") if trtllm else ("vllm", f"{seqs or conc},{batched},{memory}")
             common = (
                 f"llama-3.3-70b,{gpus[gpu]},{tp},{tp},{precision},{engine},{isl},{osl},concurrency,{conc},{conc * 10},"
-                f"0.8,together,{limits},fp8,http"
+                f"0.8,together,{limits},fp8,http,yes"
             )
             for metric, value, unit in (
                 ("ttft_ms_mean", r["mean_ttft"] * 1000, "ms"),
@@ -96,6 +147,6 @@ def main(family, paths):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 3 or sys.argv[1] not in FAMILIES:
+    if len(sys.argv) < 3 or sys.argv[1] not in (*FAMILIES, "gptoss"):
         sys.exit(__doc__)
     main(sys.argv[1], sys.argv[2:])

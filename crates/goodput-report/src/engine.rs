@@ -109,6 +109,9 @@ impl EngineView for SimulatedEngine {
         if c.mixed_batches == Some(false) {
             parts.push("prompts and decodes in separate steps".into());
         }
+        if c.async_scheduling == Some(true) {
+            parts.push("scheduled a step ahead".into());
+        }
         if c.calibrated == Some(false) {
             parts.push(format!("uncalibrated ({}: Hopper's constants)", c.gpu_family));
         }
@@ -290,12 +293,12 @@ mod tests {
         );
         let e = engine(json!({"config": {
             "model": "Llama-3.1-8B", "gpu": "H100 SXM", "tp": 1, "precision": "fp8", "enable_prefix_caching": true,
-            "scheduler": "sglang", "mixed_batches": false
+            "scheduler": "sglang", "mixed_batches": false, "async_scheduling": true
         }}));
         assert_eq!(
             e.config_line(),
             "Llama-3.1-8B on 1× H100 SXM · fp8 · prefix caching on · SGLang scheduler · prompts and decodes in separate \
-             steps"
+             steps · scheduled a step ahead"
         );
         // SGLang's scheduler retracts where vLLM's preempts: its figure says so.
         let label = |scheduler: &str| {

@@ -6,7 +6,7 @@
 //!     [--trt-frontend-ms MS|calibration]
 //!     [--trt-frontend-us-per-output-token US|calibration]
 //!     [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context]
-//!     [--mixed-batches yes|no]
+//!     [--mixed-batches yes|no] [--async-scheduling yes|no]
 //!
 //! `--trt-frontend-ms` sets TensorRT-LLM rows' front-end overhead (NIM's
 //! 5 ms by default; `calibration` keeps the calibration's 15 ms), and
@@ -18,6 +18,8 @@
 //! their chunked context off.
 //! `--mixed-batches` runs every row with prompts and decodes in one step
 //! (`yes`) or in separate steps (`no`), whatever its `mixed` column says.
+//! `--async-scheduling` runs every row with its scheduler a step ahead
+//! (`yes`) or not (`no`), whatever its `async_scheduling` column says.
 //! `--no-stagger` starts a closed loop's users all at once and counts every
 //! request (see docs/simulator.md, "Closed loops").
 //! `--coverage [FILE.csv...]` prints what each file covers (its rows'
@@ -105,13 +107,20 @@ fn run() -> Result<(), String> {
                     _ => return Err("--mixed-batches needs yes or no".into()),
                 }
             }
+            "--async-scheduling" => {
+                options.async_scheduling = match args.next().as_deref() {
+                    Some("yes") => Some(true),
+                    Some("no") => Some(false),
+                    _ => return Err("--async-scheduling needs yes or no".into()),
+                }
+            }
             "--glance" => glance = true,
             "--coverage" => coverage = true,
             _ if !arg.starts_with("--") => files.push(arg),
             _ => return Err(format!("unexpected argument `{arg}`")),
         }
     }
-    const USAGE: &str = "usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger] [--requests-a-user N] [--trt-frontend-ms MS|calibration] [--trt-frontend-us-per-output-token US|calibration] [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context] [--sglang-scheduler sglang|vllm] [--mixed-batches yes|no], or validate --glance|--coverage [FILE.csv...] with the same options";
+    const USAGE: &str = "usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger] [--requests-a-user N] [--trt-frontend-ms MS|calibration] [--trt-frontend-us-per-output-token US|calibration] [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context] [--sglang-scheduler sglang|vllm] [--mixed-batches yes|no] [--async-scheduling yes|no], or validate --glance|--coverage [FILE.csv...] with the same options";
     if glance || coverage {
         if files.is_empty() {
             // The repository's own files, wherever it is run from.

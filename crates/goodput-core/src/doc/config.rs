@@ -441,6 +441,13 @@ pub struct EngineSettings {
     /// TensorRT-LLM's in-flight batching.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mixed_batches: Option<bool>,
+    /// `true` when the scheduler chose each step while the one before ran
+    /// (`--async-scheduling`: vLLM's, TensorRT-LLM's overlap scheduler,
+    /// SGLang's overlap schedule), a request reaching a busy engine joining
+    /// the step after next; absent when each step was chosen after the one
+    /// before ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub async_scheduling: Option<bool>,
     /// The GPU's family (`hopper`, `ampere`, `ada`, `blackwell`,
     /// `blackwell-rtx`, `cdna3`, `cdna4`), whose constants the step times
     /// come from.

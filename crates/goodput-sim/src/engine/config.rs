@@ -113,6 +113,14 @@ pub struct EngineConfig {
     /// each balancing on its own; `None`: vLLM's default, one a replica.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_server_count: Option<u32>,
+    /// Whether the scheduler works a step ahead (vLLM's
+    /// `--async-scheduling`, TensorRT-LLM's overlap scheduler, SGLang's
+    /// overlap schedule): step N+1 is chosen while step N runs, so a
+    /// request that reaches a busy engine joins the step after next; an
+    /// idle engine takes it at once. Off: each step is chosen after the
+    /// one before ends.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub async_scheduling: bool,
 }
 
 fn is_auto(m: &LoadBalance) -> bool {
@@ -250,6 +258,7 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             internal_lb: vllm_front_ends.is_some(),
             api_server_count: vllm_front_ends,
             mixed_batches: (!cfg.mixed_batches).then_some(false),
+            async_scheduling: cfg.async_scheduling.then_some(true),
             gpu_family: cfg.gpu.family.to_string(),
             calibrated: Some(super::calibration::Calibration::is_calibrated(cfg.gpu.family)),
             // The constants by name, as the calibration's own serialisation
@@ -526,6 +535,7 @@ impl EngineConfig {
             decode_load_balance: None,
             internal_lb: false,
             api_server_count: None,
+            async_scheduling: false,
         }
     }
 

@@ -378,6 +378,11 @@ pub struct Engine {
     /// [`Engine::rank_new_requests`]) and queued in `waiting` then; their
     /// `rank` is [`UNRANKED`] until then.
     unranked: Vec<u32>,
+    /// Under `async_scheduling`, the requests added since the last step was
+    /// scheduled, oldest first, each with whether it goes to `unranked`
+    /// (else `waiting`): the step that runs next was chosen before they
+    /// came, so they wait for the one after it ([`Engine::step_into`]).
+    ahead: Vec<(u32, bool)>,
     /// This step's batch on each attention rank (where there are several):
     /// the ranks step together, and the slowest sets the step's time.
     rank_shapes: Vec<BatchShape>,
@@ -482,6 +487,7 @@ impl Engine {
             next_rank: 0,
             rank_tokens: vec![0; cfg.attention_ranks().max(1) as usize],
             unranked: Vec::new(),
+            ahead: Vec::new(),
             rank_shapes: vec![BatchShape::of_model(&cfg.model); ranked],
             rank_seen: vec![(0, 0); ranked],
             rank_seen_age: Duration::ZERO,
@@ -942,16 +948,41 @@ impl Engine {
             }
         };
         self.index.insert(id, slot);
-        if self.cfg.scheduler == SchedulerPolicy::Trtllm && self.rank_load.len() > 1 {
+        let unranked = self.cfg.scheduler == SchedulerPolicy::Trtllm && self.rank_load.len() > 1;
+        if unranked {
             // Queued for TensorRT-LLM's executor to fetch at a step.
             self.slots[slot as usize].rank = UNRANKED;
-            self.unranked.push(slot);
         } else {
             let prompt = self.slots[slot as usize].prompt_len;
             self.slots[slot as usize].rank = self.take_rank(id, prompt);
-            self.waiting.push_back(slot);
+        }
+        if self.cfg.async_scheduling {
+            self.ahead.push((slot, unranked));
+        } else {
+            self.queue(slot, unranked);
         }
         Ok(())
+    }
+
+    /// Queues the request in `slot` to be scheduled: for TensorRT-LLM's
+    /// executor to fetch (`unranked`), or waiting.
+    fn queue(&mut self, slot: u32, unranked: bool) {
+        if unranked {
+            self.unranked.push(slot);
+        } else {
+            self.waiting.push_back(slot);
+        }
+    }
+
+    /// Queues the requests held out of the step scheduled before they came
+    /// (`ahead`), oldest first.
+    fn release_ahead(&mut self) {
+        let mut held = std::mem::take(&mut self.ahead);
+        for (slot, unranked) in held.drain(..) {
+            self.queue(slot, unranked);
+        }
+        // Keep the allocation.
+        self.ahead = held;
     }
 
     /// Empties the prefix cache (vLLM's `reset_prefix_cache`): no later
@@ -969,7 +1000,9 @@ impl Engine {
         let Some(slot) = self.index.remove(&id) else {
             return self.release_held(id);
         };
-        if let Some(pos) = self.unranked.iter().position(|&s| s == slot) {
+        if let Some(pos) = self.ahead.iter().position(|&(s, _)| s == slot) {
+            self.ahead.remove(pos);
+        } else if let Some(pos) = self.unranked.iter().position(|&s| s == slot) {
             self.unranked.remove(pos);
         } else if let Some(pos) = self.running.iter().position(|&s| s == slot) {
             self.running.remove(pos);
@@ -996,6 +1029,12 @@ impl Engine {
 
     /// Whether a step would do anything.
     pub fn has_work(&self) -> bool {
+        !self.ahead.is_empty() || self.has_scheduled_work()
+    }
+
+    /// Whether a step would do anything for the requests already queued
+    /// when it is scheduled (those `ahead` left out).
+    fn has_scheduled_work(&self) -> bool {
         !self.running.is_empty()
             || !self.waiting.is_empty()
             || !self.late.is_empty()
@@ -1013,7 +1052,7 @@ impl Engine {
     /// waiting), those whose KV SGLang moved to the host and those
     /// TensorRT-LLM's executor has not yet fetched included.
     pub fn num_waiting(&self) -> usize {
-        self.waiting.len() + self.pulling.len() + self.offloaded.len() + self.unranked.len()
+        self.waiting.len() + self.pulling.len() + self.offloaded.len() + self.unranked.len() + self.ahead.len()
     }
 
     pub fn kv_usage(&self) -> f64 {
@@ -1029,7 +1068,8 @@ impl Engine {
     /// where SGLang's pages are a token by default.
     pub fn load_tokens(&self) -> u64 {
         let held = self.pools.iter().map(BlockPool::held_tokens).sum::<u64>();
-        let queued = self.waiting.iter().chain(&self.unranked);
+        let ahead = self.ahead.iter().map(|(s, _)| s);
+        let queued = self.waiting.iter().chain(&self.unranked).chain(ahead);
         held + queued.map(|&s| u64::from(self.slots[s as usize].prompt_len)).sum::<u64>()
     }
 
@@ -1042,7 +1082,8 @@ impl Engine {
 
     /// Waiting requests, next to be admitted first.
     pub fn waiting_ids(&self) -> impl Iterator<Item = u64> + '_ {
-        self.waiting.iter().chain(&self.unranked).map(|&s| self.slots[s as usize].id)
+        let ahead = self.ahead.iter().map(|(s, _)| s);
+        self.waiting.iter().chain(&self.unranked).chain(ahead).map(|&s| self.slots[s as usize].id)
     }
 
     pub fn stats(&self) -> EngineStats {
@@ -1071,8 +1112,24 @@ impl Engine {
         if !self.has_work() {
             return false;
         }
+        // Working a step ahead, this step was chosen while the last one
+        // ran: what came since waits for the next, unless the engine was
+        // idle (nothing else to step), when it goes at once.
+        let held = !self.ahead.is_empty() && self.has_scheduled_work();
+        if !held {
+            self.release_ahead();
+        }
         self.rank_new_requests();
-        let stepped = self.run_step(out);
+        let mut stepped = self.run_step(out);
+        if held {
+            self.release_ahead();
+            if !stepped {
+                // Nothing queued before them could run: an idle engine.
+                out.clear();
+                self.rank_new_requests();
+                stepped = self.run_step(out);
+            }
+        }
         // The ranks' counts as vLLM's coordinator publishes them: at the end
         // of the first step 100 ms of steps after the last, and when the
         // engine runs out of work (the engine's clock is its steps: an idle
@@ -1830,6 +1887,52 @@ mod tests {
         let plain_steps = drain(&mut plain);
         let total = |s: &[StepOutcome]| s.iter().map(|o| o.duration).sum::<Duration>();
         assert!(total(&spec_steps) > total(&plain_steps), "rejected drafts cost time and save none");
+    }
+
+    /// Scheduling a step ahead: a request added while the engine has work
+    /// (it reached the engine during a step, whose successor was chosen
+    /// before it came) sits out the next step and is prefilled in the one
+    /// after; an idle engine takes it at once. Under each scheduler.
+    #[test]
+    fn a_step_ahead_a_request_reaching_a_busy_engine_joins_the_step_after_next() {
+        for policy in [SchedulerPolicy::Vllm, SchedulerPolicy::Trtllm, SchedulerPolicy::Sglang] {
+            // The step in which request 2's first token comes, counted from
+            // its arrival, and request 1's, which found the engine idle.
+            let first_tokens = |ahead: bool| {
+                let mut cfg = policy_config(None, 16, policy);
+                cfg.async_scheduling = ahead;
+                let mut e = Engine::new(cfg.clone()).unwrap();
+                e.add_request(1, prompt(64, 1, &cfg), 32).unwrap();
+                let first = e.step().unwrap().tokens.iter().any(|t| t.id == 1 && t.first);
+                // Two decode steps of request 1, then request 2 arrives.
+                e.step().unwrap();
+                e.step().unwrap();
+                e.add_request(2, prompt(64, 2, &cfg), 4).unwrap();
+                assert_eq!(e.num_waiting(), 1, "{policy}: counted waiting while held");
+                let mut n = 0;
+                loop {
+                    n += 1;
+                    let out = e.step().unwrap();
+                    assert!(out.tokens.iter().any(|t| t.id == 1), "{policy}: request 1 decodes every step");
+                    if out.tokens.iter().any(|t| t.id == 2 && t.first) {
+                        break (first, n);
+                    }
+                }
+            };
+            assert_eq!(first_tokens(false), (true, 1), "{policy}");
+            assert_eq!(first_tokens(true), (true, 2), "{policy}: one step more, the idle engine none");
+        }
+        // A request aborted while held leaves nothing behind.
+        let mut cfg = config(None, 16);
+        cfg.async_scheduling = true;
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.add_request(1, prompt(64, 1, &cfg), 8).unwrap();
+        e.step().unwrap();
+        e.add_request(2, prompt(64, 2, &cfg), 8).unwrap();
+        assert!(e.abort(2));
+        assert_eq!((e.num_waiting(), e.waiting_ids().count()), (0, 0));
+        drain(&mut e);
+        assert_eq!(e.stats().requests_finished, 1);
     }
 
     /// SGLang's load: prompt tokens while they wait, then the blocks the

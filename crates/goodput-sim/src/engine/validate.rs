@@ -223,6 +223,10 @@ pub struct ReferenceRow {
     /// SGLang's default and for the older NIM whose per-request export shows
     /// its running requests making no token while others prefilled.
     pub mixed_batches: bool,
+    /// Whether the reference engine scheduled a step ahead (the optional
+    /// `async_scheduling` column, `yes` or `no`; `no` where absent):
+    /// vLLM's `--async-scheduling`, TensorRT-LLM's overlap scheduler.
+    pub async_scheduling: bool,
     /// The benchmark's own engine limits where it set them: sequences a step
     /// (per attention rank: TensorRT-LLM's `max_batch_size`, vLLM's
     /// `max_num_seqs`; the optional `max_num_seqs` column), tokens a step
@@ -312,8 +316,10 @@ const COLUMNS: [&str; 15] = [
 /// `warmup` (requests a closed loop or a rate sent first, left out of its
 /// figures: a measured run's warm-up); and `max_concurrency` (the most
 /// requests a rate or a burst had in flight, `vllm bench serve
-/// --max-concurrency`, `goodput bench --rate R -c N`).
-const OPTIONAL_COLUMNS: [&str; 15] = [
+/// --max-concurrency`, `goodput bench --rate R -c N`); `async_scheduling`
+/// (`yes` where the engine chose each step while the one before ran:
+/// vLLM's `--async-scheduling`, TensorRT-LLM's overlap scheduler; `no`).
+const OPTIONAL_COLUMNS: [&str; 16] = [
     "split",
     "queueing",
     "requests",
@@ -329,6 +335,7 @@ const OPTIONAL_COLUMNS: [&str; 15] = [
     "pp",
     "warmup",
     "max_concurrency",
+    "async_scheduling",
 ];
 
 /// The most requests a `concurrency` row's benchmark may have sent (its
@@ -427,6 +434,11 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
                 None | Some("yes") => true,
                 Some("no") => false,
                 Some(other) => return Err(err(format!("`mixed` must be yes or no, got `{other}`"))),
+            };
+            row.async_scheduling = match extra(15) {
+                None | Some("no") => false,
+                Some("yes") => true,
+                Some(other) => return Err(err(format!("`async_scheduling` must be yes or no, got `{other}`"))),
             };
             let positive = |k: usize, what: &str| -> Result<Option<u32>, Error> {
                 extra(k)
@@ -598,6 +610,7 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
         pp: 1,
         together: false,
         mixed_batches: true,
+        async_scheduling: false,
         max_num_seqs: None,
         max_num_batched_tokens: None,
         memory_fraction: None,
@@ -689,6 +702,10 @@ pub struct ValidationOptions {
     /// (`Some(false)`) on every row, to compare; `None` follows each row's
     /// `mixed` column.
     pub mixed_batches: Option<bool>,
+    /// Scheduling a step ahead (`Some(true)`) or not (`Some(false)`) on
+    /// every row, to compare; `None` follows each row's `async_scheduling`
+    /// column.
+    pub async_scheduling: Option<bool>,
     /// The scheduler SGLang rows run under: SGLang's own by default (with
     /// its default chunk budget by GPU), or vLLM's to compare (as before
     /// session 74).
@@ -723,6 +740,7 @@ impl Default for ValidationOptions {
             tensorrt_llm_scheduler: SchedulerPolicy::Trtllm,
             tensorrt_llm_chunked_context: true,
             mixed_batches: None,
+            async_scheduling: None,
             sglang_scheduler: SchedulerPolicy::Sglang,
         }
     }
@@ -760,6 +778,7 @@ pub fn row_config(row: &ReferenceRow, options: &ValidationOptions) -> Result<Eng
         cfg.calibration = c.clone();
     }
     cfg.mixed_batches = options.mixed_batches.unwrap_or(row.mixed_batches);
+    cfg.async_scheduling = options.async_scheduling.unwrap_or(row.async_scheduling);
     if row.engine == ReferenceEngine::TensorRtLlm {
         if row.precision != Precision::Bf16 {
             cfg.kv_cache_dtype = options.tensorrt_llm_kv_cache;
@@ -1395,7 +1414,7 @@ impl ValidationReport {
 /// docs/simulator.md's "Accuracy at a glance" lists them: the calibration
 /// set, the closed and open loops under load, TensorRT-LLM's tables, the
 /// served runs, and the MI300X's (CDNA3's calibration and its checks).
-pub const GLANCE_FILES: [&str; 23] = [
+pub const GLANCE_FILES: [&str; 24] = [
     "public.csv",
     "nim-closed-loop.csv",
     "nim-dli-closed-loop.csv",
@@ -1419,6 +1438,7 @@ pub const GLANCE_FILES: [&str; 23] = [
     "inferencemax-blackwell.csv",
     "inferencemax-cdna4.csv",
     "inferencemax-trtllm.csv",
+    "inferencemax-gptoss.csv",
 ];
 
 /// Each named set of rows validated and glanced at, in the order given,
@@ -1612,6 +1632,31 @@ c,llama-3.1-8b,h100-sxm,1,1,bf16,vllm,32,16,concurrency,2,,e2e_ms_mean,150,ms,s
         assert!(row_config(&rows[0], &all_mixed).unwrap().mixed_batches);
         let err = parse_csv(&text.replace(",no,", ",sometimes,")).unwrap_err().to_string();
         assert!(err.contains("line 2") && err.contains("`mixed` must be yes or no"), "{err}");
+    }
+
+    /// The `async_scheduling` column: `yes` runs the row's engine a step
+    /// ahead, `no` or nothing does not, and the validator's option
+    /// overrides it; its TTFT under load is the longer.
+    #[test]
+    fn the_async_scheduling_column_schedules_the_rows_steps_ahead() {
+        let text = "\
+id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,async_scheduling,metric,value,unit,source
+a,llama-3.1-8b,h100-sxm,1,1,bf16,vllm,512,64,concurrency,16,yes,ttft_ms_mean,50,ms,s
+b,llama-3.1-8b,h100-sxm,1,1,bf16,vllm,512,64,concurrency,16,no,ttft_ms_mean,50,ms,s
+c,llama-3.1-8b,h100-sxm,1,1,bf16,vllm,512,64,concurrency,16,,ttft_ms_mean,50,ms,s
+";
+        let rows = parse_csv(text).unwrap();
+        assert_eq!(rows.iter().map(|r| r.async_scheduling).collect::<Vec<_>>(), [true, false, false]);
+        let options = ValidationOptions::default();
+        assert!(row_config(&rows[0], &options).unwrap().async_scheduling);
+        assert!(!row_config(&rows[2], &options).unwrap().async_scheduling);
+        let none = ValidationOptions { async_scheduling: Some(false), ..ValidationOptions::default() };
+        assert!(!row_config(&rows[0], &none).unwrap().async_scheduling);
+        let report = validate(&rows[..2], &options).unwrap();
+        let (ahead, not) = (report.predictions[0].predicted, report.predictions[1].predicted);
+        assert!(ahead > not, "TTFT {ahead} ms a step ahead, {not} ms not");
+        let err = parse_csv(&text.replace(",yes,", ",maybe,")).unwrap_err().to_string();
+        assert!(err.contains("line 2") && err.contains("`async_scheduling` must be yes or no"), "{err}");
     }
 
     #[test]
