@@ -387,7 +387,7 @@ fn sweep_files(logs: &Path, base: &str) -> Vec<std::path::PathBuf> {
 /// The rows' columns.
 const HEADER: &str = "id,model,gpu,gpus,tp,pp,ep,precision,engine,input_tokens,output_tokens,load_kind,load_value,\
                       metric,value,unit,source,split,requests,start,mixed,max_num_seqs,max_num_batched_tokens,\
-                      memory_fraction,kv_cache,client,warmup,max_concurrency\n";
+                      memory_fraction,kv_cache,client,async_scheduling,warmup,max_concurrency\n";
 
 /// The most requests a rate's or a burst's row sends: the validator's
 /// bound, past which a longer run says nothing a shorter one does not.
@@ -449,8 +449,9 @@ fn engine_columns(e: &EngineArgs) -> Result<EngineColumns> {
         precision = cfg.precision.as_str(),
     );
     let tail = format!(
-        "{mixed},{seqs},{mbt},{memory},{kv},http",
+        "{mixed},{seqs},{mbt},{memory},{kv},http,{ahead}",
         mixed = if hw.no_mixed_batches { "no" } else { "yes" },
+        ahead = if hw.async_scheduling { "yes" } else { "no" },
         seqs = hw.max_num_seqs.map(|v| v.to_string()).unwrap_or_default(),
         mbt = hw.max_num_batched_tokens.map(|v| v.to_string()).unwrap_or_default(),
         memory = hw.gpu_memory_utilization.map(|v| v.to_string()).unwrap_or_default(),

@@ -186,7 +186,7 @@ pub(crate) fn moe_warning(model: &str) -> Option<String> {
 /// choice of rank where it is not its default.
 fn scheduler_words(cfg: &goodput_sim::engine::EngineConfig) -> String {
     use goodput_sim::engine::SchedulerPolicy;
-    match (cfg.scheduler, cfg.load_balance_words()) {
+    let whose = match (cfg.scheduler, cfg.load_balance_words()) {
         (SchedulerPolicy::Vllm, _) => String::new(),
         (SchedulerPolicy::Trtllm, _) => " · TensorRT-LLM's scheduler".into(),
         (SchedulerPolicy::Sglang, None) => " · SGLang's scheduler".into(),
@@ -194,6 +194,10 @@ fn scheduler_words(cfg: &goodput_sim::engine::EngineConfig) -> String {
             let whose = if cfg.balances_replicas() { "replicas" } else { "ranks" };
             format!(" · SGLang's scheduler ({whose} by {m})")
         }
+    };
+    match cfg.async_scheduling {
+        true => format!("{whose} · scheduled a step ahead"),
+        false => whose,
     }
 }
 

@@ -233,6 +233,7 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         cfg.enable_chunked_prefill = !e.no_chunked_prefill;
         cfg.enable_prefix_caching = !e.no_prefix_caching;
         cfg.mixed_batches = !e.no_mixed_batches;
+        cfg.async_scheduling = e.async_scheduling;
         cfg.scheduler = e.scheduler.parse()?;
         refuse_auto_fp8(&e.precision, &cfg)?;
         if e.schedule_conservativeness != 1.0 && cfg.scheduler != goodput_sim::engine::SchedulerPolicy::Sglang {

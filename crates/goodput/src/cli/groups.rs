@@ -524,6 +524,9 @@ pub struct EngineHwArgs {
     /// Keep prompts and decodes in separate steps: a step that computes any prompt decodes nothing, and the running requests decode when no prompt is waiting. SGLang's default (without --enable-mixed-chunk) and vLLM V0's without chunked prefill; vLLM V1 and TensorRT-LLM mix them (the default).
     #[arg(long, help_heading = "Simulated engine")]
     pub no_mixed_batches: bool,
+    /// Schedule a step ahead: step N+1 is chosen while step N runs, so a request that reaches a busy engine joins the step after next (about a step more TTFT under load; none alone). vLLM's --async-scheduling, TensorRT-LLM's overlap scheduler (on by default in its PyTorch backend) and SGLang's overlap schedule (on unless --disable-overlap-schedule); off by default here, as the shipped constants were set.
+    #[arg(long, help_heading = "Simulated engine")]
+    pub async_scheduling: bool,
     /// Whose batch scheduler to run: vllm (admits by the blocks a step needs, preempts and recomputes when the cache runs out), trtllm (TensorRT-LLM's guaranteed-no-evict: admits a request only when its prompt plus max tokens fit, never preempts; decodes before prompt chunks; 2,048 sequences by default; the KV cache a share of the memory left after the weights) or sglang (SGLang's: admits a request while its prompt and max tokens fit beside an estimated share of the running requests' remaining tokens, a share that learns; retracts the requests with the fewest tokens out when decodes run out of room; decodes not held to the token budget; add --no-mixed-batches for SGLang's default of separate prompt and decode steps).
     #[arg(long, default_value = "vllm", help_heading = "Simulated engine")]
     pub scheduler: String,
@@ -593,6 +596,7 @@ impl Default for EngineHwArgs {
             no_chunked_prefill: false,
             no_prefix_caching: false,
             no_mixed_batches: false,
+            async_scheduling: false,
             scheduler: "vllm".into(),
             schedule_conservativeness: 1.0,
             load_balance_method: "auto".into(),

@@ -568,6 +568,49 @@ fn estimate_keeps_prompts_and_decodes_apart_when_asked() {
     assert!(!err.status.success() && text.contains("--no-mixed-batches") && text.contains("drop one"), "{text}");
 }
 
+/// `--async-scheduling` chooses each step while the one before runs: under
+/// load a request that reaches the busy engine sits out the step already
+/// chosen, so the mean TTFT grows by about a step and TPOT stays; the
+/// result records it, and the served engine runs and names it.
+#[test]
+fn estimate_and_serve_schedule_a_step_ahead_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        estimate_doc(
+            dir.path(),
+            name,
+            &[
+                &["-c", "16", "-n", "320", "--input-tokens", "512", "--output-tokens", "128", "--ramp-up", "300ms"][..],
+                extra,
+            ]
+            .concat(),
+        )
+    };
+    // Users joining one by one (started together, they would finish
+    // together and find the engine idle: no step to sit out).
+    let (now, ahead) = (run("now.json", &[]), run("ahead.json", &["--async-scheduling"]));
+    assert!(now["config"]["engine"].get("async_scheduling").is_none(), "{}", now["config"]["engine"]);
+    assert_eq!(ahead["config"]["engine"]["async_scheduling"], true);
+    let mean = |v: &serde_json::Value, m: &str| v["summary"][m]["mean"].as_f64().unwrap();
+    let step = mean(&now, "itl_ms");
+    let added = mean(&ahead, "ttft_ms") - mean(&now, "ttft_ms");
+    assert!(added > 0.5 * step && added < 3.0 * step, "TTFT {added:.2} ms longer, a step {step:.2} ms");
+    let (tpot, tpot_ahead) = (mean(&now, "tpot_ms"), mean(&ahead, "tpot_ms"));
+    assert!((tpot_ahead / tpot - 1.0).abs() < 0.05, "TPOT {tpot_ahead:.2} against {tpot:.2} ms");
+    crate::schema::assert_valid(&ahead, "RunResult", "estimate --async-scheduling");
+    // Served: the banner names it, and a bench against it completes.
+    let (url, said, _server) = cmd::serve(&["--profile", "engine", "--async-scheduling", "--speed", "20"]);
+    assert!(said.contains(" · scheduled a step ahead · chat template"), "{said}");
+    let out = dir.path().join("bench.json");
+    goodput()
+        .args(["bench", "-q", "--url", &url, "-c", "4", "-n", "12", "--input-tokens", "64", "--output-tokens", "16"])
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    assert_eq!(read_json(&out)["summary"]["requests"]["completed"].as_u64(), Some(12));
+}
+
 #[test]
 fn auto_sweep_of_the_engine_finds_saturation_and_a_point_that_holds() {
     let dir = tempfile::tempdir().unwrap();
