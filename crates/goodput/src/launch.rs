@@ -427,10 +427,11 @@ fn goodput_flags(params: &ParamMap, gpu_memory_utilization: Option<f64>) -> Resu
             }
             continue;
         }
-        // vLLM's own balancing of its replicas is a switch too.
-        if k == "internal_lb" {
+        // vLLM's own balancing of its replicas is a switch too, and so is
+        // scheduling a step ahead.
+        if k == "internal_lb" || k == "async_scheduling" {
             if goodput_core::doc::overlay::mixed_batches_value(v) == Some(true) {
-                flags.push("--internal-lb".into());
+                flags.push(if k == "internal_lb" { "--internal-lb" } else { "--async-scheduling" }.into());
             }
             continue;
         }
@@ -919,6 +920,12 @@ fn flags(
     let mixed = get("mixed_batches").and_then(goodput_core::doc::overlay::mixed_batches_value);
     if sglang && mixed == Some(true) {
         flags.push("--enable-mixed-chunk".into());
+    }
+    // A step ahead: vLLM's flag (SGLang's overlap schedule is its default,
+    // as TensorRT-LLM's overlap scheduler is).
+    let ahead = get("async_scheduling").and_then(goodput_core::doc::overlay::mixed_batches_value);
+    if !sglang && ahead == Some(true) {
+        flags.push("--async-scheduling".into());
     }
     // SGLang serves /metrics only when asked: the sweep reads the server's
     // own signals there.
@@ -1747,6 +1754,17 @@ mod tests {
         assert!(g.contains("--internal-lb") && !g.contains("true"), "{g}");
         let off = goodput_flags(&params(&[("dp", "2"), ("internal_lb", "false")]), Some(0.9)).unwrap().join(" ");
         assert!(!off.contains("internal"), "{off}");
+        // A step ahead: vLLM's flag and goodput serve's; SGLang's own default.
+        let ahead = [("tp", "1"), ("async_scheduling", "true")];
+        let vllm = command(Server::Vllm, &ahead, &w).unwrap();
+        assert!(vllm.contains(" --async-scheduling"), "{vllm}");
+        let sglang = command(Server::Sglang, &ahead, &w).unwrap();
+        assert!(!sglang.contains("async") && !sglang.contains("overlap"), "{sglang}");
+        let g = goodput_flags(&params(&ahead), Some(0.9)).unwrap().join(" ");
+        assert!(g.contains("--async-scheduling") && !g.contains("true"), "{g}");
+        let not = [("tp", "1"), ("async_scheduling", "false")];
+        assert!(!command(Server::Vllm, &not, &w).unwrap().contains("async"));
+        assert!(!goodput_flags(&params(&not), Some(0.9)).unwrap().join(" ").contains("async"));
         // SGLang's for round-robin and least-loaded.
         for (router, method) in [("round-robin", "round_robin"), ("least-loaded", "total_requests")] {
             assert!(Servers::replicas(Server::Sglang, &knobs(router)).is_none());

@@ -809,6 +809,25 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
             }
         ));
     }
+    // Whether the schedulers were predicted a step ahead, as the servers
+    // may run them.
+    if !doc.configs.is_empty() {
+        doc.notes.push(match a.async_scheduling {
+            true => "Every configuration was predicted with its scheduler a step ahead (async_scheduling = \"true\" \
+                     in their parameters: step N+1 chosen while step N runs, so a request that reaches a busy engine \
+                     joins the step after next, about a step more TTFT under load): vLLM's commands pass \
+                     --async-scheduling, SGLang's overlap schedule and TensorRT-LLM's overlap scheduler are on by \
+                     default in their servers"
+                .to_string(),
+            false => "The configurations were predicted with each step chosen after the one before ends. The servers \
+                      their commands start may schedule a step ahead by default (SGLang's overlap schedule since \
+                      v0.4, TensorRT-LLM's overlap scheduler in its PyTorch backend since May 2025, vLLM's async \
+                      scheduling in its later releases), and a request that reaches one busy then waits about a \
+                      step more for its first token than predicted: plan again with --async-scheduling to predict \
+                      that"
+                .to_string(),
+        });
+    }
     // Which scheduler TensorRT-LLM's configurations were predicted with,
     // and what its commands start.
     if a.serve_engine == crate::launch::Server::Trtllm && !doc.configs.is_empty() {
@@ -1748,6 +1767,7 @@ impl Search<'_> {
         cfg.gpu_memory_utilization = self.args.gpu_memory_utilization;
         cfg.max_num_seqs = Some(c.max_num_seqs);
         cfg.max_num_batched_tokens = c.max_num_batched_tokens;
+        cfg.async_scheduling = self.args.async_scheduling;
         cfg.pd = c.pd.map(|pd| pd.disaggregation());
         if c.pd.is_some() {
             cfg.router = simulated_router(c.router, &self.workload, self.sessions.is_some());
@@ -2896,6 +2916,11 @@ impl Search<'_> {
         // named, so that a grid's own --estimate runs them too.
         if self.vllm_internal(c) {
             params.insert("internal_lb".into(), "true".into());
+        }
+        // A step ahead: vLLM's command passes it, and a grid's own
+        // --estimate runs it.
+        if self.args.async_scheduling {
+            params.insert("async_scheduling".into(), "true".into());
         }
         if c.spec > 0 {
             let sd = self.spec(c.spec);

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 /// The simulator's knobs a configuration's settings map onto, as `goodput
 /// plan` names them in its documents' `params`.
-pub const KNOBS: [&str; 16] = [
+pub const KNOBS: [&str; 17] = [
     "gpu",
     "tp",
     "dp",
@@ -35,6 +35,7 @@ pub const KNOBS: [&str; 16] = [
     "mixed_batches",
     "schedule_conservativeness",
     "internal_lb",
+    "async_scheduling",
 ];
 
 /// Each knob's other names: the servers' flags for it (vLLM's
@@ -42,7 +43,7 @@ pub const KNOBS: [&str; 16] = [
 /// `max_running_requests`, `chunked_prefill_size`; llama.cpp's `np`
 /// (parallel slots) and `b` (batch size in tokens); the routers'
 /// `policy` and SGLang's `load_balance_method`) and short forms.
-pub const KNOB_ALIASES: [(&str, &[&str]); 16] = [
+pub const KNOB_ALIASES: [(&str, &[&str]); 17] = [
     ("gpu", &["gpu_type"]),
     ("tp", &["tensor_parallel_size", "tp_size"]),
     ("dp", &["data_parallel_size", "dp_size"]),
@@ -63,6 +64,9 @@ pub const KNOB_ALIASES: [(&str, &[&str]); 16] = [
     // vLLM's own balancing of its --data-parallel-size replicas (the
     // default of one vLLM server; `plan` names it where it predicted it).
     ("internal_lb", &[]),
+    // A scheduler a step ahead: vLLM's --async-scheduling (SGLang's and
+    // TensorRT-LLM's switches are its negation, `disable_overlap_*`).
+    ("async_scheduling", &[]),
 ];
 
 /// The value a knob has where a configuration's settings leave it out: `goodput
@@ -75,7 +79,7 @@ fn absent_value(knob: &str) -> Option<&'static str> {
         "spec_tokens" => Some("0"),
         "mixed_batches" => Some("true"),
         "schedule_conservativeness" => Some("1"),
-        "internal_lb" => Some("false"),
+        "internal_lb" | "async_scheduling" => Some("false"),
         // The server's default: the activations' width.
         "kv_cache_dtype" => Some("auto"),
         RANK_BALANCE => Some("auto"),
@@ -149,7 +153,7 @@ fn kv_cache_name(v: &str) -> String {
 /// A `mixed_batches` setting (SGLang's `enable_mixed_chunk`) as a switch:
 /// prompts and decodes in one step (`true`, `yes`, `1`, `on`) or in
 /// separate steps (`false`, `no`, `0`, `off`); `None` for other text. An
-/// `internal_lb` setting reads the same.
+/// `internal_lb` or `async_scheduling` setting reads the same.
 pub fn mixed_batches_value(v: &str) -> Option<bool> {
     match v.trim().to_ascii_lowercase().as_str() {
         "true" | "yes" | "1" | "on" => Some(true),
@@ -189,7 +193,9 @@ pub fn same_value(knob: &str, a: &str, b: &str) -> bool {
     if knob == RANK_BALANCE {
         return param_key(a) == param_key(b);
     }
-    if let ("internal_lb", Some(x), Some(y)) = (knob, mixed_batches_value(a), mixed_batches_value(b)) {
+    if let ("internal_lb" | "async_scheduling", Some(x), Some(y)) =
+        (knob, mixed_batches_value(a), mixed_batches_value(b))
+    {
         return x == y;
     }
     match (a.trim().parse::<f64>(), b.trim().parse::<f64>()) {
@@ -1255,6 +1261,7 @@ mod tests {
     #[test]
     fn vllms_internal_balancing_is_a_knob_whose_absence_is_off() {
         assert!(same_value("internal_lb", "true", "On") && !same_value("internal_lb", "true", "false"));
+        assert!(same_value("async_scheduling", "yes", "true") && !same_value("async_scheduling", "1", "off"));
         let replicas = [("tp", "1"), ("dp", "2"), ("router", "least-loaded")];
         assert_pairs_by(
             &replicas,

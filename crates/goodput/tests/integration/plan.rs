@@ -36,6 +36,47 @@ fn plan_at(dir: &Path, name: &str, gpus: &[&str], budget: u32, precision: &str, 
     read_json(&out)
 }
 
+/// `plan --async-scheduling` predicts every configuration a step ahead:
+/// the same TTFT for a lone user, a longer one under load; its parameters
+/// name it, vLLM's command passes it, and the notes say which way the plan
+/// went.
+#[test]
+fn plan_predicts_a_scheduler_a_step_ahead_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = ["--tp", "1", "--precision", "fp8"];
+    let run = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        goodput()
+            .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpus", "1", "--gpu", "h100=2.5"])
+            .args(["--max-num-batched-tokens", "2048", "--input-tokens", "256", "--output-tokens", "32"])
+            .args(["--concurrency", "1,8,32", "--requests-per-user", "2", "--jobs", "2"])
+            .args(one)
+            .args(extra)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        read_json(&out)
+    };
+    let (now, ahead) = (run("now.json", &[]), run("ahead.json", &["--async-scheduling"]));
+    assert_valid(&ahead, "FrontierResult", "plan --async-scheduling");
+    let ttfts = |d: &Value| -> Vec<f64> {
+        d["configs"][0]["points"].as_array().unwrap().iter().map(|p| p["ttft_ms"].as_f64().unwrap()).collect()
+    };
+    let (t, a) = (ttfts(&now), ttfts(&ahead));
+    assert_eq!(t.len(), 3);
+    assert!((a[0] - t[0]).abs() < 1e-6, "one user: {a:?} against {t:?}");
+    assert!(a[1] > t[1] && a[2] > t[2], "under load: {a:?} against {t:?}");
+    let config = &ahead["configs"][0];
+    assert_eq!(config["params"]["async_scheduling"], "true");
+    assert!(now["configs"][0]["params"].get("async_scheduling").is_none());
+    let command = config["serve_command"]["command"].as_str().unwrap();
+    assert!(command.contains("--async-scheduling"), "{command}");
+    let said = |d: &Value| d["notes"].to_string();
+    assert!(said(&ahead).contains("predicted with its scheduler a step ahead"), "{}", said(&ahead));
+    assert!(said(&now).contains("plan again with --async-scheduling"), "{}", said(&now));
+}
+
 fn xy(p: &Value) -> Option<(f64, f64)> {
     Some((p["tokens_per_s_per_user"].as_f64()?, p["output_tokens_per_s_per_gpu"].as_f64()?))
 }

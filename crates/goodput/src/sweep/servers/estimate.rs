@@ -62,6 +62,9 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
             if knob == "internal_lb" && mixed_batches_value(v).is_none() {
                 bail!("--estimate: {k}={v} in {} is not true or false (vLLM's own balancing of its replicas)", p.id());
             }
+            if knob == "async_scheduling" && mixed_batches_value(v).is_none() {
+                bail!("--estimate: {k}={v} in {} is not true or false (the scheduler a step ahead)", p.id());
+            }
             if knob == "pd" {
                 goodput_sim::engine::Disaggregation::parse(v.trim())
                     .map_err(|e| anyhow::anyhow!("--estimate: {k}={v} in {}: {e}", p.id()))?;
@@ -279,6 +282,10 @@ pub(crate) fn set_knobs(hw: &mut crate::cli::EngineHwArgs, params: &Params, flag
             Some("mixed_batches") => hw.no_mixed_batches = mixed_batches_value(v) == Some(false),
             Some("internal_lb") => {
                 hw.internal_lb = mixed_batches_value(v)
+                    .with_context(|| format!("{flag}: {k}={v} is not a switch: give true or false"))?;
+            }
+            Some("async_scheduling") => {
+                hw.async_scheduling = mixed_batches_value(v)
                     .with_context(|| format!("{flag}: {k}={v} is not a switch: give true or false"))?;
             }
             Some("schedule_conservativeness") => {
@@ -640,6 +647,23 @@ mod tests {
         assert_eq!(hw, [true, false, false]);
         let e = check_grid(&grid(&[&[("dp", "2"), ("internal_lb", "sometimes")]])).unwrap_err().to_string();
         assert!(e.contains("internal_lb=sometimes") && e.contains("not true or false"), "{e}");
+    }
+
+    /// A scheduler a step ahead (`async_scheduling`, which plan names where
+    /// it predicted it) is a switch of the grid; its absence is off, and a
+    /// value not a switch is refused before any server starts.
+    #[test]
+    fn a_step_ahead_is_a_switch_of_the_grid() {
+        let g = grid(&[&[("async_scheduling", "true")], &[("async_scheduling", "off")], &[("tp", "1")]]);
+        assert!(check_grid(&g).is_ok());
+        let a = sweep_args(&[]);
+        let hw: Vec<bool> = g
+            .iter()
+            .map(|p| engine_args(&a, p, "llama-3.1-8b", Path::new("p.json")).unwrap().hw.async_scheduling)
+            .collect();
+        assert_eq!(hw, [true, false, false]);
+        let e = check_grid(&grid(&[&[("async_scheduling", "soon")]])).unwrap_err().to_string();
+        assert!(e.contains("async_scheduling=soon") && e.contains("not true or false"), "{e}");
     }
 
     /// SGLang's scheduler and its conservativeness are knobs of the grid:
