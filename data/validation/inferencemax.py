@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes inferencemax-{cdna3,hopper,blackwell,cdna4,trtllm,gptoss}.csv from
-InferenceMAX's aggregated results.
+"""Writes inferencemax-{cdna3,hopper,blackwell,cdna4,trtllm,gptoss,dsr1}.csv
+from InferenceMAX's aggregated results.
 
     python3 data/validation/inferencemax.py cdna3 results_70b_1k1k__agg_70b_1k1k.json \
         results_70b_1k8k__agg_70b_1k8k.json results_70b_8k1k__agg_70b_8k1k.json \
@@ -10,7 +10,9 @@ InferenceMAX's aggregated results.
 
 and the same with blackwell, cdna4 and trtllm (TensorRT-LLM's runs on
 H200s and B200s); gptoss takes results_gptoss_*.json (GPT-OSS-120B under
-vLLM on H100, H200, B200, MI300X, MI325X and MI355X, its GPUS table below).
+vLLM on H100, H200, B200, MI300X, MI325X and MI355X, its GPTOSS table
+below), and dsr1 results_dsr1_*.json (DeepSeek-R1-0528 under SGLang on
+H200s and B200s, its DSR1 table below).
 
 The JSON files: SemiAnalysis's InferenceMAX nightly results (its CI's
 aggregated artifacts), as committed in the public repository
@@ -60,6 +62,20 @@ GPTOSS = {
     "mi325x": ("mi325x", "", 0.95, "", "vLLM 0.10.1 ROCm 7.0"),
     "mi355x": ("mi355x", "", 0.95, "", "vLLM 0.10.1 ROCm 7.0"),
 }
+# DeepSeek-R1-0528 under SGLang (benchmarks/dsr1_fp{8,4}_{h200,b200}_*.sh):
+# by (GPU, precision), SGLang's version, --max-running-requests (a
+# function of the shape), --chunked-prefill-size, --mem-fraction-static,
+# the KV cache's dtype, whether the experts are spread over the TP GPUs
+# (--enable-ep-moe), and whether the TTFT is kept: the B200 scripts set
+# --scheduler-recv-interval 10 or 30 (new requests read every 10 or 30
+# scheduler passes), which is not modelled, so their TTFT rows are left
+# out.
+DSR1 = {
+    ("h200", "fp8"): ("SGLang 0.5.2rc2", lambda isl, osl: 512 if (isl, osl) == (1024, 1024) else 256, 32768, 0.82,
+                      "auto", False, True),
+    ("b200", "fp8"): ("SGLang 0.5.3rc1", lambda isl, osl: 128, 32768, 0.82, "fp8", False, False),
+    ("b200", "fp4"): ("SGLang 0.5.3rc1", lambda isl, osl: 256, 16384, 0.85, "fp8", True, False),
+}
 FAMILIES = {
     "trtllm": ({"h200-trt": "h200", "b200-trt": "b200"}, 16384, None, "TensorRT-LLM 1.1.0rc2.post2", ("fp8", "fp4"), None),
     "cdna3": ({"mi300x": "mi300x", "mi325x": "mi325x"}, 131072, 0.94, "vLLM 0.10.1 ROCm 7.0", ("fp8",), None),
@@ -106,9 +122,45 @@ def gptoss(paths):
                 )
 
 
+def dsr1(paths):
+    print(HEADER.replace(",client,", ",client,mixed,ep,"))
+    for path in paths:
+        shape = next(s for s in SHAPES if f"_{s}_" in path or path.endswith(f"{s}.json"))
+        isl, osl = SHAPES[shape]
+        runs = json.load(open(path))
+        for r in sorted(runs, key=lambda r: (r["hw"], r["precision"], r["tp"], r["conc"])):
+            key = (r["hw"], r["precision"])
+            if r["framework"] != "sglang" or key not in DSR1:
+                continue
+            gpu, tp, conc, precision = r["hw"], r["tp"], r["conc"], r["precision"]
+            version, seqs, chunk, memory, kv, ep_moe, ttft = DSR1[key]
+            source = (
+                f"InferenceMAX nightly (SemiAnalysis) results_dsr1_{shape}, as copied in "
+                f"denosys/InferenceMAX@cc3cd8be docs/data (Apache-2.0): {version} {r['model']}, "
+                f"benchmark_serving random {isl}/{osl} range 0.8, max-concurrency {conc}, request-rate inf"
+            )
+            common = (
+                f"deepseek-r1-0528,{gpu},{tp},{tp},{precision},sglang,{isl},{osl},concurrency,{conc},{conc * 10},"
+                f"0.8,together,{seqs(isl, osl)},{chunk},{memory},{kv},http,no,{tp if ep_moe else 1},yes"
+            )
+            for metric, value, unit in (
+                ("ttft_ms_mean", r["mean_ttft"] * 1000, "ms"),
+                ("tpot_ms_mean", r["mean_tpot"] * 1000, "ms"),
+                ("output_tokens_per_s", r["output_tput_per_gpu"] * tp, "tok/s"),
+            ):
+                if metric.startswith("ttft") and not ttft:
+                    continue
+                print(
+                    f'imx-dsr1-{gpu}-{precision}-{shape}-tp{tp}-c{conc}-{metric.split("_")[0]},{common},{metric},'
+                    f'{round(value, 3)},{unit},held-out,"{source}"'
+                )
+
+
 def main(family, paths):
     if family == "gptoss":
         return gptoss(paths)
+    if family == "dsr1":
+        return dsr1(paths)
     gpus, batched, memory, version, precisions, seqs = FAMILIES[family]
     # InferenceMAX names TensorRT-LLM's runs by their GPU ("h200-trt"), so
     # the GPUs pick the engine's runs.
@@ -147,6 +199,6 @@ def main(family, paths):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 3 or sys.argv[1] not in (*FAMILIES, "gptoss"):
+    if len(sys.argv) < 3 or sys.argv[1] not in (*FAMILIES, "gptoss", "dsr1"):
         sys.exit(__doc__)
     main(sys.argv[1], sys.argv[2:])

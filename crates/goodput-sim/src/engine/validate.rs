@@ -1414,7 +1414,7 @@ impl ValidationReport {
 /// docs/simulator.md's "Accuracy at a glance" lists them: the calibration
 /// set, the closed and open loops under load, TensorRT-LLM's tables, the
 /// served runs, and the MI300X's (CDNA3's calibration and its checks).
-pub const GLANCE_FILES: [&str; 24] = [
+pub const GLANCE_FILES: [&str; 25] = [
     "public.csv",
     "nim-closed-loop.csv",
     "nim-dli-closed-loop.csv",
@@ -1439,6 +1439,7 @@ pub const GLANCE_FILES: [&str; 24] = [
     "inferencemax-cdna4.csv",
     "inferencemax-trtllm.csv",
     "inferencemax-gptoss.csv",
+    "inferencemax-dsr1.csv",
 ];
 
 /// Each named set of rows validated and glanced at, in the order given,
