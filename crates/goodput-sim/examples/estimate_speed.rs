@@ -6,7 +6,7 @@
 //!
 //! `-- --pp N`, `--ep N --dp N` and `--model NAME` time the pipeline- and
 //! expert-parallel paths on the same load (e.g. `--model qwen3-30b-a3b
-//! --ep 8 --dp 8`).
+//! --ep 8 --dp 8`), and `--async-scheduling` the scheduler a step ahead.
 
 use goodput_sim::engine::{simulate, EngineConfig, Precision, VirtualLoad, VirtualRequest};
 use std::process::ExitCode;
@@ -19,6 +19,7 @@ fn main() -> ExitCode {
     let model = flag("--model").unwrap_or_else(|| "llama-3.1-8b".into());
     let cfg = EngineConfig::from_names(&model, "h100", Precision::Bf16).map_err(|e| e.to_string()).and_then(|mut c| {
         (c.pp, c.ep, c.dp) = (count("--pp")?, count("--ep")?, count("--dp")?);
+        c.async_scheduling = args.iter().any(|a| a == "--async-scheduling");
         c.validate().map_err(|e| e.to_string())?;
         Ok(c)
     });
