@@ -90,70 +90,67 @@ HEADER = (
 )
 
 
-def gptoss(paths):
-    print(HEADER)
+def runs(paths):
+    """Each run of the results files, with its shape: by GPU, precision,
+    TP and users."""
     for path in paths:
         shape = next(s for s in SHAPES if f"_{s}_" in path or path.endswith(f"{s}.json"))
-        isl, osl = SHAPES[shape]
-        runs = json.load(open(path))
-        for r in sorted(runs, key=lambda r: (r["hw"], r["tp"], r["conc"])):
-            if r["hw"] not in GPTOSS or r["framework"] != "vllm" or r["model"] != "openai/gpt-oss-120b":
-                continue
-            gpu, tp, conc = r["hw"], r["tp"], r["conc"]
-            name, batched, memory, seqs, version = GPTOSS[gpu]
-            source = (
-                f"InferenceMAX nightly (SemiAnalysis) results_gptoss_{shape}, as copied in "
-                f"denosys/InferenceMAX@cc3cd8be docs/data (Apache-2.0): {version}, "
-                f"benchmark_serving random {isl}/{osl} range 0.8, max-concurrency {conc}, request-rate inf"
-            )
-            seqs = conc if seqs is None else seqs
-            common = (
-                f"gpt-oss-120b,{name},{tp},{tp},mxfp4,vllm,{isl},{osl},concurrency,{conc},{conc * 10},"
-                f"0.8,together,{seqs},{batched},{memory},auto,http,yes"
-            )
-            for metric, value, unit in (
-                ("ttft_ms_mean", r["mean_ttft"] * 1000, "ms"),
-                ("tpot_ms_mean", r["mean_tpot"] * 1000, "ms"),
-                ("output_tokens_per_s", r["output_tput_per_gpu"] * tp, "tok/s"),
-            ):
-                print(
-                    f'imx-gptoss-{gpu}-{shape}-tp{tp}-c{conc}-{metric.split("_")[0]},{common},{metric},'
-                    f'{round(value, 3)},{unit},held-out,"{source}"'
-                )
+        for r in sorted(json.load(open(path)), key=lambda r: (r["hw"], r["precision"], r["tp"], r["conc"])):
+            yield shape, r
+
+
+def emit(name, common, shape, version, r, ttft=True):
+    """A run's rows: its mean TTFT (unless left out), mean TPOT and output
+    tokens/s (the file's per-GPU throughput times TP)."""
+    isl, osl = SHAPES[shape]
+    what = name.split("-")[1]
+    source = (
+        f"InferenceMAX nightly (SemiAnalysis) results_{what}_{shape}, as copied in "
+        f"denosys/InferenceMAX@cc3cd8be docs/data (Apache-2.0): {version}, "
+        f"benchmark_serving random {isl}/{osl} range 0.8, max-concurrency {r['conc']}, request-rate inf"
+    )
+    for metric, value, unit in (
+        ("ttft_ms_mean", r["mean_ttft"] * 1000, "ms"),
+        ("tpot_ms_mean", r["mean_tpot"] * 1000, "ms"),
+        ("output_tokens_per_s", r["output_tput_per_gpu"] * r["tp"], "tok/s"),
+    ):
+        if metric.startswith("ttft") and not ttft:
+            continue
+        print(f'{name}-{metric.split("_")[0]},{common},{metric},{round(value, 3)},{unit},held-out,"{source}"')
+
+
+def load(shape, r):
+    """The columns from the lengths to the range ratio."""
+    isl, osl = SHAPES[shape]
+    return f"{isl},{osl},concurrency,{r['conc']},{r['conc'] * 10},0.8,together"
+
+
+def gptoss(paths):
+    print(HEADER)
+    for shape, r in runs(paths):
+        if r["hw"] not in GPTOSS or r["framework"] != "vllm" or r["model"] != "openai/gpt-oss-120b":
+            continue
+        gpu, tp, conc = r["hw"], r["tp"], r["conc"]
+        name, batched, memory, seqs, version = GPTOSS[gpu]
+        seqs = conc if seqs is None else seqs
+        common = f"gpt-oss-120b,{name},{tp},{tp},mxfp4,vllm,{load(shape, r)},{seqs},{batched},{memory},auto,http,yes"
+        emit(f"imx-gptoss-{gpu}-{shape}-tp{tp}-c{conc}", common, shape, version, r)
 
 
 def dsr1(paths):
     print(HEADER.replace(",client,", ",client,mixed,ep,"))
-    for path in paths:
-        shape = next(s for s in SHAPES if f"_{s}_" in path or path.endswith(f"{s}.json"))
-        isl, osl = SHAPES[shape]
-        runs = json.load(open(path))
-        for r in sorted(runs, key=lambda r: (r["hw"], r["precision"], r["tp"], r["conc"])):
-            key = (r["hw"], r["precision"])
-            if r["framework"] != "sglang" or key not in DSR1:
-                continue
-            gpu, tp, conc, precision = r["hw"], r["tp"], r["conc"], r["precision"]
-            version, seqs, chunk, memory, kv, ep_moe, ttft = DSR1[key]
-            source = (
-                f"InferenceMAX nightly (SemiAnalysis) results_dsr1_{shape}, as copied in "
-                f"denosys/InferenceMAX@cc3cd8be docs/data (Apache-2.0): {version} {r['model']}, "
-                f"benchmark_serving random {isl}/{osl} range 0.8, max-concurrency {conc}, request-rate inf"
-            )
-            common = (
-                f"deepseek-r1-0528,{gpu},{tp},{tp},{precision},sglang,{isl},{osl},concurrency,{conc},{conc * 10},"
-                f"0.8,together,{seqs(isl, osl)},{chunk},{memory},{kv},http,no,{tp if ep_moe else 1},yes"
-            )
-            for metric, value, unit in (
-                ("ttft_ms_mean", r["mean_ttft"] * 1000, "ms"),
-                ("tpot_ms_mean", r["mean_tpot"] * 1000, "ms"),
-                ("output_tokens_per_s", r["output_tput_per_gpu"] * tp, "tok/s"),
-            ):
-                if metric.startswith("ttft") and not ttft:
-                    continue
-                print(
-                    f'imx-dsr1-{gpu}-{precision}-{shape}-tp{tp}-c{conc}-{metric.split("_")[0]},{common},{metric},'
-                    f'{round(value, 3)},{unit},held-out,"{source}"'
-                )
+    for shape, r in runs(paths):
+        key = (r["hw"], r["precision"])
+        if r["framework"] != "sglang" or key not in DSR1:
+            continue
+        gpu, tp, conc, precision = r["hw"], r["tp"], r["conc"], r["precision"]
+        version, seqs, chunk, memory, kv, ep_moe, ttft = DSR1[key]
+        common = (
+            f"deepseek-r1-0528,{gpu},{tp},{tp},{precision},sglang,{load(shape, r)},{seqs(*SHAPES[shape])},{chunk},"
+            f"{memory},{kv},http,no,{tp if ep_moe else 1},yes"
+        )
+        name = f"imx-dsr1-{gpu}-{precision}-{shape}-tp{tp}-c{conc}"
+        emit(name, common, shape, f"{version} {r['model']}", r, ttft)
 
 
 def main(family, paths):
@@ -166,36 +163,15 @@ def main(family, paths):
     # the GPUs pick the engine's runs.
     trtllm = family == "trtllm"
     print(HEADER)
-    for path in paths:
-        shape = next(s for s in SHAPES if f"_{s}_" in path or path.endswith(f"{s}.json"))
-        isl, osl = SHAPES[shape]
-        runs = json.load(open(path))
-        for r in sorted(runs, key=lambda r: (r["hw"], r["precision"], r["tp"], r["conc"])):
-            if r["hw"] not in gpus or r["precision"] not in precisions:
-                continue
-            gpu, tp, conc, precision = r["hw"], r["tp"], r["conc"], r["precision"]
-            source = (
-                f"InferenceMAX nightly (SemiAnalysis) results_70b_{shape}, as copied in "
-                f"denosys/InferenceMAX@cc3cd8be docs/data (Apache-2.0): {version}, "
-                f"benchmark_serving random {isl}/{osl} range 0.8, max-concurrency {conc}, request-rate inf"
-            )
-            # TensorRT-LLM's batch limit and memory share are its own defaults.
-            engine, limits = ("tensorrt-llm", f",{batched},") if trtllm else ("vllm", f"{seqs or conc},{batched},{memory}")
-            common = (
-                f"llama-3.3-70b,{gpus[gpu]},{tp},{tp},{precision},{engine},{isl},{osl},concurrency,{conc},{conc * 10},"
-                f"0.8,together,{limits},fp8,http,yes"
-            )
-            for metric, value, unit in (
-                ("ttft_ms_mean", r["mean_ttft"] * 1000, "ms"),
-                ("tpot_ms_mean", r["mean_tpot"] * 1000, "ms"),
-                ("output_tokens_per_s", r["output_tput_per_gpu"] * tp, "tok/s"),
-            ):
-                name = metric.split("_")[0]
-                prec = "" if len(precisions) == 1 else f"{precision}-"
-                print(
-                    f'imx-70b-{gpu}-{prec}{shape}-tp{tp}-c{conc}-{name},{common},{metric},{round(value, 3)},{unit},'
-                    f'held-out,"{source}"'
-                )
+    for shape, r in runs(paths):
+        if r["hw"] not in gpus or r["precision"] not in precisions:
+            continue
+        gpu, tp, conc, precision = r["hw"], r["tp"], r["conc"], r["precision"]
+        # TensorRT-LLM's batch limit and memory share are its own defaults.
+        engine, limits = ("tensorrt-llm", f",{batched},") if trtllm else ("vllm", f"{seqs or conc},{batched},{memory}")
+        common = f"llama-3.3-70b,{gpus[gpu]},{tp},{tp},{precision},{engine},{load(shape, r)},{limits},fp8,http,yes"
+        prec = "" if len(precisions) == 1 else f"{precision}-"
+        emit(f"imx-70b-{gpu}-{prec}{shape}-tp{tp}-c{conc}", common, shape, version, r)
 
 
 if __name__ == "__main__":

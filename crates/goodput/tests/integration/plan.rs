@@ -43,21 +43,8 @@ fn plan_at(dir: &Path, name: &str, gpus: &[&str], budget: u32, precision: &str, 
 #[test]
 fn plan_predicts_a_scheduler_a_step_ahead_when_asked() {
     let dir = tempfile::tempdir().unwrap();
-    let one = ["--tp", "1", "--precision", "fp8"];
-    let run = |name: &str, extra: &[&str]| {
-        let out = dir.path().join(name);
-        goodput()
-            .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpus", "1", "--gpu", "h100=2.5"])
-            .args(["--max-num-batched-tokens", "2048", "--input-tokens", "256", "--output-tokens", "32"])
-            .args(["--concurrency", "1,8,32", "--requests-per-user", "2", "--jobs", "2"])
-            .args(one)
-            .args(extra)
-            .arg("-o")
-            .arg(&out)
-            .assert()
-            .success();
-        read_json(&out)
-    };
+    // One GPU: TP 1 alone, in FP8.
+    let run = |name: &str, extra: &[&str]| plan_at(dir.path(), name, &["h100=2.5"], 1, "fp8", extra);
     let (now, ahead) = (run("now.json", &[]), run("ahead.json", &["--async-scheduling"]));
     assert_valid(&ahead, "FrontierResult", "plan --async-scheduling");
     let ttfts = |d: &Value| -> Vec<f64> {
