@@ -458,6 +458,29 @@ pub const H200_POWER: PowerCheck = PowerCheck {
 /// schedulers, Qwen3-14B's runs, while at four users it was not; under
 /// TensorRT-LLM's, whose offline tables set the constants, Qwen3-32B's
 /// runs under `trtllm-serve` (since session 90; none had been said).
+/// Under load, where the engine chose each step after the one before and
+/// the scheduler's own servers choose it a step ahead by default (SGLang's
+/// overlap schedule, TensorRT-LLM's overlap scheduler): what that leaves
+/// out, and the flag that predicts it. `None` under vLLM's scheduler
+/// (its default depends on its release) and where it ran a step ahead.
+pub fn step_ahead_note(scheduler: crate::engine::SchedulerPolicy, async_scheduling: bool) -> Option<String> {
+    let whose = match scheduler {
+        _ if async_scheduling => return None,
+        crate::engine::SchedulerPolicy::Vllm => return None,
+        crate::engine::SchedulerPolicy::Sglang => {
+            "SGLang's servers (its overlap schedule, on by default since v0.4) choose"
+        }
+        crate::engine::SchedulerPolicy::Trtllm => {
+            "TensorRT-LLM's trtllm-serve (its PyTorch backend's overlap scheduler, on by default since May 2025) chooses"
+        }
+    };
+    Some(format!(
+        "scheduling: {whose} each step while the one before runs, so a request that reaches one busy waits \
+         about a step more for its first token than predicted here, where each step was chosen after the one before \
+         ended: add --async-scheduling to predict it (docs/simulator.md, \"Scheduling a step ahead\")"
+    ))
+}
+
 pub fn served_load_note(scheduler: crate::engine::SchedulerPolicy, gpu: &GpuSpec) -> Option<String> {
     if gpu.family != GpuFamily::Hopper {
         return None;
@@ -788,6 +811,16 @@ mod tests {
     use crate::engine::validate::{
         parse_csv, validate, Metric, ReferenceEngine, ReferenceLoad, ReferenceRow, Split, ValidationOptions,
     };
+
+    #[test]
+    fn a_step_ahead_is_said_where_the_scheduler_s_servers_run_one_and_the_engine_did_not() {
+        use crate::engine::SchedulerPolicy;
+        let sglang = step_ahead_note(SchedulerPolicy::Sglang, false).unwrap();
+        assert!(sglang.starts_with("scheduling: SGLang's servers") && sglang.contains("add --async-scheduling"));
+        assert!(step_ahead_note(SchedulerPolicy::Trtllm, false).unwrap().contains("trtllm-serve"));
+        assert!(step_ahead_note(SchedulerPolicy::Sglang, true).is_none());
+        assert!(step_ahead_note(SchedulerPolicy::Vllm, false).is_none());
+    }
 
     #[test]
     fn the_note_quotes_the_figures_and_marks_the_start_that_applies() {

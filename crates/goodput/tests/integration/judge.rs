@@ -598,6 +598,14 @@ fn estimate_and_serve_schedule_a_step_ahead_when_asked() {
     let (tpot, tpot_ahead) = (mean(&now, "tpot_ms"), mean(&ahead, "tpot_ms"));
     assert!((tpot_ahead / tpot - 1.0).abs() < 0.05, "TPOT {tpot_ahead:.2} against {tpot:.2} ms");
     crate::schema::assert_valid(&ahead, "RunResult", "estimate --async-scheduling");
+    // Under SGLang's scheduler, whose servers run a step ahead by default,
+    // a prediction without it says so, and one with it does not.
+    let notes = |extra: &[&str]| {
+        let sglang = ["-c", "16", "-n", "64", "--scheduler", "sglang"];
+        estimate_doc(dir.path(), "sglang.json", &[&sglang[..], extra].concat())["engine"]["notes"].to_string()
+    };
+    assert!(notes(&[]).contains("scheduling: SGLang's servers (its overlap schedule"), "{}", notes(&[]));
+    assert!(!notes(&["--async-scheduling"]).contains("scheduling:"), "{}", notes(&["--async-scheduling"]));
     // Served: the banner names it, and a bench against it completes.
     let (url, said, _server) = cmd::serve(&["--profile", "engine", "--async-scheduling", "--speed", "20"]);
     assert!(said.contains(" · scheduled a step ahead · chat template"), "{said}");
