@@ -93,12 +93,13 @@ const MIN_STEADY_COMPLETIONS_PER_USER: u64 = 2;
 /// them, for the chart's legend, the tables and the CSV. A predicted
 /// frontier's (`plan`, and `sweep --serve-grid --estimate`'s); called
 /// after the analysis, which chose the best. A calibrated family whose
-/// check leaves part out (CDNA3) gets its note, unmarked.
+/// check leaves part out (CDNA3, Blackwell) gets its note, unmarked.
 pub(crate) fn mark_uncalibrated(doc: &mut FrontierResult, fitted: &[GpuFamily]) {
     // Each such GPU once, its note, and its configurations. A family the
     // user's --calibration gave constants of its own is not one.
     let mut names: Vec<(GpuSpec, String, usize)> = Vec::new();
-    // A calibrated family whose check leaves part out (CDNA3's: offline
+    // A calibrated family whose check leaves part out (Blackwell's: its
+    // served TTFT at high TP; CDNA3's: offline
     // throughput, not the prefill) is said once, and not marked.
     let mut limits: Vec<String> = Vec::new();
     for c in doc.configs.iter().filter(|c| c.status == ConfigStatus::Ok) {

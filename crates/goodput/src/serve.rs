@@ -397,7 +397,9 @@ mod tests {
         assert!(amd.starts_with("MI355X (cdna4) is uncalibrated"), "{amd}");
         let cdna3 = super::family_warning("mi300x").unwrap();
         assert!(cdna3.starts_with("MI300X (cdna3) runs on constants fitted on AMD's offline vLLM runs"), "{cdna3}");
-        assert!(super::family_warning("h100").is_none() && super::family_warning("b200").is_none());
+        let blackwell = super::family_warning("b200").unwrap();
+        assert!(blackwell.starts_with("B200 (blackwell) runs on constants fitted on TensorRT-LLM's"), "{blackwell}");
+        assert!(super::family_warning("h100").is_none());
         assert!(super::family_warning("no-such-gpu").is_none());
     }
 }
