@@ -100,18 +100,15 @@ fn run() -> Result<(), String> {
                 let v = args.next().ok_or("--sglang-scheduler needs sglang or vllm")?;
                 options.sglang_scheduler = v.parse::<SchedulerPolicy>().map_err(|e| e.to_string())?;
             }
-            "--mixed-batches" => {
-                options.mixed_batches = match args.next().as_deref() {
-                    Some("yes") => Some(true),
-                    Some("no") => Some(false),
-                    _ => return Err("--mixed-batches needs yes or no".into()),
-                }
-            }
-            "--async-scheduling" => {
-                options.async_scheduling = match args.next().as_deref() {
-                    Some("yes") => Some(true),
-                    Some("no") => Some(false),
-                    _ => return Err("--async-scheduling needs yes or no".into()),
+            "--mixed-batches" | "--async-scheduling" => {
+                let on = match args.next().as_deref() {
+                    Some("yes") => true,
+                    Some("no") => false,
+                    _ => return Err(format!("{arg} needs yes or no")),
+                };
+                match arg.as_str() {
+                    "--mixed-batches" => options.mixed_batches = Some(on),
+                    _ => options.async_scheduling = Some(on),
                 }
             }
             "--glance" => glance = true,

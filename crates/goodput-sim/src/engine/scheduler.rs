@@ -379,10 +379,9 @@ pub struct Engine {
     /// `rank` is [`UNRANKED`] until then.
     unranked: Vec<u32>,
     /// Under `async_scheduling`, the requests added since the last step was
-    /// scheduled, oldest first, each with whether it goes to `unranked`
-    /// (else `waiting`): the step that runs next was chosen before they
-    /// came, so they wait for the one after it ([`Engine::step_into`]).
-    ahead: Vec<(u32, bool)>,
+    /// scheduled, oldest first: the step that runs next was chosen before
+    /// they came, so they wait for the one after it ([`Engine::step_into`]).
+    ahead: Vec<u32>,
     /// This step's batch on each attention rank (where there are several):
     /// the ranks step together, and the slowest sets the step's time.
     rank_shapes: Vec<BatchShape>,
@@ -948,8 +947,7 @@ impl Engine {
             }
         };
         self.index.insert(id, slot);
-        let unranked = self.cfg.scheduler == SchedulerPolicy::Trtllm && self.rank_load.len() > 1;
-        if unranked {
+        if self.cfg.scheduler == SchedulerPolicy::Trtllm && self.rank_load.len() > 1 {
             // Queued for TensorRT-LLM's executor to fetch at a step.
             self.slots[slot as usize].rank = UNRANKED;
         } else {
@@ -957,17 +955,17 @@ impl Engine {
             self.slots[slot as usize].rank = self.take_rank(id, prompt);
         }
         if self.cfg.async_scheduling {
-            self.ahead.push((slot, unranked));
+            self.ahead.push(slot);
         } else {
-            self.queue(slot, unranked);
+            self.queue(slot);
         }
         Ok(())
     }
 
     /// Queues the request in `slot` to be scheduled: for TensorRT-LLM's
-    /// executor to fetch (`unranked`), or waiting.
-    fn queue(&mut self, slot: u32, unranked: bool) {
-        if unranked {
+    /// executor to fetch where it has no rank yet, else waiting.
+    fn queue(&mut self, slot: u32) {
+        if self.slots[slot as usize].rank == UNRANKED {
             self.unranked.push(slot);
         } else {
             self.waiting.push_back(slot);
@@ -978,8 +976,8 @@ impl Engine {
     /// (`ahead`), oldest first.
     fn release_ahead(&mut self) {
         let mut held = std::mem::take(&mut self.ahead);
-        for (slot, unranked) in held.drain(..) {
-            self.queue(slot, unranked);
+        for slot in held.drain(..) {
+            self.queue(slot);
         }
         // Keep the allocation.
         self.ahead = held;
@@ -1000,7 +998,7 @@ impl Engine {
         let Some(slot) = self.index.remove(&id) else {
             return self.release_held(id);
         };
-        if let Some(pos) = self.ahead.iter().position(|&(s, _)| s == slot) {
+        if let Some(pos) = self.ahead.iter().position(|&s| s == slot) {
             self.ahead.remove(pos);
         } else if let Some(pos) = self.unranked.iter().position(|&s| s == slot) {
             self.unranked.remove(pos);
@@ -1068,8 +1066,7 @@ impl Engine {
     /// where SGLang's pages are a token by default.
     pub fn load_tokens(&self) -> u64 {
         let held = self.pools.iter().map(BlockPool::held_tokens).sum::<u64>();
-        let ahead = self.ahead.iter().map(|(s, _)| s);
-        let queued = self.waiting.iter().chain(&self.unranked).chain(ahead);
+        let queued = self.waiting.iter().chain(&self.unranked).chain(&self.ahead);
         held + queued.map(|&s| u64::from(self.slots[s as usize].prompt_len)).sum::<u64>()
     }
 
@@ -1082,8 +1079,7 @@ impl Engine {
 
     /// Waiting requests, next to be admitted first.
     pub fn waiting_ids(&self) -> impl Iterator<Item = u64> + '_ {
-        let ahead = self.ahead.iter().map(|(s, _)| s);
-        self.waiting.iter().chain(&self.unranked).chain(ahead).map(|&s| self.slots[s as usize].id)
+        self.waiting.iter().chain(&self.unranked).chain(&self.ahead).map(|&s| self.slots[s as usize].id)
     }
 
     pub fn stats(&self) -> EngineStats {

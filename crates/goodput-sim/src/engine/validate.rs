@@ -391,11 +391,14 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
                 Some("held-out") => Some(Split::HeldOut),
                 Some(other) => return Err(err(format!("unknown split `{other}`; known: calibration, held-out"))),
             };
-            row.queueing = match extra(1) {
-                None | Some("no") => false,
-                Some("yes") => true,
-                Some(other) => return Err(err(format!("`queueing` must be yes or no, got `{other}`"))),
+            // A yes-or-no column, `absent` where the file leaves it out.
+            let switch = |k: usize, absent: bool| match extra(k) {
+                None => Ok(absent),
+                Some("yes") => Ok(true),
+                Some("no") => Ok(false),
+                Some(other) => Err(err(format!("`{}` must be yes or no, got `{other}`", OPTIONAL_COLUMNS[k]))),
             };
+            row.queueing = switch(1, false)?;
             // A closed loop's benchmark may have sent more than are
             // simulated (whole rounds of its users are, up to MAX_REQUESTS).
             let most = if matches!(row.load, ReferenceLoad::Concurrency(_)) { MAX_SENT } else { MAX_REQUESTS };
@@ -430,16 +433,8 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
                 Some("together") => true,
                 Some(other) => return Err(err(format!("`start` must be together or apart, got `{other}`"))),
             };
-            row.mixed_batches = match extra(6) {
-                None | Some("yes") => true,
-                Some("no") => false,
-                Some(other) => return Err(err(format!("`mixed` must be yes or no, got `{other}`"))),
-            };
-            row.async_scheduling = match extra(15) {
-                None | Some("no") => false,
-                Some("yes") => true,
-                Some(other) => return Err(err(format!("`async_scheduling` must be yes or no, got `{other}`"))),
-            };
+            row.mixed_batches = switch(6, true)?;
+            row.async_scheduling = switch(15, false)?;
             let positive = |k: usize, what: &str| -> Result<Option<u32>, Error> {
                 extra(k)
                     .map(|v| {
@@ -2060,6 +2055,8 @@ s,llama-3.1-8b,h100-sxm,2,1,bf16,vllm,500,50,concurrency,4,10,ttft_ms_mean,50,ms
             ("inferencemax-blackwell.csv", Split::HeldOut),
             ("inferencemax-cdna4.csv", Split::HeldOut),
             ("inferencemax-trtllm.csv", Split::HeldOut),
+            ("inferencemax-gptoss.csv", Split::HeldOut),
+            ("inferencemax-dsr1.csv", Split::HeldOut),
         ] {
             assert!(rows(f).iter().all(|r| r.split == Some(split)), "{f}");
         }

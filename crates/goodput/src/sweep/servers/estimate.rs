@@ -56,14 +56,15 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
                     p.id()
                 );
             }
-            if knob == "mixed_batches" && mixed_batches_value(v).is_none() {
-                bail!("--estimate: {k}={v} in {} is not true or false (prompts and decodes in one step)", p.id());
-            }
-            if knob == "internal_lb" && mixed_batches_value(v).is_none() {
-                bail!("--estimate: {k}={v} in {} is not true or false (vLLM's own balancing of its replicas)", p.id());
-            }
-            if knob == "async_scheduling" && mixed_batches_value(v).is_none() {
-                bail!("--estimate: {k}={v} in {} is not true or false (the scheduler a step ahead)", p.id());
+            // The switches, each with what it turns on.
+            let switch = match knob {
+                "mixed_batches" => Some("prompts and decodes in one step"),
+                "internal_lb" => Some("vLLM's own balancing of its replicas"),
+                "async_scheduling" => Some("the scheduler a step ahead"),
+                _ => None,
+            };
+            if let Some(what) = switch.filter(|_| mixed_batches_value(v).is_none()) {
+                bail!("--estimate: {k}={v} in {} is not true or false ({what})", p.id());
             }
             if knob == "pd" {
                 goodput_sim::engine::Disaggregation::parse(v.trim())
@@ -280,13 +281,13 @@ pub(crate) fn set_knobs(hw: &mut crate::cli::EngineHwArgs, params: &Params, flag
             Some("router") if is_sglangs_balance(k) => {}
             Some("router") => hw.router = v.to_string(),
             Some("mixed_batches") => hw.no_mixed_batches = mixed_batches_value(v) == Some(false),
-            Some("internal_lb") => {
-                hw.internal_lb = mixed_batches_value(v)
+            Some(knob @ ("internal_lb" | "async_scheduling")) => {
+                let on = mixed_batches_value(v)
                     .with_context(|| format!("{flag}: {k}={v} is not a switch: give true or false"))?;
-            }
-            Some("async_scheduling") => {
-                hw.async_scheduling = mixed_batches_value(v)
-                    .with_context(|| format!("{flag}: {k}={v} is not a switch: give true or false"))?;
+                match knob {
+                    "internal_lb" => hw.internal_lb = on,
+                    _ => hw.async_scheduling = on,
+                }
             }
             Some("schedule_conservativeness") => {
                 hw.schedule_conservativeness =
