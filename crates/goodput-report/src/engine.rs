@@ -109,8 +109,10 @@ impl EngineView for SimulatedEngine {
         if c.mixed_batches == Some(false) {
             parts.push("prompts and decodes in separate steps".into());
         }
-        if c.async_scheduling == Some(true) {
-            parts.push("scheduled a step ahead".into());
+        match c.async_scheduling {
+            Some(true) => parts.push("scheduled a step ahead".into()),
+            Some(false) => parts.push("each step scheduled after the last".into()),
+            None => {}
         }
         if c.calibrated == Some(false) {
             parts.push(format!("uncalibrated ({}: Hopper's constants)", c.gpu_family));

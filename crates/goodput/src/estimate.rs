@@ -201,7 +201,6 @@ fn engine_notes(a: &EstimateArgs, cfg: &EngineConfig, result: &RunResult) -> Vec
         };
         notes.push(ttft_note(start));
         notes.extend(goodput_sim::engine::accuracy::served_load_note(cfg.scheduler, &cfg.gpu));
-        notes.extend(goodput_sim::engine::accuracy::step_ahead_note(cfg.scheduler, cfg.async_scheduling));
     }
     if result.energy.is_some() {
         notes.push(goodput_sim::engine::accuracy::energy_note_on([(cfg.gpu.family, &cfg.calibration)]));

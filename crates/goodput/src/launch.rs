@@ -422,16 +422,20 @@ fn goodput_flags(params: &ParamMap, gpu_memory_utilization: Option<f64>) -> Resu
         // Prompts and decodes apart is a switch (SGLang's default, which
         // plan names); together is the server's own default.
         if k == "mixed_batches" {
-            if goodput_core::doc::overlay::mixed_batches_value(v) == Some(false) {
+            if goodput_core::doc::overlay::switch_value(v) == Some(false) {
                 flags.push("--no-mixed-batches".into());
             }
             continue;
         }
         // vLLM's own balancing of its replicas is a switch too, and so is
-        // scheduling a step ahead.
+        // scheduling a step ahead (on by default, as the servers run).
         if k == "internal_lb" || k == "async_scheduling" {
-            if goodput_core::doc::overlay::mixed_batches_value(v) == Some(true) {
-                flags.push(if k == "internal_lb" { "--internal-lb" } else { "--async-scheduling" }.into());
+            match (k.as_str(), goodput_core::doc::overlay::switch_value(v)) {
+                ("internal_lb", Some(true)) => flags.push("--internal-lb".into()),
+                ("async_scheduling", Some(on)) => {
+                    flags.push(if on { "--async-scheduling" } else { "--no-async-scheduling" }.into())
+                }
+                _ => {}
             }
             continue;
         }
@@ -917,15 +921,17 @@ fn flags(
     }
     // A prompt chunk beside the running decodes: vLLM's way always,
     // SGLang's when asked (plan's `--mixed-chunk on`; off by default).
-    let mixed = get("mixed_batches").and_then(goodput_core::doc::overlay::mixed_batches_value);
+    let mixed = get("mixed_batches").and_then(goodput_core::doc::overlay::switch_value);
     if sglang && mixed == Some(true) {
         flags.push("--enable-mixed-chunk".into());
     }
-    // A step ahead: vLLM's flag (SGLang's overlap schedule is its default,
-    // as TensorRT-LLM's overlap scheduler is).
-    let ahead = get("async_scheduling").and_then(goodput_core::doc::overlay::mixed_batches_value);
-    if !sglang && ahead == Some(true) {
-        flags.push("--async-scheduling".into());
+    // A step ahead, both servers' default (vLLM's since 0.14, which leaves
+    // it off with pipeline parallelism): named where the plan says.
+    match get("async_scheduling").and_then(goodput_core::doc::overlay::switch_value) {
+        Some(false) if sglang => flags.push("--disable-overlap-schedule".into()),
+        Some(false) => flags.push("--no-async-scheduling".into()),
+        Some(true) if !sglang => flags.push("--async-scheduling".into()),
+        _ => {}
     }
     // SGLang serves /metrics only when asked: the sweep reads the server's
     // own signals there.
@@ -1261,7 +1267,7 @@ pub fn write_grids(doc: &FrontierResult, out: &Path, cx: &SweepContext) -> Resul
                     let own = sc.is_some_and(|s| s.server == "vllm" && !s.script);
                     let least = c.params.get("router").is_some_and(|r| r.trim() == "least-loaded");
                     let internal =
-                        c.params.get("internal_lb").and_then(|v| goodput_core::doc::overlay::mixed_batches_value(v));
+                        c.params.get("internal_lb").and_then(|v| goodput_core::doc::overlay::switch_value(v));
                     own_balance |= own && (least || internal == Some(true));
                     own_predicted |= own && internal == Some(true);
                 }
@@ -1762,9 +1768,18 @@ mod tests {
         assert!(!sglang.contains("async") && !sglang.contains("overlap"), "{sglang}");
         let g = goodput_flags(&params(&ahead), Some(0.9)).unwrap().join(" ");
         assert!(g.contains("--async-scheduling") && !g.contains("true"), "{g}");
+        // Not a step ahead: each server's own switch off.
         let not = [("tp", "1"), ("async_scheduling", "false")];
-        assert!(!command(Server::Vllm, &not, &w).unwrap().contains("async"));
-        assert!(!goodput_flags(&params(&not), Some(0.9)).unwrap().join(" ").contains("async"));
+        assert!(command(Server::Vllm, &not, &w).unwrap().contains(" --no-async-scheduling"));
+        assert!(command(Server::Sglang, &not, &w).unwrap().contains(" --disable-overlap-schedule"));
+        let g = goodput_flags(&params(&not), Some(0.9)).unwrap().join(" ");
+        assert!(g.contains("--no-async-scheduling") && !g.contains("false"), "{g}");
+        // The default names nothing.
+        let plain = [("tp", "1")];
+        for s in [Server::Vllm, Server::Sglang, Server::Trtllm] {
+            let c = command(s, &plain, &w).unwrap();
+            assert!(!c.contains("overlap") && !c.contains("async"), "{c}");
+        }
         // SGLang's for round-robin and least-loaded.
         for (router, method) in [("round-robin", "round_robin"), ("least-loaded", "total_requests")] {
             assert!(Servers::replicas(Server::Sglang, &knobs(router)).is_none());

@@ -451,7 +451,7 @@ fn engine_columns(e: &EngineArgs) -> Result<EngineColumns> {
     let tail = format!(
         "{mixed},{seqs},{mbt},{memory},{kv},http,{ahead}",
         mixed = if hw.no_mixed_batches { "no" } else { "yes" },
-        ahead = if hw.async_scheduling { "yes" } else { "no" },
+        ahead = if cfg.async_scheduling { "yes" } else { "no" },
         seqs = hw.max_num_seqs.map(|v| v.to_string()).unwrap_or_default(),
         mbt = hw.max_num_batched_tokens.map(|v| v.to_string()).unwrap_or_default(),
         memory = hw.gpu_memory_utilization.map(|v| v.to_string()).unwrap_or_default(),

@@ -813,20 +813,27 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
     // Whether the schedulers were predicted a step ahead, as the servers
     // may run them.
     if !doc.configs.is_empty() {
-        doc.notes.push(match a.async_scheduling {
-            true => "Every configuration was predicted with its scheduler a step ahead (async_scheduling = \"true\" \
-                     in their parameters: step N+1 chosen while step N runs, so a request that reaches a busy engine \
-                     joins the step after next, about a step more TTFT under load): vLLM's commands pass \
-                     --async-scheduling, SGLang's overlap schedule and TensorRT-LLM's overlap scheduler are on by \
-                     default in their servers"
+        doc.notes.push(match (a.async_scheduling, a.no_async_scheduling) {
+            (_, true) => "Every configuration was predicted with each step chosen after the one before ends \
+                          (async_scheduling = \"false\" in their parameters), and their commands start the servers \
+                          so (vLLM's --no-async-scheduling, SGLang's --disable-overlap-schedule, TensorRT-LLM's \
+                          disable_overlap_scheduler), where by default each would choose a step while the one \
+                          before runs"
                 .to_string(),
-            false => "The configurations were predicted with each step chosen after the one before ends. The servers \
-                      their commands start may schedule a step ahead by default (SGLang's overlap schedule since \
-                      v0.4, TensorRT-LLM's overlap scheduler in its PyTorch backend since May 2025, vLLM's async \
-                      scheduling in its later releases), and a request that reaches one busy then waits about a \
-                      step more for its first token than predicted: plan again with --async-scheduling to predict \
-                      that"
-                .to_string(),
+            (ahead, false) => format!(
+                "Every configuration was predicted with its scheduler a step ahead, as the servers run by default \
+                 (vLLM's async scheduling since 0.14, SGLang's overlap schedule since 0.4, TensorRT-LLM's overlap \
+                 scheduler in its PyTorch backend since May 2025; not on TensorRT-LLM's prefill instances, which its \
+                 commands start without){}: step N+1 chosen while step N runs, so a request that reaches a busy \
+                 engine joins the step after next, about a step more TTFT under load. For servers started \
+                 without (vLLM before 0.14), plan with --no-async-scheduling",
+                match ahead {
+                    true =>
+                        ", vLLM's with pipeline parallelism too (async_scheduling = \"true\" in their \
+                             parameters, --async-scheduling in their commands)",
+                    false => "; vLLM's with pipeline parallelism without, as 0.14 left it",
+                }
+            ),
         });
     }
     // Which scheduler TensorRT-LLM's configurations were predicted with,
@@ -1768,7 +1775,6 @@ impl Search<'_> {
         cfg.gpu_memory_utilization = self.args.gpu_memory_utilization;
         cfg.max_num_seqs = Some(c.max_num_seqs);
         cfg.max_num_batched_tokens = c.max_num_batched_tokens;
-        cfg.async_scheduling = self.args.async_scheduling;
         cfg.pd = c.pd.map(|pd| pd.disaggregation());
         if c.pd.is_some() {
             cfg.router = simulated_router(c.router, &self.workload, self.sessions.is_some());
@@ -1789,6 +1795,9 @@ impl Search<'_> {
         if self.args.serve_engine == crate::launch::Server::Trtllm {
             cfg.scheduler = SchedulerPolicy::Trtllm;
         }
+        // A step ahead as the servers run by default, unless told.
+        cfg.async_scheduling =
+            self.args.async_scheduling || (!self.args.no_async_scheduling && cfg.servers_schedule_ahead());
         cfg
     }
 
@@ -2918,10 +2927,13 @@ impl Search<'_> {
         if self.vllm_internal(c) {
             params.insert("internal_lb".into(), "true".into());
         }
-        // A step ahead: vLLM's command passes it, and a grid's own
+        // A step ahead where it is not the servers' default, and none where
+        // it is: each command then says so (vLLM's --async-scheduling or
+        // --no-async-scheduling, SGLang's --disable-overlap-schedule,
+        // TensorRT-LLM's disable_overlap_scheduler), and a grid's own
         // --estimate runs it.
-        if self.args.async_scheduling {
-            params.insert("async_scheduling".into(), "true".into());
+        if cfg.async_scheduling != cfg.servers_schedule_ahead() {
+            params.insert("async_scheduling".into(), cfg.async_scheduling.to_string());
         }
         if c.spec > 0 {
             let sd = self.spec(c.spec);

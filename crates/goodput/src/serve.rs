@@ -197,7 +197,7 @@ fn scheduler_words(cfg: &goodput_sim::engine::EngineConfig) -> String {
     };
     match cfg.async_scheduling {
         true => format!("{whose} · scheduled a step ahead"),
-        false => whose,
+        false => format!("{whose} · each step scheduled after the last"),
     }
 }
 

@@ -233,8 +233,9 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         cfg.enable_chunked_prefill = !e.no_chunked_prefill;
         cfg.enable_prefix_caching = !e.no_prefix_caching;
         cfg.mixed_batches = !e.no_mixed_batches;
-        cfg.async_scheduling = e.async_scheduling;
         cfg.scheduler = e.scheduler.parse()?;
+        // A step ahead where the servers run one by default, unless told.
+        cfg.async_scheduling = e.async_scheduling || (!e.no_async_scheduling && cfg.servers_schedule_ahead());
         refuse_auto_fp8(&e.precision, &cfg)?;
         if e.schedule_conservativeness != 1.0 && cfg.scheduler != goodput_sim::engine::SchedulerPolicy::Sglang {
             bail!(

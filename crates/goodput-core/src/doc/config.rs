@@ -442,10 +442,13 @@ pub struct EngineSettings {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mixed_batches: Option<bool>,
     /// `true` when the scheduler chose each step while the one before ran
-    /// (`--async-scheduling`: vLLM's, TensorRT-LLM's overlap scheduler,
-    /// SGLang's overlap schedule), a request reaching a busy engine joining
-    /// the step after next; absent when each step was chosen after the one
-    /// before ended.
+    /// (vLLM's async scheduling, TensorRT-LLM's overlap scheduler, SGLang's
+    /// overlap schedule: the default, as those servers run by default), a
+    /// request reaching a busy engine joining the step after next; `false`
+    /// when each step was chosen after the one before ended
+    /// (`--no-async-scheduling`). Absent in documents of earlier goodput
+    /// releases, whose engine chose each step so unless given
+    /// `--async-scheduling`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub async_scheduling: Option<bool>,
     /// The GPU's family (`hopper`, `ampere`, `ada`, `blackwell`,

@@ -64,8 +64,9 @@ pub const KNOB_ALIASES: [(&str, &[&str]); 17] = [
     // vLLM's own balancing of its --data-parallel-size replicas (the
     // default of one vLLM server; `plan` names it where it predicted it).
     ("internal_lb", &[]),
-    // A scheduler a step ahead: vLLM's --async-scheduling (SGLang's and
-    // TensorRT-LLM's switches are its negation, `disable_overlap_*`).
+    // A scheduler a step ahead: vLLM's --async-scheduling, on by default
+    // (SGLang's and TensorRT-LLM's switches are its negation,
+    // `disable_overlap_*`).
     ("async_scheduling", &[]),
 ];
 
@@ -79,7 +80,10 @@ fn absent_value(knob: &str) -> Option<&'static str> {
         "spec_tokens" => Some("0"),
         "mixed_batches" => Some("true"),
         "schedule_conservativeness" => Some("1"),
-        "internal_lb" | "async_scheduling" => Some("false"),
+        "internal_lb" => Some("false"),
+        // The servers' default (vLLM's since 0.14, SGLang's, TensorRT-LLM's
+        // PyTorch backend's): `plan` names it only where off.
+        "async_scheduling" => Some("true"),
         // The server's default: the activations' width.
         "kv_cache_dtype" => Some("auto"),
         RANK_BALANCE => Some("auto"),
@@ -150,11 +154,10 @@ fn kv_cache_name(v: &str) -> String {
     }
 }
 
-/// A `mixed_batches` setting (SGLang's `enable_mixed_chunk`) as a switch:
-/// prompts and decodes in one step (`true`, `yes`, `1`, `on`) or in
-/// separate steps (`false`, `no`, `0`, `off`); `None` for other text. An
-/// `internal_lb` or `async_scheduling` setting reads the same.
-pub fn mixed_batches_value(v: &str) -> Option<bool> {
+/// A switch's setting (`mixed_batches`, SGLang's `enable_mixed_chunk`;
+/// `internal_lb`; `async_scheduling`): on (`true`, `yes`, `1`, `on`) or off
+/// (`false`, `no`, `0`, `off`); `None` for other text.
+pub fn switch_value(v: &str) -> Option<bool> {
     match v.trim().to_ascii_lowercase().as_str() {
         "true" | "yes" | "1" | "on" => Some(true),
         "false" | "no" | "0" | "off" => Some(false),
@@ -193,9 +196,7 @@ pub fn same_value(knob: &str, a: &str, b: &str) -> bool {
     if knob == RANK_BALANCE {
         return param_key(a) == param_key(b);
     }
-    if let ("internal_lb" | "async_scheduling", Some(x), Some(y)) =
-        (knob, mixed_batches_value(a), mixed_batches_value(b))
-    {
+    if let ("internal_lb" | "async_scheduling", Some(x), Some(y)) = (knob, switch_value(a), switch_value(b)) {
         return x == y;
     }
     match (a.trim().parse::<f64>(), b.trim().parse::<f64>()) {

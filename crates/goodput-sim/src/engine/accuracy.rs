@@ -458,29 +458,6 @@ pub const H200_POWER: PowerCheck = PowerCheck {
 /// schedulers, Qwen3-14B's runs, while at four users it was not; under
 /// TensorRT-LLM's, whose offline tables set the constants, Qwen3-32B's
 /// runs under `trtllm-serve` (since session 90; none had been said).
-/// Under load, where the engine chose each step after the one before and
-/// the scheduler's own servers choose it a step ahead by default (SGLang's
-/// overlap schedule, TensorRT-LLM's overlap scheduler): what that leaves
-/// out, and the flag that predicts it. `None` under vLLM's scheduler
-/// (its default depends on its release) and where it ran a step ahead.
-pub fn step_ahead_note(scheduler: crate::engine::SchedulerPolicy, async_scheduling: bool) -> Option<String> {
-    let whose = match scheduler {
-        _ if async_scheduling => return None,
-        crate::engine::SchedulerPolicy::Vllm => return None,
-        crate::engine::SchedulerPolicy::Sglang => {
-            "SGLang's servers (its overlap schedule, on by default since v0.4) choose"
-        }
-        crate::engine::SchedulerPolicy::Trtllm => {
-            "TensorRT-LLM's trtllm-serve (its PyTorch backend's overlap scheduler, on by default since May 2025) chooses"
-        }
-    };
-    Some(format!(
-        "scheduling: {whose} each step while the one before runs, so a request that reaches one busy waits \
-         about a step more for its first token than predicted here, where each step was chosen after the one before \
-         ended: add --async-scheduling to predict it (docs/simulator.md, \"Scheduling a step ahead\")"
-    ))
-}
-
 pub fn served_load_note(scheduler: crate::engine::SchedulerPolicy, gpu: &GpuSpec) -> Option<String> {
     if gpu.family != GpuFamily::Hopper {
         return None;
@@ -599,7 +576,7 @@ pub fn family_limit_note(gpu: &GpuSpec) -> Option<String> {
         return Some(format!(
             "{} ({}) runs on constants fitted on TensorRT-LLM's FP4 saturation tables of one B200. Held out, on \
              InferenceMAX's served closed loops of Llama-3.3-70B under vLLM on one to eight B200 (FP8 and FP4, 5 to \
-             64 users, {} rows a metric, scheduled a step ahead as those servers were: --async-scheduling) its TPOT \
+             64 users, {} rows a metric, scheduled a step ahead as those servers were, the default) its TPOT \
              and output tokens/s came within {:.1} and {:.1} % at the median, but its mean TTFT {:.0} % low, the more \
              the higher the TP: {:+.0} % at TP {t1}, {:+.0} % at TP {t2}, {:+.0} % at TP {t4} and {:+.0} % at TP \
              {t8}, as TensorRT-LLM's loops of the same model are. A TTFT limit met here with four GPUs or more to a \
@@ -624,8 +601,8 @@ pub fn family_limit_note(gpu: &GpuSpec) -> Option<String> {
         "{} ({}) runs on constants fitted on AMD's offline vLLM runs of eight MI300X (FP8, October 2025). Held out, \
          its throughput at large batches came within {:.2} to {:.2} times the measured on four other releases ({} \
          rows), and on InferenceMAX's served closed loops of Llama-3.3-70B under vLLM (FP8, one to eight MI300X or \
-         MI325X, 5 to 64 users, {} rows a metric, scheduled a step ahead as those servers were: \
-         --async-scheduling) its mean TTFT, TPOT and output tokens/s came within {:.1}, {:.1} \
+         MI325X, 5 to 64 users, {} rows a metric, scheduled a step ahead as those servers were, \
+         the default) its mean TTFT, TPOT and output tokens/s came within {:.1}, {:.1} \
          and {:.1} % at the median, its TTFT below the measured on {} and above on {}. Other engines, models and \
          precisions on it are unchecked, and two single prefills of 2024 stacks came out {:+.0} % (a 405B's \
          10,000-token prompt) and {:+.0} % (an 8B's 32 short ones) (docs/simulator.md, \"MI300X: fitted on AMD's \
@@ -702,8 +679,8 @@ fn family_note(gpu: &str, family: GpuFamily) -> String {
                 "{gpu} ({}) is uncalibrated: it runs on CDNA3's constants (the MI300X's, fitted on AMD's own vLLM \
                  tables: matrix products at {:.2} of the peak, {} µs a sequence a step, where Hopper's are {:.2} and \
                  {}), which no table of this family set. On InferenceMAX's served vLLM loops of Llama-3.3-70B on the \
-                 MI355X (FP8 and FP4, 5 to 64 users, {} rows a metric, scheduled a step ahead as those servers were: \
-                 --async-scheduling), on which CDNA3's were chosen over Hopper's, \
+                 MI355X (FP8 and FP4, 5 to 64 users, {} rows a metric, scheduled a step ahead as those servers were, \
+                 the default), on which CDNA3's were chosen over Hopper's, \
                  its mean TTFT, TPOT and output tokens/s came within {:.1}, {:.1} and {:.1} % at the median, its \
                  throughput above the measured: expect it, and the cost and energy priced on it, to flatter this GPU, \
                  and measure it before choosing it (docs/simulator.md, \"Not calibrated (yet)\")",
@@ -814,7 +791,7 @@ pub fn ttft_note(start: Start) -> String {
          started apart{} was {}; with them sent together{}, {}.{schedule} ITL and output throughput were within \
          {:.1} % and {:.1} % (apart), {:.1} % and {:.1} % (together). On InferenceMAX's served vLLM loops of \
          Llama-3.3-70B, whose conditions are published (held out, users sent together, the engine scheduling a \
-         step ahead as those servers did: --async-scheduling), it was within {:.1} % at \
+         step ahead as those servers did, the default), it was within {:.1} % at \
          the median on Hopper ({} loops, below on {}) and {:.1} % on the MI300X and MI325X ({}), ITL and \
          throughput within {:.1} % and {:.1} %, {:.1} % and {:.1} %. A TTFT limit met here can be missed on a \
          real server: measure the configuration you choose (bench or sweep) before relying on its TTFT \
@@ -863,16 +840,6 @@ mod tests {
     }
 
     #[test]
-    fn a_step_ahead_is_said_where_the_scheduler_s_servers_run_one_and_the_engine_did_not() {
-        use crate::engine::SchedulerPolicy;
-        let sglang = step_ahead_note(SchedulerPolicy::Sglang, false).unwrap();
-        assert!(sglang.starts_with("scheduling: SGLang's servers") && sglang.contains("add --async-scheduling"));
-        assert!(step_ahead_note(SchedulerPolicy::Trtllm, false).unwrap().contains("trtllm-serve"));
-        assert!(step_ahead_note(SchedulerPolicy::Sglang, true).is_none());
-        assert!(step_ahead_note(SchedulerPolicy::Vllm, false).is_none());
-    }
-
-    #[test]
     fn the_note_quotes_the_figures_and_marks_the_start_that_applies() {
         let apart = ttft_note(Start::Apart);
         assert!(
@@ -909,7 +876,7 @@ mod tests {
                 && limit.contains("within 0.77 to 1.10 times the measured on four other releases (32 rows)")
                 && limit.contains(
                     "(FP8, one to eight MI300X or MI325X, 5 to 64 users, 96 rows a metric, scheduled a step ahead as \
-                     those servers were: --async-scheduling)"
+                     those servers were, the default)"
                 )
                 && limit
                     .contains("its mean TTFT, TPOT and output tokens/s came within 14.7, 9.8 and 10.6 % at the median")

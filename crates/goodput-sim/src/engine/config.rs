@@ -118,7 +118,10 @@ pub struct EngineConfig {
     /// overlap schedule): step N+1 is chosen while step N runs, so a
     /// request that reaches a busy engine joins the step after next; an
     /// idle engine takes it at once. Off: each step is chosen after the
-    /// one before ends.
+    /// one before ends (the library's default; goodput's commands default it
+    /// to the servers' own, [`EngineConfig::servers_schedule_ahead`]).
+    /// TensorRT-LLM's prefill instances under `pd` never do
+    /// ([`EngineConfig::pool`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub async_scheduling: bool,
 }
@@ -258,7 +261,7 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             internal_lb: vllm_front_ends.is_some(),
             api_server_count: vllm_front_ends,
             mixed_batches: (!cfg.mixed_batches).then_some(false),
-            async_scheduling: cfg.async_scheduling.then_some(true),
+            async_scheduling: Some(cfg.async_scheduling),
             gpu_family: cfg.gpu.family.to_string(),
             calibrated: Some(super::calibration::Calibration::is_calibrated(cfg.gpu.family)),
             // The constants by name, as the calibration's own serialisation
@@ -422,6 +425,18 @@ impl SchedulerPolicy {
 }
 
 impl EngineConfig {
+    /// Whether the scheduler's current servers choose each step while the
+    /// one before runs, by default: SGLang's overlap schedule (since
+    /// sgl-project/sglang#2067, v0.4, November 2024), TensorRT-LLM's
+    /// PyTorch backend's overlap scheduler (since NVIDIA/TensorRT-LLM#4174,
+    /// May 2025) and vLLM's async scheduling (since vLLM 0.14, January 2026,
+    /// vllm-project/vllm#27614), which that release left off with pipeline
+    /// parallelism. What `estimate`, `serve --profile engine` and `plan` run
+    /// unless told (`--async-scheduling`, `--no-async-scheduling`).
+    pub fn servers_schedule_ahead(&self) -> bool {
+        !(self.scheduler == SchedulerPolicy::Vllm && self.pp > 1)
+    }
+
     /// The precision a step's matrix products run at
     /// ([`SchedulerPolicy::compute_precision`] of the weights' own).
     pub fn compute_precision(&self) -> Precision {
@@ -885,6 +900,32 @@ mod tests {
         let mut c = EngineConfig::new(model, GpuSpec::lookup("h100").unwrap(), Precision::Bf16);
         c.tp = tp;
         c
+    }
+
+    /// The servers' own default a step ahead: every scheduler's, but
+    /// vLLM's pipeline stages (0.14 left them without); TensorRT-LLM's
+    /// prefill instances run without it whatever is asked, its decode
+    /// instances and every other pool as asked.
+    #[test]
+    fn a_step_ahead_is_the_servers_default_but_vllm_s_stages_and_trtllm_s_prefill_pool() {
+        let mut c = with_tp(ModelSpec::lookup("llama-3.1-8b").unwrap(), 1);
+        for policy in [SchedulerPolicy::Vllm, SchedulerPolicy::Sglang, SchedulerPolicy::Trtllm] {
+            c.scheduler = policy;
+            c.pp = 1;
+            assert!(c.servers_schedule_ahead(), "{policy}");
+            c.pp = 2;
+            assert_eq!(c.servers_schedule_ahead(), policy != SchedulerPolicy::Vllm, "{policy}");
+        }
+        c.pp = 1;
+        c.async_scheduling = true;
+        c.pd = Some(Disaggregation::parse("1:1").unwrap());
+        for (policy, prefill) in
+            [(SchedulerPolicy::Vllm, true), (SchedulerPolicy::Sglang, true), (SchedulerPolicy::Trtllm, false)]
+        {
+            c.scheduler = policy;
+            let ahead: Vec<bool> = c.engine_configs().iter().map(|e| e.async_scheduling).collect();
+            assert_eq!(ahead, [prefill, true], "{policy}");
+        }
     }
 
     #[test]

@@ -152,6 +152,12 @@ impl EngineConfig {
             (_, None) => self.load_balance,
         };
         let mut pool = EngineConfig { tp, ep, pd, load_balance, decode_load_balance: None, ..self.clone() };
+        // TensorRT-LLM's prefill (context) servers run without the overlap
+        // scheduler, as its disaggregated examples and plan's scripts start
+        // them (`disable_overlap_scheduler: true`).
+        if pool.scheduler == crate::engine::SchedulerPolicy::Trtllm && self.pd.is_some() && !decode {
+            pool.async_scheduling = false;
+        }
         // SGLang sets a disaggregated instance's default memory share by
         // its role.
         if pool.scheduler == crate::engine::SchedulerPolicy::Sglang

@@ -524,9 +524,12 @@ pub struct EngineHwArgs {
     /// Keep prompts and decodes in separate steps: a step that computes any prompt decodes nothing, and the running requests decode when no prompt is waiting. SGLang's default (without --enable-mixed-chunk) and vLLM V0's without chunked prefill; vLLM V1 and TensorRT-LLM mix them (the default).
     #[arg(long, help_heading = "Simulated engine")]
     pub no_mixed_batches: bool,
-    /// Schedule a step ahead: step N+1 is chosen while step N runs, so a request that reaches a busy engine joins the step after next (about a step more TTFT under load; none alone). vLLM's --async-scheduling, TensorRT-LLM's overlap scheduler (on by default in its PyTorch backend) and SGLang's overlap schedule (on unless --disable-overlap-schedule); off by default here, as the shipped constants were set.
+    /// Schedule a step ahead: step N+1 is chosen while step N runs, so a request that reaches a busy engine joins the step after next (about a step more TTFT under load; none alone). The default, as the servers run by default: vLLM's async scheduling (since 0.14; not with --pp), SGLang's overlap schedule (since 0.4) and TensorRT-LLM's overlap scheduler (its PyTorch backend, since May 2025; not on a --pd prefill instance). Given, it also holds with --pp under vLLM.
     #[arg(long, help_heading = "Simulated engine")]
     pub async_scheduling: bool,
+    /// Choose each step after the one before ends: a server started with vLLM's --no-async-scheduling (and vLLM before 0.14), SGLang's --disable-overlap-schedule, TensorRT-LLM's disable_overlap_scheduler (and its TensorRT engines, NIM 1.x's).
+    #[arg(long, conflicts_with = "async_scheduling", help_heading = "Simulated engine")]
+    pub no_async_scheduling: bool,
     /// Whose batch scheduler to run: vllm (admits by the blocks a step needs, preempts and recomputes when the cache runs out), trtllm (TensorRT-LLM's guaranteed-no-evict: admits a request only when its prompt plus max tokens fit, never preempts; decodes before prompt chunks; 2,048 sequences by default; the KV cache a share of the memory left after the weights) or sglang (SGLang's: admits a request while its prompt and max tokens fit beside an estimated share of the running requests' remaining tokens, a share that learns; retracts the requests with the fewest tokens out when decodes run out of room; decodes not held to the token budget; add --no-mixed-batches for SGLang's default of separate prompt and decode steps).
     #[arg(long, default_value = "vllm", help_heading = "Simulated engine")]
     pub scheduler: String,
@@ -597,6 +600,7 @@ impl Default for EngineHwArgs {
             no_prefix_caching: false,
             no_mixed_batches: false,
             async_scheduling: false,
+            no_async_scheduling: false,
             scheduler: "vllm".into(),
             schedule_conservativeness: 1.0,
             load_balance_method: "auto".into(),

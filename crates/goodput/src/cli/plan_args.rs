@@ -172,9 +172,12 @@ pub struct PlanArgs {
     /// Under --serve-engine sglang: prompts and decodes in separate steps (off, SGLang's default) or a prompt chunk and the running decodes in one (on: its --enable-mixed-chunk), a list to try: off,on runs each colocated configuration both ways (a disaggregated instance prefills or decodes, and runs once).
     #[arg(long, value_delimiter = ',', value_parser = parse_on_off, default_value = "off")]
     pub mixed_chunk: Vec<bool>,
-    /// Predict every configuration with its scheduler a step ahead: step N+1 chosen while step N runs, so a request that reaches a busy engine joins the step after next (about a step more TTFT under load). vLLM's --async-scheduling, which each vLLM command then passes; SGLang's overlap schedule and TensorRT-LLM's overlap scheduler, on by default in their servers (their commands are unchanged).
+    /// Predict every configuration with its scheduler a step ahead: step N+1 chosen while step N runs, so a request that reaches a busy engine joins the step after next (about a step more TTFT under load). The default, as the servers run by default (vLLM since 0.14, SGLang's overlap schedule, TensorRT-LLM's overlap scheduler), but for vLLM with pipeline parallelism, which 0.14 left without: given, those too, and their commands pass --async-scheduling.
     #[arg(long)]
     pub async_scheduling: bool,
+    /// Predict every configuration with each step chosen after the one before ends, and start the servers so: vLLM's --no-async-scheduling, SGLang's --disable-overlap-schedule, TensorRT-LLM's disable_overlap_scheduler.
+    #[arg(long, conflicts_with = "async_scheduling")]
+    pub no_async_scheduling: bool,
     /// Share of GPU memory the engine may use (vLLM's --gpu-memory-utilization, SGLang's --mem-fraction-static); under --serve-engine trtllm, the share of the memory the weights leave free that its KV cache takes (TensorRT-LLM's free_gpu_memory_fraction), as the plan then predicts it. Default: the engine's own (0.9; SGLang's, set for each configuration from the GPU's memory, its chunk, CUDA graphs and TP), and the launch commands leave the flag out.
     #[arg(long, value_parser = number("--gpu-memory-utilization", "a share of GPU memory", "0.9", Units::Share))]
     pub gpu_memory_utilization: Option<f64>,
@@ -245,7 +248,7 @@ pub struct PlanArgs {
 
 /// One of `--mixed-chunk`'s list: on or off (true or false, yes or no, 1 or 0).
 fn parse_on_off(s: &str) -> Result<bool, String> {
-    goodput_core::doc::overlay::mixed_batches_value(s)
+    goodput_core::doc::overlay::switch_value(s)
         .ok_or_else(|| format!("'{s}' is neither on nor off: give off (SGLang's default), on, or off,on to try both"))
 }
 

@@ -162,11 +162,17 @@ pub(super) fn options(
             }
         }
     }
+    // Without the overlap scheduler where the plan predicted none, and on
+    // a prefill instance always, as TensorRT-LLM's disaggregated examples
+    // run it (the engine's prefill pool does the same).
+    let no_overlap = get("async_scheduling").and_then(goodput_core::doc::overlay::switch_value) == Some(false);
     if let Some(role) = role.filter(|r| *r != Role::Replica) {
         o.extend(["cache_transceiver_config:".into(), "  backend: DEFAULT".into()]);
-        if role == Role::Prefill {
+        if role == Role::Prefill || no_overlap {
             o.push("disable_overlap_scheduler: true".into());
         }
+    } else if no_overlap {
+        o.push("disable_overlap_scheduler: true".into());
     }
     Ok(o)
 }
@@ -392,6 +398,14 @@ mod tests {
             ]
         );
         assert!(s.contains("port=${PORT:-8000}\n") && s.contains("trap 'rm -f \"$config\"' EXIT"), "{s}");
+        // Planned without the overlap scheduler (its default): said in the file.
+        let off = script(
+            &[kv.as_slice(), &[("async_scheduling", "false")]].concat(),
+            "meta-llama/Llama-3.3-70B-Instruct",
+            None,
+        );
+        let off = off.unwrap();
+        assert_eq!(options_of(&off).last(), Some(&"disable_overlap_scheduler: true"), "{off}");
         // 16-bit weights are the served ones; no TP flag on one GPU.
         let s = script(&[("tp", "1"), ("precision", "bf16")], "Qwen/Qwen2.5-7B-Instruct", None).unwrap();
         assert!(

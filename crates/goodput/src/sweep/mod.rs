@@ -500,12 +500,6 @@ impl Sweep {
                 goodput_sim::engine::accuracy::served_load_note(scheduler, &gpu)
             });
             a.notes.extend(served);
-            // The scheduler's servers a step ahead where the engine was not.
-            let ahead = engine.and_then(|c| {
-                let scheduler = c.scheduler.parse().unwrap_or(goodput_sim::engine::SchedulerPolicy::Vllm);
-                goodput_sim::engine::accuracy::step_ahead_note(scheduler, c.async_scheduling == Some(true))
-            });
-            a.notes.extend(ahead);
         }
         // An uncalibrated GPU family, said as `estimate` says it.
         if let Some(c) = engine.filter(|_| self.config.estimate) {

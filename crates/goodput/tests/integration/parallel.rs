@@ -358,7 +358,12 @@ fn the_banner_of_an_expert_parallel_group_names_a_rank_s_gpus_as_a_rank_s() {
     // its default.
     let sglang = [&args[..], &["--scheduler", "sglang", "--load-balance-method", "total-tokens"]].concat();
     let (_, said, _server) = crate::cmd::serve(&sglang);
-    assert!(said.contains(" sequences · SGLang's scheduler (ranks by total-tokens) · chat template"), "{said}");
+    assert!(
+        said.contains(
+            " sequences · SGLang's scheduler (ranks by total-tokens) · scheduled a step ahead · chat template"
+        ),
+        "{said}"
+    );
     // Each pool's, disaggregated.
     let pools = ["--profile", "engine", "--model", "qwen3-30b-a3b", "--tp", "1", "--ep", "2", "--pd", "1:1"];
     let (_, said, _server) = crate::cmd::serve(

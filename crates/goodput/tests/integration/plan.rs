@@ -36,32 +36,39 @@ fn plan_at(dir: &Path, name: &str, gpus: &[&str], budget: u32, precision: &str, 
     read_json(&out)
 }
 
-/// `plan --async-scheduling` predicts every configuration a step ahead:
-/// the same TTFT for a lone user, a longer one under load; its parameters
-/// name it, vLLM's command passes it, and the notes say which way the plan
-/// went.
+/// `plan` predicts every configuration a step ahead, as the servers run by
+/// default, and `--no-async-scheduling` each step after the one before:
+/// the same TTFT for a lone user, a shorter one under load; its parameters
+/// name it, each server's command turns it off, and the notes say which
+/// way the plan went. `--async-scheduling` is the default here.
 #[test]
-fn plan_predicts_a_scheduler_a_step_ahead_when_asked() {
+fn plan_predicts_a_scheduler_a_step_ahead_by_default_and_without_when_asked() {
     let dir = tempfile::tempdir().unwrap();
     // One GPU: TP 1 alone, in FP8.
     let run = |name: &str, extra: &[&str]| plan_at(dir.path(), name, &["h100=2.5"], 1, "fp8", extra);
-    let (now, ahead) = (run("now.json", &[]), run("ahead.json", &["--async-scheduling"]));
-    assert_valid(&ahead, "FrontierResult", "plan --async-scheduling");
+    let (ahead, not) = (run("ahead.json", &[]), run("not.json", &["--no-async-scheduling"]));
+    assert_valid(&not, "FrontierResult", "plan --no-async-scheduling");
     let ttfts = |d: &Value| -> Vec<f64> {
         d["configs"][0]["points"].as_array().unwrap().iter().map(|p| p["ttft_ms"].as_f64().unwrap()).collect()
     };
-    let (t, a) = (ttfts(&now), ttfts(&ahead));
+    let (t, a) = (ttfts(&not), ttfts(&ahead));
     assert_eq!(t.len(), 3);
     assert!((a[0] - t[0]).abs() < 1e-6, "one user: {a:?} against {t:?}");
     assert!(a[1] > t[1] && a[2] > t[2], "under load: {a:?} against {t:?}");
-    let config = &ahead["configs"][0];
-    assert_eq!(config["params"]["async_scheduling"], "true");
-    assert!(now["configs"][0]["params"].get("async_scheduling").is_none());
-    let command = config["serve_command"]["command"].as_str().unwrap();
-    assert!(command.contains("--async-scheduling"), "{command}");
+    assert_eq!(ttfts(&run("given.json", &["--async-scheduling"])), a, "the default");
+    let config = &not["configs"][0];
+    assert_eq!(config["params"]["async_scheduling"], "false");
+    assert!(ahead["configs"][0]["params"].get("async_scheduling").is_none());
+    let command = |d: &Value| d["configs"][0]["serve_command"]["command"].as_str().unwrap().to_string();
+    assert!(command(&not).contains(" --no-async-scheduling"), "{}", command(&not));
+    assert!(!command(&ahead).contains("async"), "{}", command(&ahead));
     let said = |d: &Value| d["notes"].to_string();
-    assert!(said(&ahead).contains("predicted with its scheduler a step ahead"), "{}", said(&ahead));
-    assert!(said(&now).contains("plan again with --async-scheduling"), "{}", said(&now));
+    assert!(said(&ahead).contains("predicted with its scheduler a step ahead, as the servers run"), "{}", said(&ahead));
+    assert!(said(&ahead).contains("plan with --no-async-scheduling"), "{}", said(&ahead));
+    assert!(said(&not).contains("each step chosen after the one before ends"), "{}", said(&not));
+    // SGLang's command turns its overlap schedule off.
+    let sglang = run("sglang.json", &["--no-async-scheduling", "--serve-engine", "sglang"]);
+    assert!(command(&sglang).contains(" --disable-overlap-schedule"), "{}", command(&sglang));
 }
 
 fn xy(p: &Value) -> Option<(f64, f64)> {
@@ -2239,7 +2246,8 @@ fn a_steady_trace_point_s_throughput_is_what_it_served_over_the_offered_span() {
 /// more prompts a step. A curve whose TTFT misses the SLO at one load and
 /// meets it at the next is searched past the miss (it had stopped there,
 /// and its best point, at the next load, was lost); two misses in a row
-/// end it.
+/// end it. The curve is one with each step chosen after the one before
+/// (a step ahead, its TTFT at this load grows with the users: 67 to 139 ms).
 #[test]
 fn a_ttft_miss_followed_by_a_met_point_is_searched_past() {
     let dir = tempfile::tempdir().unwrap();
@@ -2247,7 +2255,7 @@ fn a_ttft_miss_followed_by_a_met_point_is_searched_past() {
     goodput()
         .args(["plan", "-q", "--model", "llama-3.1-70b", "--gpu", "h100=2.5", "--gpus", "8", "--tp", "4"])
         .args(["--pp", "1", "--precision", "fp8", "--max-num-batched-tokens", "2048", "--jobs", "1"])
-        .args(["--input-tokens", "1024", "--output-tokens", "256"])
+        .args(["--input-tokens", "1024", "--output-tokens", "256", "--no-async-scheduling"])
         .args(["--slo", "ttft:p95<=120ms", "-o"])
         .arg(&out)
         .assert()

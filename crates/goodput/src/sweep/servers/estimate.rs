@@ -13,7 +13,7 @@ use crate::virtual_point::spec_decoding;
 use anyhow::{bail, Context, Result};
 use goodput_core::doc::config::ep_ranks;
 use goodput_core::doc::frontier::{analyze_frontier, ConfigStatus, FrontierConfig, FrontierResult, FrontierSource};
-use goodput_core::doc::overlay::{is_bookkeeping, knob_of, knobs_and_aliases, mixed_batches_value};
+use goodput_core::doc::overlay::{is_bookkeeping, knob_of, knobs_and_aliases, switch_value};
 use goodput_sim::engine::{Disaggregation, ModelSpec};
 use std::path::{Path, PathBuf};
 
@@ -63,7 +63,7 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
                 "async_scheduling" => Some("the scheduler a step ahead"),
                 _ => None,
             };
-            if let Some(what) = switch.filter(|_| mixed_batches_value(v).is_none()) {
+            if let Some(what) = switch.filter(|_| switch_value(v).is_none()) {
                 bail!("--estimate: {k}={v} in {} is not true or false ({what})", p.id());
             }
             if knob == "pd" {
@@ -280,13 +280,14 @@ pub(crate) fn set_knobs(hw: &mut crate::cli::EngineHwArgs, params: &Params, flag
             // SGLang's own flag: below, once the layout is known.
             Some("router") if is_sglangs_balance(k) => {}
             Some("router") => hw.router = v.to_string(),
-            Some("mixed_batches") => hw.no_mixed_batches = mixed_batches_value(v) == Some(false),
+            Some("mixed_batches") => hw.no_mixed_batches = switch_value(v) == Some(false),
             Some(knob @ ("internal_lb" | "async_scheduling")) => {
-                let on = mixed_batches_value(v)
-                    .with_context(|| format!("{flag}: {k}={v} is not a switch: give true or false"))?;
+                let on =
+                    switch_value(v).with_context(|| format!("{flag}: {k}={v} is not a switch: give true or false"))?;
                 match knob {
                     "internal_lb" => hw.internal_lb = on,
-                    _ => hw.async_scheduling = on,
+                    // Absent, the servers' default (estimate's).
+                    _ => (hw.async_scheduling, hw.no_async_scheduling) = (on, !on),
                 }
             }
             Some("schedule_conservativeness") => {
@@ -651,18 +652,27 @@ mod tests {
     }
 
     /// A scheduler a step ahead (`async_scheduling`, which plan names where
-    /// it predicted it) is a switch of the grid; its absence is off, and a
-    /// value not a switch is refused before any server starts.
+    /// it predicted none) is a switch of the grid; its absence is the
+    /// servers' default, and a value not a switch is refused before any
+    /// server starts.
     #[test]
     fn a_step_ahead_is_a_switch_of_the_grid() {
         let g = grid(&[&[("async_scheduling", "true")], &[("async_scheduling", "off")], &[("tp", "1")]]);
         assert!(check_grid(&g).is_ok());
         let a = sweep_args(&[]);
-        let hw: Vec<bool> = g
+        let hw: Vec<(bool, bool)> = g
             .iter()
-            .map(|p| engine_args(&a, p, "llama-3.1-8b", Path::new("p.json")).unwrap().hw.async_scheduling)
+            .map(|p| engine_args(&a, p, "llama-3.1-8b", Path::new("p.json")).unwrap().hw)
+            .map(|hw| (hw.async_scheduling, hw.no_async_scheduling))
             .collect();
-        assert_eq!(hw, [true, false, false]);
+        assert_eq!(hw, [(true, false), (false, true), (false, false)]);
+        let ahead = |p| {
+            let hw = engine_args(&a, p, "llama-3.1-8b", Path::new("p.json")).unwrap().hw;
+            let engine = crate::cli::EngineArgs { engine_model: "llama-3.1-8b".into(), hw };
+            goodput_sim::engine::EngineConfig::try_from(&engine).unwrap().async_scheduling
+        };
+        let runs: Vec<bool> = g.iter().map(ahead).collect();
+        assert_eq!(runs, [true, false, true], "absent: the servers' default");
         let e = check_grid(&grid(&[&[("async_scheduling", "soon")]])).unwrap_err().to_string();
         assert!(e.contains("async_scheduling=soon") && e.contains("not true or false"), "{e}");
     }
