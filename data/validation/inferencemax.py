@@ -66,15 +66,15 @@ GPTOSS = {
 # by (GPU, precision), SGLang's version, --max-running-requests (a
 # function of the shape), --chunked-prefill-size, --mem-fraction-static,
 # the KV cache's dtype, whether the experts are spread over the TP GPUs
-# (--enable-ep-moe), and whether the TTFT is kept: the B200 scripts set
-# --scheduler-recv-interval 10 or 30 (new requests read every 10 or 30
-# scheduler passes), which is not modelled, so their TTFT rows are left
-# out.
+# (--enable-ep-moe), and whether the script sets --scheduler-recv-interval:
+# the B200 scripts do, 30 at 16 users or more and 10 below (new requests
+# taken every that many decode steps), the scheduler_recv_interval column
+# (1 on the H200's).
 DSR1 = {
     ("h200", "fp8"): ("SGLang 0.5.2rc2", lambda isl, osl: 512 if (isl, osl) == (1024, 1024) else 256, 32768, 0.82,
-                      "auto", False, True),
-    ("b200", "fp8"): ("SGLang 0.5.3rc1", lambda isl, osl: 128, 32768, 0.82, "fp8", False, False),
-    ("b200", "fp4"): ("SGLang 0.5.3rc1", lambda isl, osl: 256, 16384, 0.85, "fp8", True, False),
+                      "auto", False, False),
+    ("b200", "fp8"): ("SGLang 0.5.3rc1", lambda isl, osl: 128, 32768, 0.82, "fp8", False, True),
+    ("b200", "fp4"): ("SGLang 0.5.3rc1", lambda isl, osl: 256, 16384, 0.85, "fp8", True, True),
 }
 FAMILIES = {
     "trtllm": ({"h200-trt": "h200", "b200-trt": "b200"}, 16384, None, "TensorRT-LLM 1.1.0rc2.post2", ("fp8", "fp4"), None),
@@ -138,19 +138,20 @@ def gptoss(paths):
 
 
 def dsr1(paths):
-    print(HEADER.replace(",client,", ",client,mixed,ep,"))
+    print(HEADER.replace(",client,", ",client,mixed,ep,").replace(",async_scheduling,", ",async_scheduling,scheduler_recv_interval,"))
     for shape, r in runs(paths):
         key = (r["hw"], r["precision"])
         if r["framework"] != "sglang" or key not in DSR1:
             continue
         gpu, tp, conc, precision = r["hw"], r["tp"], r["conc"], r["precision"]
-        version, seqs, chunk, memory, kv, ep_moe, ttft = DSR1[key]
+        version, seqs, chunk, memory, kv, ep_moe, recv = DSR1[key]
+        interval = (30 if conc >= 16 else 10) if recv else 1
         common = (
             f"deepseek-r1-0528,{gpu},{tp},{tp},{precision},sglang,{load(shape, r)},{seqs(*SHAPES[shape])},{chunk},"
-            f"{memory},{kv},http,no,{tp if ep_moe else 1},yes"
+            f"{memory},{kv},http,no,{tp if ep_moe else 1},yes,{interval}"
         )
         name = f"imx-dsr1-{gpu}-{precision}-{shape}-tp{tp}-c{conc}"
-        emit(name, common, shape, f"{version} {r['model']}", r, ttft)
+        emit(name, common, shape, f"{version} {r['model']}", r)
 
 
 def main(family, paths):

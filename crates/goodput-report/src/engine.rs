@@ -109,6 +109,9 @@ impl EngineView for SimulatedEngine {
         if c.mixed_batches == Some(false) {
             parts.push("prompts and decodes in separate steps".into());
         }
+        if let Some(n) = c.scheduler_recv_interval {
+            parts.push(format!("new requests taken every {n} decode steps"));
+        }
         match c.async_scheduling {
             Some(true) => parts.push("scheduled a step ahead".into()),
             Some(false) => parts.push("each step scheduled after the last".into()),

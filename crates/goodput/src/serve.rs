@@ -195,6 +195,10 @@ fn scheduler_words(cfg: &goodput_sim::engine::EngineConfig) -> String {
             format!(" · SGLang's scheduler ({whose} by {m})")
         }
     };
+    let whose = match cfg.scheduler_recv_interval {
+        n if n > 1 => format!("{whose} · new requests taken every {n} decode steps"),
+        _ => whose,
+    };
     match cfg.async_scheduling {
         true => format!("{whose} · scheduled a step ahead"),
         false => format!("{whose} · each step scheduled after the last"),

@@ -415,6 +415,12 @@ pub struct EngineSettings {
     /// new-token ratio starts at 0.7 times it); absent under the others.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schedule_conservativeness: Option<f64>,
+    /// SGLang's `--scheduler-recv-interval`, where above 1: new requests
+    /// taken only once that many decode steps ran since the last time (a
+    /// prompt's step counting as all of them); absent at SGLang's default
+    /// of every step, and under the other schedulers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler_recv_interval: Option<u32>,
     /// SGLang's `--load-balance-method` as given, where its ranks of DP
     /// attention chose by another than its default (`round-robin`,
     /// `follow-bootstrap-room`, `total-requests` or `total-tokens`; under

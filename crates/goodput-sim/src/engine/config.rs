@@ -94,6 +94,13 @@ pub struct EngineConfig {
     /// admission keeps free for them (0.7 of it at 1, the default).
     #[serde(default = "one_f64", skip_serializing_if = "is_one")]
     pub schedule_conservativeness: f64,
+    /// SGLang's `--scheduler-recv-interval` (under `--scheduler sglang`):
+    /// new requests are taken from the front end only once this many decode
+    /// steps have run since the last time (a step that computes a prompt
+    /// counts as all of them; an idle engine takes them at once), as its
+    /// `SchedulerRecvSkipper` does. 1, SGLang's default: every step.
+    #[serde(default = "one_u32", skip_serializing_if = "is_one_u32")]
+    pub scheduler_recv_interval: u32,
     /// SGLang's `--load-balance-method` (under `--scheduler sglang`): which
     /// attention rank of DP attention a request goes to
     /// (`scheduler/balance.rs`).
@@ -128,6 +135,14 @@ pub struct EngineConfig {
 
 fn is_auto(m: &LoadBalance) -> bool {
     *m == LoadBalance::Auto
+}
+
+fn one_u32() -> u32 {
+    1
+}
+
+fn is_one_u32(v: &u32) -> bool {
+    *v == 1
 }
 
 fn one_f64() -> f64 {
@@ -257,6 +272,7 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             scheduler: cfg.scheduler.to_string(),
             schedule_conservativeness: (cfg.scheduler == SchedulerPolicy::Sglang)
                 .then_some(cfg.schedule_conservativeness),
+            scheduler_recv_interval: (cfg.scheduler_recv_interval > 1).then_some(cfg.scheduler_recv_interval),
             load_balance_method: cfg.load_balance_words(),
             internal_lb: vllm_front_ends.is_some(),
             api_server_count: vllm_front_ends,
@@ -546,6 +562,7 @@ impl EngineConfig {
             pp: 1,
             mixed_batches: true,
             schedule_conservativeness: 1.0,
+            scheduler_recv_interval: 1,
             load_balance: LoadBalance::Auto,
             decode_load_balance: None,
             internal_lb: false,
@@ -842,6 +859,23 @@ impl EngineConfig {
                  is 1; lower admits more)",
                 self.schedule_conservativeness
             ));
+        }
+        match self.scheduler_recv_interval {
+            0 | 1001.. => {
+                return bad(format!(
+                    "--scheduler-recv-interval {} must lie in 1..=1000 (SGLang's default is 1: new requests taken \
+                     at every step)",
+                    self.scheduler_recv_interval
+                ))
+            }
+            n if n > 1 && self.scheduler != SchedulerPolicy::Sglang => {
+                return bad(format!(
+                    "--scheduler-recv-interval {n} is SGLang's, and the scheduler is {}: add --scheduler sglang, or \
+                     drop it",
+                    self.scheduler
+                ))
+            }
+            _ => {}
         }
         self.check_load_balance()?;
         self.check_internal_lb()?;

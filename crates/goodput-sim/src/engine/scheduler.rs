@@ -381,7 +381,14 @@ pub struct Engine {
     /// Under `async_scheduling`, the requests added since the last step was
     /// scheduled, oldest first: the step that runs next was chosen before
     /// they came, so they wait for the one after it ([`Engine::step_into`]).
+    /// Under SGLang's `scheduler_recv_interval`, also those not yet taken
+    /// from the front end.
     ahead: Vec<u32>,
+    /// SGLang's `SchedulerRecvSkipper`: the weight of the steps since new
+    /// requests were last taken (a decode step 1, a step that computes a
+    /// prompt the interval); they are taken at a step when it has reached
+    /// `scheduler_recv_interval` (or the engine has nothing else to step).
+    recv_counter: u32,
     /// This step's batch on each attention rank (where there are several):
     /// the ranks step together, and the slowest sets the step's time.
     rank_shapes: Vec<BatchShape>,
@@ -487,6 +494,7 @@ impl Engine {
             rank_tokens: vec![0; cfg.attention_ranks().max(1) as usize],
             unranked: Vec::new(),
             ahead: Vec::new(),
+            recv_counter: cfg.scheduler_recv_interval,
             rank_shapes: vec![BatchShape::of_model(&cfg.model); ranked],
             rank_seen: vec![(0, 0); ranked],
             rank_seen_age: Duration::ZERO,
@@ -954,7 +962,7 @@ impl Engine {
             let prompt = self.slots[slot as usize].prompt_len;
             self.slots[slot as usize].rank = self.take_rank(id, prompt);
         }
-        if self.cfg.async_scheduling {
+        if self.cfg.async_scheduling || self.cfg.scheduler_recv_interval > 1 {
             self.ahead.push(slot);
         } else {
             self.queue(slot);
@@ -970,6 +978,25 @@ impl Engine {
         } else {
             self.waiting.push_back(slot);
         }
+    }
+
+    /// Whether this step takes the requests the front end holds: always but
+    /// under SGLang's `scheduler_recv_interval`, where only once the steps
+    /// since the last time weigh the interval (its `SchedulerRecvSkipper`:
+    /// a decode step 1, any other `SGLANG_SCHEDULER_RECV_SKIPPER_WEIGHT_DEFAULT`,
+    /// 1000, past any interval), or when the engine is otherwise idle (its
+    /// idle loop turns fast until it does).
+    fn receives(&mut self, busy: bool) -> bool {
+        let interval = self.cfg.scheduler_recv_interval;
+        if interval <= 1 {
+            return true;
+        }
+        if busy && self.recv_counter < interval {
+            return false;
+        }
+        // Taken, and counted again from nothing (whether or not any came).
+        self.recv_counter = 0;
+        true
     }
 
     /// Queues the requests held out of the step scheduled before they came
@@ -1110,21 +1137,33 @@ impl Engine {
         }
         // Working a step ahead, this step was chosen while the last one
         // ran: what came since waits for the next, unless the engine was
-        // idle (nothing else to step), when it goes at once.
-        let held = !self.ahead.is_empty() && self.has_scheduled_work();
+        // idle (nothing else to step), when it goes at once. SGLang's
+        // scheduler with a receive interval takes new requests only at some
+        // steps (`receive`): until then they wait whole.
+        let busy = self.has_scheduled_work();
+        let receive = self.receives(busy);
+        let held = !self.ahead.is_empty() && busy && (self.cfg.async_scheduling || !receive);
         if !held {
             self.release_ahead();
         }
         self.rank_new_requests();
         let mut stepped = self.run_step(out);
         if held {
-            self.release_ahead();
+            if receive || !stepped {
+                self.release_ahead();
+            }
             if !stepped {
                 // Nothing queued before them could run: an idle engine.
                 out.clear();
                 self.rank_new_requests();
                 stepped = self.run_step(out);
             }
+        }
+        // SGLang's skipper weighs the step just run: a decode 1, one that
+        // computed a prompt enough to take new requests at the next.
+        if self.cfg.scheduler_recv_interval > 1 && stepped {
+            let weight = if out.batch.prefills > 0 { self.cfg.scheduler_recv_interval } else { 1 };
+            self.recv_counter = self.recv_counter.saturating_add(weight);
         }
         // The ranks' counts as vLLM's coordinator publishes them: at the end
         // of the first step 100 ms of steps after the last, and when the
@@ -1929,6 +1968,57 @@ mod tests {
         assert_eq!((e.num_waiting(), e.waiting_ids().count()), (0, 0));
         drain(&mut e);
         assert_eq!(e.stats().requests_finished, 1);
+    }
+
+    /// SGLang's `--scheduler-recv-interval 4`: new requests are taken once
+    /// four decode steps have run since the last time (a prompt's step
+    /// counts four), so a request that comes after two of them waits for
+    /// the fourth; an idle engine takes one at once; with the overlap
+    /// schedule too, it joins the step after that.
+    #[test]
+    fn sglang_takes_new_requests_every_recv_interval_decode_steps() {
+        // The step, counted from its arrival after `decodes` decode steps
+        // of request 1, in which request 2's first token comes; and whether
+        // request 1, on an idle engine, had its first at once.
+        let first_tokens = |interval: u32, ahead: bool, decodes: u32| {
+            let mut cfg = policy_config(None, 16, SchedulerPolicy::Sglang);
+            (cfg.scheduler_recv_interval, cfg.async_scheduling) = (interval, ahead);
+            let mut e = Engine::new(cfg.clone()).unwrap();
+            e.add_request(1, prompt(64, 1, &cfg), 64).unwrap();
+            let first = e.step().unwrap().tokens.iter().any(|t| t.id == 1 && t.first);
+            for _ in 0..decodes {
+                e.step().unwrap();
+            }
+            e.add_request(2, prompt(64, 2, &cfg), 4).unwrap();
+            assert_eq!(e.num_waiting(), 1, "counted waiting until taken");
+            let mut n = 0;
+            loop {
+                n += 1;
+                let out = e.step().unwrap();
+                assert!(out.tokens.iter().any(|t| t.id == 1), "request 1 decodes every step");
+                if out.tokens.iter().any(|t| t.id == 2 && t.first) {
+                    break (first, n);
+                }
+            }
+        };
+        // Every step: at once; a step ahead, the one after.
+        assert_eq!(first_tokens(1, false, 2), (true, 1));
+        assert_eq!(first_tokens(1, true, 2), (true, 2));
+        // The prompt's step counted 4: taken at the first decode step after
+        // it (decodes 1, counted 1), then the fourth decode step after that.
+        // Arriving after 2 decodes (counted 1 + 1): taken at step 4 of 4.
+        assert_eq!(first_tokens(4, false, 2), (true, 3));
+        assert_eq!(first_tokens(4, true, 2), (true, 4), "and a step ahead, one more");
+        // Arriving just after a take (1 decode: the counter at 1): three
+        // more steps.
+        assert_eq!(first_tokens(4, false, 1), (true, 4));
+        // Refused under another scheduler, and out of range.
+        let mut vllm = config(None, 16);
+        vllm.scheduler_recv_interval = 4;
+        assert!(Engine::new(vllm.clone()).is_err() || vllm.validate().is_err());
+        let mut zero = policy_config(None, 16, SchedulerPolicy::Sglang);
+        zero.scheduler_recv_interval = 0;
+        assert!(zero.validate().is_err());
     }
 
     /// SGLang's load: prompt tokens while they wait, then the blocks the

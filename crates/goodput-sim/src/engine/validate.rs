@@ -227,6 +227,9 @@ pub struct ReferenceRow {
     /// `async_scheduling` column, `yes` or `no`; `no` where absent):
     /// vLLM's `--async-scheduling`, TensorRT-LLM's overlap scheduler.
     pub async_scheduling: bool,
+    /// SGLang's `--scheduler-recv-interval` (the optional column of that
+    /// name, on `sglang` rows; 1 where absent).
+    pub scheduler_recv_interval: u32,
     /// The benchmark's own engine limits where it set them: sequences a step
     /// (per attention rank: TensorRT-LLM's `max_batch_size`, vLLM's
     /// `max_num_seqs`; the optional `max_num_seqs` column), tokens a step
@@ -318,8 +321,10 @@ const COLUMNS: [&str; 15] = [
 /// requests a rate or a burst had in flight, `vllm bench serve
 /// --max-concurrency`, `goodput bench --rate R -c N`); `async_scheduling`
 /// (`yes` where the engine chose each step while the one before ran:
-/// vLLM's `--async-scheduling`, TensorRT-LLM's overlap scheduler; `no`).
-const OPTIONAL_COLUMNS: [&str; 16] = [
+/// vLLM's `--async-scheduling`, TensorRT-LLM's overlap scheduler; `no`);
+/// `scheduler_recv_interval` (SGLang's `--scheduler-recv-interval`, on
+/// `sglang` rows: new requests taken every that many decode steps; 1).
+const OPTIONAL_COLUMNS: [&str; 17] = [
     "split",
     "queueing",
     "requests",
@@ -336,6 +341,7 @@ const OPTIONAL_COLUMNS: [&str; 16] = [
     "warmup",
     "max_concurrency",
     "async_scheduling",
+    "scheduler_recv_interval",
 ];
 
 /// The most requests a `concurrency` row's benchmark may have sent (its
@@ -435,6 +441,19 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
             };
             row.mixed_batches = switch(6, true)?;
             row.async_scheduling = switch(15, false)?;
+            if let Some(v) = extra(16) {
+                row.scheduler_recv_interval = v
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| (1..=1000).contains(n))
+                    .filter(|&n| n == 1 || row.engine == ReferenceEngine::Sglang)
+                    .ok_or_else(|| {
+                        err(format!(
+                            "`scheduler_recv_interval` is SGLang's: a number of decode steps from 1 to 1000, above 1 \
+                             on an sglang row alone, got `{v}`"
+                        ))
+                    })?;
+            }
             let positive = |k: usize, what: &str| -> Result<Option<u32>, Error> {
                 extra(k)
                     .map(|v| {
@@ -606,6 +625,7 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
         together: false,
         mixed_batches: true,
         async_scheduling: false,
+        scheduler_recv_interval: 1,
         max_num_seqs: None,
         max_num_batched_tokens: None,
         memory_fraction: None,
@@ -792,6 +812,7 @@ pub fn row_config(row: &ReferenceRow, options: &ValidationOptions) -> Result<Eng
     }
     if row.engine == ReferenceEngine::Sglang && options.sglang_scheduler == SchedulerPolicy::Sglang {
         cfg.scheduler = SchedulerPolicy::Sglang;
+        cfg.scheduler_recv_interval = row.scheduler_recv_interval;
         cfg.max_num_batched_tokens = super::sglang_default_chunk(&gpu);
     }
     // The benchmark's own limits, where the row gives them.
@@ -1653,6 +1674,19 @@ c,llama-3.1-8b,h100-sxm,1,1,bf16,vllm,512,64,concurrency,16,,ttft_ms_mean,50,ms,
         assert!(ahead > not, "TTFT {ahead} ms a step ahead, {not} ms not");
         let err = parse_csv(&text.replace(",yes,", ",maybe,")).unwrap_err().to_string();
         assert!(err.contains("line 2") && err.contains("`async_scheduling` must be yes or no"), "{err}");
+        // SGLang's receive interval: its rows' engine takes it, another's
+        // refuses it.
+        let recv = "\
+id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,scheduler_recv_interval,metric,value,unit,source
+a,llama-3.1-8b,h100,1,1,bf16,sglang,512,128,concurrency,8,30,ttft_ms_mean,1,ms,x
+b,llama-3.1-8b,h100,1,1,bf16,sglang,512,128,concurrency,8,,ttft_ms_mean,1,ms,x
+";
+        let rows = parse_csv(recv).unwrap();
+        assert_eq!(rows.iter().map(|r| r.scheduler_recv_interval).collect::<Vec<_>>(), [30, 1]);
+        assert_eq!(row_config(&rows[0], &options).unwrap().scheduler_recv_interval, 30);
+        let vllm = recv.replace("sglang,512,128,concurrency,8,30", "vllm,512,128,concurrency,8,30");
+        let err = parse_csv(&vllm).unwrap_err().to_string();
+        assert!(err.contains("`scheduler_recv_interval` is SGLang's"), "{err}");
     }
 
     #[test]

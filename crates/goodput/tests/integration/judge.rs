@@ -626,6 +626,38 @@ fn estimate_and_serve_schedule_a_step_ahead_by_default() {
     assert_eq!(read_json(&out)["summary"]["requests"]["completed"].as_u64(), Some(12));
 }
 
+/// SGLang's `--scheduler-recv-interval`: new requests are taken only every
+/// N decode steps, so under load the mean TTFT grows (by up to N steps)
+/// and TPOT barely moves; the result records it, the served banner names
+/// it, and another scheduler refuses it.
+#[test]
+fn sglang_s_receive_interval_delays_new_requests_under_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let load = ["-c", "16", "-n", "320", "--input-tokens", "512", "--output-tokens", "128", "--ramp-up", "300ms"];
+        estimate_doc(dir.path(), name, &[&load[..], &["--scheduler", "sglang"], extra].concat())
+    };
+    let (every, tenth) = (run("every.json", &[]), run("tenth.json", &["--scheduler-recv-interval", "10"]));
+    assert!(every["config"]["engine"].get("scheduler_recv_interval").is_none());
+    assert_eq!(tenth["config"]["engine"]["scheduler_recv_interval"], 10);
+    crate::schema::assert_valid(&tenth, "RunResult", "estimate --scheduler-recv-interval");
+    let mean = |v: &serde_json::Value, m: &str| v["summary"][m]["mean"].as_f64().unwrap();
+    // Longer by more than a step, and the longer the interval (those held
+    // are taken together and prefill together, so a request can wait for
+    // more than the interval's decode steps: 14 steps at 10 here).
+    let thirtieth = run("thirtieth.json", &["--scheduler-recv-interval", "30"]);
+    let (step, added) = (mean(&every, "itl_ms"), mean(&tenth, "ttft_ms") - mean(&every, "ttft_ms"));
+    assert!(added > step && added < 30.0 * step, "TTFT {added:.2} ms longer, a step {step:.2} ms");
+    assert!(mean(&thirtieth, "ttft_ms") > mean(&tenth, "ttft_ms"));
+    assert!((mean(&tenth, "tpot_ms") / mean(&every, "tpot_ms") - 1.0).abs() < 0.1);
+    let vllm = goodput().args(["estimate", "--scheduler-recv-interval", "10", "-n", "1"]).output().unwrap();
+    let text = String::from_utf8_lossy(&vllm.stderr);
+    assert!(!vllm.status.success() && text.contains("is SGLang's") && text.contains("--scheduler sglang"), "{text}");
+    let (_, said, _server) =
+        cmd::serve(&["--profile", "engine", "--scheduler", "sglang", "--scheduler-recv-interval", "10"]);
+    assert!(said.contains(" · new requests taken every 10 decode steps · scheduled a step ahead"), "{said}");
+}
+
 #[test]
 fn auto_sweep_of_the_engine_finds_saturation_and_a_point_that_holds() {
     let dir = tempfile::tempdir().unwrap();
