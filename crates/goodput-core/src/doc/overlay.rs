@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 /// The simulator's knobs a configuration's settings map onto, as `goodput
 /// plan` names them in its documents' `params`.
-pub const KNOBS: [&str; 17] = [
+pub const KNOBS: [&str; 18] = [
     "gpu",
     "tp",
     "dp",
@@ -36,6 +36,7 @@ pub const KNOBS: [&str; 17] = [
     "schedule_conservativeness",
     "internal_lb",
     "async_scheduling",
+    "scheduler_recv_interval",
 ];
 
 /// Each knob's other names: the servers' flags for it (vLLM's
@@ -43,7 +44,7 @@ pub const KNOBS: [&str; 17] = [
 /// `max_running_requests`, `chunked_prefill_size`; llama.cpp's `np`
 /// (parallel slots) and `b` (batch size in tokens); the routers'
 /// `policy` and SGLang's `load_balance_method`) and short forms.
-pub const KNOB_ALIASES: [(&str, &[&str]); 17] = [
+pub const KNOB_ALIASES: [(&str, &[&str]); 18] = [
     ("gpu", &["gpu_type"]),
     ("tp", &["tensor_parallel_size", "tp_size"]),
     ("dp", &["data_parallel_size", "dp_size"]),
@@ -68,6 +69,8 @@ pub const KNOB_ALIASES: [(&str, &[&str]); 17] = [
     // (SGLang's and TensorRT-LLM's switches are its negation,
     // `disable_overlap_*`).
     ("async_scheduling", &[]),
+    // SGLang's new requests taken every that many decode steps.
+    ("scheduler_recv_interval", &["recv_interval"]),
 ];
 
 /// The value a knob has where a configuration's settings leave it out: `goodput
@@ -79,7 +82,7 @@ fn absent_value(knob: &str) -> Option<&'static str> {
         "pp" | "ep" => Some("1"),
         "spec_tokens" => Some("0"),
         "mixed_batches" => Some("true"),
-        "schedule_conservativeness" => Some("1"),
+        "schedule_conservativeness" | "scheduler_recv_interval" => Some("1"),
         "internal_lb" => Some("false"),
         // The servers' default (vLLM's since 0.14, SGLang's, TensorRT-LLM's
         // PyTorch backend's): `plan` names it only where off.

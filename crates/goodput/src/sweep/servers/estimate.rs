@@ -34,7 +34,10 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
                     knobs_and_aliases()
                 );
             };
-            let numeric = matches!(knob, "tp" | "dp" | "ep" | "pp" | "max_num_seqs" | "max_num_batched_tokens");
+            let numeric = matches!(
+                knob,
+                "tp" | "dp" | "ep" | "pp" | "max_num_seqs" | "max_num_batched_tokens" | "scheduler_recv_interval"
+            );
             if numeric && !v.trim().parse::<u32>().is_ok_and(|n| n > 0) {
                 bail!("--estimate: {k}={v} in {} is not a positive whole number ({knob})", p.id());
             }
@@ -290,6 +293,7 @@ pub(crate) fn set_knobs(hw: &mut crate::cli::EngineHwArgs, params: &Params, flag
                     _ => (hw.async_scheduling, hw.no_async_scheduling) = (on, !on),
                 }
             }
+            Some("scheduler_recv_interval") => hw.scheduler_recv_interval = n()?,
             Some("schedule_conservativeness") => {
                 hw.schedule_conservativeness =
                     v.parse::<f64>().with_context(|| format!("{flag}: {k}={v} is not a number"))?;
@@ -695,6 +699,16 @@ mod tests {
             let e = check_grid(&grid(&[&[("schedule_conservativeness", bad)]])).unwrap_err().to_string();
             assert!(e.contains(&format!("schedule_conservativeness={bad}")) && e.contains("from 0 to 100"), "{e}");
         }
+        // Its receive interval too, by its name or the short one.
+        let g = grid(&[&[("scheduler", "sglang"), ("recv_interval", "30")], &[("scheduler", "sglang")]]);
+        assert!(check_grid(&g).is_ok());
+        let hw: Vec<u32> = g
+            .iter()
+            .map(|p| engine_args(&a, p, "llama-3.1-8b", Path::new("p.json")).unwrap().hw.scheduler_recv_interval)
+            .collect();
+        assert_eq!(hw, [30, 1]);
+        let e = check_grid(&grid(&[&[("scheduler_recv_interval", "0")]])).unwrap_err().to_string();
+        assert!(e.contains("scheduler_recv_interval=0") && e.contains("not a positive whole number"), "{e}");
     }
 
     #[test]
