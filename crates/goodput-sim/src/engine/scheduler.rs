@@ -1153,8 +1153,10 @@ impl Engine {
                 self.release_ahead();
             }
             if !stepped {
-                // Nothing queued before them could run: an idle engine.
-                out.clear();
+                // Nothing queued before them could run: an idle engine. What
+                // that pass admitted stands (a pull admitted to a decode
+                // instance is reported even when no step runs: dropped, its
+                // transfer never started and the request waited for good).
                 self.rank_new_requests();
                 stepped = self.run_step(out);
             }
@@ -1968,6 +1970,36 @@ mod tests {
         assert_eq!((e.num_waiting(), e.waiting_ids().count()), (0, 0));
         drain(&mut e);
         assert_eq!(e.stats().requests_finished, 1);
+    }
+
+    /// A step ahead on a decode instance: a pull admitted by a pass that
+    /// computed nothing, before the requests held out of it are let in, is
+    /// reported with theirs (it had been cleared with the empty pass, so its
+    /// transfer never started and the request waited for good).
+    #[test]
+    fn a_pull_admitted_before_the_held_requests_are_let_in_is_reported() {
+        let mut cfg = config(None, 16);
+        cfg.async_scheduling = true;
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        // A local request of two tokens keeps the engine busy for two steps.
+        e.add_request(1, prompt(64, 1, &cfg), 2).unwrap();
+        e.step().unwrap();
+        // A remote request comes while it runs: held, then let in as it ends.
+        e.add_remote_request(2, prompt(64, 2, &cfg), 8).unwrap();
+        let out = e.step().unwrap();
+        assert!(out.tokens.iter().any(|t| t.id == 1 && t.finished) && out.pulls.is_empty());
+        // Another comes: the pass that admits the first's pull computes
+        // nothing, and the second is let in after it.
+        e.add_remote_request(3, prompt(64, 3, &cfg), 8).unwrap();
+        let mut out = StepOutcome::default();
+        e.step_into(&mut out);
+        let pulled: Vec<u64> = out.pulls.iter().map(|p| p.0).collect();
+        assert_eq!(pulled, [2, 3], "both transfers start");
+        for id in [2, 3] {
+            assert!(e.kv_landed(id));
+        }
+        drain(&mut e);
+        assert_eq!(e.stats().requests_finished, 3);
     }
 
     /// SGLang's `--scheduler-recv-interval 4`: new requests are taken once
