@@ -354,6 +354,10 @@ pub const DEFAULT_BLOCK_SIZE: u32 = 16;
 /// The largest `--schedule-conservativeness` taken: past 1/0.7 the ratio's
 /// start is 1 anyway, and only its floor (0.14 of the start) still moves.
 pub const MAX_SCHEDULE_CONSERVATIVENESS: f64 = 100.0;
+/// The largest `--scheduler-recv-interval` taken: a decode step weighs 1
+/// and any other SGLang's default 1,000, so past it only decodes run out
+/// the count and a prompt's step always takes new requests.
+pub const MAX_SCHEDULER_RECV_INTERVAL: u32 = 1000;
 pub const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
 
 /// SGLang's default `--mem-fraction-static` for `cfg`, as its
@@ -861,11 +865,10 @@ impl EngineConfig {
             ));
         }
         match self.scheduler_recv_interval {
-            0 | 1001.. => {
+            n if !(1..=MAX_SCHEDULER_RECV_INTERVAL).contains(&n) => {
                 return bad(format!(
-                    "--scheduler-recv-interval {} must lie in 1..=1000 (SGLang's default is 1: new requests taken \
-                     at every step)",
-                    self.scheduler_recv_interval
+                    "--scheduler-recv-interval {n} must lie in 1..={MAX_SCHEDULER_RECV_INTERVAL} (SGLang's default is \
+                     1: new requests taken at every step)"
                 ))
             }
             n if n > 1 && self.scheduler != SchedulerPolicy::Sglang => {

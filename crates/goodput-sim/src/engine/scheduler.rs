@@ -1926,6 +1926,31 @@ mod tests {
         assert!(total(&spec_steps) > total(&plain_steps), "rejected drafts cost time and save none");
     }
 
+    /// Under `cfg`, request 1 (an answer of `answer` tokens) alone, then
+    /// `decodes` of its decode steps, then request 2: whether request 1's
+    /// first token came at once, and the step, counted from request 2's
+    /// arrival, that gave request 2 its first (request 1 decoding in each).
+    fn first_token_after(cfg: &EngineConfig, answer: u32, decodes: u32) -> (bool, u32) {
+        let policy = cfg.scheduler;
+        let mut e = Engine::new(cfg.clone()).unwrap();
+        e.add_request(1, prompt(64, 1, cfg), answer).unwrap();
+        let first = e.step().unwrap().tokens.iter().any(|t| t.id == 1 && t.first);
+        for _ in 0..decodes {
+            e.step().unwrap();
+        }
+        e.add_request(2, prompt(64, 2, cfg), 4).unwrap();
+        assert_eq!(e.num_waiting(), 1, "{policy}: counted waiting while held");
+        let mut n = 0;
+        loop {
+            n += 1;
+            let out = e.step().unwrap();
+            assert!(out.tokens.iter().any(|t| t.id == 1), "{policy}: request 1 decodes every step");
+            if out.tokens.iter().any(|t| t.id == 2 && t.first) {
+                return (first, n);
+            }
+        }
+    }
+
     /// Scheduling a step ahead: a request added while the engine has work
     /// (it reached the engine during a step, whose successor was chosen
     /// before it came) sits out the next step and is prefilled in the one
@@ -1934,27 +1959,12 @@ mod tests {
     fn a_step_ahead_a_request_reaching_a_busy_engine_joins_the_step_after_next() {
         for policy in [SchedulerPolicy::Vllm, SchedulerPolicy::Trtllm, SchedulerPolicy::Sglang] {
             // The step in which request 2's first token comes, counted from
-            // its arrival, and request 1's, which found the engine idle.
+            // its arrival after two decode steps of request 1, and request
+            // 1's, which found the engine idle.
             let first_tokens = |ahead: bool| {
                 let mut cfg = policy_config(None, 16, policy);
                 cfg.async_scheduling = ahead;
-                let mut e = Engine::new(cfg.clone()).unwrap();
-                e.add_request(1, prompt(64, 1, &cfg), 32).unwrap();
-                let first = e.step().unwrap().tokens.iter().any(|t| t.id == 1 && t.first);
-                // Two decode steps of request 1, then request 2 arrives.
-                e.step().unwrap();
-                e.step().unwrap();
-                e.add_request(2, prompt(64, 2, &cfg), 4).unwrap();
-                assert_eq!(e.num_waiting(), 1, "{policy}: counted waiting while held");
-                let mut n = 0;
-                loop {
-                    n += 1;
-                    let out = e.step().unwrap();
-                    assert!(out.tokens.iter().any(|t| t.id == 1), "{policy}: request 1 decodes every step");
-                    if out.tokens.iter().any(|t| t.id == 2 && t.first) {
-                        break (first, n);
-                    }
-                }
+                first_token_after(&cfg, 32, 2)
             };
             assert_eq!(first_tokens(false), (true, 1), "{policy}");
             assert_eq!(first_tokens(true), (true, 2), "{policy}: one step more, the idle engine none");
@@ -2015,23 +2025,7 @@ mod tests {
         let first_tokens = |interval: u32, ahead: bool, decodes: u32| {
             let mut cfg = policy_config(None, 16, SchedulerPolicy::Sglang);
             (cfg.scheduler_recv_interval, cfg.async_scheduling) = (interval, ahead);
-            let mut e = Engine::new(cfg.clone()).unwrap();
-            e.add_request(1, prompt(64, 1, &cfg), 64).unwrap();
-            let first = e.step().unwrap().tokens.iter().any(|t| t.id == 1 && t.first);
-            for _ in 0..decodes {
-                e.step().unwrap();
-            }
-            e.add_request(2, prompt(64, 2, &cfg), 4).unwrap();
-            assert_eq!(e.num_waiting(), 1, "counted waiting until taken");
-            let mut n = 0;
-            loop {
-                n += 1;
-                let out = e.step().unwrap();
-                assert!(out.tokens.iter().any(|t| t.id == 1), "request 1 decodes every step");
-                if out.tokens.iter().any(|t| t.id == 2 && t.first) {
-                    break (first, n);
-                }
-            }
+            first_token_after(&cfg, 64, decodes)
         };
         // Every step: at once; a step ahead, the one after.
         assert_eq!(first_tokens(1, false, 2), (true, 1));

@@ -445,12 +445,13 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
                 row.scheduler_recv_interval = v
                     .parse::<u32>()
                     .ok()
-                    .filter(|n| (1..=1000).contains(n))
+                    .filter(|n| (1..=super::MAX_SCHEDULER_RECV_INTERVAL).contains(n))
                     .filter(|&n| n == 1 || row.engine == ReferenceEngine::Sglang)
                     .ok_or_else(|| {
                         err(format!(
-                            "`scheduler_recv_interval` is SGLang's: a number of decode steps from 1 to 1000, above 1 \
-                             on an sglang row alone, got `{v}`"
+                            "`scheduler_recv_interval` is SGLang's: a number of decode steps from 1 to {}, above 1 \
+                             on an sglang row alone, got `{v}`",
+                            super::MAX_SCHEDULER_RECV_INTERVAL
                         ))
                     })?;
             }
@@ -1674,8 +1675,13 @@ c,llama-3.1-8b,h100-sxm,1,1,bf16,vllm,512,64,concurrency,16,,ttft_ms_mean,50,ms,
         assert!(ahead > not, "TTFT {ahead} ms a step ahead, {not} ms not");
         let err = parse_csv(&text.replace(",yes,", ",maybe,")).unwrap_err().to_string();
         assert!(err.contains("line 2") && err.contains("`async_scheduling` must be yes or no"), "{err}");
-        // SGLang's receive interval: its rows' engine takes it, another's
-        // refuses it.
+    }
+
+    /// The `scheduler_recv_interval` column: an sglang row's engine takes
+    /// SGLang's receive interval, 1 where absent; another's refuses it.
+    #[test]
+    fn the_scheduler_recv_interval_column_is_sglang_s() {
+        let options = ValidationOptions::default();
         let recv = "\
 id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,scheduler_recv_interval,metric,value,unit,source
 a,llama-3.1-8b,h100,1,1,bf16,sglang,512,128,concurrency,8,30,ttft_ms_mean,1,ms,x
