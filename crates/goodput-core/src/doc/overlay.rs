@@ -77,8 +77,11 @@ pub const KNOB_ALIASES: [(&str, &[&str]); 18] = [
 /// plan` names `pp`, `ep` and `spec_tokens` only where they are on (and
 /// `mixed_batches` only where off, SGLang's), so a grid's `pp=1` or
 /// `spec_tokens=0` is a plan's configuration without them.
-fn absent_value(knob: &str) -> Option<&'static str> {
+fn absent_value(params: &crate::doc::frontier::ParamMap, knob: &str) -> Option<&'static str> {
     match knob {
+        // vLLM 0.14 left its step ahead off with pipeline stages, where
+        // `plan` names it only where on.
+        "async_scheduling" if vllm_stages(params) => Some("false"),
         "pp" | "ep" => Some("1"),
         "spec_tokens" => Some("0"),
         "mixed_batches" => Some("true"),
@@ -92,6 +95,13 @@ fn absent_value(knob: &str) -> Option<&'static str> {
         RANK_BALANCE => Some("auto"),
         _ => None,
     }
+}
+
+/// Whether a configuration's settings run vLLM's scheduler (the default
+/// where they name none) over pipeline stages.
+fn vllm_stages(params: &crate::doc::frontier::ParamMap) -> bool {
+    let vllm = knob_value(params, "scheduler").is_none_or(|s| s == "vllm");
+    vllm && knob_value(params, "pp").and_then(|v| v.parse::<u32>().ok()).is_some_and(|pp| pp > 1)
 }
 
 /// The simulator's knob a server setting (a grid parameter) names, when it
@@ -726,7 +736,7 @@ fn partner(pred: &FrontierResult, m: &FrontierConfig) -> Partner {
                 Some(pv) => same_setting(p, k, pv, v),
                 // The GPU as the catalog names it, when the plan's --gpu name differs.
                 None if *k == "gpu" => pred.configs[i].gpu.as_deref().is_some_and(|g| same_value(k, g, v)),
-                None => absent_value(k).is_some_and(|d| same_setting(p, k, d, v)),
+                None => absent_value(p, k).is_some_and(|d| same_setting(p, k, d, v)),
             })
         })
         .collect();
@@ -748,7 +758,7 @@ fn partner(pred: &FrontierResult, m: &FrontierConfig) -> Partner {
             .filter(|&i| {
                 let p = &pred.configs[i].params;
                 let (pk, _) = knobs_of(p);
-                pk.iter().filter(|(k, _)| !knobs.contains_key(*k)).all(|(k, v)| match absent_value(k) {
+                pk.iter().filter(|(k, _)| !knobs.contains_key(*k)).all(|(k, v)| match absent_value(p, k) {
                     Some(d) => same_setting(p, k, d, v),
                     None => true,
                 })
@@ -1273,6 +1283,31 @@ mod tests {
             &[None, Some("true")],
             &[(Some("true"), 1), (Some("false"), 0), (None, 0)],
         );
+    }
+
+    /// A step ahead is the servers' default but for vLLM's pipeline
+    /// stages: a measured configuration's `async_scheduling` pairs with
+    /// the predicted one that leaves it out where it is that default.
+    #[test]
+    fn a_step_ahead_absent_is_the_servers_default_for_the_configuration() {
+        let both = [None, Some("false")];
+        assert_pairs_by(
+            &[("tp", "2")],
+            "async_scheduling",
+            &[None, Some("false")],
+            &[(Some("true"), 0), (None, 0), (Some("no"), 1)],
+        );
+        // vLLM with stages: plan names only `true`.
+        let stages = [("tp", "2"), ("pp", "2")];
+        assert_pairs_by(
+            &stages,
+            "async_scheduling",
+            &[None, Some("true")],
+            &[(Some("false"), 0), (None, 0), (Some("on"), 1)],
+        );
+        // SGLang's stages keep theirs on.
+        let sglang = [("scheduler", "sglang"), ("pp", "2")];
+        assert_pairs_by(&sglang, "async_scheduling", &both, &[(Some("true"), 0), (Some("false"), 1)]);
     }
 
     /// Predicted configurations of `base` with `knob` at each of
