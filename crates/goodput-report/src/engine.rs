@@ -112,6 +112,9 @@ impl EngineView for SimulatedEngine {
         if let Some(n) = c.scheduler_recv_interval {
             parts.push(format!("new requests taken every {n} decode steps"));
         }
+        if let Some(n) = c.max_prefill_tokens {
+            parts.push(format!("a step's prompts up to {n} tokens past the first"));
+        }
         match c.async_scheduling {
             Some(true) => parts.push("scheduled a step ahead".into()),
             Some(false) => parts.push("each step scheduled after the last".into()),

@@ -199,6 +199,12 @@ fn scheduler_words(cfg: &goodput_sim::engine::EngineConfig) -> String {
         n if n > 1 => format!("{whose} · new requests taken every {n} decode steps"),
         _ => whose,
     };
+    let whose = match cfg.max_prefill_tokens {
+        n if n != goodput_sim::engine::SGLANG_MAX_PREFILL_TOKENS => {
+            format!("{whose} · a step's prompts up to {n} tokens past the first")
+        }
+        _ => whose,
+    };
     match cfg.async_scheduling {
         true => format!("{whose} · scheduled a step ahead"),
         false => format!("{whose} · each step scheduled after the last"),

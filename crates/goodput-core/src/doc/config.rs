@@ -421,6 +421,11 @@ pub struct EngineSettings {
     /// of every step, and under the other schedulers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduler_recv_interval: Option<u32>,
+    /// SGLang's `--max-prefill-tokens`, where not its default of 16,384:
+    /// the prompt tokens one step takes past its first prompt's; absent at
+    /// the default, and under the other schedulers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_prefill_tokens: Option<u32>,
     /// SGLang's `--load-balance-method` as given, where its ranks of DP
     /// attention chose by another than its default (`round-robin`,
     /// `follow-bootstrap-room`, `total-requests` or `total-tokens`; under

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 /// The simulator's knobs a configuration's settings map onto, as `goodput
 /// plan` names them in its documents' `params`.
-pub const KNOBS: [&str; 18] = [
+pub const KNOBS: [&str; 19] = [
     "gpu",
     "tp",
     "dp",
@@ -37,6 +37,7 @@ pub const KNOBS: [&str; 18] = [
     "internal_lb",
     "async_scheduling",
     "scheduler_recv_interval",
+    "max_prefill_tokens",
 ];
 
 /// Each knob's other names: the servers' flags for it (vLLM's
@@ -44,7 +45,7 @@ pub const KNOBS: [&str; 18] = [
 /// `max_running_requests`, `chunked_prefill_size`; llama.cpp's `np`
 /// (parallel slots) and `b` (batch size in tokens); the routers'
 /// `policy` and SGLang's `load_balance_method`) and short forms.
-pub const KNOB_ALIASES: [(&str, &[&str]); 18] = [
+pub const KNOB_ALIASES: [(&str, &[&str]); 19] = [
     ("gpu", &["gpu_type"]),
     ("tp", &["tensor_parallel_size", "tp_size"]),
     ("dp", &["data_parallel_size", "dp_size"]),
@@ -71,6 +72,8 @@ pub const KNOB_ALIASES: [(&str, &[&str]); 18] = [
     ("async_scheduling", &[]),
     // SGLang's new requests taken every that many decode steps.
     ("scheduler_recv_interval", &["recv_interval"]),
+    // SGLang's prompt tokens a step past its first prompt's.
+    ("max_prefill_tokens", &[]),
 ];
 
 /// The value a knob has where a configuration's settings leave it out: `goodput
@@ -86,6 +89,8 @@ fn absent_value(params: &crate::doc::frontier::ParamMap, knob: &str) -> Option<&
         "spec_tokens" => Some("0"),
         "mixed_batches" => Some("true"),
         "schedule_conservativeness" | "scheduler_recv_interval" => Some("1"),
+        // SGLang's default.
+        "max_prefill_tokens" => Some("16384"),
         "internal_lb" => Some("false"),
         // The servers' default (vLLM's since 0.14, SGLang's, TensorRT-LLM's
         // PyTorch backend's): `plan` names it only where off.

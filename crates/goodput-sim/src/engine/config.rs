@@ -101,6 +101,13 @@ pub struct EngineConfig {
     /// `SchedulerRecvSkipper` does. 1, SGLang's default: every step.
     #[serde(default = "one_u32", skip_serializing_if = "is_one_u32")]
     pub scheduler_recv_interval: u32,
+    /// SGLang's `--max-prefill-tokens` (under `--scheduler sglang`): the
+    /// prompt tokens one step takes past its first prompt's (a chunk's
+    /// budget, `max_num_batched_tokens`, bounds them too).
+    /// [`SGLANG_MAX_PREFILL_TOKENS`](super::scheduler::SGLANG_MAX_PREFILL_TOKENS),
+    /// 16,384, SGLang's default.
+    #[serde(default = "sglang_max_prefill_tokens", skip_serializing_if = "is_sglang_max_prefill_tokens")]
+    pub max_prefill_tokens: u32,
     /// SGLang's `--load-balance-method` (under `--scheduler sglang`): which
     /// attention rank of DP attention a request goes to
     /// (`scheduler/balance.rs`).
@@ -139,6 +146,14 @@ fn is_auto(m: &LoadBalance) -> bool {
 
 fn one_u32() -> u32 {
     1
+}
+
+fn sglang_max_prefill_tokens() -> u32 {
+    super::scheduler::SGLANG_MAX_PREFILL_TOKENS
+}
+
+fn is_sglang_max_prefill_tokens(v: &u32) -> bool {
+    *v == super::scheduler::SGLANG_MAX_PREFILL_TOKENS
 }
 
 fn is_one_u32(v: &u32) -> bool {
@@ -273,6 +288,8 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             schedule_conservativeness: (cfg.scheduler == SchedulerPolicy::Sglang)
                 .then_some(cfg.schedule_conservativeness),
             scheduler_recv_interval: (cfg.scheduler_recv_interval > 1).then_some(cfg.scheduler_recv_interval),
+            max_prefill_tokens: (!is_sglang_max_prefill_tokens(&cfg.max_prefill_tokens))
+                .then_some(cfg.max_prefill_tokens),
             load_balance_method: cfg.load_balance_words(),
             internal_lb: vllm_front_ends.is_some(),
             api_server_count: vllm_front_ends,
@@ -403,7 +420,7 @@ pub fn sglang_role_mem_fraction_static(cfg: &EngineConfig, decode: Option<bool>)
             batch * cfg.spec.map_or(1.0, |s| f64::from(s.tokens.max(1)))
         }
         _ if cfg.enable_chunked_prefill => f64::from(cfg.max_num_batched_tokens),
-        _ => f64::from(super::scheduler::SGLANG_MAX_PREFILL_TOKENS),
+        _ => f64::from(cfg.max_prefill_tokens),
     };
     // A prefill instance captures no decode graphs.
     let graphs = decode != Some(false);
@@ -567,6 +584,7 @@ impl EngineConfig {
             mixed_batches: true,
             schedule_conservativeness: 1.0,
             scheduler_recv_interval: 1,
+            max_prefill_tokens: super::scheduler::SGLANG_MAX_PREFILL_TOKENS,
             load_balance: LoadBalance::Auto,
             decode_load_balance: None,
             internal_lb: false,
@@ -875,6 +893,22 @@ impl EngineConfig {
                 return bad(format!(
                     "--scheduler-recv-interval {n} is SGLang's, and the scheduler is {}: add --scheduler sglang, or \
                      drop it",
+                    self.scheduler
+                ))
+            }
+            _ => {}
+        }
+        match self.max_prefill_tokens {
+            0 => {
+                return bad(format!(
+                    "--max-prefill-tokens 0 takes no prompt: give a number of tokens (SGLang's default is {})",
+                    super::scheduler::SGLANG_MAX_PREFILL_TOKENS
+                ))
+            }
+            n if !is_sglang_max_prefill_tokens(&n) && self.scheduler != SchedulerPolicy::Sglang => {
+                return bad(format!(
+                    "--max-prefill-tokens {n} is SGLang's, and the scheduler is {}: add --scheduler sglang, or drop \
+                     it (vLLM's and TensorRT-LLM's step budget is --max-num-batched-tokens)",
                     self.scheduler
                 ))
             }

@@ -39,7 +39,8 @@ pub use roofline::{kv_capacity, Attended, BatchShape, KvCapacity, Roofline, Step
 pub use router::{Router, RouterPolicy};
 pub use scheduler::{
     sglang_default_chunk, sglang_default_max_running, BatchSummary, Controller, Engine, EngineStats, Load, LoadBalance,
-    Published, ReplicaBalancer, SchedulerPolicy, StepOutcome, TokenEvent, TRTLLM_MAX_BATCH_SIZE,
+    Published, ReplicaBalancer, SchedulerPolicy, StepOutcome, TokenEvent, SGLANG_MAX_PREFILL_TOKENS,
+    TRTLLM_MAX_BATCH_SIZE,
 };
 pub use virtual_time::{
     simulate, simulate_until, EngineSample, EngineView, PrefixBlocks, PromptKind, ReplicaView, SharedPrefix, SimRun,

@@ -230,6 +230,9 @@ pub struct ReferenceRow {
     /// SGLang's `--scheduler-recv-interval` (the optional column of that
     /// name, on `sglang` rows; 1 where absent).
     pub scheduler_recv_interval: u32,
+    /// SGLang's `--max-prefill-tokens` (the optional column of that name, on
+    /// `sglang` rows; SGLang's default, 16,384, where absent).
+    pub max_prefill_tokens: Option<u32>,
     /// The benchmark's own engine limits where it set them: sequences a step
     /// (per attention rank: TensorRT-LLM's `max_batch_size`, vLLM's
     /// `max_num_seqs`; the optional `max_num_seqs` column), tokens a step
@@ -323,8 +326,10 @@ const COLUMNS: [&str; 15] = [
 /// (`yes` where the engine chose each step while the one before ran:
 /// vLLM's `--async-scheduling`, TensorRT-LLM's overlap scheduler; `no`);
 /// `scheduler_recv_interval` (SGLang's `--scheduler-recv-interval`, on
-/// `sglang` rows: new requests taken every that many decode steps; 1).
-const OPTIONAL_COLUMNS: [&str; 17] = [
+/// `sglang` rows: new requests taken every that many decode steps; 1);
+/// `max_prefill_tokens` (SGLang's `--max-prefill-tokens`, on `sglang`
+/// rows: a step's prompt tokens past its first prompt's; 16,384).
+const OPTIONAL_COLUMNS: [&str; 18] = [
     "split",
     "queueing",
     "requests",
@@ -342,6 +347,7 @@ const OPTIONAL_COLUMNS: [&str; 17] = [
     "max_concurrency",
     "async_scheduling",
     "scheduler_recv_interval",
+    "max_prefill_tokens",
 ];
 
 /// The most requests a `concurrency` row's benchmark may have sent (its
@@ -464,6 +470,10 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
                     })
                     .transpose()
             };
+            row.max_prefill_tokens = positive(17, "SGLang's prompt tokens a step past its first prompt's")?;
+            if row.max_prefill_tokens.is_some() && row.engine != ReferenceEngine::Sglang {
+                return Err(err("`max_prefill_tokens` is SGLang's: leave it empty on other engines' rows".into()));
+            }
             row.max_num_seqs = positive(7, "sequences a step per attention rank")?;
             row.max_num_batched_tokens = positive(8, "tokens a step per attention rank")?;
             row.memory_fraction = extra(9)
@@ -627,6 +637,7 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
         mixed_batches: true,
         async_scheduling: false,
         scheduler_recv_interval: 1,
+        max_prefill_tokens: None,
         max_num_seqs: None,
         max_num_batched_tokens: None,
         memory_fraction: None,
@@ -814,6 +825,9 @@ pub fn row_config(row: &ReferenceRow, options: &ValidationOptions) -> Result<Eng
     if row.engine == ReferenceEngine::Sglang && options.sglang_scheduler == SchedulerPolicy::Sglang {
         cfg.scheduler = SchedulerPolicy::Sglang;
         cfg.scheduler_recv_interval = row.scheduler_recv_interval;
+        if let Some(n) = row.max_prefill_tokens {
+            cfg.max_prefill_tokens = n;
+        }
         cfg.max_num_batched_tokens = super::sglang_default_chunk(&gpu);
     }
     // The benchmark's own limits, where the row gives them.
@@ -1693,6 +1707,27 @@ b,llama-3.1-8b,h100,1,1,bf16,sglang,512,128,concurrency,8,,ttft_ms_mean,1,ms,x
         let vllm = recv.replace("sglang,512,128,concurrency,8,30", "vllm,512,128,concurrency,8,30");
         let err = parse_csv(&vllm).unwrap_err().to_string();
         assert!(err.contains("`scheduler_recv_interval` is SGLang's"), "{err}");
+    }
+
+    /// The `max_prefill_tokens` column: an sglang row's engine takes
+    /// SGLang's cap on a step's prompt tokens, its default where absent;
+    /// another's refuses it.
+    #[test]
+    fn the_max_prefill_tokens_column_is_sglang_s() {
+        let options = ValidationOptions::default();
+        let text = "\
+id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,max_prefill_tokens,metric,value,unit,source
+a,llama-3.1-8b,h100,1,1,bf16,sglang,512,128,concurrency,8,196608,ttft_ms_mean,1,ms,x
+b,llama-3.1-8b,h100,1,1,bf16,sglang,512,128,concurrency,8,,ttft_ms_mean,1,ms,x
+";
+        let rows = parse_csv(text).unwrap();
+        let caps: Vec<u32> = rows.iter().map(|r| row_config(r, &options).unwrap().max_prefill_tokens).collect();
+        assert_eq!(caps, [196_608, crate::engine::SGLANG_MAX_PREFILL_TOKENS]);
+        let vllm = text.replace("sglang,512,128,concurrency,8,196608", "vllm,512,128,concurrency,8,196608");
+        let err = parse_csv(&vllm).unwrap_err().to_string();
+        assert!(err.contains("line 2") && err.contains("`max_prefill_tokens` is SGLang's"), "{err}");
+        let err = parse_csv(&text.replace(",196608,", ",0,")).unwrap_err().to_string();
+        assert!(err.contains("`max_prefill_tokens` must be a positive integer"), "{err}");
     }
 
     #[test]

@@ -539,6 +539,9 @@ pub struct EngineHwArgs {
     /// SGLang's --scheduler-recv-interval, with --scheduler sglang: new requests are taken from the front end only once this many decode steps have run since the last time (a step that computes a prompt counts as all of them; an idle engine takes them at once), as its SchedulerRecvSkipper does; they wait counted as waiting. 1, SGLang's default: every step.
     #[arg(long, default_value_t = 1, value_name = "N", help_heading = "Simulated engine")]
     pub scheduler_recv_interval: u32,
+    /// SGLang's --max-prefill-tokens, with --scheduler sglang: the prompt tokens one step takes past its first prompt's (the step's budget, --max-num-batched-tokens, SGLang's --chunked-prefill-size, bounds them too). SGLang's default: 16384.
+    #[arg(long, default_value_t = goodput_sim::engine::SGLANG_MAX_PREFILL_TOKENS, value_name = "TOKENS", help_heading = "Simulated engine")]
+    pub max_prefill_tokens: u32,
     /// SGLang's --load-balance-method, with --scheduler sglang and DP attention (a mixture of experts with more --ep than --tp: its ranks each schedule their own requests): which rank a request goes to; or, for --dp replicas of a dense model, which replica (SGLang's data-parallel controller, in --router's place). auto (SGLang's default: round-robin, and follow-bootstrap-room on a --pd prefill instance), round-robin (the ranks in turn), follow-bootstrap-room (with --pd: the rank the router's random bootstrap room names), total-requests (the fewest requests, running and waiting) or total-tokens (the fewest tokens held: the running requests' KV and the waiting ones' sequences). The last two read the loads the ranks publish (after a step that prefills, else every 15th step), at most every 20 ms, counting what they sent since. With --pd, P:D gives each pool its own (auto:total-tokens: the prefill instances' ranks by the room, the decode instances' by tokens); one method applies to each pool that has ranks.
     #[arg(long, default_value = "auto", help_heading = "Simulated engine")]
     pub load_balance_method: String,
@@ -607,6 +610,7 @@ impl Default for EngineHwArgs {
             scheduler: "vllm".into(),
             schedule_conservativeness: 1.0,
             scheduler_recv_interval: 1,
+            max_prefill_tokens: goodput_sim::engine::SGLANG_MAX_PREFILL_TOKENS,
             load_balance_method: "auto".into(),
             internal_lb: false,
             api_server_count: None,

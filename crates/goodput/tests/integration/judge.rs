@@ -658,6 +658,44 @@ fn sglang_s_receive_interval_delays_new_requests_under_load() {
     assert!(said.contains(" · new requests taken every 10 decode steps · scheduled a step ahead"), "{said}");
 }
 
+/// SGLang's `--max-prefill-tokens`: 32 users' 1,000-token prompts sent
+/// together take fewer steps when a step may take more of them (the
+/// default's 17 a step, 16,384 tokens past the first; 5 at 4,000; all 32
+/// at 32,768), so their decodes are held up by fewer prompt steps (TPOT
+/// falls) while every first token waits for a longer step (the mean TTFT
+/// rises); the result records it, the served banner names it, and another
+/// scheduler refuses it.
+#[test]
+fn sglang_s_max_prefill_tokens_caps_a_step_s_prompts() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let load = ["-c", "32", "-n", "32", "--input-tokens", "1000", "--output-tokens", "16"];
+        let sglang = ["--scheduler", "sglang", "--max-num-batched-tokens", "32768"];
+        estimate_doc(dir.path(), name, &[&load[..], &sglang, extra].concat())
+    };
+    let runs = [
+        run("small.json", &["--max-prefill-tokens", "4000"]),
+        run("default.json", &[]),
+        run("large.json", &["--max-prefill-tokens", "32768"]),
+    ];
+    assert!(runs[1]["config"]["engine"].get("max_prefill_tokens").is_none());
+    assert_eq!(runs[2]["config"]["engine"]["max_prefill_tokens"], 32768);
+    crate::schema::assert_valid(&runs[2], "RunResult", "estimate --max-prefill-tokens");
+    let of = |f: &dyn Fn(&serde_json::Value) -> f64| runs.iter().map(f).collect::<Vec<f64>>();
+    let steps = of(&|v| v["engine"]["steps"].as_f64().unwrap());
+    let ttft = of(&|v| v["summary"]["ttft_ms"]["mean"].as_f64().unwrap());
+    let tpot = of(&|v| v["summary"]["tpot_ms"]["mean"].as_f64().unwrap());
+    assert!(steps[0] > steps[1] && steps[1] > steps[2], "steps {steps:?}");
+    assert!(ttft[0] < ttft[1] && ttft[1] < ttft[2], "mean TTFT {ttft:?}");
+    assert!(tpot[0] > tpot[1] && tpot[1] > tpot[2], "mean TPOT {tpot:?}");
+    let vllm = goodput().args(["estimate", "--max-prefill-tokens", "4000", "-n", "1"]).output().unwrap();
+    let text = String::from_utf8_lossy(&vllm.stderr);
+    assert!(!vllm.status.success() && text.contains("is SGLang's") && text.contains("--scheduler sglang"), "{text}");
+    let (_, said, _server) =
+        cmd::serve(&["--profile", "engine", "--scheduler", "sglang", "--max-prefill-tokens", "32768"]);
+    assert!(said.contains(" · a step's prompts up to 32768 tokens past the first · scheduled a step ahead"), "{said}");
+}
+
 #[test]
 fn auto_sweep_of_the_engine_finds_saturation_and_a_point_that_holds() {
     let dir = tempfile::tempdir().unwrap();

@@ -177,7 +177,7 @@ impl Engine {
         // `--max-prefill-tokens` is each rank's scheduler's (a micro-batch's).
         let mut input = std::mem::take(&mut self.sglang_input);
         input.clear();
-        input.resize(ranks, SGLANG_MAX_PREFILL_TOKENS.saturating_mul(pp));
+        input.resize(ranks, self.cfg.max_prefill_tokens.saturating_mul(pp));
         // Each rank's prompts this step.
         let mut prompts = std::mem::take(&mut self.sglang_prompts);
         prompts.clear();
@@ -920,6 +920,24 @@ mod tests {
             let s = e.step().unwrap();
             assert_eq!(s.batch.prefill_tokens, want, "{policy}");
         }
+        // Raised past the three (as AMD's DeepSeek-R1 scripts set it,
+        // 196,608), all three run in the first step; lowered to 4,000, the
+        // first alone (a step always takes its first prompt).
+        for (cap, want) in [(196_608, 24_000), (4_000, 8_000)] {
+            let mut cfg = config(None, SchedulerPolicy::Sglang);
+            cfg.max_num_batched_tokens = 32_768;
+            cfg.max_prefill_tokens = cap;
+            let mut e = Engine::new(cfg.clone()).unwrap();
+            for id in 1..=3 {
+                e.add_request(id, prompt(8000, id, &cfg), 4).unwrap();
+            }
+            assert_eq!(e.step().unwrap().batch.prefill_tokens, want, "--max-prefill-tokens {cap}");
+        }
+        // The other schedulers refuse it.
+        let mut cfg = config(None, SchedulerPolicy::Vllm);
+        cfg.max_prefill_tokens = 4_000;
+        let err = Engine::new(cfg).err().expect("refused").to_string();
+        assert!(err.contains("--max-prefill-tokens 4000 is SGLang's"), "{err}");
     }
 
     /// The ratio falls on decode steps only, and an idle server starts it

@@ -36,7 +36,13 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
             };
             let numeric = matches!(
                 knob,
-                "tp" | "dp" | "ep" | "pp" | "max_num_seqs" | "max_num_batched_tokens" | "scheduler_recv_interval"
+                "tp" | "dp"
+                    | "ep"
+                    | "pp"
+                    | "max_num_seqs"
+                    | "max_num_batched_tokens"
+                    | "scheduler_recv_interval"
+                    | "max_prefill_tokens"
             );
             if numeric && !v.trim().parse::<u32>().is_ok_and(|n| n > 0) {
                 bail!("--estimate: {k}={v} in {} is not a positive whole number ({knob})", p.id());
@@ -294,6 +300,7 @@ pub(crate) fn set_knobs(hw: &mut crate::cli::EngineHwArgs, params: &Params, flag
                 }
             }
             Some("scheduler_recv_interval") => hw.scheduler_recv_interval = n()?,
+            Some("max_prefill_tokens") => hw.max_prefill_tokens = n()?,
             Some("schedule_conservativeness") => {
                 hw.schedule_conservativeness =
                     v.parse::<f64>().with_context(|| format!("{flag}: {k}={v} is not a number"))?;
@@ -709,6 +716,14 @@ mod tests {
         assert_eq!(hw, [30, 1]);
         let e = check_grid(&grid(&[&[("scheduler_recv_interval", "0")]])).unwrap_err().to_string();
         assert!(e.contains("scheduler_recv_interval=0") && e.contains("not a positive whole number"), "{e}");
+        // And its cap on a step's prompt tokens.
+        let g = grid(&[&[("scheduler", "sglang"), ("max-prefill-tokens", "196608")], &[("scheduler", "sglang")]]);
+        assert!(check_grid(&g).is_ok());
+        let hw: Vec<u32> = g
+            .iter()
+            .map(|p| engine_args(&a, p, "llama-3.1-8b", Path::new("p.json")).unwrap().hw.max_prefill_tokens)
+            .collect();
+        assert_eq!(hw, [196_608, goodput_sim::engine::SGLANG_MAX_PREFILL_TOKENS]);
     }
 
     #[test]
