@@ -12,7 +12,7 @@ and the same with blackwell, cdna4 and trtllm (TensorRT-LLM's runs on
 H200s and B200s); gptoss takes results_gptoss_*.json (GPT-OSS-120B under
 vLLM on H100, H200, B200, MI300X, MI325X and MI355X, its GPTOSS table
 below), and dsr1 results_dsr1_*.json (DeepSeek-R1-0528 under SGLang on
-H200s and B200s, its DSR1 table below).
+H200s, B200s, MI300Xs, MI325Xs and MI355Xs, its DSR1 table below).
 
 The JSON files: SemiAnalysis's InferenceMAX nightly results (its CI's
 aggregated artifacts), as committed in the public repository
@@ -62,19 +62,33 @@ GPTOSS = {
     "mi325x": ("mi325x", "", 0.95, "", "vLLM 0.10.1 ROCm 7.0"),
     "mi355x": ("mi355x", "", 0.95, "", "vLLM 0.10.1 ROCm 7.0"),
 }
-# DeepSeek-R1-0528 under SGLang (benchmarks/dsr1_fp{8,4}_{h200,b200}_*.sh):
-# by (GPU, precision), SGLang's version, --max-running-requests (a
-# function of the shape), --chunked-prefill-size, --mem-fraction-static,
-# the KV cache's dtype, whether the experts are spread over the TP GPUs
-# (--enable-ep-moe), and whether the script sets --scheduler-recv-interval:
-# the B200 scripts do, 30 at 16 users or more and 10 below (new requests
-# taken every that many decode steps), the scheduler_recv_interval column
-# (1 on the H200's).
+# DeepSeek-R1-0528 under SGLang (benchmarks/dsr1_fp{8,4}_{h200,b200}_*.sh
+# and dsr1_fp8_{mi300x,mi325x,mi355x}_docker.sh): by (GPU, precision),
+# SGLang's version, --max-running-requests (a function of the shape; ""
+# where the script leaves SGLang's default), --chunked-prefill-size,
+# --mem-fraction-static, the KV cache's dtype, whether the experts are
+# spread over the TP GPUs (--enable-ep-moe), whether the script sets
+# --scheduler-recv-interval (the B200 scripts do, 30 at 16 users or more
+# and 10 below: new requests taken every that many decode steps, the
+# scheduler_recv_interval column; 1 elsewhere), and --max-prefill-tokens
+# ("" where the script leaves SGLang's 16,384). The AMD scripts also pass
+# --num-continuous-decode-steps 4, which SGLang has read nowhere since
+# sgl-project/sglang#2095 (November 2024, before 0.4): its 0.5 scheduler
+# runs one step a pass, so the column is not there to set. Left out: the
+# MI355X's FP4 runs (amd/DeepSeek-R1-0528-MXFP4-Preview, whose quantised
+# layers and activations the engine's fp4 would have to be checked
+# against) and the GB200's multi-node ones.
 DSR1 = {
     ("h200", "fp8"): ("SGLang 0.5.2rc2", lambda isl, osl: 512 if (isl, osl) == (1024, 1024) else 256, 32768, 0.82,
-                      "auto", False, False),
-    ("b200", "fp8"): ("SGLang 0.5.3rc1", lambda isl, osl: 128, 32768, 0.82, "fp8", False, True),
-    ("b200", "fp4"): ("SGLang 0.5.3rc1", lambda isl, osl: 256, 16384, 0.85, "fp8", True, True),
+                      "auto", False, False, ""),
+    ("b200", "fp8"): ("SGLang 0.5.3rc1", lambda isl, osl: 128, 32768, 0.82, "fp8", False, True, ""),
+    ("b200", "fp4"): ("SGLang 0.5.3rc1", lambda isl, osl: 256, 16384, 0.85, "fp8", True, True, ""),
+    ("mi300x", "fp8"): ("SGLang 0.5.2 ROCm 7.0 (rocm/7.0 sgl-dev-v0.5.2 image of 2025-09-15)", lambda isl, osl: "",
+                        196608, 0.8, "auto", False, False, 196608),
+    ("mi325x", "fp8"): ("SGLang 0.5.2 ROCm 7.0 (rocm/7.0 sgl-dev-v0.5.2 image of 2025-09-15)", lambda isl, osl: "",
+                        196608, 0.8, "auto", False, False, 196608),
+    ("mi355x", "fp8"): ("SGLang 0.5.2 ROCm 7.0 (rocm/7.0 sgl-dev-v0.5.2 image of 2025-09-15)", lambda isl, osl: "",
+                        196608, 0.8, "auto", False, False, 196608),
 }
 FAMILIES = {
     "trtllm": ({"h200-trt": "h200", "b200-trt": "b200"}, 16384, None, "TensorRT-LLM 1.1.0rc2.post2", ("fp8", "fp4"), None),
@@ -138,17 +152,18 @@ def gptoss(paths):
 
 
 def dsr1(paths):
-    print(HEADER.replace(",client,", ",client,mixed,ep,").replace(",async_scheduling,", ",async_scheduling,scheduler_recv_interval,"))
+    print(HEADER.replace(",client,", ",client,mixed,ep,").replace(
+        ",async_scheduling,", ",async_scheduling,scheduler_recv_interval,max_prefill_tokens,"))
     for shape, r in runs(paths):
         key = (r["hw"], r["precision"])
         if r["framework"] != "sglang" or key not in DSR1:
             continue
         gpu, tp, conc, precision = r["hw"], r["tp"], r["conc"], r["precision"]
-        version, seqs, chunk, memory, kv, ep_moe, recv = DSR1[key]
+        version, seqs, chunk, memory, kv, ep_moe, recv, prefill = DSR1[key]
         interval = (30 if conc >= 16 else 10) if recv else 1
         common = (
             f"deepseek-r1-0528,{gpu},{tp},{tp},{precision},sglang,{load(shape, r)},{seqs(*SHAPES[shape])},{chunk},"
-            f"{memory},{kv},http,no,{tp if ep_moe else 1},yes,{interval}"
+            f"{memory},{kv},http,no,{tp if ep_moe else 1},yes,{interval},{prefill}"
         )
         name = f"imx-dsr1-{gpu}-{precision}-{shape}-tp{tp}-c{conc}"
         emit(name, common, shape, f"{version} {r['model']}", r)

@@ -728,6 +728,15 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         ));
         // A mixture of experts' throughput, high on the tables held out.
         doc.notes.extend(goodput_sim::engine::accuracy::moe_note(&search.model));
+        // And on AMD's GPUs, its decode far faster than measured: once a
+        // GPU among the configurations.
+        let mut amd: Vec<String> = Vec::new();
+        for gpu in doc.configs.iter().filter_map(|c| GpuSpec::lookup(c.gpu.as_deref()?).ok()) {
+            if !amd.contains(&gpu.name) {
+                amd.push(gpu.name.clone());
+                doc.notes.extend(goodput_sim::engine::accuracy::amd_moe_note(&search.model, &gpu));
+            }
+        }
         // vLLM's and SGLang's servers at load, faster in the engine than
         // measured: once, where a configuration on a Hopper GPU ran either's
         // scheduler (its params name the scheduler where it is not vLLM's).
