@@ -47,8 +47,10 @@ SHAPES = {"1k1k": (1024, 1024), "1k8k": (1024, 8192), "8k1k": (8192, 1024)}
 # The sequence cap: None where the scripts set it at the concurrency.
 # TensorRT-LLM's: trtllm-serve --max_num_tokens 16384, its own default
 # batch limit (the validator's for TensorRT-LLM), an FP8 KV cache without
-# block reuse; its `stream_interval: 10` and, at 1k/1k below TP 8, its
-# batch waiting are not modelled.
+# block reuse; at 1k/1k below TP 8 its batch waiting
+# (batch_wait_timeout_iters 20, batch_wait_max_tokens_ratio 0.9, the
+# columns of those names; empty elsewhere). Its `stream_interval: 10` is
+# not modelled.
 # GPT-OSS-120B (InferenceMAX's "fp4": its MXFP4 experts) under vLLM, each
 # GPU's script: the step budget (None: vLLM's default), the memory share,
 # the sequence cap (None: at the concurrency; "" vLLM's default) and the
@@ -178,7 +180,8 @@ def main(family, paths):
     # InferenceMAX names TensorRT-LLM's runs by their GPU ("h200-trt"), so
     # the GPUs pick the engine's runs.
     trtllm = family == "trtllm"
-    print(HEADER)
+    print(HEADER.replace(",async_scheduling,", ",async_scheduling,batch_wait_timeout_iters,batch_wait_max_tokens_ratio,")
+          if trtllm else HEADER)
     for shape, r in runs(paths):
         if r["hw"] not in gpus or r["precision"] not in precisions:
             continue
@@ -186,6 +189,9 @@ def main(family, paths):
         # TensorRT-LLM's batch limit and memory share are its own defaults.
         engine, limits = ("tensorrt-llm", f",{batched},") if trtllm else ("vllm", f"{seqs or conc},{batched},{memory}")
         common = f"llama-3.3-70b,{gpus[gpu]},{tp},{tp},{precision},{engine},{load(shape, r)},{limits},fp8,http,yes"
+        if trtllm:
+            # The scripts' batch waiting, at 1,024/1,024 below TP 8.
+            common += ",20,0.9" if shape == "1k1k" and tp < 8 else ",,"
         prec = "" if len(precisions) == 1 else f"{precision}-"
         emit(f"imx-70b-{gpu}-{prec}{shape}-tp{tp}-c{conc}", common, shape, version, r)
 

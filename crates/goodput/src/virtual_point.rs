@@ -246,6 +246,8 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         cfg.schedule_conservativeness = e.schedule_conservativeness;
         cfg.scheduler_recv_interval = e.scheduler_recv_interval;
         cfg.max_prefill_tokens = e.max_prefill_tokens;
+        cfg.batch_wait_timeout_iters = e.batch_wait_timeout_iters;
+        cfg.batch_wait_max_tokens_ratio = e.batch_wait_max_tokens_ratio;
         (cfg.load_balance, cfg.decode_load_balance) = LoadBalance::parse_pools(&e.load_balance_method)?;
         cfg.internal_lb = e.internal_lb;
         cfg.api_server_count = e.api_server_count;

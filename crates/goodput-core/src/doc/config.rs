@@ -426,6 +426,15 @@ pub struct EngineSettings {
     /// the default, and under the other schedulers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_prefill_tokens: Option<u32>,
+    /// TensorRT-LLM's `batch_wait_timeout_iters` and
+    /// `batch_wait_max_tokens_ratio`, where either is set: a step's prompts
+    /// held back beside decodes for up to that many steps in a row, until
+    /// the step's tokens reach that share of its budget; absent at
+    /// TensorRT-LLM's default of never, and under the other schedulers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_wait_timeout_iters: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_wait_max_tokens_ratio: Option<f64>,
     /// SGLang's `--load-balance-method` as given, where its ranks of DP
     /// attention chose by another than its default (`round-robin`,
     /// `follow-bootstrap-room`, `total-requests` or `total-tokens`; under

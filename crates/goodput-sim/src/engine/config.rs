@@ -108,6 +108,19 @@ pub struct EngineConfig {
     /// 16,384, SGLang's default.
     #[serde(default = "sglang_max_prefill_tokens", skip_serializing_if = "is_sglang_max_prefill_tokens")]
     pub max_prefill_tokens: u32,
+    /// TensorRT-LLM's `batch_wait_timeout_iters` (under `--scheduler
+    /// trtllm`): a step that would run prompts beside decodes holds the
+    /// prompts back, for up to this many such steps in a row, until their
+    /// tokens and the decodes' reach `batch_wait_max_tokens_ratio` of the
+    /// step's budget (its `PyExecutor._waiting_requests`). 0, its default:
+    /// never held.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub batch_wait_timeout_iters: u32,
+    /// TensorRT-LLM's `batch_wait_max_tokens_ratio`: the share of the
+    /// step's token budget (`max_num_tokens`) a step's prompts (counted
+    /// whole) and decodes reach to stop the holding. 0, its default.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub batch_wait_max_tokens_ratio: f64,
     /// SGLang's `--load-balance-method` (under `--scheduler sglang`): which
     /// attention rank of DP attention a request goes to
     /// (`scheduler/balance.rs`).
@@ -146,6 +159,14 @@ fn is_auto(m: &LoadBalance) -> bool {
 
 fn one_u32() -> u32 {
     1
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
 }
 
 fn sglang_max_prefill_tokens() -> u32 {
@@ -290,6 +311,8 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             scheduler_recv_interval: (cfg.scheduler_recv_interval > 1).then_some(cfg.scheduler_recv_interval),
             max_prefill_tokens: (!is_sglang_max_prefill_tokens(&cfg.max_prefill_tokens))
                 .then_some(cfg.max_prefill_tokens),
+            batch_wait_timeout_iters: cfg.batch_waits_any().then_some(cfg.batch_wait_timeout_iters),
+            batch_wait_max_tokens_ratio: cfg.batch_waits_any().then_some(cfg.batch_wait_max_tokens_ratio),
             load_balance_method: cfg.load_balance_words(),
             internal_lb: vllm_front_ends.is_some(),
             api_server_count: vllm_front_ends,
@@ -375,6 +398,9 @@ pub const MAX_SCHEDULE_CONSERVATIVENESS: f64 = 100.0;
 /// and any other SGLang's default 1,000, so past it only decodes run out
 /// the count and a prompt's step always takes new requests.
 pub const MAX_SCHEDULER_RECV_INTERVAL: u32 = 1000;
+/// The largest `--batch-wait-timeout-iters` taken: a thousand steps is
+/// seconds of decodes, past any setting that serves.
+pub const MAX_BATCH_WAIT_TIMEOUT_ITERS: u32 = 1000;
 pub const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
 
 /// SGLang's default `--mem-fraction-static` for `cfg`, as its
@@ -462,6 +488,12 @@ impl SchedulerPolicy {
 }
 
 impl EngineConfig {
+    /// Whether TensorRT-LLM's batch waiting is set (either of its two
+    /// settings): TensorRT-LLM's `enable_batch_waiting`.
+    pub fn batch_waits_any(&self) -> bool {
+        self.batch_wait_timeout_iters > 0 || self.batch_wait_max_tokens_ratio > 0.0
+    }
+
     /// Whether the scheduler's current servers choose each step while the
     /// one before runs, by default: SGLang's overlap schedule (since
     /// sgl-project/sglang#2067, v0.4, November 2024), TensorRT-LLM's
@@ -585,6 +617,8 @@ impl EngineConfig {
             schedule_conservativeness: 1.0,
             scheduler_recv_interval: 1,
             max_prefill_tokens: super::scheduler::SGLANG_MAX_PREFILL_TOKENS,
+            batch_wait_timeout_iters: 0,
+            batch_wait_max_tokens_ratio: 0.0,
             load_balance: LoadBalance::Auto,
             decode_load_balance: None,
             internal_lb: false,
@@ -913,6 +947,27 @@ impl EngineConfig {
                 ))
             }
             _ => {}
+        }
+        if self.batch_wait_timeout_iters > MAX_BATCH_WAIT_TIMEOUT_ITERS {
+            return bad(format!(
+                "--batch-wait-timeout-iters {} must lie in 0..={MAX_BATCH_WAIT_TIMEOUT_ITERS} (TensorRT-LLM's default \
+                 is 0: prompts never held)",
+                self.batch_wait_timeout_iters
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.batch_wait_max_tokens_ratio) {
+            return bad(format!(
+                "--batch-wait-max-tokens-ratio {} must lie in 0..=1 (a share of the step's token budget; \
+                 TensorRT-LLM's default is 0)",
+                self.batch_wait_max_tokens_ratio
+            ));
+        }
+        if self.batch_waits_any() && self.scheduler != SchedulerPolicy::Trtllm {
+            return bad(format!(
+                "--batch-wait-timeout-iters and --batch-wait-max-tokens-ratio are TensorRT-LLM's, and the \
+                 scheduler is {}: add --scheduler trtllm, or drop them",
+                self.scheduler
+            ));
         }
         self.check_load_balance()?;
         self.check_internal_lb()?;

@@ -389,6 +389,9 @@ pub struct Engine {
     /// prompt the interval); they are taken at a step when it has reached
     /// `scheduler_recv_interval` (or the engine has nothing else to step).
     recv_counter: u32,
+    /// TensorRT-LLM's `batch_wait_iters_count`: the steps in a row whose
+    /// prompts were held back (`batch_wait_timeout_iters`).
+    batch_wait_iters: u32,
     /// This step's batch on each attention rank (where there are several):
     /// the ranks step together, and the slowest sets the step's time.
     rank_shapes: Vec<BatchShape>,
@@ -495,6 +498,7 @@ impl Engine {
             unranked: Vec::new(),
             ahead: Vec::new(),
             recv_counter: cfg.scheduler_recv_interval,
+            batch_wait_iters: 0,
             rank_shapes: vec![BatchShape::of_model(&cfg.model); ranked],
             rank_seen: vec![(0, 0); ranked],
             rank_seen_age: Duration::ZERO,
@@ -1949,6 +1953,31 @@ mod tests {
                 return (first, n);
             }
         }
+    }
+
+    /// TensorRT-LLM's batch waiting: a prompt that comes while another
+    /// request decodes is held out of up to `batch_wait_timeout_iters`
+    /// steps in a row, the decodes running alone, unless the step's tokens
+    /// reach `batch_wait_max_tokens_ratio` of the budget; one that finds
+    /// nothing decoding goes at once; the ratio without the timeout holds
+    /// nothing (TensorRT-LLM's count is at its limit, 0, from the start).
+    /// Refused under the other schedulers.
+    #[test]
+    fn tensorrt_llm_s_batch_waiting_holds_a_prompt_beside_decodes() {
+        let with = |iters: u32, ratio: f64| {
+            let mut cfg = policy_config(None, 16, SchedulerPolicy::Trtllm);
+            cfg.max_num_batched_tokens = 8192;
+            (cfg.batch_wait_timeout_iters, cfg.batch_wait_max_tokens_ratio) = (iters, ratio);
+            first_token_after(&cfg, 32, 2)
+        };
+        assert_eq!(with(0, 0.0), (true, 1));
+        assert_eq!(with(3, 0.9), (true, 4), "held three steps, let go at the fourth");
+        assert_eq!(with(3, 0.001), (true, 1), "65 tokens are past 0.1 % of 8,192");
+        assert_eq!(with(0, 0.9), (true, 1));
+        let mut cfg = policy_config(None, 16, SchedulerPolicy::Vllm);
+        cfg.batch_wait_timeout_iters = 3;
+        let err = Engine::new(cfg).err().expect("refused").to_string();
+        assert!(err.contains("are TensorRT-LLM's") && err.contains("--scheduler trtllm"), "{err}");
     }
 
     /// Scheduling a step ahead: a request added while the engine has work

@@ -233,6 +233,11 @@ pub struct ReferenceRow {
     /// SGLang's `--max-prefill-tokens` (the optional column of that name, on
     /// `sglang` rows; SGLang's default, 16,384, where absent).
     pub max_prefill_tokens: Option<u32>,
+    /// TensorRT-LLM's `batch_wait_timeout_iters` and
+    /// `batch_wait_max_tokens_ratio` (the optional columns of those names,
+    /// on `tensorrt-llm` rows; 0 where absent).
+    pub batch_wait_timeout_iters: u32,
+    pub batch_wait_max_tokens_ratio: f64,
     /// The benchmark's own engine limits where it set them: sequences a step
     /// (per attention rank: TensorRT-LLM's `max_batch_size`, vLLM's
     /// `max_num_seqs`; the optional `max_num_seqs` column), tokens a step
@@ -328,8 +333,10 @@ const COLUMNS: [&str; 15] = [
 /// `scheduler_recv_interval` (SGLang's `--scheduler-recv-interval`, on
 /// `sglang` rows: new requests taken every that many decode steps; 1);
 /// `max_prefill_tokens` (SGLang's `--max-prefill-tokens`, on `sglang`
-/// rows: a step's prompt tokens past its first prompt's; 16,384).
-const OPTIONAL_COLUMNS: [&str; 18] = [
+/// rows: a step's prompt tokens past its first prompt's; 16,384);
+/// `batch_wait_timeout_iters` and `batch_wait_max_tokens_ratio`
+/// (TensorRT-LLM's batch waiting, on `tensorrt-llm` rows; 0).
+const OPTIONAL_COLUMNS: [&str; 20] = [
     "split",
     "queueing",
     "requests",
@@ -348,6 +355,8 @@ const OPTIONAL_COLUMNS: [&str; 18] = [
     "async_scheduling",
     "scheduler_recv_interval",
     "max_prefill_tokens",
+    "batch_wait_timeout_iters",
+    "batch_wait_max_tokens_ratio",
 ];
 
 /// The most requests a `concurrency` row's benchmark may have sent (its
@@ -473,6 +482,28 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
             row.max_prefill_tokens = positive(17, "SGLang's prompt tokens a step past its first prompt's")?;
             if row.max_prefill_tokens.is_some() && row.engine != ReferenceEngine::Sglang {
                 return Err(err("`max_prefill_tokens` is SGLang's: leave it empty on other engines' rows".into()));
+            }
+            if let Some(v) = extra(18) {
+                row.batch_wait_timeout_iters =
+                    v.parse::<u32>().ok().filter(|&n| n <= super::MAX_BATCH_WAIT_TIMEOUT_ITERS).ok_or_else(|| {
+                        err(format!(
+                            "`batch_wait_timeout_iters` must be a number of steps from 0 to {}, got `{v}`",
+                            super::MAX_BATCH_WAIT_TIMEOUT_ITERS
+                        ))
+                    })?;
+            }
+            if let Some(v) = extra(19) {
+                row.batch_wait_max_tokens_ratio =
+                    v.parse::<f64>().ok().filter(|r| (0.0..=1.0).contains(r)).ok_or_else(|| {
+                        err(format!("`batch_wait_max_tokens_ratio` must be a share from 0 to 1, got `{v}`"))
+                    })?;
+            }
+            if (row.batch_wait_timeout_iters > 0 || row.batch_wait_max_tokens_ratio > 0.0)
+                && row.engine != ReferenceEngine::TensorRtLlm
+            {
+                return Err(err("`batch_wait_timeout_iters` and `batch_wait_max_tokens_ratio` are TensorRT-LLM's: \
+                     leave them empty on other engines' rows"
+                    .into()));
             }
             row.max_num_seqs = positive(7, "sequences a step per attention rank")?;
             row.max_num_batched_tokens = positive(8, "tokens a step per attention rank")?;
@@ -638,6 +669,8 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
         async_scheduling: false,
         scheduler_recv_interval: 1,
         max_prefill_tokens: None,
+        batch_wait_timeout_iters: 0,
+        batch_wait_max_tokens_ratio: 0.0,
         max_num_seqs: None,
         max_num_batched_tokens: None,
         memory_fraction: None,
@@ -817,6 +850,13 @@ pub fn row_config(row: &ReferenceRow, options: &ValidationOptions) -> Result<Eng
             cfg.calibration.frontend_serial_us_per_output_token = us;
         }
         cfg.scheduler = options.tensorrt_llm_scheduler;
+        // Its batch waiting, where the row's server set it and the row runs
+        // TensorRT-LLM's own scheduler (`--trt-scheduler vllm` compares
+        // without).
+        if cfg.scheduler == SchedulerPolicy::Trtllm {
+            cfg.batch_wait_timeout_iters = row.batch_wait_timeout_iters;
+            cfg.batch_wait_max_tokens_ratio = row.batch_wait_max_tokens_ratio;
+        }
         cfg.enable_chunked_prefill = options.tensorrt_llm_chunked_context;
         // TensorRT-LLM's max_num_tokens on every GPU (vLLM's default
         // budget, which the configuration starts from, is 2,048 on some).
@@ -1707,6 +1747,30 @@ b,llama-3.1-8b,h100,1,1,bf16,sglang,512,128,concurrency,8,,ttft_ms_mean,1,ms,x
         let vllm = recv.replace("sglang,512,128,concurrency,8,30", "vllm,512,128,concurrency,8,30");
         let err = parse_csv(&vllm).unwrap_err().to_string();
         assert!(err.contains("`scheduler_recv_interval` is SGLang's"), "{err}");
+    }
+
+    /// The batch-waiting columns: a tensorrt-llm row's engine takes
+    /// TensorRT-LLM's two settings, 0 where absent; another's refuses them.
+    #[test]
+    fn the_batch_waiting_columns_are_tensorrt_llm_s() {
+        let options = ValidationOptions::default();
+        let text = "\
+id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,batch_wait_timeout_iters,batch_wait_max_tokens_ratio,metric,value,unit,source
+a,llama-3.1-8b,h100,1,1,fp8,tensorrt-llm,512,128,concurrency,8,20,0.9,ttft_ms_mean,1,ms,x
+b,llama-3.1-8b,h100,1,1,fp8,tensorrt-llm,512,128,concurrency,8,,,ttft_ms_mean,1,ms,x
+";
+        let rows = parse_csv(text).unwrap();
+        let set: Vec<(u32, f64)> = rows
+            .iter()
+            .map(|r| row_config(r, &options).unwrap())
+            .map(|c| (c.batch_wait_timeout_iters, c.batch_wait_max_tokens_ratio))
+            .collect();
+        assert_eq!(set, [(20, 0.9), (0, 0.0)]);
+        let vllm = text.replace("tensorrt-llm,512,128,concurrency,8,20", "vllm,512,128,concurrency,8,20");
+        let err = parse_csv(&vllm).unwrap_err().to_string();
+        assert!(err.contains("line 2") && err.contains("are TensorRT-LLM's"), "{err}");
+        let err = parse_csv(&text.replace(",20,0.9,", ",20,1.5,")).unwrap_err().to_string();
+        assert!(err.contains("`batch_wait_max_tokens_ratio` must be a share from 0 to 1"), "{err}");
     }
 
     /// The `max_prefill_tokens` column: an sglang row's engine takes

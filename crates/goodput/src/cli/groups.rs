@@ -542,6 +542,12 @@ pub struct EngineHwArgs {
     /// SGLang's --max-prefill-tokens, with --scheduler sglang: the prompt tokens one step takes past its first prompt's (the step's budget, --max-num-batched-tokens, SGLang's --chunked-prefill-size, bounds them too). SGLang's default: 16384.
     #[arg(long, default_value_t = goodput_sim::engine::SGLANG_MAX_PREFILL_TOKENS, value_name = "TOKENS", help_heading = "Simulated engine")]
     pub max_prefill_tokens: u32,
+    /// TensorRT-LLM's batch_wait_timeout_iters, with --scheduler trtllm: a step that would run prompts beside decodes holds the prompts back, for up to this many such steps in a row, until the step's tokens (each prompt counted whole) reach --batch-wait-max-tokens-ratio of its budget. 0, TensorRT-LLM's default: never held.
+    #[arg(long, default_value_t = 0, value_name = "STEPS", help_heading = "Simulated engine")]
+    pub batch_wait_timeout_iters: u32,
+    /// TensorRT-LLM's batch_wait_max_tokens_ratio, with --scheduler trtllm: the share (0 to 1) of the step's token budget (--max-num-batched-tokens, its max_num_tokens) that a step's prompts and decodes reach to stop --batch-wait-timeout-iters holding them. 0, its default. (Without the timeout it holds nothing, as in TensorRT-LLM.)
+    #[arg(long, default_value_t = 0.0, value_name = "SHARE", help_heading = "Simulated engine")]
+    pub batch_wait_max_tokens_ratio: f64,
     /// SGLang's --load-balance-method, with --scheduler sglang and DP attention (a mixture of experts with more --ep than --tp: its ranks each schedule their own requests): which rank a request goes to; or, for --dp replicas of a dense model, which replica (SGLang's data-parallel controller, in --router's place). auto (SGLang's default: round-robin, and follow-bootstrap-room on a --pd prefill instance), round-robin (the ranks in turn), follow-bootstrap-room (with --pd: the rank the router's random bootstrap room names), total-requests (the fewest requests, running and waiting) or total-tokens (the fewest tokens held: the running requests' KV and the waiting ones' sequences). The last two read the loads the ranks publish (after a step that prefills, else every 15th step), at most every 20 ms, counting what they sent since. With --pd, P:D gives each pool its own (auto:total-tokens: the prefill instances' ranks by the room, the decode instances' by tokens); one method applies to each pool that has ranks.
     #[arg(long, default_value = "auto", help_heading = "Simulated engine")]
     pub load_balance_method: String,
@@ -611,6 +617,8 @@ impl Default for EngineHwArgs {
             schedule_conservativeness: 1.0,
             scheduler_recv_interval: 1,
             max_prefill_tokens: goodput_sim::engine::SGLANG_MAX_PREFILL_TOKENS,
+            batch_wait_timeout_iters: 0,
+            batch_wait_max_tokens_ratio: 0.0,
             load_balance_method: "auto".into(),
             internal_lb: false,
             api_server_count: None,

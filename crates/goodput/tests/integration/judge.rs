@@ -658,6 +658,42 @@ fn sglang_s_receive_interval_delays_new_requests_under_load() {
     assert!(said.contains(" · new requests taken every 10 decode steps · scheduled a step ahead"), "{said}");
 }
 
+/// TensorRT-LLM's batch waiting: at 8 users started apart, each new
+/// prompt comes while the others decode, so with a timeout of 20 steps
+/// (and a ratio its prompts never reach) it waits about 20 decode steps
+/// for its first token, TPOT barely moving; the result records both
+/// settings, the served banner names them, and another scheduler refuses
+/// them.
+#[test]
+fn tensorrt_llm_s_batch_waiting_holds_new_prompts_for_its_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let load = ["-c", "8", "-n", "160", "--input-tokens", "512", "--output-tokens", "128", "--ramp-up", "2s"];
+        estimate_doc(dir.path(), name, &[&load[..], &["--scheduler", "trtllm"], extra].concat())
+    };
+    let (now, held) = (
+        run("now.json", &[]),
+        run("held.json", &["--batch-wait-timeout-iters", "20", "--batch-wait-max-tokens-ratio", "0.9"]),
+    );
+    assert!(now["config"]["engine"].get("batch_wait_timeout_iters").is_none());
+    assert_eq!(held["config"]["engine"]["batch_wait_timeout_iters"], 20);
+    assert_eq!(held["config"]["engine"]["batch_wait_max_tokens_ratio"], 0.9);
+    crate::schema::assert_valid(&held, "RunResult", "estimate --batch-wait-timeout-iters");
+    let mean = |v: &serde_json::Value, m: &str| v["summary"][m]["mean"].as_f64().unwrap();
+    let (step, added) = (mean(&now, "tpot_ms"), mean(&held, "ttft_ms") - mean(&now, "ttft_ms"));
+    assert!(added > 10.0 * step && added < 25.0 * step, "TTFT {added:.2} ms longer, a step {step:.2} ms");
+    assert!((mean(&held, "tpot_ms") / step - 1.0).abs() < 0.15);
+    let vllm = goodput().args(["estimate", "--batch-wait-timeout-iters", "20", "-n", "1"]).output().unwrap();
+    let text = String::from_utf8_lossy(&vllm.stderr);
+    assert!(
+        !vllm.status.success() && text.contains("are TensorRT-LLM's") && text.contains("--scheduler trtllm"),
+        "{text}"
+    );
+    let (_, said, _server) =
+        cmd::serve(&["--profile", "engine", "--scheduler", "trtllm", "--batch-wait-timeout-iters", "20"]);
+    assert!(said.contains(" · prompts held beside decodes up to 20 steps, or to 0 of the step's tokens"), "{said}");
+}
+
 /// SGLang's `--max-prefill-tokens`: 32 users' 1,000-token prompts sent
 /// together take fewer steps when a step may take more of them (the
 /// default's 17 a step, 16,384 tokens past the first; 5 at 4,000; all 32

@@ -118,6 +118,12 @@ impl Engine {
         // context.
         if self.cfg.mixed_batches {
             self.schedule_generation(&mut budget);
+            // TensorRT-LLM's batch waiting: the step's prompts held back
+            // while they and the decodes are few (`_waiting_requests`).
+            if self.holds_contexts(budget, &available) {
+                self.pool_room = available;
+                return;
+            }
         }
 
         // 2. Contexts already started (chunked), oldest first.
@@ -191,6 +197,63 @@ impl Engine {
             self.schedule_generation(&mut budget);
         }
         self.pool_room = available;
+    }
+
+    /// Whether TensorRT-LLM's batch waiting holds this step's prompts back,
+    /// as its `PyExecutor._schedule` and `_waiting_requests` do: where
+    /// `batch_wait_timeout_iters` or `batch_wait_max_tokens_ratio` is set,
+    /// one rank schedules (no attention data parallelism), and the step
+    /// would run prompts beside decodes, the prompts go only once
+    /// `batch_wait_timeout_iters` steps in a row have held them, or once the
+    /// step's tokens (each prompt counted whole, each decode as 1 and its
+    /// drafts) reach the ratio of the budget; a step that lets them go
+    /// counts again from 0. `budget` is what the decodes left; `available`
+    /// the blocks free of what the running requests are owed. Counts the
+    /// prompts the step would take as the passes after it take them
+    /// (their chunks within the budget, the sequence cap and the blocks),
+    /// without taking them.
+    fn holds_contexts(&mut self, budget: u32, available: &[u64]) -> bool {
+        if !self.cfg.batch_waits_any() || self.pools.len() > 1 || self.scheduled.is_empty() {
+            return false;
+        }
+        let decode_tokens: u64 = self.scheduled.iter().map(|&(_, n)| u64::from(n)).sum();
+        let (mut left, mut context_tokens, mut contexts) = (budget, 0u64, 0usize);
+        for &slot in &self.running {
+            let r = &self.slots[slot as usize];
+            if left == 0 || r.decoding() {
+                continue;
+            }
+            left -= (r.num_tokens() - r.num_computed).min(left);
+            context_tokens += u64::from(r.num_tokens());
+            contexts += 1;
+        }
+        let mut room = available.first().copied().unwrap_or(0);
+        for (fitting, &slot) in (self.num_running() as u32..).zip(self.waiting.iter()) {
+            let r = &self.slots[slot as usize];
+            if left == 0 || fitting >= self.max_num_seqs || r.pull != Pull::None {
+                break;
+            }
+            let need = u64::from(self.blocks_for(r.prompt_len + r.max_tokens));
+            if need > room {
+                break;
+            }
+            room -= need;
+            left -= r.num_tokens().min(left);
+            context_tokens += u64::from(r.num_tokens());
+            contexts += 1;
+        }
+        if contexts == 0 {
+            return false;
+        }
+        let threshold = self.cfg.batch_wait_max_tokens_ratio * f64::from(self.cfg.step_token_budget());
+        let go = self.batch_wait_iters >= self.cfg.batch_wait_timeout_iters
+            || (decode_tokens + context_tokens) as f64 >= threshold;
+        if go {
+            self.batch_wait_iters = 0;
+        } else {
+            self.batch_wait_iters += 1;
+        }
+        !go
     }
 
     /// The prompts the running requests have started, oldest first, each
