@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 /// The simulator's knobs a configuration's settings map onto, as `goodput
 /// plan` names them in its documents' `params`.
-pub const KNOBS: [&str; 19] = [
+pub const KNOBS: [&str; 21] = [
     "gpu",
     "tp",
     "dp",
@@ -38,6 +38,8 @@ pub const KNOBS: [&str; 19] = [
     "async_scheduling",
     "scheduler_recv_interval",
     "max_prefill_tokens",
+    "batch_wait_timeout_iters",
+    "batch_wait_max_tokens_ratio",
 ];
 
 /// Each knob's other names: the servers' flags for it (vLLM's
@@ -45,7 +47,7 @@ pub const KNOBS: [&str; 19] = [
 /// `max_running_requests`, `chunked_prefill_size`; llama.cpp's `np`
 /// (parallel slots) and `b` (batch size in tokens); the routers'
 /// `policy` and SGLang's `load_balance_method`) and short forms.
-pub const KNOB_ALIASES: [(&str, &[&str]); 19] = [
+pub const KNOB_ALIASES: [(&str, &[&str]); 21] = [
     ("gpu", &["gpu_type"]),
     ("tp", &["tensor_parallel_size", "tp_size"]),
     ("dp", &["data_parallel_size", "dp_size"]),
@@ -74,6 +76,9 @@ pub const KNOB_ALIASES: [(&str, &[&str]); 19] = [
     ("scheduler_recv_interval", &["recv_interval"]),
     // SGLang's prompt tokens a step past its first prompt's.
     ("max_prefill_tokens", &[]),
+    // TensorRT-LLM's batch waiting (its own names).
+    ("batch_wait_timeout_iters", &[]),
+    ("batch_wait_max_tokens_ratio", &[]),
 ];
 
 /// The value a knob has where a configuration's settings leave it out: `goodput
@@ -91,6 +96,7 @@ fn absent_value(params: &crate::doc::frontier::ParamMap, knob: &str) -> Option<&
         "schedule_conservativeness" | "scheduler_recv_interval" => Some("1"),
         // SGLang's default.
         "max_prefill_tokens" => Some("16384"),
+        "batch_wait_timeout_iters" | "batch_wait_max_tokens_ratio" => Some("0"),
         "internal_lb" => Some("false"),
         // The servers' default (vLLM's since 0.14, SGLang's, TensorRT-LLM's
         // PyTorch backend's): `plan` names it only where off.

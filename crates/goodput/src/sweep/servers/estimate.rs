@@ -56,6 +56,18 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
                     goodput_sim::engine::MAX_SPEC_TOKENS
                 );
             }
+            let most_steps = goodput_sim::engine::MAX_BATCH_WAIT_TIMEOUT_ITERS;
+            if knob == "batch_wait_timeout_iters" && !v.trim().parse::<u32>().is_ok_and(|n| n <= most_steps) {
+                bail!(
+                    "--estimate: {k}={v} in {} is not a count of steps from 0 (never held; TensorRT-LLM's default) \
+                     to {most_steps}",
+                    p.id()
+                );
+            }
+            if knob == "batch_wait_max_tokens_ratio" && !v.trim().parse::<f64>().is_ok_and(|r| (0.0..=1.0).contains(&r))
+            {
+                bail!("--estimate: {k}={v} in {} is not a share from 0 to 1 of the step's token budget", p.id());
+            }
             let most = goodput_sim::engine::MAX_SCHEDULE_CONSERVATIVENESS;
             if knob == "schedule_conservativeness" && !v.trim().parse::<f64>().is_ok_and(|c| (0.0..=most).contains(&c))
             {
@@ -301,6 +313,14 @@ pub(crate) fn set_knobs(hw: &mut crate::cli::EngineHwArgs, params: &Params, flag
             }
             Some("scheduler_recv_interval") => hw.scheduler_recv_interval = n()?,
             Some("max_prefill_tokens") => hw.max_prefill_tokens = n()?,
+            Some("batch_wait_timeout_iters") => {
+                hw.batch_wait_timeout_iters =
+                    v.trim().parse().with_context(|| format!("{flag}: {k}={v} is not a whole number of steps"))?;
+            }
+            Some("batch_wait_max_tokens_ratio") => {
+                hw.batch_wait_max_tokens_ratio =
+                    v.trim().parse().with_context(|| format!("{flag}: {k}={v} is not a number"))?;
+            }
             Some("schedule_conservativeness") => {
                 hw.schedule_conservativeness =
                     v.parse::<f64>().with_context(|| format!("{flag}: {k}={v} is not a number"))?;
@@ -716,6 +736,20 @@ mod tests {
         assert_eq!(hw, [30, 1]);
         let e = check_grid(&grid(&[&[("scheduler_recv_interval", "0")]])).unwrap_err().to_string();
         assert!(e.contains("scheduler_recv_interval=0") && e.contains("not a positive whole number"), "{e}");
+        // TensorRT-LLM's batch waiting, 0 a value of its own.
+        let g = grid(&[
+            &[("scheduler", "trtllm"), ("batch_wait_timeout_iters", "20"), ("batch_wait_max_tokens_ratio", "0.9")],
+            &[("scheduler", "trtllm"), ("batch_wait_timeout_iters", "0")],
+        ]);
+        assert!(check_grid(&g).is_ok());
+        let hw: Vec<(u32, f64)> = g
+            .iter()
+            .map(|p| engine_args(&a, p, "llama-3.1-8b", Path::new("p.json")).unwrap().hw)
+            .map(|h| (h.batch_wait_timeout_iters, h.batch_wait_max_tokens_ratio))
+            .collect();
+        assert_eq!(hw, [(20, 0.9), (0, 0.0)]);
+        let e = check_grid(&grid(&[&[("batch_wait_max_tokens_ratio", "2")]])).unwrap_err().to_string();
+        assert!(e.contains("batch_wait_max_tokens_ratio=2") && e.contains("not a share from 0 to 1"), "{e}");
         // And its cap on a step's prompt tokens.
         let g = grid(&[&[("scheduler", "sglang"), ("max-prefill-tokens", "196608")], &[("scheduler", "sglang")]]);
         assert!(check_grid(&g).is_ok());
