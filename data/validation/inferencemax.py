@@ -73,7 +73,8 @@ GPTOSS = {
 # --scheduler-recv-interval (the B200 scripts do, 30 at 16 users or more
 # and 10 below: new requests taken every that many decode steps, the
 # scheduler_recv_interval column; 1 elsewhere), and --max-prefill-tokens
-# ("" where the script leaves SGLang's 16,384). The AMD scripts also pass
+# (32768 on the H200 and the B200 in FP8, 196608 on AMD's; "" where the
+# script leaves SGLang's 16,384, the B200 in FP4). The AMD scripts also pass
 # --num-continuous-decode-steps 4, which SGLang has read nowhere since
 # sgl-project/sglang#2095 (November 2024, before 0.4): its 0.5 scheduler
 # runs one step a pass, so the column is not there to set. Left out: the
@@ -82,8 +83,8 @@ GPTOSS = {
 # against) and the GB200's multi-node ones.
 DSR1 = {
     ("h200", "fp8"): ("SGLang 0.5.2rc2", lambda isl, osl: 512 if (isl, osl) == (1024, 1024) else 256, 32768, 0.82,
-                      "auto", False, False, ""),
-    ("b200", "fp8"): ("SGLang 0.5.3rc1", lambda isl, osl: 128, 32768, 0.82, "fp8", False, True, ""),
+                      "auto", False, False, 32768),
+    ("b200", "fp8"): ("SGLang 0.5.3rc1", lambda isl, osl: 128, 32768, 0.82, "fp8", False, True, 32768),
     ("b200", "fp4"): ("SGLang 0.5.3rc1", lambda isl, osl: 256, 16384, 0.85, "fp8", True, True, ""),
     ("mi300x", "fp8"): ("SGLang 0.5.2 ROCm 7.0 (rocm/7.0 sgl-dev-v0.5.2 image of 2025-09-15)", lambda isl, osl: "",
                         196608, 0.8, "auto", False, False, 196608),
