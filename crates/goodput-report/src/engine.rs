@@ -115,9 +115,10 @@ impl EngineView for SimulatedEngine {
         if let Some(n) = c.max_prefill_tokens {
             parts.push(format!("a step's prompts up to {n} tokens past the first"));
         }
-        if let (Some(n), Some(r)) = (c.batch_wait_timeout_iters, c.batch_wait_max_tokens_ratio) {
-            parts.push(format!("prompts held beside decodes up to {n} steps, or to {r} of the step's tokens"));
-        }
+        parts.extend(goodput_core::doc::config::batch_wait_words(
+            c.batch_wait_timeout_iters.unwrap_or(0),
+            c.batch_wait_max_tokens_ratio.unwrap_or(0.0),
+        ));
         match c.async_scheduling {
             Some(true) => parts.push("scheduled a step ahead".into()),
             Some(false) => parts.push("each step scheduled after the last".into()),

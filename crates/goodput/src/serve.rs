@@ -199,12 +199,12 @@ fn scheduler_words(cfg: &goodput_sim::engine::EngineConfig) -> String {
         n if n > 1 => format!("{whose} · new requests taken every {n} decode steps"),
         _ => whose,
     };
-    let whose = match cfg.batch_waits_any() {
-        true => format!(
-            "{whose} · prompts held beside decodes up to {} steps, or to {} of the step's tokens",
-            cfg.batch_wait_timeout_iters, cfg.batch_wait_max_tokens_ratio
-        ),
-        false => whose,
+    let whose = match goodput_core::doc::config::batch_wait_words(
+        cfg.batch_wait_timeout_iters,
+        cfg.batch_wait_max_tokens_ratio,
+    ) {
+        Some(words) => format!("{whose} · {words}"),
+        None => whose,
     };
     let whose = match cfg.max_prefill_tokens {
         n if n != goodput_sim::engine::SGLANG_MAX_PREFILL_TOKENS => {

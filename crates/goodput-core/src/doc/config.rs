@@ -590,6 +590,22 @@ pub fn vllm_balancer_words(api_servers: u32) -> String {
     }
 }
 
+/// TensorRT-LLM's batch waiting in words (`batch_wait_timeout_iters`
+/// steps, `batch_wait_max_tokens_ratio` of the step's tokens), as the
+/// simulator's banner and the report's engine line name it; `None` where
+/// neither is set. The ratio alone holds nothing (TensorRT-LLM's count
+/// starts at its limit, 0), and says so.
+pub fn batch_wait_words(steps: u32, ratio: f64) -> Option<String> {
+    match (steps, ratio > 0.0) {
+        (0, false) => None,
+        (0, true) => Some(format!("batch-wait ratio {ratio} without a timeout (no prompt held)")),
+        (n, false) => Some(format!("prompts held beside decodes for {n} steps")),
+        (n, true) => {
+            Some(format!("prompts held beside decodes up to {n} steps, until the step reaches {ratio} of its tokens"))
+        }
+    }
+}
+
 impl EngineSettings {
     /// Whether SGLang's `load_balance_method` picks among a dense model's
     /// replicas (its data-parallel controller in front of `dp` replicas
@@ -726,6 +742,19 @@ pub struct SweepConfig {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// TensorRT-LLM's batch waiting in words: each of its three settings'
+    /// shapes, and nothing where it is off.
+    #[test]
+    fn batch_waiting_is_said_as_it_holds() {
+        assert_eq!(batch_wait_words(0, 0.0), None);
+        assert_eq!(batch_wait_words(20, 0.0).as_deref(), Some("prompts held beside decodes for 20 steps"));
+        assert_eq!(
+            batch_wait_words(20, 0.9).as_deref(),
+            Some("prompts held beside decodes up to 20 steps, until the step reaches 0.9 of its tokens")
+        );
+        assert!(batch_wait_words(0, 0.9).unwrap().contains("no prompt held"));
+    }
 
     /// The pools in words name their router where it is not least-loaded.
     #[test]

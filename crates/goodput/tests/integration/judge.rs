@@ -691,7 +691,7 @@ fn tensorrt_llm_s_batch_waiting_holds_new_prompts_for_its_steps() {
     );
     let (_, said, _server) =
         cmd::serve(&["--profile", "engine", "--scheduler", "trtllm", "--batch-wait-timeout-iters", "20"]);
-    assert!(said.contains(" · prompts held beside decodes up to 20 steps, or to 0 of the step's tokens"), "{said}");
+    assert!(said.contains(" · prompts held beside decodes for 20 steps · scheduled a step ahead"), "{said}");
 }
 
 /// SGLang's `--max-prefill-tokens`: 32 users' 1,000-token prompts sent
