@@ -730,10 +730,10 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
         doc.notes.extend(goodput_sim::engine::accuracy::moe_note(&search.model));
         // And on AMD's GPUs, its decode far faster than measured: once a
         // GPU among the configurations.
-        let mut amd: Vec<String> = Vec::new();
+        let mut seen: Vec<String> = Vec::new();
         for gpu in doc.configs.iter().filter_map(|c| GpuSpec::lookup(c.gpu.as_deref()?).ok()) {
-            if !amd.contains(&gpu.name) {
-                amd.push(gpu.name.clone());
+            if !seen.contains(&gpu.name) {
+                seen.push(gpu.name.clone());
                 doc.notes.extend(goodput_sim::engine::accuracy::amd_moe_note(&search.model, &gpu));
             }
         }

@@ -217,7 +217,8 @@ impl Engine {
             return false;
         }
         let decode_tokens: u64 = self.scheduled.iter().map(|&(_, n)| u64::from(n)).sum();
-        let (mut left, mut context_tokens, mut contexts) = (budget, 0u64, 0usize);
+        // Every prompt has tokens: none counted, none would run.
+        let (mut left, mut context_tokens) = (budget, 0u64);
         for &slot in &self.running {
             let r = &self.slots[slot as usize];
             if left == 0 || r.decoding() {
@@ -225,7 +226,6 @@ impl Engine {
             }
             left -= (r.num_tokens() - r.num_computed).min(left);
             context_tokens += u64::from(r.num_tokens());
-            contexts += 1;
         }
         let mut room = available.first().copied().unwrap_or(0);
         for (fitting, &slot) in (self.num_running() as u32..).zip(self.waiting.iter()) {
@@ -240,9 +240,8 @@ impl Engine {
             room -= need;
             left -= r.num_tokens().min(left);
             context_tokens += u64::from(r.num_tokens());
-            contexts += 1;
         }
-        if contexts == 0 {
+        if context_tokens == 0 {
             return false;
         }
         let threshold = self.cfg.batch_wait_max_tokens_ratio * f64::from(self.cfg.step_token_budget());
