@@ -115,6 +115,9 @@ impl EngineView for SimulatedEngine {
         if let Some(n) = c.max_prefill_tokens {
             parts.push(format!("a step's prompts up to {n} tokens past the first"));
         }
+        if let Some(a) = &c.mxfp4_activations {
+            parts.push(goodput_core::doc::config::mxfp4_activation_words(a));
+        }
         parts.extend(goodput_core::doc::config::batch_wait_words(
             c.batch_wait_timeout_iters.unwrap_or(0),
             c.batch_wait_max_tokens_ratio.unwrap_or(0.0),

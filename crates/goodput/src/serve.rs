@@ -206,6 +206,10 @@ fn scheduler_words(cfg: &goodput_sim::engine::EngineConfig) -> String {
         Some(words) => format!("{whose} · {words}"),
         None => whose,
     };
+    let whose = match cfg.mxfp4_activations {
+        Some(a) => format!("{whose} · {}", goodput_core::doc::config::mxfp4_activation_words(&a.to_string())),
+        None => whose,
+    };
     let whose = match cfg.max_prefill_tokens {
         n if n != goodput_sim::engine::SGLANG_MAX_PREFILL_TOKENS => {
             format!("{whose} · a step's prompts up to {n} tokens past the first")

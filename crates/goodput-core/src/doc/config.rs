@@ -435,6 +435,12 @@ pub struct EngineSettings {
     pub batch_wait_timeout_iters: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch_wait_max_tokens_ratio: Option<f64>,
+    /// What an MXFP4 mixture of experts' expert products multiply against,
+    /// where `--mxfp4-activations` named it: `fp8` (W4A8, MXFP4 × MXFP8) or
+    /// `bf16` (W4A16); absent, the GPU's own (FP8 on FP4 tensor cores,
+    /// 16-bit elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mxfp4_activations: Option<String>,
     /// SGLang's `--load-balance-method` as given, where its ranks of DP
     /// attention chose by another than its default (`round-robin`,
     /// `follow-bootstrap-room`, `total-requests` or `total-tokens`; under
@@ -587,6 +593,17 @@ pub fn vllm_balancer_words(api_servers: u32) -> String {
     match api_servers {
         0 | 1 => "vLLM's balancer, least 4 × waiting + running".into(),
         n => format!("vLLM's balancer, least 4 × waiting + running, over {n} API servers"),
+    }
+}
+
+/// What `--mxfp4-activations` named, in words, as the simulator's banner
+/// and the report's engine line say it: `fp8` and `bf16` by their kernels'
+/// names (W4A8, W4A16); anything else as given.
+pub fn mxfp4_activation_words(activations: &str) -> String {
+    match activations {
+        "fp8" => "MXFP4 experts against FP8 activations (W4A8)".into(),
+        "bf16" => "MXFP4 experts against 16-bit activations (W4A16)".into(),
+        other => format!("MXFP4 experts against {other} activations"),
     }
 }
 

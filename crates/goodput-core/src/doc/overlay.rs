@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 /// The simulator's knobs a configuration's settings map onto, as `goodput
 /// plan` names them in its documents' `params`.
-pub const KNOBS: [&str; 21] = [
+pub const KNOBS: [&str; 22] = [
     "gpu",
     "tp",
     "dp",
@@ -40,6 +40,7 @@ pub const KNOBS: [&str; 21] = [
     "max_prefill_tokens",
     "batch_wait_timeout_iters",
     "batch_wait_max_tokens_ratio",
+    "mxfp4_activations",
 ];
 
 /// Each knob's other names: the servers' flags for it (vLLM's
@@ -47,7 +48,7 @@ pub const KNOBS: [&str; 21] = [
 /// `max_running_requests`, `chunked_prefill_size`; llama.cpp's `np`
 /// (parallel slots) and `b` (batch size in tokens); the routers'
 /// `policy` and SGLang's `load_balance_method`) and short forms.
-pub const KNOB_ALIASES: [(&str, &[&str]); 21] = [
+pub const KNOB_ALIASES: [(&str, &[&str]); 22] = [
     ("gpu", &["gpu_type"]),
     ("tp", &["tensor_parallel_size", "tp_size"]),
     ("dp", &["data_parallel_size", "dp_size"]),
@@ -79,6 +80,9 @@ pub const KNOB_ALIASES: [(&str, &[&str]); 21] = [
     // TensorRT-LLM's batch waiting (its own names).
     ("batch_wait_timeout_iters", &[]),
     ("batch_wait_max_tokens_ratio", &[]),
+    // What an MXFP4 mixture of experts' experts multiply against (W4A8 or
+    // W4A16; absent, the GPU's own, so no single value stands for it).
+    ("mxfp4_activations", &["moe_activations"]),
 ];
 
 /// The value a knob has where a configuration's settings leave it out: `goodput

@@ -15,6 +15,39 @@ use crate::template::ChatTemplate;
 use goodput_core::doc::config::{ep_ranks, pool_gpus};
 use serde::{Deserialize, Serialize};
 
+/// What an MXFP4 mixture of experts' expert products multiply against:
+/// FP8 activations (W4A8) or 16-bit ones (W4A16).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mxfp4Activations {
+    Fp8,
+    Bf16,
+}
+
+impl std::fmt::Display for Mxfp4Activations {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mxfp4Activations::Fp8 => "fp8",
+            Mxfp4Activations::Bf16 => "bf16",
+        })
+    }
+}
+
+impl std::str::FromStr for Mxfp4Activations {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "fp8" | "mxfp8" | "w4a8" => Ok(Mxfp4Activations::Fp8),
+            "bf16" | "fp16" | "16" | "w4a16" => Ok(Mxfp4Activations::Bf16),
+            other => Err(format!(
+                "unknown MXFP4 activations `{other}`: use fp8 (W4A8, MXFP4 × MXFP8) or bf16 (W4A16, 16-bit \
+                 activations)"
+            )),
+        }
+    }
+}
+
 /// Everything that defines one simulated engine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EngineConfig {
@@ -121,6 +154,14 @@ pub struct EngineConfig {
     /// whole) and decodes reach to stop the holding. 0, its default.
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub batch_wait_max_tokens_ratio: f64,
+    /// What an MXFP4 mixture of experts' expert products multiply against
+    /// (`--mxfp4-activations`): FP8 activations (W4A8: MXFP4 × MXFP8, vLLM's
+    /// `VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8`, TensorRT-LLM on Blackwell) or
+    /// 16-bit ones (W4A16: vLLM's Marlin and Triton kernels, FlashInfer's
+    /// MXFP4 × BF16, AITER's A16W4 on the MI355X). `None`: the GPU's
+    /// ([`EngineConfig::mxfp4_w4a16`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mxfp4_activations: Option<Mxfp4Activations>,
     /// SGLang's `--load-balance-method` (under `--scheduler sglang`): which
     /// attention rank of DP attention a request goes to
     /// (`scheduler/balance.rs`).
@@ -313,6 +354,7 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
                 .then_some(cfg.max_prefill_tokens),
             batch_wait_timeout_iters: cfg.batch_waits_any().then_some(cfg.batch_wait_timeout_iters),
             batch_wait_max_tokens_ratio: cfg.batch_waits_any().then_some(cfg.batch_wait_max_tokens_ratio),
+            mxfp4_activations: cfg.mxfp4_activations.map(|a| a.to_string()),
             load_balance_method: cfg.load_balance_words(),
             internal_lb: vllm_front_ends.is_some(),
             api_server_count: vllm_front_ends,
@@ -506,6 +548,45 @@ impl EngineConfig {
         !(self.scheduler == SchedulerPolicy::Vllm && self.pp > 1)
     }
 
+    /// Whether an MXFP4 mixture of experts multiplies its experts against
+    /// 16-bit activations (W4A16): as `--mxfp4-activations` says, else
+    /// where the GPU has no FP4 tensor cores (Hopper, the A100, the MI300X
+    /// and MI325X), as TensorRT-LLM's and vLLM's kernels run them there.
+    /// False for anything else (FP8 activations on FP4 cores: W4A8).
+    pub fn mxfp4_w4a16(&self) -> bool {
+        if self.precision != Precision::Mxfp4 || self.model.moe.is_none() {
+            return false;
+        }
+        match self.mxfp4_activations {
+            Some(a) => a == Mxfp4Activations::Bf16,
+            None => self.gpu.fp4_tflops.is_none() || self.gpu.fp8_tflops.is_none(),
+        }
+    }
+
+    /// `--mxfp4-activations` only where it applies: an MXFP4 mixture of
+    /// experts, and FP8 activations only on FP4 tensor cores.
+    fn check_mxfp4_activations(&self) -> Result<(), Error> {
+        let Some(a) = self.mxfp4_activations else {
+            return Ok(());
+        };
+        let bad = |m: String| Err(Error::InvalidConfig(m));
+        if self.precision != Precision::Mxfp4 || self.model.moe.is_none() {
+            return bad(format!(
+                "--mxfp4-activations {a} is for an MXFP4 mixture of experts (GPT-OSS), and this is {} at {}: drop \
+                 it, or add --precision mxfp4 with such a model",
+                self.model.name, self.precision
+            ));
+        }
+        if a == Mxfp4Activations::Fp8 && (self.gpu.fp4_tflops.is_none() || self.gpu.fp8_tflops.is_none()) {
+            return bad(format!(
+                "--mxfp4-activations fp8 (W4A8, MXFP4 × MXFP8) runs on FP4 tensor cores, which the {} lacks: its \
+                 MXFP4 experts run against 16-bit activations (--mxfp4-activations bf16, the default there)",
+                self.gpu.name
+            ));
+        }
+        Ok(())
+    }
+
     /// The precision a step's matrix products run at
     /// ([`SchedulerPolicy::compute_precision`] of the weights' own).
     pub fn compute_precision(&self) -> Precision {
@@ -619,6 +700,7 @@ impl EngineConfig {
             max_prefill_tokens: super::scheduler::SGLANG_MAX_PREFILL_TOKENS,
             batch_wait_timeout_iters: 0,
             batch_wait_max_tokens_ratio: 0.0,
+            mxfp4_activations: None,
             load_balance: LoadBalance::Auto,
             decode_load_balance: None,
             internal_lb: false,
@@ -962,6 +1044,7 @@ impl EngineConfig {
                 self.batch_wait_max_tokens_ratio
             ));
         }
+        self.check_mxfp4_activations()?;
         if self.batch_waits_any() && self.scheduler != SchedulerPolicy::Trtllm {
             return bad(format!(
                 "--batch-wait-timeout-iters and --batch-wait-max-tokens-ratio are TensorRT-LLM's, and the \

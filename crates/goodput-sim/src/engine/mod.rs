@@ -28,7 +28,7 @@ pub(crate) use calibration::serial_start;
 pub use calibration::Calibration;
 pub use catalog::{GpuFamily, GpuSpec, KvCacheDtype, Mla, ModelSpec, Moe, Precision, SlidingWindow, FP16_NAMES};
 pub use config::{
-    vllm_default_budget, vllm_large_gpu, EngineConfig, SpecDecoding, DEFAULT_BLOCK_SIZE,
+    vllm_default_budget, vllm_large_gpu, EngineConfig, Mxfp4Activations, SpecDecoding, DEFAULT_BLOCK_SIZE,
     DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_MAX_NUM_BATCHED_TOKENS, MAX_BATCH_WAIT_TIMEOUT_ITERS, MAX_DP,
     MAX_SCHEDULER_RECV_INTERVAL, MAX_SCHEDULE_CONSERVATIVENESS, MAX_SPEC_TOKENS, SMALL_GPU_MAX_NUM_BATCHED_TOKENS,
 };

@@ -441,10 +441,13 @@ impl Roofline {
         // The GPUs one engine drives: TP × PP, times the ranks of an
         // expert-parallel group.
         let gpus = tp * (cfg.pp * cfg.attention_ranks()) as f64;
-        // Without FP4 tensor cores the MXFP4 experts multiply in 16 bits
-        // at a share of that rate (W4A16 kernels: `eta_w4a16_moe`).
-        let peak = match cfg.gpu.fp4_tflops {
-            None if cfg.precision == Precision::Mxfp4 && m.moe.is_some() => peak * c.eta_w4a16_moe,
+        // MXFP4 experts against 16-bit activations (without FP4 tensor
+        // cores, or as `--mxfp4-activations bf16` says) multiply at a share
+        // of the 16-bit rate (W4A16 kernels: `eta_w4a16_moe`); against FP8
+        // ones (W4A8) at the FP8 rate.
+        let peak = match m.moe {
+            Some(_) if cfg.mxfp4_w4a16() => cfg.gpu.peak_flops(Precision::Bf16)? * c.eta_w4a16_moe,
+            Some(_) if cfg.precision == Precision::Mxfp4 => cfg.gpu.peak_flops(Precision::Fp8)?,
             _ => peak,
         };
         // MXFP4 runs the routed experts at its rate and the rest of a
@@ -1545,5 +1548,48 @@ mod tests {
         assert_eq!(Calibration::for_family(crate::engine::GpuFamily::Hopper).eta_w4a16_moe, 0.34);
         let err = Calibration::default().overlay(&serde_json::json!({"eta_w4a16_moe": 0.0})).unwrap_err();
         assert!(err.to_string().contains("eta_w4a16_moe = 0 must lie in (0, 1]"), "{err}");
+    }
+
+    #[test]
+    fn mxfp4_activations_pick_the_experts_rate() {
+        use crate::engine::Mxfp4Activations::{Bf16, Fp8};
+        // A compute-bound prefill's products on an MI355X (FP4 cores: W4A8
+        // by default, the experts at the FP8 rate); named 16-bit (AITER's
+        // A16W4, as InferenceMAX's script sets it) the experts run at
+        // eta_w4a16_moe of the 16-bit rate, the rest 16-bit either way.
+        let gemm = |gpu: &str, a: Option<crate::engine::Mxfp4Activations>| {
+            let mut c = cfg("gpt-oss-120b", gpu, Precision::Mxfp4);
+            c.mxfp4_activations = a;
+            let mut b = BatchShape::of_model(&c.model);
+            b.add_prefill(0, 16_384);
+            (Roofline::new(&c).unwrap().breakdown(&b).gemm.as_secs_f64(), c)
+        };
+        let ((fp8, c), (w4a16, _)) = (gemm("mi355x", None), gemm("mi355x", Some(Bf16)));
+        assert!(!c.mxfp4_w4a16());
+        let m = &c.model;
+        let all = m.active_params() as f64;
+        let experts = m.expert_params_all_layers() as f64 * f64::from(m.moe.unwrap().experts_per_token);
+        let (bf16_peak, fp8_peak) =
+            (c.gpu.peak_flops(Precision::Bf16).unwrap(), c.gpu.peak_flops(Precision::Fp8).unwrap());
+        let eta = c.calibration.eta_w4a16_moe;
+        let want = (experts / (bf16_peak * eta) + (all - experts) / bf16_peak)
+            / (experts / fp8_peak + (all - experts) / bf16_peak);
+        assert!(want > 2.0, "{want}");
+        assert!((w4a16 / fp8 / want - 1.0).abs() < 0.03, "{} against {want}", w4a16 / fp8);
+        // Named as the GPU's default, nothing moves: FP8 on a B200, 16-bit
+        // on an H200.
+        assert_eq!(gemm("b200", Some(Fp8)).0, gemm("b200", None).0);
+        assert_eq!(gemm("h200", Some(Bf16)).0, gemm("h200", None).0);
+        // Refused where it cannot apply: FP8 activations without FP4
+        // cores, and any model or precision but an MXFP4 mixture of experts.
+        let refused = |model: &str, gpu: &str, p: Precision, a| {
+            let mut c = cfg(model, gpu, p);
+            c.mxfp4_activations = Some(a);
+            c.validate().unwrap_err().to_string()
+        };
+        let e = refused("gpt-oss-120b", "h200", Precision::Mxfp4, Fp8);
+        assert!(e.contains("runs on FP4 tensor cores, which the H200 lacks") && e.contains("bf16"), "{e}");
+        let e = refused("llama-3.1-8b", "b200", Precision::Fp8, Bf16);
+        assert!(e.contains("is for an MXFP4 mixture of experts") && e.contains("drop it"), "{e}");
     }
 }

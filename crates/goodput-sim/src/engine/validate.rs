@@ -238,6 +238,10 @@ pub struct ReferenceRow {
     /// on `tensorrt-llm` rows; 0 where absent).
     pub batch_wait_timeout_iters: u32,
     pub batch_wait_max_tokens_ratio: f64,
+    /// What an MXFP4 mixture of experts' expert products multiplied
+    /// against (the optional `mxfp4_activations` column, `fp8` or `bf16`,
+    /// on `mxfp4` rows; the GPU's default where absent).
+    pub mxfp4_activations: Option<super::Mxfp4Activations>,
     /// The benchmark's own engine limits where it set them: sequences a step
     /// (per attention rank: TensorRT-LLM's `max_batch_size`, vLLM's
     /// `max_num_seqs`; the optional `max_num_seqs` column), tokens a step
@@ -335,8 +339,11 @@ const COLUMNS: [&str; 15] = [
 /// `max_prefill_tokens` (SGLang's `--max-prefill-tokens`, on `sglang`
 /// rows: a step's prompt tokens past its first prompt's; 16,384);
 /// `batch_wait_timeout_iters` and `batch_wait_max_tokens_ratio`
-/// (TensorRT-LLM's batch waiting, on `tensorrt-llm` rows; 0).
-const OPTIONAL_COLUMNS: [&str; 20] = [
+/// (TensorRT-LLM's batch waiting, on `tensorrt-llm` rows; 0);
+/// `mxfp4_activations` (`fp8` or `bf16`, on `mxfp4` rows: what the
+/// experts multiplied against, where the server's kernels said; the GPU's
+/// default).
+const OPTIONAL_COLUMNS: [&str; 21] = [
     "split",
     "queueing",
     "requests",
@@ -357,6 +364,7 @@ const OPTIONAL_COLUMNS: [&str; 20] = [
     "max_prefill_tokens",
     "batch_wait_timeout_iters",
     "batch_wait_max_tokens_ratio",
+    "mxfp4_activations",
 ];
 
 /// The most requests a `concurrency` row's benchmark may have sent (its
@@ -504,6 +512,15 @@ pub fn parse_csv(text: &str) -> Result<Vec<ReferenceRow>, Error> {
                 return Err(err("`batch_wait_timeout_iters` and `batch_wait_max_tokens_ratio` are TensorRT-LLM's: \
                      leave them empty on other engines' rows"
                     .into()));
+            }
+            if let Some(v) = extra(20) {
+                row.mxfp4_activations = Some(v.parse().map_err(|m: String| err(format!("`mxfp4_activations`: {m}")))?);
+                if row.precision != Precision::Mxfp4 {
+                    return Err(err(format!(
+                        "`mxfp4_activations` is for `mxfp4` rows, and this row's precision is `{}`: leave it empty",
+                        row.precision
+                    )));
+                }
             }
             row.max_num_seqs = positive(7, "sequences a step per attention rank")?;
             row.max_num_batched_tokens = positive(8, "tokens a step per attention rank")?;
@@ -671,6 +688,7 @@ fn parse_row(line: usize, cols: &[&str]) -> Result<ReferenceRow, Error> {
         max_prefill_tokens: None,
         batch_wait_timeout_iters: 0,
         batch_wait_max_tokens_ratio: 0.0,
+        mxfp4_activations: None,
         max_num_seqs: None,
         max_num_batched_tokens: None,
         memory_fraction: None,
@@ -839,6 +857,7 @@ pub fn row_config(row: &ReferenceRow, options: &ValidationOptions) -> Result<Eng
     }
     cfg.mixed_batches = options.mixed_batches.unwrap_or(row.mixed_batches);
     cfg.async_scheduling = options.async_scheduling.unwrap_or(row.async_scheduling);
+    cfg.mxfp4_activations = row.mxfp4_activations;
     if row.engine == ReferenceEngine::TensorRtLlm {
         if row.precision != Precision::Bf16 {
             cfg.kv_cache_dtype = options.tensorrt_llm_kv_cache;
@@ -1792,6 +1811,36 @@ b,llama-3.1-8b,h100,1,1,bf16,sglang,512,128,concurrency,8,,ttft_ms_mean,1,ms,x
         assert!(err.contains("line 2") && err.contains("`max_prefill_tokens` is SGLang's"), "{err}");
         let err = parse_csv(&text.replace(",196608,", ",0,")).unwrap_err().to_string();
         assert!(err.contains("`max_prefill_tokens` must be a positive integer"), "{err}");
+    }
+
+    /// The `mxfp4_activations` column: an mxfp4 row's engine takes what
+    /// its experts multiplied against, the GPU's default where absent;
+    /// another precision's row refuses it.
+    #[test]
+    fn the_mxfp4_activations_column_names_the_experts_kernels() {
+        use crate::engine::Mxfp4Activations;
+        let options = ValidationOptions::default();
+        let text = "\
+id,model,gpu,gpus,tp,precision,engine,input_tokens,output_tokens,load_kind,load_value,mxfp4_activations,metric,value,unit,source
+a,gpt-oss-120b,mi355x,1,1,mxfp4,vllm,1024,1024,concurrency,8,bf16,ttft_ms_mean,1,ms,x
+b,gpt-oss-120b,mi355x,1,1,mxfp4,vllm,1024,1024,concurrency,8,,ttft_ms_mean,1,ms,x
+c,gpt-oss-120b,b200,1,1,mxfp4,vllm,1024,1024,concurrency,8,fp8,ttft_ms_mean,1,ms,x
+";
+        let rows = parse_csv(text).unwrap();
+        let set: Vec<(Option<Mxfp4Activations>, bool)> = rows
+            .iter()
+            .map(|r| row_config(r, &options).unwrap())
+            .map(|c| (c.mxfp4_activations, c.mxfp4_w4a16()))
+            .collect();
+        assert_eq!(set, [(Some(Mxfp4Activations::Bf16), true), (None, false), (Some(Mxfp4Activations::Fp8), false)]);
+        let err = parse_csv(&text.replace(",8,bf16,", ",8,int4,")).unwrap_err().to_string();
+        assert!(err.contains("line 2") && err.contains("`mxfp4_activations`: unknown MXFP4 activations"), "{err}");
+        let fp8 = text.replace(
+            "gpt-oss-120b,mi355x,1,1,mxfp4,vllm,1024,1024,concurrency,8,bf16",
+            "gpt-oss-120b,mi355x,1,1,fp8,vllm,1024,1024,concurrency,8,bf16",
+        );
+        let err = parse_csv(&fp8).unwrap_err().to_string();
+        assert!(err.contains("is for `mxfp4` rows"), "{err}");
     }
 
     #[test]

@@ -548,6 +548,9 @@ pub struct EngineHwArgs {
     /// TensorRT-LLM's batch_wait_max_tokens_ratio, with --scheduler trtllm: the share (0 to 1) of the step's token budget (--max-num-batched-tokens, its max_num_tokens) that a step's prompts and decodes reach to stop --batch-wait-timeout-iters holding them. 0, its default. (Without the timeout it holds nothing, as in TensorRT-LLM.)
     #[arg(long, default_value_t = 0.0, value_name = "SHARE", help_heading = "Simulated engine")]
     pub batch_wait_max_tokens_ratio: f64,
+    /// With --precision mxfp4 and a mixture of experts (GPT-OSS): what its expert products multiply against. fp8: FP8 activations (W4A8, MXFP4 × MXFP8: vLLM's VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8, TensorRT-LLM on Blackwell), at the FP8 rate; needs FP4 tensor cores. bf16: 16-bit activations (W4A16: vLLM's Marlin and Triton kernels, FlashInfer's MXFP4 × BF16, AITER's A16W4 on the MI355X), at a share of the 16-bit rate (eta_w4a16_moe). Default: fp8 on GPUs with FP4 tensor cores, bf16 elsewhere.
+    #[arg(long, value_name = "fp8|bf16", help_heading = "Simulated engine")]
+    pub mxfp4_activations: Option<String>,
     /// SGLang's --load-balance-method, with --scheduler sglang and DP attention (a mixture of experts with more --ep than --tp: its ranks each schedule their own requests): which rank a request goes to; or, for --dp replicas of a dense model, which replica (SGLang's data-parallel controller, in --router's place). auto (SGLang's default: round-robin, and follow-bootstrap-room on a --pd prefill instance), round-robin (the ranks in turn), follow-bootstrap-room (with --pd: the rank the router's random bootstrap room names), total-requests (the fewest requests, running and waiting) or total-tokens (the fewest tokens held: the running requests' KV and the waiting ones' sequences). The last two read the loads the ranks publish (after a step that prefills, else every 15th step), at most every 20 ms, counting what they sent since. With --pd, P:D gives each pool its own (auto:total-tokens: the prefill instances' ranks by the room, the decode instances' by tokens); one method applies to each pool that has ranks.
     #[arg(long, default_value = "auto", help_heading = "Simulated engine")]
     pub load_balance_method: String,
@@ -619,6 +622,7 @@ impl Default for EngineHwArgs {
             max_prefill_tokens: goodput_sim::engine::SGLANG_MAX_PREFILL_TOKENS,
             batch_wait_timeout_iters: 0,
             batch_wait_max_tokens_ratio: 0.0,
+            mxfp4_activations: None,
             load_balance_method: "auto".into(),
             internal_lb: false,
             api_server_count: None,

@@ -732,6 +732,51 @@ fn sglang_s_max_prefill_tokens_caps_a_step_s_prompts() {
     assert!(said.contains(" · a step's prompts up to 32768 tokens past the first · scheduled a step ahead"), "{said}");
 }
 
+/// `--mxfp4-activations`: GPT-OSS-120B's 8k-token prompts on an MI355X
+/// (FP4 cores: W4A8 by default) take more than twice as long with the
+/// experts against 16-bit activations (AITER's A16W4, as InferenceMAX's
+/// script runs them), while one user's decode, which reads weights, moves
+/// little; the result records it, the served banner names it, and a GPU
+/// without FP4 cores refuses FP8 activations.
+#[test]
+fn mxfp4_activations_set_the_experts_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let load = ["-c", "1", "-n", "4", "--input-tokens", "8192", "--output-tokens", "32"];
+        let oss = ["--model", "gpt-oss-120b", "--gpu", "mi355x", "--precision", "mxfp4"];
+        estimate_doc(dir.path(), name, &[&load[..], &oss, extra].concat())
+    };
+    let (w4a8, w4a16) = (run("w4a8.json", &[]), run("w4a16.json", &["--mxfp4-activations", "bf16"]));
+    assert!(w4a8["config"]["engine"].get("mxfp4_activations").is_none());
+    assert_eq!(w4a16["config"]["engine"]["mxfp4_activations"], "bf16");
+    crate::schema::assert_valid(&w4a16, "RunResult", "estimate --mxfp4-activations");
+    let mean = |v: &serde_json::Value, m: &str| v["summary"][m]["mean"].as_f64().unwrap();
+    let ttft = mean(&w4a16, "ttft_ms") / mean(&w4a8, "ttft_ms");
+    assert!(ttft > 2.0, "W4A16 prompts {ttft:.2}× W4A8's");
+    let tpot = mean(&w4a16, "tpot_ms") / mean(&w4a8, "tpot_ms");
+    assert!((tpot - 1.0).abs() < 0.1, "one user's decode {tpot:.3}×");
+    let h200 = goodput()
+        .args(["estimate", "--model", "gpt-oss-120b", "--gpu", "h200", "--precision", "mxfp4"])
+        .args(["--mxfp4-activations", "fp8", "-n", "1"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&h200.stderr);
+    assert!(!h200.status.success() && text.contains("which the H200 lacks"), "{text}");
+    let (_, said, _server) = cmd::serve(&[
+        "--profile",
+        "engine",
+        "--model",
+        "gpt-oss-120b",
+        "--gpu",
+        "mi355x",
+        "--precision",
+        "mxfp4",
+        "--mxfp4-activations",
+        "bf16",
+    ]);
+    assert!(said.contains(" · MXFP4 experts against 16-bit activations (W4A16) · scheduled a step ahead"), "{said}");
+}
+
 #[test]
 fn auto_sweep_of_the_engine_finds_saturation_and_a_point_that_holds() {
     let dir = tempfile::tempdir().unwrap();

@@ -68,6 +68,11 @@ pub fn check_grid(grid: &[Params]) -> Result<()> {
             {
                 bail!("--estimate: {k}={v} in {} is not a share from 0 to 1 of the step's token budget", p.id());
             }
+            if knob == "mxfp4_activations" {
+                if let Err(m) = v.parse::<goodput_sim::engine::Mxfp4Activations>() {
+                    bail!("--estimate: {k}={v} in {}: {m}", p.id());
+                }
+            }
             let most = goodput_sim::engine::MAX_SCHEDULE_CONSERVATIVENESS;
             if knob == "schedule_conservativeness" && !v.trim().parse::<f64>().is_ok_and(|c| (0.0..=most).contains(&c))
             {
@@ -313,6 +318,7 @@ pub(crate) fn set_knobs(hw: &mut crate::cli::EngineHwArgs, params: &Params, flag
             }
             Some("scheduler_recv_interval") => hw.scheduler_recv_interval = n()?,
             Some("max_prefill_tokens") => hw.max_prefill_tokens = n()?,
+            Some("mxfp4_activations") => hw.mxfp4_activations = Some(v.trim().to_string()),
             Some("batch_wait_timeout_iters") => {
                 hw.batch_wait_timeout_iters =
                     v.trim().parse().with_context(|| format!("{flag}: {k}={v} is not a whole number of steps"))?;
@@ -750,6 +756,16 @@ mod tests {
         assert_eq!(hw, [(20, 0.9), (0, 0.0)]);
         let e = check_grid(&grid(&[&[("batch_wait_max_tokens_ratio", "2")]])).unwrap_err().to_string();
         assert!(e.contains("batch_wait_max_tokens_ratio=2") && e.contains("not a share from 0 to 1"), "{e}");
+        // What MXFP4 experts multiply against, by its name or the short one.
+        let g = grid(&[&[("mxfp4_activations", "bf16")], &[("moe-activations", "fp8")], &[]]);
+        assert!(check_grid(&g).is_ok());
+        let hw: Vec<Option<String>> = g
+            .iter()
+            .map(|p| engine_args(&a, p, "gpt-oss-120b", Path::new("p.json")).unwrap().hw.mxfp4_activations)
+            .collect();
+        assert_eq!(hw, [Some("bf16".into()), Some("fp8".into()), None]);
+        let e = check_grid(&grid(&[&[("mxfp4_activations", "int4")]])).unwrap_err().to_string();
+        assert!(e.contains("mxfp4_activations=int4") && e.contains("use fp8 (W4A8"), "{e}");
         // And its cap on a step's prompt tokens.
         let g = grid(&[&[("scheduler", "sglang"), ("max-prefill-tokens", "196608")], &[("scheduler", "sglang")]]);
         assert!(check_grid(&g).is_ok());
