@@ -14,6 +14,11 @@ vLLM on H100, H200, B200, MI300X, MI325X and MI355X, its GPTOSS table
 below), and dsr1 results_dsr1_*.json (DeepSeek-R1-0528 under SGLang on
 H200s, B200s, MI300Xs, MI325Xs and MI355Xs, its DSR1 table below).
 
+With --median-ttft after the family, each run's median TTFT (a
+ttft_ms_p50 row) stands where its mean's would: a check of the body of
+the TTFT distribution apart from its tail (docs/simulator.md,
+"InferenceMAX's served loops"); the committed files keep the means.
+
 The JSON files: SemiAnalysis's InferenceMAX nightly results (its CI's
 aggregated artifacts), as committed in the public repository
 denosys/InferenceMAX (Apache License 2.0), commit
@@ -54,15 +59,20 @@ SHAPES = {"1k1k": (1024, 1024), "1k8k": (1024, 8192), "8k1k": (8192, 1024)}
 # GPT-OSS-120B (InferenceMAX's "fp4": its MXFP4 experts) under vLLM, each
 # GPU's script: the step budget (None: vLLM's default), the memory share,
 # the sequence cap (None: at the concurrency; "" vLLM's default) and the
-# version. No KV-cache dtype is set (vLLM's auto: BF16), no prefix caching;
-# the experts split by TP (no --enable-expert-parallel).
+# version, and what the experts multiply against where the script names
+# their kernels (the mxfp4_activations column): the B200's sets
+# VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1 (MXFP4 x MXFP8, fp8), the MI355X's
+# VLLM_ROCM_USE_AITER_FUSED_MOE_A16W4=1 (16-bit activations, bf16); the
+# others leave the GPU's default (16-bit: no FP4 cores). No KV-cache dtype
+# is set (vLLM's auto: BF16), no prefix caching; the experts split by TP
+# (no --enable-expert-parallel).
 GPTOSS = {
-    "h100": ("h100-sxm", 8192, 0.9, None, "vLLM 0.10.2"),
-    "h200": ("h200", 8192, 0.9, None, "vLLM 0.10.2"),
-    "b200": ("b200", 8192, 0.9, 512, "vLLM 0.10.2"),
-    "mi300x": ("mi300x", "", 0.95, "", "vLLM 0.10.1 ROCm 7.0"),
-    "mi325x": ("mi325x", "", 0.95, "", "vLLM 0.10.1 ROCm 7.0"),
-    "mi355x": ("mi355x", "", 0.95, "", "vLLM 0.10.1 ROCm 7.0"),
+    "h100": ("h100-sxm", 8192, 0.9, None, "vLLM 0.10.2", ""),
+    "h200": ("h200", 8192, 0.9, None, "vLLM 0.10.2", ""),
+    "b200": ("b200", 8192, 0.9, 512, "vLLM 0.10.2", "fp8"),
+    "mi300x": ("mi300x", "", 0.95, "", "vLLM 0.10.1 ROCm 7.0", ""),
+    "mi325x": ("mi325x", "", 0.95, "", "vLLM 0.10.1 ROCm 7.0", ""),
+    "mi355x": ("mi355x", "", 0.95, "", "vLLM 0.10.1 ROCm 7.0", "bf16"),
 }
 # DeepSeek-R1-0528 under SGLang (benchmarks/dsr1_fp{8,4}_{h200,b200}_*.sh
 # and dsr1_fp8_{mi300x,mi325x,mi355x}_docker.sh): by (GPU, precision),
@@ -126,8 +136,12 @@ def emit(name, common, shape, version, r, ttft=True):
         f"denosys/InferenceMAX@cc3cd8be docs/data (Apache-2.0): {version}, "
         f"benchmark_serving random {isl}/{osl} range 0.8, max-concurrency {r['conc']}, request-rate inf"
     )
+    if MEDIAN_TTFT:
+        ttft_row = ("ttft_ms_p50", r["median_ttft"] * 1000, "ms")
+    else:
+        ttft_row = ("ttft_ms_mean", r["mean_ttft"] * 1000, "ms")
     for metric, value, unit in (
-        ("ttft_ms_mean", r["mean_ttft"] * 1000, "ms"),
+        ttft_row,
         ("tpot_ms_mean", r["mean_tpot"] * 1000, "ms"),
         ("output_tokens_per_s", r["output_tput_per_gpu"] * r["tp"], "tok/s"),
     ):
@@ -143,14 +157,17 @@ def load(shape, r):
 
 
 def gptoss(paths):
-    print(HEADER)
+    print(HEADER.replace(",async_scheduling,", ",async_scheduling,mxfp4_activations,"))
     for shape, r in runs(paths):
         if r["hw"] not in GPTOSS or r["framework"] != "vllm" or r["model"] != "openai/gpt-oss-120b":
             continue
         gpu, tp, conc = r["hw"], r["tp"], r["conc"]
-        name, batched, memory, seqs, version = GPTOSS[gpu]
+        name, batched, memory, seqs, version, activations = GPTOSS[gpu]
         seqs = conc if seqs is None else seqs
-        common = f"gpt-oss-120b,{name},{tp},{tp},mxfp4,vllm,{load(shape, r)},{seqs},{batched},{memory},auto,http,yes"
+        common = (
+            f"gpt-oss-120b,{name},{tp},{tp},mxfp4,vllm,{load(shape, r)},{seqs},{batched},{memory},auto,http,yes,"
+            f"{activations}"
+        )
         emit(f"imx-gptoss-{gpu}-{shape}-tp{tp}-c{conc}", common, shape, version, r)
 
 
@@ -197,7 +214,14 @@ def main(family, paths):
         emit(f"imx-70b-{gpu}-{prec}{shape}-tp{tp}-c{conc}", common, shape, version, r)
 
 
+# Whether TTFT rows are the runs' medians (--median-ttft), not their means.
+MEDIAN_TTFT = False
+
 if __name__ == "__main__":
-    if len(sys.argv) < 3 or sys.argv[1] not in (*FAMILIES, "gptoss", "dsr1"):
+    args = sys.argv[1:]
+    if len(args) > 1 and args[1] == "--median-ttft":
+        MEDIAN_TTFT = True
+        del args[1]
+    if len(args) < 2 or args[0] not in (*FAMILIES, "gptoss", "dsr1"):
         sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2:])
+    main(args[0], args[1:])
