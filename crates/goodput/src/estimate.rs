@@ -191,6 +191,7 @@ fn engine_notes(a: &EstimateArgs, cfg: &EngineConfig, result: &RunResult) -> Vec
     notes.extend(crate::virtual_point::family_note(&cfg.gpu, a.engine.hw.calibration.as_deref()));
     notes.extend(goodput_sim::engine::accuracy::moe_note(&cfg.model));
     notes.extend(goodput_sim::engine::accuracy::amd_moe_note(&cfg.model, &cfg.gpu));
+    notes.extend(goodput_sim::engine::accuracy::mxfp4_kernels_note(cfg));
     if result.summary.in_flight.mean >= LOADED_IN_FLIGHT {
         use goodput_sim::engine::accuracy::{ttft_note, Start};
         let start = if a.load.rate.is_some() || a.load.trace.is_some() {

@@ -239,6 +239,9 @@ fn engine_app(a: &ServeArgs, served: &[String]) -> Result<(Served, String, Statu
     if let Some(note) = goodput_sim::engine::accuracy::amd_moe_note(&cfg.model, &cfg.gpu) {
         goodput_core::tell!("note: {note}");
     }
+    if let Some(note) = goodput_sim::engine::accuracy::mxfp4_kernels_note(&cfg) {
+        goodput_core::tell!("note: {note}");
+    }
     let server = engine_server(cfg, served, a.speed, a.default_max_tokens, faults(&a.faults)?)?;
     let c = server.config();
     let replicas = match (c.engine.pd, goodput_sim::engine::KvLink::new(&c.engine)) {
