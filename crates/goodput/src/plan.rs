@@ -737,6 +737,27 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
                 doc.notes.extend(goodput_sim::engine::accuracy::amd_moe_note(&search.model, &gpu));
             }
         }
+        // MXFP4 experts on the MI355X, timed W4A8 where InferenceMAX's
+        // vLLM runs there set 16-bit activations: once a GPU, where a
+        // configuration on it is MXFP4.
+        let mut told: Vec<String> = Vec::new();
+        for c in &doc.configs {
+            let mxfp4 = c.params.get("precision").is_some_and(|p| p == "mxfp4");
+            let Some(gpu) = c.gpu.as_deref().and_then(|g| GpuSpec::lookup(g).ok()).filter(|_| mxfp4) else {
+                continue;
+            };
+            if !told.contains(&gpu.name) {
+                told.push(gpu.name.clone());
+                let cfg = goodput_sim::engine::EngineConfig::new(
+                    search.model.clone(),
+                    gpu,
+                    goodput_sim::engine::Precision::Mxfp4,
+                );
+                doc.notes.extend(goodput_sim::engine::accuracy::mxfp4_kernels_note(&cfg).map(|n| {
+                    format!("{n}; plan times every such configuration W4A8 (estimate --mxfp4-activations bf16 predicts one the other way)")
+                }));
+            }
+        }
         // vLLM's and SGLang's servers at load, faster in the engine than
         // measured: once, where a configuration on a Hopper GPU ran either's
         // scheduler (its params name the scheduler where it is not vLLM's).

@@ -775,6 +775,20 @@ fn mxfp4_activations_set_the_experts_rate() {
         "bf16",
     ]);
     assert!(said.contains(" · MXFP4 experts against 16-bit activations (W4A16) · scheduled a step ahead"), "{said}");
+    // plan times every MXFP4 configuration W4A8 on FP4 cores, and says so
+    // once for the MI355X, not for the B200.
+    let out = dir.path().join("plan.json");
+    goodput()
+        .args(["plan", "-q", "--model", "gpt-oss-120b", "--gpu", "mi355x=3", "--gpu", "b200=5", "--gpus", "1"])
+        .args(["--precision", "mxfp4", "--concurrency", "8", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let notes = read_json(&out)["notes"].as_array().unwrap().clone();
+    let told: Vec<&str> =
+        notes.iter().filter_map(|n| n.as_str()).filter(|n| n.contains("--mxfp4-activations bf16")).collect();
+    assert_eq!(told.len(), 1, "{notes:?}");
+    assert!(told[0].contains("on the MI355X (W4A8") && told[0].contains("plan times every such"), "{}", told[0]);
 }
 
 #[test]
