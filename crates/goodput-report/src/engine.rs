@@ -12,6 +12,18 @@ pub fn of(r: &RunResult) -> Option<&SimulatedEngine> {
     r.engine.as_ref()
 }
 
+/// A GPU family as the engine's notes name it (`cdna3`: CDNA3, `hopper`:
+/// Hopper); another as recorded.
+fn family_name(family: &str) -> String {
+    match family {
+        f if f.starts_with("cdna") => f.to_ascii_uppercase(),
+        f => {
+            let mut c = f.chars();
+            c.next().map(|first| first.to_ascii_uppercase().to_string() + c.as_str()).unwrap_or_default()
+        }
+    }
+}
+
 fn num(v: Option<f64>, decimals: usize) -> String {
     match v {
         Some(x) if x.is_finite() => format!("{x:.decimals$}"),
@@ -128,7 +140,13 @@ impl EngineView for SimulatedEngine {
             None => {}
         }
         if c.calibrated == Some(false) {
-            parts.push(format!("uncalibrated ({}: Hopper's constants)", c.gpu_family));
+            // Whose constants, where the document says (a document written
+            // before it did names none: CDNA4's had been said to be Hopper's,
+            // where they were CDNA3's).
+            parts.push(match c.constants_from.as_deref() {
+                Some(f) => format!("uncalibrated ({}: {}'s constants)", c.gpu_family, family_name(f)),
+                None => format!("uncalibrated ({})", c.gpu_family),
+            });
         }
         parts.join(" · ")
     }
@@ -301,10 +319,27 @@ mod tests {
             "model": "Llama-3.1-8B", "gpu": "MI300X", "tp": 1, "precision": "fp8", "enable_prefix_caching": true,
             "scheduler": "trtllm", "gpu_family": "cdna3", "calibrated": false
         }}));
+        // A document that names no family's constants (written before
+        // they were recorded) is not told whose.
         assert_eq!(
             e.config_line(),
-            "Llama-3.1-8B on 1× MI300X · fp8 · prefix caching on · TensorRT-LLM scheduler · uncalibrated (cdna3: \
-             Hopper's constants)"
+            "Llama-3.1-8B on 1× MI300X · fp8 · prefix caching on · TensorRT-LLM scheduler · uncalibrated (cdna3)"
+        );
+        let e = engine(json!({"config": {
+            "model": "Llama-3.1-8B", "gpu": "MI355X", "tp": 1, "precision": "fp8",
+            "gpu_family": "cdna4", "calibrated": false, "constants_from": "cdna3"
+        }}));
+        assert_eq!(
+            e.config_line(),
+            "Llama-3.1-8B on 1× MI355X · fp8 · prefix caching off · uncalibrated (cdna4: CDNA3's constants)"
+        );
+        let e = engine(json!({"config": {
+            "model": "Llama-3.1-8B", "gpu": "A100 80GB", "tp": 1, "precision": "bf16",
+            "gpu_family": "ampere", "calibrated": false, "constants_from": "hopper"
+        }}));
+        assert_eq!(
+            e.config_line(),
+            "Llama-3.1-8B on 1× A100 80GB · bf16 · prefix caching off · uncalibrated (ampere: Hopper's constants)"
         );
         let e = engine(json!({"config": {
             "model": "Llama-3.1-8B", "gpu": "H100 SXM", "tp": 1, "precision": "fp8", "enable_prefix_caching": true,

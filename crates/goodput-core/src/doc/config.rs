@@ -487,6 +487,11 @@ pub struct EngineSettings {
     /// was recorded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibrated: Option<bool>,
+    /// Where `calibrated` is false, the family whose constants it runs on
+    /// (`cdna3` for `cdna4`, `hopper` for the others). Absent where
+    /// calibrated, and in documents written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constants_from: Option<String>,
     /// Prefill/decode disaggregation, when the engine runs separate pools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pd: Option<PdSettings>,

@@ -211,6 +211,17 @@ impl Calibration {
         matches!(family, GpuFamily::Hopper | GpuFamily::Blackwell | GpuFamily::Cdna3)
     }
 
+    /// The family whose constants [`Calibration::for_family`] gives
+    /// `family`: its own where calibrated, CDNA3's for CDNA4, Hopper's for
+    /// the other uncalibrated ones.
+    pub fn constants_family(family: GpuFamily) -> GpuFamily {
+        match family {
+            GpuFamily::Cdna4 => GpuFamily::Cdna3,
+            f if Calibration::is_calibrated(f) => f,
+            _ => GpuFamily::Hopper,
+        }
+    }
+
     /// These constants with some replaced by the fields of a JSON object
     /// (what a calibration file holds, parsed from JSON or TOML). An unknown
     /// field is an error that lists the known ones.

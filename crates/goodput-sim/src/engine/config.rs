@@ -362,6 +362,8 @@ impl From<&EngineConfig> for goodput_core::doc::config::EngineSettings {
             async_scheduling: Some(cfg.async_scheduling),
             gpu_family: cfg.gpu.family.to_string(),
             calibrated: Some(super::calibration::Calibration::is_calibrated(cfg.gpu.family)),
+            constants_from: (!super::calibration::Calibration::is_calibrated(cfg.gpu.family))
+                .then(|| super::calibration::Calibration::constants_family(cfg.gpu.family).to_string()),
             // The constants by name, as the calibration's own serialisation
             // names them (every one a number, so the conversion cannot fail).
             calibration: serde_json::to_value(&cfg.calibration).and_then(serde_json::from_value).unwrap_or_default(),

@@ -395,6 +395,10 @@ fn estimate_takes_tensorrt_llms_scheduler_and_records_it_and_the_calibration() {
         (&amd["config"]["engine"]["gpu_family"], amd["config"]["engine"]["calibrated"].as_bool()),
         (&serde_json::json!("cdna4"), Some(false))
     );
+    // It runs on CDNA3's constants, and says so (the report's engine line
+    // had said Hopper's); a calibrated family names none.
+    assert_eq!(amd["config"]["engine"]["constants_from"], "cdna3");
+    assert!(vllm["config"]["engine"].get("constants_from").is_none());
     // SGLang's: admission keeps room for the answers it expects, so it
     // retracts less than vLLM preempts, and its decodes are not held to
     // the budget; its conservativeness is its own flag.
