@@ -7,6 +7,7 @@
 //!     [--trt-frontend-us-per-output-token US|calibration]
 //!     [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context]
 //!     [--mixed-batches yes|no] [--async-scheduling yes|no]
+//!     [--mxfp4-activations column|gpu]
 //!
 //! `--trt-frontend-ms` sets TensorRT-LLM rows' front-end overhead (NIM's
 //! 5 ms by default; `calibration` keeps the calibration's 15 ms), and
@@ -20,6 +21,9 @@
 //! (`yes`) or in separate steps (`no`), whatever its `mixed` column says.
 //! `--async-scheduling` runs every row with its scheduler a step ahead
 //! (`yes`) or not (`no`), whatever its `async_scheduling` column says.
+//! `--mxfp4-activations gpu` runs every MXFP4 row on its GPU's default
+//! kernels (W4A8 on FP4 cores), whatever its `mxfp4_activations` column
+//! says; `column`, the default, follows it.
 //! `--no-stagger` starts a closed loop's users all at once and counts every
 //! request (see docs/simulator.md, "Closed loops").
 //! `--coverage [FILE.csv...]` prints what each file covers (its rows'
@@ -111,13 +115,18 @@ fn run() -> Result<(), String> {
                     _ => options.async_scheduling = Some(on),
                 }
             }
+            "--mxfp4-activations" => match args.next().as_deref() {
+                Some("column") => options.mxfp4_activations_column = true,
+                Some("gpu") => options.mxfp4_activations_column = false,
+                _ => return Err("--mxfp4-activations needs column (each row's, the default) or gpu (every MXFP4 row on its GPU's default kernels)".into()),
+            },
             "--glance" => glance = true,
             "--coverage" => coverage = true,
             _ if !arg.starts_with("--") => files.push(arg),
             _ => return Err(format!("unexpected argument `{arg}`")),
         }
     }
-    const USAGE: &str = "usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger] [--requests-a-user N] [--trt-frontend-ms MS|calibration] [--trt-frontend-us-per-output-token US|calibration] [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context] [--sglang-scheduler sglang|vllm] [--mixed-batches yes|no] [--async-scheduling yes|no], or validate --glance|--coverage [FILE.csv...] with the same options";
+    const USAGE: &str = "usage: validate FILE.csv [--calibration CAL.json] [--trt-kv-cache auto|fp8] [--no-stagger] [--requests-a-user N] [--trt-frontend-ms MS|calibration] [--trt-frontend-us-per-output-token US|calibration] [--trt-scheduler trtllm|vllm] [--trt-no-chunked-context] [--sglang-scheduler sglang|vllm] [--mixed-batches yes|no] [--async-scheduling yes|no] [--mxfp4-activations column|gpu], or validate --glance|--coverage [FILE.csv...] with the same options";
     if glance || coverage {
         if files.is_empty() {
             // The repository's own files, wherever it is run from.

@@ -784,6 +784,10 @@ pub struct ValidationOptions {
     /// every row, to compare; `None` follows each row's `async_scheduling`
     /// column.
     pub async_scheduling: Option<bool>,
+    /// Whether rows take their `mxfp4_activations` column (true, the
+    /// default) or run every MXFP4 row on its GPU's default kernels, as
+    /// before the column (false), to compare.
+    pub mxfp4_activations_column: bool,
     /// The scheduler SGLang rows run under: SGLang's own by default (with
     /// its default chunk budget by GPU), or vLLM's to compare (as before
     /// session 74).
@@ -819,6 +823,7 @@ impl Default for ValidationOptions {
             tensorrt_llm_chunked_context: true,
             mixed_batches: None,
             async_scheduling: None,
+            mxfp4_activations_column: true,
             sglang_scheduler: SchedulerPolicy::Sglang,
         }
     }
@@ -857,7 +862,7 @@ pub fn row_config(row: &ReferenceRow, options: &ValidationOptions) -> Result<Eng
     }
     cfg.mixed_batches = options.mixed_batches.unwrap_or(row.mixed_batches);
     cfg.async_scheduling = options.async_scheduling.unwrap_or(row.async_scheduling);
-    cfg.mxfp4_activations = row.mxfp4_activations;
+    cfg.mxfp4_activations = row.mxfp4_activations.filter(|_| options.mxfp4_activations_column);
     if row.engine == ReferenceEngine::TensorRtLlm {
         if row.precision != Precision::Bf16 {
             cfg.kv_cache_dtype = options.tensorrt_llm_kv_cache;
@@ -1833,6 +1838,10 @@ c,gpt-oss-120b,b200,1,1,mxfp4,vllm,1024,1024,concurrency,8,fp8,ttft_ms_mean,1,ms
             .map(|c| (c.mxfp4_activations, c.mxfp4_w4a16()))
             .collect();
         assert_eq!(set, [(Some(Mxfp4Activations::Bf16), true), (None, false), (Some(Mxfp4Activations::Fp8), false)]);
+        // `--mxfp4-activations gpu`: every row on its GPU's default, as
+        // before the column.
+        let gpu = ValidationOptions { mxfp4_activations_column: false, ..ValidationOptions::default() };
+        assert!(rows.iter().all(|r| row_config(r, &gpu).unwrap().mxfp4_activations.is_none()));
         let err = parse_csv(&text.replace(",8,bf16,", ",8,int4,")).unwrap_err().to_string();
         assert!(err.contains("line 2") && err.contains("`mxfp4_activations`: unknown MXFP4 activations"), "{err}");
         let fp8 = text.replace(
