@@ -325,22 +325,21 @@ mod tests {
             e.config_line(),
             "Llama-3.1-8B on 1× MI300X · fp8 · prefix caching on · TensorRT-LLM scheduler · uncalibrated (cdna3)"
         );
-        let e = engine(json!({"config": {
-            "model": "Llama-3.1-8B", "gpu": "MI355X", "tp": 1, "precision": "fp8",
-            "gpu_family": "cdna4", "calibrated": false, "constants_from": "cdna3"
-        }}));
-        assert_eq!(
-            e.config_line(),
-            "Llama-3.1-8B on 1× MI355X · fp8 · prefix caching off · uncalibrated (cdna4: CDNA3's constants)"
-        );
-        let e = engine(json!({"config": {
-            "model": "Llama-3.1-8B", "gpu": "A100 80GB", "tp": 1, "precision": "bf16",
-            "gpu_family": "ampere", "calibrated": false, "constants_from": "hopper"
-        }}));
-        assert_eq!(
-            e.config_line(),
-            "Llama-3.1-8B on 1× A100 80GB · bf16 · prefix caching off · uncalibrated (ampere: Hopper's constants)"
-        );
+        // One that does names them as the engine's notes do.
+        for (gpu, family, from, whose) in
+            [("MI355X", "cdna4", "cdna3", "CDNA3"), ("A100 80GB", "ampere", "hopper", "Hopper")]
+        {
+            let e = engine(json!({"config": {
+                "model": "Llama-3.1-8B", "gpu": gpu, "tp": 1, "precision": "fp8",
+                "gpu_family": family, "calibrated": false, "constants_from": from
+            }}));
+            assert_eq!(
+                e.config_line(),
+                format!(
+                    "Llama-3.1-8B on 1× {gpu} · fp8 · prefix caching off · uncalibrated ({family}: {whose}'s constants)"
+                )
+            );
+        }
         let e = engine(json!({"config": {
             "model": "Llama-3.1-8B", "gpu": "H100 SXM", "tp": 1, "precision": "fp8", "enable_prefix_caching": true,
             "scheduler": "sglang", "mixed_batches": false, "async_scheduling": true

@@ -248,13 +248,12 @@ impl TryFrom<&EngineArgs> for EngineConfig {
         cfg.max_prefill_tokens = e.max_prefill_tokens;
         cfg.batch_wait_timeout_iters = e.batch_wait_timeout_iters;
         cfg.batch_wait_max_tokens_ratio = e.batch_wait_max_tokens_ratio;
-        cfg.mxfp4_activations = match &e.mxfp4_activations {
-            Some(a) => Some(
-                a.parse::<goodput_sim::engine::Mxfp4Activations>()
-                    .map_err(|m| anyhow::anyhow!("--mxfp4-activations: {m}"))?,
-            ),
-            None => None,
-        };
+        cfg.mxfp4_activations = e
+            .mxfp4_activations
+            .as_deref()
+            .map(str::parse::<goodput_sim::engine::Mxfp4Activations>)
+            .transpose()
+            .map_err(|m| anyhow::anyhow!("--mxfp4-activations: {m}"))?;
         (cfg.load_balance, cfg.decode_load_balance) = LoadBalance::parse_pools(&e.load_balance_method)?;
         cfg.internal_lb = e.internal_lb;
         cfg.api_server_count = e.api_server_count;

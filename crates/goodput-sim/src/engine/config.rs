@@ -561,7 +561,7 @@ impl EngineConfig {
         }
         match self.mxfp4_activations {
             Some(a) => a == Mxfp4Activations::Bf16,
-            None => self.gpu.fp4_tflops.is_none() || self.gpu.fp8_tflops.is_none(),
+            None => !self.gpu.runs_w4a8(),
         }
     }
 
@@ -579,7 +579,7 @@ impl EngineConfig {
                 self.model.name, self.precision
             ));
         }
-        if a == Mxfp4Activations::Fp8 && (self.gpu.fp4_tflops.is_none() || self.gpu.fp8_tflops.is_none()) {
+        if a == Mxfp4Activations::Fp8 && !self.gpu.runs_w4a8() {
             return bad(format!(
                 "--mxfp4-activations fp8 (W4A8, MXFP4 × MXFP8) runs on FP4 tensor cores, which the {} lacks: its \
                  MXFP4 experts run against 16-bit activations (--mxfp4-activations bf16, the default there)",

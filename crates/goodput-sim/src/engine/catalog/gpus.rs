@@ -488,6 +488,13 @@ impl GpuSpec {
         self.network_gbps * 1e9 / 8.0
     }
 
+    /// Whether MXFP4 weights multiply against FP8 activations here (W4A8:
+    /// FP4 and FP8 tensor cores, Blackwell's and the MI355X's); elsewhere
+    /// they run against 16-bit ones (W4A16).
+    pub fn runs_w4a8(&self) -> bool {
+        self.fp4_tflops.is_some() && self.fp8_tflops.is_some()
+    }
+
     /// The tensor-core peak a precision runs its matrix products at, in
     /// FLOP/s. Weight-only formats (INT8, INT4) dequantise to 16-bit, so they
     /// run at the BF16 peak; NVFP4 runs at the FP4 peak where the tensor
@@ -517,8 +524,8 @@ impl GpuSpec {
             })?,
             Precision::Bf16 | Precision::Int8 | Precision::Int4 => self.bf16_tflops,
             // W4A8 where FP4 cores are (Blackwell's MXFP4 × MXFP8), W4A16 elsewhere.
-            Precision::Mxfp4 => match (self.fp4_tflops, self.fp8_tflops) {
-                (Some(_), Some(fp8)) => fp8,
+            Precision::Mxfp4 => match self.fp8_tflops {
+                Some(fp8) if self.runs_w4a8() => fp8,
                 _ => self.bf16_tflops,
             },
         };
