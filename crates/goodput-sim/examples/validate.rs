@@ -21,9 +21,11 @@
 //! (`yes`) or in separate steps (`no`), whatever its `mixed` column says.
 //! `--async-scheduling` runs every row with its scheduler a step ahead
 //! (`yes`) or not (`no`), whatever its `async_scheduling` column says.
-//! `--mxfp4-activations gpu` runs every MXFP4 row on its GPU's default
-//! kernels (W4A8 on FP4 cores), whatever its `mxfp4_activations` column
-//! says; `column`, the default, follows it.
+//! `--mxfp4-activations gpu` runs every MXFP4 row on its GPU's kernels
+//! (W4A8 on FP4 cores, W4A16 elsewhere), whatever its `mxfp4_activations`
+//! column and its engine's own default say; `column`, the default, follows
+//! the column, and where it is empty the engine's default
+//! (`EngineConfig::default_mxfp4_activations`).
 //! `--no-stagger` starts a closed loop's users all at once and counts every
 //! request (see docs/simulator.md, "Closed loops").
 //! `--coverage [FILE.csv...]` prints what each file covers (its rows'
@@ -118,7 +120,7 @@ fn run() -> Result<(), String> {
             "--mxfp4-activations" => match args.next().as_deref() {
                 Some("column") => options.mxfp4_activations_column = true,
                 Some("gpu") => options.mxfp4_activations_column = false,
-                _ => return Err("--mxfp4-activations needs column (each row's, the default) or gpu (every MXFP4 row on its GPU's default kernels)".into()),
+                _ => return Err("--mxfp4-activations needs column (each row's, the default) or gpu (every MXFP4 row on its GPU's kernels: W4A8 on FP4 cores)".into()),
             },
             "--glance" => glance = true,
             "--coverage" => coverage = true,

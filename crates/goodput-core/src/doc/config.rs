@@ -437,8 +437,9 @@ pub struct EngineSettings {
     pub batch_wait_max_tokens_ratio: Option<f64>,
     /// What an MXFP4 mixture of experts' expert products multiply against,
     /// where `--mxfp4-activations` named it: `fp8` (W4A8, MXFP4 × MXFP8) or
-    /// `bf16` (W4A16); absent, the GPU's own (FP8 on FP4 tensor cores,
-    /// 16-bit elsewhere).
+    /// `bf16` (W4A16); absent, the server's own on the GPU (vLLM's 16-bit;
+    /// SGLang's and TensorRT-LLM's FP8 on FP4 tensor cores; 16-bit without
+    /// them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mxfp4_activations: Option<String>,
     /// SGLang's `--load-balance-method` as given, where its ranks of DP

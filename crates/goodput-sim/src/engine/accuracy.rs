@@ -462,10 +462,12 @@ pub fn amd_moe_note(model: &ModelSpec, gpu: &GpuSpec) -> Option<String> {
 
 /// What a prediction of an MXFP4 mixture of experts on one of AMD's GPUs
 /// with FP4 cores (the MI355X) should say where `--mxfp4-activations` was
-/// not given: the engine times its experts W4A8 there, the default on FP4
-/// cores, while InferenceMAX's vLLM runs of GPT-OSS-120B on the MI355X
-/// set AITER's A16W4 (16-bit activations), which `bf16` predicts
-/// (docs/simulator.md, "InferenceMAX's served loops"). `None` elsewhere.
+/// not given and the engine times its experts W4A8 there (SGLang's
+/// scheduler: its default on Blackwell, taken for the MI355X too), while
+/// vLLM's default there and InferenceMAX's vLLM runs of GPT-OSS-120B on
+/// the MI355X (AITER's A16W4) multiply against 16-bit activations, which
+/// `bf16` predicts (docs/simulator.md, "InferenceMAX's served loops").
+/// `None` elsewhere, and under vLLM's scheduler, whose default is 16-bit.
 pub fn mxfp4_kernels_note(cfg: &super::EngineConfig) -> Option<String> {
     let applies = cfg.precision == super::catalog::Precision::Mxfp4
         && cfg.model.moe.is_some()
@@ -474,11 +476,14 @@ pub fn mxfp4_kernels_note(cfg: &super::EngineConfig) -> Option<String> {
         && !cfg.mxfp4_w4a16();
     applies.then(|| {
         format!(
-            "{}'s MXFP4 experts are timed against FP8 activations on the {} (W4A8, the default on FP4 cores); \
-             InferenceMAX's vLLM runs of GPT-OSS-120B on the MI355X multiply them against 16-bit ones (AITER's \
-             A16W4, VLLM_ROCM_USE_AITER_FUSED_MOE_A16W4=1), which --mxfp4-activations bf16 predicts: 8k-token \
-             prompts take over twice as long so (docs/simulator.md, \"InferenceMAX's served loops\")",
-            cfg.model.name, cfg.gpu.name
+            "{}'s MXFP4 experts are timed against FP8 activations on the {} (W4A8, {}'s default on Blackwell's \
+             FP4 cores, taken for AMD's too); vLLM's default there, and InferenceMAX's vLLM runs of GPT-OSS-120B \
+             on the MI355X, multiply them against 16-bit ones (AITER's A16W4, \
+             VLLM_ROCM_USE_AITER_FUSED_MOE_A16W4=1), which --mxfp4-activations bf16 predicts: 8k-token prompts \
+             take over twice as long so (docs/simulator.md, \"InferenceMAX's served loops\")",
+            cfg.model.name,
+            cfg.gpu.name,
+            cfg.scheduler.title()
         )
     })
 }
@@ -1158,14 +1163,20 @@ mod tests {
         assert!(amd_moe_note(&model("qwen3-235b-a22b"), &spec("mi355x")).is_some());
         assert!(amd_moe_note(&model("llama-3.1-70b"), &spec("mi300x")).is_none());
         assert!(amd_moe_note(&model("deepseek-r1"), &spec("h200")).is_none());
-        // GPT-OSS on the MI355X is told of the kernels InferenceMAX ran
-        // until --mxfp4-activations names them; not on the B200, the
-        // MI300X (W4A16 already) or at another precision.
+        // GPT-OSS on the MI355X under SGLang's scheduler (W4A8 by default)
+        // is told of the kernels InferenceMAX ran until --mxfp4-activations
+        // names them; not under vLLM's (16-bit by default, as they ran), on
+        // the B200, the MI300X (W4A16 already) or at another precision.
         let oss = |gpu: &str, p: super::super::Precision| {
-            super::super::EngineConfig::new(model("gpt-oss-120b"), spec(gpu), p)
+            let mut c = super::super::EngineConfig::new(model("gpt-oss-120b"), spec(gpu), p);
+            c.scheduler = super::super::SchedulerPolicy::Sglang;
+            c
         };
         let note = mxfp4_kernels_note(&oss("mi355x", super::super::Precision::Mxfp4)).unwrap();
-        assert!(note.contains("on the MI355X (W4A8") && note.contains("--mxfp4-activations bf16"), "{note}");
+        assert!(note.contains("on the MI355X (W4A8, SGLang's default") && note.contains("bf16 predicts"), "{note}");
+        let mut vllm = oss("mi355x", super::super::Precision::Mxfp4);
+        vllm.scheduler = super::super::SchedulerPolicy::Vllm;
+        assert!(mxfp4_kernels_note(&vllm).is_none());
         let mut named = oss("mi355x", super::super::Precision::Mxfp4);
         named.mxfp4_activations = Some(super::super::Mxfp4Activations::Fp8);
         assert!(mxfp4_kernels_note(&named).is_none());

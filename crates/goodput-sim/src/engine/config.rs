@@ -158,8 +158,8 @@ pub struct EngineConfig {
     /// (`--mxfp4-activations`): FP8 activations (W4A8: MXFP4 × MXFP8, vLLM's
     /// `VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8`, TensorRT-LLM on Blackwell) or
     /// 16-bit ones (W4A16: vLLM's Marlin and Triton kernels, FlashInfer's
-    /// MXFP4 × BF16, AITER's A16W4 on the MI355X). `None`: the GPU's
-    /// ([`EngineConfig::mxfp4_w4a16`]).
+    /// MXFP4 × BF16, AITER's A16W4 on the MI355X). `None`: the server's own
+    /// on the GPU ([`EngineConfig::default_mxfp4_activations`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mxfp4_activations: Option<Mxfp4Activations>,
     /// SGLang's `--load-balance-method` (under `--scheduler sglang`): which
@@ -551,17 +551,36 @@ impl EngineConfig {
     }
 
     /// Whether an MXFP4 mixture of experts multiplies its experts against
-    /// 16-bit activations (W4A16): as `--mxfp4-activations` says, else
-    /// where the GPU has no FP4 tensor cores (Hopper, the A100, the MI300X
-    /// and MI325X), as TensorRT-LLM's and vLLM's kernels run them there.
+    /// 16-bit activations (W4A16): as `--mxfp4-activations` says, else as
+    /// the server runs them unless told ([`EngineConfig::default_mxfp4_activations`]).
     /// False for anything else (FP8 activations on FP4 cores: W4A8).
     pub fn mxfp4_w4a16(&self) -> bool {
         if self.precision != Precision::Mxfp4 || self.model.moe.is_none() {
             return false;
         }
-        match self.mxfp4_activations {
-            Some(a) => a == Mxfp4Activations::Bf16,
-            None => !self.gpu.runs_w4a8(),
+        self.mxfp4_activations.unwrap_or_else(|| self.default_mxfp4_activations()) == Mxfp4Activations::Bf16
+    }
+
+    /// What an MXFP4 mixture of experts' experts multiply against where
+    /// `--mxfp4-activations` is not given: the scheduler's server's own
+    /// choice on this GPU.
+    ///
+    /// - Without FP4 tensor cores (Hopper, the A100, the MI300X and
+    ///   MI325X): 16-bit, the only kernels there (vLLM's Marlin and
+    ///   Triton, TensorRT-LLM's Triton backend).
+    /// - vLLM, on FP4 cores too: 16-bit. Its MXFP4 backend picks
+    ///   FlashInfer's MXFP4 × BF16 on Blackwell unless
+    ///   `VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1` (its log says "consider
+    ///   setting" it), and Triton's on ROCm.
+    /// - SGLang and TensorRT-LLM on FP4 cores: FP8 (W4A8). SGLang's
+    ///   `--flashinfer-mxfp4-moe-precision default` quantizes the
+    ///   activations to MXFP8 (`bf16` keeps them 16-bit); TensorRT-LLM's
+    ///   Blackwell default MoE backend (TRTLLM) runs MXFP8 activations.
+    pub fn default_mxfp4_activations(&self) -> Mxfp4Activations {
+        match self.scheduler {
+            _ if !self.gpu.runs_w4a8() => Mxfp4Activations::Bf16,
+            SchedulerPolicy::Vllm => Mxfp4Activations::Bf16,
+            SchedulerPolicy::Sglang | SchedulerPolicy::Trtllm => Mxfp4Activations::Fp8,
         }
     }
 

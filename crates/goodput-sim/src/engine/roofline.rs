@@ -1464,13 +1464,17 @@ mod tests {
 
     #[test]
     fn mxfp4_times_a_mixture_s_experts_at_its_rate_and_the_rest_16_bit() {
-        // On a B200 the experts' products run at FP8's peak and attention's
-        // at BF16's: a prefill, compute-bound, lands between all-FP8 and
-        // all-BF16; on an H200 (W4A16) at BF16's (at its full rate here:
-        // `eta_w4a16_moe` 1), with half the bytes of FP8.
+        // On a B200 against FP8 activations (W4A8) the experts' products
+        // run at FP8's peak and attention's at BF16's: a prefill,
+        // compute-bound, lands between all-FP8 and all-BF16; on an H200
+        // (W4A16) at BF16's (at its full rate here: `eta_w4a16_moe` 1), with
+        // half the bytes of FP8.
         let step = |gpu: &str, p: Precision| {
             let mut c = cfg("gpt-oss-120b", gpu, p);
             c.calibration.eta_w4a16_moe = 1.0;
+            if p == Precision::Mxfp4 && c.gpu.runs_w4a8() {
+                c.mxfp4_activations = Some(crate::engine::Mxfp4Activations::Fp8);
+            }
             let mut b = BatchShape::of_model(&c.model);
             b.add_prefill(0, 8192);
             Roofline::new(&c).unwrap().breakdown(&b).gemm.as_secs_f64()
@@ -1528,11 +1532,14 @@ mod tests {
     fn w4a16_experts_multiply_at_their_share_of_the_16_bit_rate() {
         // On an H200 (no FP4 cores) MXFP4 experts run at eta_w4a16_moe of
         // the 16-bit rate: a compute-bound prefill's products take longer
-        // by the experts' share; on a B200 (FP4 cores: W4A8) the constant
-        // does nothing, nor for a model's other precisions.
+        // by the experts' share; on a B200 against FP8 activations (W4A8)
+        // the constant does nothing, nor for a model's other precisions.
         let gemm = |gpu: &str, p: Precision, eta: f64| {
             let mut c = cfg("gpt-oss-20b", gpu, p);
             c.calibration.eta_w4a16_moe = eta;
+            if p == Precision::Mxfp4 && gpu == "b200" {
+                c.mxfp4_activations = Some(crate::engine::Mxfp4Activations::Fp8);
+            }
             let mut b = BatchShape::of_model(&c.model);
             b.add_prefill(0, 16_384);
             Roofline::new(&c).unwrap().breakdown(&b).gemm.as_secs_f64()
@@ -1553,10 +1560,10 @@ mod tests {
     #[test]
     fn mxfp4_activations_pick_the_experts_rate() {
         use crate::engine::Mxfp4Activations::{Bf16, Fp8};
-        // A compute-bound prefill's products on an MI355X (FP4 cores: W4A8
-        // by default, the experts at the FP8 rate); named 16-bit (AITER's
-        // A16W4, as InferenceMAX's script sets it) the experts run at
-        // eta_w4a16_moe of the 16-bit rate, the rest 16-bit either way.
+        // A compute-bound prefill's products on an MI355X (FP4 cores): named
+        // FP8 (W4A8) the experts run at the FP8 rate; named 16-bit (AITER's
+        // A16W4, as InferenceMAX's script sets it) at eta_w4a16_moe of the
+        // 16-bit rate, the rest 16-bit either way.
         let gemm = |gpu: &str, a: Option<crate::engine::Mxfp4Activations>| {
             let mut c = cfg("gpt-oss-120b", gpu, Precision::Mxfp4);
             c.mxfp4_activations = a;
@@ -1564,7 +1571,7 @@ mod tests {
             b.add_prefill(0, 16_384);
             (Roofline::new(&c).unwrap().breakdown(&b).gemm.as_secs_f64(), c)
         };
-        let ((fp8, c), (w4a16, _)) = (gemm("mi355x", None), gemm("mi355x", Some(Bf16)));
+        let ((fp8, c), (w4a16, _)) = (gemm("mi355x", Some(Fp8)), gemm("mi355x", Some(Bf16)));
         assert!(!c.mxfp4_w4a16());
         let m = &c.model;
         let all = m.active_params() as f64;
@@ -1576,9 +1583,9 @@ mod tests {
             / (experts / fp8_peak + (all - experts) / bf16_peak);
         assert!(want > 2.0, "{want}");
         assert!((w4a16 / fp8 / want - 1.0).abs() < 0.03, "{} against {want}", w4a16 / fp8);
-        // Named as the GPU's default, nothing moves: FP8 on a B200, 16-bit
-        // on an H200.
-        assert_eq!(gemm("b200", Some(Fp8)).0, gemm("b200", None).0);
+        // Named as the server's default, nothing moves: vLLM's 16-bit on a
+        // B200 and on an H200.
+        assert_eq!(gemm("b200", Some(Bf16)).0, gemm("b200", None).0);
         assert_eq!(gemm("h200", Some(Bf16)).0, gemm("h200", None).0);
         // Refused where it cannot apply: FP8 activations without FP4
         // cores, and any model or precision but an MXFP4 mixture of experts.
@@ -1591,5 +1598,43 @@ mod tests {
         assert!(e.contains("runs on FP4 tensor cores, which the H200 lacks") && e.contains("bf16"), "{e}");
         let e = refused("llama-3.1-8b", "b200", Precision::Fp8, Bf16);
         assert!(e.contains("is for an MXFP4 mixture of experts") && e.contains("drop it"), "{e}");
+    }
+
+    #[test]
+    fn each_server_multiplies_mxfp4_experts_as_it_does_unless_told() {
+        use crate::engine::Mxfp4Activations::{Bf16, Fp8};
+        use crate::engine::SchedulerPolicy::{Sglang, Trtllm, Vllm};
+        // vLLM keeps 16-bit activations on FP4 cores too (FlashInfer's
+        // MXFP4 × BF16 on Blackwell, Triton's on ROCm); SGLang and
+        // TensorRT-LLM quantize them to MXFP8 there; without FP4 cores all
+        // run 16-bit.
+        let default = |gpu: &str, s| {
+            let mut c = cfg("gpt-oss-120b", gpu, Precision::Mxfp4);
+            c.scheduler = s;
+            (c.default_mxfp4_activations(), c.mxfp4_w4a16())
+        };
+        for gpu in ["b200", "gb200", "mi355x"] {
+            assert_eq!(default(gpu, Vllm), (Bf16, true), "{gpu}");
+            assert_eq!(default(gpu, Sglang), (Fp8, false), "{gpu}");
+            assert_eq!(default(gpu, Trtllm), (Fp8, false), "{gpu}");
+        }
+        for gpu in ["h200", "h100", "mi300x", "a100"] {
+            for s in [Vllm, Sglang, Trtllm] {
+                assert_eq!(default(gpu, s), (Bf16, true), "{gpu} {s}");
+            }
+        }
+        // The default is what a B200's vLLM prefill then takes: the 16-bit
+        // experts' time, not the FP8 one's.
+        let gemm = |s, a| {
+            let mut c = cfg("gpt-oss-120b", "b200", Precision::Mxfp4);
+            c.scheduler = s;
+            c.mxfp4_activations = a;
+            let mut b = BatchShape::of_model(&c.model);
+            b.add_prefill(0, 16_384);
+            Roofline::new(&c).unwrap().breakdown(&b).gemm.as_secs_f64()
+        };
+        assert_eq!(gemm(Vllm, None), gemm(Vllm, Some(Bf16)));
+        assert_eq!(gemm(Sglang, None), gemm(Sglang, Some(Fp8)));
+        assert!(gemm(Vllm, None) > 1.5 * gemm(Sglang, None), "{} {}", gemm(Vllm, None), gemm(Sglang, None));
     }
 }

@@ -785,8 +785,9 @@ pub struct ValidationOptions {
     /// column.
     pub async_scheduling: Option<bool>,
     /// Whether rows take their `mxfp4_activations` column (true, the
-    /// default) or run every MXFP4 row on its GPU's default kernels, as
-    /// before the column (false), to compare.
+    /// default) or run every MXFP4 row on its GPU's kernels whatever the
+    /// engine (FP8 activations on FP4 cores, 16-bit elsewhere), as before
+    /// the column (false), to compare.
     pub mxfp4_activations_column: bool,
     /// The scheduler SGLang rows run under: SGLang's own by default (with
     /// its default chunk budget by GPU), or vLLM's to compare (as before
@@ -862,7 +863,15 @@ pub fn row_config(row: &ReferenceRow, options: &ValidationOptions) -> Result<Eng
     }
     cfg.mixed_batches = options.mixed_batches.unwrap_or(row.mixed_batches);
     cfg.async_scheduling = options.async_scheduling.unwrap_or(row.async_scheduling);
-    cfg.mxfp4_activations = row.mxfp4_activations.filter(|_| options.mxfp4_activations_column);
+    cfg.mxfp4_activations = match options.mxfp4_activations_column {
+        true => row.mxfp4_activations,
+        // The GPU's kernels whatever the engine, as before the column (and
+        // before the servers' own defaults: vLLM's 16-bit on FP4 cores).
+        false if cfg.precision == Precision::Mxfp4 && cfg.model.moe.is_some() => {
+            Some(if cfg.gpu.runs_w4a8() { super::Mxfp4Activations::Fp8 } else { super::Mxfp4Activations::Bf16 })
+        }
+        false => None,
+    };
     if row.engine == ReferenceEngine::TensorRtLlm {
         if row.precision != Precision::Bf16 {
             cfg.kv_cache_dtype = options.tensorrt_llm_kv_cache;
@@ -1837,11 +1846,14 @@ c,gpt-oss-120b,b200,1,1,mxfp4,vllm,1024,1024,concurrency,8,fp8,ttft_ms_mean,1,ms
             .map(|r| row_config(r, &options).unwrap())
             .map(|c| (c.mxfp4_activations, c.mxfp4_w4a16()))
             .collect();
-        assert_eq!(set, [(Some(Mxfp4Activations::Bf16), true), (None, false), (Some(Mxfp4Activations::Fp8), false)]);
-        // `--mxfp4-activations gpu`: every row on its GPU's default, as
-        // before the column.
+        // An empty cell: vLLM's own default, 16-bit on FP4 cores too.
+        assert_eq!(set, [(Some(Mxfp4Activations::Bf16), true), (None, true), (Some(Mxfp4Activations::Fp8), false)]);
+        // `--mxfp4-activations gpu`: every row on its GPU's kernels, as
+        // before the column: FP8 activations on FP4 cores, whatever the
+        // engine's own default.
         let gpu = ValidationOptions { mxfp4_activations_column: false, ..ValidationOptions::default() };
-        assert!(rows.iter().all(|r| row_config(r, &gpu).unwrap().mxfp4_activations.is_none()));
+        let kinds: Vec<_> = rows.iter().map(|r| row_config(r, &gpu).unwrap().mxfp4_activations).collect();
+        assert_eq!(kinds, [Some(Mxfp4Activations::Fp8); 3]);
         let err = parse_csv(&text.replace(",8,bf16,", ",8,int4,")).unwrap_err().to_string();
         assert!(err.contains("line 2") && err.contains("`mxfp4_activations`: unknown MXFP4 activations"), "{err}");
         let fp8 = text.replace(

@@ -54,6 +54,15 @@ impl SchedulerPolicy {
             SchedulerPolicy::Sglang => "sglang",
         }
     }
+
+    /// The server's name as prose spells it: vLLM, TensorRT-LLM, SGLang.
+    pub fn title(self) -> &'static str {
+        match self {
+            SchedulerPolicy::Vllm => "vLLM",
+            SchedulerPolicy::Trtllm => "TensorRT-LLM",
+            SchedulerPolicy::Sglang => "SGLang",
+        }
+    }
 }
 
 impl fmt::Display for SchedulerPolicy {
