@@ -989,7 +989,12 @@ fn serve_words(
         _ => weights.at(precision, server, amd)?,
     };
     let served = served.as_str();
+    let (env, experts) = mxfp4_switch(server, params)?;
     let mut words: Vec<String> = match server {
+        // Its environment through env(1): a word that also follows `exec`.
+        Server::Vllm if !env.is_empty() => {
+            ["env"].into_iter().chain(env).chain(["vllm", "serve", served]).map(String::from).collect()
+        }
         Server::Vllm => vec!["vllm".into(), "serve".into(), served.into()],
         Server::Sglang => {
             vec!["python3".into(), "-m".into(), "sglang.launch_server".into(), "--model-path".into(), served.into()]
@@ -1018,7 +1023,54 @@ fn serve_words(
         words.extend(["--served-model-name".into(), named.to_string()]);
     }
     words.extend(flags(server, params, loaded, drafter, mem)?);
+    words.extend(experts.into_iter().map(String::from));
     Ok(words)
+}
+
+/// The server's own switch for what an MXFP4 mixture of experts' experts
+/// multiply against, where the plan searched it (`mxfp4_activations`):
+/// environment assignments and flags, nothing where the kind is the
+/// server's default, or why no switch is known.
+///
+/// - vLLM: 16-bit by default (FlashInfer's MXFP4 × BF16 on Blackwell,
+///   Triton's on ROCm); FP8 activations on Blackwell by
+///   `VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1`. None known on AMD's GPUs.
+/// - SGLang: FP8 by default on Blackwell (its FlashInfer MXFP4 kernel's
+///   `default` precision quantizes to MXFP8); 16-bit by
+///   `--flashinfer-mxfp4-moe-precision bf16`. Its switch on AMD's GPUs is
+///   not known here.
+/// - TensorRT-LLM: FP8 on Blackwell (its TRTLLM MoE backend's MXFP8);
+///   no option known here keeps them 16-bit.
+/// - goodput's own server takes `--mxfp4-activations` ([`goodput_flags`]).
+fn mxfp4_switch(server: Server, params: &ParamMap) -> Result<(Vec<&'static str>, Vec<&'static str>), String> {
+    use goodput_sim::engine::Mxfp4Activations::{Bf16, Fp8};
+    let Some(a) = params.get("mxfp4_activations").and_then(|v| v.parse().ok()) else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let gpu = params.get("gpu").and_then(|g| GpuSpec::lookup(g).ok());
+    let (name, amd) = gpu.map_or(("this GPU".to_string(), false), |g| (g.name.clone(), g.family.is_amd()));
+    match (server, a, amd) {
+        (Server::Goodput, ..) | (Server::Vllm, Bf16, _) | (Server::Sglang | Server::Trtllm, Fp8, _) => {
+            Ok((Vec::new(), Vec::new()))
+        }
+        (Server::Vllm, Fp8, false) => Ok((vec!["VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1"], Vec::new())),
+        (Server::Sglang, Bf16, false) => Ok((Vec::new(), vec!["--flashinfer-mxfp4-moe-precision", "bf16"])),
+        (Server::Vllm, Fp8, true) => Err(format!(
+            "MXFP4 experts against FP8 activations (W4A8) on the {name}: no vLLM switch for it is known here (its \
+             ROCm kernels run them against 16-bit ones, AITER's A16W4 as InferenceMAX sets it): plan it with \
+             --mxfp4-activations bf16"
+        )),
+        (Server::Sglang, Bf16, true) => Err(format!(
+            "MXFP4 experts against 16-bit activations (W4A16) on the {name}: SGLang's switch for it there is not \
+             known here (its --flashinfer-mxfp4-moe-precision is FlashInfer's, on NVIDIA's GPUs): plan it with \
+             --mxfp4-activations fp8, or under --serve-engine vllm"
+        )),
+        (Server::Trtllm, Bf16, _) => Err(format!(
+            "MXFP4 experts against 16-bit activations (W4A16) on the {name}: TensorRT-LLM's MoE backend on Blackwell \
+             (TRTLLM) multiplies them against MXFP8 ones, and no option that keeps them 16-bit is known here: plan \
+             it with --mxfp4-activations fp8, or under --serve-engine vllm"
+        )),
+    }
 }
 
 /// Sets each configuration's `serve_command`: `server`'s, loading
@@ -1588,6 +1640,38 @@ mod tests {
     }
 
     /// SGLang's flags for the same knobs, and its own reasons.
+    #[test]
+    fn each_server_is_told_its_mxfp4_experts_activations_or_why_not() {
+        let w = Weights { width: Some(Precision::Mxfp4), ..weights("openai/gpt-oss-120b") };
+        let run = |server, gpu: &str, kind: &str| {
+            let mut kv = vec![("gpu", gpu), ("tp", "1"), ("precision", "mxfp4")];
+            if !kind.is_empty() {
+                kv.push(("mxfp4_activations", kind));
+            }
+            command(server, &kv, &w)
+        };
+        // vLLM: FP8 on Blackwell by its environment, through env(1); its
+        // default 16-bit needs nothing; none known for FP8 on the MI355X.
+        let fp8 = run(Server::Vllm, "b200", "fp8").unwrap();
+        let words = shlex::split(&fp8).unwrap();
+        assert_eq!(words[..4], ["env", "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1", "vllm", "serve"], "{fp8}");
+        assert_eq!(run(Server::Vllm, "b200", "bf16"), run(Server::Vllm, "b200", ""));
+        let e = run(Server::Vllm, "mi355x", "fp8").unwrap_err();
+        assert!(e.contains("on the MI355X: no vLLM switch") && e.contains("--mxfp4-activations bf16"), "{e}");
+        // SGLang: 16-bit by its flag on Blackwell; FP8 is its default.
+        let bf16 = run(Server::Sglang, "b200", "bf16").unwrap();
+        assert!(bf16.ends_with(" --flashinfer-mxfp4-moe-precision bf16"), "{bf16}");
+        assert_eq!(run(Server::Sglang, "b200", "fp8"), run(Server::Sglang, "b200", ""));
+        assert!(run(Server::Sglang, "mi355x", "bf16").unwrap_err().contains("SGLang's switch for it there"));
+        // TensorRT-LLM: FP8 on Blackwell; no option known for 16-bit.
+        assert!(run(Server::Trtllm, "b200", "fp8").is_ok());
+        let e = run(Server::Trtllm, "b200", "bf16").unwrap_err();
+        assert!(e.contains("TensorRT-LLM's MoE backend on Blackwell") && e.contains("fp8"), "{e}");
+        // goodput's own server takes either as its flag.
+        let ours = run(Server::Goodput, "mi355x", "fp8").unwrap();
+        assert!(ours.contains(" --mxfp4-activations fp8"), "{ours}");
+    }
+
     #[test]
     fn sglang_gets_its_own_flags() {
         let p = params(&[

@@ -48,7 +48,7 @@ use goodput_load::trace::TraceEntry;
 use goodput_load::{LoadPlan, Workload};
 use goodput_sim::engine::{
     kv_capacity, BatchShape, Calibration, Disaggregation, EngineConfig, GpuFamily, GpuSpec, KvCacheDtype, LoadBalance,
-    ModelSpec, Precision, PromptKind, Roofline, RouterPolicy, SchedulerPolicy, SpecDecoding,
+    ModelSpec, Mxfp4Activations, Precision, PromptKind, Roofline, RouterPolicy, SchedulerPolicy, SpecDecoding,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -199,6 +199,9 @@ struct Candidate {
     /// Under SGLang's scheduler, colocated: a prompt chunk and the running
     /// decodes in one step (`--enable-mixed-chunk`).
     mixed: bool,
+    /// What an MXFP4 mixture of experts' experts multiply against, where
+    /// `--mxfp4-activations` searches it (`None`: the server's own).
+    activations: Option<Mxfp4Activations>,
     /// The KV cache's dtype (`--kv-cache-dtype`, a list to search).
     kv: KvCacheDtype,
 }
@@ -737,24 +740,30 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
                 doc.notes.extend(goodput_sim::engine::accuracy::amd_moe_note(&search.model, &gpu));
             }
         }
-        // MXFP4 experts on the MI355X, timed W4A8 where InferenceMAX's
-        // vLLM runs there set 16-bit activations: once a GPU, where a
-        // configuration on it is MXFP4.
+        // MXFP4 experts on the MI355X, timed W4A8 by the scheduler's
+        // default where InferenceMAX's vLLM runs there set 16-bit
+        // activations: once a GPU, where a configuration on it is MXFP4
+        // and its activations were not searched.
         let mut told: Vec<String> = Vec::new();
         for c in &doc.configs {
-            let mxfp4 = c.params.get("precision").is_some_and(|p| p == "mxfp4");
+            let mxfp4 =
+                c.params.get("precision").is_some_and(|p| p == "mxfp4") && !c.params.contains_key("mxfp4_activations");
             let Some(gpu) = c.gpu.as_deref().and_then(|g| GpuSpec::lookup(g).ok()).filter(|_| mxfp4) else {
                 continue;
             };
             if !told.contains(&gpu.name) {
                 told.push(gpu.name.clone());
-                let cfg = goodput_sim::engine::EngineConfig::new(
+                let mut cfg = goodput_sim::engine::EngineConfig::new(
                     search.model.clone(),
                     gpu,
                     goodput_sim::engine::Precision::Mxfp4,
                 );
+                cfg.scheduler = c.params.get("scheduler").and_then(|s| s.parse().ok()).unwrap_or_default();
                 doc.notes.extend(goodput_sim::engine::accuracy::mxfp4_kernels_note(&cfg).map(|n| {
-                    format!("{n}; plan times every such configuration W4A8 (estimate --mxfp4-activations bf16 predicts one the other way)")
+                    format!(
+                        "{n}; plan times every such configuration W4A8 (--mxfp4-activations bf16, or fp8,bf16, \
+                         plans them the other way)"
+                    )
                 }));
             }
         }
@@ -1345,6 +1354,9 @@ fn check_args(a: &PlanArgs) -> Result<()> {
     }
     check_balances(a)?;
     check_mixed_chunk(a)?;
+    if crate::cli::first_repeat(&a.mxfp4_activations).is_some() {
+        bail!("--mxfp4-activations names a kind twice: give fp8, bf16, or fp8,bf16");
+    }
     // Refused here, before any configuration runs, not as each one's failure.
     if let Some(&tokens) = a.spec_tokens.0.iter().find(|&&k| k > 0) {
         spec_decoding(tokens, a.spec_acceptance, a.spec_draft_cost).check().map_err(|e| anyhow!(e))?;
@@ -1540,6 +1552,11 @@ fn id_of(search: &Search, c: &Candidate) -> String {
     }
     if c.mixed {
         id.push_str(" mixed");
+    }
+    match c.activations {
+        Some(Mxfp4Activations::Fp8) => id.push_str(" w4a8"),
+        Some(Mxfp4Activations::Bf16) => id.push_str(" w4a16"),
+        None => {}
     }
     // A unit not in lowest terms (`--pd 2:2`) is another deployment than
     // the lowest terms' units of the same pools (`1:1` twice): its ratio
@@ -1810,6 +1827,7 @@ impl Search<'_> {
             cfg.router = simulated_router(c.router, &self.workload, self.sessions.is_some());
         }
         cfg.spec = (c.spec > 0).then(|| self.spec(c.spec));
+        cfg.mxfp4_activations = c.activations;
         if self.sglang_scheduler() {
             cfg.scheduler = SchedulerPolicy::Sglang;
             cfg.load_balance = c.balance;
@@ -1913,6 +1931,51 @@ impl Search<'_> {
             true => self.args.mixed_chunk.clone(),
             false => vec![false],
         }
+    }
+
+    /// The experts' activations `c` is searched with: each of
+    /// `--mxfp4-activations` for an MXFP4 mixture of experts on FP4 cores
+    /// (FP8 runs there alone); elsewhere once, as the server runs it (on a
+    /// GPU without FP4 cores 16-bit is the only kind, and unnamed).
+    fn activations(&self, c: &Candidate) -> Vec<Option<Mxfp4Activations>> {
+        let searched = c.precision == Precision::Mxfp4 && self.model.moe.is_some() && c.gpu.runs_w4a8();
+        match searched && !self.args.mxfp4_activations.is_empty() {
+            true => self.args.mxfp4_activations.iter().map(|&a| Some(a)).collect(),
+            false => vec![None],
+        }
+    }
+
+    /// What `--mxfp4-activations` leaves out, said once: all of it where
+    /// no MXFP4 mixture of experts is planned, its FP8 on the offered GPUs
+    /// without FP4 cores (16-bit alone there). Refused where it can apply
+    /// nowhere.
+    fn activations_note(&self, precisions: &[Precision]) -> Result<Option<String>> {
+        let given = &self.args.mxfp4_activations;
+        if given.is_empty() {
+            return Ok(None);
+        }
+        let list = given.iter().map(ToString::to_string).collect::<Vec<_>>().join(",");
+        if self.model.moe.is_none() || !precisions.contains(&Precision::Mxfp4) {
+            bail!(
+                "--mxfp4-activations {list} is for an MXFP4 mixture of experts (GPT-OSS), and this plan has none                  ({} at {}): drop it, or plan such a model with --precision mxfp4",
+                self.model.name,
+                precisions.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
+            );
+        }
+        let without: Vec<String> = (0..self.args.gpu.len())
+            .filter(|&o| GpuSpec::lookup(&self.args.gpu[o].name).is_ok_and(|g| !g.runs_w4a8()))
+            .map(|o| gpu_id(self.args, o))
+            .collect();
+        Ok((!without.is_empty()).then(|| {
+            format!(
+                "--mxfp4-activations {list}: {} {} no FP4 tensor cores, so {} MXFP4 experts run against 16-bit \
+                 activations alone (W4A16), once a configuration and unnamed; the others' configurations run each \
+                 kind given (ids ending in w4a8 or w4a16)",
+                without.join(", "),
+                if without.len() == 1 { "has" } else { "have" },
+                if without.len() == 1 { "its" } else { "their" }
+            )
+        }))
     }
 
     /// Whether several methods are searched (each id and configuration of
@@ -2045,6 +2108,7 @@ impl Search<'_> {
             eps = vec![1];
         }
         self.check_pool_eps(&ratios)?;
+        notes.extend(self.activations_note(&precisions)?);
         if let Some(&k) = a.spec_tokens.0.iter().find(|&&k| k > 0) {
             let sd = self.spec(k);
             notes.push(format!(
@@ -2256,14 +2320,17 @@ impl Search<'_> {
                                             for c in &cs {
                                                 for balance in self.balances(c) {
                                                     for mixed in self.mixings(c) {
-                                                        counted += 1;
-                                                        group.push(Candidate {
-                                                            router: router_of(c),
-                                                            spec,
-                                                            balance,
-                                                            mixed,
-                                                            ..c.clone()
-                                                        });
+                                                        for activations in self.activations(c) {
+                                                            counted += 1;
+                                                            group.push(Candidate {
+                                                                router: router_of(c),
+                                                                spec,
+                                                                balance,
+                                                                mixed,
+                                                                activations,
+                                                                ..c.clone()
+                                                            });
+                                                        }
                                                     }
                                                 }
                                             }
@@ -2277,7 +2344,8 @@ impl Search<'_> {
                                                  the most one plan searches: shorten them (--gpu, --precision, \
                                                  --tp, --pp, --ep, --pd, --max-num-seqs, \
                                                  --max-num-batched-tokens, --kv-cache-dtype, --spec-tokens, \
-                                                 --load-balance-method, --mixed-chunk), e.g. powers of two of \
+                                                 --load-balance-method, --mixed-chunk, --mxfp4-activations), \
+                                                 e.g. powers of two of \
                                                  the batch limits"
                                             );
                                         }
@@ -2731,6 +2799,7 @@ impl Search<'_> {
             spec: 0,
             balance: LoadBalance::Auto,
             mixed: false,
+            activations: None,
         }
     }
 
@@ -2956,6 +3025,11 @@ impl Search<'_> {
         // named, so that a grid's own --estimate runs them too.
         if self.vllm_internal(c) {
             params.insert("internal_lb".into(), "true".into());
+        }
+        // The experts' activations where searched, which the command sets
+        // and a grid's own --estimate runs.
+        if let Some(a) = c.activations {
+            params.insert("mxfp4_activations".into(), a.to_string());
         }
         // A step ahead where it is not the servers' default, and none where
         // it is: each command then says so (vLLM's --async-scheduling or
@@ -3725,6 +3799,7 @@ mod tests {
             spec: 0,
             balance: LoadBalance::Auto,
             mixed: false,
+            activations: None,
             kv: KvCacheDtype::Auto,
         }
     }

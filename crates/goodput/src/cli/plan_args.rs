@@ -172,6 +172,9 @@ pub struct PlanArgs {
     /// Under --serve-engine sglang: prompts and decodes in separate steps (off, SGLang's default) or a prompt chunk and the running decodes in one (on: its --enable-mixed-chunk), a list to try: off,on runs each colocated configuration both ways (a disaggregated instance prefills or decodes, and runs once).
     #[arg(long, value_delimiter = ',', value_parser = parse_on_off, default_value = "off")]
     pub mixed_chunk: Vec<bool>,
+    /// For an MXFP4 mixture of experts (GPT-OSS): what its experts multiply against, a list to try: fp8 (W4A8, MXFP4 × MXFP8, on FP4 tensor cores only) or bf16 (W4A16, 16-bit activations); fp8,bf16 runs each MXFP4 configuration on an FP4-core GPU both ways. Default: the server's own (vLLM's 16-bit; SGLang's and TensorRT-LLM's FP8 on FP4 cores; 16-bit without them). The commands set the server's switch where one is known (vLLM's VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1, SGLang's --flashinfer-mxfp4-moe-precision bf16).
+    #[arg(long, value_delimiter = ',', value_parser = parse_mxfp4_activations)]
+    pub mxfp4_activations: Vec<goodput_sim::engine::Mxfp4Activations>,
     /// Predict every configuration with its scheduler a step ahead: step N+1 chosen while step N runs, so a request that reaches a busy engine joins the step after next (about a step more TTFT under load). The default, as the servers run by default (vLLM since 0.14, SGLang's overlap schedule, TensorRT-LLM's overlap scheduler), but for vLLM with pipeline parallelism, which 0.14 left without: given, those too, and their commands pass --async-scheduling.
     #[arg(long)]
     pub async_scheduling: bool,
@@ -250,6 +253,11 @@ pub struct PlanArgs {
 fn parse_on_off(s: &str) -> Result<bool, String> {
     goodput_core::doc::overlay::switch_value(s)
         .ok_or_else(|| format!("'{s}' is neither on nor off: give off (SGLang's default), on, or off,on to try both"))
+}
+
+/// One of `--mxfp4-activations`' list: fp8 or bf16.
+fn parse_mxfp4_activations(s: &str) -> Result<goodput_sim::engine::Mxfp4Activations, String> {
+    s.parse()
 }
 
 /// One of `--load-balance-method`'s list, as SGLang or goodput spells it.

@@ -790,6 +790,84 @@ fn mxfp4_activations_set_the_experts_rate() {
     assert!(said.contains(" · MXFP4 experts against 16-bit activations (W4A16) · scheduled a step ahead"), "{said}");
 }
 
+/// `plan --mxfp4-activations fp8,bf16` runs each MXFP4 configuration on an
+/// FP4-core GPU both ways and once on a GPU without them; each command sets
+/// vLLM's switch (or says why none is known), and a grid's --estimate of a
+/// configuration predicts what the plan did. Unsearched under SGLang, whose
+/// default on FP4 cores is FP8, the MI355X's configurations are told of the
+/// 16-bit kernels InferenceMAX's vLLM runs there used, once.
+#[test]
+fn plan_searches_the_experts_activations_and_starts_each_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("plan.json");
+    let plan = ["plan", "-q", "--model", "gpt-oss-120b", "--gpus", "1", "--precision", "mxfp4", "--concurrency", "8"];
+    let long = ["--input-tokens", "8192", "--output-tokens", "64"];
+    goodput()
+        .args(plan)
+        .args(long)
+        .args(["--gpu", "mi355x=3", "--gpu", "b200=5", "--gpu", "h200=3", "--mxfp4-activations", "fp8,bf16", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let doc = read_json(&out);
+    crate::schema::assert_valid(&doc, "FrontierResult", "plan --mxfp4-activations");
+    let configs = doc["configs"].as_array().unwrap();
+    let of = |gpu: &str, kind: Option<&str>| {
+        configs
+            .iter()
+            .find(|c| {
+                c["params"]["gpu"] == gpu && c["params"].get("mxfp4_activations").and_then(|v| v.as_str()) == kind
+            })
+            .unwrap_or_else(|| panic!("{gpu} {kind:?}: {configs:?}"))
+    };
+    let (b200_fp8, b200_bf16) = (of("b200", Some("fp8")), of("b200", Some("bf16")));
+    assert!(b200_fp8["id"].as_str().unwrap().ends_with(" w4a8"), "{}", b200_fp8["id"]);
+    let command = |c: &serde_json::Value| c["serve_command"]["command"].as_str().map(str::to_string);
+    let fp8 = command(b200_fp8).unwrap();
+    let words = shlex::split(&fp8).unwrap();
+    assert_eq!(words[..4], ["env", "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1", "vllm", "serve"], "{fp8}");
+    assert!(command(b200_bf16).unwrap().starts_with("vllm serve "), "{}", b200_bf16);
+    // vLLM's ROCm kernels: 16-bit, no switch known for FP8.
+    assert!(command(of("mi355x", Some("bf16"))).unwrap().starts_with("vllm serve "));
+    let missing = of("mi355x", Some("fp8"))["serve_command"]["missing"].as_str().unwrap().to_string();
+    assert!(missing.contains("no vLLM switch for it is known here") && missing.contains("bf16"), "{missing}");
+    // The H200 has no FP4 cores: once, unnamed, and the plan says so.
+    let on = |gpu: &str| configs.iter().filter(|c| c["params"]["gpu"] == gpu).count();
+    assert!(on("h200") > 0 && on("b200") == 2 * on("h200") && on("mi355x") == on("b200"), "{configs:?}");
+    of("h200", None);
+    let notes: Vec<&str> = doc["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    assert!(notes.iter().any(|n| n.contains("h200 has no FP4 tensor cores")), "{notes:?}");
+    // The two kinds predicted apart on the same configuration: an 8k-token
+    // prompt's products take longer against 16-bit activations.
+    let ttft = |c: &serde_json::Value| c["points"][0]["ttft_ms"].as_f64().unwrap();
+    assert_eq!(b200_fp8["points"][0]["load"], b200_bf16["points"][0]["load"]);
+    assert!(ttft(b200_bf16) > 1.3 * ttft(b200_fp8), "{} {}", ttft(b200_bf16), ttft(b200_fp8));
+    // Under SGLang, unsearched: FP8 on the MI355X by SGLang's default, told once.
+    let sglang = dir.path().join("sglang.json");
+    goodput()
+        .args(plan)
+        .args(["--gpu", "mi355x=3", "--gpu", "b200=5", "--serve-engine", "sglang", "-o"])
+        .arg(&sglang)
+        .assert()
+        .success();
+    let notes = read_json(&sglang)["notes"].as_array().unwrap().clone();
+    let told: Vec<&str> =
+        notes.iter().filter_map(|n| n.as_str()).filter(|n| n.contains("--mxfp4-activations bf16")).collect();
+    assert_eq!(told.len(), 1, "{notes:?}");
+    assert!(
+        told[0].contains("on the MI355X (W4A8, SGLang's default") && told[0].contains("plan times every such"),
+        "{}",
+        told[0]
+    );
+    // A plan of a model it cannot apply to is refused before it runs.
+    let dense = goodput()
+        .args(["plan", "-q", "--model", "llama-3.1-8b", "--gpu", "b200", "--gpus", "1", "--mxfp4-activations", "fp8"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&dense.stderr);
+    assert!(!dense.status.success() && text.contains("is for an MXFP4 mixture of experts"), "{text}");
+}
+
 #[test]
 fn auto_sweep_of_the_engine_finds_saturation_and_a_point_that_holds() {
     let dir = tempfile::tempdir().unwrap();
