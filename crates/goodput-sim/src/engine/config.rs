@@ -561,6 +561,63 @@ impl EngineConfig {
         self.mxfp4_activations.unwrap_or_else(|| self.default_mxfp4_activations()) == Mxfp4Activations::Bf16
     }
 
+    /// The model as the server holds it in memory and multiplies it: the
+    /// checkpoint's, but for an MXFP4 mixture of experts under vLLM's
+    /// scheduler, whose experts vLLM pads ([`EngineConfig::mxfp4_expert_padding`]):
+    /// their inner size then stands for the padded matrices' (the same
+    /// parameters a layer, so the same flops and bytes).
+    pub fn served_model(&self) -> std::borrow::Cow<'_, ModelSpec> {
+        match self.mxfp4_expert_padding() {
+            Some((h, i)) => {
+                let mut m = self.model.clone();
+                let padded = u64::from(i) * u64::from(h) / u64::from(m.hidden_size.max(1));
+                m.intermediate_size = u32::try_from(padded).unwrap_or(u32::MAX);
+                std::borrow::Cow::Owned(m)
+            }
+            None => std::borrow::Cow::Borrowed(&self.model),
+        }
+    }
+
+    /// An MXFP4 mixture of experts' padded expert matrices under vLLM's
+    /// scheduler, where they differ from the checkpoint's: (hidden size,
+    /// inner size over all of a layer's partitions). vLLM's MXFP4 method
+    /// (`Mxfp4MoEMethod.create_weights`, vLLM 0.10 to 0.11) rounds each
+    /// partition's inner size (the checkpoint's over TP, whole under expert
+    /// parallelism) and the hidden size up to its kernels' tiles, and holds
+    /// and multiplies the zeros:
+    ///
+    /// - Blackwell's FlashInfer kernels (TRT-LLM's MXFP4 × BF16 and × MXFP8,
+    ///   either activations): both to 256;
+    /// - Hopper and Blackwell's RTX cards (Triton's kernels): the inner size
+    ///   to 64, the hidden size as it is;
+    /// - the A100 and Ada (Marlin's): the inner size to 128, the hidden to
+    ///   256;
+    /// - ROCm: both to 256 on the MI355X (gfx950), 128 on the others
+    ///   (`get_padding_alignment`).
+    ///
+    /// GPT-OSS-120B's 2,880 by 2,880 experts on a B200 become 3,072 by 3,072
+    /// at TP 1 to 4 (+13.8 % flops and bytes) and 3,072 by 8 × 512 at TP 8
+    /// (+51.7 %). `None` for anything else, and under SGLang's and
+    /// TensorRT-LLM's schedulers, whose own padding is not modelled.
+    pub fn mxfp4_expert_padding(&self) -> Option<(u32, u32)> {
+        if self.precision != Precision::Mxfp4 || self.model.moe.is_none() || self.scheduler != SchedulerPolicy::Vllm {
+            return None;
+        }
+        use super::catalog::GpuFamily;
+        let (h, i) = (self.model.hidden_size, self.model.intermediate_size);
+        let (hidden_tile, inner_tile) = match self.gpu.family {
+            GpuFamily::Blackwell => (256, 256),
+            GpuFamily::Hopper | GpuFamily::BlackwellRtx => (1, 64),
+            GpuFamily::Ampere | GpuFamily::Ada => (256, 128),
+            GpuFamily::Cdna4 => (256, 256),
+            GpuFamily::Cdna3 => (128, 128),
+        };
+        let parts = if self.ep > 1 { 1 } else { self.tp.max(1) };
+        let up = |x: u32, tile: u32| x.div_ceil(tile).saturating_mul(tile);
+        let padded = (up(h, hidden_tile), up(i.div_ceil(parts), inner_tile).saturating_mul(parts));
+        (padded != (h, i)).then_some(padded)
+    }
+
     /// What an MXFP4 mixture of experts' experts multiply against where
     /// `--mxfp4-activations` is not given: the scheduler's server's own
     /// choice on this GPU.

@@ -362,7 +362,8 @@ pub(super) fn per_gpu(cfg: &EngineConfig, weight_bytes: f64, kv_bytes_per_token:
     if cfg.ep <= 1 && cfg.pp <= 1 {
         return (weight_bytes / cfg.tp as f64, kv_bytes_per_token);
     }
-    let m = &cfg.model;
+    let served = cfg.served_model();
+    let m = served.as_ref();
     // The routed experts; shared experts and dense layers are split by TP
     // with the attention.
     let experts = match m.moe {
@@ -406,7 +407,8 @@ fn stage_layers(layers: u32, pp: u32) -> Vec<u32> {
 ///
 /// [`ModelSpec::dense_mlp_layers_in`]: crate::engine::ModelSpec::dense_mlp_layers_in
 fn heaviest_stage(cfg: &EngineConfig, spread: f64) -> f64 {
-    let m = &cfg.model;
+    let served = cfg.served_model();
+    let m = served.as_ref();
     let (b, tp) = (m.non_expert_bytes_per_weight(cfg.precision), cfg.tp as f64);
     let d = m.hidden_size as f64;
     let attention = m.attention_params_per_layer() as f64 * b / tp;
@@ -564,7 +566,8 @@ impl Parallel {
         if cfg.ep <= 1 && cfg.pp <= 1 {
             return None;
         }
-        let m = &cfg.model;
+        let served = cfg.served_model();
+        let m = served.as_ref();
         let c = &cfg.calibration;
         let tp = cfg.tp.max(1) as f64;
         let d = m.hidden_size as f64;

@@ -72,7 +72,7 @@ fn kv_capacity_unchecked(cfg: &EngineConfig) -> KvCapacity {
     let c = &cfg.calibration;
     let (weight_bytes_per_gpu, kv_bytes_per_token_per_gpu) = parallel::per_gpu(
         cfg,
-        cfg.model.weight_bytes(cfg.precision),
+        cfg.served_model().weight_bytes(cfg.precision),
         cfg.kv_model().kv_pool_bytes_per_token_per_gpu(cfg.kv_cache_dtype, cfg.tp),
     );
     let reserved = weight_bytes_per_gpu + cfg.activation_bytes() + c.runtime_gib * GIB;
@@ -392,7 +392,9 @@ pub struct StepPower {
 impl Roofline {
     pub fn new(cfg: &EngineConfig) -> Result<Roofline, Error> {
         cfg.validate()?;
-        let m = &cfg.model;
+        // The experts as the server pads them (vLLM's MXFP4).
+        let served = cfg.served_model();
+        let m = served.as_ref();
         let c = &cfg.calibration;
         let tp = cfg.tp as f64;
         // FP8 weights where the GPU has no FP8 cores run as W8A16 under
@@ -1573,7 +1575,9 @@ mod tests {
         };
         let ((fp8, c), (w4a16, _)) = (gemm("mi355x", Some(Fp8)), gemm("mi355x", Some(Bf16)));
         assert!(!c.mxfp4_w4a16());
-        let m = &c.model;
+        // The experts as vLLM pads them on the MI355X (tiles of 256).
+        let served = c.served_model();
+        let m = served.as_ref();
         let all = m.active_params() as f64;
         let experts = m.expert_params_all_layers() as f64 * f64::from(m.moe.unwrap().experts_per_token);
         let (bf16_peak, fp8_peak) =
@@ -1598,6 +1602,54 @@ mod tests {
         assert!(e.contains("runs on FP4 tensor cores, which the H200 lacks") && e.contains("bf16"), "{e}");
         let e = refused("llama-3.1-8b", "b200", Precision::Fp8, Bf16);
         assert!(e.contains("is for an MXFP4 mixture of experts") && e.contains("drop it"), "{e}");
+    }
+
+    #[test]
+    fn vllm_pads_mxfp4_experts_to_its_kernels_tiles() {
+        use crate::engine::SchedulerPolicy::{Sglang, Vllm};
+        let pad = |gpu: &str, tp: u32, ep: u32, s| {
+            let mut c = cfg("gpt-oss-120b", gpu, Precision::Mxfp4);
+            (c.tp, c.ep, c.scheduler) = (tp, ep, s);
+            c.mxfp4_expert_padding()
+        };
+        // GPT-OSS-120B's experts, 2,880 by 2,880: FlashInfer's tiles of 256
+        // on a B200 (each TP partition's inner size, 2,880 / TP, rounded up),
+        // Triton's 64 on the inner size alone on Hopper (none at TP 1),
+        // Marlin's on the A100, ROCm's 256 on gfx950 and 128 on gfx942.
+        assert_eq!(pad("b200", 1, 1, Vllm), Some((3072, 3072)));
+        assert_eq!(pad("b200", 8, 1, Vllm), Some((3072, 8 * 512)));
+        assert_eq!(pad("h200", 1, 1, Vllm), None);
+        assert_eq!(pad("h200", 8, 1, Vllm), Some((2880, 8 * 384)));
+        assert_eq!(pad("a100", 1, 1, Vllm), Some((3072, 2944)));
+        assert_eq!(pad("mi355x", 1, 1, Vllm), Some((3072, 3072)));
+        assert_eq!(pad("mi300x", 2, 1, Vllm), Some((2944, 2 * 1536)));
+        // Under expert parallelism the experts are whole on their GPUs.
+        assert_eq!(pad("b200", 8, 8, Vllm), Some((3072, 3072)));
+        // Another server's own padding is not modelled; nor another precision.
+        assert_eq!(pad("b200", 8, 1, Sglang), None);
+        let mut bf16 = cfg("gpt-oss-120b", "b200", Precision::Bf16);
+        bf16.tp = 8;
+        assert_eq!(bf16.mxfp4_expert_padding(), None);
+        // The padded experts cost what they hold: at TP 8 on a B200 a
+        // prefill's expert products take 3,072 × 4,096 / 2,880² = 1.517
+        // times as long, and the weights take memory from the KV cache.
+        let run = |s| {
+            let mut c = cfg("gpt-oss-120b", "b200", Precision::Mxfp4);
+            (c.tp, c.scheduler) = (8, s);
+            // The same kernels' rate under both (each server's default differs).
+            c.mxfp4_activations = Some(crate::engine::Mxfp4Activations::Fp8);
+            let r = Roofline::new(&c).unwrap();
+            (r.expert_compute_s(16_384.0), kv_capacity(&c).unwrap().num_blocks)
+        };
+        let ((padded, padded_kv), (plain, plain_kv)) = (run(Vllm), run(Sglang));
+        let want = 3072.0 * 4096.0 / (2880.0 * 2880.0);
+        // (The padded inner size is held whole: 4,369 for 4,369.07.)
+        assert!((padded / plain / want - 1.0).abs() < 1e-4, "{} against {want}", padded / plain);
+        assert!(padded_kv < plain_kv, "{padded_kv} {plain_kv}");
+        // The name stays the checkpoint's.
+        let mut c = cfg("gpt-oss-120b", "b200", Precision::Mxfp4);
+        c.tp = 8;
+        assert_eq!(c.served_model().name, c.model.name);
     }
 
     #[test]
