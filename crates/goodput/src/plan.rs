@@ -761,8 +761,8 @@ pub fn plan(mut a: PlanArgs) -> Result<ExitCode> {
                 cfg.scheduler = c.params.get("scheduler").and_then(|s| s.parse().ok()).unwrap_or_default();
                 doc.notes.extend(goodput_sim::engine::accuracy::mxfp4_kernels_note(&cfg).map(|n| {
                     format!(
-                        "{n}; plan times every such configuration W4A8 (--mxfp4-activations bf16, or fp8,bf16, \
-                         plans them the other way)"
+                        "{n}; plan times every such configuration so (--mxfp4-activations fp8,bf16 plans both \
+                         kinds)"
                     )
                 }));
             }

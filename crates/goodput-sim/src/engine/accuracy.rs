@@ -468,14 +468,32 @@ pub fn amd_moe_note(model: &ModelSpec, gpu: &GpuSpec) -> Option<String> {
 /// vLLM's default there and InferenceMAX's vLLM runs of GPT-OSS-120B on
 /// the MI355X (AITER's A16W4) multiply against 16-bit activations, which
 /// `bf16` predicts (docs/simulator.md, "InferenceMAX's served loops").
-/// `None` elsewhere, and under vLLM's scheduler, whose default is 16-bit.
+/// On NVIDIA's GPUs with FP4 cores under vLLM's scheduler, whose default
+/// there is 16-bit (W4A16), it says so, and what W4A8 takes
+/// (`VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1`, as InferenceMAX's B200 runs
+/// set it; `fp8` predicts it). `None` elsewhere: without FP4 cores (one
+/// kind), where `--mxfp4-activations` was given, and on NVIDIA's GPUs
+/// under SGLang's and TensorRT-LLM's schedulers (FP8, their default).
 pub fn mxfp4_kernels_note(cfg: &super::EngineConfig) -> Option<String> {
     let applies = cfg.precision == super::catalog::Precision::Mxfp4
         && cfg.model.moe.is_some()
         && cfg.mxfp4_activations.is_none()
-        && cfg.gpu.family.is_amd()
-        && !cfg.mxfp4_w4a16();
-    applies.then(|| {
+        && cfg.gpu.runs_w4a8();
+    if !applies {
+        return None;
+    }
+    if !cfg.gpu.family.is_amd() {
+        return cfg.mxfp4_w4a16().then(|| {
+            format!(
+                "{}'s MXFP4 experts are timed against 16-bit activations on the {} (W4A16), as vLLM runs them there \
+                 unless started with VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1 (W4A8, MXFP4 × MXFP8, as InferenceMAX's \
+                 B200 runs of GPT-OSS-120B set it), which --mxfp4-activations fp8 predicts: its prompts prefill \
+                 faster so (docs/simulator.md, \"One step's time\")",
+                cfg.model.name, cfg.gpu.name
+            )
+        });
+    }
+    (!cfg.mxfp4_w4a16()).then(|| {
         format!(
             "{}'s MXFP4 experts are timed against FP8 activations on the {} (W4A8, {}'s default on Blackwell's \
              FP4 cores, taken for AMD's too); vLLM's default there, and InferenceMAX's vLLM runs of GPT-OSS-120B \
@@ -1178,6 +1196,18 @@ mod tests {
         let mut vllm = oss("mi355x", super::super::Precision::Mxfp4);
         vllm.scheduler = super::super::SchedulerPolicy::Vllm;
         assert!(mxfp4_kernels_note(&vllm).is_none());
+        // Under vLLM's scheduler on a B200 (16-bit by default there) it is
+        // told what W4A8 takes; named either way, it is not.
+        let mut b200 = oss("b200", super::super::Precision::Mxfp4);
+        b200.scheduler = super::super::SchedulerPolicy::Vllm;
+        let note = mxfp4_kernels_note(&b200).unwrap();
+        assert!(
+            note.contains("on the B200 (W4A16)") && note.contains("VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1"),
+            "{note}"
+        );
+        assert!(note.contains("--mxfp4-activations fp8 predicts"), "{note}");
+        b200.mxfp4_activations = Some(super::super::Mxfp4Activations::Bf16);
+        assert!(mxfp4_kernels_note(&b200).is_none());
         let mut named = oss("mi355x", super::super::Precision::Mxfp4);
         named.mxfp4_activations = Some(super::super::Mxfp4Activations::Fp8);
         assert!(mxfp4_kernels_note(&named).is_none());
