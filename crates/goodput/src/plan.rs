@@ -1957,7 +1957,8 @@ impl Search<'_> {
         let list = given.iter().map(ToString::to_string).collect::<Vec<_>>().join(",");
         if self.model.moe.is_none() || !precisions.contains(&Precision::Mxfp4) {
             bail!(
-                "--mxfp4-activations {list} is for an MXFP4 mixture of experts (GPT-OSS), and this plan has none                  ({} at {}): drop it, or plan such a model with --precision mxfp4",
+                "--mxfp4-activations {list} is for an MXFP4 mixture of experts (GPT-OSS), and this plan has none \
+                 ({} at {}): drop it, or plan such a model with --precision mxfp4",
                 self.model.name,
                 precisions.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
             );

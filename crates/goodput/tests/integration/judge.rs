@@ -866,6 +866,7 @@ fn plan_searches_the_experts_activations_and_starts_each_kind() {
         .unwrap();
     let text = String::from_utf8_lossy(&dense.stderr);
     assert!(!dense.status.success() && text.contains("is for an MXFP4 mixture of experts"), "{text}");
+    assert!(text.contains("this plan has none (Llama-3.1-8B at "), "{text}");
 }
 
 #[test]
