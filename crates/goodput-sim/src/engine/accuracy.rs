@@ -742,7 +742,7 @@ pub const BLACKWELL_TTFT_BY_TP: [(u32, f64); 4] = [(1, -2.1), (2, -13.6), (4, -3
 /// Hopper's (43.2, 23.0 and 30.4 % on these rows) on them: a choice
 /// between two, not a fit, and no blind check of it.
 pub const CDNA4_INFERENCEMAX: Accuracy =
-    Accuracy { rows: 96, ttft_mean_pct: 18.3, ttft_below: 59, itl_mean_pct: 14.6, output_tps_pct: 16.6 };
+    Accuracy { rows: 96, ttft_mean_pct: 18.0, ttft_below: 59, itl_mean_pct: 11.8, output_tps_pct: 13.3 };
 
 /// The engine's mean TTFT against two single public MI300X prefills of
 /// 2024 stacks, percent (docs/simulator.md, "MI300X: fitted on AMD's table
@@ -762,10 +762,11 @@ fn family_note(gpu: &str, family: GpuFamily) -> String {
             format!(
                 "{gpu} ({}) is uncalibrated: it runs on CDNA3's constants (the MI300X's, fitted on AMD's own vLLM \
                  tables: matrix products at {:.2} of the peak, {} µs a sequence a step, where Hopper's are {:.2} and \
-                 {}), which no table of this family set. On InferenceMAX's served vLLM loops of Llama-3.3-70B on the \
-                 MI355X (FP8 and FP4, 5 to 64 users, {} rows a metric, scheduled a step ahead as those servers were, \
-                 the default), on which CDNA3's were chosen over Hopper's, \
-                 its mean TTFT, TPOT and output tokens/s came within {:.1}, {:.1} and {:.1} % at the median, its \
+                 {}), which no table of this family set, but for the share of their bandwidth its FP4 products read \
+                 their weights at, {:.2} of the others', from AITER's own timings of its kernels on the MI355X. On \
+                 InferenceMAX's served vLLM loops of Llama-3.3-70B on the MI355X (FP8 and FP4, 5 to 64 users, {} \
+                 rows a metric, scheduled a step ahead as those servers were, the default), on which CDNA3's were \
+                 chosen over Hopper's, its mean TTFT, TPOT and output tokens/s came within {:.1}, {:.1} and {:.1} % at the median, its \
                  throughput above the measured: expect it, and the cost and energy priced on it, to flatter this GPU, \
                  and measure it before choosing it (docs/simulator.md, \"Not calibrated (yet)\")",
                 family.as_str(),
@@ -773,6 +774,7 @@ fn family_note(gpu: &str, family: GpuFamily) -> String {
                 cdna3.c_seq_us,
                 hopper.eta_compute,
                 hopper.c_seq_us,
+                super::Calibration::for_family(GpuFamily::Cdna4).eta_fp4_weights,
                 c.rows,
                 c.ttft_mean_pct,
                 c.itl_mean_pct,
@@ -993,7 +995,8 @@ mod tests {
                     "matrix products at 0.25 of the peak, 25.6 µs a sequence a step, where Hopper's are 0.55 and 4.4"
                 )
                 && mi355x.contains("(FP8 and FP4, 5 to 64 users, 96 rows a metric, scheduled a step ahead")
-                && mi355x.contains("came within 18.3, 14.6 and 16.6 % at the median"),
+                && mi355x.contains("came within 18.0, 11.8 and 13.3 % at the median")
+                && mi355x.contains("read their weights at, 0.67 of the others', from AITER's own timings"),
             "{mi355x}"
         );
     }

@@ -102,6 +102,14 @@ pub struct Calibration {
     /// schedulers only ([`crate::engine::EngineConfig::moe_activation_traffic`]):
     /// TensorRT-LLM's MoE kernels fuse otherwise. 0: not counted.
     pub moe_activation_traffic: f64,
+    /// Share of `eta_weights` at which the products of 4-bit dense weights
+    /// (`--precision fp4`: every weight but a mixture of experts' routed
+    /// ones) read them, for a family whose FP4 kernels fall short of their
+    /// bytes' roofline at a decode step's few rows: AITER's W4A4 products
+    /// on CDNA4 take 0.79 of the time of its FP8 ones on the same shapes at
+    /// 1 to 16 rows, not the 0.53 their bytes would (docs/simulator.md,
+    /// "FP4 on the MI355X"). 1: read as 8- and 16-bit weights are.
+    pub eta_fp4_weights: f64,
 }
 
 /// The object of a calibration file given per GPU family, where every key
@@ -113,6 +121,10 @@ fn per_family(value: &serde_json::Value) -> Option<BTreeMap<&'static str, &serde
         .map(|(k, v)| GpuFamily::ALL.iter().find(|f| f.as_str().eq_ignore_ascii_case(k)).map(|f| (f.as_str(), v)))
         .collect()
 }
+
+/// CDNA4's `eta_fp4_weights`: AITER's W4A4 products against its FP8 ones
+/// at 1 to 16 rows on the MI355X ([`Calibration::for_family`]).
+pub const CDNA4_FP4_WEIGHTS: f64 = 0.67;
 
 /// Hopper's `eta_w4a16_moe` (the other families without FP4 cores run on
 /// it, uncalibrated).
@@ -168,6 +180,7 @@ impl Calibration {
             // vLLM's kernels' own traffic (docs/simulator.md, "A mixture
             // of experts' activations"); nothing set on data.
             moe_activation_traffic: 1.0,
+            eta_fp4_weights: 1.0,
         };
         match family {
             // Fitted by hand on five FP4 saturation rows of Llama-3.3-70B on
@@ -198,7 +211,20 @@ impl Calibration {
             // 43.2, 23.0 and 30.4 % on Hopper's), which are then no blind
             // check of the choice (docs/simulator.md, "InferenceMAX's served
             // loops").
-            GpuFamily::Cdna4 => Calibration::for_family(GpuFamily::Cdna3),
+            // ... but for its FP4 products' read of their weights, which
+            // AITER's own tuned-kernel tables of September 2025 time on
+            // the MI355X (ROCm/aiter `aiter/configs/`, MIT: the W4A4
+            // `a4w4_blockscale_tuned_gemm.csv` at a8a3f86b, the FP8
+            // `a8w8_bpreshuffle_tuned_gemm.csv` at 2f2fbb25): over the 36
+            // shapes of 64M weights or more both time at 1 to 16 rows, the
+            // FP8 product takes 1.26 times the W4A4 one's time at the
+            // median, where their bytes (4.25 bits a weight against 8)
+            // would make it 1.88 times. The FP4 weights are read at
+            // 0.53125 × 1.26 = 0.67 of the share FP8's are. Set on the
+            // kernels alone; InferenceMAX's rows only check it.
+            GpuFamily::Cdna4 => {
+                Calibration { eta_fp4_weights: CDNA4_FP4_WEIGHTS, ..Calibration::for_family(GpuFamily::Cdna3) }
+            }
             GpuFamily::Hopper | GpuFamily::Ampere | GpuFamily::Ada | GpuFamily::BlackwellRtx => hopper,
         }
     }
@@ -319,6 +345,7 @@ impl Calibration {
             ("power_compute", self.power_compute),
             ("power_memory", self.power_memory),
             ("eta_w4a16_moe", self.eta_w4a16_moe),
+            ("eta_fp4_weights", self.eta_fp4_weights),
         ];
         for (name, v) in shares {
             if !(v > 0.0 && v <= 1.0) {
@@ -449,6 +476,64 @@ pub(crate) fn unit_draw(bits: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// AITER's tuned-kernel times on the MI355X (data/gpu/aiter-mi355x-gemm.csv):
+    /// (rows, n, k, W4A4 µs, FP8 µs).
+    fn aiter_mi355x() -> Vec<(u64, u64, u64, f64, f64)> {
+        include_str!("../../../../data/gpu/aiter-mi355x-gemm.csv")
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                (
+                    f[0].parse().unwrap(),
+                    f[1].parse().unwrap(),
+                    f[2].parse().unwrap(),
+                    f[3].parse().unwrap(),
+                    f[4].parse().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    fn median(mut v: Vec<f64>) -> f64 {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    }
+
+    #[test]
+    fn cdna4_s_fp4_weights_share_is_aiter_s_kernels() {
+        let rows = aiter_mi355x();
+        assert_eq!(rows.len(), 414);
+        // A decode step's rows (1 to 16), the shapes of 64M weights or more
+        // (where the bytes, not the launch, set the time): the FP8 product's
+        // time over the W4A4 one's.
+        let decode: Vec<f64> =
+            rows.iter().filter(|r| r.0 <= 16 && r.1 * r.2 >= 64_000_000).map(|r| r.4 / r.3).collect();
+        assert_eq!(decode.len(), 36);
+        let ratio = median(decode);
+        assert!((ratio - 1.26).abs() < 0.005, "{ratio}");
+        // 4.25 bits a weight against 8: the bytes alone would make it 1.88.
+        let share = 4.25 / 8.0 * ratio;
+        assert_eq!((share * 100.0).round() / 100.0, CDNA4_FP4_WEIGHTS);
+        let c = Calibration::for_family(GpuFamily::Cdna4);
+        assert_eq!(c.eta_fp4_weights, CDNA4_FP4_WEIGHTS);
+        // Everything else is CDNA3's; every other family reads FP4 at η_w.
+        assert_eq!(Calibration { eta_fp4_weights: 1.0, ..c }, Calibration::for_family(GpuFamily::Cdna3));
+        for f in GpuFamily::ALL.into_iter().filter(|&f| f != GpuFamily::Cdna4) {
+            assert_eq!(Calibration::for_family(f).eta_fp4_weights, 1.0, "{f:?}");
+        }
+        // Prefill's rows (4,096 and more) run at the FP4 peak, twice FP8's
+        // (the catalog's MI355X: 10,066 against 5,033 TFLOPS): the FP8
+        // product takes 1.8 to 2.3 times as long at the median.
+        let prefill = median(rows.iter().filter(|r| r.0 >= 4096).map(|r| r.4 / r.3).collect());
+        assert!((1.8..2.3).contains(&prefill), "{prefill}");
+    }
 
     #[test]
     fn refusals_print_tiny_constants_short_and_name_the_per_family_form() {

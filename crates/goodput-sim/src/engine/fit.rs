@@ -35,12 +35,13 @@ use std::time::Duration;
 /// measure; and the memory the engine keeps from its
 /// KV cache, which rows of the cache's size (a server's own) measure.
 /// Spread is not fitted: no row measures it.
-pub const FITTABLE: [(&str, f64, f64); 19] = [
+pub const FITTABLE: [(&str, f64, f64); 20] = [
     ("eta_compute", 0.01, 1.0),
     ("eta_weights", 0.01, 1.0),
     ("eta_kv", 0.01, 1.0),
     ("eta_link", 0.01, 1.0),
     ("eta_w4a16_moe", 0.01, 1.0),
+    ("eta_fp4_weights", 0.01, 1.0),
     ("c_layer_us", 0.01, 1000.0),
     ("c_step_us", 1.0, 100_000.0),
     ("c_seq_us", 0.01, 1000.0),

@@ -421,6 +421,18 @@ impl Roofline {
         // 6.5 % of the 8B's BF16 decode bytes).
         let table = m.vocab_size as f64 * m.hidden_size as f64 * 2.0;
         let fixed_weight_bytes = fixed_weight_bytes - (m.embedding_params() as f64 * 2.0 - table);
+        // 4-bit dense weights read at a share of η_w where the family's
+        // kernels fall short (`eta_fp4_weights`, CDNA4's AITER): counted as
+        // the bytes that η_w would read in their time. A mixture of
+        // experts' routed ones run in its fused kernels, apart.
+        let fp4_dense_bytes = match cfg.precision {
+            Precision::Fp4 => {
+                let routed = m.moe.map_or(0.0, |moe| m.expert_params_all_layers() as f64 * moe.num_experts as f64);
+                (m.body_params() as f64 - routed) * b_w
+            }
+            _ => 0.0,
+        };
+        let fixed_weight_bytes = fixed_weight_bytes + fp4_dense_bytes * (1.0 / c.eta_fp4_weights - 1.0);
         let (allreduce_calls, allreduce_bytes_per_token) = if cfg.tp > 1 {
             // Two all-reduces per layer (after attention and after the MLP) of
             // N × d 16-bit activations.
@@ -1011,6 +1023,44 @@ mod tests {
         assert!(err.contains("no FP8 tensor cores") && err.contains("int8"), "{err}");
         // Where FP8 cores are, FP8 is FP8.
         assert_eq!(cfg("qwen3-32b", "h100", Precision::Fp8).compute_precision(), Precision::Fp8);
+    }
+
+    #[test]
+    fn fp4_weights_on_cdna4_are_read_at_aiter_s_share() {
+        // The 70B's decode of 8 sequences on one MI355X: its products read
+        // their 4-bit weights at `eta_fp4_weights` of η_w (AITER's W4A4,
+        // 0.67), so they take 1/0.67 of the bytes' time, and 0.84 of the
+        // FP8 products' (AITER's own kernels: 0.79 at the median); its
+        // prefill's, compute-bound, are as fast as before. A B200 reads FP4
+        // at η_w.
+        let mut decode = BatchShape::default();
+        (0..8).for_each(|_| decode.add_decode(1024));
+        let mut prefill = BatchShape::default();
+        prefill.add_prefill(0, 8192);
+        let gemm = |c: &EngineConfig, b: &BatchShape| Roofline::new(c).unwrap().breakdown(b).gemm.as_secs_f64();
+        let fp4 = cfg("llama-3.3-70b", "mi355x", Precision::Fp4);
+        assert_eq!(fp4.calibration.eta_fp4_weights, crate::engine::calibration::CDNA4_FP4_WEIGHTS);
+        let mut at_eta_w = fp4.clone();
+        at_eta_w.calibration.eta_fp4_weights = 1.0;
+        let slower = gemm(&fp4, &decode) / gemm(&at_eta_w, &decode);
+        // The 16-bit LM head and embedding rows are read at η_w.
+        assert!(slower > 1.4 && slower < 1.0 / 0.67, "{slower}");
+        let against_fp8 = gemm(&fp4, &decode) / gemm(&cfg("llama-3.3-70b", "mi355x", Precision::Fp8), &decode);
+        assert!((0.8..0.9).contains(&against_fp8), "{against_fp8}");
+        assert_eq!(gemm(&fp4, &prefill), gemm(&at_eta_w, &prefill));
+        let b200 = cfg("llama-3.3-70b", "b200", Precision::Fp4);
+        assert_eq!(b200.calibration.eta_fp4_weights, 1.0);
+        // FP8 weights, and MXFP4 experts (their fused kernels), untouched.
+        let fp8 = cfg("llama-3.3-70b", "mi355x", Precision::Fp8);
+        let mut fp8_other = fp8.clone();
+        fp8_other.calibration.eta_fp4_weights = 0.1;
+        assert_eq!(gemm(&fp8, &decode), gemm(&fp8_other, &decode));
+        let oss = cfg("gpt-oss-120b", "mi355x", Precision::Mxfp4);
+        let mut oss_other = oss.clone();
+        oss_other.calibration.eta_fp4_weights = 0.1;
+        let mut oss_decode = BatchShape::of_model(&oss.model);
+        (0..8).for_each(|_| oss_decode.add_decode(1024));
+        assert_eq!(gemm(&oss, &oss_decode), gemm(&oss_other, &oss_decode));
     }
 
     #[test]
