@@ -52,18 +52,21 @@ pub fn refuse_other_gpus_named(judge: &crate::cli::JudgeArgs, cfg: &EngineConfig
         let ep = if ep > 1 { format!("xEP{ep}") } else { String::new() };
         format!("{n}{tp}{ep}")
     };
-    // bench's embedded engine (`--sim-`) takes no pipeline size: its
-    // words name none (they had offered --sim-pp, which bench refuses).
+    // bench's embedded engine (`--sim-`) takes its pipeline size inside
+    // --sim-engine (there is no --sim-pp, which the words had offered), and
+    // names it where it is given.
     let pp = flag == "--";
     let sizes = || match cfg.pd {
         Some(pd) => format!("its {flag}pd {}:{} pools", pool(pd.prefill, false), pool(pd.decode, true)),
         None if pp => format!("{flag}tp {} × {flag}pp {} × {flag}dp {}", cfg.tp, cfg.pp, cfg.dp),
+        None if cfg.pp > 1 => format!("{flag}tp {} × --pp {} in --sim-engine × {flag}dp {}", cfg.tp, cfg.pp, cfg.dp),
         None => format!("{flag}tp {} × {flag}dp {}", cfg.tp, cfg.dp),
     };
     // --dp is refused beside --pd: its pools are sized in it.
     let resize = match cfg.pd {
         Some(_) => format!("size the pools in {flag}pd (more instances, or each pool's xTP and xEP)"),
         None if pp => format!("size the engine with {flag}tp, {flag}pp and {flag}dp"),
+        None if cfg.pp > 1 => format!("size the engine with {flag}tp, --sim-engine's --pp and {flag}dp"),
         None => format!("size the engine with {flag}tp and {flag}dp"),
     };
     // bench's embedded engine (`--sim-`) reports no energy: its cost alone

@@ -98,9 +98,71 @@ impl Drop for Embedded {
 
 /// The embedded simulated engine's configuration.
 fn embedded_engine(sim: &SimArgs) -> Result<goodput_sim::engine::EngineConfig> {
-    let engine = EngineArgs::from(sim);
-    crate::virtual_point::refuse_unused_sizes(&engine.hw, sim.given.has("sim_tp"), false).map_err(as_sim_flags)?;
+    let (engine, ep_typed) = embedded_engine_args(sim)?;
+    crate::virtual_point::refuse_unused_sizes(&engine.hw, sim.given.has("sim_tp"), ep_typed).map_err(as_sim_flags)?;
     goodput_sim::engine::EngineConfig::try_from(&engine).map_err(as_sim_flags)
+}
+
+/// `--sim-engine`'s words parsed as `goodput serve`'s engine flags are.
+#[derive(clap::Parser)]
+#[command(name = "--sim-engine", no_binary_name = true, disable_help_flag = true, disable_version_flag = true)]
+struct SimEngineFlags {
+    #[command(flatten)]
+    hw: crate::cli::EngineHwArgs,
+}
+
+/// The flags of `goodput serve` that bench and sweep take as a `--sim-*`
+/// flag of their own, not inside `--sim-engine`.
+const SIM_TWINS: &[&str] = &[
+    "--model",
+    "--gpu",
+    "--precision",
+    "--tp",
+    "--dp",
+    "--router",
+    "--internal-lb",
+    "--api-server-count",
+    "--pd",
+    "--chat-template",
+];
+
+/// The embedded engine's flags: the `--sim-*` ones, and `--sim-engine`'s
+/// for the rest; and whether `--ep` was among them.
+fn embedded_engine_args(sim: &SimArgs) -> Result<(EngineArgs, bool)> {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut engine = EngineArgs::from(sim);
+    let Some(text) = sim.sim_engine.as_deref() else { return Ok((engine, false)) };
+    let words = shlex::split(text).ok_or_else(|| {
+        anyhow!("--sim-engine {text:?} does not split into words (an unclosed quote?): quote it as a shell would")
+    })?;
+    for word in words.iter().filter(|w| w.starts_with("--")) {
+        let name = word.split('=').next().unwrap_or(word);
+        if let Some(twin) = SIM_TWINS.iter().find(|t| **t == name) {
+            let sim_flag = twin.replacen("--", "--sim-", 1);
+            bail!("--sim-engine sets {twin}, which the embedded engine takes as {sim_flag}: give {sim_flag} instead");
+        }
+    }
+    let matches = SimEngineFlags::command().try_get_matches_from(&words).map_err(|e| {
+        let said = e.render().to_string();
+        let first = said.lines().next().unwrap_or("not engine flags").trim_start_matches("error: ").to_owned();
+        anyhow!("--sim-engine {text:?}: {first}; it takes the engine flags of `goodput serve --profile engine` (--pp, --ep, --spec-tokens, --max-num-seqs, --scheduler, …)")
+    })?;
+    let parsed = SimEngineFlags::from_arg_matches(&matches).map_err(|e| anyhow!("--sim-engine {text:?}: {e}"))?;
+    let ep_typed = matches.value_source("ep") == Some(clap::parser::ValueSource::CommandLine);
+    let twins = engine.hw;
+    engine.hw = crate::cli::EngineHwArgs {
+        gpu: twins.gpu,
+        precision: twins.precision,
+        tp: twins.tp,
+        dp: twins.dp,
+        router: twins.router,
+        internal_lb: twins.internal_lb,
+        api_server_count: twins.api_server_count,
+        pd: twins.pd,
+        chat_template: twins.chat_template,
+        ..parsed.hw
+    };
+    Ok((engine, ep_typed))
 }
 
 /// The GPUs a run's price is paid for when neither --gpus nor a config
@@ -195,6 +257,7 @@ pub(crate) const SIM_ENGINE_FLAGS: &[(&str, &str)] = &[
     ("--sim-api-server-count", "sim_api_server_count"),
     ("--sim-pd", "sim_pd"),
     ("--sim-chat-template", "sim_chat_template"),
+    ("--sim-engine", "sim_engine"),
 ];
 
 /// With no `--url`, on the embedded simulated engine: refuses requests its
@@ -518,6 +581,7 @@ fn client_settings(t: &TargetArgs, sim: &SimArgs, client: &Client, settled: Sett
                 pd: sim.sim_pd.clone(),
                 internal_lb: sim.sim_internal_lb,
                 api_server_count: sim.sim_api_server_count,
+                engine_flags: sim.sim_engine.clone(),
             },
             ProfileArg::Fixed => EmbeddedServer::Fixed {
                 ttft: humantime::format_duration(sim.sim_ttft).to_string(),

@@ -349,6 +349,10 @@ pub enum EmbeddedServer {
         /// Its front ends (`--sim-api-server-count`), when given.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         api_server_count: Option<u32>,
+        /// Its other engine flags as `--sim-engine` gave them
+        /// (`--pp 2 --spec-tokens 3`), when given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        engine_flags: Option<String>,
     },
     /// Fixed timing; `ttft` and `itl` humantime strings.
     Fixed { itl: String, tokens_per_chunk: u32, ttft: String },

@@ -641,7 +641,7 @@ impl Default for EngineHwArgs {
 /// The embedded server `bench` starts when there is no --url.
 #[derive(Debug, Clone, Args)]
 pub struct SimArgs {
-    /// Embedded simulator: engine, the simulated engine (default), of which bench takes --sim-model, --sim-gpu, --sim-precision, --sim-tp, --sim-dp, --sim-router, --sim-internal-lb, --sim-api-server-count, --sim-pd and --sim-chat-template, the rest at their defaults (for --pp, --ep, --spec-tokens, --max-num-seqs, --scheduler and the other engine limits, run `goodput serve --profile engine` with them and bench it with --url, or `goodput estimate`); or fixed, exact timings (--sim-ttft, --sim-itl, --sim-tokens-per-chunk).
+    /// Embedded simulator: engine, the simulated engine (default), set by --sim-model, --sim-gpu, --sim-precision, --sim-tp, --sim-dp, --sim-router, --sim-internal-lb, --sim-api-server-count, --sim-pd and --sim-chat-template, and every other engine flag of `goodput serve --profile engine` (--pp, --ep, --spec-tokens, --max-num-seqs, --scheduler, the other limits) given in one --sim-engine '…'; or fixed, exact timings (--sim-ttft, --sim-itl, --sim-tokens-per-chunk).
     #[arg(
         long,
         value_enum,
@@ -680,6 +680,9 @@ pub struct SimArgs {
     /// Embedded engine: the model's chat template (auto, llama3, qwen2.5, chatml, mistral, none), as --chat-template of serve.
     #[arg(long, default_value = "auto", help_heading = "Embedded simulator (no --url)")]
     pub sim_chat_template: String,
+    /// Embedded engine: the rest of `goodput serve --profile engine`'s engine flags, in one quoted string, e.g. --sim-engine '--pp 2 --spec-tokens 3 --spec-acceptance 0.7 --max-num-seqs 64 --scheduler sglang' (those with a --sim-* flag above are given as it).
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true, help_heading = "Embedded simulator (no --url)")]
+    pub sim_engine: Option<String>,
     /// The flags typed, set by [`super::parse_from`].
     #[arg(skip)]
     pub given: super::Given,

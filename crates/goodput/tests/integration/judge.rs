@@ -1091,6 +1091,10 @@ fn embedded_runs_price_the_simulated_engine_s_gpus() {
     assert_eq!(gpus("bench", &["--sim-pd", "1:1"]), 2);
     assert_eq!(gpus("bench", &["--sim-pd", "1xTP2:1xTP4"]), 6);
     assert_eq!(gpus("bench", &["--sim-tp", "2", "--sim-dp", "2"]), 4);
+    // Pipeline stages, given in --sim-engine, count too.
+    assert_eq!(gpus("bench", &["--sim-tp", "2", "--sim-engine", "--pp 2"]), 4);
+    let err = goodput().args(["bench", "-q", "-n", "2", "--gpus", "3", "--sim-engine", "--pp 2"]).refusal();
+    assert!(err.contains("(--sim-tp 1 × --pp 2 in --sim-engine × --sim-dp 1)"), "{err}");
     assert_eq!(gpus("bench", &["--sim-pd", "2:1", "--gpus", "3"]), 3);
     // Another count is refused, as estimate refuses it, naming bench's own flags.
     let err = goodput().args(["bench", "-q", "-n", "2", "--sim-pd", "2:1", "--gpus", "7"]).refusal();

@@ -506,6 +506,57 @@ fn the_embedded_engine_runs_data_parallel_replicas() {
     assert_eq!((of("0"), of("1")), (160.0, 160.0), "ten requests of 16 tokens each: {series:?}");
 }
 
+/// `bench`'s embedded engine with the rest of serve's engine flags in
+/// `--sim-engine`: speculative decoding, whose acceptance comes back in the
+/// server's own counters as vLLM names them, and which the result records;
+/// a flag with a `--sim-*` twin, one serve does not take, or a string that
+/// does not split is refused naming the problem, and beside --url or the
+/// fixed profile it is refused as the other engine flags are.
+#[test]
+fn the_embedded_engine_takes_serve_s_other_engine_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("spec.json");
+    let flags = "--spec-tokens 3 --spec-acceptance 0.7";
+    Command::cargo_bin("goodput")
+        .unwrap()
+        .args(["bench", "-q", "--sim-engine", flags, "-n", "20", "-c", "4", "--seed", "1"])
+        .args(["--input-tokens", "32", "--output-tokens", "64", "--metrics-interval", "200ms", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["config"]["client"]["embedded"]["engine_flags"], flags, "{}", v["config"]["client"]);
+    let sd = &v["server_signals"]["window"]["spec_decode"];
+    let drafts = sd["drafts"].as_f64().unwrap_or_else(|| panic!("no drafts counted: {sd}"));
+    // 1,280 tokens, up to four a step: hundreds of drafts of three tokens
+    // (fewer at a request's end, where fewer are left to draft).
+    let draft_tokens = sd["draft_tokens"].as_f64().unwrap();
+    assert!(drafts > 300.0 && draft_tokens <= 3.0 * drafts && draft_tokens > 2.5 * drafts, "{sd}");
+    // The first drafted token is accepted at 0.7 (hundreds of draws), each
+    // later one only after those before it.
+    let by_position: Vec<f64> =
+        sd["acceptance_by_position"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    assert_eq!(by_position.len(), 3, "{sd}");
+    assert!((0.55..0.85).contains(&by_position[0]) && by_position[1] < by_position[0], "{sd}");
+    crate::schema::assert_valid(&v, "RunResult", "bench --sim-engine");
+    let refused = |args: &[&str]| {
+        let o = Command::cargo_bin("goodput").unwrap().args(["bench", "-n", "1"]).args(args).output().unwrap();
+        assert!(!o.status.success());
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let twin = refused(&["--sim-engine", "--pp 2 --tp=2"]);
+    assert!(twin.contains("--sim-engine sets --tp, which the embedded engine takes as --sim-tp"), "{twin}");
+    let unknown = refused(&["--sim-engine", "--port 8000"]);
+    assert!(unknown.contains("unexpected argument '--port'") && unknown.contains("goodput serve --profile engine"));
+    assert!(refused(&["--sim-engine", "--pp '2"]).contains("does not split into words"));
+    let bad = refused(&["--sim-engine", "--ep 2"]);
+    assert!(bad.contains("no experts to spread"), "{bad}");
+    let url = refused(&["--url", "http://127.0.0.1:9", "--sim-engine", "--pp 2"]);
+    assert!(url.contains("--sim-engine sets up the embedded simulator"), "{url}");
+    let fixed = refused(&["--sim-profile", "fixed", "--sim-engine", "--pp 2"]);
+    assert!(fixed.contains("--sim-engine describes the embedded engine"), "{fixed}");
+}
+
 /// `bench`'s embedded engine balanced by vLLM's own rule (`--sim-internal-lb`
 /// with its front ends): the result records it in the router's place, and
 /// both replicas serve; without replicas, or the front ends without the
