@@ -714,14 +714,20 @@ impl EngineConfig {
     /// one GPU's memory over all MoE layers, the experts' inner width split
     /// `split` ways (TP; 1 under expert parallelism, which keeps experts
     /// whole): (3 · d + 6 · I / split) × 2 bytes a layer, times
-    /// [`moe_activation_traffic`](Self::moe_activation_traffic). 0 for a
-    /// dense model.
+    /// [`moe_activation_traffic`](Self::moe_activation_traffic), d and I
+    /// as the kernels pad them where vLLM pads MXFP4 experts
+    /// ([`mxfp4_expert_padding`](Self::mxfp4_expert_padding): its kernels
+    /// read and write the padded hidden states and inner products). 0 for
+    /// a dense model.
     pub fn moe_activation_bytes_per_pair(&self, split: f64) -> f64 {
         let m = &self.model;
         if m.moe.is_none() {
             return 0.0;
         }
-        let (d, i) = (m.hidden_size as f64, m.intermediate_size as f64);
+        let (d, i) = match self.mxfp4_expert_padding() {
+            Some((h, i)) => (f64::from(h), f64::from(i)),
+            None => (m.hidden_size as f64, m.intermediate_size as f64),
+        };
         self.moe_activation_traffic() * m.moe_layers() as f64 * (3.0 * d + 6.0 * i / split) * 2.0
     }
 

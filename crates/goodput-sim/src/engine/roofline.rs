@@ -1700,6 +1700,16 @@ mod tests {
         let mut c = cfg("gpt-oss-120b", "b200", Precision::Mxfp4);
         c.tp = 8;
         assert_eq!(c.served_model().name, c.model.name);
+        // The fused-MoE kernels move the padded activations: at TP 8 on a
+        // B200, 36 layers of (3 × 3,072 + 6 × 512) × 2 bytes a pair, where
+        // SGLang's (unpadded) move (3 × 2,880 + 6 × 360) × 2.
+        let pair = |s| {
+            let mut c = cfg("gpt-oss-120b", "b200", Precision::Mxfp4);
+            (c.tp, c.scheduler) = (8, s);
+            c.moe_activation_bytes_per_pair(8.0)
+        };
+        assert_eq!(pair(Vllm), 36.0 * (3.0 * 3072.0 + 6.0 * 512.0) * 2.0);
+        assert_eq!(pair(Sglang), 36.0 * (3.0 * 2880.0 + 6.0 * 360.0) * 2.0);
     }
 
     #[test]
