@@ -268,8 +268,8 @@ pub const QWEN3_235B_A100_SHORT: [f64; 2] = [126.7, 163.7];
 pub const SERVED_B200: [(&str, f64); 4] = [
     ("vllm-q235-b200-tp4-30000-1000-out", 29.4),
     ("vllm-q235-b200-tp4-30000-1000-ttft", -41.3),
-    ("sglang-oss120-b200-tp4-bs1", 43.7),
-    ("sglang-oss120-h100-tp8-bs1", 11.4),
+    ("sglang-oss120-b200-tp4-bs1", 44.2),
+    ("sglang-oss120-h100-tp8-bs1", 11.7),
 ];
 
 /// GPT-OSS-20B under vLLM on one A100 (the same file, held out): MXFP4

@@ -562,8 +562,8 @@ impl EngineConfig {
     }
 
     /// The model as the server holds it in memory and multiplies it: the
-    /// checkpoint's, but for an MXFP4 mixture of experts under vLLM's
-    /// scheduler, whose experts vLLM pads ([`EngineConfig::mxfp4_expert_padding`]):
+    /// checkpoint's, but for an MXFP4 mixture of experts under vLLM's or
+    /// SGLang's scheduler, whose experts they pad ([`EngineConfig::mxfp4_expert_padding`]):
     /// their inner size then stands for the padded matrices' (the same
     /// parameters a layer, so the same flops and bytes).
     pub fn served_model(&self) -> std::borrow::Cow<'_, ModelSpec> {
@@ -578,9 +578,9 @@ impl EngineConfig {
         }
     }
 
-    /// An MXFP4 mixture of experts' padded expert matrices under vLLM's
-    /// scheduler, where they differ from the checkpoint's: (hidden size,
-    /// inner size over all of a layer's partitions). vLLM's MXFP4 method
+    /// An MXFP4 mixture of experts' padded expert matrices under vLLM's and
+    /// SGLang's schedulers, where they differ from the checkpoint's: (hidden
+    /// size, inner size over all of a layer's partitions). vLLM's MXFP4 method
     /// (`Mxfp4MoEMethod.create_weights`, vLLM 0.10 to 0.11) rounds each
     /// partition's inner size (the checkpoint's over TP, whole under expert
     /// parallelism) and the hidden size up to its kernels' tiles, and holds
@@ -595,22 +595,36 @@ impl EngineConfig {
     /// - ROCm: both to 256 on the MI355X (gfx950), 128 on the others
     ///   (`get_padding_alignment`).
     ///
+    /// SGLang's (`Mxfp4MoEMethod.create_weights`, 0.5, with the MoE
+    /// backend its `ServerArgs` picks for GPT-OSS) does the same with its
+    /// own tiles:
+    ///
+    /// - Blackwell (SM100: FlashInfer's MXFP4 kernels): both to 256;
+    /// - Hopper and Blackwell's RTX cards (`triton_kernels`, without expert
+    ///   parallelism): the inner size to the MXFP4 block, 32;
+    /// - ROCm's AITER path, the A100 and Ada, and expert parallelism off
+    ///   Blackwell (where it upcasts the experts to 16 bits): not modelled.
+    ///
     /// GPT-OSS-120B's 2,880 by 2,880 experts on a B200 become 3,072 by 3,072
     /// at TP 1 to 4 (+13.8 % flops and bytes) and 3,072 by 8 × 512 at TP 8
-    /// (+51.7 %). `None` for anything else, and under SGLang's and
-    /// TensorRT-LLM's schedulers, whose own padding is not modelled.
+    /// (+51.7 %) under either. `None` for anything else, and under
+    /// TensorRT-LLM's scheduler, whose own padding is not modelled.
     pub fn mxfp4_expert_padding(&self) -> Option<(u32, u32)> {
-        if self.precision != Precision::Mxfp4 || self.model.moe.is_none() || self.scheduler != SchedulerPolicy::Vllm {
+        if self.precision != Precision::Mxfp4 || self.model.moe.is_none() {
             return None;
         }
         use super::catalog::GpuFamily;
         let (h, i) = (self.model.hidden_size, self.model.intermediate_size);
-        let (hidden_tile, inner_tile) = match self.gpu.family {
-            GpuFamily::Blackwell => (256, 256),
-            GpuFamily::Hopper | GpuFamily::BlackwellRtx => (1, 64),
-            GpuFamily::Ampere | GpuFamily::Ada => (256, 128),
-            GpuFamily::Cdna4 => (256, 256),
-            GpuFamily::Cdna3 => (128, 128),
+        let (hidden_tile, inner_tile) = match (self.scheduler, self.gpu.family) {
+            (SchedulerPolicy::Trtllm, _) => return None,
+            (SchedulerPolicy::Vllm, GpuFamily::Blackwell) => (256, 256),
+            (SchedulerPolicy::Vllm, GpuFamily::Hopper | GpuFamily::BlackwellRtx) => (1, 64),
+            (SchedulerPolicy::Vllm, GpuFamily::Ampere | GpuFamily::Ada) => (256, 128),
+            (SchedulerPolicy::Vllm, GpuFamily::Cdna4) => (256, 256),
+            (SchedulerPolicy::Vllm, GpuFamily::Cdna3) => (128, 128),
+            (SchedulerPolicy::Sglang, GpuFamily::Blackwell) => (256, 256),
+            (SchedulerPolicy::Sglang, GpuFamily::Hopper | GpuFamily::BlackwellRtx) if self.ep <= 1 => (1, 32),
+            (SchedulerPolicy::Sglang, _) => return None,
         };
         let parts = if self.ep > 1 { 1 } else { self.tp.max(1) };
         let up = |x: u32, tile: u32| x.div_ceil(tile).saturating_mul(tile);

@@ -1675,8 +1675,19 @@ mod tests {
         assert_eq!(pad("mi300x", 2, 1, Vllm), Some((2944, 2 * 1536)));
         // Under expert parallelism the experts are whole on their GPUs.
         assert_eq!(pad("b200", 8, 8, Vllm), Some((3072, 3072)));
-        // Another server's own padding is not modelled; nor another precision.
-        assert_eq!(pad("b200", 8, 1, Sglang), None);
+        // SGLang's: FlashInfer's 256 on a B200, triton_kernels' MXFP4 block
+        // of 32 on the inner size on Hopper (360 a partition at TP 8 held
+        // as 384); not its ROCm path, nor its experts upcast to 16 bits
+        // under expert parallelism on Hopper.
+        assert_eq!(pad("b200", 8, 1, Sglang), Some((3072, 8 * 512)));
+        assert_eq!(pad("b200", 8, 8, Sglang), Some((3072, 3072)));
+        assert_eq!(pad("h200", 1, 1, Sglang), None);
+        assert_eq!(pad("h200", 8, 1, Sglang), Some((2880, 8 * 384)));
+        assert_eq!(pad("h200", 4, 1, Sglang), Some((2880, 4 * 736)));
+        assert_eq!(pad("h200", 8, 8, Sglang), None);
+        assert_eq!(pad("mi355x", 1, 1, Sglang), None);
+        // TensorRT-LLM's own padding is not modelled; nor another precision.
+        assert_eq!(pad("b200", 8, 1, crate::engine::SchedulerPolicy::Trtllm), None);
         let mut bf16 = cfg("gpt-oss-120b", "b200", Precision::Bf16);
         bf16.tp = 8;
         assert_eq!(bf16.mxfp4_expert_padding(), None);
@@ -1686,30 +1697,33 @@ mod tests {
         let run = |s| {
             let mut c = cfg("gpt-oss-120b", "b200", Precision::Mxfp4);
             (c.tp, c.scheduler) = (8, s);
-            // The same kernels' rate under both (each server's default differs).
+            // The same kernels' rate under each (each server's default differs).
             c.mxfp4_activations = Some(crate::engine::Mxfp4Activations::Fp8);
             let r = Roofline::new(&c).unwrap();
-            (r.expert_compute_s(16_384.0), kv_capacity(&c).unwrap().num_blocks)
+            (r.expert_compute_s(16_384.0), kv_capacity_unchecked(&c).weight_bytes_per_gpu)
         };
-        let ((padded, padded_kv), (plain, plain_kv)) = (run(Vllm), run(Sglang));
+        // TensorRT-LLM's experts as the checkpoint has them.
+        let ((padded, padded_w), (plain, plain_w)) = (run(Vllm), run(crate::engine::SchedulerPolicy::Trtllm));
+        assert_eq!(run(Sglang), (padded, padded_w));
         let want = 3072.0 * 4096.0 / (2880.0 * 2880.0);
         // (The padded inner size is held whole: 4,369 for 4,369.07.)
         assert!((padded / plain / want - 1.0).abs() < 1e-4, "{} against {want}", padded / plain);
-        assert!(padded_kv < plain_kv, "{padded_kv} {plain_kv}");
+        assert!(padded_w > plain_w * 1.3, "{padded_w} {plain_w}");
         // The name stays the checkpoint's.
         let mut c = cfg("gpt-oss-120b", "b200", Precision::Mxfp4);
         c.tp = 8;
         assert_eq!(c.served_model().name, c.model.name);
         // The fused-MoE kernels move the padded activations: at TP 8 on a
         // B200, 36 layers of (3 × 3,072 + 6 × 512) × 2 bytes a pair, where
-        // SGLang's (unpadded) move (3 × 2,880 + 6 × 360) × 2.
-        let pair = |s| {
-            let mut c = cfg("gpt-oss-120b", "b200", Precision::Mxfp4);
-            (c.tp, c.scheduler) = (8, s);
-            c.moe_activation_bytes_per_pair(8.0)
+        // an H200's at TP 1 (unpadded) move (3 × 2,880 + 6 × 2,880) × 2.
+        let pair = |gpu: &str, tp: u32, s| {
+            let mut c = cfg("gpt-oss-120b", gpu, Precision::Mxfp4);
+            (c.tp, c.scheduler) = (tp, s);
+            c.moe_activation_bytes_per_pair(f64::from(tp))
         };
-        assert_eq!(pair(Vllm), 36.0 * (3.0 * 3072.0 + 6.0 * 512.0) * 2.0);
-        assert_eq!(pair(Sglang), 36.0 * (3.0 * 2880.0 + 6.0 * 360.0) * 2.0);
+        assert_eq!(pair("b200", 8, Vllm), 36.0 * (3.0 * 3072.0 + 6.0 * 512.0) * 2.0);
+        assert_eq!(pair("b200", 8, Sglang), pair("b200", 8, Vllm));
+        assert_eq!(pair("h200", 1, Sglang), 36.0 * (3.0 * 2880.0 + 6.0 * 2880.0) * 2.0);
     }
 
     #[test]
