@@ -705,7 +705,42 @@ fn point_path(p: &std::path::Path, i: usize) -> PathBuf {
     p.with_file_name(format!("{stem}.point{i:02}.{ext}"))
 }
 
+/// The embedded simulator's flags where the sweep starts none: `--estimate`
+/// runs the engine from its own flags, `--serve-cmd` starts the servers it
+/// loads. Each had been dropped in silence (`sweep --estimate --sim-tp 2`
+/// ran TP 1), or refused once per configuration as if `--url` were given.
+fn refuse_sim_flags(a: &SweepArgs) -> Result<()> {
+    let flags: Vec<(&str, &str)> = crate::target::SIM_ENGINE_FLAGS
+        .iter()
+        .chain(crate::target::SIM_FIXED_FLAGS)
+        .copied()
+        .chain([("--sim-profile", "sim_profile")])
+        .collect();
+    let Some(flag) = a.sim.given.first(&flags) else { return Ok(()) };
+    if a.serve.serve_cmd.is_some() {
+        bail!(
+            "{flag} sets up the embedded simulator, and --serve-cmd starts the servers this sweep loads: drop \
+             {flag} (a simulated server takes its settings in --serve-cmd, `goodput serve --profile engine …`)"
+        );
+    }
+    if a.estimate {
+        let instead = match flag {
+            "--sim-engine" => "give the flags in it as they are".to_owned(),
+            f if crate::target::SIM_ENGINE_FLAGS.iter().any(|(e, _)| *e == f) => {
+                format!("give {} instead", f.replacen("--sim-", "--", 1))
+            }
+            _ => "the estimate times the engine, not fixed timings".to_owned(),
+        };
+        bail!(
+            "{flag} sets up the embedded simulator, and --estimate runs the engine from its own flags (--gpu, \
+             --tp, --pp, …; goodput sweep --help, \"Simulated engine\"): drop {flag}; {instead}"
+        );
+    }
+    Ok(())
+}
+
 pub async fn sweep(a: SweepArgs) -> Result<ExitCode> {
+    refuse_sim_flags(&a)?;
     if a.estimate && a.serve.serve_cmd.is_none() {
         refuse_live_flags(&a)?;
     }

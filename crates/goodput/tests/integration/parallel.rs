@@ -140,6 +140,33 @@ fn estimate_refuses_what_cannot_run_with_the_fix() {
         let err = goodput().args(["sweep", "--estimate", "--concurrency", "2", "-n", "20"]).args(flag).refusal();
         assert!(err.contains(&format!("{} is for a live server", flag[0])) && err.contains("drop --estimate"), "{err}");
     }
+    // So is the embedded simulator's: the estimate's engine has its own
+    // flags (--sim-tp 2 had run TP 1), and --serve-cmd starts the servers
+    // (each configuration had been refused as if --url were given).
+    for (flag, instead) in [
+        (&["--sim-tp", "2"][..], "give --tp instead"),
+        (&["--sim-engine", "--pp 2"], "give the flags in it as they are"),
+        (&["--sim-profile", "fixed"], "not fixed timings"),
+    ] {
+        let err = goodput().args(["sweep", "--estimate", "--concurrency", "2", "-n", "20"]).args(flag).refusal();
+        assert!(err.contains(&format!("{} sets up the embedded simulator", flag[0])) && err.contains(instead), "{err}");
+    }
+    let err = goodput()
+        .args([
+            "sweep",
+            "--serve-cmd",
+            "true {port}",
+            "--concurrency",
+            "2",
+            "-n",
+            "20",
+            "-o",
+            "x.json",
+            "--sim-gpu",
+            "h200",
+        ])
+        .refusal();
+    assert!(err.contains("--sim-gpu sets up the embedded simulator, and --serve-cmd starts the servers"), "{err}");
     // A count that takes longer than any run to send at its rate (its sends
     // had piled up at the horizon: 15 in flight at once for 1e-9/s).
     let err = goodput().args(["sweep", "--estimate", "--rate", "1e-9", "-n", "20"]).refusal();
