@@ -111,35 +111,24 @@ struct SimEngineFlags {
     hw: crate::cli::EngineHwArgs,
 }
 
-/// The flags of `goodput serve` that bench and sweep take as a `--sim-*`
-/// flag of their own, not inside `--sim-engine`.
-const SIM_TWINS: &[&str] = &[
-    "--model",
-    "--gpu",
-    "--precision",
-    "--tp",
-    "--dp",
-    "--router",
-    "--internal-lb",
-    "--api-server-count",
-    "--pd",
-    "--chat-template",
-];
-
 /// The embedded engine's flags: the `--sim-*` ones, and `--sim-engine`'s
 /// for the rest; and whether `--ep` was among them.
 fn embedded_engine_args(sim: &SimArgs) -> Result<(EngineArgs, bool)> {
     use clap::{CommandFactory, FromArgMatches};
-    let mut engine = EngineArgs::from(sim);
-    let Some(text) = sim.sim_engine.as_deref() else { return Ok((engine, false)) };
+    let Some(text) = sim.sim_engine.as_deref() else { return Ok((EngineArgs::from(sim), false)) };
     let words = shlex::split(text).ok_or_else(|| {
         anyhow!("--sim-engine {text:?} does not split into words (an unclosed quote?): quote it as a shell would")
     })?;
+    // A flag of serve's that has a `--sim-*` twin is given as the twin.
     for word in words.iter().filter(|w| w.starts_with("--")) {
         let name = word.split('=').next().unwrap_or(word);
-        if let Some(twin) = SIM_TWINS.iter().find(|t| **t == name) {
-            let sim_flag = twin.replacen("--", "--sim-", 1);
-            bail!("--sim-engine sets {twin}, which the embedded engine takes as {sim_flag}: give {sim_flag} instead");
+        let twin = SIM_ENGINE_FLAGS
+            .iter()
+            .map(|(f, _)| *f)
+            .filter(|f| *f != "--sim-engine")
+            .find(|f| f.strip_prefix("--sim-").is_some_and(|plain| name.strip_prefix("--") == Some(plain)));
+        if let Some(sim_flag) = twin {
+            bail!("--sim-engine sets {name}, which the embedded engine takes as {sim_flag}: give {sim_flag} instead");
         }
     }
     let matches = SimEngineFlags::command().try_get_matches_from(&words).map_err(|e| {
@@ -149,20 +138,7 @@ fn embedded_engine_args(sim: &SimArgs) -> Result<(EngineArgs, bool)> {
     })?;
     let parsed = SimEngineFlags::from_arg_matches(&matches).map_err(|e| anyhow!("--sim-engine {text:?}: {e}"))?;
     let ep_typed = matches.value_source("ep") == Some(clap::parser::ValueSource::CommandLine);
-    let twins = engine.hw;
-    engine.hw = crate::cli::EngineHwArgs {
-        gpu: twins.gpu,
-        precision: twins.precision,
-        tp: twins.tp,
-        dp: twins.dp,
-        router: twins.router,
-        internal_lb: twins.internal_lb,
-        api_server_count: twins.api_server_count,
-        pd: twins.pd,
-        chat_template: twins.chat_template,
-        ..parsed.hw
-    };
-    Ok((engine, ep_typed))
+    Ok((sim.engine_over(parsed.hw), ep_typed))
 }
 
 /// The GPUs a run's price is paid for when neither --gpus nor a config
@@ -211,11 +187,7 @@ fn as_sim_flags(e: anyhow::Error) -> anyhow::Error {
 fn check_sim_flags(t: &TargetArgs, sim: &SimArgs) -> Result<()> {
     let given = &sim.given;
     if t.url.is_some() {
-        let any = given
-            .first(SIM_FIXED_FLAGS)
-            .or(given.first(SIM_ENGINE_FLAGS))
-            .or(given.first(&[("--sim-profile", "sim_profile")]));
-        if let Some(flag) = any {
+        if let Some(flag) = sim_flag_typed(given) {
             bail!("{flag} sets up the embedded simulator, and --url loads a server of its own: drop {flag}, or --url");
         }
         return Ok(());
@@ -239,6 +211,12 @@ fn check_sim_flags(t: &TargetArgs, sim: &SimArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The first flag typed of those that set up the embedded simulator
+/// (`--sim-profile` and either profile's), for a command that starts none.
+pub(crate) fn sim_flag_typed(given: &crate::cli::Given) -> Option<&'static str> {
+    given.first(SIM_FIXED_FLAGS).or(given.first(SIM_ENGINE_FLAGS)).or(given.first(&[("--sim-profile", "sim_profile")]))
 }
 
 /// The embedded fixed profile's flags: the flag, and its clap id.

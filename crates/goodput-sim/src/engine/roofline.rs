@@ -409,13 +409,9 @@ impl Roofline {
         let all_weights = m.weight_bytes(cfg.precision);
         // The routed experts apart: the rest (attention, embeddings, router,
         // shared experts, a mixture of experts' dense layers) is read every step.
-        let (fixed_weight_bytes, expert_bytes) = match m.moe {
-            None => (all_weights, 0.0),
-            Some(moe) => {
-                let expert = m.expert_params_all_layers() as f64 * b_w;
-                (all_weights - expert * moe.num_experts as f64, expert)
-            }
-        };
+        let expert_bytes = m.moe.map_or(0.0, |_| m.expert_params_all_layers() as f64 * b_w);
+        let routed_bytes = m.moe.map_or(0.0, |moe| expert_bytes * moe.num_experts as f64);
+        let fixed_weight_bytes = all_weights - routed_bytes;
         // Untied, the input embedding is a second table of which a step reads
         // only its tokens' rows (it had counted as read whole every step:
         // 6.5 % of the 8B's BF16 decode bytes).
@@ -426,10 +422,7 @@ impl Roofline {
         // the bytes that η_w would read in their time. A mixture of
         // experts' routed ones run in its fused kernels, apart.
         let fp4_dense_bytes = match cfg.precision {
-            Precision::Fp4 => {
-                let routed = m.moe.map_or(0.0, |moe| m.expert_params_all_layers() as f64 * moe.num_experts as f64);
-                (m.body_params() as f64 - routed) * b_w
-            }
+            Precision::Fp4 => m.body_params() as f64 * b_w - routed_bytes,
             _ => 0.0,
         };
         let fixed_weight_bytes = fixed_weight_bytes + fp4_dense_bytes * (1.0 / c.eta_fp4_weights - 1.0);

@@ -701,19 +701,27 @@ pub struct SimArgs {
 /// for the rest.
 impl From<&SimArgs> for EngineArgs {
     fn from(sim: &SimArgs) -> EngineArgs {
+        sim.engine_over(EngineHwArgs::default())
+    }
+}
+
+impl SimArgs {
+    /// The embedded engine: the `--sim-*` flags over `rest`, which gives
+    /// every other engine setting (the defaults, or `--sim-engine`'s).
+    pub fn engine_over(&self, rest: EngineHwArgs) -> EngineArgs {
         EngineArgs {
-            engine_model: sim.sim_model.clone(),
+            engine_model: self.sim_model.clone(),
             hw: EngineHwArgs {
-                gpu: sim.sim_gpu.clone(),
-                precision: sim.sim_precision.clone(),
-                tp: sim.sim_tp,
-                dp: sim.sim_dp,
-                router: sim.sim_router.clone(),
-                chat_template: sim.sim_chat_template.clone(),
-                pd: sim.sim_pd.clone(),
-                internal_lb: sim.sim_internal_lb,
-                api_server_count: sim.sim_api_server_count,
-                ..Default::default()
+                gpu: self.sim_gpu.clone(),
+                precision: self.sim_precision.clone(),
+                tp: self.sim_tp,
+                dp: self.sim_dp,
+                router: self.sim_router.clone(),
+                chat_template: self.sim_chat_template.clone(),
+                pd: self.sim_pd.clone(),
+                internal_lb: self.sim_internal_lb,
+                api_server_count: self.sim_api_server_count,
+                ..rest
             },
         }
     }

@@ -710,13 +710,7 @@ fn point_path(p: &std::path::Path, i: usize) -> PathBuf {
 /// loads. Each had been dropped in silence (`sweep --estimate --sim-tp 2`
 /// ran TP 1), or refused once per configuration as if `--url` were given.
 fn refuse_sim_flags(a: &SweepArgs) -> Result<()> {
-    let flags: Vec<(&str, &str)> = crate::target::SIM_ENGINE_FLAGS
-        .iter()
-        .chain(crate::target::SIM_FIXED_FLAGS)
-        .copied()
-        .chain([("--sim-profile", "sim_profile")])
-        .collect();
-    let Some(flag) = a.sim.given.first(&flags) else { return Ok(()) };
+    let Some(flag) = crate::target::sim_flag_typed(&a.sim.given) else { return Ok(()) };
     if a.serve.serve_cmd.is_some() {
         bail!(
             "{flag} sets up the embedded simulator, and --serve-cmd starts the servers this sweep loads: drop \
